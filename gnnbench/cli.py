@@ -1,0 +1,170 @@
+"""The ``gnnbench`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Sequence
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.graphs import CleanOptions, GraphError, GraphSpec, generate
+from gnnbench.graphs.io import load_graph
+from gnnbench.graphs.prepare import IndexOverflowError, prepare
+from gnnbench.graphs.spec import PRESETS
+from gnnbench.graphs.stats import graph_stats
+
+__all__ = ["main", "build_parser"]
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    raise AssertionError
+
+
+def _parse_flags(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    for name in names:
+        try:
+            registry.get(name)
+        except ValueError as exc:  # argparse shows ArgumentTypeError's message as is
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
+def _add_graph_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_argument_group("graph source (generate a preset, or --load a file)")
+    src.add_argument("--preset", default="small", choices=list(PRESETS),
+                     help="size preset to generate (default: small)")
+    src.add_argument("--load", metavar="PATH", help="load a graph from a .npz or a saved PyG Data (.pt)")
+    gen = p.add_argument_group("generator overrides")
+    gen.add_argument("--nodes", type=int, dest="num_nodes", help="number of nodes")
+    gen.add_argument("--avg-degree", type=float, help="mean neighbours per node")
+    gen.add_argument("--exponent", type=float, help="power-law exponent, in (2, 5]")
+    gen.add_argument("--classes", type=int, dest="num_classes", help="number of classes")
+    gen.add_argument("--feature-dim", type=int, help="feature dimension")
+    gen.add_argument("--homophily", type=float, help="fraction of intra-class edges")
+    gen.add_argument("--snr", type=float, dest="feature_snr", help="feature signal-to-noise ratio")
+    gen.add_argument("--seed", type=int, help="random seed (default 0)")
+    cl = p.add_argument_group("cleaning (for --load)")
+    cl.add_argument("--no-dedupe", action="store_true", help="keep duplicate edges")
+    cl.add_argument("--undirected", action="store_true", help="add the reverse of every edge")
+    cl.add_argument("--self-loops", default="keep", choices=["keep", "remove", "add"],
+                    help="self-loop handling (default: keep)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gnnbench",
+        description="Measure which GNN training optimizations pay off on your hardware and graph.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("graph", help="generate or load a graph and print its statistics",
+                       description="Generate (or load) a graph, prepare it and print its statistics.")
+    _add_graph_args(p)
+    p.add_argument("--flags", type=_parse_flags, default=None, metavar="NAMES",
+                   help="comma-separated optimizations to prepare with "
+                        f"(default: all graph-layer ones: {', '.join(registry.names())})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("flags", help="list the registered optimizations")
+    p.set_defaults(func=cmd_flags)
+    return parser
+
+
+def _graph_from_args(args: argparse.Namespace):
+    if args.load:
+        clean = CleanOptions(dedupe=not args.no_dedupe, to_undirected=args.undirected,
+                             self_loops=args.self_loops)
+        t0 = time.perf_counter()
+        graph = load_graph(args.load, clean=clean, split_seed=args.seed or 0)
+        return graph, {"source": args.load, "load_seconds": time.perf_counter() - t0}
+    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
+                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    spec = GraphSpec.preset(args.preset, **overrides)
+    graph = generate(spec)
+    return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
+                   "generate_seconds": graph.meta["generate_seconds"]}
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    graph, info = _graph_from_args(args)
+    stats = graph_stats(graph)
+    names = args.flags if args.flags is not None else registry.names()
+    base = prepare(graph, Flags())
+    flagged = prepare(graph, registry.flags_for(names))
+    result = {
+        **info,
+        "stats": stats.to_dict(),
+        "prepare": {
+            "baseline_seconds": base.prepare_seconds,
+            "flags": names,
+            "flagged_seconds": flagged.prepare_seconds,
+            "index_bytes_before": flagged.index_bytes_before,
+            "index_bytes_after": flagged.index_bytes_after,
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(_format_graph_report(result))
+    return 0
+
+
+def _format_graph_report(r: dict) -> str:
+    s = r["stats"]
+    rows: list[tuple[str, str]] = [
+        ("source", r["source"]),
+        ("nodes", f"{s['num_nodes']:,}"),
+        ("edges (directed)", f"{s['num_edges']:,}" + ("  (undirected graph)" if s["is_undirected"] else "")),
+        ("features / classes", f"{s['num_features']} / {s['num_classes']}"),
+        ("average degree", f"{s['avg_degree']:.2f}"),
+        ("degree quantiles", "  ".join(f"{k}={v:g}" for k, v in s["degree_quantiles"].items())),
+        ("max degree", f"{s['max_degree']:,}  ({s['max_degree'] / max(s['degree_quantiles']['p50'], 1):.0f}x the median)"),
+        ("isolated nodes", f"{s['isolated_nodes']:,}"),
+        ("tail exponent (Hill)", f"{s['hill_exponent']:.2f}"
+         + (f"  (configured {r['spec']['exponent']})" if "spec" in r else "")),
+        ("edge homophily", f"{s['edge_homophily']:.3f}"),
+    ]
+    for dtype, b in s["index_bytes"].items():
+        rows.append((f"index bytes {dtype}", f"{_human_bytes(b['total'])}  (COO {_human_bytes(b['coo'])}"
+                     f" + CSR offsets {_human_bytes(b['csr_rowptr'])})"))
+    if "generate_seconds" in r:
+        rows.append(("generation time", f"{r['generate_seconds']:.3f} s"))
+    if "load_seconds" in r:
+        rows.append(("load time", f"{r['load_seconds']:.3f} s"))
+    p = r["prepare"]
+    rows.append(("preparation (baseline)", f"{p['baseline_seconds']:.3f} s"))
+    rows.append((f"preparation ({','.join(p['flags']) or 'none'})",
+                 f"{p['flagged_seconds']:.3f} s; index storage {_human_bytes(p['index_bytes_before'])}"
+                 f" at int64 -> {_human_bytes(p['index_bytes_after'])}"))
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def cmd_flags(args: argparse.Namespace) -> int:
+    for opt in registry.REGISTRY.values():
+        print(f"{opt.name:<14} {opt.description}")
+        print(f"{'':<14} expected: {opt.expected_effect}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (GraphError, IndexOverflowError, ValueError) as exc:
+        print(f"gnnbench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

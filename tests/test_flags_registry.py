@@ -1,0 +1,63 @@
+import dataclasses
+
+import pytest
+import torch
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.registry import Optimization
+
+
+def test_baseline_is_default_and_every_field_is_commented():
+    base = Flags()
+    assert base.changed() == {}
+    import inspect
+
+    src = inspect.getsource(Flags)
+    for f in dataclasses.fields(Flags):
+        line = next(l for l in src.splitlines() if l.strip().startswith(f"{f.name}:"))
+        assert "#" in line, f"Flags.{f.name} has no comment"
+
+
+def test_flags_validation_names_bad_value():
+    with pytest.raises(ValueError, match=r"index_dtype must be one of 'int64', 'int32' \(got 'int16'\)"):
+        Flags(index_dtype="int16")
+    with pytest.raises(ValueError, match=r"cached_norm must be True or False \(got 'yes'\)"):
+        Flags(cached_norm="yes")
+    with pytest.raises(ValueError, match=r"unknown Flags field\(s\) \['fast'\]"):
+        Flags().replace(fast=True)
+
+
+def test_registry_entries_are_complete_and_change_flags():
+    assert registry.names() == list(dict.fromkeys(registry.names()))
+    for opt in registry.REGISTRY.values():
+        assert opt.description and opt.expected_effect and opt.layer
+        flags = opt.apply(Flags())
+        assert flags != Flags(), f"{opt.name} changes nothing"
+        assert set(flags.changed()) == set(opt.changes)
+        assert opt.unavailable("cpu") is None
+
+
+def test_registry_first_entries_present():
+    assert {"int32", "cached_norm", "csr"} <= set(registry.names())
+
+
+def test_flags_for_and_unknown_names():
+    flags = registry.flags_for(["int32", "cached_norm"])
+    assert flags == Flags(index_dtype="int32", cached_norm=True)
+    with pytest.raises(ValueError, match="unknown optimization 'turbo'; accepted: int32, cached_norm, csr"):
+        registry.flags_for(["turbo"])
+
+
+def test_unavailable_reports_a_reason_for_missing_device():
+    opt = Optimization(name="needs_cuda", changes={"keep_csr": True}, description="d",
+                       expected_effect="e", layer="x", requires=("cuda",))
+    assert opt.unavailable(torch.device("cpu")) == "needs_cuda needs a cuda device (this run uses cpu)"
+    assert opt.unavailable("cuda") is None
+    with pytest.raises(ValueError, match="unknown Flags field"):
+        Optimization(name="bad", changes={"nope": 1}, description="d", expected_effect="e", layer="x")
+
+
+def test_registry_is_read_only():
+    with pytest.raises(TypeError):
+        registry.REGISTRY["x"] = None  # type: ignore[index]
