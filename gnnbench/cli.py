@@ -37,6 +37,10 @@ def _parse_flags(text: str) -> list[str]:
     return names
 
 
+def _graph_layer_names() -> list[str]:
+    return [o.name for o in registry.REGISTRY.values() if o.layer == "gnnbench.graphs.prepare"]
+
+
 def _add_graph_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("graph source (generate a preset, or --load a file)")
     src.add_argument("--preset", default="small", choices=list(PRESETS),
@@ -70,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_graph_args(p)
     p.add_argument("--flags", type=_parse_flags, default=None, metavar="NAMES",
                    help="comma-separated optimizations to prepare with "
-                        f"(default: all graph-layer ones: {', '.join(registry.names())})")
+                        f"(default: the graph-layer ones: {', '.join(_graph_layer_names())})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_graph)
 
@@ -97,7 +101,7 @@ def _graph_from_args(args: argparse.Namespace):
 def cmd_graph(args: argparse.Namespace) -> int:
     graph, info = _graph_from_args(args)
     stats = graph_stats(graph)
-    names = args.flags if args.flags is not None else registry.names()
+    names = args.flags if args.flags is not None else _graph_layer_names()
     base = prepare(graph, Flags())
     flagged = prepare(graph, registry.flags_for(names))
     result = {
@@ -150,9 +154,11 @@ def _format_graph_report(r: dict) -> str:
 
 
 def cmd_flags(args: argparse.Namespace) -> int:
+    width = max(len(n) for n in registry.names()) + 2
     for opt in registry.REGISTRY.values():
-        print(f"{opt.name:<14} {opt.description}")
-        print(f"{'':<14} expected: {opt.expected_effect}")
+        tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy)) if on]
+        print(f"{opt.name:<{width}}{opt.description}" + (f"  [{', '.join(tags)}]" if tags else ""))
+        print(f"{'':<{width}}expected: {opt.expected_effect}")
     return 0
 
 

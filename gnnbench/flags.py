@@ -1,7 +1,9 @@
 """``Flags``: every optimization switch in one frozen, typed dataclass.
 
 The baseline is ``Flags()``. Optimizations are named changes to these fields,
-listed once in :mod:`gnnbench.registry`.
+listed once in :mod:`gnnbench.registry`. Validation happens here, early, with
+messages that name the bad value and the accepted ones; what a device cannot
+run is reported by :meth:`Flags.unavailable`.
 """
 
 from __future__ import annotations
@@ -10,27 +12,93 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Flags", "INDEX_DTYPES"]
+import torch
+
+__all__ = ["Flags", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
+           "NEGATIVE_MODES"]
 
 INDEX_DTYPES = ("int64", "int32")
+SAMPLER_BACKENDS = ("gnnbench", "pyg")
+BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw")
+FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
+NEGATIVE_MODES = ("uniform", "degree")
+
+_CHOICES = {
+    "index_dtype": INDEX_DTYPES,
+    "sampler_backend": SAMPLER_BACKENDS,
+    "batch_source": BATCH_SOURCES,
+    "feature_placement": FEATURE_PLACEMENTS,
+    "negative_mode": NEGATIVE_MODES,
+}
+_POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length")
+_NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs")
 
 
 @dataclass(frozen=True)
 class Flags:
     """Optimization switches; ``Flags()`` is the baseline."""
 
+    # --- graph preparation (gnnbench.graphs.prepare) ---
     index_dtype: str = "int64"  # edge index / CSR offset dtype: "int64" | "int32" (overflow-guarded)
     cached_norm: bool = False  # compute GCN normalization once per graph instead of every forward
     keep_csr: bool = False  # keep CSR beside COO instead of deriving neighbour lists on each use
+    # --- sampling (gnnbench.sampling) ---
+    fanout: tuple[int, ...] = (15, 10, 5)  # neighbours per hop (-1 = all); the model depth follows its length
+    sample_replace: bool = False  # draw neighbours with replacement
+    sampler_backend: str = "gnnbench"  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
+    batch_size: int = 1024  # seed nodes per neighbour-sampled mini-batch
+    batch_source: str = "neighbor"  # "neighbor" | "cluster_gcn" | "saint_rw"
+    cluster_size: int = 3000  # Cluster-GCN: target nodes per METIS part
+    clusters_per_batch: int = 4  # Cluster-GCN: parts merged into one batch
+    repartition_every: int = 0  # Cluster-GCN: re-run METIS every N epochs (0 = never)
+    saint_roots: int = 2000  # GraphSAINT: random-walk roots per subgraph
+    saint_walk_length: int = 2  # GraphSAINT: steps per walk
+    batch_cache_epochs: int = 0  # reuse sampled batches for K epochs, then resample (0 = off)
+    # --- loader (PyTorch's DataLoader, driven by PyG's NodeLoader) ---
+    num_workers: int = 0  # loader worker processes
+    prefetch_factor: int | None = None  # batches each worker prepares ahead (needs num_workers > 0)
+    persistent_workers: bool = False  # keep workers alive across epochs (needs num_workers > 0)
+    pin_memory: bool = False  # pin loader output in page-locked memory (CUDA only)
+    # --- features (gnnbench.features) ---
+    feature_placement: str = "host"  # "host" | "device" | "hot_cold" (train rows on device) | "uva" (zero-copy)
+    feature_prefetch: bool = False  # gather the next batch's features on a side CUDA stream
+    # --- link prediction (gnnbench.sampling.negative) ---
+    negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
+    negative_strict: bool = True  # reject negatives that are training positives
 
     def __post_init__(self) -> None:
-        if self.index_dtype not in INDEX_DTYPES:
-            raise ValueError(
-                f"Flags.index_dtype must be one of {', '.join(map(repr, INDEX_DTYPES))} (got {self.index_dtype!r})"
-            )
+        for name, choices in _CHOICES.items():
+            if getattr(self, name) not in choices:
+                raise ValueError(f"Flags.{name} must be one of {', '.join(map(repr, choices))} "
+                                 f"(got {getattr(self, name)!r})")
         for f in dataclasses.fields(self):
             if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(f"Flags.{f.name} must be True or False (got {getattr(self, f.name)!r})")
+        for name in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
+            value = getattr(self, name)
+            low = 1 if name in _POSITIVE_INTS else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"Flags.{name} must be an integer >= {low} (got {value!r})")
+        fanout = self.fanout
+        if isinstance(fanout, (list, tuple)):
+            object.__setattr__(self, "fanout", tuple(fanout))
+        if (not isinstance(fanout, (list, tuple)) or not fanout
+                or any(isinstance(k, bool) or not isinstance(k, int) or (k < 1 and k != -1) for k in fanout)):
+            raise ValueError(f"Flags.fanout must be a non-empty list of positive integers or -1 (got {fanout!r})")
+        if self.prefetch_factor is not None and (
+                isinstance(self.prefetch_factor, bool) or not isinstance(self.prefetch_factor, int)
+                or self.prefetch_factor < 1):
+            raise ValueError(f"Flags.prefetch_factor must be None or an integer >= 1 (got {self.prefetch_factor!r})")
+        if self.num_workers == 0 and (self.prefetch_factor is not None or self.persistent_workers):
+            raise ValueError(
+                "Flags.prefetch_factor and persistent_workers need num_workers > 0 "
+                f"(got num_workers=0, prefetch_factor={self.prefetch_factor!r}, "
+                f"persistent_workers={self.persistent_workers!r})")
+
+    @property
+    def num_layers(self) -> int:
+        """Model depth: one layer per sampling hop."""
+        return len(self.fanout)
 
     def replace(self, **changes: Any) -> "Flags":
         """A copy with ``changes``; unknown field names raise, listing the valid ones."""
@@ -41,9 +109,30 @@ class Flags:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        d["fanout"] = list(self.fanout)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Flags":
+        return cls().replace(**d)
 
     def changed(self) -> dict[str, Any]:
         """Fields that differ from the baseline ``Flags()``."""
-        base = Flags()
-        return {k: v for k, v in self.to_dict().items() if getattr(base, k) != v}
+        base = Flags().to_dict()
+        return {k: v for k, v in self.to_dict().items() if base[k] != v}
+
+    def unavailable(self, device: torch.device | str) -> dict[str, str]:
+        """Fields set to something ``device`` cannot run, each with the reason."""
+        dev = torch.device(device)
+        reasons: dict[str, str] = {}
+        if dev.type != "cuda":
+            if self.pin_memory:
+                reasons["pin_memory"] = f"pinned (page-locked) memory only exists with CUDA (device is {dev.type})"
+            if self.feature_placement in ("device", "hot_cold", "uva"):
+                reasons["feature_placement"] = (
+                    f"feature_placement={self.feature_placement!r} places features on or maps them to a CUDA "
+                    f"device; on {dev.type} host and device memory are the same")
+            if self.feature_prefetch:
+                reasons["feature_prefetch"] = f"side-stream prefetch needs CUDA streams (device is {dev.type})"
+        return reasons

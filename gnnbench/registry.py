@@ -30,7 +30,6 @@ class Optimization:
         description: One line saying what it does.
         expected_effect: The effect as commonly reported, with its figure.
         layer: The module whose code it switches.
-        requires: Device types it needs (e.g. ``("cuda",)``); empty = any.
         costs_accuracy: Whether it is expected to change accuracy.
         recommended: Whether it belongs in the "all recommended" combination.
     """
@@ -40,7 +39,6 @@ class Optimization:
     description: str
     expected_effect: str
     layer: str
-    requires: tuple[str, ...] = ()
     costs_accuracy: bool = False
     recommended: bool = True
     _frozen_changes: Mapping[str, Any] = field(init=False, repr=False, compare=False)
@@ -54,11 +52,19 @@ class Optimization:
         return flags.replace(**self._frozen_changes)
 
     def unavailable(self, device: torch.device | str) -> str | None:
-        """Why this optimization cannot run on ``device``, or ``None`` if it can."""
-        dev = torch.device(device)
-        if self.requires and dev.type not in self.requires:
-            return f"{self.name} needs a {' or '.join(self.requires)} device (this run uses {dev.type})"
-        return None
+        """Why this optimization cannot run on ``device``, or ``None`` if it can.
+
+        Device requirements live with the flags they concern
+        (:meth:`Flags.unavailable`), so the registry and direct users of
+        ``Flags`` get the same answer.
+        """
+        reasons = self.apply(Flags()).unavailable(device)
+        return "; ".join(reasons.values()) if reasons else None
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """Device types it needs: ``("cuda",)`` when it cannot run on a CPU, else empty."""
+        return ("cuda",) if self.unavailable("cpu") else ()
 
 
 _ENTRIES = (
@@ -85,6 +91,113 @@ _ENTRIES = (
         expected_effect="Saves a sort of all E edges each time neighbour lists are needed, for N+1 "
         "offsets of memory (CSR's column array is COO's source row).",
         layer="gnnbench.graphs.prepare",
+    ),
+    Optimization(
+        name="fanout",
+        changes={"fanout": (15, 10)},
+        description="Sample two hops [15, 10] instead of three [15, 10, 5] (the model loses a layer).",
+        expected_effect="The sampled neighbourhood shrinks up to 5x (the last hop's fanout), and with it "
+        "sampling, gather and compute; accuracy may drop where 3-hop context matters.",
+        layer="gnnbench.sampling.neighbor",
+        costs_accuracy=True,
+    ),
+    Optimization(
+        name="workers",
+        changes={"num_workers": 2},
+        description="Sample in 2 DataLoader worker processes, overlapping sampling with training.",
+        expected_effect="Hides sampling time behind compute when sampling is the bottleneck; bounded by "
+        "the cores left to the training process (2 workers can hide at most 2 cores of sampling).",
+        layer="gnnbench.sampling.loader",
+    ),
+    Optimization(
+        name="persistent_workers",
+        changes={"num_workers": 2, "persistent_workers": True},
+        description="Keep the 2 loader workers alive across epochs instead of re-forking them.",
+        expected_effect="Saves the worker start-up (process fork plus sampler copy) at every epoch; "
+        "matters most for short epochs.",
+        layer="gnnbench.sampling.loader",
+    ),
+    Optimization(
+        name="prefetch",
+        changes={"num_workers": 2, "prefetch_factor": 4},
+        description="Let each of 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
+        expected_effect="Absorbs jitter in sampling time; no gain when sampling is slower than compute on average.",
+        layer="gnnbench.sampling.loader",
+    ),
+    Optimization(
+        name="pin_memory",
+        changes={"pin_memory": True},
+        description="Pin loader output and gathered features in page-locked memory for async copies.",
+        expected_effect="Host-to-device copies run at full PCIe/NVLink bandwidth and overlap with compute "
+        "(pageable copies are staged and synchronous).",
+        layer="gnnbench.features",
+    ),
+    Optimization(
+        name="batch_cache",
+        changes={"batch_cache_epochs": 5},
+        description="Write sampled batches to disk and replay them for 5 epochs before resampling.",
+        expected_effect="Removes sampling from 4 of every 5 epochs (replaced by reading the batches); "
+        "less sampling diversity can cost some accuracy.",
+        layer="gnnbench.sampling.cache",
+        costs_accuracy=True,
+    ),
+    Optimization(
+        name="cluster_gcn",
+        changes={"batch_source": "cluster_gcn"},
+        description="Cluster-GCN: batches are unions of METIS parts (~3,000 nodes each) with their edges.",
+        expected_effect="No neighbourhood explosion: each batch is a dense subgraph, so memory and time per "
+        "batch stay flat with depth (Chiang et al. 2019); dropped inter-cluster edges can cost accuracy.",
+        layer="gnnbench.sampling.subgraph",
+        costs_accuracy=True,
+    ),
+    Optimization(
+        name="graphsaint",
+        changes={"batch_source": "saint_rw"},
+        description="GraphSAINT random-walk subgraphs (2,000 roots, walk length 2) with its normalization.",
+        expected_effect="Subgraph batches with bias-corrected loss and aggregation (Zeng et al. 2020); cost "
+        "per batch independent of depth; sampling variance can cost accuracy.",
+        layer="gnnbench.sampling.subgraph",
+        costs_accuracy=True,
+    ),
+    Optimization(
+        name="features_on_device",
+        changes={"feature_placement": "device"},
+        description="Keep all node features resident on the GPU; gather there.",
+        expected_effect="Removes per-batch host-to-device feature traffic entirely, at the cost of N x F "
+        "device memory.",
+        layer="gnnbench.features",
+    ),
+    Optimization(
+        name="hot_cold",
+        changes={"feature_placement": "hot_cold"},
+        description="Training-node features on the GPU, val/test features in pinned host memory.",
+        expected_effect="Most sampled rows are training nodes' neighbourhoods; only cold rows cross the bus, "
+        "with device memory limited to the hot rows.",
+        layer="gnnbench.features",
+    ),
+    Optimization(
+        name="uva",
+        changes={"feature_placement": "uva"},
+        description="Features in pinned host memory read by GPU kernels directly (zero-copy, UVA).",
+        expected_effect="Only the gathered rows cross the bus, with no staging copy and no device memory "
+        "for features; commonly much faster than gather-on-host then copy for large feature tables.",
+        layer="gnnbench.features",
+    ),
+    Optimization(
+        name="feature_prefetch",
+        changes={"feature_prefetch": True},
+        description="Gather and copy the next batch's features on a side CUDA stream during compute.",
+        expected_effect="Overlaps the feature transfer with forward/backward; at best hides it completely.",
+        layer="gnnbench.features",
+    ),
+    Optimization(
+        name="degree_negatives",
+        changes={"negative_mode": "degree"},
+        description="Link prediction: negatives drawn proportional to degree^0.75 instead of uniformly.",
+        expected_effect="Harder negatives (hubs appear as often as in positives), which usually improves "
+        "ranking metrics such as MRR/Hits@K at equal cost per negative.",
+        layer="gnnbench.sampling.negative",
+        costs_accuracy=True,
     ),
 )
 

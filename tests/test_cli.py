@@ -43,7 +43,7 @@ def test_bad_input_gives_clear_errors(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["graph", "--flags", "int32,warp"])
-    assert "unknown optimization 'warp'; accepted: int32, cached_norm, csr" in capsys.readouterr().err
+    assert "unknown optimization 'warp'; accepted: int32, cached_norm, csr, fanout" in capsys.readouterr().err
 
 
 def test_console_script_entry_point():

@@ -35,7 +35,16 @@ def test_registry_entries_are_complete_and_change_flags():
         flags = opt.apply(Flags())
         assert flags != Flags(), f"{opt.name} changes nothing"
         assert set(flags.changed()) == set(opt.changes)
-        assert opt.unavailable("cpu") is None
+        reason = opt.unavailable("cpu")
+        assert (reason is not None) == (opt.requires == ("cuda",))
+        assert opt.unavailable("cuda") is None
+
+
+def test_cuda_only_entries_say_why_on_cpu():
+    cuda_only = {o.name for o in registry.REGISTRY.values() if o.requires}
+    assert cuda_only == {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch"}
+    for name in cuda_only:
+        assert "cpu" in registry.get(name).unavailable("cpu")
 
 
 def test_registry_first_entries_present():
@@ -45,15 +54,18 @@ def test_registry_first_entries_present():
 def test_flags_for_and_unknown_names():
     flags = registry.flags_for(["int32", "cached_norm"])
     assert flags == Flags(index_dtype="int32", cached_norm=True)
-    with pytest.raises(ValueError, match="unknown optimization 'turbo'; accepted: int32, cached_norm, csr"):
+    with pytest.raises(ValueError, match="unknown optimization 'turbo'; accepted: int32, cached_norm, csr, fanout"):
         registry.flags_for(["turbo"])
 
 
 def test_unavailable_reports_a_reason_for_missing_device():
-    opt = Optimization(name="needs_cuda", changes={"keep_csr": True}, description="d",
-                       expected_effect="e", layer="x", requires=("cuda",))
-    assert opt.unavailable(torch.device("cpu")) == "needs_cuda needs a cuda device (this run uses cpu)"
+    opt = Optimization(name="needs_cuda", changes={"feature_placement": "uva"}, description="d",
+                       expected_effect="e", layer="x")
+    assert "feature_placement='uva'" in opt.unavailable(torch.device("cpu"))
+    assert opt.requires == ("cuda",)
     assert opt.unavailable("cuda") is None
+    assert Flags(pin_memory=True).unavailable("cpu") == {
+        "pin_memory": "pinned (page-locked) memory only exists with CUDA (device is cpu)"}
     with pytest.raises(ValueError, match="unknown Flags field"):
         Optimization(name="bad", changes={"nope": 1}, description="d", expected_effect="e", layer="x")
 

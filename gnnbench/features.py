@@ -1,0 +1,207 @@
+"""Feature store: where node features live and how a batch's rows reach the device.
+
+Placement modes (``Flags.feature_placement``):
+
+- ``host`` (baseline): all features in host memory; each batch's rows are
+  gathered on the host and copied to the device (pinned first when
+  ``pin_memory``);
+- ``device``: all features resident on the device; gathered there;
+- ``hot_cold``: the rows of training nodes ("hot") resident on the device,
+  the rest ("cold": val/test) in pinned host memory, copied per batch;
+- ``uva``: all features in pinned host memory, read by the device directly
+  (zero-copy over the interconnect through unified virtual addressing).
+
+The modes other than ``host`` need CUDA; asking for them elsewhere raises
+:class:`Unavailable` with the reason, so nothing is silently measured as a
+no-op. Bytes moved host -> device are recorded per batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+import torch
+from torch import Tensor
+
+from gnnbench.flags import Flags
+
+__all__ = ["FeatureStore", "Unavailable", "TransferStats", "prefetch_features", "uva_view"]
+
+
+class Unavailable(RuntimeError):
+    """A flag cannot run on this device; the message says why."""
+
+
+@dataclass
+class TransferStats:
+    """Host -> device traffic of the feature store."""
+
+    batches: int = 0
+    bytes_h2d: int = 0
+    last_bytes_h2d: int = 0
+    per_batch: list[int] = field(default_factory=list)
+
+    def record(self, nbytes: int) -> None:
+        self.batches += 1
+        self.bytes_h2d += nbytes
+        self.last_bytes_h2d = nbytes
+        self.per_batch.append(nbytes)
+
+    @property
+    def mean_bytes_per_batch(self) -> float:
+        return self.bytes_h2d / self.batches if self.batches else 0.0
+
+
+class _CudaArrayView:
+    """Expose a pinned host buffer through ``__cuda_array_interface__``.
+
+    Under unified virtual addressing, memory from ``cudaHostAlloc`` (which
+    PyTorch's pinned allocator uses) is addressable by kernels at its host
+    address, so a CUDA tensor over that address reads host memory directly.
+    """
+
+    def __init__(self, host: Tensor) -> None:
+        if host.dtype != torch.float32:
+            raise TypeError(f"uva_view supports float32 features (got {host.dtype})")
+        self._host = host
+        self.__cuda_array_interface__ = {
+            "shape": tuple(host.shape), "typestr": "<f4", "data": (host.data_ptr(), False),
+            "version": 3, "strides": None,
+        }
+
+
+def uva_view(host: Tensor, device: torch.device) -> Tensor:
+    """A zero-copy CUDA view of the pinned, contiguous tensor ``host``; keep ``host`` alive."""
+    if not host.is_pinned():
+        raise ValueError("uva_view needs pinned host memory (call .pin_memory() first)")
+    view = torch.as_tensor(_CudaArrayView(host.contiguous()), device=device)
+    probe = min(host.size(0), 4)
+    if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
+        raise Unavailable("zero-copy (UVA) access returned different values than host memory on this system")
+    return view
+
+
+class FeatureStore:
+    """Serve the features of a batch's nodes on ``device``.
+
+    Args:
+        x: ``[N, F]`` host features.
+        device: Where batches are computed.
+        placement: ``"host"``, ``"device"``, ``"hot_cold"`` or ``"uva"``.
+        hot_nodes: Node ids kept on the device in ``hot_cold`` mode (the
+            training nodes).
+        pin_memory: Gather ``host``-mode rows into pinned memory before the copy.
+    """
+
+    def __init__(self, x: Tensor, device: torch.device | str, placement: str = "host", *,
+                 hot_nodes: Tensor | None = None, pin_memory: bool = False) -> None:
+        self.device = torch.device(device)
+        reasons = Flags(feature_placement=placement, pin_memory=pin_memory).unavailable(self.device)
+        if reasons:
+            raise Unavailable("; ".join(reasons.values()))
+        if x.device.type != "cpu":
+            raise ValueError(f"FeatureStore takes host features (got a tensor on {x.device})")
+        self.placement = placement
+        self.pin_memory = pin_memory
+        self.num_nodes, self.num_features = x.shape
+        self.stats = TransferStats()
+        self._host = x
+        if placement == "device":
+            self._dev = x.to(self.device)
+        elif placement == "hot_cold":
+            if hot_nodes is None:
+                raise ValueError("hot_cold placement needs hot_nodes (the training node ids)")
+            hot = torch.unique(hot_nodes.to(torch.int64).cpu())
+            is_hot = torch.zeros(self.num_nodes, dtype=torch.bool)
+            is_hot[hot] = True
+            cold = (~is_hot).nonzero().view(-1)
+            # slot >= 0: row in the device table; slot < 0: row -(slot + 1) of the pinned cold table.
+            slot = torch.empty(self.num_nodes, dtype=torch.int64)
+            slot[hot] = torch.arange(hot.numel())
+            slot[cold] = -1 - torch.arange(cold.numel())
+            self._slot_host = slot
+            self._hot = x[hot].to(self.device)
+            self._cold = x[cold].pin_memory()
+        elif placement == "uva":
+            self._pinned = x.contiguous().pin_memory()
+            self._uva = uva_view(self._pinned, self.device)
+        elif placement != "host":
+            raise ValueError(f"unknown feature placement {placement!r}")
+
+    def device_bytes(self) -> int:
+        """Feature bytes resident on the device (excluding per-batch buffers)."""
+        if self.placement == "device":
+            return self._dev.nbytes
+        if self.placement == "hot_cold":
+            return self._hot.nbytes
+        return 0
+
+    def gather(self, n_id: Tensor) -> Tensor:
+        """Rows ``x[n_id]`` on the store's device; records the host -> device bytes."""
+        on_cuda = self.device.type == "cuda"
+        if self.placement == "host":
+            ids = n_id.cpu()
+            rows = self._host.index_select(0, ids)
+            if not on_cuda:
+                self.stats.record(0)
+                return rows
+            if self.pin_memory:
+                rows = rows.pin_memory()
+            self.stats.record(rows.nbytes)
+            return rows.to(self.device, non_blocking=self.pin_memory)
+        if self.placement == "device":
+            ids = n_id.to(self.device, non_blocking=True)
+            self.stats.record(n_id.nbytes if n_id.device.type == "cpu" else 0)
+            return self._dev.index_select(0, ids)
+        if self.placement == "uva":
+            ids = n_id.to(self.device, non_blocking=True)
+            self.stats.record(ids.numel() * self.num_features * self._pinned.element_size())
+            return self._uva.index_select(0, ids)
+        # hot_cold
+        ids = n_id.cpu()
+        slot = self._slot_host[ids]
+        hot_mask = slot >= 0
+        cold_pos = hot_mask.logical_not().nonzero().view(-1)
+        out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
+        hot_pos = hot_mask.nonzero().view(-1)
+        out[hot_pos.to(self.device, non_blocking=True)] = self._hot[slot[hot_pos].to(self.device, non_blocking=True)]
+        cold_rows = self._cold.index_select(0, -1 - slot[cold_pos]).pin_memory()
+        out[cold_pos.to(self.device, non_blocking=True)] = cold_rows.to(self.device, non_blocking=True)
+        self.stats.record(cold_rows.nbytes + ids.nbytes)
+        return out
+
+
+def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
+    """Yield ``(batch, features)`` with the next batch's features gathered on a side CUDA stream.
+
+    While the caller computes on batch ``i``, batch ``i + 1``'s gather and
+    host -> device copy run on a separate stream; the consumer's stream waits
+    on an event before using them. CUDA only.
+    """
+    if store.device.type != "cuda":
+        raise Unavailable(f"side-stream prefetch needs CUDA streams (device is {store.device.type})")
+    side = torch.cuda.Stream(device=store.device)
+    it = iter(batches)
+
+    def launch(batch):
+        with torch.cuda.stream(side):
+            feats = store.gather(n_id_of(batch))
+            ready = torch.cuda.Event()
+            ready.record(side)
+        return batch, feats, ready
+
+    try:
+        pending = launch(next(it))
+    except StopIteration:
+        return
+    for nxt in it:
+        batch, feats, ready = pending
+        pending = launch(nxt)
+        torch.cuda.current_stream(store.device).wait_event(ready)
+        feats.record_stream(torch.cuda.current_stream(store.device))
+        yield batch, feats
+    batch, feats, ready = pending
+    torch.cuda.current_stream(store.device).wait_event(ready)
+    feats.record_stream(torch.cuda.current_stream(store.device))
+    yield batch, feats

@@ -1,0 +1,1 @@
+"""Sampling and data pipeline: neighbour sampler, negatives, batch cache, subgraph batches."""

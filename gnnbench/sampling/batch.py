@@ -1,0 +1,69 @@
+"""``Batch``: the one mini-batch type every batch source yields and the
+training loop consumes (neighbour-sampled, Cluster-GCN or GraphSAINT)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["Batch"]
+
+
+@dataclass
+class Batch:
+    """A sampled computation graph.
+
+    Args:
+        n_id: ``[n]`` global ids of the batch's nodes (local id = position).
+        edge_index: ``[2, e]`` local (source, target) edges; messages flow to targets.
+        e_id: ``[e]`` global edge ids (positions in the graph's ``edge_index``).
+        target: Local ids of the nodes whose loss is computed.
+        num_sampled_nodes: Nodes added per hop, for neighbour sampling.
+        num_sampled_edges: Edges added per hop, for neighbour sampling.
+        node_norm: ``[len(target)]`` GraphSAINT loss weights, or ``None``.
+        edge_norm: ``[e]`` GraphSAINT aggregation weights, or ``None``.
+    """
+
+    n_id: Tensor
+    edge_index: Tensor
+    e_id: Tensor
+    target: Tensor
+    num_sampled_nodes: list[int] | None = None
+    num_sampled_edges: list[int] | None = None
+    node_norm: Tensor | None = None
+    edge_norm: Tensor | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        return self.n_id.numel()
+
+    @property
+    def num_edges(self) -> int:
+        return self.edge_index.size(1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Batch":
+        names = {f.name for f in fields(cls)}
+        missing = {"n_id", "edge_index", "e_id", "target"} - set(d)
+        if missing:
+            raise ValueError(f"batch record is missing {sorted(missing)}")
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @classmethod
+    def from_pyg(cls, data: Any) -> "Batch":
+        """From the ``Data`` that PyG's ``NodeLoader`` yields (``n_id``, ``e_id``, ``batch_size``)."""
+        return cls(
+            n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id,
+            target=torch.arange(data.batch_size),
+            num_sampled_nodes=list(data.num_sampled_nodes) if data.num_sampled_nodes is not None else None,
+            num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,
+        )
+
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in self.to_dict().values() if isinstance(v, Tensor))

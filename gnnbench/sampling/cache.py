@@ -1,0 +1,199 @@
+"""On-disk cache of sampled mini-batches, reused for K epochs then regenerated.
+
+Layout: ``<root>/<key>/window-<w>/`` holds one file per batch and a
+``manifest.json`` written last (atomically) with each file's SHA-256. The key
+hashes the graph fingerprint, the sampling flags, the seed and the format
+version, so a change to any of them misses instead of serving stale batches.
+A window without a manifest is incomplete (an interrupted epoch) and is
+rebuilt; an entry whose checksum or content does not verify is never used:
+the window is rebuilt and the epoch continues from freshly sampled batches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import torch
+
+from gnnbench.sampling.batch import Batch
+
+__all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache"]
+
+FORMAT_VERSION = 1
+_MARKER = "gnnbench-batch-cache.json"
+
+
+def default_cache_dir() -> Path:
+    """``$GNNBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/gnnbench/batches``, else ``~/.cache/gnnbench/batches``."""
+    env = os.environ.get("GNNBENCH_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gnnbench" / "batches"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+@dataclass
+class CacheStats:
+    """What the cache did: batches served from disk, sampled anew, rejected."""
+
+    hits: int = 0  # batches loaded from a verified cache entry
+    misses: int = 0  # batches sampled (and written)
+    corrupt: int = 0  # entries rejected by checksum or decoding
+    windows_built: int = 0  # windows (re)written
+    bytes_written: int = 0
+    bytes_read: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+class BatchCache:
+    """Cache the batches of one epoch and replay them for the next ``epochs - 1``.
+
+    Args:
+        root: Cache directory (see :func:`default_cache_dir`).
+        key_material: JSON-serializable description of everything that
+            determines the batches (graph fingerprint, sampling flags, seed).
+        epochs: ``K``: a window of K epochs shares one sampled set of batches.
+        seed: Seed of the batch order when replaying.
+    """
+
+    def __init__(self, root: str | Path, key_material: dict[str, Any], epochs: int = 5, seed: int = 0) -> None:
+        if epochs < 1:
+            raise ValueError(f"batch cache epochs must be >= 1 (got {epochs})")
+        self.root = Path(root)
+        self.epochs = epochs
+        self.seed = seed
+        material = {"format": FORMAT_VERSION, "epochs": epochs, **key_material}
+        blob = json.dumps(material, sort_keys=True, default=str).encode()
+        self.key = hashlib.sha256(blob).hexdigest()[:20]
+        self.dir = self.root / self.key
+        self.dir.mkdir(parents=True, exist_ok=True)
+        marker = self.dir / _MARKER
+        if not marker.exists():
+            _atomic_write(marker, json.dumps(material, indent=1, sort_keys=True, default=str).encode())
+        self.stats = CacheStats()
+
+    def window(self, epoch: int) -> int:
+        return epoch // self.epochs
+
+    def _window_dir(self, window: int) -> Path:
+        return self.dir / f"window-{window:06d}"
+
+    def _read_manifest(self, wdir: Path) -> list[dict[str, Any]] | None:
+        try:
+            manifest = json.loads((wdir / "manifest.json").read_text())
+            if manifest.get("format") != FORMAT_VERSION:
+                return None
+            return list(manifest["batches"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _load(self, wdir: Path, entry: dict[str, Any]) -> Batch | None:
+        try:
+            data = (wdir / entry["file"]).read_bytes()
+        except (OSError, KeyError):
+            return None
+        if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+            return None
+        try:
+            batch = Batch.from_dict(torch.load(io.BytesIO(data), weights_only=True))
+        except Exception:  # noqa: BLE001 - any decoding failure means "do not trust"
+            return None
+        self.stats.bytes_read += len(data)
+        return batch
+
+    def epoch(self, epoch: int, produce: Callable[[], Iterator[Batch]]) -> Iterator[Batch]:
+        """The batches of ``epoch``: replayed from the window's cache, or produced and cached."""
+        window = self.window(epoch)
+        wdir = self._window_dir(window)
+        self._drop_other_windows(keep=window)
+        entries = self._read_manifest(wdir)
+        if entries is None:
+            yield from self._build(wdir, produce())
+            return
+        order = torch.randperm(len(entries), generator=torch.Generator().manual_seed(self.seed * 7_919 + epoch))
+        if epoch % self.epochs == 0:
+            order = torch.arange(len(entries))
+        for served, i in enumerate(order.tolist()):
+            batch = self._load(wdir, entries[i])
+            if batch is None:
+                # Never use a bad entry: rebuild the window and finish the epoch with fresh batches.
+                self.stats.corrupt += 1
+                shutil.rmtree(wdir, ignore_errors=True)
+                for j, fresh in enumerate(self._build(wdir, produce())):
+                    if j >= served:
+                        yield fresh
+                return
+            self.stats.hits += 1
+            yield batch
+
+    def _build(self, wdir: Path, batches: Iterator[Batch]) -> Iterator[Batch]:
+        shutil.rmtree(wdir, ignore_errors=True)
+        wdir.mkdir(parents=True)
+        entries = []
+        for i, batch in enumerate(batches):
+            buf = io.BytesIO()
+            torch.save(batch.to_dict(), buf)
+            data = buf.getvalue()
+            name = f"batch-{i:06d}.pt"
+            _atomic_write(wdir / name, data)
+            entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+            self.stats.misses += 1
+            self.stats.bytes_written += len(data)
+            yield batch
+        # The manifest goes last: only a fully written window is ever replayed.
+        _atomic_write(wdir / "manifest.json",
+                      json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
+        self.stats.windows_built += 1
+
+    def _drop_other_windows(self, keep: int) -> None:
+        for path in self.dir.glob("window-*"):
+            if path.is_dir() and path.name != self._window_dir(keep).name:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def size_bytes(self) -> int:
+        return cache_size(self.dir)
+
+
+def cache_size(root: str | Path | None = None) -> int:
+    """Bytes held under ``root`` (default: :func:`default_cache_dir`)."""
+    root = Path(root) if root is not None else default_cache_dir()
+    if not root.exists():
+        return 0
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def clean_cache(root: str | Path | None = None) -> int:
+    """Delete gnnbench batch-cache entries under ``root``; return the bytes freed.
+
+    Only directories carrying gnnbench's marker file are removed, so pointing
+    this at the wrong directory deletes nothing else.
+    """
+    root = Path(root) if root is not None else default_cache_dir()
+    if not root.exists():
+        return 0
+    freed = 0
+    for marker in root.glob(f"*/{_MARKER}"):
+        entry = marker.parent
+        freed += cache_size(entry)
+        shutil.rmtree(entry, ignore_errors=True)
+    return freed

@@ -1,0 +1,138 @@
+"""gnnbench's neighbour sampler as a PyG ``BaseSampler``, and the backend choice.
+
+PyG's ``NodeLoader`` and ``LinkLoader`` drive :class:`GnnbenchNeighborSampler`
+exactly as they drive PyG's own ``NeighborSampler``; ``backend="pyg"`` selects
+PyG's native sampler (pyg-lib or torch-sparse) for comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampling, NodeSamplerInput, SamplerOutput
+
+from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.sampling.negative import NegativeSampler
+from gnnbench.sampling.neighbor import NeighborSampleCore
+
+__all__ = ["GnnbenchNeighborSampler", "make_neighbor_sampler", "native_backend_status"]
+
+
+def native_backend_status() -> str | None:
+    """``None`` when PyG's native sampler can run here, else why not and what to install."""
+    import torch_geometric.typing as pyg_typing
+
+    if pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE:
+        return None
+    return ("PyG's native neighbour sampler needs pyg-lib or torch-sparse, and neither is installed: "
+            "install pyg-lib from the wheels at data.pyg.org matching your torch, or build torch-sparse "
+            "with `pip install --no-build-isolation torch-scatter torch-sparse` (about 10 minutes)")
+
+
+class GnnbenchNeighborSampler(BaseSampler):
+    """Exact, vectorized multi-hop neighbour sampling (see :mod:`gnnbench.sampling.neighbor`).
+
+    Args:
+        prepared: The prepared graph; its CSR is used if kept, else derived from
+            COO once here (what PyG's samplers do at construction).
+        fanouts: Neighbours per hop.
+        replace: Sample with replacement.
+        seed: Base seed; loader workers reseed from their own worker seed.
+        negatives: Negative sampler used by :meth:`sample_from_edges`.
+        device: Where sampling runs (default: where the CSR lives).
+    """
+
+    def __init__(self, prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
+                 negatives: NegativeSampler | None = None, device: torch.device | str | None = None) -> None:
+        csr = prepared.neighbours()
+        dev = torch.device(device) if device is not None else csr.rowptr.device
+        self.core = NeighborSampleCore(csr.rowptr.to(dev), csr.col.to(dev), fanouts, replace=replace, seed=seed)
+        self.num_nodes = prepared.num_nodes
+        self.negatives = negatives
+        self.seed = seed
+        self._worker_key: tuple[int, int] | None = None
+
+    def _reseed_for_worker(self) -> None:
+        info = torch.utils.data.get_worker_info()
+        if info is not None and self._worker_key != (info.id, info.seed):
+            # Each worker process holds a copy of this sampler: give it its own stream.
+            self.core.reseed(info.seed % (2**63))
+            if self.negatives is not None:
+                self.negatives.generator.manual_seed((info.seed + 1) % (2**63))
+            self._worker_key = (info.id, info.seed)
+
+    def _output(self, seeds: Tensor, metadata: Any) -> SamplerOutput:
+        out = self.core.sample(seeds)
+        return SamplerOutput(
+            node=out.node, row=out.row, col=out.col, edge=out.edge,
+            num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
+            metadata=metadata,
+        )
+
+    def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
+        self._reseed_for_worker()
+        if index.time is not None:
+            raise ValueError("temporal sampling is not supported by gnnbench's sampler (got seed times)")
+        return self._output(index.node, (index.input_id, index.time))
+
+    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
+                          ) -> SamplerOutput:
+        """Sample around the endpoints of seed edges (plus negatives), PyG's metadata layout.
+
+        Negatives come from this sampler's :class:`NegativeSampler` (uniform or
+        degree-weighted; strict mode rejects training positives); PyG's
+        ``NegativeSampling`` only sets the mode (binary/triplet) and amount.
+        """
+        self._reseed_for_worker()
+        if index.time is not None:
+            raise ValueError("temporal sampling is not supported by gnnbench's sampler (got edge times)")
+        src, dst, label = index.row, index.col, index.label
+        num_pos = src.numel()
+        if neg_sampling is not None:
+            if self.negatives is None:
+                raise ValueError("negative sampling requested but the sampler has no NegativeSampler")
+            num_neg = math.ceil(num_pos * neg_sampling.amount)
+            if neg_sampling.is_binary():
+                neg = self.negatives.sample(num_neg)
+                src, dst = torch.cat([src, neg[0]]), torch.cat([dst, neg[1]])
+                label = torch.ones(num_pos) if label is None else label
+                label = torch.cat([label, label.new_zeros((num_neg,) + label.shape[1:])])
+            else:  # triplet: corrupt the destination of each positive, `amount` times
+                if float(neg_sampling.amount) != int(neg_sampling.amount):
+                    raise ValueError(f"triplet negative sampling needs an integer amount (got {neg_sampling.amount})")
+                per = int(neg_sampling.amount)
+                neg = self.negatives.sample(per * num_pos, src=src.repeat(per))
+                dst = torch.cat([dst, neg[1]])
+        seed, inverse = torch.cat([src, dst]).unique(return_inverse=True)
+        out = self.core.sample(seed)
+        # unique() sorts; the core keeps seeds first in the order given, so inverse indexes them directly.
+        if neg_sampling is None or neg_sampling.is_binary():
+            metadata = (index.input_id, inverse.view(2, -1), label, None)
+        else:
+            n_src = src.numel()
+            dst_idx = inverse[n_src:]
+            metadata = (index.input_id, inverse[:n_src], dst_idx[:num_pos],
+                        dst_idx[num_pos:].view(-1, num_pos).t().reshape(num_pos, -1).squeeze(-1), None)
+        return SamplerOutput(node=out.node, row=out.row, col=out.col, edge=out.edge,
+                             num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
+                             metadata=metadata)
+
+
+def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "gnnbench", replace: bool = False,
+                          seed: int = 0, negatives: NegativeSampler | None = None) -> BaseSampler:
+    """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison)."""
+    if backend == "gnnbench":
+        return GnnbenchNeighborSampler(prepared, fanouts, replace=replace, seed=seed, negatives=negatives)
+    if backend == "pyg":
+        reason = native_backend_status()
+        if reason:
+            raise RuntimeError(reason)
+        from torch_geometric.data import Data
+        from torch_geometric.sampler import NeighborSampler
+
+        data = Data(edge_index=prepared.edge_index.to(torch.int64), num_nodes=prepared.num_nodes)
+        return NeighborSampler(data, num_neighbors=list(fanouts), replace=replace)
+    raise ValueError(f"unknown sampler backend {backend!r}; accepted: 'gnnbench', 'pyg'")

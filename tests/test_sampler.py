@@ -1,0 +1,188 @@
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+from scipy.stats import chisquare
+
+from gnnbench.flags import Flags
+from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
+from gnnbench.graphs.prepare import prepare
+from gnnbench.sampling.neighbor import NeighborSampleCore, sample_positions
+from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
+
+
+def star_forest(num_centers: int, degree: int):
+    """``num_centers`` centers, each with its own ``degree`` leaves; CSR of in-neighbours."""
+    rowptr = torch.cat([torch.arange(0, num_centers * degree + 1, degree),
+                        torch.full((num_centers * degree,), num_centers * degree)])
+    col = num_centers + torch.arange(num_centers * degree)
+    return rowptr, col
+
+
+def subset_counts(degree: int, fanout: int, num_centers: int, seed: int = 0):
+    rowptr, col = star_forest(num_centers, degree)
+    core = NeighborSampleCore(rowptr, col, (fanout,), seed=seed)
+    out = core.sample(torch.arange(num_centers))
+    pos = out.edge - rowptr[out.node[out.col]]  # position of each sampled neighbour in its list
+    target = out.col
+    order = torch.argsort(target * degree + pos)
+    pos = pos[order].view(num_centers, fanout)
+    codes = (1 << pos).sum(1)  # bitmask of the chosen subset
+    return torch.bincount(codes, minlength=1 << degree), rowptr
+
+
+@pytest.mark.parametrize("degree,fanout", [(2, 1), (5, 2), (6, 3), (7, 6), (30, 1)])
+def test_without_replacement_is_uniform_over_subsets(degree, fanout):
+    from math import comb
+
+    num_centers = 4000 * comb(degree, fanout) if comb(degree, fanout) < 50 else 60_000
+    counts, _ = subset_counts(degree, fanout, num_centers, seed=degree * 100 + fanout)
+    observed = counts[counts > 0]
+    assert observed.numel() == comb(degree, fanout), "every k-subset occurs"
+    if degree <= 7:
+        p = chisquare(observed.double().numpy()).pvalue
+        assert p > 1e-3, f"chi-square p={p:.2e} for degree {degree}, fanout {fanout}"
+
+
+def test_single_positions_are_uniform_for_large_degree():
+    # Position marginals for degree 30, fanout 4: each position chosen with probability 4/30.
+    rowptr, col = star_forest(20_000, 30)
+    out = NeighborSampleCore(rowptr, col, (4,), seed=5).sample(torch.arange(20_000))
+    pos = out.edge - rowptr[out.node[out.col]]
+    counts = torch.bincount(pos, minlength=30).double()
+    assert chisquare(counts.numpy()).pvalue > 1e-3
+
+
+def test_with_replacement_draws_are_independent_uniform():
+    rowptr, col = star_forest(20_000, 3)
+    core = NeighborSampleCore(rowptr, col, (2,), replace=True, seed=1)
+    out = core.sample(torch.arange(20_000))
+    assert out.edge.numel() == 40_000
+    pos = (out.edge - rowptr[out.node[out.col]]).view(-1, 2)  # core keeps each node's draws adjacent
+    pairs = torch.bincount(pos[:, 0] * 3 + pos[:, 1], minlength=9)
+    assert chisquare(pairs.double().numpy()).pvalue > 1e-3  # all 9 ordered pairs, repeats included
+
+
+@st.composite
+def small_graph(draw):
+    n = draw(st.integers(2, 60))
+    m = draw(st.integers(1, 400))
+    seed = draw(st.integers(0, 2**31 - 1))
+    g = torch.Generator().manual_seed(seed)
+    ei = torch.randint(0, n, (2, m), generator=g)
+    graph = Graph.from_edges(ei, torch.zeros(n, 1), torch.zeros(n, dtype=torch.long),
+                             clean=CleanOptions(to_undirected=draw(st.booleans())))
+    fanout = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 5, -1]), min_size=1, max_size=3)))
+    seeds = torch.randperm(n, generator=g)[: draw(st.integers(1, n))]
+    return graph, fanout, seeds, draw(st.booleans()), seed
+
+
+@settings(max_examples=60)
+@given(small_graph(), st.sampled_from(["int64", "int32"]))
+def test_sampled_subgraph_invariants(case, index_dtype):
+    graph, fanout, seeds, replace, seed = case
+    prepared = prepare(graph, Flags(index_dtype=index_dtype, keep_csr=True))
+    csr = prepared.neighbours()
+    out = NeighborSampleCore(csr.rowptr, csr.col, fanout, replace=replace, seed=seed).sample(seeds)
+    node, row, col, edge = out.node, out.row, out.col, out.edge
+    # Relabelling: seeds first, every node once, local ids in range.
+    assert torch.equal(node[: seeds.numel()], seeds)
+    assert node.unique().numel() == node.numel()
+    assert sum(out.num_sampled_nodes) == node.numel() and sum(out.num_sampled_edges) == edge.numel()
+    if edge.numel():
+        assert int(row.max()) < node.numel() and int(col.max()) < node.numel()
+    # Every sampled edge exists: its id points at (neighbour -> target) in the graph.
+    ei = graph.edge_index
+    assert torch.equal(ei[0][edge], node[row]) and torch.equal(ei[1][edge], node[col])
+    # Hop by hop: fanout bounds, no duplicates without replacement, -1 takes all.
+    deg = graph.deg
+    hop_nodes = torch.split(node, out.num_sampled_nodes)
+    hop_edges = torch.split(torch.arange(edge.numel()), out.num_sampled_edges)
+    start_local = 0
+    for h, k in enumerate(fanout):
+        frontier = hop_nodes[h]
+        local_ids = torch.arange(start_local, start_local + frontier.numel())
+        start_local += frontier.numel()
+        e = hop_edges[h]
+        per_target = torch.bincount(col[e] - local_ids[0], minlength=frontier.numel()) if e.numel() else \
+            torch.zeros(frontier.numel(), dtype=torch.long)
+        d = deg[frontier]
+        if k == -1:
+            expected = d
+        elif replace:
+            expected = torch.where(d > 0, torch.full_like(d, k), torch.zeros_like(d))
+        else:
+            expected = torch.minimum(d, torch.full_like(d, k))
+        assert torch.equal(per_target, expected), f"hop {h}"
+        if not replace:
+            pairs = col[e] * graph.num_edges + edge[e]
+            assert pairs.unique().numel() == pairs.numel(), "no repeated neighbour edge per target"
+
+
+def test_same_seed_same_sample_and_errors():
+    g = generate(GraphSpec.preset("tiny", num_nodes=2000))
+    p = prepare(g, Flags(keep_csr=True))
+    csr = p.neighbours()
+    a = NeighborSampleCore(csr.rowptr, csr.col, (5, 3), seed=9).sample(torch.arange(100))
+    b = NeighborSampleCore(csr.rowptr, csr.col, (5, 3), seed=9).sample(torch.arange(100))
+    assert torch.equal(a.node, b.node) and torch.equal(a.edge, b.edge)
+    core = NeighborSampleCore(csr.rowptr, csr.col, (5,))
+    with pytest.raises(ValueError, match="seed nodes must be distinct"):
+        core.sample(torch.tensor([1, 1]))
+    with pytest.raises(ValueError, match=r"seed node ids must be in \[0, 1999\]"):
+        core.sample(torch.tensor([2000]))
+    # The scratch state is restored after errors: a normal call still works.
+    assert core.sample(torch.tensor([1, 2])).node[:2].tolist() == [1, 2]
+    with pytest.raises(ValueError, match="fanouts must be"):
+        NeighborSampleCore(csr.rowptr, csr.col, (0,))
+
+
+def test_sample_positions_edge_cases():
+    owner, pos = sample_positions(torch.tensor([0, 3, 1]), 2, False, None)
+    assert owner.tolist().count(0) == 0 and owner.tolist().count(1) == 2 and owner.tolist().count(2) == 1
+    owner, pos = sample_positions(torch.tensor([0, 3]), 2, True, None)
+    assert owner.tolist() == [1, 1]
+    owner, pos = sample_positions(torch.tensor([4, 2]), -1, False, None)
+    assert pos.tolist() == [0, 1, 2, 3, 0, 1]
+
+
+def test_pyg_node_loader_drives_our_sampler():
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NodeLoader
+
+    g = generate(GraphSpec.preset("tiny", num_nodes=3000))
+    p = prepare(g, Flags())
+    sampler = GnnbenchNeighborSampler(p, (4, 3), seed=0)
+    loader = NodeLoader(Data(edge_index=g.edge_index, num_nodes=g.num_nodes), node_sampler=sampler,
+                        input_nodes=g.train_mask.nonzero().view(-1), batch_size=128, shuffle=True)
+    seen = 0
+    for data in loader:
+        assert torch.equal(g.edge_index[:, data.e_id], data.n_id[data.edge_index])
+        seen += data.batch_size
+    assert seen == int(g.train_mask.sum())
+
+
+def test_native_backend_selection():
+    g = generate(GraphSpec.preset("tiny", num_nodes=500))
+    p = prepare(g, Flags())
+    reason = native_backend_status()
+    if reason is None:
+        sampler = make_neighbor_sampler(p, (3, 2), backend="pyg")
+        assert sampler.__class__.__name__ == "NeighborSampler"
+    else:
+        with pytest.raises(RuntimeError, match="pyg-lib or torch-sparse"):
+            make_neighbor_sampler(p, (3, 2), backend="pyg")
+    with pytest.raises(ValueError, match="unknown sampler backend 'fast'"):
+        make_neighbor_sampler(p, (3, 2), backend="fast")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_same_code_runs_on_cuda():
+    g = generate(GraphSpec.preset("tiny", num_nodes=3000))
+    csr = g.csr
+    core = NeighborSampleCore(csr.rowptr.cuda(), csr.col.cuda(), (5, 3), seed=0)
+    seeds = torch.arange(0, 3000, 7).cuda()
+    out = core.sample(seeds)
+    assert out.node.is_cuda and torch.equal(out.node[: seeds.numel()], seeds)
+    ei = g.edge_index.cuda()
+    assert torch.equal(ei[0][out.edge], out.node[out.row]) and torch.equal(ei[1][out.edge], out.node[out.col])
