@@ -186,3 +186,16 @@ def test_same_code_runs_on_cuda():
     assert out.node.is_cuda and torch.equal(out.node[: seeds.numel()], seeds)
     ei = g.edge_index.cuda()
     assert torch.equal(ei[0][out.edge], out.node[out.row]) and torch.equal(ei[1][out.edge], out.node[out.col])
+
+
+@pytest.mark.skipif(native_backend_status() is not None, reason="needs pyg-lib or torch-sparse")
+def test_native_backend_batches_are_real_edges():
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NodeLoader
+
+    g = generate(GraphSpec.preset("tiny", num_nodes=2000))
+    sampler = make_neighbor_sampler(prepare(g, Flags()), (4, 3), backend="pyg")
+    loader = NodeLoader(Data(edge_index=g.edge_index, num_nodes=g.num_nodes), node_sampler=sampler,
+                        input_nodes=torch.arange(300), batch_size=100)
+    for data in loader:
+        assert torch.equal(g.edge_index[:, data.e_id], data.n_id[data.edge_index])

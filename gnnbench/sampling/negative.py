@@ -126,6 +126,7 @@ class NegativeSampler:
                 (the graph is too dense for the requested negatives).
         """
         t0 = time.perf_counter()
+        src_given = src is not None
         if src is not None:
             src = src.to(self.device, torch.int64)
             if src.numel() != num:
@@ -144,6 +145,8 @@ class NegativeSampler:
                     f"use strict=False or fewer negatives)")
             idx = bad.nonzero().view(-1)
             rejected += idx.numel()
+            if not src_given:  # a source may have no valid partner: redraw the whole pair
+                src[idx] = self._draw(idx.numel())
             dst[idx] = self._draw(idx.numel())
             bad[idx] = self._invalid(src[idx], dst[idx])
         out = torch.stack([src, dst])

@@ -48,22 +48,20 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
     if replace:
         owner = (deg > 0).nonzero().view(-1).repeat_interleave(k)
         d = deg.index_select(0, owner)
-        u = torch.rand(owner.numel(), device=device, generator=generator)
+        u = torch.rand(owner.numel(), device=device, generator=generator, dtype=torch.float64)
         pos = torch.minimum((u * d).to(torch.int64), d - 1)
         return owner, pos
     small = deg <= k
     own_a, pos_a = _take_all(torch.where(small, deg, torch.zeros_like(deg)))
     big = (~small).nonzero().view(-1)
     d = deg.index_select(0, big)
-    chosen = torch.empty(big.numel(), k, dtype=torch.int64, device=device)
-    for step in range(k):
-        j = d - k + step  # draw t uniform in [0, j]
-        t = (torch.rand(big.numel(), device=device, generator=generator) * (j + 1)).to(torch.int64)
-        t = torch.minimum(t, j)  # guard float rounding at the top end
-        if step:
-            seen = (chosen[:, :step] == t.unsqueeze(1)).any(dim=1)
-            t = torch.where(seen, j, t)
-        chosen[:, step] = t
+    # All k uniforms at once; only the "already drawn?" test is sequential.
+    j = d.unsqueeze(1) + torch.arange(-k, 0, device=device)  # j_step = deg - k + step, shape [B, k]
+    u = torch.rand(big.numel(), k, device=device, generator=generator, dtype=torch.float64)
+    chosen = torch.minimum((u * (j + 1)).to(torch.int64), j)  # t_step uniform in [0, j_step]
+    for step in range(1, k):
+        seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
+        chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
     owner = torch.cat([own_a, big.repeat_interleave(k)])
     pos = torch.cat([pos_a, chosen.view(-1)])
     return owner, pos

@@ -82,9 +82,10 @@ def metis_partition(csr: CSR, num_parts: int, seed: int = 0) -> Tensor:
     xadj = torch.zeros(n + 1, dtype=torch.int64)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=xadj[1:])
     adjncy = (key - rows * n).numpy().astype(np.int32)
-    opts = pymetis.Options(seed=int(seed))
-    _, membership = pymetis.part_graph(num_parts, xadj=xadj.numpy().astype(np.int32), adjncy=adjncy,
-                                       options=opts)
+    # METIS maps nearby seeds to the same stream (0 and 1 partition identically): spread them.
+    opts = pymetis.Options(seed=int((seed * 2_654_435_761 + 12_345) % 2**31))
+    adjacency = pymetis.CSRAdjacency(adj_starts=xadj.numpy().astype(np.int32), adjacent=adjncy)
+    _, membership = pymetis.part_graph(num_parts, adjacency=adjacency, options=opts)
     return torch.as_tensor(np.asarray(membership), dtype=torch.int64)
 
 

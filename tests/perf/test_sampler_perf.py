@@ -1,0 +1,45 @@
+"""pytest-benchmark: gnnbench's neighbour sampler against torch-sparse's, same graph, same seeds.
+
+Quick (default, timing disabled): ``python -m pytest tests/perf``.
+Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
+"""
+
+import pytest
+import torch
+
+from gnnbench.graphs import GraphSpec, generate
+from gnnbench.sampling.neighbor import NeighborSampleCore
+
+FANOUTS = (15, 10)
+BATCH = 1024
+
+
+@pytest.fixture(scope="module")
+def sampling_graph(request):
+    enabled = not request.config.getoption("benchmark_disable", default=True)
+    nodes = 200_000 if enabled else 20_000  # the issue's ~200k-node graph when measuring
+    g = generate(GraphSpec.preset("small", num_nodes=nodes))
+    seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:BATCH]
+    return g, seeds
+
+
+def _run(benchmark, fn, seeds, graph, name):
+    benchmark.group = f"neighbor_sample n={graph.num_nodes} batch={BATCH} fanouts={list(FANOUTS)}"
+    benchmark.extra_info.update({"sampler": name, "nodes": graph.num_nodes, "edges": graph.num_edges,
+                                 "threads": torch.get_num_threads()})
+    benchmark.pedantic(fn, args=(seeds,), rounds=20, warmup_rounds=3, iterations=1)
+
+
+def test_gnnbench_sampler(benchmark, sampling_graph):
+    g, seeds = sampling_graph
+    core = NeighborSampleCore(g.rowptr, g.edge_index[0], FANOUTS)
+    _run(benchmark, core.sample, seeds, g, "gnnbench")
+
+
+def test_torch_sparse_sampler(benchmark, sampling_graph):
+    torch_sparse = pytest.importorskip("torch_sparse", reason="peer sampler; build torch-sparse to compare")
+    assert torch_sparse
+    g, seeds = sampling_graph
+    rowptr, col = g.rowptr, g.edge_index[0].contiguous()
+    _run(benchmark, lambda s: torch.ops.torch_sparse.neighbor_sample(rowptr, col, s, list(FANOUTS), False, True),
+         seeds, g, "torch_sparse")
