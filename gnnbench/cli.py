@@ -80,6 +80,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("flags", help="list the registered optimizations")
     p.set_defaults(func=cmd_flags)
+
+    p = sub.add_parser("pipeline", help="data-pipeline self-report: sampler uniformity, negative cost, batch cache",
+                       description="Check the sampler's uniformity (chi-square), time negative sampling and "
+                                   "show the batch cache's per-epoch hit behaviour on a graph.")
+    _add_graph_args(p)
+    p.add_argument("--cache-epochs", type=int, default=5, help="K for the batch-cache demonstration (default 5)")
+    p.add_argument("--fanout", default="15,10", help="fanout for the batch-cache demonstration (default 15,10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=cmd_pipeline, preset="tiny")
+
+    p = sub.add_parser("sampler-compare", help="gnnbench's neighbour sampler against torch-sparse / pyg-lib",
+                       add_help=False)
+    p.set_defaults(func=cmd_sampler_compare)
+
+    p = sub.add_parser("cache", help="show or clean the batch cache")
+    p.add_argument("--dir", help="cache directory (default: $GNNBENCH_CACHE_DIR or ~/.cache/gnnbench/batches)")
+    p.add_argument("--clean", action="store_true", help="delete gnnbench's cached batches there")
+    p.set_defaults(func=cmd_cache)
     return parser
 
 
@@ -162,9 +180,69 @@ def cmd_flags(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """Plain-text table: ``columns`` are (key, format spec) pairs."""
+    cells = [[format(r[k], f) for k, f in columns] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, (k, _) in enumerate(columns)]
+    lines = ["  ".join(k.rjust(w) for (k, _), w in zip(columns, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from gnnbench.sampling.report import cache_behaviour, negative_costs, uniformity_report
+
+    graph, info = _graph_from_args(args)
+    fanout = tuple(int(f) for f in args.fanout.split(","))
+    flags = Flags(fanout=fanout, batch_cache_epochs=args.cache_epochs, keep_csr=True)
+    result = {
+        **info,
+        "uniformity": uniformity_report(),
+        "negatives": negative_costs(graph.link_split()),
+        "batch_cache": cache_behaviour(prepare(graph, flags), flags, epochs=args.cache_epochs + 2),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"graph: {info['source']}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n")
+    print("Sampling without replacement, chi-square against uniform over all k-subsets:")
+    print(_table(result["uniformity"], [("degree", "d"), ("fanout", "d"), ("subsets", "d"), ("seen", "d"),
+                                        ("draws", ",d"), ("chi2", ".1f"), ("p_value", ".3f")]))
+    print("\nNegative sampling cost (median of 5 x 100k; strict = no training positive):")
+    print(_table(result["negatives"], [("mode", "s"), ("strict", ""), ("ms_per_1k", ".3f"),
+                                       ("ms_per_1k_min", ".3f"), ("ms_per_1k_max", ".3f"),
+                                       ("rejected_fraction", ".4f")]))
+    print(f"\nBatch cache, K={args.cache_epochs}, fanout {list(fanout)}:")
+    print(_table(result["batch_cache"], [("epoch", "d"), ("window", "d"), ("batches", "d"), ("seconds", ".3f"),
+                                         ("hits", "d"), ("misses", "d"), ("corrupt", "d"), ("cache_bytes", ",d")]))
+    return 0
+
+
+def cmd_sampler_compare(args: argparse.Namespace) -> int:
+    from gnnbench.sampling.compare import main as compare_main
+
+    return compare_main(args.rest)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from gnnbench.sampling.cache import cache_size, clean_cache, default_cache_dir
+
+    root = args.dir or default_cache_dir()
+    if args.clean:
+        freed = clean_cache(root)
+        print(f"removed {_human_bytes(freed)} of cached batches from {root}")
+    else:
+        print(f"batch cache at {root}: {_human_bytes(cache_size(root))}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["sampler-compare"]:  # its options belong to gnnbench.sampling.compare
+        args = argparse.Namespace(func=cmd_sampler_compare, rest=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (GraphError, IndexOverflowError, ValueError) as exc:

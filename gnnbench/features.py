@@ -142,12 +142,10 @@ class FeatureStore:
         on_cuda = self.device.type == "cuda"
         if self.placement == "host":
             ids = n_id.cpu()
-            rows = self._host.index_select(0, ids)
             if not on_cuda:
                 self.stats.record(0)
-                return rows
-            if self.pin_memory:
-                rows = rows.pin_memory()
+                return self._host.index_select(0, ids)
+            rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
             self.stats.record(rows.nbytes)
             return rows.to(self.device, non_blocking=self.pin_memory)
         if self.placement == "device":
@@ -166,10 +164,16 @@ class FeatureStore:
         out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
         hot_pos = hot_mask.nonzero().view(-1)
         out[hot_pos.to(self.device, non_blocking=True)] = self._hot[slot[hot_pos].to(self.device, non_blocking=True)]
-        cold_rows = self._cold.index_select(0, -1 - slot[cold_pos]).pin_memory()
+        cold_rows = _gather_rows(self._cold, -1 - slot.index_select(0, cold_pos), pinned=True)
         out[cold_pos.to(self.device, non_blocking=True)] = cold_rows.to(self.device, non_blocking=True)
         self.stats.record(cold_rows.nbytes + ids.nbytes)
         return out
+
+
+def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
+    """``table[ids]`` gathered straight into a (pinned, when asked) host buffer: one copy, not two."""
+    out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, pin_memory=pinned)
+    return torch.index_select(table, 0, ids, out=out)
 
 
 def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:

@@ -49,3 +49,34 @@ def test_bad_input_gives_clear_errors(tmp_path, capsys):
 def test_console_script_entry_point():
     out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "flags"], capture_output=True, text=True, check=True)
     assert "cached_norm" in out.stdout and "expected:" in out.stdout
+
+
+def test_pipeline_command_reports_all_three_sections(capsys):
+    assert main(["pipeline", "--preset", "tiny", "--nodes", "3000", "--cache-epochs", "2", "--fanout", "3,2",
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert all(row["p_value"] > 1e-4 and row["seen"] == row["subsets"] for row in r["uniformity"])
+    assert {(row["mode"], row["strict"]) for row in r["negatives"]} == {
+        ("uniform", True), ("uniform", False), ("degree", True), ("degree", False)}
+    assert all(row["ms_per_1k"] > 0 for row in r["negatives"])
+    epochs = r["batch_cache"]
+    assert [e["window"] for e in epochs] == [0, 0, 1, 1]
+    assert epochs[0]["misses"] == epochs[0]["batches"] and epochs[1]["hits"] == epochs[1]["batches"]
+    assert epochs[2]["misses"] == epochs[2]["batches"]
+
+
+def test_cache_command_reports_and_cleans(tmp_path, capsys):
+    from gnnbench.sampling.cache import BatchCache
+
+    BatchCache(tmp_path, {"k": 1})
+    assert main(["cache", "--dir", str(tmp_path)]) == 0
+    assert "batch cache at" in capsys.readouterr().out
+    assert main(["cache", "--dir", str(tmp_path), "--clean"]) == 0
+    assert "removed" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())
+
+
+def test_sampler_compare_command(capsys):
+    assert main(["sampler-compare", "--nodes", "3000", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "gnnbench" in out and "seeds/s" in out

@@ -7,27 +7,12 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.sampling.neighbor import NeighborSampleCore, sample_positions
+from gnnbench.sampling.report import chi_square_uniform, star_forest, subset_frequencies
 from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
 
 
-def star_forest(num_centers: int, degree: int):
-    """``num_centers`` centers, each with its own ``degree`` leaves; CSR of in-neighbours."""
-    rowptr = torch.cat([torch.arange(0, num_centers * degree + 1, degree),
-                        torch.full((num_centers * degree,), num_centers * degree)])
-    col = num_centers + torch.arange(num_centers * degree)
-    return rowptr, col
-
-
 def subset_counts(degree: int, fanout: int, num_centers: int, seed: int = 0):
-    rowptr, col = star_forest(num_centers, degree)
-    core = NeighborSampleCore(rowptr, col, (fanout,), seed=seed)
-    out = core.sample(torch.arange(num_centers))
-    pos = out.edge - rowptr[out.node[out.col]]  # position of each sampled neighbour in its list
-    target = out.col
-    order = torch.argsort(target * degree + pos)
-    pos = pos[order].view(num_centers, fanout)
-    codes = (1 << pos).sum(1)  # bitmask of the chosen subset
-    return torch.bincount(codes, minlength=1 << degree), rowptr
+    return subset_frequencies(degree, fanout, num_centers, seed=seed)
 
 
 @pytest.mark.parametrize("degree,fanout", [(2, 1), (5, 2), (6, 3), (7, 6), (30, 1)])
@@ -35,12 +20,13 @@ def test_without_replacement_is_uniform_over_subsets(degree, fanout):
     from math import comb
 
     num_centers = 4000 * comb(degree, fanout) if comb(degree, fanout) < 50 else 60_000
-    counts, _ = subset_counts(degree, fanout, num_centers, seed=degree * 100 + fanout)
-    observed = counts[counts > 0]
+    observed = subset_counts(degree, fanout, num_centers, seed=degree * 100 + fanout)
     assert observed.numel() == comb(degree, fanout), "every k-subset occurs"
     if degree <= 7:
         p = chisquare(observed.double().numpy()).pvalue
         assert p > 1e-3, f"chi-square p={p:.2e} for degree {degree}, fanout {fanout}"
+        # The report's own chi-square agrees with scipy's.
+        assert chi_square_uniform(observed, comb(degree, fanout))[1] == pytest.approx(p, rel=1e-6, abs=1e-12)
 
 
 def test_single_positions_are_uniform_for_large_degree():
