@@ -62,6 +62,35 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
                     help="self-loop handling (default: keep)")
 
 
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    r = p.add_argument_group("run")
+    r.add_argument("--model", default="gcn", choices=["gcn", "sage"], help="model (default gcn)")
+    r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
+    r.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
+    r.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")
+    r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
+    r.add_argument("--warmup", type=int, default=3, help="warm-up steps excluded from timings (default 3)")
+    r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    r.add_argument("--no-sync", action="store_true",
+                   help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
+    r.add_argument("--cache-dir", default=None, help="batch-cache directory")
+
+
+def _config_from_args(args: argparse.Namespace, names: list[str]):
+    from gnnbench.runner import RunConfig
+
+    if args.load:
+        raise ValueError("--load is not supported by run/compare yet: they measure generated graphs "
+                         "(use `gnnbench graph --load` for a file's statistics)")
+    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
+                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    spec = GraphSpec.preset(args.preset, **overrides)
+    return RunConfig(spec=spec, flags=registry.flags_for(names), model=args.model, num_layers=args.layers,
+                     hidden=args.hidden, epochs=args.epochs, max_steps_per_epoch=args.max_steps,
+                     warmup_steps=args.warmup, seed=args.seed or 0, device=args.device,
+                     sync_phases=not args.no_sync, cache_dir=args.cache_dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gnnbench",
@@ -77,6 +106,49 @@ def build_parser() -> argparse.ArgumentParser:
                         f"(default: the graph-layer ones: {', '.join(_graph_layer_names())})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("run", help="measure one configuration: phase breakdown, accuracy, memory",
+                       description="Train and measure one configuration (default: the small preset, baseline "
+                                   "flags, on the CPU) and print its phase breakdown.")
+    _add_graph_args(p)
+    _add_run_args(p)
+    p.add_argument("--flags", type=_parse_flags, default=[], metavar="NAMES",
+                   help="comma-separated optimizations to switch on (see `gnnbench flags`)")
+    p.add_argument("--out", help="write the result JSON here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(func=cmd_run)
+
+    for name in ("compare", "sweep"):
+        p = sub.add_parser(name, help="baseline vs baseline + each optimization vs all recommended"
+                           + (" (alias of compare)" if name == "sweep" else ""),
+                           description="Measure the baseline, baseline + each optimization and all recommended "
+                                       "optimizations together; print speedups with intervals and accuracy deltas. "
+                                       "Results are written atomically per configuration; rerunning resumes.")
+        _add_graph_args(p)
+        _add_run_args(p)
+        p.add_argument("--flags", type=_parse_flags, default=None, metavar="NAMES",
+                       help="optimizations to compare (default: all registered)")
+        p.add_argument("--seeds", default="0", help="comma-separated seeds (accuracy spread across seeds)")
+        p.add_argument("--out-dir", default=None, help="where per-configuration results go "
+                       "(default: results/compare-<preset>-<device>)")
+        p.add_argument("--no-resume", action="store_true", help="rerun configurations that already have results")
+        p.add_argument("--in-process", action="store_true", help="run configurations in this process (faster, "
+                       "but peak host memory is then shared)")
+        p.add_argument("--json", action="store_true", help="print the comparison rows as JSON")
+        p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("profile", help="torch.profiler top operators and a Chrome trace of training steps")
+    _add_graph_args(p)
+    _add_run_args(p)
+    p.add_argument("--flags", type=_parse_flags, default=[], metavar="NAMES")
+    p.add_argument("--trace", default="gnnbench-trace.json", help="Chrome trace output (default gnnbench-trace.json)")
+    p.add_argument("--top", type=int, default=15, help="operators to list (default 15)")
+    p.add_argument("--active-steps", type=int, default=5, help="profiled steps after 2 skipped (default 5)")
+    p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("env", help="device, versions and optional backends")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_env)
 
     p = sub.add_parser("flags", help="list the registered optimizations")
     p.set_defaults(func=cmd_flags)
@@ -169,6 +241,163 @@ def _format_graph_report(r: dict) -> str:
                  f" at int64 -> {_human_bytes(p['index_bytes_after'])}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def _progress_bar(desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
+
+    def update(step: int, total: int) -> None:
+        if total and bar.total != total:
+            bar.total = total
+        bar.n = step
+        bar.refresh()
+
+    return bar, update
+
+
+def format_run(r: dict) -> str:
+    """Human-readable phase breakdown of one run result."""
+    if r["status"] != "ok":
+        return "unavailable:\n" + "\n".join(f"  {k}: {v}" for k, v in r["unavailable"].items())
+    cfg = r["config"]
+    step = r["step_seconds"]
+    lines = [
+        f"graph      {cfg['spec']['name']}: {r['graph']['num_nodes']:,} nodes, {r['graph']['num_edges']:,} edges "
+        f"(generated in {r['graph']['generate_seconds']:.2f} s, prepared in {r['graph']['prepare_seconds']:.3f} s, "
+        f"pipeline set up in {r['graph']['setup_seconds']:.2f} s)",
+        f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
+        f"device {r['environment']['device']} ({r['environment']['device_name']}), {r['environment']['threads']} threads",
+        f"flags      {', '.join(f'{k}={v}' for k, v in Flags.from_dict(cfg['flags']).changed().items()) or 'baseline'}",
+        f"steps      {r['steps']['measured']} measured after {r['steps']['warmup']} warm-up; timing mode {r['timing_mode']}",
+        "",
+        f"{'phase':<10}{'median ms':>11}{'IQR ms':>18}{'share':>8}",
+    ]
+    med = step["median"]
+    for p, v in r["phases"].items():
+        share = v["median"] / med if med else float("nan")
+        lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}{share:>8.1%}")
+    lines.append(f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
+                 f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})")
+    lines.append("")
+    def pct(x):
+        return "n/a" if x is None else f"{x:.1%}"
+    busy = pct(r["device_busy_fraction"]) if r["device_busy_fraction"] is not None else f"n/a ({r['device_busy_reason']})"
+    lines += [
+        f"data wait  {pct(r['data_wait_fraction'])} of a step; compute {pct(r['compute_fraction'])}; device busy {busy}",
+        f"epochs     " + ", ".join(f"{e:.2f} s" for e in r["epoch_seconds"]) + f"; evaluation {r['eval_seconds']:.2f} s",
+        f"accuracy   val {r['accuracy']['val']:.4f}, test {r['accuracy']['test']:.4f} (full-neighbourhood evaluation)",
+        f"transfer   {_human_bytes(r['transfer']['bytes_h2d_per_batch'])} host->device per batch",
+        f"memory     host peak {_human_bytes(r['memory']['host_peak_bytes'])}"
+        + (f", device peak {_human_bytes(r['memory']['device_peak_bytes'])}" if r["memory"]["device_peak_bytes"] else ""),
+        f"overhead   instrumentation {pct(r['instrumentation_overhead_fraction'])} of a step",
+    ]
+    if r.get("compile"):
+        c = r["compile"]
+        lines.append(f"compile    first step {c['first_step_seconds']:.2f} s (~{c['estimated_compile_seconds']:.2f} s "
+                     f"compiling), {c['unique_graphs']} graphs, {c['recompilations']} recompilations")
+    for w in r.get("warnings", []):
+        lines.append(f"WARNING    {w}")
+    if r.get("batch_cache"):
+        b = r["batch_cache"]
+        lines.append(f"cache      {b['hits']} hits, {b['misses']} misses, {b['corrupt']} corrupt entries rejected")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from gnnbench.runner import run
+
+    config = _config_from_args(args, args.flags)
+    bar, update = _progress_bar("training")
+    try:
+        result = run(config, out=args.out, progress=update)
+    finally:
+        bar.close()
+    print(json.dumps(result, indent=1, default=str) if args.json else format_run(result))
+    return 0
+
+
+def format_compare(rows: list[dict]) -> str:
+    head = f"{'configuration':<20}{'step ms':>9}  {'speedup [95% CI]':<22}{'test acc':>9}{'acc delta':>16}  note"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['label']:<20}{'-':>9}  {'-':<22}{'-':>9}{'-':>16}  {r['status']}: {r['reason']}")
+            continue
+        sp = f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}, {r['speedup_high']:.2f}]"
+        note = "" if r["label"] == "baseline" else ("" if r["significant"] else "no significant difference")
+        delta = f"{r['acc_delta'] * 100:+.2f} pp" + (f" ±{r['acc_delta_spread'] * 50:.2f}" if r["seeds"] > 1 else "")
+        lines.append(f"{r['label']:<20}{r['step_ms']:>9.1f}  {sp:<22}{r['test_acc']:>9.4f}{delta:>16}  {note}")
+    return "\n".join(lines)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from gnnbench.sweep import compare_rows, run_sweep, sweep_entries
+
+    base = _config_from_args(args, [])
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    entries = sweep_entries(base, args.flags, seeds=seeds)
+    out_dir = args.out_dir or f"results/compare-{args.preset}-{base.device.replace(':', '')}"
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(entries), desc="configurations", unit="run", file=sys.stderr, disable=None)
+
+    def progress(done, total, entry, status):
+        bar.n = done
+        bar.set_postfix_str(f"{entry.label}: {status}")
+        bar.refresh()
+
+    try:
+        results = run_sweep(entries, out_dir, isolate=not args.in_process, resume=not args.no_resume,
+                            progress=progress)
+    finally:
+        bar.close()
+    rows = compare_rows(results)
+    print(json.dumps(rows, indent=1, default=str) if args.json else format_compare(rows))
+    print(f"\nresults: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from gnnbench.runner import run
+
+    config = _config_from_args(args, args.flags)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])
+    prof = profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=args.active_steps),
+                   on_trace_ready=lambda p: p.export_chrome_trace(args.trace))
+    import dataclasses
+
+    config = dataclasses.replace(config, epochs=1, max_steps_per_epoch=args.active_steps + 2)
+    result = run(config, profiler=prof)
+    if result["status"] != "ok":
+        print(format_run(result))
+        return 1
+    sort = "self_cuda_time_total" if torch.cuda.is_available() and config.device.startswith("cuda") else "self_cpu_time_total"
+    print(prof.key_averages().table(sort_by=sort, row_limit=args.top))
+    print(f"Chrome trace: {args.trace} (open in chrome://tracing or https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    import torch
+
+    from gnnbench.env import environment
+    from gnnbench.sampling.sampler import native_backend_status
+
+    info = environment("cuda" if torch.cuda.is_available() else "cpu")
+    info["native_sampler"] = native_backend_status() or "available"
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    for k, v in info.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{a}={'yes' if b else 'no'}" for a, b in v.items())
+        print(f"{k:<18} {v}")
+    return 0
 
 
 def cmd_flags(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.flags import Flags
+from gnnbench.timing import NullTimer
 
 __all__ = ["FeatureStore", "Unavailable", "TransferStats", "prefetch_features", "uva_view"]
 
@@ -137,35 +138,56 @@ class FeatureStore:
             return self._hot.nbytes
         return 0
 
-    def gather(self, n_id: Tensor) -> Tensor:
-        """Rows ``x[n_id]`` on the store's device; records the host -> device bytes."""
+    def gather(self, n_id: Tensor, timer=None) -> Tensor:
+        """Rows ``x[n_id]`` on the store's device; records the host -> device bytes.
+
+        Args:
+            n_id: Global node ids.
+            timer: Optional :class:`~gnnbench.timing.PhaseTimer`; the host or
+                device gather is timed as ``gather`` and the copies as ``transfer``.
+        """
+        timer = timer or NullTimer()
         on_cuda = self.device.type == "cuda"
         if self.placement == "host":
             ids = n_id.cpu()
             if not on_cuda:
+                with timer.phase("gather"):
+                    rows = self._host.index_select(0, ids)
                 self.stats.record(0)
-                return self._host.index_select(0, ids)
-            rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
+                return rows
+            with timer.phase("gather"):
+                rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
+            with timer.phase("transfer"):
+                out = rows.to(self.device, non_blocking=self.pin_memory)
             self.stats.record(rows.nbytes)
-            return rows.to(self.device, non_blocking=self.pin_memory)
-        if self.placement == "device":
-            ids = n_id.to(self.device, non_blocking=True)
-            self.stats.record(n_id.nbytes if n_id.device.type == "cpu" else 0)
-            return self._dev.index_select(0, ids)
-        if self.placement == "uva":
-            ids = n_id.to(self.device, non_blocking=True)
-            self.stats.record(ids.numel() * self.num_features * self._pinned.element_size())
-            return self._uva.index_select(0, ids)
+            return out
+        if self.placement in ("device", "uva"):
+            with timer.phase("transfer"):
+                ids = n_id.to(self.device, non_blocking=True)
+            with timer.phase("gather"):
+                out = (self._dev if self.placement == "device" else self._uva).index_select(0, ids)
+            moved = n_id.nbytes if n_id.device.type == "cpu" else 0
+            if self.placement == "uva":  # the rows themselves cross the bus inside the gather kernel
+                moved += ids.numel() * self.num_features * self._pinned.element_size()
+            self.stats.record(moved)
+            return out
         # hot_cold
-        ids = n_id.cpu()
-        slot = self._slot_host[ids]
-        hot_mask = slot >= 0
-        cold_pos = hot_mask.logical_not().nonzero().view(-1)
-        out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
-        hot_pos = hot_mask.nonzero().view(-1)
-        out[hot_pos.to(self.device, non_blocking=True)] = self._hot[slot[hot_pos].to(self.device, non_blocking=True)]
-        cold_rows = _gather_rows(self._cold, -1 - slot.index_select(0, cold_pos), pinned=True)
-        out[cold_pos.to(self.device, non_blocking=True)] = cold_rows.to(self.device, non_blocking=True)
+        with timer.phase("gather"):
+            ids = n_id.cpu()
+            slot = self._slot_host.index_select(0, ids)
+            hot_mask = slot >= 0
+            hot_pos = hot_mask.nonzero().view(-1)
+            cold_pos = hot_mask.logical_not().nonzero().view(-1)
+            cold_rows = _gather_rows(self._cold, -1 - slot.index_select(0, cold_pos), pinned=True)
+        with timer.phase("transfer"):
+            hot_slot_dev = slot.index_select(0, hot_pos).to(self.device, non_blocking=True)
+            hot_pos_dev = hot_pos.to(self.device, non_blocking=True)
+            cold_pos_dev = cold_pos.to(self.device, non_blocking=True)
+            cold_dev = cold_rows.to(self.device, non_blocking=True)
+        with timer.phase("gather"):
+            out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
+            out[hot_pos_dev] = self._hot.index_select(0, hot_slot_dev)
+            out[cold_pos_dev] = cold_dev
         self.stats.record(cold_rows.nbytes + ids.nbytes)
         return out
 

@@ -15,13 +15,15 @@ from typing import Any
 import torch
 
 __all__ = ["Flags", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
-           "NEGATIVE_MODES"]
+           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
 BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw")
 FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
 NEGATIVE_MODES = ("uniform", "degree")
+AGGREGATIONS = ("scatter", "sparse")
+PRECISIONS = ("off", "full", "partial")
 
 _CHOICES = {
     "index_dtype": INDEX_DTYPES,
@@ -29,6 +31,8 @@ _CHOICES = {
     "batch_source": BATCH_SOURCES,
     "feature_placement": FEATURE_PLACEMENTS,
     "negative_mode": NEGATIVE_MODES,
+    "aggregation": AGGREGATIONS,
+    "precision": PRECISIONS,
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length")
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs")
@@ -62,6 +66,10 @@ class Flags:
     # --- features (gnnbench.features) ---
     feature_placement: str = "host"  # "host" | "device" | "hot_cold" (train rows on device) | "uva" (zero-copy)
     feature_prefetch: bool = False  # gather the next batch's features on a side CUDA stream
+    # --- model (gnnbench.models) ---
+    aggregation: str = "scatter"  # "scatter" (edge_index gather + scatter-add) | "sparse" (CSR sparse-matrix product)
+    precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)
+    compile: bool = False  # torch.compile the model (dynamic shapes)
     # --- link prediction (gnnbench.sampling.negative) ---
     negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = True  # reject negatives that are training positives

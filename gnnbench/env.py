@@ -1,0 +1,70 @@
+"""The environment a result was measured in: versions, device, threads, commit, optional backends."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+__all__ = ["environment", "optional_backends", "resolve_device"]
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return out.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def optional_backends() -> dict[str, bool]:
+    """Which optional libraries are importable here."""
+    names = ["pyg_lib", "torch_sparse", "torch_scatter", "pymetis", "pynvml", "asv", "pytest_benchmark"]
+    return {n: importlib.util.find_spec(n) is not None for n in names}
+
+
+def resolve_device(device: str | None) -> torch.device:
+    """``None``/"auto" -> CUDA when present, else CPU; an explicit CUDA request without CUDA is an error."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"unknown device {device!r}; accepted: cpu, cuda, cuda:N, auto") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} requested but CUDA is not available here (torch {torch.__version__})")
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"unsupported device {device!r}; accepted: cpu, cuda, cuda:N, auto")
+    return dev
+
+
+def environment(device: torch.device | str = "cpu") -> dict:
+    """Versions, device and threads, for every result."""
+    import torch_geometric
+
+    dev = torch.device(device)
+    info = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_geometric": torch_geometric.__version__,
+        "cuda": torch.version.cuda,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else (platform.processor() or "cpu"),
+        "commit": _git_commit(),
+        "argv": sys.argv[:],
+        "optional_backends": optional_backends(),
+    }
+    return info

@@ -1,0 +1,388 @@
+"""The measured training step: one configuration in, one result (JSON) out.
+
+A run generates (or loads) the graph, prepares it, builds the batch source,
+the feature store and the model from ``Flags``, trains for ``epochs`` epochs
+and evaluates with full neighbourhoods (no sampling noise). The first
+``warmup_steps`` steps (first touch, compilation) are excluded from the
+steady-state timings; each measured step is split into the phases of
+:data:`gnnbench.timing.PHASES`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from gnnbench.env import environment, resolve_device
+from gnnbench.features import FeatureStore, Unavailable
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec, generate
+from gnnbench.graphs.norm import GCNNorm
+from gnnbench.graphs.prepare import IndexOverflowError, prepare
+from gnnbench.models import Aggregator, Precision, build_model
+from gnnbench.sampling.loader import make_batch_source
+from gnnbench.sampling.sampler import native_backend_status
+from gnnbench.timing import PHASES, PhaseTimer, summarize
+
+__all__ = ["RunConfig", "run", "config_unavailable", "write_json_atomic", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One configuration to measure.
+
+    Args:
+        spec: The graph to generate.
+        flags: The optimizations switched on (``Flags()`` = baseline).
+        model: ``"gcn"`` or ``"sage"``; its depth is ``len(flags.fanout)``.
+        num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
+        hidden: Hidden width.
+        epochs: Training epochs.
+        max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
+        warmup_steps: Steps excluded from steady-state timings.
+        lr: Adam learning rate.
+        seed: Seed of the model, sampler and shuffles.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+        sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
+            end-to-end step times only.
+        cache_dir: Batch-cache directory (default: the user cache).
+    """
+
+    spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
+    flags: Flags = field(default_factory=Flags)
+    model: str = "gcn"  # "gcn" | "sage"
+    num_layers: int | None = None  # None: follows the fanout
+    hidden: int = 64  # hidden width
+    epochs: int = 2  # training epochs
+    max_steps_per_epoch: int | None = None  # cap steps per epoch
+    warmup_steps: int = 3  # excluded from steady-state timings
+    lr: float = 0.01  # Adam learning rate
+    seed: int = 0  # model / sampler / shuffle seed
+    device: str = "cpu"  # cpu | cuda | cuda:N | auto
+    sync_phases: bool = True  # per-phase sync (True) or end-to-end only
+    cache_dir: str | None = None  # batch-cache directory
+
+    def __post_init__(self) -> None:
+        from gnnbench.models import MODELS
+
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; accepted: {', '.join(MODELS)}")
+        if self.num_layers is not None and self.num_layers != len(self.flags.fanout):
+            raise ValueError(
+                f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
+                f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
+        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
+            raise ValueError(f"RunConfig.max_steps_per_epoch must be None or >= 1 (got {self.max_steps_per_epoch})")
+        if not self.lr > 0:
+            raise ValueError(f"RunConfig.lr must be > 0 (got {self.lr})")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["spec"] = self.spec.to_dict()
+        d["flags"] = self.flags.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        d = dict(d)
+        d["spec"] = GraphSpec(**d["spec"])
+        d["flags"] = Flags.from_dict(d["flags"])
+        return cls(**d)
+
+
+def config_unavailable(config: RunConfig, device: torch.device) -> dict[str, str]:
+    """Every flag of ``config`` that cannot run here (device, model or missing library), with the reason."""
+    flags = config.flags
+    reasons = dict(flags.unavailable(device))
+    if flags.cached_norm and config.model != "gcn":
+        reasons["cached_norm"] = f"cached_norm caches GCN's normalization; model {config.model!r} has none"
+    if flags.negative_mode != "uniform" or not flags.negative_strict:
+        reasons["negative_mode"] = "negative sampling applies to link prediction; this run trains node classification"
+    if flags.sampler_backend == "pyg":
+        reason = native_backend_status()
+        if reason:
+            reasons["sampler_backend"] = reason
+    if flags.batch_source != "neighbor" and (flags.num_workers or flags.sampler_backend != "gnnbench"):
+        reasons["batch_source"] = (f"{flags.batch_source} batches are built in the main process; loader workers "
+                                   "and sampler backends apply to neighbour sampling only")
+    return reasons
+
+
+def write_json_atomic(path: str | Path, data: dict) -> None:
+    """Write JSON so that readers see the old file or the new one, never a partial one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, default=str)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _host_peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step: int) -> float:
+    """Seconds the timer itself adds to one step (measured on empty phases)."""
+    timer = PhaseTimer(device, sync=sync)
+    reps = 200
+    timer.start_step()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        with timer.phase("forward"):
+            pass
+    per_phase = (time.perf_counter() - t0) / reps
+    timer.end_step(record=False)
+    return per_phase * phases_per_step
+
+
+class _NvmlSampler:
+    """Device utilization readings (NVML) taken at step ends; ``None`` where NVML is unavailable."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.values: list[float] = []
+        self.reason: str | None = None
+        if device.type != "cuda":
+            self.reason = "device utilization comes from NVML, which needs a CUDA device"
+            return
+        try:
+            torch.cuda.utilization(device)
+        except Exception as exc:  # noqa: BLE001 - pynvml missing or driver without NVML
+            self.reason = f"NVML not available ({exc}); install nvidia-ml-py"
+        self.device = device
+
+    def sample(self) -> None:
+        if self.reason is None:
+            self.values.append(float(torch.cuda.utilization(self.device)))
+
+
+def _unavailable_result(config: RunConfig, device: torch.device, reasons: dict[str, str], env: dict) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "status": "unavailable", "unavailable": reasons,
+            "environment": env, "config": config.to_dict()}
+
+
+def run(config: RunConfig, *, out: str | Path | None = None,
+        progress: Callable[[int, int], None] | None = None, profiler: Any = None) -> dict:
+    """Measure ``config``; returns (and, with ``out``, atomically writes) the result dict.
+
+    A configuration that cannot run here returns ``status: "unavailable"`` with
+    the reason for each offending flag, never a number. ``profiler`` (e.g. a
+    ``torch.profiler.profile``) is entered around the training loop and
+    stepped after every training step.
+    """
+    device = resolve_device(config.device)
+    torch.manual_seed(config.seed)
+    env = environment(device)
+    reasons = config_unavailable(config, device)
+    if reasons:
+        result = _unavailable_result(config, device, reasons, env)
+        if out:
+            write_json_atomic(out, result)
+        return result
+    flags = config.flags
+
+    t0 = time.perf_counter()
+    graph = generate(config.spec)
+    t_gen = time.perf_counter() - t0
+    try:
+        prepared = prepare(graph, flags)
+    except IndexOverflowError as exc:
+        return _unavailable_result(config, device, {"index_dtype": str(exc)}, env)
+    t1 = time.perf_counter()
+    try:
+        store = FeatureStore(graph.x, device, flags.feature_placement,
+                             hot_nodes=graph.train_mask.nonzero().view(-1), pin_memory=flags.pin_memory)
+        source = make_batch_source(prepared, flags, seed=config.seed, cache_dir=config.cache_dir)
+    except Unavailable as exc:
+        return _unavailable_result(config, device, {"feature_placement": str(exc)}, env)
+    setup_seconds = time.perf_counter() - t1
+
+    model = build_model(config.model, graph.num_features, config.hidden, graph.num_classes,
+                        len(flags.fanout)).to(device)
+    precision = Precision(flags.precision, device.type)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_grad_scaler)
+    forward = model
+    dynamo_counters = None
+    if flags.compile:
+        from torch import _dynamo
+
+        _dynamo.reset()
+        dynamo_counters = _dynamo.utils.counters
+        forward = torch.compile(model, dynamic=True)
+
+    norm = None
+    if flags.cached_norm:
+        cached = prepared.gcn_norm()
+        norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
+    y_all = graph.y.to(device)
+
+    timer = PhaseTimer(device, sync=config.sync_phases)
+    nvml = _NvmlSampler(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    step = 0
+    epoch_seconds: list[float] = []
+    first_step_seconds: float | None = None
+    losses: list[float] = []
+    total_steps = config.epochs * (config.max_steps_per_epoch or 0)
+    if profiler is not None:
+        profiler.__enter__()
+    for epoch in range(config.epochs):
+        model.train()
+        t_epoch = time.perf_counter()
+        batches = iter(source.epoch(epoch))
+        steps_this_epoch = 0
+        while config.max_steps_per_epoch is None or steps_this_epoch < config.max_steps_per_epoch:
+            timer.start_step()
+            t_step = time.perf_counter()
+            with timer.phase("sample"):
+                batch = next(batches, None)
+            if batch is None:
+                timer.end_step(record=False)
+                break
+            x = store.gather(batch.n_id, timer)
+            with timer.phase("transfer"):
+                edge_index = batch.edge_index.to(device, non_blocking=True)
+                target = batch.target.to(device, non_blocking=True)
+                n_id = batch.n_id.to(device, non_blocking=True)
+                e_id = batch.e_id.to(device, non_blocking=True) if norm is not None else None
+                node_norm = batch.node_norm.to(device) if batch.node_norm is not None else None
+                edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
+            with timer.phase("forward"):
+                agg = _aggregator(edge_index, n_id, e_id, norm, edge_norm, flags, precision)
+                logits = forward(x, agg, precision)[target].float()
+                labels = y_all.index_select(0, n_id.index_select(0, target))
+                if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
+                    loss = (F.cross_entropy(logits, labels, reduction="none") * node_norm).sum()
+                else:
+                    loss = F.cross_entropy(logits, labels) if target.numel() else logits.sum() * 0.0
+            with timer.phase("backward"):
+                scaler.scale(loss).backward()
+            with timer.phase("optimizer"):
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad(set_to_none=True)
+            timer.end_step(record=step >= config.warmup_steps)
+            if step == 0:
+                first_step_seconds = time.perf_counter() - t_step
+            nvml.sample()
+            losses.append(float(loss.detach()))
+            if profiler is not None:
+                profiler.step()
+            step += 1
+            steps_this_epoch += 1
+            if progress:
+                progress(step, total_steps)
+        epoch_seconds.append(time.perf_counter() - t_epoch)
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+
+    val_acc, test_acc, eval_seconds = _evaluate(model, prepared, store, graph, device, flags, precision, norm)
+
+    steps = timer.steps
+    phase_stats = {p: summarize([s.get(p, 0.0) for s in steps]) for p in PHASES}
+    step_stats = summarize(timer.step_seconds)
+    median_step = step_stats["median"]
+    overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
+    sample_frac = (phase_stats["sample"]["median"] / median_step) if steps and config.sync_phases else None
+    compute = sum(phase_stats[p]["median"] for p in ("forward", "backward", "optimizer"))
+    compile_info = None
+    if flags.compile:
+        stats = dynamo_counters["stats"] if dynamo_counters is not None else {}
+        compile_info = {
+            "first_step_seconds": first_step_seconds,
+            "estimated_compile_seconds": max(0.0, (first_step_seconds or 0.0) - median_step) if steps else None,
+            "unique_graphs": int(stats.get("unique_graphs", 0)),
+            "recompilations": max(0, int(stats.get("unique_graphs", 0)) - 1),
+        }
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "ok",
+        "environment": env,
+        "config": config.to_dict(),
+        "timing_mode": timer.mode,
+        "graph": {"num_nodes": graph.num_nodes, "num_edges": graph.num_edges,
+                  "generate_seconds": t_gen, "prepare_seconds": prepared.prepare_seconds,
+                  "setup_seconds": setup_seconds, "index_bytes": prepared.index_bytes_after,
+                  "index_bytes_int64": prepared.index_bytes_before},
+        "steps": {"measured": len(timer.step_seconds), "warmup": min(step, config.warmup_steps), "total": step},
+        "step_seconds": step_stats,
+        "step_seconds_all": timer.step_seconds,
+        "phases": phase_stats,
+        "device_phase_ms": ({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
+                            if timer.device_ms else None),
+        "epoch_seconds": epoch_seconds,
+        "eval_seconds": eval_seconds,
+        "data_wait_fraction": sample_frac,
+        "compute_fraction": (compute / median_step) if steps and config.sync_phases else None,
+        "device_busy_fraction": (sum(nvml.values) / len(nvml.values) / 100.0) if nvml.values else None,
+        "device_busy_reason": nvml.reason,
+        "instrumentation_overhead_fraction": (overhead / median_step) if steps else None,
+        "compile": compile_info,
+        "transfer": {"bytes_h2d_per_batch": store.stats.mean_bytes_per_batch,
+                     "bytes_h2d_total": store.stats.bytes_h2d, "device_feature_bytes": store.device_bytes()},
+        "accuracy": {"val": val_acc, "test": test_acc, "final_loss": losses[-1] if losses else None},
+        "memory": {"host_peak_bytes": _host_peak_bytes(),
+                   "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+        "batch_cache": dataclasses.asdict(source.cache.stats) if hasattr(source, "cache") else None,
+    }
+    if not timer.step_seconds:
+        result["warnings"] = [f"no steps measured: {step} steps ran and the first {config.warmup_steps} are "
+                              "warm-up; run more epochs, fewer warm-up steps or smaller batches"]
+    if out:
+        write_json_atomic(out, result)
+    return result
+
+
+def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: Flags, precision: Precision,
+                num_nodes: int | None = None) -> Aggregator:
+    n = n_id.numel() if num_nodes is None else num_nodes
+    gcn_weights = None
+    if norm is not None:
+        w = norm.edge_weight if e_id is None else norm.edge_weight.index_select(0, e_id)
+        s = norm.self_weight if num_nodes is not None else norm.self_weight.index_select(0, n_id)
+        if edge_norm is not None:
+            w = w * edge_norm
+        fixed = GCNNorm(w, s)
+        gcn_weights = lambda: fixed  # noqa: E731 - cached: no recomputation per layer
+    elif edge_norm is not None:
+        from gnnbench.graphs.norm import gcn_norm
+
+        def gcn_weights():
+            base = gcn_norm(edge_index, n, add_self_loops=True)
+            return GCNNorm(base.edge_weight * edge_norm, base.self_weight)
+    return Aggregator(edge_index, n, mode=flags.aggregation, gcn_weights=gcn_weights,
+                      dtype=precision.aggregation_dtype)
+
+
+@torch.no_grad()
+def _evaluate(model, prepared, store, graph, device, flags, precision, norm) -> tuple[float, float, float]:
+    """Full-neighbourhood evaluation on the whole graph: no sampling noise."""
+    t0 = time.perf_counter()
+    model.eval()
+    x = graph.x.to(device)
+    edge_index = prepared.edge_index.to(device)
+    n_id = torch.arange(graph.num_nodes, device=device)
+    agg = _aggregator(edge_index, n_id, None, norm, None, flags, precision, num_nodes=graph.num_nodes)
+    pred = model(x, agg, precision).argmax(dim=-1).cpu()
+    val = float((pred[graph.val_mask] == graph.y[graph.val_mask]).float().mean())
+    test = float((pred[graph.test_mask] == graph.y[graph.test_mask]).float().mean())
+    return val, test, time.perf_counter() - t0
