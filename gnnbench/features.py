@@ -74,9 +74,13 @@ class _CudaArrayView:
 
 def uva_view(host: Tensor, device: torch.device) -> Tensor:
     """A zero-copy CUDA view of the pinned, contiguous tensor ``host``; keep ``host`` alive."""
-    if not host.is_pinned():
-        raise ValueError("uva_view needs pinned host memory (call .pin_memory() first)")
-    view = torch.as_tensor(_CudaArrayView(host.contiguous()), device=device)
+    if not host.is_pinned() or not host.is_contiguous():
+        raise ValueError("uva_view needs pinned, contiguous host memory (call .contiguous().pin_memory() first)")
+    view = torch.as_tensor(_CudaArrayView(host), device=device)
+    if view.data_ptr() != host.data_ptr():
+        # torch copied the buffer instead of viewing it (e.g. pinned under another current device).
+        raise Unavailable(f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made a "
+                          "device copy instead")
     probe = min(host.size(0), 4)
     if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
         raise Unavailable("zero-copy (UVA) access returned different values than host memory on this system")
@@ -125,7 +129,8 @@ class FeatureStore:
             self._hot = x[hot].to(self.device)
             self._cold = x[cold].pin_memory()
         elif placement == "uva":
-            self._pinned = x.contiguous().pin_memory()
+            with torch.cuda.device(self.device):  # pin under the target device so the view is zero-copy
+                self._pinned = x.contiguous().pin_memory()
             self._uva = uva_view(self._pinned, self.device)
         elif placement != "host":
             raise ValueError(f"unknown feature placement {placement!r}")
@@ -188,7 +193,7 @@ class FeatureStore:
             out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
             out[hot_pos_dev] = self._hot.index_select(0, hot_slot_dev)
             out[cold_pos_dev] = cold_dev
-        self.stats.record(cold_rows.nbytes + ids.nbytes)
+        self.stats.record(cold_rows.nbytes + hot_slot_dev.nbytes + hot_pos_dev.nbytes + cold_pos_dev.nbytes)
         return out
 
 
@@ -211,6 +216,8 @@ def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: 
     it = iter(batches)
 
     def launch(batch):
+        # Everything the gather reads (resident tables, ids) was made on the consumer's stream.
+        side.wait_stream(torch.cuda.current_stream(store.device))
         with torch.cuda.stream(side):
             feats = store.gather(n_id_of(batch))
             ready = torch.cuda.Event()

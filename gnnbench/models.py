@@ -10,6 +10,7 @@ aggregation in fp32 (``partial``) or not (``full``).
 
 from __future__ import annotations
 
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
@@ -100,8 +101,10 @@ class Aggregator:
             self._deg = counts
 
     def _spmm(self, values: Tensor, h: Tensor, reduce: str = "sum") -> Tensor:
-        adj = torch.sparse_csr_tensor(self._crow, self._col, values[self._perm].to(h.dtype),
-                                      size=(self.num_nodes, h.size(0)))
+        with warnings.catch_warnings():  # torch flags sparse CSR as beta on every construction
+            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+            adj = torch.sparse_csr_tensor(self._crow, self._col, values[self._perm].to(h.dtype),
+                                          size=(self.num_nodes, h.size(0)), check_invariants=False)
         return spmm(adj, h, reduce=reduce)
 
     def gcn(self, h: Tensor) -> Tensor:

@@ -228,10 +228,11 @@ def run(config: RunConfig, *, out: str | Path | None = None,
         dynamo_counters = _dynamo.utils.counters
         forward = torch.compile(model, dynamic=True)
 
-    norm = None
+    norm = deg_full = None
     if flags.cached_norm:
         cached = prepared.gcn_norm()
         norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
+        deg_full = graph.deg.to(device)
     y_all = graph.y.to(device)
 
     timer = PhaseTimer(device, sync=config.sync_phases)
@@ -267,7 +268,7 @@ def run(config: RunConfig, *, out: str | Path | None = None,
                 node_norm = batch.node_norm.to(device) if batch.node_norm is not None else None
                 edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
             with timer.phase("forward"):
-                agg = _aggregator(edge_index, n_id, e_id, norm, edge_norm, flags, precision)
+                agg = _aggregator(edge_index, n_id, e_id, norm, edge_norm, flags, precision, deg_full=deg_full)
                 logits = forward(x, agg, precision)[target].float()
                 labels = y_all.index_select(0, n_id.index_select(0, target))
                 if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
@@ -353,11 +354,25 @@ def run(config: RunConfig, *, out: str | Path | None = None,
 
 
 def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: Flags, precision: Precision,
-                num_nodes: int | None = None) -> Aggregator:
+                num_nodes: int | None = None, deg_full=None) -> Aggregator:
+    """The batch's aggregator.
+
+    With a cached (full-graph) GCN normalization, each sampled edge keeps its
+    cached coefficient, rescaled by ``deg / sampled`` of its target so that the
+    sum over the sampled neighbours estimates the full-neighbourhood sum
+    without bias; on the full graph the scale is 1 and the result equals the
+    recomputed normalization exactly. Without a cache the batch subgraph is
+    normalized anew at every layer (PyG's ``GCNConv(cached=False)``).
+    """
     n = n_id.numel() if num_nodes is None else num_nodes
     gcn_weights = None
     if norm is not None:
         w = norm.edge_weight if e_id is None else norm.edge_weight.index_select(0, e_id)
+        if e_id is not None and deg_full is not None:
+            dst = edge_index[1]
+            sampled = torch.bincount(dst, minlength=n).clamp_min_(1)
+            scale = deg_full.index_select(0, n_id).to(w.dtype) / sampled.to(w.dtype)
+            w = w * scale.index_select(0, dst)
         s = norm.self_weight if num_nodes is not None else norm.self_weight.index_select(0, n_id)
         if edge_norm is not None:
             w = w * edge_norm

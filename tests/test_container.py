@@ -75,6 +75,8 @@ def test_load_npz_and_pt(tmp_path, tiny_graph):
     save_npz(tiny_graph, path)
     g = load_graph(path)
     assert torch.equal(g.edge_index, tiny_graph.edge_index) and torch.equal(g.test_mask, tiny_graph.test_mask)
+    assert torch.equal(g.lp_test_pos, tiny_graph.lp_test_pos) and g.meta["spec"] == tiny_graph.meta["spec"]
+    assert g.link_split().num_edges == tiny_graph.link_split().num_edges
     pt = tmp_path / "g.pt"
     torch.save(tiny_graph.to_pyg(), pt)
     g2 = load_graph(pt)

@@ -12,8 +12,8 @@ def dense_reference(edge_index, n, add_self_loops):
     A.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.size(1), dtype=torch.float64),
                  accumulate=True)
     if add_self_loops:
-        diag = torch.diagonal(A)
-        diag[diag == 0] = 1.0  # "remaining" self loops: only where none exists
+        # "remaining" self loops: exactly one per node (weight 1 here), repeated loops count once
+        torch.diagonal(A).fill_(1.0)
     deg = A.sum(1)
     dinv = torch.where(deg > 0, deg.pow(-0.5), torch.zeros_like(deg))
     return dinv[:, None] * A * dinv[None, :]
@@ -43,6 +43,18 @@ def test_norm_finite_with_isolated_nodes(edges, add_self_loops):
     assert torch.isfinite(norm.edge_weight).all() and torch.isfinite(norm.self_weight).all()
     isolated = norm.self_weight[n:]
     assert torch.equal(isolated, torch.ones(3) if add_self_loops else torch.zeros(3))
+
+
+def test_repeated_self_loops_count_once_like_pyg():
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm as pyg_gcn_norm
+
+    edge_index = torch.tensor([[0, 0, 1], [0, 0, 0]])  # two loops on node 0 and one in-edge
+    ref_ei, ref_w = pyg_gcn_norm(edge_index, None, 2, add_self_loops=True)
+    ref = torch.zeros(2, 2, dtype=torch.float64)
+    ref.index_put_((ref_ei[1], ref_ei[0]), ref_w.double(), accumulate=True)
+    ours = dense_from_norm(gcn_norm(edge_index, 2), edge_index, 2)
+    torch.testing.assert_close(ours, ref)
+    assert ours[0, 0] == pytest.approx(0.5)
 
 
 @pytest.mark.parametrize("add_self_loops", [True, False])

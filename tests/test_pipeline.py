@@ -66,24 +66,61 @@ def test_batch_cache_rejects_corrupt_entry_and_rebuilds(tmp_path, prepared, grap
     data[len(data) // 2] ^= 0xFF
     victim.write_bytes(bytes(data))
     again = list(cache.epoch(1, lambda: src.epoch(1)))
-    assert len(again) == len(first)
-    assert cache.stats.corrupt == 1 and src.calls == 2
+    assert cache.stats.corrupt == 1 and src.calls == 2 and cache.stats.hits == 0
+    # The epoch is one fresh sampling: every training node exactly once, none from the bad window.
+    seeds = torch.cat([b.n_id[b.target] for b in again])
+    assert torch.equal(torch.sort(seeds).values, graph.train_mask.nonzero().view(-1))
     for b in again:
         check_batch_edges(graph, b)
     manifest = json.loads((next(cache.dir.glob("window-*")) / "manifest.json").read_text())
     assert len(manifest["batches"]) == len(first), "window rebuilt completely"
     third = list(cache.epoch(2, lambda: src.epoch(2)))
-    assert cache.stats.hits >= len(third) and src.calls == 2
+    assert cache.stats.hits == len(third) and src.calls == 2
+
+
+def test_truncated_or_missing_entry_is_never_served(tmp_path, prepared):
+    src = CountingSource(prepared)
+    cache = BatchCache(tmp_path, {"graph": "g"}, epochs=5)
+    list(cache.epoch(0, lambda: src.epoch(0)))
+    wdir = next(cache.dir.glob("window-*"))
+    sorted(wdir.glob("batch-*.pt"))[0].unlink()
+    list(cache.epoch(1, lambda: src.epoch(1)))
+    assert cache.stats.corrupt == 1 and src.calls == 2
+
+
+def test_epoch_cut_short_caches_what_was_served(tmp_path, prepared):
+    src = CountingSource(prepared)
+    cache = BatchCache(tmp_path, {"graph": "g"}, epochs=3)
+    for epoch in range(3):
+        it = cache.epoch(epoch, lambda e=epoch: src.epoch(e))
+        got = [next(it) for _ in range(2)]  # a consumer with a 2-step cap
+        it.close()
+        assert len(got) == 2
+    assert src.calls == 1 and cache.stats.misses == 2 and cache.stats.hits == 4
 
 
 def test_interrupted_window_is_rebuilt(tmp_path, prepared):
+    # A process killed while writing leaves batch files but no manifest.
     src = CountingSource(prepared)
     cache = BatchCache(tmp_path, {"graph": "g"}, epochs=5)
-    it = cache.epoch(0, lambda: src.epoch(0))
-    next(it), next(it)  # interrupted after two batches: no manifest
-    del it
+    list(cache.epoch(0, lambda: src.epoch(0)))
+    (next(cache.dir.glob("window-*")) / "manifest.json").unlink()
     full = list(cache.epoch(1, lambda: src.epoch(1)))
     assert src.calls == 2 and cache.stats.hits == 0 and len(full) > 2
+
+
+def test_producer_failure_leaves_no_manifest(tmp_path, prepared):
+    cache = BatchCache(tmp_path, {"graph": "g"}, epochs=5)
+    src = CountingSource(prepared)
+
+    def failing():
+        it = src.epoch(0)
+        yield next(it)
+        raise OSError("disk gone")
+
+    with pytest.raises(OSError):
+        list(cache.epoch(0, failing))
+    assert not list(cache.dir.glob("window-*/manifest.json"))
 
 
 def test_cache_key_separates_configurations_and_clean(tmp_path):
@@ -250,7 +287,9 @@ def test_cuda_placements_gather_exact_rows(graph, placement, pin):
         assert store.stats.last_bytes_h2d == ids.nbytes
     elif placement == "hot_cold":
         cold = int((~graph.train_mask[ids]).sum())
-        assert store.stats.last_bytes_h2d == cold * row_bytes + ids.nbytes
+        hot = ids.numel() - cold
+        # cold rows, plus the hot slots and positions and the cold positions (int64 each)
+        assert store.stats.last_bytes_h2d == cold * row_bytes + 8 * (2 * hot + cold)
         assert store.device_bytes() == train.numel() * row_bytes
     else:
         assert store.stats.last_bytes_h2d == ids.numel() * row_bytes

@@ -51,7 +51,7 @@ def test_prepare_int32_preserves_graph_and_halves_index_bytes(edges):
         assert torch.equal(p.graph.edge_index.to(torch.int64), g.edge_index)
         assert p.index_bytes_after * 2 == p.index_bytes_before
     base = prepare(g, Flags())
-    assert base.index_bytes_after == base.index_bytes_before == g.edge_index.nbytes
+    assert base.index_bytes_after == base.index_bytes_before == g.edge_index.nbytes + g.rowptr.nbytes
 
 
 @given(random_edges(), st.sampled_from(["int64", "int32"]))

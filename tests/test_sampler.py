@@ -185,3 +185,26 @@ def test_native_backend_batches_are_real_edges():
                         input_nodes=torch.arange(300), batch_size=100)
     for data in loader:
         assert torch.equal(g.edge_index[:, data.e_id], data.n_id[data.edge_index])
+
+
+def test_scratch_buffers_restored_after_error_mid_hop(monkeypatch):
+    import gnnbench.sampling.neighbor as nb
+
+    g = generate(GraphSpec.preset("tiny", num_nodes=2000))
+    core = NeighborSampleCore(g.rowptr, g.edge_index[0], (5, 3), seed=0)
+    real = nb.sample_positions
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:  # fail in the second hop, after the first hop relabelled nodes
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(nb, "sample_positions", flaky)
+    with pytest.raises(RuntimeError, match="boom"):
+        core.sample(torch.arange(50))
+    monkeypatch.setattr(nb, "sample_positions", real)
+    assert (core._local == -1).all() and (core._first == torch.iinfo(torch.int64).max).all()
+    out = core.sample(torch.tensor([0]))
+    assert torch.equal(g.edge_index[0][out.edge], out.node[out.row])

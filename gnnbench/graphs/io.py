@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ NPZ_KEYS = {
     "x": ("x", "features"),
     "y": ("y", "labels"),
 }
-_NPZ_OPTIONAL = ("train_mask", "val_mask", "test_mask", "num_nodes")
+_NPZ_OPTIONAL = ("train_mask", "val_mask", "test_mask", "num_nodes", "lp_val_pos", "lp_test_pos", "spec_json")
 
 
 def _load_npz(path: Path) -> dict[str, Any]:
@@ -49,6 +50,11 @@ def _load_npz(path: Path) -> dict[str, Any]:
     out["y"] = torch.from_numpy(np.ascontiguousarray(out["y"]))
     if "num_nodes" in out:
         out["num_nodes"] = int(out["num_nodes"])
+    for key in ("lp_val_pos", "lp_test_pos"):
+        if key in out:
+            out[key] = torch.from_numpy(np.ascontiguousarray(out[key]))
+    if "spec_json" in out:
+        out["spec"] = json.loads(str(out.pop("spec_json")))
     for key in ("train_mask", "val_mask", "test_mask"):
         if key in out:
             out[key] = torch.from_numpy(out[key].astype(bool))
@@ -78,9 +84,13 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
     if suffix == ".npz":
         arrays = _load_npz(p)
         masks = {k: arrays.pop(k) for k in ("train_mask", "val_mask", "test_mask") if k in arrays}
+        if "spec" in arrays:
+            meta["spec"] = arrays["spec"]
         graph = Graph.from_edges(arrays["edge_index"], arrays["x"], arrays["y"],
                                  num_nodes=arrays.get("num_nodes"), clean=clean,
                                  split_seed=split_seed, meta=meta, **masks)
+        graph.lp_val_pos = arrays.get("lp_val_pos")
+        graph.lp_test_pos = arrays.get("lp_test_pos")
         return graph
     if suffix in (".pt", ".pth"):
         from torch_geometric.data import Data
@@ -99,10 +109,12 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
 
 
 def save_npz(graph: Graph, path: str | Path) -> None:
-    """Write ``graph`` as an ``.npz`` that :func:`load_graph` reads back."""
-    np.savez(
-        path,
-        edge_index=graph.edge_index.numpy(), x=graph.x.numpy(), y=graph.y.numpy(),
-        train_mask=graph.train_mask.numpy(), val_mask=graph.val_mask.numpy(),
-        test_mask=graph.test_mask.numpy(), num_nodes=np.int64(graph.num_nodes),
-    )
+    """Write ``graph`` as an ``.npz`` that :func:`load_graph` reads back (held-out edges and spec included)."""
+    arrays = {name: getattr(graph, name).cpu().numpy()
+              for name in ("edge_index", "x", "y", "train_mask", "val_mask", "test_mask")}
+    for name in ("lp_val_pos", "lp_test_pos"):
+        if getattr(graph, name) is not None:
+            arrays[name] = getattr(graph, name).cpu().numpy()
+    if graph.meta.get("spec") is not None:
+        arrays["spec_json"] = np.array(json.dumps(graph.meta["spec"]))
+    np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)

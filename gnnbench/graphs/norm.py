@@ -46,8 +46,8 @@ def gcn_norm(
 
     Degrees are in-degrees (summed over targets ``edge_index[1]``), as in PyG's
     ``gcn_norm`` with ``flow="source_to_target"``. With ``add_self_loops``,
-    a self loop of weight 1 is added to every node that lacks one (PyG's
-    "remaining" self loops). Nodes of zero degree get weight 0 everywhere: no
+    a self loop of weight 1 is added to every node that lacks one and repeated
+    loops of a node count once (PyG's "remaining" self loops). Nodes of zero degree get weight 0 everywhere: no
     NaN or Inf is produced, with or without self loops.
 
     Args:
@@ -64,9 +64,16 @@ def gcn_norm(
     self_fill = torch.zeros(num_nodes, dtype=dtype, device=device)
     if add_self_loops:
         self_fill.fill_(1.0)
-        has_loop = src == dst
-        if bool(has_loop.any()):
-            self_fill[dst[has_loop]] = 0.0  # existing loops keep their own weight
+        loops = (src == dst).nonzero().view(-1)
+        if loops.numel():
+            # As PyG's add_remaining_self_loops: one loop per node, the last one's weight;
+            # repeated loops of a node are dropped (weight 0).
+            node = dst[loops].to(torch.int64)
+            last = torch.full((num_nodes,), -1, dtype=torch.int64, device=device)
+            last.scatter_reduce_(0, node, loops, reduce="amax")
+            w = w.clone()
+            w[loops[last[node] != loops]] = 0.0
+            self_fill[node] = 0.0  # the kept loop carries the node's self weight
     deg = self_fill.clone().index_add_(0, dst, w)
     dinv = torch.where(deg > 0, deg.clamp_min(torch.finfo(dtype).tiny).rsqrt(), torch.zeros_like(deg))
     return GCNNorm(edge_weight=dinv[src] * w * dinv[dst], self_weight=dinv * self_fill * dinv)

@@ -70,8 +70,11 @@ class PreparedGraph:
         flags: The flags applied.
         csr: In-neighbour CSR when ``flags.keep_csr``, else ``None``.
         norm: Cached GCN normalization when ``flags.cached_norm``, else ``None``.
-        index_bytes_before: Bytes the kept index structures take at int64.
-        index_bytes_after: Bytes they take in the flagged dtype.
+        index_bytes_before: Bytes of the graph's index structures (COO and CSR
+            offsets; CSR's column array is COO's source row) at int64.
+        index_bytes_after: Bytes they take in the flagged dtype. ``keep_csr``
+            does not change them: it decides whether consumers use the kept
+            CSR or derive (sort) their own copy, see :meth:`neighbours`.
         prepare_seconds: Wall time of :func:`prepare`.
     """
 
@@ -134,14 +137,14 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
     The baseline ``Flags()`` keeps int64 COO only and recomputes on demand.
     """
     t0 = time.perf_counter()
-    # Like for like: the same structures (COO, plus CSR offsets when kept) at int64.
-    before = 8 * (graph.edge_index.numel() + (graph.rowptr.numel() if flags.keep_csr else 0))
+    # Like for like: the index structures the graph holds (COO and CSR offsets) at int64.
+    before = 8 * (graph.edge_index.numel() + graph.rowptr.numel())
     g = graph.with_index_dtype(INDEX_DTYPE_BY_NAME[flags.index_dtype])
     t_index = time.perf_counter()
     csr = g.csr if flags.keep_csr else None
     norm = gcn_norm(g.edge_index, g.num_nodes, add_self_loops=True) if flags.cached_norm else None
     t_end = time.perf_counter()
-    after = g.edge_index.nbytes + (csr.rowptr.nbytes if csr is not None else 0)
+    after = g.edge_index.nbytes + g.rowptr.nbytes
     return PreparedGraph(
         graph=g, flags=flags, csr=csr, norm=norm,
         index_bytes_before=before, index_bytes_after=after,

@@ -5,8 +5,9 @@ Layout: ``<root>/<key>/window-<w>/`` holds one file per batch and a
 hashes the graph fingerprint, the sampling flags, the seed and the format
 version, so a change to any of them misses instead of serving stale batches.
 A window without a manifest is incomplete (an interrupted epoch) and is
-rebuilt; an entry whose checksum or content does not verify is never used:
-the window is rebuilt and the epoch continues from freshly sampled batches.
+rebuilt; a window with any entry whose checksum does not verify is never
+used: it is rebuilt and the epoch gets freshly sampled batches. An epoch cut
+short by its consumer caches the batches it was served.
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class BatchCache:
 
     def _load(self, wdir: Path, entry: dict[str, Any]) -> Batch | None:
         try:
-            data = (wdir / entry["file"]).read_bytes()
+            data = (wdir / str(entry["file"])).read_bytes()
         except (OSError, KeyError):
             return None
         if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
@@ -122,48 +123,78 @@ class BatchCache:
         return batch
 
     def epoch(self, epoch: int, produce: Callable[[], Iterator[Batch]]) -> Iterator[Batch]:
-        """The batches of ``epoch``: replayed from the window's cache, or produced and cached."""
+        """The batches of ``epoch``: replayed from the window's cache, or produced and cached.
+
+        Before replaying, every entry's checksum is verified; if any fails the
+        whole window is rebuilt and this epoch gets freshly sampled batches, so
+        an epoch never mixes batches of two samplings.
+        """
         window = self.window(epoch)
         wdir = self._window_dir(window)
         self._drop_other_windows(keep=window)
         entries = self._read_manifest(wdir)
+        if entries is not None and not self._verify(wdir, entries):
+            self.stats.corrupt += 1
+            entries = None
         if entries is None:
             yield from self._build(wdir, produce())
             return
-        order = torch.randperm(len(entries), generator=torch.Generator().manual_seed(self.seed * 7_919 + epoch))
         if epoch % self.epochs == 0:
-            order = torch.arange(len(entries))
-        for served, i in enumerate(order.tolist()):
+            order = list(range(len(entries)))
+        else:  # replayed epochs see the window's batches in a fresh order
+            gen = torch.Generator().manual_seed(self.seed * 7_919 + epoch)
+            order = torch.randperm(len(entries), generator=gen).tolist()
+        for i in order:
             batch = self._load(wdir, entries[i])
-            if batch is None:
-                # Never use a bad entry: rebuild the window and finish the epoch with fresh batches.
+            if batch is None:  # changed on disk after verification: never serve it
                 self.stats.corrupt += 1
                 shutil.rmtree(wdir, ignore_errors=True)
-                for j, fresh in enumerate(self._build(wdir, produce())):
-                    if j >= served:
-                        yield fresh
-                return
+                raise RuntimeError(f"batch cache entry {entries[i].get('file')} in {wdir} changed while in use; "
+                                   "the window was deleted and will be rebuilt")
             self.stats.hits += 1
             yield batch
+
+    def _verify(self, wdir: Path, entries: list[dict[str, Any]]) -> bool:
+        """Whether every entry exists with the recorded size and SHA-256."""
+        for entry in entries:
+            path = wdir / str(entry.get("file", ""))
+            try:
+                if path.stat().st_size != entry.get("bytes"):
+                    return False
+                if hashlib.sha256(path.read_bytes()).hexdigest() != entry.get("sha256"):
+                    return False
+            except OSError:
+                return False
+        return True
 
     def _build(self, wdir: Path, batches: Iterator[Batch]) -> Iterator[Batch]:
         shutil.rmtree(wdir, ignore_errors=True)
         wdir.mkdir(parents=True)
-        entries = []
-        for i, batch in enumerate(batches):
-            buf = io.BytesIO()
-            torch.save(batch.to_dict(), buf)
-            data = buf.getvalue()
-            name = f"batch-{i:06d}.pt"
-            _atomic_write(wdir / name, data)
-            entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
-            self.stats.misses += 1
-            self.stats.bytes_written += len(data)
-            yield batch
-        # The manifest goes last: only a fully written window is ever replayed.
-        _atomic_write(wdir / "manifest.json",
-                      json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
-        self.stats.windows_built += 1
+        entries: list[dict[str, Any]] = []
+        failed = False
+        try:
+            for i, batch in enumerate(batches):
+                buf = io.BytesIO()
+                torch.save(batch.to_dict(), buf)
+                data = buf.getvalue()
+                name = f"batch-{i:06d}.pt"
+                _atomic_write(wdir / name, data)
+                entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+                self.stats.misses += 1
+                self.stats.bytes_written += len(data)
+                yield batch
+        except GeneratorExit:
+            pass  # the consumer stopped early (e.g. a step cap): cache the batches it was served
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            # The manifest goes last: only written batches are ever replayed, and
+            # none if producing them failed.
+            if not failed and entries:
+                _atomic_write(wdir / "manifest.json",
+                              json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
+                self.stats.windows_built += 1
 
     def _drop_other_windows(self, keep: int) -> None:
         for path in self.dir.glob("window-*"):

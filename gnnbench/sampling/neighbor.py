@@ -129,15 +129,22 @@ class NeighborSampleCore:
     def reseed(self, seed: int) -> None:
         self.generator.manual_seed(seed)
 
-    def _relabel_new(self, cand: Tensor, n_so_far: int) -> Tensor:
-        """Give local ids to candidates not seen yet, in order of first occurrence; return them."""
+    def _relabel_new(self, cand: Tensor, n_so_far: int, touched: list[Tensor]) -> Tensor:
+        """Give local ids to candidates not seen yet, in order of first occurrence; return them.
+
+        Every node whose scratch entry is written is appended to ``touched``
+        first, so the caller can restore the buffers even after an exception.
+        """
         new = cand.index_select(0, (self._local.index_select(0, cand) < 0).nonzero().view(-1))
         if new.numel() == 0:
             return new
         order = torch.arange(new.numel(), device=self.device)
-        self._first.scatter_reduce_(0, new, order, reduce="amin")
-        uniq = new.index_select(0, (self._first.index_select(0, new) == order).nonzero().view(-1))
-        self._first.index_fill_(0, new, torch.iinfo(torch.int64).max)
+        try:
+            self._first.scatter_reduce_(0, new, order, reduce="amin")
+            uniq = new.index_select(0, (self._first.index_select(0, new) == order).nonzero().view(-1))
+        finally:
+            self._first.index_fill_(0, new, torch.iinfo(torch.int64).max)
+        touched.append(uniq)
         self._local.index_copy_(0, uniq, torch.arange(n_so_far, n_so_far + uniq.numel(), device=self.device))
         return uniq
 
@@ -153,6 +160,7 @@ class NeighborSampleCore:
             self._local.index_fill_(0, seeds, -1)
             raise ValueError("seed nodes must be distinct (got repeated ids)")
         nodes = [seeds]
+        touched = [seeds]  # every node with a scratch entry, restored in `finally`
         rows, cols, edges = [], [], []
         num_nodes, num_edges = [seeds.numel()], []
         frontier, frontier_local = seeds, torch.arange(seeds.numel(), device=self.device)
@@ -164,7 +172,7 @@ class NeighborSampleCore:
                 owner, pos = sample_positions(deg, k, self.replace, self.generator)
                 eid = start.index_select(0, owner) + pos
                 nbr = self.col.index_select(0, eid).to(torch.int64)
-                uniq = self._relabel_new(nbr, n)
+                uniq = self._relabel_new(nbr, n, touched)
                 n += uniq.numel()
                 rows.append(self._local.index_select(0, nbr))
                 cols.append(frontier_local.index_select(0, owner))
@@ -175,8 +183,8 @@ class NeighborSampleCore:
                 frontier = uniq
                 frontier_local = self._local.index_select(0, uniq)
         finally:
-            all_nodes = torch.cat(nodes)
-            self._local.index_fill_(0, all_nodes, -1)
+            self._local.index_fill_(0, torch.cat(touched), -1)
+        all_nodes = torch.cat(nodes)
         return SampledSubgraph(
             node=all_nodes, row=torch.cat(rows), col=torch.cat(cols), edge=torch.cat(edges),
             num_sampled_nodes=num_nodes, num_sampled_edges=num_edges,

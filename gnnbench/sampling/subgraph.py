@@ -81,6 +81,9 @@ def metis_partition(csr: CSR, num_parts: int, seed: int = 0) -> Tensor:
     rows = key // n
     xadj = torch.zeros(n + 1, dtype=torch.int64)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=xadj[1:])
+    from gnnbench.graphs.prepare import check_index_fits
+
+    check_index_fits(max(n, key.numel()), torch.int32, "METIS adjacency index (pymetis takes int32)")
     adjncy = (key - rows * n).numpy().astype(np.int32)
     # METIS maps nearby seeds to the same stream (0 and 1 partition identically): spread them.
     opts = pymetis.Options(seed=int((seed * 2_654_435_761 + 12_345) % 2**31))

@@ -1,0 +1,95 @@
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from gnnbench.graphs.norm import GCNNorm, gcn_norm
+from gnnbench.models import Aggregator, Precision, build_model
+from tests.graphs_strategies import random_edges
+
+
+@settings(max_examples=30)
+@given(random_edges(max_nodes=40, max_edges=200), st.integers(1, 8))
+def test_sparse_aggregation_equals_scatter(edges, width):
+    edge_index, n = edges
+    h = torch.randn(n, width, generator=torch.Generator().manual_seed(n))
+    a = Aggregator(edge_index, n, mode="scatter")
+    b = Aggregator(edge_index, n, mode="sparse")
+    torch.testing.assert_close(b.gcn(h), a.gcn(h), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(b.mean(h), a.mean(h), rtol=1e-5, atol=1e-5)
+
+
+def test_sparse_aggregation_gradients_match():
+    g = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, 50, (2, 400), generator=g)
+    outs = []
+    for mode in ("scatter", "sparse"):
+        h = torch.randn(50, 6, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        agg = Aggregator(edge_index, 50, mode=mode)
+        (agg.gcn(h).square().sum() + agg.mean(h).sum()).backward()
+        outs.append(h.grad)
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_cached_weights_equal_recomputed_on_the_full_graph():
+    g = torch.Generator().manual_seed(2)
+    edge_index = torch.randint(0, 60, (2, 300), generator=g)
+    h = torch.randn(60, 4, generator=g)
+    cached = gcn_norm(edge_index, 60)
+    a = Aggregator(edge_index, 60, gcn_weights=lambda: GCNNorm(cached.edge_weight, cached.self_weight))
+    b = Aggregator(edge_index, 60)
+    torch.testing.assert_close(a.gcn(h), b.gcn(h))
+
+
+def _run_model(name, mode):
+    torch.manual_seed(0)
+    edge_index = torch.randint(0, 30, (2, 120), generator=torch.Generator().manual_seed(3))
+    x = torch.randn(30, 8)
+    model = build_model(name, 8, 16, 3, num_layers=2)
+    record: list = []
+    linear_dtypes: list = []
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear) or m.__class__.__name__ == "Linear":
+            m.register_forward_hook(lambda mod, inp, out: linear_dtypes.append(out.dtype))
+    precision = Precision(mode, "cpu")
+    agg = Aggregator(edge_index, 30, dtype=precision.aggregation_dtype, record=record)
+    out = model(x, agg, precision)
+    return out, record, linear_dtypes
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage"])
+def test_partial_precision_keeps_aggregation_in_fp32(name):
+    out, record, linear_dtypes = _run_model(name, "partial")
+    assert record and all(d == torch.float32 for d in record), record
+    assert linear_dtypes and all(d == torch.bfloat16 for d in linear_dtypes), linear_dtypes
+    assert out.dtype == torch.float32
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage"])
+def test_full_precision_aggregates_in_low_precision(name):
+    _, record, linear_dtypes = _run_model(name, "full")
+    assert record and all(d == torch.bfloat16 for d in record)
+    assert all(d == torch.bfloat16 for d in linear_dtypes)
+
+
+@pytest.mark.parametrize("name", ["gcn", "sage"])
+def test_off_is_fp32_everywhere_and_modes_agree_roughly(name):
+    ref, record, linear_dtypes = _run_model(name, "off")
+    assert all(d == torch.float32 for d in record + linear_dtypes)
+    for mode in ("partial", "full"):
+        out, _, _ = _run_model(name, mode)
+        torch.testing.assert_close(out, ref, rtol=0.1, atol=0.1)
+
+
+def test_precision_policy_per_device():
+    assert Precision("full", "cuda").low_dtype == torch.float16 and Precision("full", "cuda").needs_grad_scaler
+    assert Precision("full", "cpu").low_dtype == torch.bfloat16 and not Precision("full", "cpu").needs_grad_scaler
+    assert not Precision("off", "cuda").needs_grad_scaler
+    with pytest.raises(ValueError, match="precision must be one of 'off', 'full', 'partial' \\(got 'half'\\)"):
+        Precision("half")
+
+
+def test_model_and_aggregation_errors():
+    with pytest.raises(ValueError, match="unknown model 'gat'; accepted: gcn, sage"):
+        build_model("gat", 4, 4, 2, 2)
+    with pytest.raises(ValueError, match="aggregation must be one of"):
+        Aggregator(torch.zeros(2, 0, dtype=torch.long), 3, mode="dense")

@@ -1,0 +1,148 @@
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.runner import RunConfig, run
+from gnnbench.sweep import compare_rows, run_sweep, sweep_entries
+from gnnbench.timing import PHASES, bootstrap_ratio, summarize
+
+SPEC = GraphSpec.preset("tiny", num_nodes=3000)
+QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
+                  warmup_steps=2, hidden=16)
+
+
+def test_run_result_schema_and_phases(tmp_path):
+    out = tmp_path / "run.json"
+    r = run(QUICK, out=out)
+    assert r["status"] == "ok"
+    assert json.loads(out.read_text())["status"] == "ok", "written to disk"
+    assert r["steps"] == {"measured": 4, "warmup": 2, "total": 6}
+    assert set(r["phases"]) == set(PHASES)
+    for p in PHASES:
+        assert r["phases"][p]["n"] == 4 and r["phases"][p]["median"] >= 0
+    assert 0 <= r["accuracy"]["test"] <= 1 and 0 <= r["accuracy"]["val"] <= 1
+    assert r["timing_mode"] == "sync" and r["environment"]["torch"] == torch.__version__
+    assert r["config"]["flags"]["fanout"] == [5, 3] and r["config"]["spec"]["num_nodes"] == 3000
+    assert r["instrumentation_overhead_fraction"] < 0.02
+    assert r["device_busy_fraction"] is None and "NVML" in r["device_busy_reason"]
+    phase_sum = sum(r["phases"][p]["median"] for p in PHASES)
+    assert phase_sum <= 1.5 * r["step_seconds"]["max"]
+    json.dumps(r)  # serializable
+
+
+def test_end_to_end_mode_times_steps_only():
+    r = run(dataclasses.replace(QUICK, sync_phases=False))
+    assert r["timing_mode"] == "end_to_end" and r["step_seconds"]["n"] == 4
+    assert r["data_wait_fraction"] is None
+
+
+def test_training_learns_on_tiny():
+    cfg = dataclasses.replace(QUICK, max_steps_per_epoch=None, epochs=5, hidden=32, lr=0.02)
+    r = run(cfg)
+    assert r["accuracy"]["test"] > 0.6  # features alone reach ~0.2 on this graph
+
+
+@pytest.mark.parametrize("names,field", [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"),
+                                         (["degree_negatives"], "negative_mode")])
+def test_unavailable_flags_report_reasons_not_numbers(names, field):
+    if torch.cuda.is_available() and field != "negative_mode":
+        pytest.skip("available with CUDA")
+    r = run(dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags)))
+    assert r["status"] == "unavailable" and field in r["unavailable"]
+    assert "phases" not in r
+
+
+def test_cached_norm_with_sage_is_reported_unavailable():
+    r = run(dataclasses.replace(QUICK, model="sage", flags=registry.flags_for(["cached_norm"], QUICK.flags)))
+    assert r["status"] == "unavailable" and "model 'sage' has none" in r["unavailable"]["cached_norm"]
+
+
+def test_bad_configurations_are_refused_with_clear_messages():
+    with pytest.raises(ValueError, match=r"fanout \[5, 3\] has 2 hops but the model has 3 layers"):
+        dataclasses.replace(QUICK, num_layers=3)
+    with pytest.raises(ValueError, match="unknown model 'gin'"):
+        dataclasses.replace(QUICK, model="gin")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            run(dataclasses.replace(QUICK, device="cuda"))
+    with pytest.raises(ValueError, match="Flags.batch_size must be an integer >= 1"):
+        Flags(batch_size=0)
+
+
+@pytest.mark.parametrize("names", [["sparse_agg"], ["partial_amp"], ["cached_norm"], ["int32", "csr"],
+                                   ["batch_cache"], ["cluster_gcn"], ["graphsaint"], ["workers"]])
+def test_every_cpu_flag_runs_through_the_runner(names, tmp_path):
+    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags), cache_dir=str(tmp_path),
+                              max_steps_per_epoch=4, warmup_steps=1)
+    if "cluster_gcn" in names or "graphsaint" in names:  # several batches on a 3,000-node graph
+        cfg = dataclasses.replace(cfg, flags=cfg.flags.replace(cluster_size=500, clusters_per_batch=1,
+                                                               saint_roots=200))
+    r = run(cfg)
+    assert r["status"] == "ok", r.get("unavailable")
+    assert r["steps"]["measured"] >= 1
+
+
+def test_sweep_resumes_without_redoing_finished_runs(tmp_path):
+    entries = sweep_entries(QUICK, ["int32", "pin_memory"], include_all_recommended=False)
+    assert [e.label for e in entries] == ["baseline", "int32", "pin_memory"]
+    seen = []
+    first = run_sweep(entries, tmp_path, isolate=False, progress=lambda d, t, e, s: seen.append((e.label, s)))
+    assert {s for _, s in seen if s != "running"} <= {"ok", "unavailable"}
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 3
+    # Interrupted sweep: one result lost, one corrupted (partial write by another tool).
+    files[0].unlink()
+    files[1].write_text("{")
+    seen.clear()
+    second = run_sweep(entries, tmp_path, isolate=False, progress=lambda d, t, e, s: seen.append((e.label, s)))
+    kept = [label for label, s in seen if s == "kept"]
+    assert len(kept) == 1, seen
+    assert [r["label"] for r in second] == [r["label"] for r in first]
+    rows = compare_rows(second)
+    by = {r["label"]: r for r in rows}
+    assert by["baseline"]["speedup"] == pytest.approx(1.0)
+    if not torch.cuda.is_available():
+        assert by["pin_memory"]["status"] == "unavailable" and "pinned" in by["pin_memory"]["reason"]
+
+
+def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
+    entries = sweep_entries(QUICK, [], include_all_recommended=False)
+    results = run_sweep(entries, tmp_path, isolate=True)
+    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("runner_main.py")
+
+
+def test_all_recommended_combines_available_entries():
+    entries = sweep_entries(QUICK, [], include_all_recommended=True)
+    rec = entries[-1]
+    assert rec.label == "all_recommended"
+    assert "sparse_agg" in rec.optimizations and "cached_norm" in rec.optimizations
+    if not torch.cuda.is_available():
+        assert "pin_memory" not in rec.optimizations and "uva" not in rec.optimizations
+    assert not any(registry.get(n).costs_accuracy for n in rec.optimizations)
+
+
+def test_bootstrap_ratio_and_summary():
+    base = [1.0, 1.1, 0.9, 1.0, 1.05] * 4
+    fast = [0.5, 0.55, 0.45, 0.5, 0.52] * 4
+    r = bootstrap_ratio(base, fast)
+    assert r["low"] > 1.5 and r["significant"]
+    same = bootstrap_ratio(base, base[::-1])
+    assert same["low"] <= 1.0 <= same["high"] and not same["significant"]
+    s = summarize([3.0, 1.0, 2.0])
+    assert s["median"] == 2.0 and s["min"] == 1.0 and s["max"] == 3.0 and s["n"] == 3
+
+
+def test_compile_reports_compile_time_apart():
+    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(["compile"], QUICK.flags), max_steps_per_epoch=7)
+    r = run(cfg)
+    assert r["status"] == "ok"
+    c = r["compile"]
+    assert c["first_step_seconds"] > r["step_seconds"]["median"]
+    assert c["unique_graphs"] >= 1 and c["recompilations"] >= 0
+    base = run(dataclasses.replace(cfg, flags=QUICK.flags))
+    assert abs(r["accuracy"]["test"] - base["accuracy"]["test"]) < 0.05
