@@ -137,6 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="print the comparison rows as JSON")
         p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
+                       description="Run the baseline, every registered optimization and all recommended ones on "
+                                   "CUDA (default: the medium preset, 40 steps each after 5 warm-up, in one "
+                                   "process with the graph generated once) and print one table.")
+    _add_graph_args(p)
+    p.add_argument("--steps", type=int, default=40, help="training steps per configuration (default 40)")
+    p.add_argument("--out-dir", default="results/gpu-check", help="per-configuration results")
+    p.add_argument("--device", default="cuda")
+    p.set_defaults(func=cmd_gpu_check, preset="medium")
+
     p = sub.add_parser("profile", help="torch.profiler top operators and a Chrome trace of training steps")
     _add_graph_args(p)
     _add_run_args(p)
@@ -356,6 +366,47 @@ def cmd_compare(args: argparse.Namespace) -> int:
     rows = compare_rows(results)
     print(json.dumps(rows, indent=1, default=str) if args.json else format_compare(rows))
     print(f"\nresults: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_gpu_check(args: argparse.Namespace) -> int:
+    import time as _time
+
+    from gnnbench.env import environment, resolve_device
+    from gnnbench.runner import RunConfig
+    from gnnbench.sweep import compare_rows, run_sweep, sweep_entries
+
+    device = resolve_device(args.device)
+    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
+                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    base = RunConfig(spec=GraphSpec.preset(args.preset, **overrides), device=str(device), epochs=1,
+                     max_steps_per_epoch=args.steps, warmup_steps=5)
+    entries = sweep_entries(base, None)
+    env = environment(device)
+    print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
+          f"preset {args.preset}, {args.steps} steps per configuration", flush=True)
+    t0 = _time.perf_counter()
+
+    def progress(done, total, entry, status):
+        if status != "running":
+            print(f"  [{done}/{total}] {entry.label}: {status} ({_time.perf_counter() - t0:.0f} s)", flush=True)
+
+    results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
+    rows = compare_rows(results)
+    print()
+    head = f"{'flag':<20}{'step ms':>9}  {'speedup [95% CI]':<22}{'acc delta':>11}{'GPU busy':>10}{'H2D/batch':>12}  note"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        if r["status"] != "ok":
+            print(f"{r['label']:<20}{'-':>9}  {'-':<22}{'-':>11}{'-':>10}{'-':>12}  {r['status']}: {r['reason']}")
+            continue
+        sp = f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}, {r['speedup_high']:.2f}]"
+        busy = "n/a" if r["device_busy"] is None else f"{r['device_busy']:.0%}"
+        note = "" if r["label"] == "baseline" or r["significant"] else "no significant difference"
+        print(f"{r['label']:<20}{r['step_ms']:>9.1f}  {sp:<22}{r['acc_delta'] * 100:>+9.2f}pp{busy:>10}"
+              f"{_human_bytes(r['h2d_bytes_per_batch']):>12}  {note}")
+    print(f"\ntotal {_time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
     return 0
 
 

@@ -179,13 +179,14 @@ def _unavailable_result(config: RunConfig, device: torch.device, reasons: dict[s
 
 
 def run(config: RunConfig, *, out: str | Path | None = None,
-        progress: Callable[[int, int], None] | None = None, profiler: Any = None) -> dict:
+        progress: Callable[[int, int], None] | None = None, profiler: Any = None, graph: Any = None) -> dict:
     """Measure ``config``; returns (and, with ``out``, atomically writes) the result dict.
 
     A configuration that cannot run here returns ``status: "unavailable"`` with
     the reason for each offending flag, never a number. ``profiler`` (e.g. a
     ``torch.profiler.profile``) is entered around the training loop and
-    stepped after every training step.
+    stepped after every training step. ``graph`` reuses an already generated
+    graph of ``config.spec`` (a sweep generates each spec once).
     """
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
@@ -199,8 +200,13 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     flags = config.flags
 
     t0 = time.perf_counter()
-    graph = generate(config.spec)
-    t_gen = time.perf_counter() - t0
+    if graph is None:
+        graph = generate(config.spec)
+        t_gen = time.perf_counter() - t0
+    else:
+        if graph.meta.get("spec") != config.spec.to_dict():
+            raise ValueError("the graph passed to run() was not generated from config.spec")
+        t_gen = graph.meta.get("generate_seconds", 0.0)
     try:
         prepared = prepare(graph, flags)
     except IndexOverflowError as exc:
@@ -212,6 +218,8 @@ def run(config: RunConfig, *, out: str | Path | None = None,
         source = make_batch_source(prepared, flags, seed=config.seed, cache_dir=config.cache_dir)
     except Unavailable as exc:
         return _unavailable_result(config, device, {"feature_placement": str(exc)}, env)
+    except ImportError as exc:  # an optional library a batch source needs (pymetis for Cluster-GCN)
+        return _unavailable_result(config, device, {"batch_source": str(exc)}, env)
     setup_seconds = time.perf_counter() - t1
 
     model = build_model(config.model, graph.num_features, config.hidden, graph.num_classes,
@@ -292,7 +300,11 @@ def run(config: RunConfig, *, out: str | Path | None = None,
             steps_this_epoch += 1
             if progress:
                 progress(step, total_steps)
+        if hasattr(batches, "close"):
+            batches.close()  # an epoch cut short must release its loader iterator (and its workers)
         epoch_seconds.append(time.perf_counter() - t_epoch)
+    if hasattr(source, "close"):
+        source.close()
     if profiler is not None:
         profiler.__exit__(None, None, None)
 

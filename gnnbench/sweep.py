@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
+from gnnbench.graphs import generate
 from gnnbench.runner import RunConfig, config_unavailable, run, write_json_atomic
 from gnnbench.timing import bootstrap_ratio
 
@@ -86,6 +87,7 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
+    graphs: dict = {}
     for i, entry in enumerate(entries):
         path = out_dir / entry.filename()
         data = _valid_result(path, entry) if resume else None
@@ -108,7 +110,11 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
             else:
                 data = json.loads(path.read_text())
         else:
-            data = run(entry.config, out=path)
+            spec_key = json.dumps(entry.config.spec.to_dict(), sort_keys=True)
+            if spec_key not in graphs:  # in-process: generate each graph once
+                graphs.clear()
+                graphs[spec_key] = generate(entry.config.spec)
+            data = run(entry.config, out=path, graph=graphs[spec_key])
         if progress:
             progress(i + 1, len(entries), entry, data.get("status", "?"))
         results.append({"label": entry.label, "optimizations": list(entry.optimizations), **data})
@@ -120,15 +126,23 @@ def compare_rows(results: list[dict]) -> list[dict]:
     by_label: dict[str, list[dict]] = {}
     for r in results:
         by_label.setdefault(r["label"], []).append(r)
-    base = [r for r in by_label.get(BASELINE, []) if r.get("status") == "ok"]
+    base = [r for r in by_label.get(BASELINE, []) if r.get("status") == "ok" and r.get("step_seconds_all")]
     if not base:
-        raise ValueError("the sweep has no successful baseline run to compare against")
+        why = [w for r in by_label.get(BASELINE, []) for w in r.get("warnings", [])] or \
+              [str(r.get("unavailable") or r.get("error")) for r in by_label.get(BASELINE, [])]
+        raise ValueError("the sweep has no measured baseline run to compare against"
+                         + (f": {'; '.join(why)}" if why else ""))
     base_steps = [s for r in base for s in r["step_seconds_all"]]
     base_acc = [r["accuracy"]["test"] for r in base]
     rows = []
     for label, runs in by_label.items():
-        ok = [r for r in runs if r.get("status") == "ok"]
+        ok = [r for r in runs if r.get("status") == "ok" and r.get("step_seconds_all")]
         row = {"label": label, "optimizations": runs[0].get("optimizations", [])}
+        if not ok and any(r.get("status") == "ok" for r in runs):
+            warnings = [w for r in runs for w in r.get("warnings", [])]
+            row.update(status="not measured", reason="; ".join(warnings) or "no measured steps")
+            rows.append(row)
+            continue
         if not ok:
             reasons = runs[0].get("unavailable") or {"error": runs[0].get("error", "failed")}
             row.update(status=runs[0].get("status"), reason="; ".join(f"{k}: {v}" for k, v in reasons.items()))
@@ -145,6 +159,9 @@ def compare_rows(results: list[dict]) -> list[dict]:
             acc_delta_spread=(max(delta) - min(delta)) if len(delta) > 1 else 0.0,
             seeds=len(ok), phases={p: v["median"] for p, v in ok[0]["phases"].items()},
             compile=ok[0].get("compile"),
+            device_busy=(statistics.mean(r["device_busy_fraction"] for r in ok)
+                         if all(r.get("device_busy_fraction") is not None for r in ok) else None),
+            h2d_bytes_per_batch=ok[0]["transfer"]["bytes_h2d_per_batch"],
         )
         rows.append(row)
     return rows

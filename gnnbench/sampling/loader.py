@@ -90,6 +90,13 @@ class NeighborBatches:
         for data in self.loader:
             yield Batch.from_pyg(data)
 
+    def close(self) -> None:
+        """Shut down loader workers (persistent ones live until this is called)."""
+        it = getattr(self.loader, "_iterator", None)
+        if it is not None and hasattr(it, "_shutdown_workers"):
+            it._shutdown_workers()
+        self.loader._iterator = None
+
 
 class CachedBatches:
     """Any batch source behind a :class:`BatchCache` of ``flags.batch_cache_epochs`` epochs."""
@@ -100,6 +107,10 @@ class CachedBatches:
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         return self.cache.epoch(epoch, lambda: self.source.epoch(epoch))
+
+    def close(self) -> None:
+        if hasattr(self.source, "close"):
+            self.source.close()
 
 
 class _SubgraphSource:

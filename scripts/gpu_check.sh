@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The prepared GPU check: on a CUDA machine, in one call (well under 8 minutes on an H200),
+#   1. the CUDA-only tests (feature placements, UVA, side-stream prefetch, sampler on CUDA);
+#   2. every registered flag on the medium preset: one table of step time, speedup, accuracy delta
+#      and GPU busy %.
+# Uses the machine's own torch / torch-geometric (no network needed). pymetis is optional there:
+# without it Cluster-GCN is reported unavailable with the reason. To include it, carry a cp312 wheel
+# in .whl/ (see the device tool's README); it is installed into /tmp/site below.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-results}"
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
+fi
+export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print(torch.__version__, torch.cuda.get_device_name())" || exit 1
+echo "== CUDA tests =="
+python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
+echo "== every flag on the GPU =="
+python3 -m gnnbench.cli gpu-check --preset "${PRESET:-medium}" --steps "${STEPS:-40}" --out-dir "$out/gpu-check" 2>&1
