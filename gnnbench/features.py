@@ -214,6 +214,14 @@ def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: 
         raise Unavailable(f"side-stream prefetch needs CUDA streams (device is {store.device.type})")
     side = torch.cuda.Stream(device=store.device)
     it = iter(batches)
+    try:
+        yield from _prefetch_loop(it, store, side, n_id_of)
+    finally:
+        if hasattr(it, "close"):
+            it.close()
+
+
+def _prefetch_loop(it, store: FeatureStore, side, n_id_of) -> Iterator[tuple]:
 
     def launch(batch):
         # Everything the gather reads (resident tables, ids) was made on the consumer's stream.

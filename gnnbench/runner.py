@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from gnnbench.env import environment, resolve_device
-from gnnbench.features import FeatureStore, Unavailable
+from gnnbench.features import FeatureStore, Unavailable, prefetch_features
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.norm import GCNNorm
@@ -257,7 +257,13 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     for epoch in range(config.epochs):
         model.train()
         t_epoch = time.perf_counter()
-        batches = iter(source.epoch(epoch))
+        epoch_batches = source.epoch(epoch)
+        if flags.feature_prefetch:
+            # Yields (batch, features): the next batch's gather and copy run on a side stream
+            # while this one computes, so they are timed inside "sample" (the wait for data).
+            batches = prefetch_features(epoch_batches, store)
+        else:
+            batches = iter(epoch_batches)
         steps_this_epoch = 0
         while config.max_steps_per_epoch is None or steps_this_epoch < config.max_steps_per_epoch:
             timer.start_step()
@@ -267,7 +273,10 @@ def run(config: RunConfig, *, out: str | Path | None = None,
             if batch is None:
                 timer.end_step(record=False)
                 break
-            x = store.gather(batch.n_id, timer)
+            if flags.feature_prefetch:
+                batch, x = batch
+            else:
+                x = store.gather(batch.n_id, timer)
             with timer.phase("transfer"):
                 edge_index = batch.edge_index.to(device, non_blocking=True)
                 target = batch.target.to(device, non_blocking=True)
@@ -300,8 +309,9 @@ def run(config: RunConfig, *, out: str | Path | None = None,
             steps_this_epoch += 1
             if progress:
                 progress(step, total_steps)
-        if hasattr(batches, "close"):
-            batches.close()  # an epoch cut short must release its loader iterator (and its workers)
+        for it in (batches, epoch_batches):
+            if hasattr(it, "close"):
+                it.close()  # an epoch cut short must release its loader iterator (and its workers)
         epoch_seconds.append(time.perf_counter() - t_epoch)
     if hasattr(source, "close"):
         source.close()

@@ -146,3 +146,20 @@ def test_compile_reports_compile_time_apart():
     assert c["unique_graphs"] >= 1 and c["recompilations"] >= 0
     base = run(dataclasses.replace(cfg, flags=QUICK.flags))
     assert abs(r["accuracy"]["test"] - base["accuracy"]["test"]) < 0.05
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("names", [[], ["features_on_device"], ["hot_cold"], ["uva"], ["feature_prefetch"],
+                                   ["pin_memory"], ["partial_amp"], ["full_amp"], ["sparse_agg"],
+                                   ["cached_norm", "int32", "csr"]])
+def test_cuda_runs_every_device_flag(names):
+    cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(names, QUICK.flags),
+                              max_steps_per_epoch=None, epochs=3, lr=0.02, hidden=32)
+    r = run(cfg)
+    assert r["status"] == "ok", r.get("unavailable")
+    assert r["memory"]["device_peak_bytes"] > 0 and r["device_phase_ms"] is not None
+    assert r["accuracy"]["test"] > 0.4
+    if names and names[0] in ("features_on_device", "uva"):
+        assert r["transfer"]["device_feature_bytes"] == (SPEC.num_nodes * SPEC.feature_dim * 4
+                                                         if names[0] == "features_on_device" else 0)
