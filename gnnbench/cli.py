@@ -62,11 +62,20 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
                     help="self-loop handling (default: keep)")
 
 
+def _spec_from_args(args: argparse.Namespace) -> GraphSpec:
+    """The preset with the generator overrides given on the command line."""
+    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
+                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    return GraphSpec.preset(args.preset, **overrides)
+
+
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
     r.add_argument("--model", default="gcn", choices=["gcn", "sage"], help="model (default gcn)")
     r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
     r.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
+    r.add_argument("--batch-size", type=int, default=None, help="seed nodes per batch (baseline default 1024)")
+    r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
     r.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
     r.add_argument("--warmup", type=int, default=3, help="warm-up steps excluded from timings (default 3)")
@@ -82,10 +91,17 @@ def _config_from_args(args: argparse.Namespace, names: list[str]):
     if args.load:
         raise ValueError("--load is not supported by run/compare yet: they measure generated graphs "
                          "(use `gnnbench graph --load` for a file's statistics)")
-    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
-                                               "feature_dim", "homophily", "feature_snr", "seed")}
-    spec = GraphSpec.preset(args.preset, **overrides)
-    return RunConfig(spec=spec, flags=registry.flags_for(names), model=args.model, num_layers=args.layers,
+    spec = _spec_from_args(args)
+    base = {}
+    if args.batch_size is not None:
+        base["batch_size"] = args.batch_size
+    if args.fanout:
+        try:
+            base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
+        except ValueError:
+            raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
+    return RunConfig(spec=spec, flags=registry.flags_for(names, Flags(**base)), model=args.model,
+                     num_layers=args.layers,
                      hidden=args.hidden, epochs=args.epochs, max_steps_per_epoch=args.max_steps,
                      warmup_steps=args.warmup, seed=args.seed or 0, device=args.device,
                      sync_phases=not args.no_sync, cache_dir=args.cache_dir)
@@ -190,9 +206,7 @@ def _graph_from_args(args: argparse.Namespace):
         t0 = time.perf_counter()
         graph = load_graph(args.load, clean=clean, split_seed=args.seed or 0)
         return graph, {"source": args.load, "load_seconds": time.perf_counter() - t0}
-    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
-                                               "feature_dim", "homophily", "feature_snr", "seed")}
-    spec = GraphSpec.preset(args.preset, **overrides)
+    spec = _spec_from_args(args)
     graph = generate(spec)
     return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
                    "generate_seconds": graph.meta["generate_seconds"]}
@@ -377,9 +391,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.sweep import compare_rows, run_sweep, sweep_entries
 
     device = resolve_device(args.device)
-    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
-                                               "feature_dim", "homophily", "feature_snr", "seed")}
-    base = RunConfig(spec=GraphSpec.preset(args.preset, **overrides), device=str(device), epochs=1,
+    base = RunConfig(spec=_spec_from_args(args), device=str(device), epochs=1,
                      max_steps_per_epoch=args.steps, warmup_steps=5)
     entries = sweep_entries(base, None)
     env = environment(device)

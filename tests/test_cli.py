@@ -80,3 +80,43 @@ def test_sampler_compare_command(capsys):
     assert main(["sampler-compare", "--nodes", "3000", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
     assert "gnnbench" in out and "seeds/s" in out
+
+
+def test_run_command_prints_phase_breakdown(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["run", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
+                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "sparse_agg", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    for label in ("phase", "sample", "gather", "transfer", "forward", "backward", "optimizer", "step",
+                  "data wait", "accuracy", "memory", "aggregation=sparse"):
+        assert label in text, label
+    r = json.loads(out.read_text())
+    assert r["status"] == "ok" and r["steps"]["measured"] == 4
+
+
+def test_run_command_errors(capsys):
+    assert main(["run", "--preset", "tiny", "--fanout", "5,3", "--layers", "3"]) == 2
+    assert "has 2 hops but the model has 3 layers" in capsys.readouterr().err
+    assert main(["run", "--preset", "tiny", "--fanout", "5,x"]) == 2
+    assert "--fanout must be comma-separated integers" in capsys.readouterr().err
+    assert main(["run", "--preset", "tiny", "--flags", "uva", "--epochs", "1"]) == 0
+    assert "unavailable" in capsys.readouterr().out
+
+
+def test_compare_command_table(tmp_path, capsys):
+    assert main(["compare", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
+                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "int32,pin_memory",
+                 "--out-dir", str(tmp_path), "--in-process"]) == 0
+    text = capsys.readouterr().out
+    assert "baseline" in text and "int32" in text and "all_recommended" in text
+    assert "speedup [95% CI]" in text
+    if "pinned" not in text:
+        import torch
+
+        assert torch.cuda.is_available()
+
+
+def test_env_command(capsys):
+    assert main(["env"]) == 0
+    out = capsys.readouterr().out
+    assert "torch_geometric" in out and "optional_backends" in out
