@@ -71,6 +71,8 @@ def _spec_from_args(args: argparse.Namespace) -> GraphSpec:
 
 def _add_run_args(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
+    r.add_argument("--task", default="node", choices=["node", "link"],
+                   help="node classification (accuracy) or link prediction (AUC, Hits@50); default node")
     r.add_argument("--model", default="gcn", choices=["gcn", "sage"], help="model (default gcn)")
     r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
     r.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
@@ -100,7 +102,7 @@ def _config_from_args(args: argparse.Namespace, names: list[str]):
             base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
         except ValueError:
             raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
-    return RunConfig(spec=spec, flags=registry.flags_for(names, Flags(**base)), model=args.model,
+    return RunConfig(spec=spec, flags=registry.flags_for(names, Flags(**base)), task=args.task, model=args.model,
                      num_layers=args.layers,
                      hidden=args.hidden, epochs=args.epochs, max_steps_per_epoch=args.max_steps,
                      warmup_steps=args.warmup, seed=args.seed or 0, device=args.device,
@@ -281,6 +283,12 @@ def _progress_bar(desc: str):
     return bar, update
 
 
+def _format_accuracy(acc: dict) -> str:
+    extra = "".join(f", {k} {v:.4f}" for k, v in acc.items() if "hits" in k)
+    return (f"accuracy   {acc.get('metric', 'accuracy')}: val {acc['val']:.4f}, test {acc['test']:.4f}{extra} "
+            "(full-neighbourhood evaluation)")
+
+
 def format_run(r: dict) -> str:
     """Human-readable phase breakdown of one run result."""
     if r["status"] != "ok":
@@ -311,7 +319,7 @@ def format_run(r: dict) -> str:
     lines += [
         f"data wait  {pct(r['data_wait_fraction'])} of a step; compute {pct(r['compute_fraction'])}; device busy {busy}",
         f"epochs     " + ", ".join(f"{e:.2f} s" for e in r["epoch_seconds"]) + f"; evaluation {r['eval_seconds']:.2f} s",
-        f"accuracy   val {r['accuracy']['val']:.4f}, test {r['accuracy']['test']:.4f} (full-neighbourhood evaluation)",
+        _format_accuracy(r["accuracy"]),
         f"transfer   {_human_bytes(r['transfer']['bytes_h2d_per_batch'])} host->device per batch",
         f"memory     host peak {_human_bytes(r['memory']['host_peak_bytes'])}"
         + (f", device peak {_human_bytes(r['memory']['device_peak_bytes'])}" if r["memory"]["device_peak_bytes"] else ""),

@@ -28,6 +28,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.norm import GCNNorm
 from gnnbench.graphs.prepare import IndexOverflowError, prepare
+from gnnbench.linkpred import HITS_K, auc, evaluation_negatives, hits_at_k, link_loss
 from gnnbench.models import Aggregator, Precision, build_model
 from gnnbench.sampling.loader import make_batch_source
 from gnnbench.sampling.sampler import native_backend_status
@@ -45,6 +46,8 @@ class RunConfig:
     Args:
         spec: The graph to generate.
         flags: The optimizations switched on (``Flags()`` = baseline).
+        task: ``"node"`` (classification, accuracy) or ``"link"`` (prediction on
+            held-out edges, AUC and Hits@50).
         model: ``"gcn"`` or ``"sage"``; its depth is ``len(flags.fanout)``.
         num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
         hidden: Hidden width.
@@ -61,6 +64,7 @@ class RunConfig:
 
     spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
     flags: Flags = field(default_factory=Flags)
+    task: str = "node"  # "node" classification | "link" prediction
     model: str = "gcn"  # "gcn" | "sage"
     num_layers: int | None = None  # None: follows the fanout
     hidden: int = 64  # hidden width
@@ -76,6 +80,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         from gnnbench.models import MODELS
 
+        if self.task not in ("node", "link"):
+            raise ValueError(f"unknown task {self.task!r}; accepted: 'node', 'link'")
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; accepted: {', '.join(MODELS)}")
         if self.num_layers is not None and self.num_layers != len(self.flags.fanout):
@@ -111,8 +117,11 @@ def config_unavailable(config: RunConfig, device: torch.device) -> dict[str, str
     reasons = dict(flags.unavailable(device))
     if flags.cached_norm and config.model != "gcn":
         reasons["cached_norm"] = f"cached_norm caches GCN's normalization; model {config.model!r} has none"
-    if flags.negative_mode != "uniform" or not flags.negative_strict:
+    if config.task == "node" and (flags.negative_mode != "uniform" or not flags.negative_strict):
         reasons["negative_mode"] = "negative sampling applies to link prediction; this run trains node classification"
+    if config.task == "link" and flags.batch_source != "neighbor":
+        reasons["batch_source"] = (f"{flags.batch_source} batches train node classification; link prediction "
+                                   "uses neighbour-sampled edge batches")
     if flags.sampler_backend == "pyg":
         reason = native_backend_status()
         if reason:
@@ -207,6 +216,9 @@ def run(config: RunConfig, *, out: str | Path | None = None,
         if graph.meta.get("spec") != config.spec.to_dict():
             raise ValueError("the graph passed to run() was not generated from config.spec")
         t_gen = graph.meta.get("generate_seconds", 0.0)
+    full_graph = graph
+    if config.task == "link":
+        graph = graph.link_split()  # held-out edges never feed message passing
     try:
         prepared = prepare(graph, flags)
     except IndexOverflowError as exc:
@@ -215,15 +227,15 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     try:
         store = FeatureStore(graph.x, device, flags.feature_placement,
                              hot_nodes=graph.train_mask.nonzero().view(-1), pin_memory=flags.pin_memory)
-        source = make_batch_source(prepared, flags, seed=config.seed, cache_dir=config.cache_dir)
+        source = make_batch_source(prepared, flags, seed=config.seed, cache_dir=config.cache_dir, task=config.task)
     except Unavailable as exc:
         return _unavailable_result(config, device, {"feature_placement": str(exc)}, env)
     except ImportError as exc:  # an optional library a batch source needs (pymetis for Cluster-GCN)
         return _unavailable_result(config, device, {"batch_source": str(exc)}, env)
     setup_seconds = time.perf_counter() - t1
 
-    model = build_model(config.model, graph.num_features, config.hidden, graph.num_classes,
-                        len(flags.fanout)).to(device)
+    out_dim = graph.num_classes if config.task == "node" else config.hidden
+    model = build_model(config.model, graph.num_features, config.hidden, out_dim, len(flags.fanout)).to(device)
     precision = Precision(flags.precision, device.type)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_grad_scaler)
@@ -286,12 +298,16 @@ def run(config: RunConfig, *, out: str | Path | None = None,
                 edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
             with timer.phase("forward"):
                 agg = _aggregator(edge_index, n_id, e_id, norm, edge_norm, flags, precision, deg_full=deg_full)
-                logits = forward(x, agg, precision)[target].float()
-                labels = y_all.index_select(0, n_id.index_select(0, target))
-                if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
-                    loss = (F.cross_entropy(logits, labels, reduction="none") * node_norm).sum()
+                out_all = forward(x, agg, precision)
+                if config.task == "link":
+                    loss = link_loss(out_all, batch.edge_label_index.to(device), batch.edge_label.to(device))
                 else:
-                    loss = F.cross_entropy(logits, labels) if target.numel() else logits.sum() * 0.0
+                    logits = out_all[target].float()
+                    labels = y_all.index_select(0, n_id.index_select(0, target))
+                    if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
+                        loss = (F.cross_entropy(logits, labels, reduction="none") * node_norm).sum()
+                    else:
+                        loss = F.cross_entropy(logits, labels) if target.numel() else logits.sum() * 0.0
             with timer.phase("backward"):
                 scaler.scale(loss).backward()
             with timer.phase("optimizer"):
@@ -318,7 +334,12 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     if profiler is not None:
         profiler.__exit__(None, None, None)
 
-    val_acc, test_acc, eval_seconds = _evaluate(model, prepared, store, graph, device, flags, precision, norm)
+    if config.task == "link":
+        accuracy, eval_seconds = _evaluate_links(model, prepared, full_graph, device, flags, precision, norm,
+                                                 seed=config.seed)
+    else:
+        val_acc, test_acc, eval_seconds = _evaluate(model, prepared, store, graph, device, flags, precision, norm)
+        accuracy = {"metric": "accuracy", "val": val_acc, "test": test_acc}
 
     steps = timer.steps
     phase_stats = {p: summarize([s.get(p, 0.0) for s in steps]) for p in PHASES}
@@ -362,7 +383,7 @@ def run(config: RunConfig, *, out: str | Path | None = None,
         "compile": compile_info,
         "transfer": {"bytes_h2d_per_batch": store.stats.mean_bytes_per_batch,
                      "bytes_h2d_total": store.stats.bytes_h2d, "device_feature_bytes": store.device_bytes()},
-        "accuracy": {"val": val_acc, "test": test_acc, "final_loss": losses[-1] if losses else None},
+        "accuracy": {**accuracy, "final_loss": losses[-1] if losses else None},
         "memory": {"host_peak_bytes": _host_peak_bytes(),
                    "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
         "batch_cache": dataclasses.asdict(source.cache.stats) if hasattr(source, "cache") else None,
@@ -408,6 +429,30 @@ def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: 
             return GCNNorm(base.edge_weight * edge_norm, base.self_weight)
     return Aggregator(edge_index, n, mode=flags.aggregation, gcn_weights=gcn_weights,
                       dtype=precision.aggregation_dtype)
+
+
+@torch.no_grad()
+def _evaluate_links(model, prepared, full_graph, device, flags, precision, norm, *, seed: int) -> tuple[dict, float]:
+    """Full-neighbourhood embeddings on the training graph; held-out positives against fixed negatives."""
+    t0 = time.perf_counter()
+    model.eval()
+    g = prepared.graph
+    n_id = torch.arange(g.num_nodes, device=device)
+    agg = _aggregator(prepared.edge_index.to(device), n_id, None, norm, None, flags, precision,
+                      num_nodes=g.num_nodes)
+    z = model(g.x.to(device), agg, precision).float().cpu()
+    out: dict = {"metric": "auc"}
+    for split, pos in (("val", full_graph.lp_val_pos), ("test", full_graph.lp_test_pos)):
+        if pos is None or pos.numel() == 0:
+            out[split] = float("nan")
+            continue
+        neg = evaluation_negatives(full_graph.edge_index, full_graph.num_nodes, max(pos.size(1), 4 * HITS_K),
+                                   seed=seed + (1 if split == "val" else 2))
+        ps = (z[pos[0]] * z[pos[1]]).sum(-1)
+        ns = (z[neg[0]] * z[neg[1]]).sum(-1)
+        out[split] = auc(ps, ns)
+        out[f"{split}_hits@{HITS_K}"] = hits_at_k(ps, ns, HITS_K)
+    return out, time.perf_counter() - t0
 
 
 @torch.no_grad()

@@ -25,6 +25,8 @@ class Batch:
         num_sampled_edges: Edges added per hop, for neighbour sampling.
         node_norm: ``[len(target)]`` GraphSAINT loss weights, or ``None``.
         edge_norm: ``[e]`` GraphSAINT aggregation weights, or ``None``.
+        edge_label_index: ``[2, b]`` local endpoints of link-prediction pairs, or ``None``.
+        edge_label: ``[b]`` 1 for positive pairs, 0 for negatives, or ``None``.
     """
 
     n_id: Tensor
@@ -35,6 +37,8 @@ class Batch:
     num_sampled_edges: list[int] | None = None
     node_norm: Tensor | None = None
     edge_norm: Tensor | None = None
+    edge_label_index: Tensor | None = None
+    edge_label: Tensor | None = None
 
     @property
     def num_nodes(self) -> int:

@@ -122,11 +122,19 @@ class _SubgraphSource:
 
 
 def make_batch_source(prepared: PreparedGraph, flags: Flags, *, seed: int = 0,
-                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None) -> BatchSource:
-    """The batch source ``flags`` ask for, wrapped in the batch cache when ``batch_cache_epochs > 0``."""
+                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None,
+                      task: str = "node") -> BatchSource:
+    """The batch source ``flags`` ask for, wrapped in the batch cache when ``batch_cache_epochs > 0``.
+
+    ``task="link"`` yields edge batches (positives plus negatives) for link prediction.
+    """
     g = prepared.graph
-    if flags.batch_source == "neighbor":
-        source: BatchSource = NeighborBatches(prepared, flags, input_nodes=input_nodes, seed=seed)
+    if task == "link":
+        from gnnbench.linkpred import LinkBatches
+
+        source: BatchSource = LinkBatches(prepared, flags, seed=seed)
+    elif flags.batch_source == "neighbor":
+        source = NeighborBatches(prepared, flags, input_nodes=input_nodes, seed=seed)
     elif flags.batch_source == "cluster_gcn":
         source = _SubgraphSource(ClusterGCNBatches(
             prepared.neighbours(), g.train_mask, cluster_size=flags.cluster_size,
@@ -138,7 +146,7 @@ def make_batch_source(prepared: PreparedGraph, flags: Flags, *, seed: int = 0,
     else:  # Flags validation makes this unreachable
         raise ValueError(f"unknown batch source {flags.batch_source!r}")
     if flags.batch_cache_epochs > 0:
-        material = {"graph": graph_fingerprint(prepared), "seed": seed,
+        material = {"graph": graph_fingerprint(prepared), "seed": seed, "task": task,
                     "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
                     "input_nodes": None if input_nodes is None else hashlib.sha256(
                         input_nodes.cpu().numpy().tobytes()).hexdigest()[:16]}
