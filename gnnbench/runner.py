@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from gnnbench.env import environment, resolve_device
 from gnnbench.features import FeatureStore, Unavailable, prefetch_features
@@ -34,7 +35,8 @@ from gnnbench.sampling.loader import make_batch_source
 from gnnbench.sampling.sampler import native_backend_status
 from gnnbench.timing import PHASES, PhaseTimer, summarize
 
-__all__ = ["RunConfig", "run", "config_unavailable", "write_json_atomic", "SCHEMA_VERSION"]
+__all__ = ["RunConfig", "Trainer", "ConfigUnavailable", "run", "config_unavailable", "write_json_atomic",
+           "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 
@@ -187,6 +189,164 @@ def _unavailable_result(config: RunConfig, device: torch.device, reasons: dict[s
             "environment": env, "config": config.to_dict()}
 
 
+class ConfigUnavailable(Exception):
+    """The configuration cannot run here; ``reasons`` maps each offending flag to why."""
+
+    def __init__(self, reasons: dict[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in reasons.items()))
+        self.reasons = reasons
+
+
+class Trainer:
+    """Everything one configuration builds, with the training step as a method.
+
+    :func:`run` drives it with phase timing; asv's ``time_step`` calls
+    :meth:`train_step` directly.
+
+    Raises:
+        ConfigUnavailable: when a flag cannot run on this device or setup.
+    """
+
+    def __init__(self, config: RunConfig, graph: Any = None) -> None:
+        self.config = config
+        self.device = device = resolve_device(config.device)
+        torch.manual_seed(config.seed)
+        reasons = config_unavailable(config, device)
+        if reasons:
+            raise ConfigUnavailable(reasons)
+        self.flags = flags = config.flags
+        t0 = time.perf_counter()
+        if graph is None:
+            graph = generate(config.spec)
+            self.generate_seconds = time.perf_counter() - t0
+        else:
+            if graph.meta.get("spec") != config.spec.to_dict():
+                raise ValueError("the graph passed to run() was not generated from config.spec")
+            self.generate_seconds = graph.meta.get("generate_seconds", 0.0)
+        self.full_graph = graph
+        if config.task == "link":
+            graph = graph.link_split()  # held-out edges never feed message passing
+        self.graph = graph
+        try:
+            self.prepared = prepare(graph, flags)
+        except IndexOverflowError as exc:
+            raise ConfigUnavailable({"index_dtype": str(exc)}) from None
+        t1 = time.perf_counter()
+        try:
+            self.store = FeatureStore(graph.x, device, flags.feature_placement,
+                                      hot_nodes=graph.train_mask.nonzero().view(-1), pin_memory=flags.pin_memory)
+            self.source = make_batch_source(self.prepared, flags, seed=config.seed, cache_dir=config.cache_dir,
+                                            task=config.task)
+        except Unavailable as exc:
+            raise ConfigUnavailable({"feature_placement": str(exc)}) from None
+        except ImportError as exc:  # an optional library a batch source needs (pymetis for Cluster-GCN)
+            raise ConfigUnavailable({"batch_source": str(exc)}) from None
+        self.setup_seconds = time.perf_counter() - t1
+
+        out_dim = graph.num_classes if config.task == "node" else config.hidden
+        self.model = build_model(config.model, graph.num_features, config.hidden, out_dim,
+                                 len(flags.fanout)).to(device)
+        self.precision = Precision(flags.precision, device.type)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
+        self.forward = self.model
+        self.dynamo_counters = None
+        if flags.compile:
+            from torch import _dynamo
+
+            _dynamo.reset()
+            self.dynamo_counters = _dynamo.utils.counters
+            self.forward = torch.compile(self.model, dynamic=True)
+        self.norm = self.deg_full = None
+        if flags.cached_norm:
+            cached = self.prepared.gcn_norm()
+            self.norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
+            self.deg_full = graph.deg.to(device)
+        self.y_all = graph.y.to(device)
+        self.timer = PhaseTimer(device, sync=config.sync_phases)
+        self._epoch = 0
+        self._open: tuple | None = None
+
+    def epoch_batches(self, epoch: int):
+        """``(iterator of (batch, features or None), closeables)`` for ``epoch``."""
+        epoch_batches = self.source.epoch(epoch)
+        if self.flags.feature_prefetch:
+            # Yields (batch, features): the next batch's gather and copy run on a side stream
+            # while this one computes, so they are timed inside "sample" (the wait for data).
+            return prefetch_features(epoch_batches, self.store), (epoch_batches,)
+        return ((b, None) for b in epoch_batches), (epoch_batches,)
+
+    def step(self, batch, x=None) -> Tensor:
+        """One training step on ``batch`` (features gathered here unless given); returns the loss."""
+        timer, device, flags = self.timer, self.device, self.flags
+        if x is None:
+            x = self.store.gather(batch.n_id, timer)
+        with timer.phase("transfer"):
+            edge_index = batch.edge_index.to(device, non_blocking=True)
+            target = batch.target.to(device, non_blocking=True)
+            n_id = batch.n_id.to(device, non_blocking=True)
+            e_id = batch.e_id.to(device, non_blocking=True) if self.norm is not None else None
+            node_norm = batch.node_norm.to(device) if batch.node_norm is not None else None
+            edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
+        with timer.phase("forward"):
+            agg = _aggregator(edge_index, n_id, e_id, self.norm, edge_norm, flags, self.precision,
+                              deg_full=self.deg_full)
+            out_all = self.forward(x, agg, self.precision)
+            if self.config.task == "link":
+                loss = link_loss(out_all, batch.edge_label_index.to(device), batch.edge_label.to(device))
+            else:
+                logits = out_all[target].float()
+                labels = self.y_all.index_select(0, n_id.index_select(0, target))
+                if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
+                    loss = (F.cross_entropy(logits, labels, reduction="none") * node_norm).sum()
+                else:
+                    loss = F.cross_entropy(logits, labels) if target.numel() else logits.sum() * 0.0
+        with timer.phase("backward"):
+            self.scaler.scale(loss).backward()
+        with timer.phase("optimizer"):
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    def train_step(self) -> float:
+        """Pull the next batch (moving to the next epoch when one ends) and train on it."""
+        self.model.train()
+        for _ in range(2):
+            if self._open is None:
+                self._open = self.epoch_batches(self._epoch)
+            item = next(self._open[0], None)
+            if item is not None:
+                loss = self.step(*item)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                return float(loss)
+            self._close_open()
+            self._epoch += 1
+        raise RuntimeError(f"the batch source yielded no batches for epoch {self._epoch - 1}")
+
+    def _close_open(self) -> None:
+        if self._open is not None:
+            for it in (self._open[0], *self._open[1]):
+                if hasattr(it, "close"):
+                    it.close()  # an epoch cut short must release its loader iterator (and its workers)
+            self._open = None
+
+    def evaluate(self) -> tuple[dict, float]:
+        """Full-neighbourhood evaluation: accuracy for node tasks, AUC and Hits@50 for links."""
+        if self.config.task == "link":
+            return _evaluate_links(self.model, self.prepared, self.full_graph, self.device, self.flags,
+                                   self.precision, self.norm, seed=self.config.seed)
+        val, test, seconds = _evaluate(self.model, self.prepared, self.store, self.graph, self.device,
+                                       self.flags, self.precision, self.norm)
+        return {"metric": "accuracy", "val": val, "test": test}, seconds
+
+    def close(self) -> None:
+        self._close_open()
+        if hasattr(self.source, "close"):
+            self.source.close()
+
+
 def run(config: RunConfig, *, out: str | Path | None = None,
         progress: Callable[[int, int], None] | None = None, profiler: Any = None, graph: Any = None) -> dict:
     """Measure ``config``; returns (and, with ``out``, atomically writes) the result dict.
@@ -198,64 +358,17 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     graph of ``config.spec`` (a sweep generates each spec once).
     """
     device = resolve_device(config.device)
-    torch.manual_seed(config.seed)
     env = environment(device)
-    reasons = config_unavailable(config, device)
-    if reasons:
-        result = _unavailable_result(config, device, reasons, env)
+    try:
+        trainer = Trainer(config, graph)
+    except ConfigUnavailable as exc:
+        result = _unavailable_result(config, device, exc.reasons, env)
         if out:
             write_json_atomic(out, result)
         return result
     flags = config.flags
-
-    t0 = time.perf_counter()
-    if graph is None:
-        graph = generate(config.spec)
-        t_gen = time.perf_counter() - t0
-    else:
-        if graph.meta.get("spec") != config.spec.to_dict():
-            raise ValueError("the graph passed to run() was not generated from config.spec")
-        t_gen = graph.meta.get("generate_seconds", 0.0)
-    full_graph = graph
-    if config.task == "link":
-        graph = graph.link_split()  # held-out edges never feed message passing
-    try:
-        prepared = prepare(graph, flags)
-    except IndexOverflowError as exc:
-        return _unavailable_result(config, device, {"index_dtype": str(exc)}, env)
-    t1 = time.perf_counter()
-    try:
-        store = FeatureStore(graph.x, device, flags.feature_placement,
-                             hot_nodes=graph.train_mask.nonzero().view(-1), pin_memory=flags.pin_memory)
-        source = make_batch_source(prepared, flags, seed=config.seed, cache_dir=config.cache_dir, task=config.task)
-    except Unavailable as exc:
-        return _unavailable_result(config, device, {"feature_placement": str(exc)}, env)
-    except ImportError as exc:  # an optional library a batch source needs (pymetis for Cluster-GCN)
-        return _unavailable_result(config, device, {"batch_source": str(exc)}, env)
-    setup_seconds = time.perf_counter() - t1
-
-    out_dim = graph.num_classes if config.task == "node" else config.hidden
-    model = build_model(config.model, graph.num_features, config.hidden, out_dim, len(flags.fanout)).to(device)
-    precision = Precision(flags.precision, device.type)
-    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_grad_scaler)
-    forward = model
-    dynamo_counters = None
-    if flags.compile:
-        from torch import _dynamo
-
-        _dynamo.reset()
-        dynamo_counters = _dynamo.utils.counters
-        forward = torch.compile(model, dynamic=True)
-
-    norm = deg_full = None
-    if flags.cached_norm:
-        cached = prepared.gcn_norm()
-        norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
-        deg_full = graph.deg.to(device)
-    y_all = graph.y.to(device)
-
-    timer = PhaseTimer(device, sync=config.sync_phases)
+    graph, prepared, store, source, timer = trainer.graph, trainer.prepared, trainer.store, trainer.source, trainer.timer
+    t_gen, setup_seconds, dynamo_counters = trainer.generate_seconds, trainer.setup_seconds, trainer.dynamo_counters
     nvml = _NvmlSampler(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
@@ -266,80 +379,42 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     total_steps = config.epochs * (config.max_steps_per_epoch or 0)
     if profiler is not None:
         profiler.__enter__()
-    for epoch in range(config.epochs):
-        model.train()
-        t_epoch = time.perf_counter()
-        epoch_batches = source.epoch(epoch)
-        if flags.feature_prefetch:
-            # Yields (batch, features): the next batch's gather and copy run on a side stream
-            # while this one computes, so they are timed inside "sample" (the wait for data).
-            batches = prefetch_features(epoch_batches, store)
-        else:
-            batches = iter(epoch_batches)
-        steps_this_epoch = 0
-        while config.max_steps_per_epoch is None or steps_this_epoch < config.max_steps_per_epoch:
-            timer.start_step()
-            t_step = time.perf_counter()
-            with timer.phase("sample"):
-                batch = next(batches, None)
-            if batch is None:
-                timer.end_step(record=False)
-                break
-            if flags.feature_prefetch:
-                batch, x = batch
-            else:
-                x = store.gather(batch.n_id, timer)
-            with timer.phase("transfer"):
-                edge_index = batch.edge_index.to(device, non_blocking=True)
-                target = batch.target.to(device, non_blocking=True)
-                n_id = batch.n_id.to(device, non_blocking=True)
-                e_id = batch.e_id.to(device, non_blocking=True) if norm is not None else None
-                node_norm = batch.node_norm.to(device) if batch.node_norm is not None else None
-                edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
-            with timer.phase("forward"):
-                agg = _aggregator(edge_index, n_id, e_id, norm, edge_norm, flags, precision, deg_full=deg_full)
-                out_all = forward(x, agg, precision)
-                if config.task == "link":
-                    loss = link_loss(out_all, batch.edge_label_index.to(device), batch.edge_label.to(device))
-                else:
-                    logits = out_all[target].float()
-                    labels = y_all.index_select(0, n_id.index_select(0, target))
-                    if node_norm is not None:  # GraphSAINT: unbiased estimate of the mean training loss
-                        loss = (F.cross_entropy(logits, labels, reduction="none") * node_norm).sum()
-                    else:
-                        loss = F.cross_entropy(logits, labels) if target.numel() else logits.sum() * 0.0
-            with timer.phase("backward"):
-                scaler.scale(loss).backward()
-            with timer.phase("optimizer"):
-                scaler.step(opt)
-                scaler.update()
-                opt.zero_grad(set_to_none=True)
-            timer.end_step(record=step >= config.warmup_steps)
-            if step == 0:
-                first_step_seconds = time.perf_counter() - t_step
-            nvml.sample()
-            losses.append(float(loss.detach()))
-            if profiler is not None:
-                profiler.step()
-            step += 1
-            steps_this_epoch += 1
-            if progress:
-                progress(step, total_steps)
-        for it in (batches, epoch_batches):
-            if hasattr(it, "close"):
-                it.close()  # an epoch cut short must release its loader iterator (and its workers)
-        epoch_seconds.append(time.perf_counter() - t_epoch)
-    if hasattr(source, "close"):
-        source.close()
-    if profiler is not None:
-        profiler.__exit__(None, None, None)
+    try:
+        for epoch in range(config.epochs):
+            trainer.model.train()
+            t_epoch = time.perf_counter()
+            batches, closeables = trainer.epoch_batches(epoch)
+            steps_this_epoch = 0
+            while config.max_steps_per_epoch is None or steps_this_epoch < config.max_steps_per_epoch:
+                timer.start_step()
+                t_step = time.perf_counter()
+                with timer.phase("sample"):
+                    item = next(batches, None)
+                if item is None:
+                    timer.end_step(record=False)
+                    break
+                loss = trainer.step(*item)
+                timer.end_step(record=step >= config.warmup_steps)
+                if step == 0:
+                    first_step_seconds = time.perf_counter() - t_step
+                nvml.sample()
+                losses.append(float(loss))
+                if profiler is not None:
+                    profiler.step()
+                step += 1
+                steps_this_epoch += 1
+                if progress:
+                    progress(step, total_steps)
+            for it in (batches, *closeables):
+                if hasattr(it, "close"):
+                    it.close()  # an epoch cut short must release its loader iterator (and its workers)
+            epoch_seconds.append(time.perf_counter() - t_epoch)
+    finally:
+        trainer.close()
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
 
-    if config.task == "link":
-        accuracy, eval_seconds = _evaluate_links(model, prepared, full_graph, device, flags, precision, norm,
-                                                 seed=config.seed)
-    else:
-        val_acc, test_acc, eval_seconds = _evaluate(model, prepared, store, graph, device, flags, precision, norm)
-        accuracy = {"metric": "accuracy", "val": val_acc, "test": test_acc}
+    accuracy, eval_seconds = trainer.evaluate()
 
     steps = timer.steps
     phase_stats = {p: summarize([s.get(p, 0.0) for s in steps]) for p in PHASES}

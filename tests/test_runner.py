@@ -163,3 +163,18 @@ def test_cuda_runs_every_device_flag(names):
     if names and names[0] in ("features_on_device", "uva"):
         assert r["transfer"]["device_feature_bytes"] == (SPEC.num_nodes * SPEC.feature_dim * 4
                                                          if names[0] == "features_on_device" else 0)
+
+
+def test_trainer_train_step_cycles_epochs():
+    from gnnbench.runner import ConfigUnavailable, Trainer
+
+    trainer = Trainer(QUICK)
+    losses = [trainer.train_step() for _ in range(15)]  # 7 batches per epoch: crosses two epoch ends
+    assert trainer._epoch == 2 and all(l == l for l in losses)
+    acc, _ = trainer.evaluate()
+    assert acc["metric"] == "accuracy" and 0 <= acc["test"] <= 1
+    trainer.close()
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigUnavailable) as err:
+            Trainer(dataclasses.replace(QUICK, flags=registry.flags_for(["uva"], QUICK.flags)))
+        assert "feature_placement" in err.value.reasons
