@@ -258,7 +258,9 @@ class Trainer:
             self.dynamo_counters = _dynamo.utils.counters
             self.forward = torch.compile(self.model, dynamic=True)
         self.norm = self.deg_full = None
-        if flags.cached_norm:
+        if flags.cached_norm or flags.batch_source == "saint_rw":
+            # GraphSAINT's subgraph aggregation rescales full-graph coefficients (see _aggregator),
+            # so it needs them whether or not they are cached for the other batch sources.
             cached = self.prepared.gcn_norm()
             self.norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
             self.deg_full = graph.deg.to(device)
@@ -287,9 +289,8 @@ class Trainer:
             n_id = batch.n_id.to(device, non_blocking=True)
             e_id = batch.e_id.to(device, non_blocking=True) if self.norm is not None else None
             node_norm = batch.node_norm.to(device) if batch.node_norm is not None else None
-            edge_norm = batch.edge_norm.to(device) if batch.edge_norm is not None else None
         with timer.phase("forward"):
-            agg = _aggregator(edge_index, n_id, e_id, self.norm, edge_norm, flags, self.precision,
+            agg = _aggregator(edge_index, n_id, e_id, self.norm, flags, self.precision,
                               deg_full=self.deg_full)
             out_all = self.forward(x, agg, self.precision)
             if self.config.task == "link":
@@ -471,7 +472,7 @@ def run(config: RunConfig, *, out: str | Path | None = None,
     return result
 
 
-def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: Flags, precision: Precision,
+def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, flags: Flags, precision: Precision,
                 num_nodes: int | None = None, deg_full=None) -> Aggregator:
     """The batch's aggregator.
 
@@ -479,8 +480,11 @@ def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: 
     cached coefficient, rescaled by ``deg / sampled`` of its target so that the
     sum over the sampled neighbours estimates the full-neighbourhood sum
     without bias; on the full graph the scale is 1 and the result equals the
-    recomputed normalization exactly. Without a cache the batch subgraph is
-    normalized anew at every layer (PyG's ``GCNConv(cached=False)``).
+    recomputed normalization exactly. GraphSAINT batches use this estimator
+    too (GraphSAINT's own per-edge ``alpha_uv`` normalization, estimated from
+    a 20x-coverage pre-pass, made training diverge to chance accuracy here:
+    its variance on hub edges is too high). Without a cache the batch
+    subgraph is normalized anew at every layer (PyG's ``GCNConv(cached=False)``).
     """
     n = n_id.numel() if num_nodes is None else num_nodes
     gcn_weights = None
@@ -492,16 +496,8 @@ def _aggregator(edge_index, n_id, e_id, norm: GCNNorm | None, edge_norm, flags: 
             scale = deg_full.index_select(0, n_id).to(w.dtype) / sampled.to(w.dtype)
             w = w * scale.index_select(0, dst)
         s = norm.self_weight if num_nodes is not None else norm.self_weight.index_select(0, n_id)
-        if edge_norm is not None:
-            w = w * edge_norm
         fixed = GCNNorm(w, s)
         gcn_weights = lambda: fixed  # noqa: E731 - cached: no recomputation per layer
-    elif edge_norm is not None:
-        from gnnbench.graphs.norm import gcn_norm
-
-        def gcn_weights():
-            base = gcn_norm(edge_index, n, add_self_loops=True)
-            return GCNNorm(base.edge_weight * edge_norm, base.self_weight)
     return Aggregator(edge_index, n, mode=flags.aggregation, gcn_weights=gcn_weights,
                       dtype=precision.aggregation_dtype)
 
@@ -513,7 +509,7 @@ def _evaluate_links(model, prepared, full_graph, device, flags, precision, norm,
     model.eval()
     g = prepared.graph
     n_id = torch.arange(g.num_nodes, device=device)
-    agg = _aggregator(prepared.edge_index.to(device), n_id, None, norm, None, flags, precision,
+    agg = _aggregator(prepared.edge_index.to(device), n_id, None, norm, flags, precision,
                       num_nodes=g.num_nodes)
     z = model(g.x.to(device), agg, precision).float().cpu()
     out: dict = {"metric": "auc"}
@@ -538,7 +534,7 @@ def _evaluate(model, prepared, store, graph, device, flags, precision, norm) -> 
     x = graph.x.to(device)
     edge_index = prepared.edge_index.to(device)
     n_id = torch.arange(graph.num_nodes, device=device)
-    agg = _aggregator(edge_index, n_id, None, norm, None, flags, precision, num_nodes=graph.num_nodes)
+    agg = _aggregator(edge_index, n_id, None, norm, flags, precision, num_nodes=graph.num_nodes)
     pred = model(x, agg, precision).argmax(dim=-1).cpu()
     val = float((pred[graph.val_mask] == graph.y[graph.val_mask]).float().mean())
     test = float((pred[graph.test_mask] == graph.y[graph.test_mask]).float().mean())

@@ -24,7 +24,6 @@ class Batch:
         num_sampled_nodes: Nodes added per hop, for neighbour sampling.
         num_sampled_edges: Edges added per hop, for neighbour sampling.
         node_norm: ``[len(target)]`` GraphSAINT loss weights, or ``None``.
-        edge_norm: ``[e]`` GraphSAINT aggregation weights, or ``None``.
         edge_label_index: ``[2, b]`` local endpoints of link-prediction pairs, or ``None``.
         edge_label: ``[b]`` 1 for positive pairs, 0 for negatives, or ``None``.
     """
@@ -36,7 +35,6 @@ class Batch:
     num_sampled_nodes: list[int] | None = None
     num_sampled_edges: list[int] | None = None
     node_norm: Tensor | None = None
-    edge_norm: Tensor | None = None
     edge_label_index: Tensor | None = None
     edge_label: Tensor | None = None
 

@@ -160,7 +160,10 @@ class SaintRandomWalkBatches:
     those nodes. The walks are vectorized: one gather per step for all walks.
     With ``coverage > 0`` subgraphs are pre-sampled to estimate GraphSAINT's
     loss normalization (``node_norm``, so the loss is an unbiased estimate of
-    the mean over training nodes) and aggregator normalization (``edge_norm``).
+    the mean over training nodes). The aggregation is corrected by the
+    runner (per-target ``deg / sampled`` rescaling of full-graph GCN weights),
+    not by GraphSAINT's per-edge ``alpha_uv``: estimated from such a pre-pass
+    it has too much variance on hub edges and made training diverge here.
 
     Args:
         csr: In-neighbour CSR.
@@ -187,7 +190,6 @@ class SaintRandomWalkBatches:
         self.seed = seed
         self._scratch = torch.full((n,), -1, dtype=torch.int64)
         self.node_norm: Tensor | None = None
-        self.edge_norm: Tensor | None = None
         if coverage > 0:
             self._estimate_norm(coverage)
 
@@ -207,26 +209,19 @@ class SaintRandomWalkBatches:
         return torch.unique(torch.cat(visited))
 
     def _estimate_norm(self, coverage: int) -> None:
-        n, e = self.csr.num_nodes, self.csr.num_edges
+        n = self.csr.num_nodes
         node_count = torch.zeros(n, dtype=torch.float64)
-        edge_count = torch.zeros(e, dtype=torch.float64)
         g = torch.Generator().manual_seed(self.seed + 7_919)
         num_samples, sampled_nodes = 0, 0
         while sampled_nodes < coverage * n:
             nodes = self.walk_nodes(g)
-            _, e_id = induced_subgraph(self.csr, nodes, self._scratch)
             node_count[nodes] += 1
-            edge_count[e_id] += 1
             num_samples += 1
             sampled_nodes += nodes.numel()
         # Loss norm: weight 1 / (p_v * N_train) with p_v = count_v / num_samples.
         n_train = max(int(self.train_mask.sum()), 1)
         self.node_norm = torch.where(node_count > 0, num_samples / (node_count.clamp_min(1) * n_train),
                                      torch.zeros_like(node_count)).float()
-        # Aggregator norm: alpha_uv = p_v / p_uv = count_v(target) / count_uv.
-        dst = torch.repeat_interleave(torch.arange(n), self.csr.rowptr.diff().to(torch.int64))
-        self.edge_norm = torch.where(edge_count > 0, node_count[dst] / edge_count.clamp_min(1),
-                                     torch.zeros_like(edge_count)).float()
         self.norm_samples = num_samples
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
@@ -238,5 +233,4 @@ class SaintRandomWalkBatches:
             yield Batch(
                 n_id=nodes, edge_index=edge_index, e_id=e_id, target=target,
                 node_norm=self.node_norm[nodes[target]] if self.node_norm is not None else None,
-                edge_norm=self.edge_norm[e_id] if self.edge_norm is not None else None,
             )

@@ -1,0 +1,44 @@
+"""Neighbour sampling (ours against torch-sparse when installed) and negative sampling."""
+
+import torch
+
+from gnnbench.graphs import GraphSpec
+from gnnbench.sampling.negative import NegativeSampler
+from gnnbench.sampling.neighbor import NeighborSampleCore
+
+from . import common
+
+SAMPLER_SPEC = GraphSpec.preset("small", num_nodes=200_000)  # ~200k nodes, avg degree 20, max degree in the thousands
+
+
+class NeighborSampler:
+    params = [["gnnbench", "torch_sparse"], [(15, 10)]]
+    param_names = ["sampler", "fanout"]
+
+    def setup(self, sampler, fanout):
+        g = common.graph(SAMPLER_SPEC)
+        self.seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:1024]
+        rowptr, col = g.rowptr, g.edge_index[0].contiguous()
+        if sampler == "gnnbench":
+            self.fn = NeighborSampleCore(rowptr, col, fanout).sample
+        else:
+            try:
+                import torch_sparse  # noqa: F401
+            except ImportError:
+                raise NotImplementedError("torch-sparse is not installed") from None
+            self.fn = lambda s: torch.ops.torch_sparse.neighbor_sample(rowptr, col, s, list(fanout), False, True)
+
+    def time_sample_batch_1024(self, sampler, fanout):
+        self.fn(self.seeds)
+
+
+class Negatives:
+    params = [["uniform", "degree"], [True, False]]
+    param_names = ["mode", "strict"]
+
+    def setup(self, mode, strict):
+        g = common.graph(GraphSpec.preset("small")).link_split()
+        self.sampler = NegativeSampler(g.edge_index, g.num_nodes, mode=mode, strict=strict)
+
+    def time_sample_100k(self, mode, strict):
+        self.sampler.sample(100_000)
