@@ -120,3 +120,12 @@ def test_env_command(capsys):
     assert main(["env"]) == 0
     out = capsys.readouterr().out
     assert "torch_geometric" in out and "optional_backends" in out
+
+
+def test_profile_command_writes_a_chrome_trace(tmp_path, capsys):
+    trace = tmp_path / "trace.json"
+    assert main(["profile", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
+                 "--active-steps", "2", "--trace", str(trace), "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "Self CPU" in out and "Chrome trace" in out
+    assert json.loads(trace.read_text())["traceEvents"]
