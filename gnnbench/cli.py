@@ -174,6 +174,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--active-steps", type=int, default=5, help="profiled steps after 2 skipped (default 5)")
     p.set_defaults(func=cmd_profile)
 
+    p = sub.add_parser("report", help="write the self-contained HTML report of optimization gains",
+                       description="Build one HTML file (no network needed to view it) from gnnbench run "
+                                   "results (sweep directories), pytest-benchmark JSON and asv results.")
+    p.add_argument("runs", nargs="*", default=["results"],
+                   help="run result files or sweep directories (default: results/)")
+    p.add_argument("--pytest-benchmark", action="append", default=[], metavar="JSON",
+                   help="a pytest-benchmark --benchmark-json file (repeatable)")
+    p.add_argument("--asv", default="results/asv", help="asv results directory (default results/asv)")
+    p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
+    p.set_defaults(func=cmd_report)
+
     p = sub.add_parser("env", help="device, versions and optional backends")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_env)
@@ -450,6 +461,17 @@ def cmd_profile(args: argparse.Namespace) -> int:
     sort = "self_cuda_time_total" if torch.cuda.is_available() and config.device.startswith("cuda") else "self_cpu_time_total"
     print(prof.key_averages().table(sort_by=sort, row_limit=args.top))
     print(f"Chrome trace: {args.trace} (open in chrome://tracing or https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from gnnbench.report import build_report, load_inputs
+
+    inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv)
+    path = build_report(inputs, args.out)
+    asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {len(inputs.runs)} run results, "
+          f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)")
     return 0
 
 

@@ -1,0 +1,62 @@
+"""pytest-benchmark over the registry: baseline and each optimization, one training step each.
+
+Quick (default; timing disabled, each step runs once): ``python -m pytest tests/perf``.
+Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
+Local before/after workflow (README): ``--benchmark-save=before``, change the code, then
+``--benchmark-compare=0001 --benchmark-compare-fail=median:10%``.
+"""
+
+import pytest
+import torch
+
+from gnnbench import registry
+from gnnbench.env import resolve_device
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec, generate
+from gnnbench.runner import ConfigUnavailable, RunConfig, Trainer, config_unavailable
+
+SPEC = GraphSpec.preset("tiny")
+BASE_FLAGS = Flags(fanout=(10, 5), batch_size=256)
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return generate(SPEC)
+
+
+def _config(name: str, optimized: bool) -> RunConfig:
+    flags = registry.get(name).apply(BASE_FLAGS) if optimized else BASE_FLAGS
+    task = "link" if name == "degree_negatives" else "node"  # its baseline is the link-prediction baseline
+    return RunConfig(spec=SPEC, flags=flags, task=task, hidden=32, device=DEVICE)
+
+
+def _bench_step(benchmark, graph, name: str, optimized: bool, request):
+    config = _config(name, optimized)
+    reasons = config_unavailable(config, resolve_device(config.device))
+    if reasons:
+        pytest.skip("; ".join(f"{k}: {v}" for k, v in reasons.items()))
+    try:
+        trainer = Trainer(config, graph=graph)
+    except ConfigUnavailable as exc:
+        pytest.skip(str(exc))
+    enabled = not request.config.getoption("benchmark_disable", default=True)
+    benchmark.group = f"step {name} ({SPEC.name}, {DEVICE})"
+    benchmark.extra_info.update({"role": "optimized" if optimized else "baseline", "optimization": name,
+                                 "flags": config.flags.to_dict(), "spec": SPEC.to_dict(), "task": config.task})
+    try:
+        benchmark.pedantic(trainer.train_step, rounds=15 if enabled else 1,
+                           warmup_rounds=3 if enabled else 0, iterations=1)
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_step_baseline(benchmark, graph, name, request):
+    """The baseline step, in the same group as the optimization for a ratio measured in one run."""
+    _bench_step(benchmark, graph, name, False, request)
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_step_optimized(benchmark, graph, name, request):
+    _bench_step(benchmark, graph, name, True, request)
