@@ -66,10 +66,9 @@ class LinkBatches:
                         edge_label_index=data.edge_label_index, edge_label=data.edge_label)
 
     def close(self) -> None:
-        it = getattr(self.loader, "_iterator", None)
-        if it is not None and hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()
-        self.loader._iterator = None
+        from gnnbench.sampling.loader import shutdown_loader
+
+        shutdown_loader(self.loader)
 
 
 def link_loss(z: Tensor, edge_label_index: Tensor, edge_label: Tensor) -> Tensor:

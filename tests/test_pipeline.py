@@ -88,15 +88,26 @@ def test_truncated_or_missing_entry_is_never_served(tmp_path, prepared):
     assert cache.stats.corrupt == 1 and src.calls == 2
 
 
-def test_epoch_cut_short_caches_what_was_served(tmp_path, prepared):
+def test_epoch_cut_short_is_not_replayed_as_whole(tmp_path, prepared):
     src = CountingSource(prepared)
     cache = BatchCache(tmp_path, {"graph": "g"}, epochs=3)
-    for epoch in range(3):
-        it = cache.epoch(epoch, lambda e=epoch: src.epoch(e))
-        got = [next(it) for _ in range(2)]  # a consumer with a 2-step cap
-        it.close()
-        assert len(got) == 2
-    assert src.calls == 1 and cache.stats.misses == 2 and cache.stats.hits == 4
+    it = cache.epoch(0, lambda: src.epoch(0))
+    [next(it) for _ in range(2)]  # a consumer with a 2-step cap
+    it.close()
+    full = list(cache.epoch(1, lambda: src.epoch(1)))
+    assert src.calls == 2 and cache.stats.hits == 0, "the partial window was resampled, not replayed"
+    assert len(full) == 4  # 800 training nodes / 256 per batch
+
+
+def test_consumer_stopping_exactly_at_the_last_batch_still_caches(tmp_path, prepared):
+    src = CountingSource(prepared)
+    cache = BatchCache(tmp_path, {"graph": "g"}, epochs=3)
+    it = cache.epoch(0, lambda: src.epoch(0))
+    got = [next(it) for _ in range(4)]  # all 4 batches, without asking for a 5th
+    it.close()
+    assert len(got) == 4
+    again = list(cache.epoch(1, lambda: src.epoch(1)))
+    assert src.calls == 1 and cache.stats.hits == 4 and len(again) == 4
 
 
 def test_interrupted_window_is_rebuilt(tmp_path, prepared):

@@ -7,7 +7,7 @@ version, so a change to any of them misses instead of serving stale batches.
 A window without a manifest is incomplete (an interrupted epoch) and is
 rebuilt; a window with any entry whose checksum does not verify is never
 used: it is rebuilt and the epoch gets freshly sampled batches. An epoch cut
-short by its consumer caches the batches it was served.
+short by its consumer is not cached (a partial window would replay as whole).
 """
 
 from __future__ import annotations
@@ -168,33 +168,35 @@ class BatchCache:
         return True
 
     def _build(self, wdir: Path, batches: Iterator[Batch]) -> Iterator[Batch]:
+        """Yield ``batches`` while writing them; the manifest is written only for a complete epoch.
+
+        One batch is read ahead so the manifest is in place before the last
+        batch is handed out (a consumer that stops right after it still gets a
+        cached window). An epoch the consumer abandons early, or whose producer
+        fails, leaves no manifest, so a later epoch never replays a partial
+        window as if it were whole.
+        """
         shutil.rmtree(wdir, ignore_errors=True)
         wdir.mkdir(parents=True)
         entries: list[dict[str, Any]] = []
-        failed = False
-        try:
-            for i, batch in enumerate(batches):
-                buf = io.BytesIO()
-                torch.save(batch.to_dict(), buf)
-                data = buf.getvalue()
-                name = f"batch-{i:06d}.pt"
-                _atomic_write(wdir / name, data)
-                entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
-                self.stats.misses += 1
-                self.stats.bytes_written += len(data)
-                yield batch
-        except GeneratorExit:
-            pass  # the consumer stopped early (e.g. a step cap): cache the batches it was served
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            # The manifest goes last: only written batches are ever replayed, and
-            # none if producing them failed.
-            if not failed and entries:
+        it = iter(batches)
+        nxt = next(it, None)
+        while nxt is not None:
+            batch = nxt
+            buf = io.BytesIO()
+            torch.save(batch.to_dict(), buf)
+            data = buf.getvalue()
+            name = f"batch-{len(entries):06d}.pt"
+            _atomic_write(wdir / name, data)
+            entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
+            self.stats.misses += 1
+            self.stats.bytes_written += len(data)
+            nxt = next(it, None)
+            if nxt is None:  # complete: the manifest goes last, before the final batch is served
                 _atomic_write(wdir / "manifest.json",
                               json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
                 self.stats.windows_built += 1
+            yield batch
 
     def _drop_other_windows(self, keep: int) -> None:
         for path in self.dir.glob("window-*"):

@@ -24,7 +24,7 @@ from gnnbench.sampling.cache import BatchCache, default_cache_dir
 from gnnbench.sampling.sampler import make_neighbor_sampler
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
-__all__ = ["BatchSource", "NeighborBatches", "CachedBatches", "make_batch_source", "graph_fingerprint",
+__all__ = ["BatchSource", "NeighborBatches", "shutdown_loader", "CachedBatches", "make_batch_source", "graph_fingerprint",
            "SAMPLING_FIELDS"]
 
 # Flags that determine which batches are sampled (and so key the batch cache).
@@ -48,6 +48,14 @@ def graph_fingerprint(prepared: PreparedGraph) -> str:
         h.update(g.train_mask.cpu().numpy().tobytes())
     h.update(f"{g.num_nodes}:{g.num_edges}:{'link' if g.meta.get('link_split') else 'node'}".encode())
     return h.hexdigest()[:20]
+
+
+def shutdown_loader(loader) -> None:
+    """Shut down a DataLoader's workers (persistent ones live until this is called)."""
+    it = getattr(loader, "_iterator", None)
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+    loader._iterator = None
 
 
 class NeighborBatches:
@@ -91,11 +99,7 @@ class NeighborBatches:
             yield Batch.from_pyg(data)
 
     def close(self) -> None:
-        """Shut down loader workers (persistent ones live until this is called)."""
-        it = getattr(self.loader, "_iterator", None)
-        if it is not None and hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()
-        self.loader._iterator = None
+        shutdown_loader(self.loader)
 
 
 class CachedBatches:
