@@ -329,7 +329,7 @@ def format_run(r: dict) -> str:
     busy = pct(r["device_busy_fraction"]) if r["device_busy_fraction"] is not None else f"n/a ({r['device_busy_reason']})"
     lines += [
         f"data wait  {pct(r['data_wait_fraction'])} of a step; compute {pct(r['compute_fraction'])}; device busy {busy}",
-        f"epochs     " + ", ".join(f"{e:.2f} s" for e in r["epoch_seconds"]) + f"; evaluation {r['eval_seconds']:.2f} s",
+        "epochs     " + ", ".join(f"{e:.2f} s" for e in r["epoch_seconds"]) + f"; evaluation {r['eval_seconds']:.2f} s",
         _format_accuracy(r["accuracy"]),
         f"transfer   {_human_bytes(r['transfer']['bytes_h2d_per_batch'])} host->device per batch",
         f"memory     host peak {_human_bytes(r['memory']['host_peak_bytes'])}"

@@ -338,7 +338,7 @@ class Trainer:
         if self.config.task == "link":
             return _evaluate_links(self.model, self.prepared, self.full_graph, self.device, self.flags,
                                    self.precision, self.norm, seed=self.config.seed)
-        val, test, seconds = _evaluate(self.model, self.prepared, self.store, self.graph, self.device,
+        val, test, seconds = _evaluate(self.model, self.prepared, self.graph, self.device,
                                        self.flags, self.precision, self.norm)
         return {"metric": "accuracy", "val": val, "test": test}, seconds
 
@@ -527,7 +527,7 @@ def _evaluate_links(model, prepared, full_graph, device, flags, precision, norm,
 
 
 @torch.no_grad()
-def _evaluate(model, prepared, store, graph, device, flags, precision, norm) -> tuple[float, float, float]:
+def _evaluate(model, prepared, graph, device, flags, precision, norm) -> tuple[float, float, float]:
     """Full-neighbourhood evaluation on the whole graph: no sampling noise."""
     t0 = time.perf_counter()
     model.eval()

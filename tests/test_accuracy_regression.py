@@ -5,7 +5,6 @@ of the baseline (mean over seeds); those documented to cost accuracy have their
 loss measured and bounded by ``BOUNDS_PP``.
 """
 
-import dataclasses
 import functools
 import statistics
 

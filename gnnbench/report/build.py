@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import os
 from pathlib import Path
 
@@ -205,10 +204,3 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, out)
     return out
-
-
-def report_summary(inputs: ReportInputs) -> dict:
-    """Counts of what went into a report (for the CLI)."""
-    return {"runs": len(inputs.runs), "pytest_benchmark_files": len(inputs.pytest_benchmarks),
-            "asv_commits": len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0,
-            "sources": json.loads(json.dumps(inputs.sources))}
