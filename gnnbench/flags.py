@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import torch
 
-__all__ = ["Flags", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
+__all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
            "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS"]
 
 INDEX_DTYPES = ("int64", "int32")
@@ -130,17 +130,56 @@ class Flags:
         base = Flags().to_dict()
         return {k: v for k, v in self.to_dict().items() if base[k] != v}
 
-    def unavailable(self, device: torch.device | str) -> dict[str, str]:
-        """Fields set to something ``device`` cannot run, each with the reason."""
-        dev = torch.device(device)
-        reasons: dict[str, str] = {}
-        if dev.type != "cuda":
-            if self.pin_memory:
-                reasons["pin_memory"] = f"pinned (page-locked) memory only exists with CUDA (device is {dev.type})"
-            if self.feature_placement in ("device", "hot_cold", "uva"):
-                reasons["feature_placement"] = (
-                    f"feature_placement={self.feature_placement!r} places features on or maps them to a CUDA "
-                    f"device; on {dev.type} host and device memory are the same")
-            if self.feature_prefetch:
-                reasons["feature_prefetch"] = f"side-stream prefetch needs CUDA streams (device is {dev.type})"
-        return reasons
+
+@dataclass(frozen=True)
+class Unavailable:
+    """One reason a configuration cannot run here: the ``Flags`` field at fault and why.
+
+    Each layer answers for its own fields (``unavailable(flags, ctx)`` in
+    ``graphs.prepare``, ``sampling.sources``, ``features``, ``models`` and
+    ``tasks``); :func:`gnnbench.availability.check` collects their answers and
+    everything else reads that.
+    """
+
+    field: str  # the Flags field whose value cannot run here
+    reason: str  # why, in words a user can act on
+
+
+class UnavailableError(RuntimeError):
+    """Raised when a configuration cannot run; ``reasons`` maps each offending field to why."""
+
+    def __init__(self, items: Iterable[Unavailable]) -> None:
+        self.items = tuple(items)
+        self.reasons = {u.field: u.reason for u in self.items}
+        super().__init__(format_reasons(self.reasons))
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What availability depends on besides the flags: where and what the run trains.
+
+    Args:
+        device: The compute device.
+        task: ``"node"`` or ``"link"``.
+        model: Model name (``"gcn"``, ``"sage"``).
+        num_nodes: Nodes of the graph, when known (index-overflow checks).
+        num_edges: Directed edges of the graph, when known.
+    """
+
+    device: torch.device = torch.device("cpu")  # compute device
+    task: str = "node"  # "node" | "link"
+    model: str = "gcn"  # "gcn" | "sage"
+    num_nodes: int | None = None  # graph size when known
+    num_edges: int | None = None  # directed edges when known
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", torch.device(self.device))
+
+
+def format_reasons(reasons: Mapping[str, str] | Iterable[Unavailable]) -> str:
+    """``"field: reason; field: reason"``: the one way reasons are printed."""
+    if isinstance(reasons, Mapping):
+        items = reasons.items()
+    else:
+        items = ((u.field, u.reason) for u in reasons)
+    return "; ".join(f"{k}: {v}" for k, v in items)
