@@ -20,12 +20,12 @@ class Generate:
 
 
 class Prepare:
-    params = [["baseline", "int32", "cached_norm", "csr"]]
+    params = [[common.BASELINE] + [o.name for o in registry.REGISTRY.values() if o.layer == "gnnbench.graphs.prepare"]]
     param_names = ["optimization"]
 
     def setup(self, name):
         self.graph = common.graph(GraphSpec.preset("small"))
-        self.flags = Flags() if name == "baseline" else registry.get(name).apply(Flags())
+        self.flags = Flags() if name == common.BASELINE else registry.get(name).apply(Flags())
 
     def time_prepare(self, name):
         prepare(self.graph, self.flags)

@@ -10,9 +10,10 @@ import os
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, format_reasons
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.runner import RunConfig, config_unavailable, run
+from gnnbench.measure import run
+from gnnbench.training import RunConfig, config_unavailable
 
 BASELINE = "baseline"
 OPTIMIZATIONS = [BASELINE] + registry.names()
@@ -30,11 +31,11 @@ def graph(spec: GraphSpec = BENCH_SPEC):
     return generate(spec)
 
 
-def config_for(name: str, task: str = "node") -> RunConfig:
-    flags = BENCH_FLAGS if name == BASELINE else registry.get(name).apply(BENCH_FLAGS)
-    task = "link" if name == "degree_negatives" else task
-    return RunConfig(spec=BENCH_SPEC, flags=flags, task=task, epochs=2, warmup_steps=2, hidden=32,
-                     device=device())
+def config_for(name: str) -> RunConfig:
+    """The baseline, or the baseline with ``name`` switched on, on the entry's own task."""
+    opt = None if name == BASELINE else registry.get(name)
+    return RunConfig(spec=BENCH_SPEC, flags=opt.apply(BENCH_FLAGS) if opt else BENCH_FLAGS,
+                     task=opt.task if opt else "node", epochs=2, warmup_steps=2, hidden=32, device=device())
 
 
 def skip_if_unavailable(config: RunConfig) -> None:
@@ -44,13 +45,13 @@ def skip_if_unavailable(config: RunConfig) -> None:
         raise NotImplementedError(str(exc)) from None
     reasons = config_unavailable(config, dev)
     if reasons:
-        raise NotImplementedError("; ".join(f"{k}: {v}" for k, v in reasons.items()))
+        raise NotImplementedError(format_reasons(reasons))
 
 
 @functools.lru_cache(maxsize=None)
-def run_result(name: str) -> dict:
+def run_result(name: str):
     """One measured run of ``name`` (cached per process) for the track_* benchmarks."""
     result = run(config_for(name), graph=graph())
-    if result["status"] != "ok":
-        raise NotImplementedError("; ".join(f"{k}: {v}" for k, v in result["unavailable"].items()))
+    if not result.ok:
+        raise NotImplementedError(format_reasons(result.unavailable))
     return result

@@ -1,6 +1,6 @@
-"""Feature store: where node features live and how a batch's rows reach the device.
+"""Feature placement: where node features live and how a batch's rows reach the device.
 
-Placement modes (``Flags.feature_placement``):
+Placements (``Flags.feature_placement``), one class each in :data:`PLACEMENTS`:
 
 - ``host`` (baseline): all features in host memory; each batch's rows are
   gathered on the host and copied to the device (pinned first when
@@ -11,43 +11,40 @@ Placement modes (``Flags.feature_placement``):
 - ``uva``: all features in pinned host memory, read by the device directly
   (zero-copy over the interconnect through unified virtual addressing).
 
-The modes other than ``host`` need CUDA; asking for them elsewhere raises
-:class:`Unavailable` with the reason, so nothing is silently measured as a
-no-op. Bytes moved host -> device are recorded per batch.
+The placements other than ``host`` need CUDA; this layer answers for its
+fields (``feature_placement``, ``pin_memory``, ``feature_prefetch``) in
+:func:`unavailable`, and building a placement that cannot run raises
+:class:`~gnnbench.flags.UnavailableError` naming the field, so nothing is
+silently measured as a no-op. Bytes moved host -> device are counted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import torch
 from torch import Tensor
 
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 from gnnbench.timing import NullTimer
 
-__all__ = ["FeatureStore", "Unavailable", "TransferStats", "prefetch_features", "uva_view"]
-
-
-class Unavailable(RuntimeError):
-    """A flag cannot run on this device; the message says why."""
+__all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
+           "place_features", "unavailable", "TransferStats", "prefetch_features", "uva_view"]
 
 
 @dataclass
 class TransferStats:
     """Host -> device traffic of the feature store."""
 
-    batches: int = 0
-    bytes_h2d: int = 0
-    last_bytes_h2d: int = 0
-    per_batch: list[int] = field(default_factory=list)
+    batches: int = 0  # gathers served
+    bytes_h2d: int = 0  # total bytes moved host -> device
+    last_bytes_h2d: int = 0  # bytes moved by the latest gather
 
     def record(self, nbytes: int) -> None:
         self.batches += 1
         self.bytes_h2d += nbytes
         self.last_bytes_h2d = nbytes
-        self.per_batch.append(nbytes)
 
     @property
     def mean_bytes_per_batch(self) -> float:
@@ -79,104 +76,176 @@ def uva_view(host: Tensor, device: torch.device) -> Tensor:
     view = torch.as_tensor(_CudaArrayView(host), device=device)
     if view.data_ptr() != host.data_ptr():
         # torch copied the buffer instead of viewing it (e.g. pinned under another current device).
-        raise Unavailable(f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made a "
-                          "device copy instead")
+        raise UnavailableError([Unavailable(
+            "feature_placement", f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made "
+            "a device copy instead")])
     probe = min(host.size(0), 4)
     if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
-        raise Unavailable("zero-copy (UVA) access returned different values than host memory on this system")
+        raise UnavailableError([Unavailable(
+            "feature_placement", "zero-copy (UVA) access returned different values than host memory on this system")])
     return view
 
 
-class FeatureStore:
-    """Serve the features of a batch's nodes on ``device``.
+def _needs_cuda(what: str, device: torch.device) -> str | None:
+    return None if device.type == "cuda" else f"{what} (device is {device.type})"
+
+
+class PlacedFeatures:
+    """Serve the features of a batch's nodes on ``device``; one subclass per placement.
 
     Args:
         x: ``[N, F]`` host features.
         device: Where batches are computed.
-        placement: ``"host"``, ``"device"``, ``"hot_cold"`` or ``"uva"``.
-        hot_nodes: Node ids kept on the device in ``hot_cold`` mode (the
-            training nodes).
-        pin_memory: Gather ``host``-mode rows into pinned memory before the copy.
+        hot_nodes: Node ids the ``hot_cold`` placement keeps on the device.
+        pin_memory: Stage host-gathered rows in pinned memory before the copy.
     """
 
-    def __init__(self, x: Tensor, device: torch.device | str, placement: str = "host", *,
-                 hot_nodes: Tensor | None = None, pin_memory: bool = False) -> None:
+    name = ""
+
+    @classmethod
+    def unavailable(cls, device: torch.device) -> str | None:
+        """Why this placement cannot run on ``device``, or ``None``."""
+        return None
+
+    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: Tensor | None = None,
+                 pin_memory: bool = False) -> None:
         self.device = torch.device(device)
-        reasons = Flags(feature_placement=placement, pin_memory=pin_memory).unavailable(self.device)
-        if reasons:
-            raise Unavailable("; ".join(reasons.values()))
+        items = [Unavailable(f, r) for f, r in _field_reasons(self.name, pin_memory, False, self.device)]
+        if items:
+            raise UnavailableError(items)
         if x.device.type != "cpu":
-            raise ValueError(f"FeatureStore takes host features (got a tensor on {x.device})")
-        self.placement = placement
+            raise ValueError(f"feature placement takes host features (got a tensor on {x.device})")
         self.pin_memory = pin_memory
         self.num_nodes, self.num_features = x.shape
         self.stats = TransferStats()
         self._host = x
-        if placement == "device":
-            self._dev = x.to(self.device)
-        elif placement == "hot_cold":
-            if hot_nodes is None:
-                raise ValueError("hot_cold placement needs hot_nodes (the training node ids)")
-            hot = torch.unique(hot_nodes.to(torch.int64).cpu())
-            is_hot = torch.zeros(self.num_nodes, dtype=torch.bool)
-            is_hot[hot] = True
-            cold = (~is_hot).nonzero().view(-1)
-            # slot >= 0: row in the device table; slot < 0: row -(slot + 1) of the pinned cold table.
-            slot = torch.empty(self.num_nodes, dtype=torch.int64)
-            slot[hot] = torch.arange(hot.numel())
-            slot[cold] = -1 - torch.arange(cold.numel())
-            self._slot_host = slot
-            self._hot = x[hot].to(self.device)
-            self._cold = x[cold].pin_memory()
-        elif placement == "uva":
-            with torch.cuda.device(self.device):  # pin under the target device so the view is zero-copy
-                self._pinned = x.contiguous().pin_memory()
-            self._uva = uva_view(self._pinned, self.device)
-        elif placement != "host":
-            raise ValueError(f"unknown feature placement {placement!r}")
+
+    @property
+    def placement(self) -> str:
+        return self.name
 
     def device_bytes(self) -> int:
         """Feature bytes resident on the device (excluding per-batch buffers)."""
-        if self.placement == "device":
-            return self._dev.nbytes
-        if self.placement == "hot_cold":
-            return self._hot.nbytes
         return 0
 
     def gather(self, n_id: Tensor, timer=None) -> Tensor:
-        """Rows ``x[n_id]`` on the store's device; records the host -> device bytes.
+        """Rows ``x[n_id]`` on the device; records the host -> device bytes.
 
         Args:
             n_id: Global node ids.
             timer: Optional :class:`~gnnbench.timing.PhaseTimer`; the host or
                 device gather is timed as ``gather`` and the copies as ``transfer``.
         """
+        raise NotImplementedError
+
+
+class HostFeatures(PlacedFeatures):
+    """Baseline: all rows in host memory, gathered there and copied (pinned first with ``pin_memory``)."""
+
+    name = "host"
+
+    def gather(self, n_id: Tensor, timer=None) -> Tensor:
         timer = timer or NullTimer()
-        on_cuda = self.device.type == "cuda"
-        if self.placement == "host":
-            ids = n_id.cpu()
-            if not on_cuda:
-                with timer.phase("gather"):
-                    rows = self._host.index_select(0, ids)
-                self.stats.record(0)
-                return rows
+        ids = n_id.cpu()
+        if self.device.type != "cuda":
             with timer.phase("gather"):
-                rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
-            with timer.phase("transfer"):
-                out = rows.to(self.device, non_blocking=self.pin_memory)
-            self.stats.record(rows.nbytes)
-            return out
-        if self.placement in ("device", "uva"):
-            with timer.phase("transfer"):
-                ids = n_id.to(self.device, non_blocking=True)
-            with timer.phase("gather"):
-                out = (self._dev if self.placement == "device" else self._uva).index_select(0, ids)
-            moved = n_id.nbytes if n_id.device.type == "cpu" else 0
-            if self.placement == "uva":  # the rows themselves cross the bus inside the gather kernel
-                moved += ids.numel() * self.num_features * self._pinned.element_size()
-            self.stats.record(moved)
-            return out
-        # hot_cold
+                rows = self._host.index_select(0, ids)
+            self.stats.record(0)
+            return rows
+        with timer.phase("gather"):
+            rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
+        with timer.phase("transfer"):
+            out = rows.to(self.device, non_blocking=self.pin_memory)
+        self.stats.record(rows.nbytes)
+        return out
+
+
+class DeviceFeatures(PlacedFeatures):
+    """All rows resident on the device; only the ids cross the bus."""
+
+    name = "device"
+
+    @classmethod
+    def unavailable(cls, device: torch.device) -> str | None:
+        return _needs_cuda("feature_placement='device' keeps features on a CUDA device; on a CPU host and "
+                           "device memory are the same", device)
+
+    def __init__(self, x: Tensor, device: torch.device | str, **kwargs) -> None:
+        super().__init__(x, device, **kwargs)
+        self._table = x.to(self.device)
+
+    def device_bytes(self) -> int:
+        return self._table.nbytes
+
+    def gather(self, n_id: Tensor, timer=None) -> Tensor:
+        timer = timer or NullTimer()
+        with timer.phase("transfer"):
+            ids = n_id.to(self.device, non_blocking=True)
+        with timer.phase("gather"):
+            out = self._table.index_select(0, ids)
+        self.stats.record(self._moved(n_id, ids))
+        return out
+
+    def _moved(self, n_id: Tensor, ids: Tensor) -> int:
+        return n_id.nbytes if n_id.device.type == "cpu" else 0
+
+
+class UvaFeatures(DeviceFeatures):
+    """All rows in pinned host memory, read by device kernels directly (zero-copy through UVA)."""
+
+    name = "uva"
+
+    @classmethod
+    def unavailable(cls, device: torch.device) -> str | None:
+        return _needs_cuda("feature_placement='uva' maps pinned host memory into a CUDA device's address "
+                           "space; on a CPU host and device memory are the same", device)
+
+    def __init__(self, x: Tensor, device: torch.device | str, **kwargs) -> None:
+        PlacedFeatures.__init__(self, x, device, **kwargs)
+        with torch.cuda.device(self.device):  # pin under the target device so the view is zero-copy
+            self._pinned = x.contiguous().pin_memory()
+        self._table = uva_view(self._pinned, self.device)
+
+    def device_bytes(self) -> int:
+        return 0
+
+    def _moved(self, n_id: Tensor, ids: Tensor) -> int:
+        # the rows themselves cross the bus inside the gather kernel
+        return super()._moved(n_id, ids) + ids.numel() * self.num_features * self._pinned.element_size()
+
+
+class HotColdFeatures(PlacedFeatures):
+    """``hot_nodes`` rows on the device, the others ("cold") in pinned host memory, copied per batch."""
+
+    name = "hot_cold"
+
+    @classmethod
+    def unavailable(cls, device: torch.device) -> str | None:
+        return _needs_cuda("feature_placement='hot_cold' keeps hot rows on a CUDA device; on a CPU host and "
+                           "device memory are the same", device)
+
+    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: Tensor | None = None,
+                 pin_memory: bool = False) -> None:
+        super().__init__(x, device, hot_nodes=hot_nodes, pin_memory=pin_memory)
+        if hot_nodes is None:
+            raise ValueError("hot_cold placement needs hot_nodes (the node ids to keep on the device)")
+        hot = torch.unique(hot_nodes.to(torch.int64).cpu())
+        is_hot = torch.zeros(self.num_nodes, dtype=torch.bool)
+        is_hot[hot] = True
+        cold = (~is_hot).nonzero().view(-1)
+        # slot >= 0: row in the device table; slot < 0: row -(slot + 1) of the pinned cold table.
+        slot = torch.empty(self.num_nodes, dtype=torch.int64)
+        slot[hot] = torch.arange(hot.numel())
+        slot[cold] = -1 - torch.arange(cold.numel())
+        self._slot_host = slot
+        self._hot = x[hot].to(self.device)
+        self._cold = x[cold].pin_memory()
+
+    def device_bytes(self) -> int:
+        return self._hot.nbytes
+
+    def gather(self, n_id: Tensor, timer=None) -> Tensor:
+        timer = timer or NullTimer()
         with timer.phase("gather"):
             ids = n_id.cpu()
             slot = self._slot_host.index_select(0, ids)
@@ -197,21 +266,50 @@ class FeatureStore:
         return out
 
 
+PLACEMENTS: dict[str, type[PlacedFeatures]] = {
+    cls.name: cls for cls in (HostFeatures, DeviceFeatures, HotColdFeatures, UvaFeatures)}
+
+
+def _field_reasons(placement: str, pin_memory: bool, prefetch: bool, device: torch.device):
+    reason = PLACEMENTS[placement].unavailable(device)
+    if reason:
+        yield "feature_placement", reason
+    if pin_memory and device.type != "cuda":
+        yield "pin_memory", f"pinned (page-locked) memory only exists with CUDA (device is {device.type})"
+    if prefetch and device.type != "cuda":
+        yield "feature_prefetch", f"side-stream prefetch needs CUDA streams (device is {device.type})"
+
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """This layer's answer: which of its fields ``flags`` sets to something ``ctx.device`` cannot run."""
+    return [Unavailable(f, r) for f, r in _field_reasons(flags.feature_placement, flags.pin_memory,
+                                                         flags.feature_prefetch, ctx.device)]
+
+
+def place_features(x: Tensor, device: torch.device | str, placement: str = "host", *,
+                   hot_nodes: Tensor | None = None, pin_memory: bool = False) -> PlacedFeatures:
+    """Put ``x`` where ``placement`` says (a key of :data:`PLACEMENTS`)."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown feature placement {placement!r}; accepted: {', '.join(PLACEMENTS)}")
+    return PLACEMENTS[placement](x, device, hot_nodes=hot_nodes, pin_memory=pin_memory)
+
+
 def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
     """``table[ids]`` gathered straight into a (pinned, when asked) host buffer: one copy, not two."""
     out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, pin_memory=pinned)
     return torch.index_select(table, 0, ids, out=out)
 
 
-def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
+def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
     """Yield ``(batch, features)`` with the next batch's features gathered on a side CUDA stream.
 
     While the caller computes on batch ``i``, batch ``i + 1``'s gather and
     host -> device copy run on a separate stream; the consumer's stream waits
     on an event before using them. CUDA only.
     """
-    if store.device.type != "cuda":
-        raise Unavailable(f"side-stream prefetch needs CUDA streams (device is {store.device.type})")
+    items = [Unavailable(f, r) for f, r in _field_reasons("host", False, True, store.device)]
+    if items:
+        raise UnavailableError(items)
     side = torch.cuda.Stream(device=store.device)
     it = iter(batches)
     try:
@@ -221,7 +319,7 @@ def prefetch_features(batches: Iterable, store: FeatureStore, n_id_of=lambda b: 
             it.close()
 
 
-def _prefetch_loop(it, store: FeatureStore, side, n_id_of) -> Iterator[tuple]:
+def _prefetch_loop(it, store: PlacedFeatures, side, n_id_of) -> Iterator[tuple]:
 
     def launch(batch):
         # Everything the gather reads (resident tables, ids) was made on the consumer's stream.

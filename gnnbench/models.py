@@ -21,11 +21,11 @@ from torch import Tensor, nn
 from torch_geometric.nn import Linear
 from torch_geometric.utils import scatter, spmm
 
-from gnnbench.flags import AGGREGATIONS, PRECISIONS
+from gnnbench.flags import AGGREGATIONS, PRECISIONS, Flags, RunContext, Unavailable
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
 
-__all__ = ["Precision", "Aggregator", "GCN", "GraphSAGE", "build_model", "MODELS", "LinkPredictor",
-           "PRECISIONS", "AGGREGATIONS"]
+__all__ = ["Precision", "Aggregator", "AggregationPolicy", "GCN", "GraphSAGE", "build_model", "compile_model",
+           "MODELS", "PRECISIONS", "AGGREGATIONS", "unavailable"]
 
 
 @dataclass(frozen=True)
@@ -187,8 +187,85 @@ def build_model(name: str, in_dim: int, hidden: int, out_dim: int, num_layers: i
     return MODELS[name](in_dim, hidden, out_dim, num_layers, dropout)
 
 
-class LinkPredictor(nn.Module):
-    """Dot-product decoder on node embeddings: ``score(u, v) = <z_u, z_v>``."""
+def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None]:
+    """``(forward, dynamo counters)``: ``torch.compile(model, dynamic=True)`` under ``flags.compile``, else the model."""
+    if not flags.compile:
+        return model, None
+    from torch import _dynamo
 
-    def forward(self, z: Tensor, pairs: Tensor) -> Tensor:
-        return (z[pairs[0]] * z[pairs[1]]).sum(-1)
+    _dynamo.reset()
+    return torch.compile(model, dynamic=True), _dynamo.utils.counters
+
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """The model layer's answer for its fields (``cached_norm`` needs a model with GCN's normalization)."""
+    out = []
+    if flags.cached_norm and ctx.model != "gcn":
+        out.append(Unavailable("cached_norm", f"cached_norm caches GCN's normalization; model {ctx.model!r} has none"))
+    return out
+
+
+@dataclass(frozen=True)
+class AggregationPolicy:
+    """How a batch's (or the whole graph's) aggregator is built: the model layer's one decision point.
+
+    With full-graph GCN coefficients (``norm``: cached by ``cached_norm``, or
+    needed by a batch source's estimator), each sampled edge keeps its
+    coefficient, rescaled by ``deg / sampled`` of its target so that the sum
+    over the sampled neighbours estimates the full-neighbourhood sum without
+    bias; on the full graph the scale is 1 and the result equals the
+    recomputed normalization exactly. GraphSAINT batches use this estimator
+    too (GraphSAINT's own per-edge ``alpha_uv`` normalization, estimated from
+    a 20x-coverage pre-pass, made training diverge to chance accuracy here:
+    its variance on hub edges is too high). Without coefficients the batch
+    subgraph is normalized anew at every layer (PyG's ``GCNConv(cached=False)``).
+
+    Args:
+        mode: ``"scatter"`` or ``"sparse"`` (``Flags.aggregation``).
+        dtype: Aggregation dtype (the precision policy's).
+        norm: Full-graph GCN coefficients on the device, or ``None``.
+        deg_full: Full-graph in-degrees on the device (for the rescaling), or ``None``.
+    """
+
+    mode: str = "scatter"
+    dtype: torch.dtype = torch.float32
+    norm: GCNNorm | None = None
+    deg_full: Tensor | None = None
+
+    @classmethod
+    def build(cls, flags: Flags, precision: Precision, prepared, device: torch.device, *,
+              full_graph_norm: bool = False) -> "AggregationPolicy":
+        """The policy for ``flags``; ``full_graph_norm`` when the batch source's estimator needs the coefficients."""
+        norm = deg = None
+        if flags.cached_norm or full_graph_norm:
+            cached = prepared.gcn_norm()
+            norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
+            deg = prepared.graph.deg.to(device)
+        return cls(flags.aggregation, precision.aggregation_dtype, norm, deg)
+
+    @property
+    def needs_edge_ids(self) -> bool:
+        """Whether batches must bring their global edge ids (to look up cached coefficients)."""
+        return self.norm is not None
+
+    def for_batch(self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None) -> Aggregator:
+        """The aggregator of one sampled batch (local ``edge_index`` over nodes ``n_id``)."""
+        n = n_id.numel()
+        weights = None
+        if self.norm is not None:
+            w = self.norm.edge_weight.index_select(0, e_id)
+            if self.deg_full is not None:
+                dst = edge_index[1]
+                sampled = torch.bincount(dst, minlength=n).clamp_min_(1)
+                scale = self.deg_full.index_select(0, n_id).to(w.dtype) / sampled.to(w.dtype)
+                w = w * scale.index_select(0, dst)
+            weights = GCNNorm(w, self.norm.self_weight.index_select(0, n_id))
+        return self._aggregator(edge_index, n, weights)
+
+    def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:
+        """The aggregator of the whole graph (full-neighbourhood evaluation)."""
+        return self._aggregator(edge_index, num_nodes, self.norm)
+
+    def _aggregator(self, edge_index: Tensor, num_nodes: int, weights: GCNNorm | None) -> Aggregator:
+        fixed = (lambda: weights) if weights is not None else None  # cached: no recomputation per layer
+        return Aggregator(edge_index, num_nodes, mode=self.mode, gcn_weights=fixed, dtype=self.dtype)

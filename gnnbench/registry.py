@@ -15,9 +15,12 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-from gnnbench.flags import Flags
+from gnnbench import availability
+from gnnbench.flags import Flags, RunContext, format_reasons
 
-__all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "available", "unavailable_reasons"]
+__all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "for_task", "TASK_NAMES"]
+
+TASK_NAMES = ("node", "link")
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,11 @@ class Optimization:
         layer: The module whose code it switches.
         costs_accuracy: Whether it is expected to change accuracy.
         recommended: Whether it belongs in the "all recommended" combination.
+        tasks: The tasks it applies to; the first is the one benchmarks and
+            tests measure it on.
+        changes_work: Whether it changes the work done per step (sampled
+            neighbourhood, subgraph size), so a per-step ratio against the
+            baseline compares different work.
     """
 
     name: str
@@ -41,25 +49,34 @@ class Optimization:
     layer: str
     costs_accuracy: bool = False
     recommended: bool = True
+    tasks: tuple[str, ...] = TASK_NAMES
+    changes_work: bool = False
     _frozen_changes: Mapping[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         Flags().replace(**self.changes)  # validates field names and values early
+        if not self.tasks or set(self.tasks) - set(TASK_NAMES):
+            raise ValueError(f"Optimization.tasks must be a non-empty subset of {TASK_NAMES} (got {self.tasks!r})")
         object.__setattr__(self, "_frozen_changes", MappingProxyType(dict(self.changes)))
 
     def apply(self, flags: Flags) -> Flags:
         """``flags`` with this optimization switched on."""
         return flags.replace(**self._frozen_changes)
 
-    def unavailable(self, device: torch.device | str) -> str | None:
-        """Why this optimization cannot run on ``device``, or ``None`` if it can.
+    @property
+    def task(self) -> str:
+        """The task it is measured on (the first of :attr:`tasks`)."""
+        return self.tasks[0]
 
-        Device requirements live with the flags they concern
-        (:meth:`Flags.unavailable`), so the registry and direct users of
-        ``Flags`` get the same answer.
+    def unavailable(self, device: torch.device | str) -> str | None:
+        """Why this optimization cannot run on ``device`` (on its own task), or ``None`` if it can.
+
+        The answer comes from the layers that own the fields
+        (:func:`gnnbench.availability.check`), so the registry, the trainer
+        and every suite get the same one.
         """
-        reasons = self.apply(Flags()).unavailable(device)
-        return "; ".join(reasons.values()) if reasons else None
+        reasons = availability.reasons(self.apply(Flags()), RunContext(device=device, task=self.task))
+        return format_reasons(reasons) if reasons else None
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -101,6 +118,7 @@ _ENTRIES = (
         layer="gnnbench.sampling.neighbor",
         costs_accuracy=True,
         recommended=False,
+        changes_work=True,
     ),
     Optimization(
         name="workers",
@@ -108,7 +126,7 @@ _ENTRIES = (
         description="Sample in 2 DataLoader worker processes, overlapping sampling with training.",
         expected_effect="Hides sampling time behind compute when sampling is the bottleneck; bounded by "
         "the cores left to the training process (2 workers can hide at most 2 cores of sampling).",
-        layer="gnnbench.sampling.loader",
+        layer="gnnbench.sampling.loaders",
     ),
     Optimization(
         name="persistent_workers",
@@ -116,14 +134,14 @@ _ENTRIES = (
         description="Keep the 2 loader workers alive across epochs instead of re-forking them.",
         expected_effect="Saves the worker start-up (process fork plus sampler copy) at every epoch; "
         "matters most for short epochs.",
-        layer="gnnbench.sampling.loader",
+        layer="gnnbench.sampling.loaders",
     ),
     Optimization(
         name="prefetch",
         changes={"num_workers": 2, "prefetch_factor": 4},
         description="Let each of 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
         expected_effect="Absorbs jitter in sampling time; no gain when sampling is slower than compute on average.",
-        layer="gnnbench.sampling.loader",
+        layer="gnnbench.sampling.loaders",
     ),
     Optimization(
         name="pin_memory",
@@ -152,6 +170,7 @@ _ENTRIES = (
         layer="gnnbench.sampling.subgraph",
         costs_accuracy=True,
         recommended=False,
+        changes_work=True,
     ),
     Optimization(
         name="graphsaint",
@@ -162,6 +181,7 @@ _ENTRIES = (
         layer="gnnbench.sampling.subgraph",
         costs_accuracy=True,
         recommended=False,
+        changes_work=True,
     ),
     Optimization(
         name="features_on_device",
@@ -240,6 +260,7 @@ _ENTRIES = (
         layer="gnnbench.sampling.negative",
         costs_accuracy=True,
         recommended=False,
+        tasks=("link",),
     ),
 )
 
@@ -266,16 +287,6 @@ def flags_for(opt_names: Iterable[str], base: Flags = Flags()) -> Flags:
     return flags
 
 
-def unavailable_reasons(flags: Flags, device: torch.device | str) -> dict[str, str]:
-    """For each optimization switched on in ``flags`` that cannot run on ``device``, the reason."""
-    out = {}
-    for opt in REGISTRY.values():
-        on = all(getattr(flags, k) == v for k, v in opt.changes.items())
-        reason = opt.unavailable(device) if on else None
-        if reason:
-            out[opt.name] = reason
-    return out
-
-
-def available(device: torch.device | str) -> list[Optimization]:
-    return [opt for opt in REGISTRY.values() if opt.unavailable(device) is None]
+def for_task(task: str) -> list[Optimization]:
+    """The entries that apply to ``task``."""
+    return [opt for opt in REGISTRY.values() if task in opt.tasks]

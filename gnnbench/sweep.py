@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -17,12 +16,12 @@ from typing import Callable, Iterable
 from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.graphs import generate
-from gnnbench.runner import RunConfig, config_unavailable, run, write_json_atomic
-from gnnbench.timing import bootstrap_ratio
+from gnnbench.measure import run
+from gnnbench.results import BASELINE, load_result, write_json_atomic
+from gnnbench.training import RunConfig, config_unavailable
 
-__all__ = ["Entry", "sweep_entries", "run_sweep", "compare_rows", "ALL_RECOMMENDED", "BASELINE"]
+__all__ = ["Entry", "sweep_entries", "run_sweep", "ALL_RECOMMENDED", "BASELINE"]
 
-BASELINE = "baseline"
 ALL_RECOMMENDED = "all_recommended"
 
 
@@ -65,11 +64,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, seeds: It
 
 
 def _valid_result(path: Path, entry: Entry) -> dict | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    if data.get("status") not in ("ok", "unavailable") or data.get("config") != json.loads(
+    data = load_result(path)
+    if data is None or data.get("status") not in ("ok", "unavailable") or data.get("config") != json.loads(
             json.dumps(entry.config.to_dict(), default=str)):
         return None
     return data
@@ -101,67 +97,22 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
         if isolate:
             cfg_path = out_dir / f".{entry.filename()}.config.json"
             write_json_atomic(cfg_path, entry.config.to_dict())
-            proc = subprocess.run([sys.executable, "-m", "gnnbench.runner_main", str(cfg_path), str(path)],
+            proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path)],
                                   capture_output=True, text=True)
             cfg_path.unlink(missing_ok=True)
             if proc.returncode != 0:
                 data = {"status": "failed", "error": proc.stderr[-4000:], "config": entry.config.to_dict()}
                 write_json_atomic(path.with_suffix(".failed.json"), data)
             else:
-                data = json.loads(path.read_text())
+                data = load_result(path) or {"status": "failed", "error": f"unreadable result {path}",
+                                             "config": entry.config.to_dict()}
         else:
             spec_key = json.dumps(entry.config.spec.to_dict(), sort_keys=True)
             if spec_key not in graphs:  # in-process: generate each graph once
                 graphs.clear()
                 graphs[spec_key] = generate(entry.config.spec)
-            data = run(entry.config, out=path, graph=graphs[spec_key])
+            data = run(entry.config, out=path, graph=graphs[spec_key]).to_dict()
         if progress:
             progress(i + 1, len(entries), entry, data.get("status", "?"))
         results.append({"label": entry.label, "optimizations": list(entry.optimizations), **data})
     return results
-
-
-def compare_rows(results: list[dict]) -> list[dict]:
-    """Per configuration: speedup over the baseline with its interval, and the accuracy delta across seeds."""
-    by_label: dict[str, list[dict]] = {}
-    for r in results:
-        by_label.setdefault(r["label"], []).append(r)
-    base = [r for r in by_label.get(BASELINE, []) if r.get("status") == "ok" and r.get("step_seconds_all")]
-    if not base:
-        why = [w for r in by_label.get(BASELINE, []) for w in r.get("warnings", [])] or \
-              [str(r.get("unavailable") or r.get("error")) for r in by_label.get(BASELINE, [])]
-        raise ValueError("the sweep has no measured baseline run to compare against"
-                         + (f": {'; '.join(why)}" if why else ""))
-    base_steps = [s for r in base for s in r["step_seconds_all"]]
-    base_acc = [r["accuracy"]["test"] for r in base]
-    rows = []
-    for label, runs in by_label.items():
-        ok = [r for r in runs if r.get("status") == "ok" and r.get("step_seconds_all")]
-        row = {"label": label, "optimizations": runs[0].get("optimizations", [])}
-        if not ok and any(r.get("status") == "ok" for r in runs):
-            warnings = [w for r in runs for w in r.get("warnings", [])]
-            row.update(status="not measured", reason="; ".join(warnings) or "no measured steps")
-            rows.append(row)
-            continue
-        if not ok:
-            reasons = runs[0].get("unavailable") or {"error": runs[0].get("error", "failed")}
-            row.update(status=runs[0].get("status"), reason="; ".join(f"{k}: {v}" for k, v in reasons.items()))
-            rows.append(row)
-            continue
-        steps = [s for r in ok for s in r["step_seconds_all"]]
-        acc = [r["accuracy"]["test"] for r in ok]
-        ratio = bootstrap_ratio(base_steps, steps)
-        delta = [a - statistics.mean(base_acc) for a in acc]
-        row.update(
-            status="ok", step_ms=1e3 * statistics.median(steps), speedup=ratio["ratio"],
-            speedup_low=ratio["low"], speedup_high=ratio["high"], significant=ratio["significant"],
-            test_acc=statistics.mean(acc), acc_delta=statistics.mean(delta),
-            acc_delta_spread=(max(delta) - min(delta)) if len(delta) > 1 else 0.0,
-            seeds=len(ok), phases={p: v["median"] for p, v in ok[0]["phases"].items()},
-            compile=ok[0].get("compile"),
-            device_busy=(statistics.mean(r["device_busy_fraction"] for r in ok)
-                         if all(r.get("device_busy_fraction") is not None for r in ok) else None),
-            h2d_bytes_per_batch=ok[0]["transfer"]["bytes_h2d_per_batch"],
-        )
-        rows.append(row)
-    return rows

@@ -15,7 +15,8 @@ from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.runner import RunConfig, config_unavailable, run
+from gnnbench.measure import run
+from gnnbench.training import RunConfig, config_unavailable
 
 SEEDS = (0, 1)
 TOLERANCE_PP = 1.5
@@ -44,13 +45,13 @@ def _metric(names: tuple[str, ...], task: str, cache_dir: str) -> list[float]:
     out = []
     for seed in SEEDS:
         r = run(_config(names, seed, task, cache_dir), graph=_graph())
-        assert r["status"] == "ok", r.get("unavailable")
-        out.append(r["accuracy"]["test"])
+        assert r.status == "ok", r.unavailable
+        out.append(r.accuracy["test"])
     return out
 
 
 def _task(name: str) -> str:
-    return "link" if name == "degree_negatives" else "node"
+    return registry.get(name).task
 
 
 def _skip_if_unavailable(name: str, cache_dir: str) -> None:

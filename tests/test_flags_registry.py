@@ -64,7 +64,10 @@ def test_unavailable_reports_a_reason_for_missing_device():
     assert "feature_placement='uva'" in opt.unavailable(torch.device("cpu"))
     assert opt.requires == ("cuda",)
     assert opt.unavailable("cuda") is None
-    assert Flags(pin_memory=True).unavailable("cpu") == {
+    from gnnbench.availability import reasons
+    from gnnbench.flags import RunContext
+
+    assert reasons(Flags(pin_memory=True), RunContext(device="cpu")) == {
         "pin_memory": "pinned (page-locked) memory only exists with CUDA (device is cpu)"}
     with pytest.raises(ValueError, match="unknown Flags field"):
         Optimization(name="bad", changes={"nope": 1}, description="d", expected_effect="e", layer="x")

@@ -6,13 +6,13 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features import FeatureStore, Unavailable, prefetch_features
-from gnnbench.flags import Flags
+from gnnbench.features import place_features, prefetch_features
+from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache
-from gnnbench.sampling.loader import make_batch_source
+from gnnbench.sampling.sources import make_batch_source
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches, induced_subgraph, metis_partition
 
 
@@ -250,16 +250,19 @@ def test_subgraph_sources_via_flags(prepared, graph, source):
         check_batch_edges(graph, b)
 
 
-def test_pin_memory_flag_unavailable_without_cuda(prepared):
-    if torch.cuda.is_available():
-        pytest.skip("CUDA present")
-    with pytest.raises(Unavailable, match="pinned"):
-        make_batch_source(prepared, Flags(pin_memory=True))
+def test_pin_memory_flag_unavailable_without_cuda(graph):
+    # Answered for the run's device (not the machine's): a CPU run cannot pin, with or without CUDA here.
+    from gnnbench.availability import reasons
+    from gnnbench.flags import RunContext
+
+    assert "pinned" in reasons(Flags(pin_memory=True), RunContext(device="cpu"))["pin_memory"]
+    with pytest.raises(UnavailableError, match="pinned"):
+        place_features(graph.x, "cpu", "host", pin_memory=True)
 
 
 # -------------------------------------------------------------- feature store
 def test_host_store_gathers_exact_rows(graph):
-    store = FeatureStore(graph.x, "cpu", "host")
+    store = place_features(graph.x, "cpu", "host")
     ids = torch.tensor([5, 0, 3999, 5])
     assert torch.equal(store.gather(ids), graph.x[ids])
     assert store.stats.batches == 1 and store.stats.bytes_h2d == 0  # no device to move to
@@ -267,15 +270,15 @@ def test_host_store_gathers_exact_rows(graph):
 
 @pytest.mark.parametrize("placement", ["device", "hot_cold", "uva"])
 def test_cuda_placements_unavailable_on_cpu(graph, placement):
-    with pytest.raises(Unavailable, match="CUDA"):
-        FeatureStore(graph.x, "cpu", placement, hot_nodes=graph.train_mask.nonzero().view(-1))
+    with pytest.raises(UnavailableError, match="CUDA"):
+        place_features(graph.x, "cpu", placement, hot_nodes=graph.train_mask.nonzero().view(-1))
     opt = {"device": "features_on_device", "hot_cold": "hot_cold", "uva": "uva"}[placement]
     assert registry.get(opt).unavailable("cpu")
 
 
 def test_prefetch_unavailable_on_cpu(graph):
-    store = FeatureStore(graph.x, "cpu", "host")
-    with pytest.raises(Unavailable, match="CUDA streams"):
+    store = place_features(graph.x, "cpu", "host")
+    with pytest.raises(UnavailableError, match="CUDA streams"):
         next(prefetch_features([], store))
 
 
@@ -288,7 +291,7 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
                                            ("hot_cold", False), ("uva", False)])
 def test_cuda_placements_gather_exact_rows(graph, placement, pin):
     train = graph.train_mask.nonzero().view(-1)
-    store = FeatureStore(graph.x, "cuda", placement, hot_nodes=train, pin_memory=pin)
+    store = place_features(graph.x, "cuda", placement, hot_nodes=train, pin_memory=pin)
     ids = torch.randint(0, graph.num_nodes, (1000,))
     out = store.gather(ids)
     assert out.is_cuda and torch.equal(out.cpu(), graph.x[ids])
@@ -308,7 +311,7 @@ def test_cuda_placements_gather_exact_rows(graph, placement, pin):
 @pytest.mark.cuda
 @cuda
 def test_side_stream_prefetch_yields_exact_features(graph):
-    store = FeatureStore(graph.x, "cuda", "host", pin_memory=True)
+    store = place_features(graph.x, "cuda", "host", pin_memory=True)
     batches = [torch.randint(0, graph.num_nodes, (500,)) for _ in range(5)]
     got = list(prefetch_features(batches, store, n_id_of=lambda ids: ids))
     assert len(got) == 5

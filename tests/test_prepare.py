@@ -3,10 +3,11 @@ import torch
 from hypothesis import given, strategies as st
 
 from gnnbench import registry
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs import CleanOptions, Graph
 from gnnbench.graphs.norm import gcn_norm
-from gnnbench.graphs.prepare import IndexOverflowError, check_index_fits, prepare, to_index_dtype
+from gnnbench.graphs import index
+from gnnbench.graphs.prepare import IndexOverflowError, check_index_fits, prepare, to_index_dtype, unavailable
 from tests.graphs_strategies import random_edges
 
 INT32_MAX = 2**31 - 1
@@ -77,3 +78,29 @@ def test_prepared_graph_on_tiny(tiny_graph):
     torch.testing.assert_close(p.norm.edge_weight, ref.edge_weight)
     assert p.index_bytes_before == 8 * (tiny_graph.edge_index.numel() + tiny_graph.num_nodes + 1)
     assert p.index_bytes_after * 2 == p.index_bytes_before
+
+
+def test_prepare_reexports_the_index_helpers():
+    assert IndexOverflowError is index.IndexOverflowError
+    assert check_index_fits is index.check_index_fits
+    assert to_index_dtype is index.to_index_dtype
+
+
+@pytest.mark.parametrize("num_nodes, num_edges, what, value", [
+    (2**31 + 1, 10, "node id", 2**31),
+    (10, 2**31, "edge offset", 2**31),
+])
+def test_unavailable_refuses_int32_when_the_graph_does_not_fit(num_nodes, num_edges, what, value):
+    ctx = RunContext(num_nodes=num_nodes, num_edges=num_edges)
+    with pytest.raises(IndexOverflowError) as raised:
+        check_index_fits(value, torch.int32, what)
+    assert unavailable(Flags(index_dtype="int32"), ctx) == [Unavailable("index_dtype", str(raised.value))]
+    assert unavailable(Flags(), ctx) == [], "int64 always fits"
+
+
+@pytest.mark.parametrize("num_nodes, num_edges", [
+    (None, None), (2**31, None), (None, INT32_MAX), (2**31, INT32_MAX), (1, 0),
+])
+def test_unavailable_accepts_int32_when_sizes_fit_or_are_unknown(num_nodes, num_edges):
+    ctx = RunContext(num_nodes=num_nodes, num_edges=num_edges)
+    assert unavailable(Flags(index_dtype="int32"), ctx) == []

@@ -19,7 +19,7 @@ REFERENCE = Path(__file__).resolve().parent.parent / "results" / "compare-small-
 def report(tmp_path_factory):
     from gnnbench.graphs import GraphSpec
     from gnnbench.flags import Flags
-    from gnnbench.runner import RunConfig
+    from gnnbench.training import RunConfig
     from gnnbench.sweep import run_sweep, sweep_entries
 
     out_dir = tmp_path_factory.mktemp("sweep")

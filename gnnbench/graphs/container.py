@@ -10,6 +10,7 @@ from torch import Tensor
 
 from gnnbench.graphs.clean import CleanOptions, clean_edges
 from gnnbench.graphs.csr import CSR, rowptr_from_sorted_targets
+from gnnbench.graphs.index import to_index_dtype
 
 __all__ = ["Graph", "GraphError", "random_split_masks"]
 
@@ -236,10 +237,8 @@ class Graph:
         """The same graph with ``edge_index`` and ``rowptr`` in ``dtype``.
 
         Guarded: converting to int32 raises when a node id or an edge offset
-        does not fit (see :func:`gnnbench.graphs.prepare.check_index_fits`).
+        does not fit (see :func:`gnnbench.graphs.index.check_index_fits`).
         """
-        from gnnbench.graphs.prepare import to_index_dtype
-
         if dtype == self.index_dtype and self.rowptr.dtype == dtype:
             return self
         return replace(

@@ -9,52 +9,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.container import Graph
 from gnnbench.graphs.csr import CSR, coo_to_csr
+from gnnbench.graphs.index import INDEX_DTYPE_BY_NAME, IndexOverflowError, check_index_fits, to_index_dtype
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
 
-__all__ = ["PreparedGraph", "prepare", "check_index_fits", "to_index_dtype", "IndexOverflowError",
-           "INDEX_DTYPE_BY_NAME"]
-
-INDEX_DTYPE_BY_NAME = {"int64": torch.int64, "int32": torch.int32}
-
-
-class IndexOverflowError(ValueError):
-    """An index value does not fit the requested index dtype."""
-
-
-def check_index_fits(max_value: int, dtype: torch.dtype, what: str = "index") -> None:
-    """Raise :class:`IndexOverflowError` if ``max_value`` does not fit ``dtype``.
-
-    Args:
-        max_value: The largest value that will be stored (e.g. ``num_nodes - 1``
-            for node ids, ``num_edges`` for CSR offsets).
-        dtype: ``torch.int32`` or ``torch.int64``.
-        what: What the value is, for the message.
-    """
-    if dtype not in (torch.int32, torch.int64):
-        raise ValueError(f"index dtype must be torch.int32 or torch.int64 (got {dtype})")
-    limit = torch.iinfo(dtype).max
-    if max_value > limit:
-        raise IndexOverflowError(
-            f"largest {what} {max_value} does not fit {str(dtype).replace('torch.', '')} "
-            f"(max {limit}); use index_dtype='int64' for this graph"
-        )
-
-
-def to_index_dtype(t: Tensor, dtype: torch.dtype, *, what: str = "index", max_value: int | None = None) -> Tensor:
-    """Convert an index tensor to ``dtype``, never wrapping silently.
-
-    ``max_value`` is the largest value ``t`` may hold (known from the graph's
-    size); when omitted it is computed from ``t``.
-    """
-    if t.dtype == dtype:
-        return t
-    if max_value is None:
-        max_value = int(t.max()) if t.numel() else 0
-    check_index_fits(max_value, dtype, what)
-    return t.to(dtype)
+# The index helpers live in gnnbench.graphs.index; they are re-exported here.
+__all__ = ["PreparedGraph", "prepare", "unavailable", "check_index_fits", "to_index_dtype",
+           "IndexOverflowError", "INDEX_DTYPE_BY_NAME"]
 
 
 @dataclass
@@ -108,21 +71,6 @@ class PreparedGraph:
             return self.norm
         return gcn_norm(self.graph.edge_index, self.graph.num_nodes, add_self_loops=True)
 
-    def to(self, device: torch.device | str) -> "PreparedGraph":
-        """Move index and normalization tensors to ``device`` (features stay where the feature store puts them)."""
-        dev = torch.device(device)
-        g = self.graph
-        moved = Graph(
-            edge_index=g.edge_index.to(dev), rowptr=g.rowptr.to(dev), x=g.x, y=g.y,
-            train_mask=g.train_mask, val_mask=g.val_mask, test_mask=g.test_mask,
-            lp_val_pos=g.lp_val_pos, lp_test_pos=g.lp_test_pos, meta=g.meta,
-        )
-        csr = CSR(moved.rowptr, moved.edge_index[0]) if self.csr is not None else None
-        norm = (GCNNorm(self.norm.edge_weight.to(dev), self.norm.self_weight.to(dev))
-                if self.norm is not None else None)
-        return PreparedGraph(moved, self.flags, csr, norm, self.index_bytes_before,
-                             self.index_bytes_after, self.prepare_seconds, dict(self.stats))
-
 
 def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
     """Apply the graph-layer flags to ``graph``.
@@ -151,3 +99,32 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
         prepare_seconds=t_end - t0,
         stats={"index_cast_seconds": t_index - t0, "norm_and_csr_seconds": t_end - t_index},
     )
+
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """The graph layer's answer to "can these flags run here?".
+
+    Only ``index_dtype`` can be refused: ``"int32"`` when the graph's largest
+    node id (``num_nodes - 1``) or largest CSR offset (``num_edges``) does not
+    fit int32. Sizes that are not known yet (``None``) are not refused;
+    :func:`prepare` guards the conversion again once the graph exists.
+
+    Args:
+        flags: The configuration to check.
+        ctx: Where and what it runs; ``num_nodes`` and ``num_edges`` are read.
+
+    Returns:
+        ``[Unavailable("index_dtype", reason)]`` with the same message
+        :func:`prepare` would raise as :class:`IndexOverflowError`, or ``[]``.
+    """
+    dtype = INDEX_DTYPE_BY_NAME[flags.index_dtype]
+    if dtype == torch.int64:
+        return []
+    try:
+        if ctx.num_nodes is not None:
+            check_index_fits(ctx.num_nodes - 1, dtype, "node id")
+        if ctx.num_edges is not None:
+            check_index_fits(ctx.num_edges, dtype, "edge offset")
+    except IndexOverflowError as exc:
+        return [Unavailable("index_dtype", str(exc))]
+    return []

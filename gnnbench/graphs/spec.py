@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["GraphSpec", "PRESETS", "preset_names"]
+__all__ = ["GraphSpec", "PRESETS"]
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,3 @@ PRESETS: dict[str, GraphSpec] = {
     # ~10M nodes, ~200M directed edges: for a GPU machine.
     "large": GraphSpec(num_nodes=10_000_000, avg_degree=20.0, feature_dim=64, name="large"),
 }
-
-
-def preset_names() -> list[str]:
-    return list(PRESETS)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import os
 from pathlib import Path
 
 from gnnbench import registry
+from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.sweep import BASELINE, compare_rows
+from gnnbench.results import BASELINE, compare_rows
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -26,16 +26,6 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 
 def _esc(x) -> str:
     return html.escape(str(x))
-
-
-def _fmt_bytes(n) -> str:
-    if n is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def _figure_html(fig, div_id: str) -> str:
@@ -199,8 +189,5 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
             f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
             f"</head><body>{body}</body></html>")
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    write_bytes_atomic(out, page.encode("utf-8"))
     return out

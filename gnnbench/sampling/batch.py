@@ -67,5 +67,12 @@ class Batch:
             num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,
         )
 
+    def to(self, device: torch.device, *, edge_ids: bool = True) -> "Batch":
+        """The batch with its tensors on ``device`` (non-blocking); ``edge_ids=False`` leaves ``e_id`` behind
+        (only aggregation with cached coefficients reads it)."""
+        moved = {k: (v.to(device, non_blocking=True) if isinstance(v, Tensor) and (edge_ids or k != "e_id") else v)
+                 for k, v in self.to_dict().items()}
+        return Batch(**moved)
+
     def nbytes(self) -> int:
         return sum(v.nbytes for v in self.to_dict().values() if isinstance(v, Tensor))

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from gnnbench.atomic import write_bytes_atomic
 from gnnbench.sampling.batch import Batch
 
 __all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache"]
@@ -40,15 +41,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "gnnbench" / "batches"
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 @dataclass
 class CacheStats:
     """What the cache did: batches served from disk, sampled anew, rejected."""
@@ -59,11 +51,6 @@ class CacheStats:
     windows_built: int = 0  # windows (re)written
     bytes_written: int = 0
     bytes_read: int = 0
-
-    @property
-    def hit_rate(self) -> float:
-        total = self.hits + self.misses
-        return self.hits / total if total else 0.0
 
 
 class BatchCache:
@@ -90,7 +77,7 @@ class BatchCache:
         self.dir.mkdir(parents=True, exist_ok=True)
         marker = self.dir / _MARKER
         if not marker.exists():
-            _atomic_write(marker, json.dumps(material, indent=1, sort_keys=True, default=str).encode())
+            write_bytes_atomic(marker, json.dumps(material, indent=1, sort_keys=True, default=str).encode())
         self.stats = CacheStats()
 
     def window(self, epoch: int) -> int:
@@ -187,14 +174,14 @@ class BatchCache:
             torch.save(batch.to_dict(), buf)
             data = buf.getvalue()
             name = f"batch-{len(entries):06d}.pt"
-            _atomic_write(wdir / name, data)
+            write_bytes_atomic(wdir / name, data)
             entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
             self.stats.misses += 1
             self.stats.bytes_written += len(data)
             nxt = next(it, None)
             if nxt is None:  # complete: the manifest goes last, before the final batch is served
-                _atomic_write(wdir / "manifest.json",
-                              json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
+                write_bytes_atomic(wdir / "manifest.json",
+                                   json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
                 self.stats.windows_built += 1
             yield batch
 

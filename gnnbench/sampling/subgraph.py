@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.graphs.csr import CSR
+from gnnbench.graphs.index import check_index_fits
 from gnnbench.sampling.batch import Batch
 
 __all__ = ["induced_subgraph", "metis_partition", "ClusterGCNBatches", "SaintRandomWalkBatches"]
@@ -81,8 +82,6 @@ def metis_partition(csr: CSR, num_parts: int, seed: int = 0) -> Tensor:
     rows = key // n
     xadj = torch.zeros(n + 1, dtype=torch.int64)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=xadj[1:])
-    from gnnbench.graphs.prepare import check_index_fits
-
     check_index_fits(max(n, key.numel()), torch.int32, "METIS adjacency index (pymetis takes int32)")
     adjncy = (key - rows * n).numpy().astype(np.int32)
     # METIS maps nearby seeds to the same stream (0 and 1 partition identically): spread them.
@@ -133,9 +132,6 @@ class ClusterGCNBatches:
 
     def part_sizes(self) -> Tensor:
         return self.part_ptr.diff()
-
-    def num_batches(self) -> int:
-        return math.ceil(self.num_parts / self.clusters_per_batch)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         """The batches of ``epoch`` (re-partitioning first when due)."""

@@ -11,9 +11,9 @@ import torch
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, UnavailableError, format_reasons
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.runner import ConfigUnavailable, RunConfig, Trainer, config_unavailable
+from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 SPEC = GraphSpec.preset("tiny")
 BASE_FLAGS = Flags(fanout=(10, 5), batch_size=256)
@@ -26,28 +26,31 @@ def graph():
 
 
 def _config(name: str, optimized: bool) -> RunConfig:
-    flags = registry.get(name).apply(BASE_FLAGS) if optimized else BASE_FLAGS
-    task = "link" if name == "degree_negatives" else "node"  # its baseline is the link-prediction baseline
-    return RunConfig(spec=SPEC, flags=flags, task=task, hidden=32, device=DEVICE)
+    opt = registry.get(name)
+    flags = opt.apply(BASE_FLAGS) if optimized else BASE_FLAGS
+    # the entry's own task: a link-prediction entry's baseline is the link-prediction baseline
+    return RunConfig(spec=SPEC, flags=flags, task=opt.task, hidden=32, device=DEVICE)
 
 
 def _bench_step(benchmark, graph, name: str, optimized: bool, request):
     config = _config(name, optimized)
     reasons = config_unavailable(config, resolve_device(config.device))
     if reasons:
-        pytest.skip("; ".join(f"{k}: {v}" for k, v in reasons.items()))
+        pytest.skip(format_reasons(reasons))
     try:
         trainer = Trainer(config, graph=graph)
-    except ConfigUnavailable as exc:
+    except UnavailableError as exc:
         pytest.skip(str(exc))
     enabled = not request.config.getoption("benchmark_disable", default=True)
     benchmark.group = f"step {name} ({SPEC.name}, {DEVICE})"
     benchmark.extra_info.update({"role": "optimized" if optimized else "baseline", "optimization": name,
                                  "flags": config.flags.to_dict(), "spec": SPEC.to_dict(), "task": config.task})
+    steps = trainer.steps(epochs=float("inf"))  # the one training loop, one step per call
     try:
-        benchmark.pedantic(trainer.train_step, rounds=15 if enabled else 1,
+        benchmark.pedantic(lambda: next(steps), rounds=15 if enabled else 1,
                            warmup_rounds=3 if enabled else 0, iterations=1)
     finally:
+        steps.close()
         trainer.close()
 
 

@@ -9,6 +9,7 @@ import torch
 
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.sampling.neighbor import NeighborSampleCore
+from gnnbench.sampling.peers import torch_sparse_sampler
 
 FANOUTS = (15, 10)
 BATCH = 1024
@@ -37,9 +38,9 @@ def test_gnnbench_sampler(benchmark, sampling_graph):
 
 
 def test_torch_sparse_sampler(benchmark, sampling_graph):
-    torch_sparse = pytest.importorskip("torch_sparse", reason="peer sampler; build torch-sparse to compare")
-    assert torch_sparse
     g, seeds = sampling_graph
-    rowptr, col = g.rowptr, g.edge_index[0].contiguous()
-    _run(benchmark, lambda s: torch.ops.torch_sparse.neighbor_sample(rowptr, col, s, list(FANOUTS), False, True),
-         seeds, g, "torch_sparse")
+    try:
+        sample = torch_sparse_sampler(g.rowptr, g.edge_index[0].contiguous(), FANOUTS)
+    except ImportError as exc:
+        pytest.skip(f"peer sampler: {exc}")
+    _run(benchmark, sample, seeds, g, "torch_sparse")

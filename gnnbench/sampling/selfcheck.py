@@ -1,4 +1,4 @@
-"""Data-pipeline self-report: sampler uniformity, negative-sampling cost, batch-cache behaviour.
+"""Data-pipeline self-check: sampler uniformity, negative-sampling cost, batch-cache behaviour.
 
 ``gnnbench pipeline`` prints it; each function is also usable on its own.
 """
@@ -92,7 +92,7 @@ def negative_costs(graph: Graph, num: int = 100_000, repeats: int = 5, seed: int
 def cache_behaviour(prepared: PreparedGraph, flags: Flags, epochs: int = 7, cache_dir: str | Path | None = None
                     ) -> list[dict]:
     """Per-epoch time, hits and misses of the batch cache (``flags.batch_cache_epochs`` > 0)."""
-    from gnnbench.sampling.loader import make_batch_source
+    from gnnbench.sampling.sources import make_batch_source
 
     if flags.batch_cache_epochs < 1:
         raise ValueError(f"cache_behaviour needs flags.batch_cache_epochs >= 1 (got {flags.batch_cache_epochs})")

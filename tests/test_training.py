@@ -7,8 +7,10 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.runner import RunConfig, run
-from gnnbench.sweep import compare_rows, run_sweep, sweep_entries
+from gnnbench.measure import run
+from gnnbench.results import compare_rows
+from gnnbench.sweep import run_sweep, sweep_entries
+from gnnbench.training import RunConfig
 from gnnbench.timing import PHASES, bootstrap_ratio, summarize
 
 SPEC = GraphSpec.preset("tiny", num_nodes=3000)
@@ -19,32 +21,32 @@ QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1
 def test_run_result_schema_and_phases(tmp_path):
     out = tmp_path / "run.json"
     r = run(QUICK, out=out)
-    assert r["status"] == "ok"
+    assert r.status == "ok"
     assert json.loads(out.read_text())["status"] == "ok", "written to disk"
-    assert r["steps"] == {"measured": 4, "warmup": 2, "total": 6}
-    assert set(r["phases"]) == set(PHASES)
+    assert r.steps == {"measured": 4, "warmup": 2, "total": 6}
+    assert set(r.phases) == set(PHASES)
     for p in PHASES:
-        assert r["phases"][p]["n"] == 4 and r["phases"][p]["median"] >= 0
-    assert 0 <= r["accuracy"]["test"] <= 1 and 0 <= r["accuracy"]["val"] <= 1
-    assert r["timing_mode"] == "sync" and r["environment"]["torch"] == torch.__version__
-    assert r["config"]["flags"]["fanout"] == [5, 3] and r["config"]["spec"]["num_nodes"] == 3000
-    assert r["instrumentation_overhead_fraction"] < 0.02
-    assert r["device_busy_fraction"] is None and "NVML" in r["device_busy_reason"]
-    phase_sum = sum(r["phases"][p]["median"] for p in PHASES)
-    assert phase_sum <= 1.5 * r["step_seconds"]["max"]
-    json.dumps(r)  # serializable
+        assert r.phases[p]["n"] == 4 and r.phases[p]["median"] >= 0
+    assert 0 <= r.accuracy["test"] <= 1 and 0 <= r.accuracy["val"] <= 1
+    assert r.timing_mode == "sync" and r.environment["torch"] == torch.__version__
+    assert r.config["flags"]["fanout"] == [5, 3] and r.config["spec"]["num_nodes"] == 3000
+    assert r.instrumentation_overhead_fraction < 0.02
+    assert r.device_busy_fraction is None and "NVML" in r.device_busy_reason
+    phase_sum = sum(r.phases[p]["median"] for p in PHASES)
+    assert phase_sum <= 1.5 * r.step_seconds["max"]
+    json.dumps(r.to_dict())  # serializable
 
 
 def test_end_to_end_mode_times_steps_only():
     r = run(dataclasses.replace(QUICK, sync_phases=False))
-    assert r["timing_mode"] == "end_to_end" and r["step_seconds"]["n"] == 4
-    assert r["data_wait_fraction"] is None
+    assert r.timing_mode == "end_to_end" and r.step_seconds["n"] == 4
+    assert r.data_wait_fraction is None
 
 
 def test_training_learns_on_tiny():
     cfg = dataclasses.replace(QUICK, max_steps_per_epoch=None, epochs=5, hidden=32, lr=0.02)
     r = run(cfg)
-    assert r["accuracy"]["test"] > 0.6  # features alone reach ~0.2 on this graph
+    assert r.accuracy["test"] > 0.6  # features alone reach ~0.2 on this graph
 
 
 @pytest.mark.parametrize("names,field", [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"),
@@ -53,13 +55,13 @@ def test_unavailable_flags_report_reasons_not_numbers(names, field):
     if torch.cuda.is_available() and field != "negative_mode":
         pytest.skip("available with CUDA")
     r = run(dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags)))
-    assert r["status"] == "unavailable" and field in r["unavailable"]
-    assert "phases" not in r
+    assert r.status == "unavailable" and field in r.unavailable
+    assert r.phases is None and "phases" not in r.to_dict()
 
 
 def test_cached_norm_with_sage_is_reported_unavailable():
     r = run(dataclasses.replace(QUICK, model="sage", flags=registry.flags_for(["cached_norm"], QUICK.flags)))
-    assert r["status"] == "unavailable" and "model 'sage' has none" in r["unavailable"]["cached_norm"]
+    assert r.status == "unavailable" and "model 'sage' has none" in r.unavailable["cached_norm"]
 
 
 def test_bad_configurations_are_refused_with_clear_messages():
@@ -76,15 +78,15 @@ def test_bad_configurations_are_refused_with_clear_messages():
 
 @pytest.mark.parametrize("names", [["sparse_agg"], ["partial_amp"], ["cached_norm"], ["int32", "csr"],
                                    ["batch_cache"], ["cluster_gcn"], ["graphsaint"], ["workers"]])
-def test_every_cpu_flag_runs_through_the_runner(names, tmp_path):
+def test_every_cpu_flag_runs_through_the_trainer(names, tmp_path):
     cfg = dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags), cache_dir=str(tmp_path),
                               max_steps_per_epoch=4, warmup_steps=1)
     if "cluster_gcn" in names or "graphsaint" in names:  # several batches on a 3,000-node graph
         cfg = dataclasses.replace(cfg, flags=cfg.flags.replace(cluster_size=500, clusters_per_batch=1,
                                                                saint_roots=200))
     r = run(cfg)
-    assert r["status"] == "ok", r.get("unavailable")
-    assert r["steps"]["measured"] >= 1
+    assert r.status == "ok", r.unavailable
+    assert r.steps["measured"] >= 1
 
 
 def test_sweep_resumes_without_redoing_finished_runs(tmp_path):
@@ -113,7 +115,7 @@ def test_sweep_resumes_without_redoing_finished_runs(tmp_path):
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
     entries = sweep_entries(QUICK, [], include_all_recommended=False)
     results = run_sweep(entries, tmp_path, isolate=True)
-    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("runner_main.py")
+    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure.py")
 
 
 def test_all_recommended_combines_available_entries():
@@ -140,12 +142,12 @@ def test_bootstrap_ratio_and_summary():
 def test_compile_reports_compile_time_apart():
     cfg = dataclasses.replace(QUICK, flags=registry.flags_for(["compile"], QUICK.flags), max_steps_per_epoch=7)
     r = run(cfg)
-    assert r["status"] == "ok"
-    c = r["compile"]
-    assert c["first_step_seconds"] > r["step_seconds"]["median"]
-    assert c["unique_graphs"] >= 1 and c["recompilations"] >= 0
+    assert r.status == "ok"
+    c = r.compile
+    assert c.first_step_seconds > r.step_seconds["median"]
+    assert c.unique_graphs >= 1 and c.recompilations >= 0
     base = run(dataclasses.replace(cfg, flags=QUICK.flags))
-    assert abs(r["accuracy"]["test"] - base["accuracy"]["test"]) < 0.05
+    assert abs(r.accuracy["test"] - base.accuracy["test"]) < 0.05
 
 
 @pytest.mark.cuda
@@ -157,24 +159,29 @@ def test_cuda_runs_every_device_flag(names):
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(names, QUICK.flags),
                               max_steps_per_epoch=None, epochs=3, lr=0.02, hidden=32)
     r = run(cfg)
-    assert r["status"] == "ok", r.get("unavailable")
-    assert r["memory"]["device_peak_bytes"] > 0 and r["device_phase_ms"] is not None
-    assert r["accuracy"]["test"] > 0.4
+    assert r.status == "ok", r.unavailable
+    assert r.memory["device_peak_bytes"] > 0 and r.device_phase_ms is not None
+    assert r.accuracy["test"] > 0.4
     if names and names[0] in ("features_on_device", "uva"):
-        assert r["transfer"]["device_feature_bytes"] == (SPEC.num_nodes * SPEC.feature_dim * 4
+        assert r.transfer["device_feature_bytes"] == (SPEC.num_nodes * SPEC.feature_dim * 4
                                                          if names[0] == "features_on_device" else 0)
 
 
-def test_trainer_train_step_cycles_epochs():
-    from gnnbench.runner import ConfigUnavailable, Trainer
+def test_trainer_steps_cycle_epochs_one_step_at_a_time():
+    from gnnbench.flags import UnavailableError
+    from gnnbench.training import Trainer
 
     trainer = Trainer(QUICK)
-    losses = [trainer.train_step() for _ in range(15)]  # 7 batches per epoch: crosses two epoch ends
-    assert trainer._epoch == 2 and all(l == l for l in losses)
+    steps = trainer.steps(epochs=float("inf"))  # as asv and pytest-benchmark drive it
+    taken = [next(steps) for _ in range(15)]  # 7 batches per epoch: crosses two epoch ends
+    losses = [s.loss for s in taken]
+    assert taken[-1].epoch == 2 and all(l == l for l in losses)
+    assert [s.index for s in taken] == list(range(15)) and [s.measured for s in taken[:3]] == [False, False, True]
+    steps.close()
     acc, _ = trainer.evaluate()
     assert acc["metric"] == "accuracy" and 0 <= acc["test"] <= 1
     trainer.close()
     if not torch.cuda.is_available():
-        with pytest.raises(ConfigUnavailable) as err:
+        with pytest.raises(UnavailableError) as err:
             Trainer(dataclasses.replace(QUICK, flags=registry.flags_for(["uva"], QUICK.flags)))
         assert "feature_placement" in err.value.reasons

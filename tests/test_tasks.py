@@ -8,8 +8,10 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.linkpred import LinkBatches, auc, hits_at_k, training_pairs
-from gnnbench.runner import RunConfig, run
+from gnnbench.measure import run
+from gnnbench.sampling.loaders import LinkBatches, training_pairs
+from gnnbench.tasks import auc, hits_at_k
+from gnnbench.training import RunConfig
 
 
 def test_auc_matches_pairwise_definition():
@@ -47,10 +49,10 @@ def test_link_task_trains_and_reports_auc_and_hits():
                     flags=Flags(fanout=(5, 3), batch_size=256), epochs=2, max_steps_per_epoch=12, warmup_steps=2,
                     hidden=32, lr=0.01)
     r = run(cfg)
-    assert r["status"] == "ok"
-    acc = r["accuracy"]
+    assert r.status == "ok"
+    acc = r.accuracy
     assert acc["metric"] == "auc" and acc["test"] > 0.6 and 0 <= acc["test_hits@50"] <= 1
     deg = run(dataclasses.replace(cfg, flags=registry.flags_for(["degree_negatives"], cfg.flags)))
-    assert deg["status"] == "ok" and deg["accuracy"]["test"] > 0.5
+    assert deg.status == "ok" and deg.accuracy["test"] > 0.5
     sub = run(dataclasses.replace(cfg, flags=registry.flags_for(["cluster_gcn"], cfg.flags)))
-    assert sub["status"] == "unavailable" and "link prediction" in sub["unavailable"]["batch_source"]
+    assert sub.status == "unavailable" and "link prediction" in sub.unavailable["batch_source"]

@@ -1,0 +1,36 @@
+"""What cannot run here, and why: every layer's answer for its own ``Flags`` fields, collected.
+
+Each layer owns the rules for its fields (:func:`gnnbench.graphs.prepare.unavailable`,
+:func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.unavailable`,
+:func:`gnnbench.models.unavailable`, :func:`gnnbench.tasks.unavailable`); :func:`check`
+asks them all. The trainer, the registry, sweeps, benchmarks and tests read
+this one answer, so a configuration is refused the same way everywhere.
+"""
+
+from __future__ import annotations
+
+from gnnbench import features, models, tasks
+from gnnbench.flags import Flags, RunContext, Unavailable
+from gnnbench.graphs import prepare
+from gnnbench.sampling import sources
+
+__all__ = ["check", "reasons", "LAYERS"]
+
+LAYERS = (prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable)
+
+
+def check(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """Every field of ``flags`` that cannot run in ``ctx``, with the reason (empty: it can run)."""
+    out: list[Unavailable] = []
+    for layer in LAYERS:
+        out += layer(flags, ctx)
+    out += sources.unavailable(flags, ctx, kind=tasks.TASKS[ctx.task].source_kind(flags))
+    return out
+
+
+def reasons(flags: Flags, ctx: RunContext) -> dict[str, str]:
+    """:func:`check` as ``{field: reason}`` (reasons for one field joined)."""
+    out: dict[str, str] = {}
+    for u in check(flags, ctx):
+        out[u.field] = f"{out[u.field]}; {u.reason}" if u.field in out else u.reason
+    return out

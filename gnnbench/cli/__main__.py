@@ -1,0 +1,5 @@
+import sys
+
+from gnnbench.cli import main
+
+sys.exit(main())

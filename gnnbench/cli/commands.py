@@ -1,0 +1,239 @@
+"""The ``gnnbench`` commands: each turns parsed options into library calls and prints through
+:mod:`gnnbench.cli.tables`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+from gnnbench import registry
+from gnnbench.cli.options import config_from_args, graph_layer_names, spec_from_args
+from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes, table
+from gnnbench.flags import Flags
+from gnnbench.graphs import CleanOptions, generate
+from gnnbench.graphs.io import load_graph
+from gnnbench.graphs.prepare import prepare
+from gnnbench.graphs.stats import graph_stats
+
+__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_gpu_check", "cmd_profile", "cmd_report", "cmd_env",
+           "cmd_flags", "cmd_pipeline", "cmd_cache"]
+
+
+def _graph_from_args(args: argparse.Namespace):
+    if getattr(args, "load", None):
+        clean = CleanOptions(dedupe=not args.no_dedupe, to_undirected=args.undirected,
+                             self_loops=args.self_loops)
+        t0 = time.perf_counter()
+        graph = load_graph(args.load, clean=clean, split_seed=args.seed or 0)
+        return graph, {"source": args.load, "load_seconds": time.perf_counter() - t0}
+    spec = spec_from_args(args)
+    graph = generate(spec)
+    return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
+                   "generate_seconds": graph.meta["generate_seconds"]}
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    graph, info = _graph_from_args(args)
+    names = args.flags if args.flags is not None else graph_layer_names()
+    base = prepare(graph, Flags())
+    flagged = prepare(graph, registry.flags_for(names))
+    result = {
+        **info,
+        "stats": graph_stats(graph).to_dict(),
+        "prepare": {
+            "baseline_seconds": base.prepare_seconds,
+            "flags": names,
+            "flagged_seconds": flagged.prepare_seconds,
+            "index_bytes_before": flagged.index_bytes_before,
+            "index_bytes_after": flagged.index_bytes_after,
+        },
+    }
+    print(json.dumps(result, indent=2) if args.json else format_graph_report(result))
+    return 0
+
+
+def _progress_bar(desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
+
+    def update(step: int, total: int) -> None:
+        if total and bar.total != total:
+            bar.total = total
+        bar.n = step
+        bar.refresh()
+
+    return bar, update
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from gnnbench.measure import run
+
+    config = config_from_args(args, args.flags)
+    bar, update = _progress_bar("training")
+    try:
+        result = run(config, out=args.out, progress=update)
+    finally:
+        bar.close()
+    print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else format_run(result))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from gnnbench.results import compare_rows
+    from gnnbench.sweep import run_sweep, sweep_entries
+
+    base = config_from_args(args, [])
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    entries = sweep_entries(base, args.flags, seeds=seeds)
+    out_dir = args.out_dir or f"results/compare-{args.preset}-{base.device.replace(':', '')}"
+    bar = tqdm(total=len(entries), desc="configurations", unit="run", file=sys.stderr, disable=None)
+
+    def progress(done, total, entry, status):
+        bar.n = done
+        bar.set_postfix_str(f"{entry.label}: {status}")
+        bar.refresh()
+
+    try:
+        results = run_sweep(entries, out_dir, isolate=not args.in_process, resume=not args.no_resume,
+                            progress=progress)
+    finally:
+        bar.close()
+    rows = compare_rows(results)
+    print(json.dumps(rows, indent=1, default=str) if args.json else format_compare(rows))
+    print(f"\nresults: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def cmd_gpu_check(args: argparse.Namespace) -> int:
+    from gnnbench.env import environment, resolve_device
+    from gnnbench.results import compare_rows
+    from gnnbench.sweep import run_sweep, sweep_entries
+    from gnnbench.training import RunConfig
+
+    device = resolve_device(args.device)
+    base = RunConfig(spec=spec_from_args(args), device=str(device), epochs=1,
+                     max_steps_per_epoch=args.steps, warmup_steps=5)
+    entries = sweep_entries(base, None)
+    env = environment(device)
+    print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
+          f"preset {args.preset}, {args.steps} steps per configuration", flush=True)
+    t0 = time.perf_counter()
+
+    def progress(done, total, entry, status):
+        if status != "running":
+            print(f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
+    print()
+    print(format_compare(compare_rows(results), extra=GPU_COLUMNS))
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
+    return 0
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    from gnnbench.measure import run
+
+    config = config_from_args(args, args.flags)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])
+    prof = profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=args.active_steps),
+                   on_trace_ready=lambda p: p.export_chrome_trace(args.trace))
+    config = dataclasses.replace(config, epochs=1, max_steps_per_epoch=args.active_steps + 2)
+    result = run(config, profiler=prof)
+    if not result.ok:
+        print(format_run(result))
+        return 1
+    sort = ("self_cuda_time_total" if torch.cuda.is_available() and config.device.startswith("cuda")
+            else "self_cpu_time_total")
+    print(prof.key_averages().table(sort_by=sort, row_limit=args.top))
+    print(f"Chrome trace: {args.trace} (open in chrome://tracing or https://ui.perfetto.dev)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from gnnbench.report import build_report, load_inputs
+
+    inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv)
+    path = build_report(inputs, args.out)
+    asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
+    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {len(inputs.runs)} run results, "
+          f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    import torch
+
+    from gnnbench.env import environment
+    from gnnbench.sampling.sampler import native_backend_status
+
+    info = environment("cuda" if torch.cuda.is_available() else "cpu")
+    info["native_sampler"] = native_backend_status() or "available"
+    if args.json:
+        print(json.dumps(info, indent=1))
+        return 0
+    for k, v in info.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{a}={'yes' if b else 'no'}" for a, b in v.items())
+        print(f"{k:<18} {v}")
+    return 0
+
+
+def cmd_flags(args: argparse.Namespace) -> int:
+    width = max(len(n) for n in registry.names()) + 2
+    for opt in registry.REGISTRY.values():
+        tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy),
+                                (f"{opt.task} task only", len(opt.tasks) == 1),
+                                ("changes the work per step", opt.changes_work)) if on]
+        print(f"{opt.name:<{width}}{opt.description}" + (f"  [{', '.join(tags)}]" if tags else ""))
+        print(f"{'':<{width}}expected: {opt.expected_effect}")
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from gnnbench.sampling.selfcheck import cache_behaviour, negative_costs, uniformity_report
+
+    graph, info = _graph_from_args(args)
+    fanout = tuple(int(f) for f in args.fanout.split(","))
+    flags = Flags(fanout=fanout, batch_cache_epochs=args.cache_epochs, keep_csr=True)
+    result = {
+        **info,
+        "uniformity": uniformity_report(),
+        "negatives": negative_costs(graph.link_split()),
+        "batch_cache": cache_behaviour(prepare(graph, flags), flags, epochs=args.cache_epochs + 2),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"graph: {info['source']}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n")
+    print("Sampling without replacement, chi-square against uniform over all k-subsets:")
+    print(table(result["uniformity"], [("degree", "d"), ("fanout", "d"), ("subsets", "d"), ("seen", "d"),
+                                       ("draws", ",d"), ("chi2", ".1f"), ("p_value", ".3f")]))
+    print("\nNegative sampling cost (median of 5 x 100k; strict = no training positive):")
+    print(table(result["negatives"], [("mode", "s"), ("strict", ""), ("ms_per_1k", ".3f"),
+                                      ("ms_per_1k_min", ".3f"), ("ms_per_1k_max", ".3f"),
+                                      ("rejected_fraction", ".4f")]))
+    print(f"\nBatch cache, K={args.cache_epochs}, fanout {list(fanout)}:")
+    print(table(result["batch_cache"], [("epoch", "d"), ("window", "d"), ("batches", "d"), ("seconds", ".3f"),
+                                        ("hits", "d"), ("misses", "d"), ("corrupt", "d"), ("cache_bytes", ",d")]))
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from gnnbench.sampling.cache import cache_size, clean_cache, default_cache_dir
+
+    root = args.dir or default_cache_dir()
+    if args.clean:
+        freed = clean_cache(root)
+        print(f"removed {human_bytes(freed)} of cached batches from {root}")
+    else:
+        print(f"batch cache at {root}: {human_bytes(cache_size(root))}")
+    return 0

@@ -1,0 +1,96 @@
+"""Option groups shared by the ``gnnbench`` commands, and what parsed options turn into (a spec, a config)."""
+
+from __future__ import annotations
+
+import argparse
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.graphs.spec import PRESETS
+from gnnbench.models import MODELS
+from gnnbench.tasks import TASKS
+
+__all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names"]
+
+
+def parse_flags(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    for name in names:
+        try:
+            registry.get(name)
+        except ValueError as exc:  # argparse shows ArgumentTypeError's message as is
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
+def graph_layer_names() -> list[str]:
+    """The registry entries that change graph preparation."""
+    return [o.name for o in registry.REGISTRY.values() if o.layer == "gnnbench.graphs.prepare"]
+
+
+def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
+    """Graph source options; ``load`` only for the commands that can measure a loaded file."""
+    src = p.add_argument_group("graph source (generate a preset" + (", or --load a file)" if load else ")"))
+    src.add_argument("--preset", default="small", choices=list(PRESETS),
+                     help="size preset to generate (default: small)")
+    if load:
+        src.add_argument("--load", metavar="PATH", help="load a graph from a .npz or a saved PyG Data (.pt)")
+    gen = p.add_argument_group("generator overrides")
+    gen.add_argument("--nodes", type=int, dest="num_nodes", help="number of nodes")
+    gen.add_argument("--avg-degree", type=float, help="mean neighbours per node")
+    gen.add_argument("--exponent", type=float, help="power-law exponent, in (2, 5]")
+    gen.add_argument("--classes", type=int, dest="num_classes", help="number of classes")
+    gen.add_argument("--feature-dim", type=int, help="feature dimension")
+    gen.add_argument("--homophily", type=float, help="fraction of intra-class edges")
+    gen.add_argument("--snr", type=float, dest="feature_snr", help="feature signal-to-noise ratio")
+    gen.add_argument("--seed", type=int, help="random seed (default 0)")
+    if load:
+        cl = p.add_argument_group("cleaning (for --load)")
+        cl.add_argument("--no-dedupe", action="store_true", help="keep duplicate edges")
+        cl.add_argument("--undirected", action="store_true", help="add the reverse of every edge")
+        cl.add_argument("--self-loops", default="keep", choices=["keep", "remove", "add"],
+                        help="self-loop handling (default: keep)")
+
+
+def spec_from_args(args: argparse.Namespace) -> GraphSpec:
+    """The preset with the generator overrides given on the command line."""
+    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
+                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    return GraphSpec.preset(args.preset, **overrides)
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    r = p.add_argument_group("run")
+    r.add_argument("--task", default="node", choices=list(TASKS),
+                   help="node classification (accuracy) or link prediction (AUC, Hits@50); default node")
+    r.add_argument("--model", default="gcn", choices=list(MODELS), help="model (default gcn)")
+    r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
+    r.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
+    r.add_argument("--batch-size", type=int, default=None, help="seed nodes per batch (baseline default 1024)")
+    r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
+    r.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")
+    r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
+    r.add_argument("--warmup", type=int, default=3, help="warm-up steps excluded from timings (default 3)")
+    r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
+    r.add_argument("--no-sync", action="store_true",
+                   help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
+    r.add_argument("--cache-dir", default=None, help="batch-cache directory")
+
+
+def config_from_args(args: argparse.Namespace, names: list[str]):
+    """The :class:`~gnnbench.training.RunConfig` the run options describe, with ``names`` switched on."""
+    from gnnbench.training import RunConfig
+
+    base = {}
+    if args.batch_size is not None:
+        base["batch_size"] = args.batch_size
+    if args.fanout:
+        try:
+            base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
+        except ValueError:
+            raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
+    return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags(**base)), task=args.task,
+                     model=args.model, num_layers=args.layers, hidden=args.hidden, epochs=args.epochs,
+                     max_steps_per_epoch=args.max_steps, warmup_steps=args.warmup, seed=args.seed or 0,
+                     device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir)

@@ -1,0 +1,117 @@
+"""The ``gnnbench`` argument parser: one subcommand per command, each bound to its function in
+:mod:`gnnbench.cli.commands`."""
+
+from __future__ import annotations
+
+import argparse
+
+import gnnbench.cli.commands as commands
+from gnnbench.cli.options import add_graph_args, add_run_args, graph_layer_names, parse_flags
+from gnnbench.sampling import peers
+
+__all__ = ["build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every ``gnnbench`` command; each sets ``func`` to its :mod:`commands` entry."""
+    parser = argparse.ArgumentParser(
+        prog="gnnbench",
+        description="Measure which GNN training optimizations pay off on your hardware and graph.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("graph", help="generate or load a graph and print its statistics",
+                       description="Generate (or load) a graph, prepare it and print its statistics.")
+    add_graph_args(p, load=True)
+    p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
+                   help="comma-separated optimizations to prepare with "
+                        f"(default: the graph-layer ones: {', '.join(graph_layer_names())})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=commands.cmd_graph)
+
+    p = sub.add_parser("run", help="measure one configuration: phase breakdown, accuracy, memory",
+                       description="Train and measure one configuration (default: the small preset, baseline "
+                                   "flags, on the CPU) and print its phase breakdown.")
+    add_graph_args(p, load=False)
+    add_run_args(p)
+    p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
+                   help="comma-separated optimizations to switch on (see `gnnbench flags`)")
+    p.add_argument("--out", help="write the result JSON here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.set_defaults(func=commands.cmd_run)
+
+    p = sub.add_parser("compare", aliases=["sweep"],
+                       help="baseline vs baseline + each optimization vs all recommended",
+                       description="Measure the baseline, baseline + each optimization and all recommended "
+                                   "optimizations together; print speedups with intervals and accuracy deltas. "
+                                   "Results are written atomically per configuration; rerunning resumes.")
+    add_graph_args(p, load=False)
+    add_run_args(p)
+    p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
+                   help="optimizations to compare (default: all registered)")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds (accuracy spread across seeds)")
+    p.add_argument("--out-dir", default=None, help="where per-configuration results go "
+                   "(default: results/compare-<preset>-<device>)")
+    p.add_argument("--no-resume", action="store_true", help="rerun configurations that already have results")
+    p.add_argument("--in-process", action="store_true", help="run configurations in this process (faster, "
+                   "but peak host memory is then shared)")
+    p.add_argument("--json", action="store_true", help="print the comparison rows as JSON")
+    p.set_defaults(func=commands.cmd_compare)
+
+    p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
+                       description="Run the baseline, every registered optimization and all recommended ones on "
+                                   "CUDA (default: the medium preset, 40 steps each after 5 warm-up, in one "
+                                   "process with the graph generated once) and print one table.")
+    add_graph_args(p, load=False)
+    p.add_argument("--steps", type=int, default=40, help="training steps per configuration (default 40)")
+    p.add_argument("--out-dir", default="results/gpu-check", help="per-configuration results")
+    p.add_argument("--device", default="cuda")
+    p.set_defaults(func=commands.cmd_gpu_check, preset="medium")
+
+    p = sub.add_parser("profile", help="torch.profiler top operators and a Chrome trace of training steps")
+    add_graph_args(p, load=False)
+    add_run_args(p)
+    p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES")
+    p.add_argument("--trace", default="gnnbench-trace.json", help="Chrome trace output (default gnnbench-trace.json)")
+    p.add_argument("--top", type=int, default=15, help="operators to list (default 15)")
+    p.add_argument("--active-steps", type=int, default=5, help="profiled steps after 2 skipped (default 5)")
+    p.set_defaults(func=commands.cmd_profile)
+
+    p = sub.add_parser("report", help="write the self-contained HTML report of optimization gains",
+                       description="Build one HTML file (no network needed to view it) from gnnbench run "
+                                   "results (sweep directories), pytest-benchmark JSON and asv results.")
+    p.add_argument("runs", nargs="*", default=["results"],
+                   help="run result files or sweep directories (default: results/)")
+    p.add_argument("--pytest-benchmark", action="append", default=[], metavar="JSON",
+                   help="a pytest-benchmark --benchmark-json file (repeatable)")
+    p.add_argument("--asv", default="results/asv", help="asv results directory (default results/asv)")
+    p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
+    p.set_defaults(func=commands.cmd_report)
+
+    p = sub.add_parser("env", help="device, versions and optional backends")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.cmd_env)
+
+    p = sub.add_parser("flags", help="list the registered optimizations")
+    p.set_defaults(func=commands.cmd_flags)
+
+    p = sub.add_parser("pipeline", help="data-pipeline self-check: sampler uniformity, negative cost, batch cache",
+                       description="Check the sampler's uniformity (chi-square), time negative sampling and "
+                                   "show the batch cache's per-epoch hit behaviour on a graph.")
+    add_graph_args(p, load=True)
+    p.add_argument("--cache-epochs", type=int, default=5, help="K for the batch-cache demonstration (default 5)")
+    p.add_argument("--fanout", default="15,10", help="fanout for the batch-cache demonstration (default 15,10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=commands.cmd_pipeline, preset="tiny")
+
+    p = sub.add_parser("sampler-compare", help="gnnbench's neighbour sampler against torch-sparse / pyg-lib",
+                       description="Seeds per second of gnnbench's sampler and of each installed peer, "
+                                   "interleaved round by round in one run.")
+    peers.add_arguments(p)
+    p.set_defaults(func=peers.run_from_args)
+
+    p = sub.add_parser("cache", help="show or clean the batch cache")
+    p.add_argument("--dir", help="cache directory (default: $GNNBENCH_CACHE_DIR or ~/.cache/gnnbench/batches)")
+    p.add_argument("--clean", action="store_true", help="delete gnnbench's cached batches there")
+    p.set_defaults(func=commands.cmd_cache)
+    return parser

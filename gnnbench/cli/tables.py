@@ -1,0 +1,146 @@
+"""Plain-text tables and reports for the terminal: every command formats through here."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from gnnbench.flags import Flags
+from gnnbench.results import RunResult
+
+__all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS"]
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    raise AssertionError
+
+
+def table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """Right-aligned plain-text table: ``columns`` are (key, format spec) pairs."""
+    cells = [[format(r[k], f) for k, f in columns] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, (k, _) in enumerate(columns)]
+    lines = ["  ".join(k.rjust(w) for (k, _), w in zip(columns, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def _pairs(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def format_graph_report(r: dict) -> str:
+    """``gnnbench graph``: statistics, index bytes per dtype, generation and preparation time."""
+    s = r["stats"]
+    rows: list[tuple[str, str]] = [
+        ("source", r["source"]),
+        ("nodes", f"{s['num_nodes']:,}"),
+        ("edges (directed)", f"{s['num_edges']:,}" + ("  (undirected graph)" if s["is_undirected"] else "")),
+        ("features / classes", f"{s['num_features']} / {s['num_classes']}"),
+        ("average degree", f"{s['avg_degree']:.2f}"),
+        ("degree quantiles", "  ".join(f"{k}={v:g}" for k, v in s["degree_quantiles"].items())),
+        ("max degree", f"{s['max_degree']:,}  ({s['max_degree'] / max(s['degree_quantiles']['p50'], 1):.0f}x the median)"),
+        ("isolated nodes", f"{s['isolated_nodes']:,}"),
+        ("tail exponent (Hill)", f"{s['hill_exponent']:.2f}"
+         + (f"  (configured {r['spec']['exponent']})" if "spec" in r else "")),
+        ("edge homophily", f"{s['edge_homophily']:.3f}"),
+    ]
+    for dtype, b in s["index_bytes"].items():
+        rows.append((f"index bytes {dtype}", f"{human_bytes(b['total'])}  (COO {human_bytes(b['coo'])}"
+                     f" + CSR offsets {human_bytes(b['csr_rowptr'])})"))
+    if "generate_seconds" in r:
+        rows.append(("generation time", f"{r['generate_seconds']:.3f} s"))
+    if "load_seconds" in r:
+        rows.append(("load time", f"{r['load_seconds']:.3f} s"))
+    p = r["prepare"]
+    rows.append(("preparation (baseline)", f"{p['baseline_seconds']:.3f} s"))
+    rows.append((f"preparation ({','.join(p['flags']) or 'none'})",
+                 f"{p['flagged_seconds']:.3f} s; index storage {human_bytes(p['index_bytes_before'])}"
+                 f" at int64 -> {human_bytes(p['index_bytes_after'])}"))
+    return _pairs(rows)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def _format_accuracy(acc: dict) -> str:
+    extra = "".join(f", {k} {v:.4f}" for k, v in acc.items() if "hits" in k)
+    return (f"accuracy   {acc.get('metric', 'accuracy')}: val {acc['val']:.4f}, test {acc['test']:.4f}{extra} "
+            "(full-neighbourhood evaluation)")
+
+
+def format_run(r: RunResult) -> str:
+    """Human-readable phase breakdown of one run result."""
+    if not r.ok:
+        return f"{r.status}:\n" + "\n".join(f"  {k}: {v}" for k, v in (r.unavailable or {"error": r.error}).items())
+    cfg, env, g, step = r.config, r.environment, r.graph, r.step_seconds
+    lines = [
+        f"graph      {cfg['spec']['name']}: {g['num_nodes']:,} nodes, {g['num_edges']:,} edges "
+        f"(generated in {g['generate_seconds']:.2f} s, prepared in {g['prepare_seconds']:.3f} s, "
+        f"pipeline set up in {g['setup_seconds']:.2f} s)",
+        f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
+        f"device {env['device']} ({env['device_name']}), {env['threads']} threads",
+        f"flags      {', '.join(f'{k}={v}' for k, v in Flags.from_dict(cfg['flags']).changed().items()) or 'baseline'}",
+        f"steps      {r.steps['measured']} measured after {r.steps['warmup']} warm-up; timing mode {r.timing_mode}",
+        "",
+        f"{'phase':<10}{'median ms':>11}{'IQR ms':>18}{'share':>8}",
+    ]
+    med = step["median"]
+    for p, v in r.phases.items():
+        share = v["median"] / med if med else float("nan")
+        lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}{share:>8.1%}")
+    lines.append(f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
+                 f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})")
+    lines.append("")
+    busy = (_pct(r.device_busy_fraction) if r.device_busy_fraction is not None
+            else f"n/a ({r.device_busy_reason})")
+    lines += [
+        f"data wait  {_pct(r.data_wait_fraction)} of a step; compute {_pct(r.compute_fraction)}; device busy {busy}",
+        "epochs     " + ", ".join(f"{e:.2f} s" for e in r.epoch_seconds) + f"; evaluation {r.eval_seconds:.2f} s",
+        _format_accuracy(r.accuracy),
+        f"transfer   {human_bytes(r.transfer['bytes_h2d_per_batch'])} host->device per batch",
+        f"memory     host peak {human_bytes(r.memory['host_peak_bytes'])}"
+        + (f", device peak {human_bytes(r.memory['device_peak_bytes'])}" if r.memory["device_peak_bytes"] else ""),
+        f"overhead   instrumentation {_pct(r.instrumentation_overhead_fraction)} of a step",
+    ]
+    if r.compile is not None:
+        c = r.compile
+        lines.append(f"compile    first step {c.first_step_seconds:.2f} s (~{c.estimated_compile_seconds or 0.0:.2f} s "
+                     f"compiling), {c.unique_graphs} graphs, {c.recompilations} recompilations")
+    for w in r.warnings:
+        lines.append(f"WARNING    {w}")
+    if r.batch_cache:
+        b = r.batch_cache
+        lines.append(f"cache      {b['hits']} hits, {b['misses']} misses, {b['corrupt']} corrupt entries rejected")
+    return "\n".join(lines)
+
+
+# Extra columns of the compare table: (header, width, cell from a row). gpu-check adds GPU_COLUMNS.
+Column = tuple[str, int, Callable[[dict], str]]
+GPU_COLUMNS: list[Column] = [
+    ("GPU busy", 10, lambda r: "n/a" if r["device_busy"] is None else f"{r['device_busy']:.0%}"),
+    ("H2D/batch", 12, lambda r: human_bytes(r["h2d_bytes_per_batch"])),
+]
+
+
+def format_compare(rows: list[dict], extra: list[Column] = ()) -> str:
+    """The comparison table: step time, speedup with its interval, accuracy and its delta, and ``extra`` columns."""
+    head = (f"{'configuration':<20}{'step ms':>9}  {'speedup [95% CI]':<22}{'test acc':>9}{'acc delta':>16}"
+            + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"{r['label']:<20}{'-':>9}  {'-':<22}{'-':>9}{'-':>16}"
+                         + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r['status']}: {r['reason']}")
+            continue
+        sp = f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}, {r['speedup_high']:.2f}]"
+        note = "" if r["label"] == "baseline" or r["significant"] else "no significant difference"
+        delta = f"{r['acc_delta'] * 100:+.2f} pp" + (f" ±{r['acc_delta_spread'] * 50:.2f}" if r["seeds"] > 1 else "")
+        lines.append(f"{r['label']:<20}{r['step_ms']:>9.1f}  {sp:<22}{r['test_acc']:>9.4f}{delta:>16}"
+                     + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + f"  {note}")
+    return "\n".join(lines)
+

@@ -1,0 +1,187 @@
+"""Measure one configuration: drive :meth:`Trainer.steps`, evaluate, and
+assemble a :class:`~gnnbench.results.RunResult`.
+
+A configuration that cannot run here gives ``status="unavailable"`` with the
+reason for each offending flag, never a number. The first
+``warmup_steps`` steps (first touch, compilation) are excluded from the
+steady-state timings; each measured step is split into the phases of
+:data:`gnnbench.timing.PHASES`.
+
+``python -m gnnbench.measure CONFIG.json OUT.json`` runs one configuration in
+its own process (sweeps isolate each configuration this way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from gnnbench.env import environment, resolve_device
+from gnnbench.flags import UnavailableError
+from gnnbench.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
+from gnnbench.timing import PHASES, PhaseTimer, summarize
+from gnnbench.training import RunConfig, Trainer
+
+__all__ = ["run", "main"]
+
+
+def _host_peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step: int) -> float:
+    """Seconds the timer itself adds to one step (measured on empty phases)."""
+    timer = PhaseTimer(device, sync=sync)
+    reps = 200
+    timer.start_step()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        with timer.phase("forward"):
+            pass
+    per_phase = (time.perf_counter() - t0) / reps
+    timer.end_step(record=False)
+    return per_phase * phases_per_step
+
+
+class _NvmlSampler:
+    """Device utilization readings (NVML) taken at step ends; ``None`` where NVML is unavailable."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.values: list[float] = []
+        self.reason: str | None = None
+        self.device = device
+        if device.type != "cuda":
+            self.reason = "device utilization comes from NVML, which needs a CUDA device"
+            return
+        try:
+            torch.cuda.utilization(device)
+        except Exception as exc:  # noqa: BLE001 - pynvml missing or driver without NVML
+            self.reason = f"NVML not available ({exc}); install nvidia-ml-py"
+
+    def sample(self) -> None:
+        if self.reason is None:
+            self.values.append(float(torch.cuda.utilization(self.device)))
+
+    def mean_fraction(self) -> float | None:
+        return sum(self.values) / len(self.values) / 100.0 if self.values else None
+
+
+def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
+        profiler: Any = None, graph: Any = None) -> RunResult:
+    """Measure ``config``; returns (and, with ``out``, atomically writes) the :class:`RunResult`.
+
+    Args:
+        config: The configuration.
+        out: Where to write the result JSON.
+        progress: Called with ``(steps done, total steps or 0)`` after every step.
+        profiler: Entered around the training loop (e.g. ``torch.profiler.profile``)
+            and stepped after every training step.
+        graph: An already generated graph of ``config.spec`` (a sweep generates each spec once).
+    """
+    device = resolve_device(config.device)
+    env = environment(device)
+    try:
+        trainer = Trainer(config, graph)
+    except UnavailableError as exc:
+        result = RunResult(status="unavailable", config=config.to_dict(), environment=env, unavailable=exc.reasons)
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
+    nvml = _NvmlSampler(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    losses: list[float] = []
+    total = config.epochs * (config.max_steps_per_epoch or 0)
+    if profiler is not None:
+        profiler.__enter__()
+    try:
+        for step in trainer.steps():
+            nvml.sample()
+            losses.append(step.loss)
+            if profiler is not None:
+                profiler.step()
+            if progress:
+                progress(step.index + 1, total)
+    finally:
+        trainer.close()
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+    accuracy, eval_seconds = trainer.evaluate()
+    result = _assemble(trainer, env, nvml, accuracy, eval_seconds, losses)
+    if out:
+        write_json_atomic(out, result.to_dict())
+    return result
+
+
+def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, eval_seconds: float,
+              losses: list[float]) -> RunResult:
+    config, timer, device = trainer.config, trainer.timer, trainer.device
+    measured = bool(timer.step_seconds)
+    step_stats = summarize(timer.step_seconds)
+    median_step = step_stats["median"]
+    phase_stats = {p: summarize([s.get(p, 0.0) for s in timer.steps]) for p in PHASES}
+    per_phase = measured and config.sync_phases
+    compute = sum(phase_stats[p]["median"] for p in ("forward", "backward", "optimizer"))
+    overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
+    compile_metrics = None
+    if trainer.dynamo_counters is not None:
+        graphs = int(trainer.dynamo_counters["stats"].get("unique_graphs", 0))
+        first = trainer.first_step_seconds
+        compile_metrics = CompileMetrics(
+            first_step_seconds=first,
+            estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
+            unique_graphs=graphs, recompilations=max(0, graphs - 1))
+    cache = getattr(trainer.source, "cache", None)
+    features = trainer.features
+    warnings = []
+    if not measured:
+        warnings.append(f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
+                        "are warm-up; run more epochs, fewer warm-up steps or smaller batches")
+    return RunResult(
+        schema_version=SCHEMA_VERSION, status="ok", environment=env, config=config.to_dict(),
+        timing_mode=timer.mode,
+        graph={"num_nodes": trainer.graph.num_nodes, "num_edges": trainer.graph.num_edges,
+               "generate_seconds": trainer.generate_seconds, "prepare_seconds": trainer.prepared.prepare_seconds,
+               "setup_seconds": trainer.setup_seconds, "index_bytes": trainer.prepared.index_bytes_after,
+               "index_bytes_int64": trainer.prepared.index_bytes_before},
+        steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
+               "total": trainer.steps_taken},
+        step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
+        device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
+                         if timer.device_ms else None),
+        epoch_seconds=list(trainer.epoch_seconds), eval_seconds=eval_seconds,
+        data_wait_fraction=phase_stats["sample"]["median"] / median_step if per_phase else None,
+        compute_fraction=compute / median_step if per_phase else None,
+        device_busy_fraction=nvml.mean_fraction(), device_busy_reason=nvml.reason,
+        instrumentation_overhead_fraction=overhead / median_step if measured else None,
+        compile=compile_metrics,
+        transfer={"bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
+                  "bytes_h2d_total": features.stats.bytes_h2d, "device_feature_bytes": features.device_bytes()},
+        accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
+        memory={"host_peak_bytes": _host_peak_bytes(),
+                "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+        batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
+        warnings=warnings,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gnnbench.measure CONFIG.json OUT.json``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m gnnbench.measure CONFIG.json OUT.json", file=sys.stderr)
+        return 2
+    config = RunConfig.from_dict(json.loads(Path(argv[0]).read_text()))
+    run(config, out=argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

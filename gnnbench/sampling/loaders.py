@@ -1,0 +1,133 @@
+"""Batch sources over PyG's loaders (``NodeLoader``, ``LinkLoader``) driving gnnbench's samplers.
+
+Loader flags (``num_workers``, ``prefetch_factor``, ``persistent_workers``,
+``pin_memory``) are passed to PyTorch's ``DataLoader`` unchanged: the measured
+behaviour is PyTorch's own.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import torch
+from torch import Tensor
+
+from gnnbench.flags import Flags, RunContext, Unavailable
+from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.negative import NegativeSampler
+from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
+
+__all__ = ["NeighborBatches", "LinkBatches", "training_pairs", "shutdown_loader"]
+
+
+def shutdown_loader(loader) -> None:
+    """Shut down a DataLoader's workers (persistent ones live until this is called)."""
+    it = getattr(loader, "_iterator", None)
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+    loader._iterator = None
+
+
+class NeighborBatches:
+    """Neighbour-sampled batches of the training nodes through PyG's ``NodeLoader``.
+
+    Args:
+        prepared: The prepared graph.
+        flags: Sampling and loader flags.
+        input_nodes: Seed nodes (default: the training nodes).
+        seed: Seed of the sampler and of the shuffle.
+    """
+
+    full_graph_norm = False  # aggregation needs no full-graph coefficients
+
+    @staticmethod
+    def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+        reason = native_backend_status() if flags.sampler_backend == "pyg" else None
+        return [Unavailable("sampler_backend", reason)] if reason else []
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0) -> None:
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NodeLoader
+
+        self.sampler = make_neighbor_sampler(prepared, flags.fanout, backend=flags.sampler_backend,
+                                             replace=flags.sample_replace, seed=seed)
+        if input_nodes is None:
+            input_nodes = prepared.graph.train_mask.nonzero().view(-1)
+        # Features are served by the feature placement, so the loader carries structure only.
+        data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
+        self.loader = NodeLoader(
+            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_size=flags.batch_size, shuffle=True,
+            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
+            generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+        )
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        for data in self.loader:
+            yield Batch.from_pyg(data)
+
+    def close(self) -> None:
+        shutdown_loader(self.loader)
+
+
+def training_pairs(prepared: PreparedGraph) -> Tensor:
+    """Each undirected training edge once (``u < v``) as a ``[2, m]`` tensor."""
+    ei = prepared.edge_index.to(torch.int64)
+    return ei[:, ei[0] < ei[1]]
+
+
+class LinkBatches:
+    """Edge mini-batches of positives plus negatives (binary labels), neighbour-sampled around their endpoints.
+
+    Args:
+        prepared: The *training* graph (``Graph.link_split()`` prepared), so
+            held-out edges never feed message passing.
+        flags: Sampling, loader and negative-sampling flags (``batch_size`` counts positive edges).
+        seed: Seed of the sampler, the negatives and the shuffle.
+    """
+
+    full_graph_norm = False
+
+    @staticmethod
+    def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+        if flags.sampler_backend != "gnnbench":
+            return [Unavailable("sampler_backend", "link prediction uses gnnbench's sampler (its negatives reject "
+                                f"training positives); got sampler_backend={flags.sampler_backend!r}")]
+        return []
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0) -> None:
+        from torch_geometric.data import Data
+        from torch_geometric.loader import LinkLoader
+        from torch_geometric.sampler import NegativeSampling
+
+        if flags.sampler_backend != "gnnbench":
+            raise ValueError(LinkBatches.unavailable(flags, RunContext())[0].reason)
+        self.negatives = NegativeSampler(prepared.edge_index, prepared.num_nodes, mode=flags.negative_mode,
+                                         strict=flags.negative_strict, seed=seed + 1)
+        sampler = GnnbenchNeighborSampler(prepared, flags.fanout, replace=flags.sample_replace, seed=seed,
+                                          negatives=self.negatives)
+        data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
+        self.loader = LinkLoader(
+            data, link_sampler=sampler, edge_label_index=training_pairs(prepared),
+            neg_sampling=NegativeSampling("binary", amount=1), batch_size=flags.batch_size, shuffle=True,
+            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
+            generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+        )
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        for data in self.loader:
+            yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id,
+                        target=torch.unique(data.edge_label_index),
+                        num_sampled_nodes=list(data.num_sampled_nodes),
+                        num_sampled_edges=list(data.num_sampled_edges),
+                        edge_label_index=data.edge_label_index, edge_label=data.edge_label)
+
+    def close(self) -> None:
+        shutdown_loader(self.loader)

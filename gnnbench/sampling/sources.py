@@ -1,0 +1,145 @@
+"""Batch sources: one ``epoch(e) -> Iterator[Batch]`` interface over neighbour
+sampling (PyG's ``NodeLoader`` + a ``BaseSampler``), Cluster-GCN, GraphSAINT
+and link-prediction edge batches, optionally behind the on-disk batch cache.
+
+Sources are a lookup table (:data:`SOURCES`): each entry builds itself from a
+prepared graph and the flags, and answers for what it cannot run
+(``unavailable``). Loader flags (``num_workers``, ``prefetch_factor``,
+``persistent_workers``, ``pin_memory``) are passed to PyTorch's ``DataLoader``
+through PyG's loaders unchanged: the measured behaviour is PyTorch's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+from typing import Iterator, Protocol
+
+import torch
+from torch import Tensor
+
+from gnnbench.flags import Flags, RunContext, Unavailable
+from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.cache import BatchCache, default_cache_dir
+from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
+from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
+
+__all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "CachedBatches", "SOURCES",
+           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS"]
+
+# Flags that determine which batches are sampled (and so key the batch cache).
+SAMPLING_FIELDS = ("index_dtype", "fanout", "sample_replace", "sampler_backend", "batch_size", "batch_source",
+                   "cluster_size", "clusters_per_batch", "repartition_every", "saint_roots", "saint_walk_length",
+                   "negative_mode", "negative_strict")
+
+
+class BatchSource(Protocol):
+    def epoch(self, epoch: int) -> Iterator[Batch]: ...
+
+
+def graph_fingerprint(prepared: PreparedGraph) -> str:
+    """A stable id of the graph's structure and training split."""
+    g = prepared.graph
+    spec = g.meta.get("spec")
+    h = hashlib.sha256()
+    if spec is not None:
+        h.update(json.dumps(spec, sort_keys=True).encode())
+    else:
+        h.update(g.edge_index.to(torch.int64).cpu().numpy().tobytes())
+        h.update(g.train_mask.cpu().numpy().tobytes())
+    h.update(f"{g.num_nodes}:{g.num_edges}:{'link' if g.meta.get('link_split') else 'node'}".encode())
+    return h.hexdigest()[:20]
+
+
+def _main_process_only(kind: str, flags: Flags) -> list[Unavailable]:
+    """Subgraph batches are built in the main process by gnnbench's own code."""
+    out = []
+    if flags.num_workers:
+        out.append(Unavailable("num_workers", f"{kind} batches are built in the main process; loader workers "
+                               "apply to neighbour sampling only"))
+    if flags.sampler_backend != "gnnbench":
+        out.append(Unavailable("sampler_backend", f"{kind} batches do not use a neighbour sampler; sampler "
+                               "backends apply to neighbour sampling only"))
+    return out
+
+
+class ClusterGCNSource(ClusterGCNBatches):
+    """Cluster-GCN batches built from the flags (METIS through pymetis)."""
+
+    full_graph_norm = False
+
+    @staticmethod
+    def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+        out = _main_process_only("cluster_gcn", flags)
+        if importlib.util.find_spec("pymetis") is None:
+            out.append(Unavailable("batch_source", "Cluster-GCN partitions with METIS through pymetis, which is "
+                                   "not installed: pip install pymetis"))
+        return out
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(prepared.neighbours(), prepared.graph.train_mask, cluster_size=flags.cluster_size,
+                         clusters_per_batch=flags.clusters_per_batch, repartition_every=flags.repartition_every,
+                         seed=seed)
+
+
+class SaintSource(SaintRandomWalkBatches):
+    """GraphSAINT random-walk batches built from the flags; aggregation uses the full-graph estimator."""
+
+    full_graph_norm = True  # models.AggregationPolicy rescales full-graph GCN coefficients per batch
+
+    @staticmethod
+    def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+        return _main_process_only("saint_rw", flags)
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(prepared.neighbours(), prepared.graph.train_mask, num_roots=flags.saint_roots,
+                         walk_length=flags.saint_walk_length, coverage=20, seed=seed)
+
+
+# kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).
+SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_rw": SaintSource,
+           "link": LinkBatches}
+
+
+def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
+    """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
+    return SOURCES[kind or flags.batch_source].unavailable(flags, ctx)
+
+
+class CachedBatches:
+    """Any batch source behind a :class:`BatchCache` of ``flags.batch_cache_epochs`` epochs."""
+
+    def __init__(self, source: BatchSource, cache: BatchCache) -> None:
+        self.source = source
+        self.cache = cache
+        self.full_graph_norm = getattr(source, "full_graph_norm", False)
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        return self.cache.epoch(epoch, lambda: self.source.epoch(epoch))
+
+    def close(self) -> None:
+        if hasattr(self.source, "close"):
+            self.source.close()
+
+
+def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0,
+                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None) -> BatchSource:
+    """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches),
+    wrapped in the batch cache when ``batch_cache_epochs > 0``."""
+    kind = kind or flags.batch_source
+    if kind not in SOURCES:
+        raise ValueError(f"unknown batch source {kind!r}; accepted: {', '.join(SOURCES)}")
+    source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
+    if flags.batch_cache_epochs > 0:
+        material = {"graph": graph_fingerprint(prepared), "seed": seed, "kind": kind,
+                    "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
+                    "input_nodes": None if input_nodes is None else hashlib.sha256(
+                        input_nodes.cpu().numpy().tobytes()).hexdigest()[:16]}
+        cache = BatchCache(cache_dir or default_cache_dir(), material, epochs=flags.batch_cache_epochs, seed=seed)
+        return CachedBatches(source, cache)
+    return source

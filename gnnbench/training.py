@@ -1,0 +1,282 @@
+"""The training loop: a :class:`Trainer` assembled from each layer's factory,
+whose :meth:`Trainer.steps` generator is the only training loop in gnnbench.
+
+``gnnbench run`` (through :func:`gnnbench.measure.run`), the asv suites and
+the pytest-benchmark suite all time the same ``steps()``. Reading it::
+
+    for each epoch:                      (forever when epochs is None)
+        batches = source.epoch(epoch)    (features gathered per batch, or prefetched)
+        for each batch (up to max_steps_per_epoch):
+            sample -> gather -> transfer -> forward -> backward -> optimizer
+            the first ``warmup_steps`` steps of the run are burn-in (not recorded);
+            every later step is recorded by the phase timer
+            yield a Step
+
+The trainer composes layers and never reads a flag value: each layer's
+factory reads its own flags.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+
+from gnnbench import availability
+from gnnbench.env import resolve_device
+from gnnbench.features import place_features, prefetch_features
+from gnnbench.flags import Flags, RunContext, UnavailableError
+from gnnbench.graphs import GraphSpec, generate
+from gnnbench.graphs.prepare import prepare
+from gnnbench.models import MODELS, AggregationPolicy, Precision, build_model, compile_model
+from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.sources import make_batch_source
+from gnnbench.tasks import TASKS
+from gnnbench.timing import PhaseTimer
+
+__all__ = ["RunConfig", "Trainer", "Step", "config_unavailable"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One configuration to measure.
+
+    Args:
+        spec: The graph to generate.
+        flags: The optimizations switched on (``Flags()`` = baseline).
+        task: ``"node"`` (classification, accuracy) or ``"link"`` (prediction on
+            held-out edges, AUC and Hits@50).
+        model: ``"gcn"`` or ``"sage"``; its depth is ``len(flags.fanout)``.
+        num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
+        hidden: Hidden width.
+        epochs: Training epochs.
+        max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
+        warmup_steps: Steps excluded from steady-state timings.
+        lr: Adam learning rate.
+        seed: Seed of the model, sampler and shuffles.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+        sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
+            end-to-end step times only.
+        cache_dir: Batch-cache directory (default: the user cache).
+    """
+
+    spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
+    flags: Flags = field(default_factory=Flags)
+    task: str = "node"  # "node" classification | "link" prediction
+    model: str = "gcn"  # "gcn" | "sage"
+    num_layers: int | None = None  # None: follows the fanout
+    hidden: int = 64  # hidden width
+    epochs: int = 2  # training epochs
+    max_steps_per_epoch: int | None = None  # cap steps per epoch
+    warmup_steps: int = 3  # excluded from steady-state timings
+    lr: float = 0.01  # Adam learning rate
+    seed: int = 0  # model / sampler / shuffle seed
+    device: str = "cpu"  # cpu | cuda | cuda:N | auto
+    sync_phases: bool = True  # per-phase sync (True) or end-to-end only
+    cache_dir: str | None = None  # batch-cache directory
+
+    def __post_init__(self) -> None:
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; accepted: {', '.join(map(repr, TASKS))}")
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; accepted: {', '.join(MODELS)}")
+        if self.num_layers is not None and self.num_layers != len(self.flags.fanout):
+            raise ValueError(
+                f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
+                f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
+        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
+            raise ValueError(f"RunConfig.max_steps_per_epoch must be None or >= 1 (got {self.max_steps_per_epoch})")
+        if not self.lr > 0:
+            raise ValueError(f"RunConfig.lr must be > 0 (got {self.lr})")
+
+    def context(self, device: torch.device | None = None, graph: Any = None) -> RunContext:
+        """The availability context of this run (graph size from ``graph`` when given, else the spec)."""
+        return RunContext(device=device if device is not None else resolve_device(self.device), task=self.task,
+                          model=self.model,
+                          num_nodes=graph.num_nodes if graph is not None else self.spec.num_nodes,
+                          num_edges=graph.num_edges if graph is not None else self.spec.num_edges)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["spec"] = self.spec.to_dict()
+        d["flags"] = self.flags.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        d = dict(d)
+        d["spec"] = GraphSpec(**d["spec"])
+        d["flags"] = Flags.from_dict(d["flags"])
+        return cls(**d)
+
+
+def config_unavailable(config: RunConfig, device: torch.device | None = None) -> dict[str, str]:
+    """Every flag of ``config`` that cannot run here, with the reason (``availability.reasons``)."""
+    return availability.reasons(config.flags, config.context(device))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One training step as :meth:`Trainer.steps` yields it."""
+
+    index: int  # steps taken in this run before this one
+    epoch: int  # epoch it belongs to
+    loss: float  # training loss
+    measured: bool  # False during burn-in (the first warmup_steps steps)
+    seconds: float  # wall time of the step, sample to optimizer
+
+
+class Trainer:
+    """Everything one configuration builds, and the training loop.
+
+    Raises:
+        UnavailableError: when a flag cannot run on this device or setup
+            (each layer names its field and why).
+    """
+
+    def __init__(self, config: RunConfig, graph: Any = None) -> None:
+        self.config = config
+        self.device = device = resolve_device(config.device)
+        torch.manual_seed(config.seed)
+        t0 = time.perf_counter()
+        if graph is None:
+            graph = generate(config.spec)
+            self.generate_seconds = time.perf_counter() - t0
+        else:
+            if graph.meta.get("spec") != config.spec.to_dict():
+                raise ValueError("the graph passed to the trainer was not generated from config.spec")
+            self.generate_seconds = graph.meta.get("generate_seconds", 0.0)
+        items = availability.check(config.flags, config.context(device, graph))
+        if items:
+            raise UnavailableError(items)
+        flags = config.flags
+        self.task = TASKS[config.task](graph, device, seed=config.seed)
+        self.graph = self.task.train_graph  # what feeds message passing
+        self.prepared = prepare(self.graph, flags)
+        t1 = time.perf_counter()
+        self.features = place_features(self.graph.x, device, flags.feature_placement,
+                                       hot_nodes=self.graph.train_mask.nonzero().view(-1),
+                                       pin_memory=flags.pin_memory)
+        self.source = make_batch_source(self.prepared, flags, kind=self.task.source_kind(flags), seed=config.seed,
+                                        cache_dir=config.cache_dir)
+        self.setup_seconds = time.perf_counter() - t1
+        self.model = build_model(config.model, self.graph.num_features, config.hidden,
+                                 self.task.out_dim(config.hidden), len(flags.fanout)).to(device)
+        self.precision = Precision(flags.precision, device.type)
+        self.forward, self.dynamo_counters = compile_model(self.model, flags)
+        self.policy = AggregationPolicy.build(flags, self.precision, self.prepared, device,
+                                              full_graph_norm=self.source.full_graph_norm)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
+        self.timer = PhaseTimer(device, sync=config.sync_phases)
+        self.prefetch = flags.feature_prefetch
+        self.steps_taken = 0
+        self.epoch_seconds: list[float] = []
+        self.first_step_seconds: float | None = None
+
+    # ------------------------------------------------------------------ the loop
+    def steps(self, epochs: int | None = None, max_steps_per_epoch: int | None = None) -> Iterator[Step]:
+        """The training loop: yields each :class:`Step` after its optimizer update.
+
+        Args:
+            epochs: Epochs to run (default ``config.epochs``; ``0`` or fewer
+                runs none). Pass ``float("inf")`` to cycle epochs forever, as the
+                asv and pytest-benchmark suites do (they pull one step at a time).
+            max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).
+
+        Closing the generator (or leaving a ``for`` loop over it) releases the
+        current epoch's loader iterator and its workers.
+        """
+        cfg = self.config
+        epochs = cfg.epochs if epochs is None else epochs
+        cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
+        timer = self.timer
+        epoch = 0
+        while epoch < epochs:
+            self.model.train()
+            t_epoch = time.perf_counter()
+            batches = self._epoch_batches(epoch)
+            taken = 0
+            try:
+                while cap is None or taken < cap:
+                    timer.start_step()
+                    t_step = time.perf_counter()
+                    with timer.phase("sample"):
+                        item = next(batches, None)
+                    if item is None:
+                        timer.end_step(record=False)
+                        break
+                    loss = self._train_on(*item)
+                    measured = self.steps_taken >= cfg.warmup_steps  # burn-in: first touch, compilation
+                    timer.end_step(record=measured)
+                    seconds = time.perf_counter() - t_step
+                    if self.first_step_seconds is None:
+                        self.first_step_seconds = seconds
+                    step = Step(self.steps_taken, epoch, float(loss), measured, seconds)
+                    self.steps_taken += 1
+                    taken += 1
+                    yield step
+            finally:
+                batches.close()  # an epoch cut short must release its loader iterator (and its workers)
+            self.epoch_seconds.append(time.perf_counter() - t_epoch)
+            if taken == 0 and epochs == float("inf"):
+                raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
+            epoch += 1
+
+    def _epoch_batches(self, epoch: int) -> Iterator[tuple[Batch, torch.Tensor | None]]:
+        """``(batch, features or None)`` for ``epoch``; with prefetch, the next batch's features are
+        gathered on a side stream while this one computes (timed inside "sample": the wait for data)."""
+        source_batches = self.source.epoch(epoch)
+        if self.prefetch:
+            yield from prefetch_features(source_batches, self.features)
+        else:
+            try:
+                for b in source_batches:
+                    yield b, None
+            finally:
+                if hasattr(source_batches, "close"):
+                    source_batches.close()
+
+    def _train_on(self, batch: Batch, x: torch.Tensor | None = None) -> torch.Tensor:
+        """One step on ``batch`` (features gathered here unless given); returns the detached loss."""
+        timer, device = self.timer, self.device
+        if x is None:
+            x = self.features.gather(batch.n_id, timer)
+        with timer.phase("transfer"):
+            batch = batch.to(device, edge_ids=self.policy.needs_edge_ids)
+        with timer.phase("forward"):
+            agg = self.policy.for_batch(batch.edge_index, batch.n_id, batch.e_id)
+            loss = self.task.loss(self.forward(x, agg, self.precision), batch)
+        with timer.phase("backward"):
+            self.scaler.scale(loss).backward()
+        with timer.phase("optimizer"):
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    # ------------------------------------------------------------ evaluation
+    @torch.no_grad()
+    def evaluate(self) -> tuple[dict, float]:
+        """Full-neighbourhood evaluation (no sampling noise): ``(metrics, seconds)``."""
+        t0 = time.perf_counter()
+        self.model.eval()
+        g, device = self.graph, self.device
+
+        def embed() -> torch.Tensor:
+            agg = self.policy.for_graph(self.prepared.edge_index.to(device), g.num_nodes)
+            return self.model(g.x.to(device), agg, self.precision)
+
+        metrics = self.task.evaluate(embed)
+        return metrics, time.perf_counter() - t0
+
+    def close(self) -> None:
+        if hasattr(self.source, "close"):
+            self.source.close()
