@@ -10,6 +10,7 @@ aggregation in fp32 (``partial``) or not (``full``).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -197,11 +198,35 @@ def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None
     return torch.compile(model, dynamic=True), _dynamo.utils.counters
 
 
+@functools.lru_cache(maxsize=None)
+def _sparse_product_supports(device_type: str, dtype: torch.dtype) -> bool:
+    """Whether torch has a CSR sparse x dense product for ``dtype`` on ``device_type`` (probed once)."""
+    device = torch.device(device_type)
+    crow = torch.tensor([0, 1, 2], device=device)
+    col = torch.tensor([1, 0], device=device)
+    try:
+        with warnings.catch_warnings():  # torch flags sparse CSR as beta on every construction
+            warnings.simplefilter("ignore")
+            adj = torch.sparse_csr_tensor(crow, col, torch.ones(2, dtype=dtype, device=device), size=(2, 2))
+            torch.sparse.mm(adj, torch.ones(2, 2, dtype=dtype, device=device))
+    except (NotImplementedError, RuntimeError):
+        return False
+    return True
+
+
 def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
-    """The model layer's answer for its fields (``cached_norm`` needs a model with GCN's normalization)."""
+    """The model layer's answer for its fields: ``cached_norm`` needs a model with GCN's normalization;
+    sparse aggregation in low precision needs a low-precision sparse kernel on the device."""
     out = []
     if flags.cached_norm and ctx.model != "gcn":
         out.append(Unavailable("cached_norm", f"cached_norm caches GCN's normalization; model {ctx.model!r} has none"))
+    agg_dtype = Precision(flags.precision, ctx.device.type).aggregation_dtype
+    if flags.aggregation == "sparse" and agg_dtype != torch.float32 and not _sparse_product_supports(
+            ctx.device.type, agg_dtype):
+        out.append(Unavailable("precision", f"precision={flags.precision!r} aggregates in {agg_dtype} and torch "
+                               f"{torch.__version__} has no {agg_dtype} CSR sparse-matrix product on "
+                               f"{ctx.device.type}; use precision='partial' (aggregation in fp32) or "
+                               "aggregation='scatter'"))
     return out
 
 

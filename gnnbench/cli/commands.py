@@ -11,7 +11,8 @@ import time
 
 from gnnbench import registry
 from gnnbench.cli.options import config_from_args, graph_layer_names, spec_from_args
-from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes, table
+from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
+                                 registry_markdown, table)
 from gnnbench.flags import Flags
 from gnnbench.graphs import CleanOptions, generate
 from gnnbench.graphs.io import load_graph
@@ -188,6 +189,9 @@ def cmd_env(args: argparse.Namespace) -> int:
 
 
 def cmd_flags(args: argparse.Namespace) -> int:
+    if args.markdown:
+        print(registry_markdown())
+        return 0
     width = max(len(n) for n in registry.names()) + 2
     for opt in registry.REGISTRY.values():
         tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy),

@@ -7,7 +7,8 @@ from typing import Callable
 from gnnbench.flags import Flags
 from gnnbench.results import RunResult
 
-__all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS"]
+__all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
+           "registry_markdown"]
 
 
 def human_bytes(n: float) -> str:
@@ -144,3 +145,16 @@ def format_compare(rows: list[dict], extra: list[Column] = ()) -> str:
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + f"  {note}")
     return "\n".join(lines)
 
+
+
+def registry_markdown() -> str:
+    """The registry as a Markdown table (README's optimization list is exactly this; a test keeps it so)."""
+    from gnnbench import registry
+
+    lines = ["| name | layer | what it does | needs | may cost accuracy | changes work per step | tasks |",
+             "|---|---|---|---|---|---|---|"]
+    for opt in registry.REGISTRY.values():
+        lines.append(f"| `{opt.name}` | `{opt.layer}` | {opt.description} | {', '.join(opt.requires) or 'any device'} "
+                     f"| {'yes' if opt.costs_accuracy else 'no'} | {'yes' if opt.changes_work else 'no'} "
+                     f"| {', '.join(opt.tasks)} |")
+    return "\n".join(lines)
