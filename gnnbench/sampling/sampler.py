@@ -18,7 +18,7 @@ from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore
 
-__all__ = ["GnnbenchNeighborSampler", "make_neighbor_sampler", "native_backend_status"]
+__all__ = ["GnnbenchNeighborSampler", "make_neighbor_sampler", "native_backend_status", "SAMPLER_BACKENDS"]
 
 
 def native_backend_status() -> str | None:
@@ -121,18 +121,26 @@ class GnnbenchNeighborSampler(BaseSampler):
                              metadata=metadata)
 
 
+def _pyg_native_sampler(prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
+                        negatives: NegativeSampler | None = None) -> BaseSampler:
+    """PyG's own ``NeighborSampler`` (pyg-lib or torch-sparse underneath), for comparison."""
+    reason = native_backend_status()
+    if reason:
+        raise RuntimeError(reason)
+    from torch_geometric.data import Data
+    from torch_geometric.sampler import NeighborSampler
+
+    data = Data(edge_index=prepared.edge_index.to(torch.int64), num_nodes=prepared.num_nodes)
+    return NeighborSampler(data, num_neighbors=list(fanouts), replace=replace)
+
+
+# Flags.sampler_backend -> sampler factory
+SAMPLER_BACKENDS = {"gnnbench": GnnbenchNeighborSampler, "pyg": _pyg_native_sampler}
+
+
 def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "gnnbench", replace: bool = False,
                           seed: int = 0, negatives: NegativeSampler | None = None) -> BaseSampler:
     """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison)."""
-    if backend == "gnnbench":
-        return GnnbenchNeighborSampler(prepared, fanouts, replace=replace, seed=seed, negatives=negatives)
-    if backend == "pyg":
-        reason = native_backend_status()
-        if reason:
-            raise RuntimeError(reason)
-        from torch_geometric.data import Data
-        from torch_geometric.sampler import NeighborSampler
-
-        data = Data(edge_index=prepared.edge_index.to(torch.int64), num_nodes=prepared.num_nodes)
-        return NeighborSampler(data, num_neighbors=list(fanouts), replace=replace)
-    raise ValueError(f"unknown sampler backend {backend!r}; accepted: 'gnnbench', 'pyg'")
+    if backend not in SAMPLER_BACKENDS:
+        raise ValueError(f"unknown sampler backend {backend!r}; accepted: {', '.join(map(repr, SAMPLER_BACKENDS))}")
+    return SAMPLER_BACKENDS[backend](prepared, fanouts, replace=replace, seed=seed, negatives=negatives)
