@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib.util
 import os
 import platform
@@ -11,7 +13,11 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["environment", "optional_backends", "resolve_device"]
+__all__ = ["environment", "optional_backends", "resolve_device", "code_fingerprint", "machine_id",
+           "COMPARABLE_KEYS"]
+
+# What must match for a stored result to stand in for a new measurement (besides the config).
+COMPARABLE_KEYS = ("code_fingerprint", "machine", "device_name", "torch", "torch_geometric", "python", "threads")
 
 
 def _git_commit() -> str | None:
@@ -25,6 +31,36 @@ def _git_commit() -> str | None:
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                            capture_output=True, text=True, timeout=5).stdout.strip()
     return out.stdout.strip() + ("+dirty" if dirty else "")
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint() -> str:
+    """A hash of gnnbench's own source files (paths and contents): changes with any edit to the package,
+    committed or not."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def machine_id() -> str:
+    """This machine as results compare it: host name, CPU model, logical cores."""
+    return f"{platform.node()}|{_cpu_model()}|{os.cpu_count()}"
 
 
 def optional_backends() -> dict[str, bool]:
@@ -62,8 +98,10 @@ def environment(device: torch.device | str = "cpu") -> dict:
         "cpu_count": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "device": str(dev),
-        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else (platform.processor() or "cpu"),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else _cpu_model(),
         "commit": _git_commit(),
+        "code_fingerprint": code_fingerprint(),
+        "machine": machine_id(),
         "argv": sys.argv[:],
         "optional_backends": optional_backends(),
     }

@@ -102,7 +102,7 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if profiler is not None:
         profiler.__enter__()
     try:
-        for step in trainer.steps():
+        for step in trainer.steps(evaluate=True):
             nvml.sample()
             losses.append(step.loss)
             if profiler is not None:
@@ -113,8 +113,13 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         trainer.close()
         if profiler is not None:
             profiler.__exit__(None, None, None)
-    accuracy, eval_seconds = trainer.evaluate()
-    result = _assemble(trainer, env, nvml, accuracy, eval_seconds, losses)
+    last = trainer.curve[-1] if trainer.curve else None
+    if last is not None and last.step == trainer.steps_taken:
+        accuracy = last.metrics
+    else:  # the loop ended without a validation point at its last step
+        accuracy, seconds = trainer.evaluate()
+        trainer.eval_seconds += seconds
+    result = _assemble(trainer, env, nvml, accuracy, trainer.eval_seconds, losses)
     if out:
         write_json_atomic(out, result.to_dict())
     return result
@@ -156,7 +161,11 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
         device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
                          if timer.device_ms else None),
-        epoch_seconds=list(trainer.epoch_seconds), eval_seconds=eval_seconds,
+        epoch_seconds=list(trainer.epoch_seconds), setup_seconds=trainer.setup_clock,
+        train_seconds=trainer.train_seconds,
+        curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
+               for p in trainer.curve],
+        eval_seconds=eval_seconds,
         data_wait_fraction=phase_stats["sample"]["median"] / median_step if per_phase else None,
         compute_fraction=compute / median_step if per_phase else None,
         device_busy_fraction=nvml.mean_fraction(), device_busy_reason=nvml.reason,

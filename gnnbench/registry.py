@@ -9,9 +9,9 @@ lives in the layer it changes, switched by its flag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Union
 
 import torch
 
@@ -29,7 +29,10 @@ class Optimization:
 
     Args:
         name: Short name used on the command line and in reports.
-        changes: Fields of :class:`Flags` and the values that switch it on.
+        changes: What it changes, relative to the flags it is applied to: a
+            mapping of :class:`Flags` fields to values (a switch), or a function
+            of the base flags returning that mapping (a relative change, such as
+            dropping the base fanout's last hop).
         description: One line saying what it does.
         expected_effect: The effect as commonly reported, with its figure.
         layer: The module whose code it switches.
@@ -43,7 +46,7 @@ class Optimization:
     """
 
     name: str
-    changes: Mapping[str, Any]
+    changes: Union[Mapping[str, Any], Callable[[Flags], Mapping[str, Any]]]
     description: str
     expected_effect: str
     layer: str
@@ -51,17 +54,19 @@ class Optimization:
     recommended: bool = True
     tasks: tuple[str, ...] = TASK_NAMES
     changes_work: bool = False
-    _frozen_changes: Mapping[str, Any] = field(init=False, repr=False, compare=False)
-
     def __post_init__(self) -> None:
-        Flags().replace(**self.changes)  # validates field names and values early
+        self.apply(Flags())  # validates field names and values early
         if not self.tasks or set(self.tasks) - set(TASK_NAMES):
             raise ValueError(f"Optimization.tasks must be a non-empty subset of {TASK_NAMES} (got {self.tasks!r})")
-        object.__setattr__(self, "_frozen_changes", MappingProxyType(dict(self.changes)))
+
+
+    def changes_for(self, base: Flags) -> dict[str, Any]:
+        """The field values this optimization sets on ``base``."""
+        return dict(self.changes(base) if callable(self.changes) else self.changes)
 
     def apply(self, flags: Flags) -> Flags:
-        """``flags`` with this optimization switched on."""
-        return flags.replace(**self._frozen_changes)
+        """``flags`` with this optimization switched on (relative entries read ``flags``)."""
+        return flags.replace(**self.changes_for(flags))
 
     @property
     def task(self) -> str:
@@ -82,6 +87,13 @@ class Optimization:
     def requires(self) -> tuple[str, ...]:
         """Device types it needs: ``("cuda",)`` when it cannot run on a CPU, else empty."""
         return ("cuda",) if self.unavailable("cpu") else ()
+
+
+def _drop_last_hop(fanout: tuple[int, ...]) -> tuple[int, ...]:
+    if len(fanout) < 2:
+        raise ValueError(f"the fanout optimization drops the last hop, and the base fanout {list(fanout)} has only "
+                         "one; give a base fanout of at least two hops (e.g. --fanout 15,10)")
+    return tuple(fanout[:-1])
 
 
 _ENTRIES = (
@@ -111,8 +123,8 @@ _ENTRIES = (
     ),
     Optimization(
         name="fanout",
-        changes={"fanout": (15, 10)},
-        description="Sample two hops [15, 10] instead of three [15, 10, 5] (the model loses a layer).",
+        changes=lambda base: {"fanout": _drop_last_hop(base.fanout)},
+        description="Drop the base fanout's last hop (default [15, 10, 5] -> [15, 10]; the model loses a layer).",
         expected_effect="The sampled neighbourhood shrinks up to 5x (the last hop's fanout), and with it "
         "sampling, gather and compute; accuracy may drop where 3-hop context matters.",
         layer="gnnbench.sampling.neighbor",
@@ -122,24 +134,25 @@ _ENTRIES = (
     ),
     Optimization(
         name="workers",
-        changes={"num_workers": 2},
-        description="Sample in 2 DataLoader worker processes, overlapping sampling with training.",
+        changes=lambda base: {"num_workers": max(base.num_workers, 2)},
+        description="Sample in (at least) 2 DataLoader worker processes, overlapping sampling with training.",
         expected_effect="Hides sampling time behind compute when sampling is the bottleneck; bounded by "
         "the cores left to the training process (2 workers can hide at most 2 cores of sampling).",
         layer="gnnbench.sampling.loaders",
     ),
     Optimization(
         name="persistent_workers",
-        changes={"num_workers": 2, "persistent_workers": True},
-        description="Keep the 2 loader workers alive across epochs instead of re-forking them.",
+        changes=lambda base: {"num_workers": max(base.num_workers, 2), "persistent_workers": True},
+        description="Keep (at least) 2 loader workers alive across epochs instead of re-forking them.",
         expected_effect="Saves the worker start-up (process fork plus sampler copy) at every epoch; "
         "matters most for short epochs.",
         layer="gnnbench.sampling.loaders",
     ),
     Optimization(
         name="prefetch",
-        changes={"num_workers": 2, "prefetch_factor": 4},
-        description="Let each of 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
+        changes=lambda base: {"num_workers": max(base.num_workers, 2),
+                              "prefetch_factor": max(base.prefetch_factor or 2, 4)},
+        description="Let each of (at least) 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
         expected_effect="Absorbs jitter in sampling time; no gain when sampling is slower than compute on average.",
         layer="gnnbench.sampling.loaders",
     ),

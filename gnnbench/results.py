@@ -7,7 +7,10 @@ Schema history:
 - 1: the dict ``runner.run`` built inline (gnnbench before the training-loop
   restructuring). Its keys are exactly version 2's, so version-1 files load
   unchanged.
-- 2: :class:`RunResult`; ``compile`` is a :class:`CompileMetrics`.
+- 2: :class:`RunResult`; ``compile`` is a :class:`CompileMetrics`; adds the
+  setup and training clocks (``setup_seconds``, ``train_seconds``) and the
+  validation ``curve`` that time to accuracy is read from (empty when loaded
+  from version 1).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gnnbench import registry
 from gnnbench.atomic import write_json_atomic
+from gnnbench.env import COMPARABLE_KEYS
 from gnnbench.flags import format_reasons
-from gnnbench.timing import bootstrap_ratio
+from gnnbench.stats import noise_floor, paired_ratio, t_quantile
 
-__all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "write_json_atomic", "load_result", "compare_rows",
-           "BASELINE"]
+__all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
+           "reuse_problem", "compare", "compare_rows", "BASELINE", "AA_LABEL", "NO_COST_PP"]
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -64,8 +69,11 @@ class RunResult:
     step_seconds_all: list[float] = field(default_factory=list)  # every measured step
     phases: dict[str, dict[str, float]] | None = None
     device_phase_ms: dict[str, dict[str, float]] | None = None  # CUDA events, sync mode only
-    epoch_seconds: list[float] = field(default_factory=list)
-    eval_seconds: float | None = None
+    epoch_seconds: list[float] = field(default_factory=list)  # training clock per epoch
+    setup_seconds: float | None = None  # setup clock: preparation, CSR, normalization, METIS, cache building
+    train_seconds: float | None = None  # training clock: every step and per-epoch cost, evaluation excluded
+    curve: list[dict[str, Any]] = field(default_factory=list)  # validation points: seconds, step, epoch, val, test
+    eval_seconds: float | None = None  # all evaluations together (off the clocks)
     data_wait_fraction: float | None = None
     compute_fraction: float | None = None
     device_busy_fraction: float | None = None
@@ -120,52 +128,201 @@ def load_result(path: str | Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or "status" not in data or "config" not in data:
         return None
     try:
-        return RunResult.from_dict(data).to_dict() | {k: v for k, v in data.items() if k in ("label", "optimizations")}
+        return RunResult.from_dict(data).to_dict() | {k: v for k, v in data.items()
+                                                      if k in ("label", "optimizations", "round")}
     except (TypeError, ValueError):
         return None
 
 
-def compare_rows(results: list[dict]) -> list[dict]:
-    """Per configuration: speedup over the baseline with its interval, and the accuracy delta across seeds."""
+def reuse_problem(data: dict[str, Any], config: dict[str, Any], env: dict[str, Any]) -> str | None:
+    """Why a stored result cannot stand in for measuring ``config`` now in ``env`` (``None``: it can).
+
+    Reused only when the config, the code fingerprint (gnnbench's sources,
+    committed or not) and the environment (machine, device, torch / PyG /
+    Python versions, threads) all match.
+    """
+    if data.get("config") != json.loads(json.dumps(config, default=str)):
+        return "another configuration"
+    stored = data.get("environment") or {}
+    for key in COMPARABLE_KEYS:
+        if stored.get(key) != env.get(key):
+            return f"{key} differs (stored {stored.get(key)!r}, now {env.get(key)!r})"
+    return None
+
+
+# ------------------------------------------------------------------ comparison
+NO_COST_PP = 0.5  # an accuracy delta whose paired interval lies within +-0.5 pp is "no accuracy cost"
+AA_LABEL = "baseline (A/A)"
+
+
+@dataclass
+class Comparison:
+    """A sweep's comparison: one row per configuration, the noise floor and the accuracy target."""
+
+    rows: list[dict[str, Any]]
+    rounds: int  # baseline rounds measured
+    target: float | None  # validation target for time to accuracy
+    target_source: str  # how the target was chosen
+    floors: dict[str, float]  # metric -> smallest resolvable factor (from the baseline's process spread)
+    aa: dict[str, Any] | None = None  # the A/A row, when the sweep ran one
+
+
+def _ok(r: dict) -> bool:
+    return r.get("status") == "ok" and bool(r.get("step_seconds_all"))
+
+
+def _by_round(runs: list[dict]) -> dict[int, dict]:
+    return {r.get("round", i): r for i, r in enumerate(runs) if _ok(r)}
+
+
+def _epoch_time(r: dict) -> float:
+    e = r.get("epoch_seconds") or []
+    return statistics.mean(e) if e else float("nan")
+
+
+def _time_to(r: dict, target: float | None) -> float | None:
+    """Setup + training clock when validation first reached ``target`` (``None``: not reached)."""
+    if target is None:
+        return None
+    for point in r.get("curve") or []:
+        if point["val"] >= target - 1e-12:
+            return float(point["seconds"])
+    return None
+
+
+def _interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean with a t-interval (nan bounds for fewer than 2 values)."""
+    if not values:
+        return float("nan"), float("nan"), float("nan")
+    mean = statistics.mean(values)
+    if len(values) < 2:
+        return mean, float("nan"), float("nan")
+    half = t_quantile((1 + level) / 2, len(values) - 1) * statistics.stdev(values) / len(values) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def _ratio_dict(base: list[float], other: list[float]) -> dict[str, Any] | None:
+    pairs = [(b, o) for b, o in zip(base, other) if b == b and o == o and b > 0 and o > 0]
+    if not pairs:
+        return None
+    ri = paired_ratio([b for b, _ in pairs], [o for _, o in pairs])
+    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "significant": ri.significant, "rounds": ri.rounds}
+
+
+def _changes_work(optimizations: list[str]) -> bool:
+    return any(registry.REGISTRY[n].changes_work for n in optimizations if n in registry.REGISTRY)
+
+
+def compare(results: list[dict], *, target_acc: float | None = None) -> Comparison:
+    """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
+    epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta.
+
+    Args:
+        results: Sweep results (dicts with ``label`` and ``round``).
+        target_acc: Validation target for time to accuracy; default the
+            baseline's best validation metric (median over its rounds) minus 1 pp.
+    """
     by_label: dict[str, list[dict]] = {}
     for r in results:
         by_label.setdefault(r["label"], []).append(r)
-    base = [r for r in by_label.get(BASELINE, []) if r.get("status") == "ok" and r.get("step_seconds_all")]
+    base_runs = by_label.get(BASELINE, [])
+    base = _by_round(base_runs)
     if not base:
-        why = [w for r in by_label.get(BASELINE, []) for w in r.get("warnings", [])] or \
-              [str(r.get("unavailable") or r.get("error")) for r in by_label.get(BASELINE, [])]
+        why = [w for r in base_runs for w in r.get("warnings", [])] or \
+              [str(r.get("unavailable") or r.get("error")) for r in base_runs]
         raise ValueError("the sweep has no measured baseline run to compare against"
                          + (f": {'; '.join(why)}" if why else ""))
-    base_steps = [s for r in base for s in r["step_seconds_all"]]
-    base_acc = [r["accuracy"]["test"] for r in base]
-    rows = []
-    for label, runs in by_label.items():
-        ok = [r for r in runs if r.get("status") == "ok" and r.get("step_seconds_all")]
-        row = {"label": label, "optimizations": runs[0].get("optimizations", [])}
-        if not ok and any(r.get("status") == "ok" for r in runs):
+    best = [max(p["val"] for p in r["curve"]) for r in base.values() if r.get("curve")]
+    if target_acc is not None:
+        target, source = target_acc, "given"
+    elif best:
+        target, source = statistics.median(best) - 0.01, "baseline's best validation (median over rounds) - 1 pp"
+    else:
+        target, source = None, "no validation curve in these results"
+    rounds = sorted(base)
+    floors = {"step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
+              "epoch": noise_floor([_epoch_time(base[k]) for k in rounds])}
+    base_tta = [_time_to(base[k], target) for k in rounds]
+    if target is not None and all(t is not None for t in base_tta):
+        floors["time_to_accuracy"] = noise_floor(base_tta)
+    rows = [_row(label, runs, base, target) for label, runs in by_label.items()]
+    aa = next((r for r in rows if r["label"] == AA_LABEL), None)
+    head = [r for r in rows if r["label"] == BASELINE]
+    # Time to accuracy first (a configuration that never reaches the target ranks after those that do),
+    # then epoch time; unmeasured rows last.
+    rest = sorted((r for r in rows if r["label"] != BASELINE),
+                  key=lambda r: (r["status"] != "ok", r.get("primary") != "time to accuracy",
+                                 -(r.get("speedup") or 0.0)))
+    return Comparison(head + rest, len(rounds), target, source, floors, aa)
+
+
+def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None) -> dict[str, Any]:
+    optimizations = runs[0].get("optimizations", [])
+    row: dict[str, Any] = {"label": label, "optimizations": optimizations}
+    mine = _by_round(runs)
+    if not mine:
+        if any(r.get("status") == "ok" for r in runs):
             warnings = [w for r in runs for w in r.get("warnings", [])]
             row.update(status="not measured", reason="; ".join(warnings) or "no measured steps")
-            rows.append(row)
-            continue
-        if not ok:
+        else:
             reasons = runs[0].get("unavailable") or {"error": runs[0].get("error", "failed")}
             row.update(status=runs[0].get("status"), reason=format_reasons(reasons))
-            rows.append(row)
-            continue
-        steps = [s for r in ok for s in r["step_seconds_all"]]
-        acc = [r["accuracy"]["test"] for r in ok]
-        ratio = bootstrap_ratio(base_steps, steps)
-        delta = [a - statistics.mean(base_acc) for a in acc]
-        row.update(
-            status="ok", step_ms=1e3 * statistics.median(steps), speedup=ratio["ratio"],
-            speedup_low=ratio["low"], speedup_high=ratio["high"], significant=ratio["significant"],
-            test_acc=statistics.mean(acc), acc_delta=statistics.mean(delta),
-            acc_delta_spread=(max(delta) - min(delta)) if len(delta) > 1 else 0.0,
-            seeds=len(ok), phases={p: v["median"] for p, v in ok[0]["phases"].items()},
-            compile=ok[0].get("compile"),
-            device_busy=(statistics.mean(r["device_busy_fraction"] for r in ok)
-                         if all(r.get("device_busy_fraction") is not None for r in ok) else None),
-            h2d_bytes_per_batch=ok[0]["transfer"]["bytes_h2d_per_batch"],
-        )
-        rows.append(row)
-    return rows
+        return row
+    rounds = [k for k in sorted(mine) if k in base]
+    if not rounds:
+        row.update(status="not measured", reason="no round shared with a measured baseline run")
+        return row
+    b = [base[k] for k in rounds]
+    m = [mine[k] for k in rounds]
+    same_work = not _changes_work(optimizations)
+    step = _ratio_dict([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
+    epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
+    tta_b = [_time_to(r, target) for r in b]
+    tta_m = [_time_to(r, target) for r in m]
+    reached = sum(t is not None for t in tta_m)
+    tta = None
+    if target is not None and reached == len(m) and all(t is not None for t in tta_b):
+        tta = _ratio_dict(tta_b, tta_m)
+    deltas = [(y["accuracy"]["test"] - x["accuracy"]["test"]) for x, y in zip(b, m)]
+    d_mean, d_low, d_high = _interval(deltas)
+    if d_low != d_low:
+        verdict = "one round: no interval"
+    elif -NO_COST_PP / 100 <= d_low and d_high <= NO_COST_PP / 100:
+        verdict = "no accuracy cost"
+    elif d_high < 0:
+        verdict = "costs accuracy"
+    elif d_low > 0:
+        verdict = "gains accuracy"
+    else:
+        verdict = f"inconclusive (interval wider than +-{NO_COST_PP} pp)"
+    primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
+    epochs = m[0]["config"]["epochs"]
+    row.update(
+        status="ok", rounds=len(rounds), same_work=same_work,
+        step_ms=1e3 * statistics.median(r["step_seconds"]["median"] for r in m),
+        step_speedup=step if same_work else None,
+        epoch_s=statistics.median(_epoch_time(r) for r in m), epoch_speedup=epoch,
+        setup_s=statistics.median(r.get("setup_seconds") or r["graph"].get("setup_seconds", 0.0) for r in m),
+        tta_s=statistics.median(t for t in tta_m if t is not None) if reached else None,
+        tta_reached=f"{reached}/{len(m)}", tta_speedup=tta,
+        tta_note=(None if tta is not None or target is None
+                  else f"not reached within {epochs} epochs in {len(m) - reached} of {len(m)} rounds"
+                  if reached < len(m) else "baseline did not reach the target in every round"),
+        primary=primary_name, speedup=primary["ratio"] if primary else None,
+        speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
+        significant=bool(primary and primary["significant"]),
+        test_acc=statistics.mean(r["accuracy"]["test"] for r in m),
+        acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
+        acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0, acc_verdict=verdict,
+        seeds=len(m), phases={p: v["median"] for p, v in m[0]["phases"].items()},
+        compile=m[0].get("compile"),
+        device_busy=(statistics.mean(r["device_busy_fraction"] for r in m)
+                     if all(r.get("device_busy_fraction") is not None for r in m) else None),
+        h2d_bytes_per_batch=m[0]["transfer"]["bytes_h2d_per_batch"],
+    )
+    return row
+
+
+def compare_rows(results: list[dict], *, target_acc: float | None = None) -> list[dict]:
+    """The rows of :func:`compare` (baseline first, then ranked by the primary speedup)."""
+    return compare(results, target_acc=target_acc).rows

@@ -1,6 +1,14 @@
 """Sweeps: the baseline against baseline + each optimization and against all
-recommended optimizations together, each configuration in its own process,
-results written atomically so an interrupted sweep resumes where it stopped.
+recommended optimizations together, measured in interleaved rounds.
+
+Each round runs the baseline and every configuration once, each in its own
+process, in an order shuffled per round from a recorded seed, so drift and a
+slow process hit all configurations alike; round ``r`` trains with seed
+``base.seed + r``, so timings and accuracies are paired by round (and by
+seed). Results are written atomically, one file per configuration and round;
+an interrupted sweep resumes, but a stored result is reused only when its
+config, the code fingerprint and the environment all match
+(:func:`gnnbench.results.reuse_problem`); anything else is measured again.
 """
 
 from __future__ import annotations
@@ -8,111 +16,176 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Iterable
 
 from gnnbench import registry
-from gnnbench.env import resolve_device
+from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import generate
 from gnnbench.measure import run
-from gnnbench.results import BASELINE, load_result, write_json_atomic
+from gnnbench.results import AA_LABEL, BASELINE, load_result, reuse_problem, write_json_atomic
+from gnnbench.stats import DEFAULT_REPEATS
 from gnnbench.training import RunConfig, config_unavailable
 
-__all__ = ["Entry", "sweep_entries", "run_sweep", "ALL_RECOMMENDED", "BASELINE"]
+__all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "validate_base", "ALL_RECOMMENDED", "BASELINE",
+           "AA_LABEL", "MANIFEST"]
 
 ALL_RECOMMENDED = "all_recommended"
+MANIFEST = "sweep.json"
 
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """One configuration of a sweep."""
+    """One configuration of a sweep, in one round."""
 
-    label: str
+    label: str  # "baseline", an optimization name, "all_recommended" or the A/A copy of the baseline
     config: RunConfig
     optimizations: tuple[str, ...]
+    round: int = 0  # interleaved round (its seed is base.seed + round)
 
     def key(self) -> str:
         blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
     def filename(self) -> str:
-        return f"{self.label}-seed{self.config.seed}-{self.key()}.json"
+        return f"{self.label}-r{self.round}-{self.key()}.json"
 
 
-def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, seeds: Iterable[int] = (0,),
-                  include_all_recommended: bool = True) -> list[Entry]:
-    """Baseline, baseline + each named optimization (default: all registered), and all recommended together."""
+class SweepResults(list):
+    """The results of a sweep (dicts, in entry order) and how many were kept from disk or measured now."""
+
+    kept: int = 0
+    measured: int = 0
+
+    def summary(self) -> str:
+        return (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
+                f"measured {self.measured}")
+
+
+def validate_base(base: RunConfig) -> None:
+    """Refuse, before running anything, a sweep whose configuration cannot produce a measured step."""
+    if base.max_steps_per_epoch is not None and base.warmup_steps >= base.epochs * base.max_steps_per_epoch:
+        raise ValueError(
+            f"no step would be measured: {base.epochs} epoch(s) x {base.max_steps_per_epoch} steps with "
+            f"{base.warmup_steps} warm-up steps; lower --warmup below {base.epochs * base.max_steps_per_epoch} "
+            "or raise --epochs / --max-steps")
+
+
+def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
+                  include_all_recommended: bool = True, aa: bool = False) -> list[Entry]:
+    """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
+    for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check)."""
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
+    validate_base(base)
     names = list(names) if names is not None else registry.names()
     for n in names:
         registry.get(n)
     device = resolve_device(base.device)
+    rec = []
+    if include_all_recommended:
+        rec = [o.name for o in registry.REGISTRY.values()
+               if o.recommended and o.unavailable(device) is None
+               and not config_unavailable(dataclasses.replace(base, flags=o.apply(base.flags)), device)]
     entries = []
-    for seed in seeds:
-        b = dataclasses.replace(base, seed=seed)
-        entries.append(Entry(BASELINE, b, ()))
+    for r in range(repeats):
+        b = dataclasses.replace(base, seed=base.seed + r)
+        entries.append(Entry(BASELINE, b, (), r))
+        if aa:
+            entries.append(Entry(AA_LABEL, b, (), r))
         for n in names:
-            entries.append(Entry(n, dataclasses.replace(b, flags=registry.get(n).apply(b.flags)), (n,)))
+            entries.append(Entry(n, dataclasses.replace(b, flags=registry.get(n).apply(b.flags)), (n,), r))
         if include_all_recommended:
-            rec = [o.name for o in registry.REGISTRY.values()
-                   if o.recommended and o.unavailable(device) is None
-                   and not config_unavailable(dataclasses.replace(b, flags=o.apply(b.flags)), device)]
             entries.append(Entry(ALL_RECOMMENDED, dataclasses.replace(b, flags=registry.flags_for(rec, b.flags)),
-                                 tuple(rec)))
+                                 tuple(rec), r))
     return entries
 
 
-def _valid_result(path: Path, entry: Entry) -> dict | None:
+def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
     data = load_result(path)
-    if data is None or data.get("status") not in ("ok", "unavailable") or data.get("config") != json.loads(
-            json.dumps(entry.config.to_dict(), default=str)):
+    if data is None or data.get("status") not in ("ok", "unavailable"):
         return None
-    return data
+    return None if reuse_problem(data, entry.config.to_dict(), env) else data
+
+
+def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
+    """Entry indices per round, shuffled per round from ``order_seed``."""
+    rounds: dict[int, list[int]] = {}
+    for i, e in enumerate(entries):
+        rounds.setdefault(e.round, []).append(i)
+    orders = []
+    for r in sorted(rounds):
+        idx = rounds[r]
+        random.Random(order_seed * 1_000_003 + r).shuffle(idx)
+        orders.append(idx)
+    return orders
 
 
 def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
-              progress: Callable[[int, int, Entry, str], None] | None = None) -> list[dict]:
-    """Run every entry (skipping finished ones when ``resume``) and return their results.
+              order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None) -> SweepResults:
+    """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
-    Each result lands in ``out_dir/<label>-seed<s>-<key>.json``, written
-    atomically; a file that is missing, partial or for another configuration
-    is (re)run, a valid one is kept. With ``isolate`` each configuration runs
-    in a fresh process (clean peak memory, no state shared between runs).
+    Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
+    atomically; with ``resume`` a stored file is kept only when its config,
+    code fingerprint and environment match this run (a missing, partial,
+    failed or stale file is measured again). The order of every round and its
+    seed are recorded in ``out_dir/sweep.json``. With ``isolate`` each
+    configuration runs in a fresh process (clean peak memory, no state shared
+    between runs, and process-to-process variance measured as it should be).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    results = []
+    env = environment(resolve_device(entries[0].config.device)) if entries else {}
+    orders = _round_orders(entries, order_seed)
+    write_json_atomic(out_dir / MANIFEST, {
+        "order_seed": order_seed, "rounds": [[entries[i].label for i in order] for order in orders],
+        "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate})
+    results: list[dict | None] = [None] * len(entries)
+    outcome = SweepResults()
     graphs: dict = {}
-    for i, entry in enumerate(entries):
-        path = out_dir / entry.filename()
-        data = _valid_result(path, entry) if resume else None
-        if data is not None:
-            if progress:
-                progress(i + 1, len(entries), entry, "kept")
-            results.append({"label": entry.label, "optimizations": list(entry.optimizations), **data})
-            continue
-        if progress:
-            progress(i, len(entries), entry, "running")
-        if isolate:
-            cfg_path = out_dir / f".{entry.filename()}.config.json"
-            write_json_atomic(cfg_path, entry.config.to_dict())
-            proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path)],
-                                  capture_output=True, text=True)
-            cfg_path.unlink(missing_ok=True)
-            if proc.returncode != 0:
-                data = {"status": "failed", "error": proc.stderr[-4000:], "config": entry.config.to_dict()}
-                write_json_atomic(path.with_suffix(".failed.json"), data)
+    done = 0
+    for order in orders:
+        for i in order:
+            entry = entries[i]
+            path = out_dir / entry.filename()
+            data = _stored(path, entry, env) if resume else None
+            if data is not None:
+                outcome.kept += 1
+                status = "kept"
             else:
-                data = load_result(path) or {"status": "failed", "error": f"unreadable result {path}",
-                                             "config": entry.config.to_dict()}
-        else:
-            spec_key = json.dumps(entry.config.spec.to_dict(), sort_keys=True)
-            if spec_key not in graphs:  # in-process: generate each graph once
-                graphs.clear()
-                graphs[spec_key] = generate(entry.config.spec)
-            data = run(entry.config, out=path, graph=graphs[spec_key]).to_dict()
-        if progress:
-            progress(i + 1, len(entries), entry, data.get("status", "?"))
-        results.append({"label": entry.label, "optimizations": list(entry.optimizations), **data})
-    return results
+                if progress:
+                    progress(done, len(entries), entry, "running")
+                data = _measure(entry, path, isolate, graphs)
+                outcome.measured += 1
+                status = data.get("status", "?")
+            done += 1
+            if progress:
+                progress(done, len(entries), entry, status)
+            results[i] = {"label": entry.label, "optimizations": list(entry.optimizations), "round": entry.round,
+                          **data}
+    outcome.extend(results)
+    return outcome
+
+
+def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict) -> dict:
+    path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
+    if isolate:
+        cfg_path = path.with_name(f".{path.name}.config.json")
+        write_json_atomic(cfg_path, entry.config.to_dict())
+        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path)],
+                              capture_output=True, text=True)
+        cfg_path.unlink(missing_ok=True)
+        data = load_result(path) if proc.returncode == 0 else None
+        if data is None:
+            data = {"status": "failed", "error": (proc.stderr[-4000:] or f"no result in {path}"),
+                    "config": entry.config.to_dict()}
+            write_json_atomic(path.with_suffix(".failed.json"), data)
+        return data
+    spec_key = json.dumps(entry.config.spec.to_dict(), sort_keys=True)
+    if spec_key not in graphs:  # in-process: generate each graph once
+        graphs.clear()
+        graphs[spec_key] = generate(entry.config.spec)
+    return run(entry.config, out=path, graph=graphs[spec_key]).to_dict()

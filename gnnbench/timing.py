@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize", "bootstrap_ratio"]
+__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize"]
 
 PHASES = ("sample", "gather", "transfer", "forward", "backward", "optimizer")
 
@@ -110,24 +110,3 @@ def summarize(values: list[float]) -> dict[str, float]:
     else:
         q1 = q3 = v[0]
     return {"median": statistics.median(v), "q1": q1, "q3": q3, "min": v[0], "max": v[-1], "n": len(v)}
-
-
-def bootstrap_ratio(base: list[float], other: list[float], *, resamples: int = 2000, seed: int = 0,
-                    level: float = 0.95) -> dict[str, float]:
-    """Speedup ``median(base) / median(other)`` with a bootstrap confidence interval.
-
-    ``significant`` is False when the interval contains 1 (no significant difference).
-    """
-    if not base or not other:
-        return {"ratio": float("nan"), "low": float("nan"), "high": float("nan"), "significant": False}
-    g = torch.Generator().manual_seed(seed)
-    b = torch.tensor(base, dtype=torch.float64)
-    o = torch.tensor(other, dtype=torch.float64)
-    bi = torch.randint(0, b.numel(), (resamples, b.numel()), generator=g)
-    oi = torch.randint(0, o.numel(), (resamples, o.numel()), generator=g)
-    ratios = b[bi].median(dim=1).values / o[oi].median(dim=1).values
-    alpha = (1 - level) / 2
-    low = float(torch.quantile(ratios, alpha))
-    high = float(torch.quantile(ratios, 1 - alpha))
-    ratio = float(b.median() / o.median())
-    return {"ratio": ratio, "low": low, "high": high, "significant": not (low <= 1.0 <= high)}

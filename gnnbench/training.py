@@ -37,7 +37,7 @@ from gnnbench.sampling.sources import make_batch_source
 from gnnbench.tasks import TASKS
 from gnnbench.timing import PhaseTimer
 
-__all__ = ["RunConfig", "Trainer", "Step", "config_unavailable"]
+__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class RunConfig:
         sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
             end-to-end step times only.
         cache_dir: Batch-cache directory (default: the user cache).
+        eval_every: Validation points for time to accuracy: every N steps and
+            at the end (``None``: at the end of every epoch). Evaluation runs
+            outside the training clock.
     """
 
     spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
@@ -77,6 +80,7 @@ class RunConfig:
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     sync_phases: bool = True  # per-phase sync (True) or end-to-end only
     cache_dir: str | None = None  # batch-cache directory
+    eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -91,6 +95,8 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        if self.eval_every is not None and (not isinstance(self.eval_every, int) or self.eval_every < 1):
+            raise ValueError(f"RunConfig.eval_every must be None or an integer >= 1 (got {self.eval_every!r})")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
             raise ValueError(f"RunConfig.max_steps_per_epoch must be None or >= 1 (got {self.max_steps_per_epoch})")
         if not self.lr > 0:
@@ -111,7 +117,7 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
-        d = dict(d)
+        d = {k: v for k, v in d.items() if k in {f.name for f in dataclasses.fields(cls)}}
         d["spec"] = GraphSpec(**d["spec"])
         d["flags"] = Flags.from_dict(d["flags"])
         return cls(**d)
@@ -120,6 +126,18 @@ class RunConfig:
 def config_unavailable(config: RunConfig, device: torch.device | None = None) -> dict[str, str]:
     """Every flag of ``config`` that cannot run here, with the reason (``availability.reasons``)."""
     return availability.reasons(config.flags, config.context(device))
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One validation point of the accuracy curve (time to accuracy reads these)."""
+
+    seconds: float  # setup + training clock at this point (evaluation excluded)
+    step: int  # steps taken
+    epoch: int  # epoch just trained
+    val: float  # validation metric (accuracy or AUC)
+    test: float  # test metric
+    metrics: dict  # everything the task's evaluation returned
 
 
 @dataclass(frozen=True)
@@ -177,31 +195,42 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
         self.timer = PhaseTimer(device, sync=config.sync_phases)
         self.prefetch = flags.feature_prefetch
+        self.setup_clock = self.prepared.prepare_seconds + self.setup_seconds  # what time to accuracy starts from
         self.steps_taken = 0
-        self.epoch_seconds: list[float] = []
+        self.train_seconds = 0.0  # the training clock: inside steps(), evaluation and consumer excluded
+        self.epoch_seconds: list[float] = []  # each epoch on the training clock (worker start, first batch included)
+        self.curve: list[EvalPoint] = []
+        self.eval_seconds = 0.0
         self.first_step_seconds: float | None = None
 
     # ------------------------------------------------------------------ the loop
-    def steps(self, epochs: int | None = None, max_steps_per_epoch: int | None = None) -> Iterator[Step]:
+    def steps(self, epochs: int | float | None = None, max_steps_per_epoch: int | None = None, *,
+              evaluate: bool = False) -> Iterator[Step]:
         """The training loop: yields each :class:`Step` after its optimizer update.
 
         Args:
-            epochs: Epochs to run (default ``config.epochs``; ``0`` or fewer
-                runs none). Pass ``float("inf")`` to cycle epochs forever, as the
-                asv and pytest-benchmark suites do (they pull one step at a time).
+            epochs: Epochs to run (default ``config.epochs``). Pass
+                ``float("inf")`` to cycle epochs forever, as the asv and
+                pytest-benchmark suites do (they pull one step at a time).
             max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).
+            evaluate: Record validation points (:attr:`curve`) every
+                ``config.eval_every`` steps and at the end, or at every epoch end;
+                evaluation is kept off the training clock.
 
         Closing the generator (or leaving a ``for`` loop over it) releases the
-        current epoch's loader iterator and its workers.
+        current epoch's loader iterator and its workers. Time spent by the
+        consumer between steps is not on the training clock.
         """
         cfg = self.config
         epochs = cfg.epochs if epochs is None else epochs
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
+        every = cfg.eval_every if evaluate else None
         timer = self.timer
         epoch = 0
+        resumed = time.perf_counter()
         while epoch < epochs:
+            epoch_start = self.train_seconds  # the clock since `resumed` lands in this epoch: epochs tile the clock
             self.model.train()
-            t_epoch = time.perf_counter()
             batches = self._epoch_batches(epoch)
             taken = 0
             try:
@@ -222,13 +251,28 @@ class Trainer:
                     step = Step(self.steps_taken, epoch, float(loss), measured, seconds)
                     self.steps_taken += 1
                     taken += 1
+                    self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
+                    if every is not None and self.steps_taken % every == 0:
+                        self._record_eval(epoch)
                     yield step
+                    resumed = time.perf_counter()
             finally:
                 batches.close()  # an epoch cut short must release its loader iterator (and its workers)
-            self.epoch_seconds.append(time.perf_counter() - t_epoch)
+            self.train_seconds += time.perf_counter() - resumed
+            self.epoch_seconds.append(self.train_seconds - epoch_start)
+            if evaluate and taken and (every is None or (epoch + 1 >= epochs and self.steps_taken % every)):
+                self._record_eval(epoch)
             if taken == 0 and epochs == float("inf"):
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
             epoch += 1
+            resumed = time.perf_counter()
+
+    def _record_eval(self, epoch: int) -> None:
+        metrics, seconds = self.evaluate()
+        self.eval_seconds += seconds
+        self.model.train()
+        self.curve.append(EvalPoint(self.setup_clock + self.train_seconds, self.steps_taken, epoch,
+                                    float(metrics["val"]), float(metrics["test"]), metrics))
 
     def _epoch_batches(self, epoch: int) -> Iterator[tuple[Batch, torch.Tensor | None]]:
         """``(batch, features or None)`` for ``epoch``; with prefetch, the next batch's features are

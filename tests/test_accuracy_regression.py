@@ -34,8 +34,11 @@ def _graph():
     return generate(SPEC)
 
 
+BASE = Flags(fanout=(10, 5), batch_size=256, **SUBGRAPH)
+
+
 def _config(names: tuple[str, ...], seed: int, task: str, cache_dir: str) -> RunConfig:
-    flags = registry.flags_for(names, Flags(fanout=(10, 5), batch_size=256, **SUBGRAPH))
+    flags = registry.flags_for(names, BASE)
     return RunConfig(spec=SPEC, flags=flags, task=task, epochs=3, hidden=32, lr=0.02, seed=seed, device=DEVICE,
                      cache_dir=cache_dir)
 

@@ -105,7 +105,7 @@ def test_run_command_errors(capsys):
 
 def test_compare_command_table(tmp_path, capsys):
     assert main(["compare", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
-                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "int32,pin_memory",
+                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "int32,pin_memory", "--repeats", "2",
                  "--out-dir", str(tmp_path), "--in-process"]) == 0
     text = capsys.readouterr().out
     assert "baseline" in text and "int32" in text and "all_recommended" in text

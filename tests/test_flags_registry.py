@@ -34,7 +34,7 @@ def test_registry_entries_are_complete_and_change_flags():
         assert opt.description and opt.expected_effect and opt.layer
         flags = opt.apply(Flags())
         assert flags != Flags(), f"{opt.name} changes nothing"
-        assert set(flags.changed()) == set(opt.changes)
+        assert set(flags.changed()) == set(opt.changes_for(Flags()))
         reason = opt.unavailable("cpu")
         assert (reason is not None) == (opt.requires == ("cuda",))
         assert opt.unavailable("cuda") is None
@@ -76,3 +76,36 @@ def test_unavailable_reports_a_reason_for_missing_device():
 def test_registry_is_read_only():
     with pytest.raises(TypeError):
         registry.REGISTRY["x"] = None  # type: ignore[index]
+
+
+def _bases_in_use() -> dict[str, Flags]:
+    """Every base the suites, tests and sweeps apply registry entries to."""
+    from benchmarks import common
+    from tests import test_accuracy_regression, test_combinations, test_training
+    from tests.perf import test_optimizations_perf
+
+    return {"Flags()": Flags(), "asv": common.BENCH_FLAGS, "pytest-benchmark": test_optimizations_perf.BASE_FLAGS,
+            "accuracy-regression": test_accuracy_regression.BASE, "combinations": test_combinations.BASE,
+            "training-tests": test_training.QUICK.flags}
+
+
+@pytest.mark.parametrize("base_name", ["Flags()", "asv", "pytest-benchmark", "accuracy-regression", "combinations",
+                                       "training-tests"])
+def test_entries_are_relative_changes_that_move_the_right_way(base_name):
+    base = _bases_in_use()[base_name]
+    for opt in registry.REGISTRY.values():
+        flags = opt.apply(base)
+        assert flags != base, f"{opt.name} is a no-op on the {base_name} base"
+        if "fanout" in opt.changes_for(base):
+            assert flags.fanout == base.fanout[:-1], f"{opt.name} must drop the last hop of {base.fanout}"
+        for name in ("num_workers", "prefetch_factor", "batch_cache_epochs"):
+            before, after = getattr(base, name) or 0, getattr(flags, name) or 0
+            assert after >= before, f"{opt.name} lowers {name} from {before} to {after} on the {base_name} base"
+
+
+def test_fanout_entry_drops_the_last_hop_and_refuses_a_single_hop():
+    fanout = registry.get("fanout")
+    assert fanout.apply(Flags()).fanout == (15, 10)
+    assert fanout.apply(Flags(fanout=(10, 5))).fanout == (10,)
+    with pytest.raises(ValueError, match=r"base fanout \[10\] has only one"):
+        fanout.apply(Flags(fanout=(10,)))

@@ -8,10 +8,8 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure import run
-from gnnbench.results import compare_rows
-from gnnbench.sweep import run_sweep, sweep_entries
 from gnnbench.training import RunConfig
-from gnnbench.timing import PHASES, bootstrap_ratio, summarize
+from gnnbench.timing import PHASES, summarize
 
 SPEC = GraphSpec.preset("tiny", num_nodes=3000)
 QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
@@ -89,54 +87,25 @@ def test_every_cpu_flag_runs_through_the_trainer(names, tmp_path):
     assert r.steps["measured"] >= 1
 
 
-def test_sweep_resumes_without_redoing_finished_runs(tmp_path):
-    entries = sweep_entries(QUICK, ["int32", "pin_memory"], include_all_recommended=False)
-    assert [e.label for e in entries] == ["baseline", "int32", "pin_memory"]
-    seen = []
-    first = run_sweep(entries, tmp_path, isolate=False, progress=lambda d, t, e, s: seen.append((e.label, s)))
-    assert {s for _, s in seen if s != "running"} <= {"ok", "unavailable"}
-    files = sorted(tmp_path.glob("*.json"))
-    assert len(files) == 3
-    # Interrupted sweep: one result lost, one corrupted (partial write by another tool).
-    files[0].unlink()
-    files[1].write_text("{")
-    seen.clear()
-    second = run_sweep(entries, tmp_path, isolate=False, progress=lambda d, t, e, s: seen.append((e.label, s)))
-    kept = [label for label, s in seen if s == "kept"]
-    assert len(kept) == 1, seen
-    assert [r["label"] for r in second] == [r["label"] for r in first]
-    rows = compare_rows(second)
-    by = {r["label"]: r for r in rows}
-    assert by["baseline"]["speedup"] == pytest.approx(1.0)
-    if not torch.cuda.is_available():
-        assert by["pin_memory"]["status"] == "unavailable" and "pinned" in by["pin_memory"]["reason"]
-
-
-def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
-    entries = sweep_entries(QUICK, [], include_all_recommended=False)
-    results = run_sweep(entries, tmp_path, isolate=True)
-    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure.py")
-
-
-def test_all_recommended_combines_available_entries():
-    entries = sweep_entries(QUICK, [], include_all_recommended=True)
-    rec = entries[-1]
-    assert rec.label == "all_recommended"
-    assert "sparse_agg" in rec.optimizations and "cached_norm" in rec.optimizations
-    if not torch.cuda.is_available():
-        assert "pin_memory" not in rec.optimizations and "uva" not in rec.optimizations
-    assert not any(registry.get(n).costs_accuracy for n in rec.optimizations)
-
-
-def test_bootstrap_ratio_and_summary():
-    base = [1.0, 1.1, 0.9, 1.0, 1.05] * 4
-    fast = [0.5, 0.55, 0.45, 0.5, 0.52] * 4
-    r = bootstrap_ratio(base, fast)
-    assert r["low"] > 1.5 and r["significant"]
-    same = bootstrap_ratio(base, base[::-1])
-    assert same["low"] <= 1.0 <= same["high"] and not same["significant"]
+def test_bootstrap_free_summary():
     s = summarize([3.0, 1.0, 2.0])
     assert s["median"] == 2.0 and s["min"] == 1.0 and s["max"] == 3.0 and s["n"] == 3
+
+
+def test_training_clock_and_validation_curve():
+    cfg = dataclasses.replace(QUICK, epochs=2, max_steps_per_epoch=5, eval_every=2)
+    r = run(cfg)
+    steps = [p["step"] for p in r.curve]
+    assert steps == [2, 4, 6, 8, 10], "every 2 steps, and at the end"
+    seconds = [p["seconds"] for p in r.curve]
+    assert seconds == sorted(seconds) and seconds[0] >= r.setup_seconds
+    # evaluation is off the training clock: the clock is the sum of the epochs
+    assert sum(r.epoch_seconds) == pytest.approx(r.train_seconds, rel=1e-6)
+    assert r.curve[-1]["seconds"] <= r.setup_seconds + r.train_seconds  # the epoch's close comes after it
+    assert r.curve[-1]["seconds"] == pytest.approx(r.setup_seconds + r.train_seconds, rel=0.1)
+    assert r.accuracy["test"] == r.curve[-1]["test"], "final accuracy is the last validation point"
+    per_epoch = run(dataclasses.replace(cfg, eval_every=None))
+    assert [p["epoch"] for p in per_epoch.curve] == [0, 1]
 
 
 def test_compile_reports_compile_time_apart():

@@ -83,44 +83,56 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def default_runs_dir(preset: str, device: str) -> str:
+    """``results/runs/<date>-<preset>-<device>-<commit>``: a fresh folder per day and commit, never a reference."""
+    from gnnbench.env import environment
+
+    commit = (environment("cpu").get("commit") or "nocommit")[:7]
+    return f"results/runs/{time.strftime('%Y%m%d')}-{preset}-{device.replace(':', '')}-{commit}"
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from gnnbench.results import compare_rows
+    from gnnbench.results import compare
     from gnnbench.sweep import run_sweep, sweep_entries
 
     base = config_from_args(args, [])
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    entries = sweep_entries(base, args.flags, seeds=seeds)
-    out_dir = args.out_dir or f"results/compare-{args.preset}-{base.device.replace(':', '')}"
-    bar = tqdm(total=len(entries), desc="configurations", unit="run", file=sys.stderr, disable=None)
+    names = args.flags if args.flags is not None else ([] if args.aa else None)
+    entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
+                            include_all_recommended=not (args.aa and args.flags is None))
+    out_dir = args.out_dir or default_runs_dir(args.preset, base.device)
+    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
 
     def progress(done, total, entry, status):
         bar.n = done
-        bar.set_postfix_str(f"{entry.label}: {status}")
+        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}")
         bar.refresh()
 
     try:
         results = run_sweep(entries, out_dir, isolate=not args.in_process, resume=not args.no_resume,
-                            progress=progress)
+                            order_seed=args.order_seed, progress=progress)
     finally:
         bar.close()
-    rows = compare_rows(results)
-    print(json.dumps(rows, indent=1, default=str) if args.json else format_compare(rows))
-    print(f"\nresults: {out_dir}", file=sys.stderr)
+    comparison = compare(results, target_acc=args.target_acc)
+    if args.json:
+        print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
+    else:
+        print(format_compare(comparison))
+    print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
     return 0
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.results import compare_rows
+    from gnnbench.results import compare
     from gnnbench.sweep import run_sweep, sweep_entries
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
     base = RunConfig(spec=spec_from_args(args), device=str(device), epochs=1,
                      max_steps_per_epoch=args.steps, warmup_steps=5)
-    entries = sweep_entries(base, None)
+    entries = sweep_entries(base, None, repeats=args.repeats)
     env = environment(device)
     print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
           f"preset {args.preset}, {args.steps} steps per configuration", flush=True)
@@ -132,7 +144,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
 
     results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
     print()
-    print(format_compare(compare_rows(results), extra=GPU_COLUMNS))
+    print(format_compare(compare(results), extra=GPU_COLUMNS))
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
     return 0
 

@@ -76,6 +76,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--no-sync", action="store_true",
                    help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
     r.add_argument("--cache-dir", default=None, help="batch-cache directory")
+    r.add_argument("--eval-every", type=int, default=None,
+                   help="validation every N steps for time to accuracy (default: every epoch); off the clock")
 
 
 def config_from_args(args: argparse.Namespace, names: list[str]):
@@ -93,4 +95,5 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
     return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags(**base)), task=args.task,
                      model=args.model, num_layers=args.layers, hidden=args.hidden, epochs=args.epochs,
                      max_steps_per_epoch=args.max_steps, warmup_steps=args.warmup, seed=args.seed or 0,
-                     device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir)
+                     device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
+                     eval_every=args.eval_every)

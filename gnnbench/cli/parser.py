@@ -8,6 +8,7 @@ import argparse
 import gnnbench.cli.commands as commands
 from gnnbench.cli.options import add_graph_args, add_run_args, graph_layer_names, parse_flags
 from gnnbench.sampling import peers
+from gnnbench.stats import DEFAULT_REPEATS
 
 __all__ = ["build_parser"]
 
@@ -41,17 +42,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_run)
 
     p = sub.add_parser("compare", aliases=["sweep"],
-                       help="baseline vs baseline + each optimization vs all recommended",
+                       help="baseline vs baseline + each optimization vs all recommended, in interleaved rounds",
                        description="Measure the baseline, baseline + each optimization and all recommended "
-                                   "optimizations together; print speedups with intervals and accuracy deltas. "
-                                   "Results are written atomically per configuration; rerunning resumes.")
+                                   "optimizations together, each in its own process, in --repeats interleaved "
+                                   "rounds (round r trains with seed --seed + r); print speedups of time to "
+                                   "accuracy (or epoch time) with run-level intervals, the clocks, paired "
+                                   "accuracy deltas and the machine's noise floor. Results are written "
+                                   "atomically per configuration and round; rerunning resumes, reusing a result "
+                                   "only when config, code and environment match.")
     add_graph_args(p, load=False)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
                    help="optimizations to compare (default: all registered)")
-    p.add_argument("--seeds", default="0", help="comma-separated seeds (accuracy spread across seeds)")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                   help=f"processes per configuration, in interleaved rounds (default {DEFAULT_REPEATS}: the "
+                        "smallest that keeps A/A false positives <= 7%% and detects a 1.25x >= 80%% of the time)")
+    p.add_argument("--aa", action="store_true",
+                   help="also run the baseline against itself (A/A): the machine's noise check")
+    p.add_argument("--target-acc", type=float, default=None,
+                   help="validation target for time to accuracy (default: the baseline's best minus 1 pp)")
+    p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round run order (recorded)")
     p.add_argument("--out-dir", default=None, help="where per-configuration results go "
-                   "(default: results/compare-<preset>-<device>)")
+                   "(default: results/runs/<date>-<preset>-<device>-<commit>/; references live in "
+                   "results/reference/ and are written only with an explicit --out-dir)")
     p.add_argument("--no-resume", action="store_true", help="rerun configurations that already have results")
     p.add_argument("--in-process", action="store_true", help="run configurations in this process (faster, "
                    "but peak host memory is then shared)")
@@ -64,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "process with the graph generated once) and print one table.")
     add_graph_args(p, load=False)
     p.add_argument("--steps", type=int, default=40, help="training steps per configuration (default 40)")
+    p.add_argument("--repeats", type=int, default=2, help="rounds per configuration, in one process (default 2)")
     p.add_argument("--out-dir", default="results/gpu-check", help="per-configuration results")
     p.add_argument("--device", default="cuda")
     p.set_defaults(func=commands.cmd_gpu_check, preset="medium")

@@ -128,23 +128,62 @@ GPU_COLUMNS: list[Column] = [
 ]
 
 
-def format_compare(rows: list[dict], extra: list[Column] = ()) -> str:
-    """The comparison table: step time, speedup with its interval, accuracy and its delta, and ``extra`` columns."""
-    head = (f"{'configuration':<20}{'step ms':>9}  {'speedup [95% CI]':<22}{'test acc':>9}{'acc delta':>16}"
+def _ratio(d: dict | None) -> str:
+    if not d:
+        return "-"
+    if d["low"] != d["low"]:
+        return f"{d['ratio']:.2f}x"
+    return f"{d['ratio']:.2f}x [{d['low']:.2f}, {d['high']:.2f}]"
+
+
+def _floor(f: float) -> str:
+    return "n/a" if f != f else f"+-{(f - 1) * 100:.1f}%"
+
+
+def format_compare(comparison, extra: list[Column] = ()) -> str:
+    """The comparison table (:class:`gnnbench.results.Comparison`): the primary speedup (time to accuracy
+    where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
+    work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
+    c = comparison
+    lines = [f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
+             f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {_floor(v)}" for k, v in c.floors.items())]
+    if c.aa is not None and c.aa.get("status") == "ok":
+        aa = c.aa.get("epoch_speedup")
+        step = c.aa.get("step_speedup")
+        lines.append(f"A/A (baseline against itself): epoch {_ratio(aa)}, step {_ratio(step)}: "
+                     + ("no significant difference" if not (aa and aa["significant"]) and not (step and step["significant"])
+                        else "SIGNIFICANT: this machine is too noisy for the effects below"))
+    lines.append("time to accuracy: " + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None
+                                         else c.target_source))
+    lines.append("")
+    head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
+            f"{'step ms':>9}  {'step x [95% CI]':<22}{'test acc':>9}  {'acc delta pp [95% CI]':<24}"
             + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
-    lines = [head, "-" * len(head)]
-    for r in rows:
+    lines += [head, "-" * len(head)]
+    for r in c.rows:
         if r["status"] != "ok":
-            lines.append(f"{r['label']:<20}{'-':>9}  {'-':<22}{'-':>9}{'-':>16}"
+            lines.append(f"{r['label']:<20}{'-':<24}{'-':<18}" + " " * 34 + f"  {'-':<22}{'-':>9}  {'-':<24}"
                          + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r['status']}: {r['reason']}")
             continue
-        sp = f"{r['speedup']:.2f}x [{r['speedup_low']:.2f}, {r['speedup_high']:.2f}]"
-        note = "" if r["label"] == "baseline" or r["significant"] else "no significant difference"
-        delta = f"{r['acc_delta'] * 100:+.2f} pp" + (f" ±{r['acc_delta_spread'] * 50:.2f}" if r["seeds"] > 1 else "")
-        lines.append(f"{r['label']:<20}{r['step_ms']:>9.1f}  {sp:<22}{r['test_acc']:>9.4f}{delta:>16}"
-                     + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + f"  {note}")
+        base = r["label"] == "baseline"
+        primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
+        notes = []
+        if not base and not r["significant"]:
+            notes.append("no significant difference")
+        if r["tta_note"]:
+            notes.append(r["tta_note"])
+        if not r["same_work"]:
+            notes.append("changes the work per step: no per-step ratio")
+        if not base:
+            notes.append(r["acc_verdict"])
+        delta = (f"{r['acc_delta'] * 100:+.2f}" + (f" [{r['acc_delta_low'] * 100:+.2f}, {r['acc_delta_high'] * 100:+.2f}]"
+                                                   if r["acc_delta_low"] == r["acc_delta_low"] else ""))
+        tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
+        lines.append(f"{r['label']:<20}{'-' if base else _ratio(primary):<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
+                     f"{r['setup_s']:>8.2f}{tta:>9}{r['step_ms']:>9.1f}  {'-' if base else _ratio(r['step_speedup']):<22}"
+                     f"{r['test_acc']:>9.4f}  {'-' if base else delta:<24}"
+                     + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     return "\n".join(lines)
-
 
 
 def registry_markdown() -> str:

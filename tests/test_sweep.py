@@ -1,0 +1,129 @@
+"""compare's machinery: interleaved rounds, resume only on matching config / code / environment,
+up-front validation, and the run-level comparison (time to accuracy, paired accuracy, noise floor)."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.results import AA_LABEL, compare, compare_rows
+from gnnbench.sweep import MANIFEST, run_sweep, sweep_entries
+from gnnbench.training import RunConfig
+
+SPEC = GraphSpec.preset("tiny", num_nodes=3000)
+QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
+                  warmup_steps=2, hidden=16)
+
+
+def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
+    entries = sweep_entries(QUICK, ["int32", "pin_memory"], repeats=3, include_all_recommended=False, aa=True)
+    assert [e.label for e in entries[:4]] == ["baseline", AA_LABEL, "int32", "pin_memory"]
+    assert [(e.round, e.config.seed) for e in entries if e.label == "baseline"] == [(0, 0), (1, 1), (2, 2)]
+    results = run_sweep(entries, tmp_path, isolate=False, order_seed=7)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["order_seed"] == 7 and len(manifest["rounds"]) == 3
+    assert all(sorted(r) == sorted(["baseline", AA_LABEL, "int32", "pin_memory"]) for r in manifest["rounds"])
+    assert len({tuple(r) for r in manifest["rounds"]}) > 1, "each round is shuffled anew"
+    assert [r["label"] for r in results] == [e.label for e in entries], "results come back in entry order"
+    assert results.measured == 12 and results.kept == 0
+
+
+def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
+    entries = sweep_entries(QUICK, ["int32", "pin_memory"], repeats=2, include_all_recommended=False)
+    first = run_sweep(entries, tmp_path, isolate=False)
+    files = sorted(p for p in tmp_path.glob("*.json") if p.name != MANIFEST)
+    assert len(files) == 6
+    # Interrupted sweep: one result lost, one corrupted (partial write by another tool) ...
+    files[0].unlink()
+    files[1].write_text("{")
+    # ... and one stored by other code (a stale fingerprint): measured again, never reused.
+    stale = json.loads(files[2].read_text())
+    stale["environment"]["code_fingerprint"] = "0" * 16
+    files[2].write_text(json.dumps(stale))
+    second = run_sweep(entries, tmp_path, isolate=False)
+    assert (second.kept, second.measured) == (3, 3), second.summary()
+    assert second.summary().startswith("kept 3 stored results") and "measured 3" in second.summary()
+    assert json.loads(files[2].read_text())["environment"]["code_fingerprint"] != "0" * 16
+    assert [r["label"] for r in second] == [r["label"] for r in first]
+    rows = {r["label"]: r for r in compare_rows(second)}
+    assert rows["baseline"]["speedup"] == pytest.approx(1.0)
+    if not torch.cuda.is_available():
+        assert rows["pin_memory"]["status"] == "unavailable" and "pinned" in rows["pin_memory"]["reason"]
+
+
+def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
+    entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=False)
+    results = run_sweep(entries, tmp_path, isolate=True)
+    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure.py")
+
+
+def test_a_sweep_that_cannot_measure_is_refused_before_running():
+    with pytest.raises(ValueError, match="no step would be measured.*--warmup"):
+        sweep_entries(dataclasses.replace(QUICK, warmup_steps=6), ["int32"])
+    with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
+        sweep_entries(QUICK, ["int32"], repeats=0)
+
+
+def test_all_recommended_combines_available_entries():
+    entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=True)
+    rec = entries[-1]
+    assert rec.label == "all_recommended"
+    assert "sparse_agg" in rec.optimizations and "cached_norm" in rec.optimizations
+    if not torch.cuda.is_available():
+        assert "pin_memory" not in rec.optimizations and "uva" not in rec.optimizations
+    assert not any(registry.get(n).costs_accuracy for n in rec.optimizations)
+
+
+# ------------------------------------------------------------------- compare() on constructed results
+def _result(label, rnd, step, epoch, test, curve, optimizations=()):
+    return {"label": label, "round": rnd, "optimizations": list(optimizations), "status": "ok",
+            "config": {"epochs": 2}, "step_seconds_all": [step] * 5, "step_seconds": {"median": step},
+            "epoch_seconds": [epoch, epoch], "setup_seconds": 0.5, "accuracy": {"test": test},
+            "curve": [{"seconds": s, "val": v, "step": i, "epoch": i, "test": test} for i, (s, v) in enumerate(curve)],
+            "phases": {"sample": {"median": step / 2}}, "transfer": {"bytes_h2d_per_batch": 0}, "graph": {}}
+
+
+def _sweep(noise=(1.0, 1.02, 0.98, 1.01, 0.99)):
+    out = []
+    for r, n in enumerate(noise):
+        out.append(_result("baseline", r, 0.10 * n, 2.0 * n, 0.80 + 0.001 * r, [(2.5 * n, 0.70), (4.5 * n, 0.80)]))
+        out.append(_result(AA_LABEL, r, 0.10 * n * (1.005 if r % 2 else 0.995), 2.0 * n, 0.80 + 0.001 * r,
+                           [(2.5 * n, 0.70), (4.5 * n, 0.80)]))
+        # twice as fast per epoch, same accuracy: reaches the target at the first point
+        out.append(_result("sparse_agg", r, 0.05 * n, 1.0 * n, 0.80 + 0.001 * r + 0.0002 * (r % 2),
+                           [(1.5 * n, 0.795), (2.5 * n, 0.80)], ["sparse_agg"]))
+        # different work per step, never reaches the target, costs accuracy
+        out.append(_result("fanout", r, 0.02 * n, 0.4 * n, 0.70 - 0.01 * (r % 2), [(1.0 * n, 0.6), (1.4 * n, 0.7)],
+                           ["fanout"]))
+    return out
+
+
+def test_compare_ranks_by_time_to_accuracy_with_run_level_intervals():
+    c = compare(_sweep())
+    assert c.target == pytest.approx(0.79) and "- 1 pp" in c.target_source
+    rows = {r["label"]: r for r in c.rows}
+    assert c.rows[0]["label"] == "baseline"
+    sp = rows["sparse_agg"]
+    assert sp["primary"] == "time to accuracy" and sp["tta_speedup"]["ratio"] == pytest.approx(4.5 / 1.5)
+    assert sp["significant"] and sp["step_speedup"]["ratio"] == pytest.approx(2.0)
+    assert sp["acc_verdict"] == "no accuracy cost" and sp["tta_reached"] == "5/5"
+    fo = rows["fanout"]
+    assert fo["step_speedup"] is None and not fo["same_work"], "no per-step ratio over different work"
+    assert fo["primary"] == "epoch time" and "not reached within 2 epochs in 5 of 5 rounds" in fo["tta_note"]
+    assert fo["acc_verdict"] == "costs accuracy" and fo["acc_delta_high"] < 0
+    aa = c.aa
+    assert aa is not None and not aa["significant"] and not aa["step_speedup"]["significant"]
+    assert aa["acc_verdict"] == "no accuracy cost"
+    assert 1.0 < c.floors["step"] < 1.1 and 1.0 < c.floors["time_to_accuracy"] < 1.1
+    assert [r["label"] for r in c.rows][1] == "sparse_agg", "ranked by the primary speedup"
+
+
+def test_compare_explicit_target_and_missing_baseline():
+    c = compare(_sweep(), target_acc=0.9)
+    assert all(r.get("tta_speedup") is None for r in c.rows if r["status"] == "ok")
+    with pytest.raises(ValueError, match="no measured baseline run"):
+        compare([r for r in _sweep() if r["label"] != "baseline"])
