@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +52,8 @@ class Entry:
         return hashlib.sha256(blob).hexdigest()[:12]
 
     def filename(self) -> str:
-        return f"{self.label}-r{self.round}-{self.key()}.json"
+        """``<label>-r<round>-<key>.json``, the label made safe for a file name (the A/A label has a slash)."""
+        return f"{re.sub(r'[^A-Za-z0-9_.]+', '_', self.label)}-r{self.round}-{self.key()}.json"
 
 
 class SweepResults(list):
@@ -159,6 +161,10 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
                 if progress:
                     progress(done, len(entries), entry, "running")
                 data = _measure(entry, path, isolate, graphs)
+                if path.exists():  # the file says which configuration and round it is, for the report
+                    data = {**data, "label": entry.label, "round": entry.round,
+                            "optimizations": list(entry.optimizations)}
+                    write_json_atomic(path, data)
                 outcome.measured += 1
                 status = data.get("status", "?")
             done += 1

@@ -25,15 +25,25 @@ def report(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("sweep")
     base = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
                      epochs=1, max_steps_per_epoch=5, warmup_steps=1, hidden=16)
-    run_sweep(sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"]), out_dir, isolate=False)
+    results = run_sweep(sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True),
+                        out_dir, isolate=False)
+    assert isinstance(results, list) and {r["round"] for r in results} == {0, 1}
     path = tmp_path_factory.mktemp("report") / "report.html"
     build_report(load_inputs(runs=[out_dir]), path)
     return path
 
 
+def _summary(text: str, index: int = 0) -> str:
+    return re.search(rf"<table class='summary' id='summary-{index}'>(.*?)</table>", text, re.S).group(1)
+
+
+def _row(summary: str, label: str) -> str:
+    return re.search(rf"<tr><td>{re.escape(label)}</td>(.*?)</tr>", summary, re.S).group(1)
+
+
 def test_report_lists_every_registry_entry_and_reasons(report):
     text = report.read_text()
-    summary = re.search(r"<table class='summary' id='summary-0'>(.*?)</table>", text, re.S).group(1)
+    summary = _summary(text)
     for name in registry.names():
         assert f"<td>{name}</td>" in summary, name
     assert "not measured in these results" in summary
@@ -41,6 +51,67 @@ def test_report_lists_every_registry_entry_and_reasons(report):
         import torch
 
         assert torch.cuda.is_available()
+    for div in ("speedup-0", "accuracy-0", "phases-0"):
+        assert f'id="{div}"' in text
+
+
+def test_report_opens_with_the_aa_check(report):
+    text = report.read_text()
+    body = text[text.index("<body>"):]
+    aa = body.index("id='aa-check'")
+    assert aa < body.index("<h2>") and aa < body.index("Generated "), "the A/A result comes before everything else"
+    block = body[aa:body.index("</div>", aa)]
+    assert "the baseline against itself" in block
+    assert re.search(r"epoch time \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\], step time \d+\.\d\dx", block), block
+    assert "no significant difference" in block or "significant: this machine is too noisy" in block
+    assert "<td>baseline (A/A)</td>" in _summary(text)
+
+
+def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
+    text = report.read_text()
+    floor = re.search(r"<p class='floor' id='noise-floor-0'>(.*?)</p>", text, re.S).group(1)
+    assert "Noise floor" in floor and "step " in floor and "epoch " in floor and "2 baseline processes" in floor
+    assert "Ranked by</b> the primary speedup: time to accuracy" in text
+    summary = _summary(text)
+    assert "<th>ranked by</th>" in summary and "time to accuracy (setup included)" in summary
+    fanout = _row(summary, "fanout")
+    assert "changes the work per step" in fanout
+    assert "changes the work per step" not in _row(summary, "int32")
+    assert "95% paired interval" in summary
+    assert re.search(r"[+-]\d+\.\d\d pp \[[+-]\d+\.\d\d, [+-]\d+\.\d\d\]", _row(summary, "int32"))
+    assert re.search(r"no accuracy cost|costs accuracy|gains accuracy|inconclusive", _row(summary, "int32"))
+    for label in ("int32", "sparse_agg", "fanout", "all_recommended"):
+        row = _row(summary, label)
+        assert ("below the noise floor" in row) or re.search(r"class='num (gain|loss)'", row), (label, row)
+
+
+def test_effects_within_the_floor_are_below_it():
+    from gnnbench.report.build import _below_floor
+
+    floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
+    row = {"primary": "epoch time", "significant": True, "speedup": 1.04}
+    assert _below_floor(row, floors)
+    assert not _below_floor(row | {"speedup": 1.2}, floors)
+    assert not _below_floor(row | {"speedup": 1 / 1.2}, floors)
+    assert _below_floor(row | {"speedup": 1.2, "significant": False}, floors)
+    assert _below_floor(row | {"speedup": 1.08, "primary": "time to accuracy"}, floors)
+    assert not _below_floor(row | {"speedup": 1.2}, {"epoch": float("nan")})
+
+
+def test_committed_v1_reference_renders(tmp_path):
+    if not REFERENCE.exists():
+        pytest.skip("no committed reference run")
+    path = build_report(load_inputs(runs=[REFERENCE]), tmp_path / "v1.html")
+    text = path.read_text()
+    body = text[text.index("<body>"):]
+    assert body.index("id='aa-check'") < body.index("<h2>")
+    assert "no A/A check was run" in body and "gnnbench compare --aa" in body
+    summary = _summary(text)
+    for name in registry.names():
+        assert f"<td>{name}</td>" in summary, name
+    assert "not measured (no validation curve in these results)" in summary
+    assert "changes the work per step" in _row(summary, "fanout")
+    assert "1 baseline processes" in text and "not estimable" in text
     for div in ("speedup-0", "accuracy-0", "phases-0"):
         assert f'id="{div}"' in text
 
@@ -68,8 +139,30 @@ def test_asv_series_reads_compact_results():
          "results": {"bench.Opt.time_step": [[0.4, 0.3], [["'baseline'", "'int32'"]]]}},
     ]}
     s = asv_series(asv)
-    assert s["bench.Opt.time_step(baseline)"] == [(1, "aaaaaaaa", 0.5), (2, "bbbbbbbb", 0.4)]
-    assert s["bench.Opt.time_step(int32)"] == [(2, "bbbbbbbb", 0.3)]
+    assert s["bench.Opt.time_step(baseline)"] == [(1, "aaaaaaaa", 0.5, None, None), (2, "bbbbbbbb", 0.4, None, None)]
+    assert s["bench.Opt.time_step(int32)"] == [(2, "bbbbbbbb", 0.3, None, None)]
+
+
+ASV_WITH_CI = {"benchmarks": {}, "results": [
+    {"commit_hash": "c" * 40, "date": 3,
+     "result_columns": ["result", "params", "stats_ci_99_a", "stats_ci_99_b"],
+     "results": {"bench.Opt.time_step": [[0.4, 0.3], [["'baseline'", "'int32'"]], [0.35, float("-inf")],
+                                         [0.45, float("inf")]]}},
+]}
+
+
+def test_asv_series_reads_intervals():
+    s = asv_series(ASV_WITH_CI)
+    assert s["bench.Opt.time_step(baseline)"] == [(3, "cccccccc", 0.4, 0.35, 0.45)]
+    assert s["bench.Opt.time_step(int32)"] == [(3, "cccccccc", 0.3, None, None)], "a single repeat: no interval"
+
+
+def test_asv_history_draws_intervals(tmp_path):
+    from gnnbench.report.inputs import ReportInputs
+
+    text = build_report(ReportInputs(asv=ASV_WITH_CI), tmp_path / "r.html").read_text()
+    assert 'id="history"' in text and '"error_y"' in text
+    assert "1 of 2 points shown have one" in text
 
 
 def _chromium() -> str | None:

@@ -1,15 +1,24 @@
-"""Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed)."""
+"""Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed).
+
+Each sweep section is a :func:`gnnbench.results.compare` of the sweep's runs:
+configurations ranked by their primary speedup (time to accuracy where every
+round reached the target, else epoch time) with run-level 95% intervals, the
+sweep's noise floor beside the table, and the paired accuracy delta. The page
+opens with the A/A check (the baseline against itself) or says none was run.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import BASELINE, compare_rows
+from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -21,11 +30,30 @@ table{border-collapse:collapse;margin:8px 0;font-size:14px;width:100%}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#777} .gain{color:#0a6b2d;font-weight:600} .loss{color:#a11} .na{color:#8a6d00}
+.aa{padding:8px 12px;border-left:4px solid #4a6fa5;background:#f5f8fc} .aa.bad{border-color:#a11;background:#fcf5f5}
+.floor{font-size:13px;color:#555} small{color:#777}
 """
+
+_FLOOR_KEY = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}
+_COLUMNS = 10  # of the summary table
+
+
+@dataclass
+class _Sweep:
+    """One sweep of the report: its title, runs and comparison (or why there is none)."""
+
+    title: str
+    runs: list[dict]
+    comparison: Comparison | None
+    error: str | None = None
 
 
 def _esc(x) -> str:
     return html.escape(str(x))
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def _figure_html(fig, div_id: str) -> str:
@@ -48,82 +76,248 @@ def _environment_table(runs: list[dict]) -> str:
     return f"<table id='environment'>{rows}</table>"
 
 
-def _sweep_section(title: str, runs: list[dict], index: int) -> str:
+# ------------------------------------------------------------------ formatting
+def _ratio_text(d: dict | None) -> str:
+    """``1.23x [1.10, 1.38]`` (no interval with one round)."""
+    if not d or _nan(d.get("ratio")):
+        return "-"
+    if _nan(d.get("low")):
+        return f"{d['ratio']:.2f}x (one round: no interval)"
+    return f"{d['ratio']:.2f}x [{d['low']:.2f}, {d['high']:.2f}]"
+
+
+def _floor_text(f: float | None) -> str:
+    """``1.04x (+-4.0%)``; a factor of 2 or more as the factor alone."""
+    if _nan(f):
+        return "not estimable (fewer than 2 rounds)"
+    return f"{f:.2f}x (&plusmn;{(f - 1) * 100:.1f}%)" if f < 2 else f"{f:.3g}x"
+
+
+def _primary_floor(r: dict, floors: dict) -> float | None:
+    return floors.get(_FLOOR_KEY.get(r.get("primary"), "epoch"))
+
+
+def _below_floor(r: dict, floors: dict) -> bool:
+    """The primary effect is not resolvable: its interval contains 1, or its ratio is within the noise floor."""
+    if not r.get("significant") or _nan(r.get("speedup")):
+        return True
+    floor = _primary_floor(r, floors)
+    return not _nan(floor) and max(r["speedup"], 1 / r["speedup"]) < floor
+
+
+def _pp(x: float) -> str:
+    return f"{x * 100:+.2f}"
+
+
+# ------------------------------------------------------------------ A/A check (top of the page)
+def _aa_line(s: _Sweep) -> str:
+    aa = s.comparison.aa
+    name = _esc(s.title)
+    if aa.get("status") != "ok":
+        return f"<li>{name}: the A/A row was not measured ({_esc(aa['status'])}: {_esc(aa.get('reason'))}).</li>"
+    epoch, step = aa.get("epoch_speedup"), aa.get("step_speedup")
+    noisy = any(d and d.get("significant") for d in (epoch, step))
+    verdict = ("<b class='loss'>significant: this machine is too noisy for the effects reported below; treat "
+               "them with suspicion</b>" if noisy else "no significant difference, as it should be")
+    return (f"<li>{name}: epoch time {_esc(_ratio_text(epoch))}, step time {_esc(_ratio_text(step))} over "
+            f"{aa['rounds']} rounds: {verdict}.</li>")
+
+
+def _aa_summary(sweeps: list[_Sweep]) -> str:
+    """The A/A result of every sweep that ran one, or how to run one."""
+    checked = [s for s in sweeps if s.comparison is not None and s.comparison.aa is not None]
+    if not checked:
+        return ("<div class='aa' id='aa-check'><b>A/A check:</b> no A/A check was run in these results, so "
+                "nothing here shows how far two runs of the same configuration differ on this machine. Run one "
+                "with <code>gnnbench compare --aa</code> (the baseline measured against itself, interleaved with "
+                "the other configurations).</div>")
+    noisy = any(d and d.get("significant") for s in checked if s.comparison.aa.get("status") == "ok"
+                for d in (s.comparison.aa.get("epoch_speedup"), s.comparison.aa.get("step_speedup")))
+    return (f"<div class='aa{' bad' if noisy else ''}' id='aa-check'><b>A/A check</b> (the baseline against "
+            "itself; ratio and 95% run-level interval):<ul>" + "".join(_aa_line(s) for s in checked)
+            + "</ul></div>")
+
+
+# ------------------------------------------------------------------ sweep table
+def _speedup_cell(r: dict, floors: dict) -> str:
+    if r["label"] == BASELINE:
+        return "<td class='num muted'>1.00x (reference)</td>"
+    primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
+    text = _esc(_ratio_text(primary))
+    if primary and _nan(primary.get("low")):
+        return f"<td class='num muted'>{text}<br><small>not resolvable: below the noise floor</small></td>"
+    if not r["significant"]:
+        return f"<td class='num muted'>no significant difference<br><small>{text}; below the noise floor</small></td>"
+    if _below_floor(r, floors):
+        return (f"<td class='num muted'>{text}<br><small>below the noise floor "
+                f"({_floor_text(_primary_floor(r, floors))})</small></td>")
+    return f"<td class='num {'gain' if r['speedup'] > 1 else 'loss'}'>{text}</td>"
+
+
+def _tta_cell(r: dict, c: Comparison) -> str:
+    if c.target is None:
+        return "<td class='muted'>not measured (no validation curve in these results)</td>"
+    value = "" if r["tta_s"] is None else f"{r['tta_s']:.2f} s"
+    if r["tta_note"]:
+        reached = f"{value} in {r['tta_reached']} rounds; " if value else ""
+        return f"<td class='na'>{_esc(reached + r['tta_note'])}</td>"
+    return f"<td class='num'>{_esc(value)} <small>({_esc(r['tta_reached'])})</small></td>"
+
+
+def _step_cell(r: dict) -> str:
+    if not r["same_work"]:
+        return "<td class='na'>changes the work per step (no per-step ratio)</td>"
+    return f"<td class='num'>{'-' if r['label'] == BASELINE else _esc(_ratio_text(r['step_speedup']))}</td>"
+
+
+def _acc_cell(r: dict, metric: str) -> str:
+    if r["label"] == BASELINE:
+        return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}</td>"
+    interval = ("" if _nan(r["acc_delta_low"])
+                else f" [{_pp(r['acc_delta_low'])}, {_pp(r['acc_delta_high'])}]")
+    cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
+    return (f"<td class='num'>{_pp(r['acc_delta'])} pp{interval}<br>"
+            f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small></td>")
+
+
+def _expected(label: str) -> str:
+    if label == BASELINE:
+        return "(the reference every row is compared with)"
+    if label == AA_LABEL:
+        return "(A/A check: the baseline against itself; should show no difference)"
+    opt = registry.REGISTRY.get(label)
+    return _esc(opt.expected_effect) if opt else "(combination)"
+
+
+def _row_html(r: dict, c: Comparison, metric: str) -> str:
+    label = f"<td>{_esc(r['label'])}</td>"
+    if r["status"] != "ok":
+        return (f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r['status'])}: {_esc(r['reason'])}</td>"
+                f"<td>{_expected(r['label'])}</td></tr>")
+    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r['primary'])}</td>"
+            f"<td class='num'>{r['epoch_s']:.3f}</td><td class='num'>{r['setup_s']:.3f}</td>{_tta_cell(r, c)}"
+            f"{_step_cell(r)}<td class='num'>{r['step_ms']:.1f}</td>{_acc_cell(r, metric)}"
+            f"<td>{_expected(r['label'])}</td></tr>")
+
+
+def _sweep_table(c: Comparison, metric: str, index: int) -> str:
+    """Every row of the comparison, then every registry entry the sweep did not measure."""
+    lines = [_row_html(r, c, metric) for r in c.rows]
+    measured = {r["label"] for r in c.rows}
+    lines += [f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
+              f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
+              for name, opt in registry.REGISTRY.items() if name not in measured]
+    return (f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
+            "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>epoch s</th><th>setup s</th>"
+            "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
+            f"<th>test {_esc(metric)} delta, pp [95% paired interval]</th>"
+            f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>")
+
+
+def _sweep_notes(c: Comparison, index: int) -> str:
+    """The noise floor, the time-to-accuracy target and the ranking rule, printed beside the table."""
+    floors = ", ".join(f"{k.replace('_', ' ')} {_floor_text(v)}" for k, v in c.floors.items())
+    target = (f"the first validation point at or above {c.target:.4f} ({_esc(c.target_source)}), on the setup + "
+              "training clock: setup (preparation, CSR, normalization, METIS, cache building) included"
+              if c.target is not None else f"not measured: {_esc(c.target_source)}")
+    return (f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
+            f"spread of {c.rounds} baseline processes): {floors}. Effects whose interval contains 1 or whose "
+            "ratio lies within the floor are marked <i>below the noise floor</i>.</p>"
+            f"<p class='floor'><b>Ranked by</b> the primary speedup: time to accuracy where every round reached "
+            f"the target, else epoch time (column <i>ranked by</i>). Time to accuracy: {target}. Accuracy: "
+            f"paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> only when it lies within "
+            f"&plusmn;{NO_COST_PP} pp.</p>")
+
+
+# ------------------------------------------------------------------ sweep charts
+def _error_bars(values: list, lows: list, highs: list) -> dict:
+    return {"type": "data", "symmetric": False,
+            "array": [None if _nan(h) or _nan(v) else h - v for v, h in zip(values, highs)],
+            "arrayminus": [None if _nan(lo) or _nan(v) else v - lo for v, lo in zip(values, lows)]}
+
+
+def _speedup_chart(ranked: list[dict], floors: dict):
     import plotly.graph_objects as go
 
-    try:
-        rows = compare_rows(runs)
-    except ValueError as exc:
-        return f"<h2>{_esc(title)}</h2><p class='na'>{_esc(exc)}</p>"
-    by_label = {r["label"]: r for r in rows}
-    base = next((r for r in runs if r.get("label") == BASELINE and r.get("status") == "ok"), runs[0])
+    colors = ["#9aa5b1" if _below_floor(r, floors) else "#2a9d5b" if r["speedup"] > 1 else "#c0392b"
+              for r in ranked]
+    fig = go.Figure(go.Bar(
+        x=[r["speedup"] for r in ranked], y=[r["label"] for r in ranked], orientation="h", marker_color=colors,
+        error_x=_error_bars([r["speedup"] for r in ranked], [r["speedup_low"] for r in ranked],
+                            [r["speedup_high"] for r in ranked]),
+        customdata=[r["primary"] for r in ranked], hovertemplate="%{y}: %{x:.2f}x (%{customdata})<extra></extra>"))
+    fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
+    fig.update_layout(title="Primary speedup over the baseline (time to accuracy where measured, else epoch time; "
+                            "95% run-level interval; grey: below the noise floor)",
+                      xaxis_title="speedup (x)", yaxis={"autorange": "reversed"},
+                      height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
+    return fig
+
+
+def _accuracy_chart(ranked: list[dict], metric: str):
+    import plotly.graph_objects as go
+
+    deltas = [100 * r["acc_delta"] for r in ranked]
+    fig = go.Figure(go.Bar(
+        x=deltas, y=[r["label"] for r in ranked], orientation="h", marker_color="#4a6fa5",
+        error_x=_error_bars(deltas, [100 * r["acc_delta_low"] for r in ranked],
+                            [100 * r["acc_delta_high"] for r in ranked])))
+    fig.add_vrect(x0=-NO_COST_PP, x1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.08, line_width=0)
+    fig.update_layout(title=f"Test {metric} change against the baseline (pp, 95% paired interval over rounds; "
+                            f"band: +-{NO_COST_PP} pp)",
+                      xaxis_title="pp", yaxis={"autorange": "reversed"},
+                      height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
+    return fig
+
+
+def _phase_chart(measured: list[dict]):
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for p in PHASES:
+        fig.add_bar(name=p, x=[r["label"] for r in measured], y=[1e3 * r["phases"].get(p, 0.0) for r in measured])
+    fig.update_layout(barmode="stack", title="Phase breakdown per configuration (median ms per step)",
+                      yaxis_title="ms", height=420)
+    return fig
+
+
+def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
+    measured = [r for r in c.rows if r["status"] == "ok"]
+    ranked = [r for r in measured if r["label"] != BASELINE and not _nan(r.get("speedup"))]
+    return (_figure_html(_speedup_chart(ranked, c.floors), f"speedup-{index}")
+            + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
+            + _figure_html(_phase_chart(measured), f"phases-{index}"))
+
+
+def _sweep_section(s: _Sweep, index: int) -> str:
+    if s.comparison is None:
+        return f"<h2>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
+    base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
     metric = (base.get("accuracy") or {}).get("metric", "accuracy")
     cfg = base["config"]
-    ok = sorted((r for r in rows if r["status"] == "ok" and r["label"] != BASELINE),
-                key=lambda r: r["speedup"], reverse=True)
-
-    # --- summary table: every registry entry, measured, unavailable or absent
-    lines = []
-    for r in ok:
-        opt = registry.REGISTRY.get(r["label"])
-        cls = "gain" if r["significant"] and r["speedup"] > 1 else ("loss" if r["significant"] else "muted")
-        verdict = (f"{r['speedup']:.2f}x" if r["significant"] else "no significant difference")
-        spread = f" ± {r['acc_delta_spread'] * 50:.2f}" if r["seeds"] > 1 else ""
-        lines.append(
-            f"<tr><td>{_esc(r['label'])}</td><td class='num {cls}'>{_esc(verdict)}</td>"
-            f"<td class='num'>[{r['speedup_low']:.2f}, {r['speedup_high']:.2f}]</td>"
-            f"<td class='num'>{r['step_ms']:.1f}</td>"
-            f"<td class='num'>{r['acc_delta'] * 100:+.2f} pp{spread}</td>"
-            f"<td>{_esc(opt.expected_effect) if opt else '(combination)'}</td></tr>")
-    for r in rows:
-        if r["status"] != "ok":
-            opt = registry.REGISTRY.get(r["label"])
-            lines.append(f"<tr><td>{_esc(r['label'])}</td><td class='na' colspan='4'>{_esc(r['status'])}: "
-                         f"{_esc(r['reason'])}</td><td>{_esc(opt.expected_effect) if opt else ''}</td></tr>")
-    for name, opt in registry.REGISTRY.items():
-        if name not in by_label:
-            lines.append(f"<tr><td>{_esc(name)}</td><td class='muted' colspan='4'>not measured in these "
-                         f"results</td><td>{_esc(opt.expected_effect)}</td></tr>")
-    b = by_label.get(BASELINE)
-    base_line = (f"baseline step {b['step_ms']:.1f} ms, test {metric} {b['test_acc']:.4f}" if b else "")
-    table = (f"<table class='summary' id='summary-{index}'><tr><th>optimization</th><th>speedup</th>"
-             f"<th>95% interval</th><th>step ms</th><th>{_esc(metric)} delta</th>"
-             f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>")
-
-    # --- charts
-    names = [r["label"] for r in ok]
-    speed = go.Figure(go.Bar(
-        x=[r["speedup"] for r in ok], y=names, orientation="h",
-        marker_color=["#2a9d5b" if r["significant"] and r["speedup"] > 1 else
-                      "#c0392b" if r["significant"] else "#9aa5b1" for r in ok],
-        error_x={"type": "data", "symmetric": False,
-                 "array": [r["speedup_high"] - r["speedup"] for r in ok],
-                 "arrayminus": [r["speedup"] - r["speedup_low"] for r in ok]},
-        hovertemplate="%{y}: %{x:.2f}x<extra></extra>"))
-    speed.add_vline(x=1.0, line_dash="dash", line_color="#555")
-    speed.update_layout(title="Speedup over the baseline (median step time ratio, 95% bootstrap interval)",
-                        xaxis_title="speedup (x)", yaxis={"autorange": "reversed"},
-                        height=max(260, 28 * len(ok) + 120), margin={"l": 160})
-    acc = go.Figure(go.Bar(x=[100 * r["acc_delta"] for r in ok], y=names, orientation="h",
-                           error_x={"type": "data", "array": [50 * r["acc_delta_spread"] for r in ok]},
-                           marker_color="#4a6fa5"))
-    acc.update_layout(title=f"Test {metric} change against the baseline (percentage points)",
-                      xaxis_title="pp", yaxis={"autorange": "reversed"},
-                      height=max(260, 28 * len(ok) + 120), margin={"l": 160})
-    measured = [r for r in rows if r["status"] == "ok"]
-    phases = go.Figure()
-    for p in PHASES:
-        phases.add_bar(name=p, x=[r["label"] for r in measured], y=[1e3 * r["phases"].get(p, 0.0) for r in measured])
-    phases.update_layout(barmode="stack", title="Phase breakdown per configuration (median ms per step)",
-                         yaxis_title="ms", height=420)
-    head = (f"<h2>{_esc(title)}</h2><p>graph <b>{_esc(cfg['spec']['name'])}</b> "
+    head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(cfg['spec']['name'])}</b> "
             f"({cfg['spec']['num_nodes']:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
-            f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, seeds: "
-            f"{sorted({r['config']['seed'] for r in runs})}. {_esc(base_line)}.</p>")
-    return (head + table + _figure_html(speed, f"speedup-{index}") + _figure_html(acc, f"accuracy-{index}")
-            + _figure_html(phases, f"phases-{index}"))
+            f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
+            f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>")
+    return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
+            + _sweep_charts(s.comparison, metric, index))
 
 
+def _sweeps(runs: list[dict]) -> list[_Sweep]:
+    groups: dict[str, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(r.get("_group", ""), []).append(r)
+    out = []
+    for g, group in sorted(groups.items()):
+        title = f"Sweep: {Path(g).name or 'runs'}"
+        try:
+            out.append(_Sweep(title, group, compare(group)))
+        except ValueError as exc:
+            out.append(_Sweep(title, group, None, str(exc)))
+    return out
+
+
+# ------------------------------------------------------------------ other sections
 def _asv_section(inputs: ReportInputs) -> str:
     import plotly.graph_objects as go
 
@@ -135,13 +329,18 @@ def _asv_section(inputs: ReportInputs) -> str:
     fig = go.Figure()
     for key in wanted:
         pts = series[key]
-        fig.add_scatter(x=[p[1] for p in pts], y=[1e3 * p[2] for p in pts], mode="lines+markers",
-                        name=key.split(".")[-1])
-    fig.update_layout(title="asv: step time per optimization across commits (ms)", xaxis_title="commit",
-                      yaxis_title="ms", height=480)
+        ms = [1e3 * p[2] for p in pts]
+        fig.add_scatter(x=[p[1] for p in pts], y=ms, mode="lines+markers", name=key.split(".")[-1],
+                        error_y=_error_bars(ms, [None if p[3] is None else 1e3 * p[3] for p in pts],
+                                            [None if p[4] is None else 1e3 * p[4] for p in pts]))
+    fig.update_layout(title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
+                      xaxis_title="commit", yaxis_title="ms", height=480)
     n_commits = len({d["commit_hash"] for d in inputs.asv["results"]})
-    return (f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv.</p>"
-            + _figure_html(fig, "history"))
+    shown = [p for key in wanted for p in series[key]]
+    with_ci = sum(p[3] is not None for p in shown)
+    return (f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
+            f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
+            "have one (asv records none for a single repeat).</p>" + _figure_html(fig, "history"))
 
 
 def _pytest_benchmark_section(inputs: ReportInputs) -> str:
@@ -159,31 +358,38 @@ def _pytest_benchmark_section(inputs: ReportInputs) -> str:
             "<th>median ms</th><th>IQR ms</th><th>rounds</th></tr>" + "".join(rows) + "</table>")
 
 
+def _registry_section() -> str:
+    rows = "".join(
+        f"<tr><td>{_esc(o.name)}</td><td>{_esc(o.description)}</td><td>{_esc(o.expected_effect)}</td>"
+        f"<td>{'CUDA' if o.requires else 'any'}</td><td>{'yes' if o.costs_accuracy else 'no'}</td></tr>"
+        for o in registry.REGISTRY.values())
+    return ("<h2>Registry</h2><table id='registry'><tr><th>name</th><th>what it does</th><th>expected effect</th>"
+            f"<th>device</th><th>may cost accuracy</th></tr>{rows}</table>")
+
+
+_METHOD = (
+    "Every configuration ran in separate processes, in interleaved rounds (each round runs the baseline and every "
+    "configuration once, in a shuffled order; round r trains with seed base + r). Speedups are paired by round "
+    "against the baseline of the same sweep: the geometric mean of the per-round ratios with a 95% Student-t "
+    "interval over rounds; an interval containing 1 is reported as no significant difference. The primary speedup "
+    "is time to accuracy (setup included) where every round reached the target, else epoch time; the per-step "
+    "ratio is shown only where an optimization leaves the work per step unchanged. Accuracy comes from "
+    "full-neighbourhood evaluation.")
+
+
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:
     """Write the report to ``out`` (atomically) and return its path."""
     import plotly.offline
 
-    groups: dict[str, list[dict]] = {}
-    for r in inputs.runs:
-        groups.setdefault(r.get("_group", ""), []).append(r)
-    sections = [_sweep_section(f"Sweep: {Path(g).name or 'runs'}", runs, i)
-                for i, (g, runs) in enumerate(sorted(groups.items()))]
-    if not sections:
-        sections = ["<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"]
-    registry_rows = "".join(
-        f"<tr><td>{_esc(o.name)}</td><td>{_esc(o.description)}</td><td>{_esc(o.expected_effect)}</td>"
-        f"<td>{'CUDA' if o.requires else 'any'}</td><td>{'yes' if o.costs_accuracy else 'no'}</td></tr>"
-        for o in registry.REGISTRY.values())
+    sweeps = _sweeps(inputs.runs)
+    sections = [_sweep_section(s, i) for i, s in enumerate(sweeps)] or [
+        "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"<h1>{_esc(title)}</h1><p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). "
-        "Speedups are ratios of median step times against the baseline of the same sweep, with 95% bootstrap "
-        "intervals; an interval containing 1 is reported as no significant difference. Accuracy comes from "
-        "full-neighbourhood evaluation.</p>"
-        "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
-        + _asv_section(inputs) + _pytest_benchmark_section(inputs)
-        + "<h2>Registry</h2><table id='registry'><tr><th>name</th><th>what it does</th><th>expected effect</th>"
-        f"<th>device</th><th>may cost accuracy</th></tr>{registry_rows}</table>"
+        f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps)
+        + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). {_METHOD}</p>"
+        + "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
+        + _asv_section(inputs) + _pytest_benchmark_section(inputs) + _registry_section()
     )
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
             f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"

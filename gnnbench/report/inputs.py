@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["ReportInputs", "load_inputs"]
+__all__ = ["ReportInputs", "load_inputs", "asv_series"]
+
+MANIFEST = "sweep.json"  # gnnbench.sweep.MANIFEST: marks a sweep's directory
+_SWEEP_NAME = re.compile(r"^(?P<label>.+)-r(?P<round>\d+)-[0-9a-f]{12}\.json$")  # <label>-r<round>-<key>.json
+_V1_NAME = re.compile(r"^(?P<label>.+?)-seed\d+")  # <label>-seed<s>-<key>.json (schema 1 sweeps)
 
 
 @dataclass
@@ -16,7 +22,8 @@ class ReportInputs:
 
     Args:
         runs: gnnbench run results (``schema_version`` JSON), each with a
-            ``label`` (configuration name) when it came from a sweep.
+            ``label`` (configuration name), ``optimizations`` and, for
+            interleaved sweeps, ``round``, and ``_group`` (its sweep directory).
         pytest_benchmarks: pytest-benchmark ``--benchmark-json`` documents.
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
         sources: The files read.
@@ -28,17 +35,95 @@ class ReportInputs:
     sources: list[str] = field(default_factory=list)
 
 
-def _label_from_name(path: Path) -> str:
-    # Sweep files are named <label>-seed<s>-<key>.json.
-    name = path.stem
-    return name.split("-seed")[0] if "-seed" in name else name
-
-
 def _read_json(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "", label.lower())
+
+
+def _sweep_dir(f: Path, root: Path) -> Path:
+    """The nearest directory from ``f`` up to ``root`` holding a sweep manifest (else ``f``'s own)."""
+    for d in f.parents:
+        if (d / MANIFEST).is_file():
+            return d
+        if d == root:
+            break
+    return f.parent
+
+
+def _manifest_labels(group: Path) -> set[str]:
+    manifest = _read_json(group / MANIFEST) or {}
+    return {label for order in manifest.get("rounds") or [] for label in order}
+
+
+def _label_and_round(f: Path, group: Path, labels: set[str]) -> tuple[str, int | None]:
+    """From the path relative to the sweep directory (a label with '/' lands in a subfolder)."""
+    rel = f.relative_to(group).as_posix() if f.is_relative_to(group) else f.name
+    m = _SWEEP_NAME.match(rel)
+    if m:
+        label = m["label"]
+        if labels and label not in labels:  # a label made safe for a file name: the manifest has the real one
+            label = next((x for x in sorted(labels) if _slug(x) == _slug(label)), label)
+        return label, int(m["round"])
+    m = _V1_NAME.match(f.name)
+    return (m["label"] if m else f.stem), None
+
+
+def _infer_optimizations(label: str, flags: dict, base_flags: dict | None) -> list[str]:
+    """The registry entries a configuration switched on: its own name, or (for a combination) every entry
+    whose changes to the baseline's flags it carries."""
+    from gnnbench import registry
+    from gnnbench.flags import Flags
+
+    if label in registry.REGISTRY:
+        return [label]
+    if base_flags is None or flags == base_flags:
+        return []
+    out = []
+    for opt in registry.REGISTRY.values():
+        try:
+            changes = json.loads(json.dumps(opt.changes_for(Flags.from_dict(base_flags))))
+        except (TypeError, ValueError):
+            continue
+        if any(base_flags.get(k) != v for k, v in changes.items()) and \
+                all(flags.get(k) == v for k, v in changes.items()):
+            out.append(opt.name)
+    return out
+
+
+def _load_run(f: Path, root: Path) -> dict | None:
+    from gnnbench.results import load_result
+
+    if f.name.startswith(".") or f.name.endswith(".failed.json") or f.name == MANIFEST:
+        return None
+    data = load_result(f)  # normalized to the current schema (older versions read, newer ones refused)
+    if data is None:
+        return None
+    group = _sweep_dir(f, root)
+    label, rnd = _label_and_round(f, group, _manifest_labels(group))
+    data.setdefault("label", label)
+    if rnd is not None:
+        data.setdefault("round", rnd)
+    data["_group"] = str(group)  # one sweep per directory
+    return data
+
+
+def _fill_optimizations(runs: list[dict]) -> None:
+    from gnnbench.results import BASELINE
+
+    base_flags = {}
+    for r in runs:
+        if r["label"] == BASELINE:
+            base_flags.setdefault(r["_group"], r["config"].get("flags"))
+    for r in runs:
+        if "optimizations" not in r:
+            r["optimizations"] = _infer_optimizations(r["label"], r["config"].get("flags") or {},
+                                                      base_flags.get(r["_group"]))
 
 
 def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str | Path] = (),
@@ -47,21 +132,19 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
 
     Files that are not valid JSON of the expected kind are skipped (a sweep may
     be running or may have been interrupted); the report says what it read.
+    A sweep's labels and rounds come from its file names
+    (``<label>-r<round>-<key>.json``; schema-1 sweeps: ``<label>-seed<s>-<key>.json``, no round).
     """
     out = ReportInputs()
     for root in runs:
         root = Path(root)
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
         for f in files:
-            if f.name.startswith(".") or f.name.endswith(".failed.json"):
-                continue
-            data = _read_json(f)
-            if not data or "schema_version" not in data or "config" not in data:
-                continue
-            data.setdefault("label", _label_from_name(f))
-            data["_group"] = str(f.parent)  # one sweep per directory
-            out.runs.append(data)
-            out.sources.append(str(f))
+            data = _load_run(f, root if root.is_dir() else f.parent)
+            if data is not None:
+                out.runs.append(data)
+                out.sources.append(str(f))
+    _fill_optimizations(out.runs)
     for f in pytest_benchmark:
         data = _read_json(Path(f))
         if data and "benchmarks" in data:
@@ -89,33 +172,54 @@ def _load_asv(root: Path) -> dict | None:
     return {"benchmarks": benchmarks, "results": results}
 
 
-def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float]]]:
-    """Per benchmark-and-parameter name: ``(date, commit, value)`` points, oldest first.
+def _finite(x) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
 
-    Handles asv's compact result format (``result_columns`` + value lists) and
-    parameterized benchmarks (one series per parameter combination).
+
+def _column(entry: dict, name: str, n: int) -> list:
+    values = entry.get(name)
+    if not isinstance(values, list):
+        values = [values]
+    return values + [None] * (n - len(values))
+
+
+def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None, float | None]]]:
+    """Per benchmark-and-parameter name: ``(date, commit, value, low, high)`` points, oldest first.
+
+    ``low``/``high`` are the confidence interval asv recorded (``stats_ci_99_a`` /
+    ``stats_ci_99_b``, asv >= 0.6), ``None`` where absent or unbounded (asv
+    reports -inf/inf for a single repeat). Handles asv's compact result
+    format (``result_columns`` + value lists) and parameterized benchmarks
+    (one series per parameter combination).
     """
     import itertools
 
-    series: dict[str, list[tuple[int, str, float]]] = {}
+    series: dict[str, list[tuple[int, str, float, float | None, float | None]]] = {}
     for doc in asv["results"]:
         columns = doc.get("result_columns", ["result"])
         date = int(doc.get("date") or 0)
         commit = str(doc.get("commit_hash", ""))[:8]
         for name, row in doc["results"].items():
             entry = dict(zip(columns, row)) if isinstance(row, list) else {"result": row}
-            values = entry.get("result")
-            params = entry.get("params") or []
-            if values is None:
+            if entry.get("result") is None:
                 continue
+            params = entry.get("params") or []
             combos = list(itertools.product(*params)) if params else [()]
-            if not isinstance(values, list):
-                values = [values]
-            for combo, value in zip(combos, values):
-                if value is None or value != value:
+            n = len(combos)
+            points = zip(combos, _column(entry, "result", n), _column(entry, "stats_ci_99_a", n),
+                         _column(entry, "stats_ci_99_b", n))
+            for combo, value, low, high in points:
+                if _finite(value) is None:
                     continue
+                low, high = _finite(low), _finite(high)
+                if low is None or high is None:
+                    low = high = None
                 key = name + (f"({', '.join(str(c).strip(chr(39)) for c in combo)})" if combo else "")
-                series.setdefault(key, []).append((date, commit, float(value)))
+                series.setdefault(key, []).append((date, commit, float(value), low, high))
     for pts in series.values():
-        pts.sort()
+        pts.sort(key=lambda p: p[:3])
     return series
