@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import Linear
-from torch_geometric.utils import scatter, spmm
+from torch_geometric.utils import spmm
 
 from gnnbench.flags import AGGREGATIONS, PRECISIONS, Flags, RunContext, Unavailable
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
@@ -66,47 +66,75 @@ class Precision:
 class Aggregator:
     """Neighbour aggregation over one batch's local ``edge_index`` (source -> target).
 
+    Indices keep the batch's dtype (int32 with ``Flags.index_dtype="int32"``)
+    into every kernel: ``index_select``, ``index_add_`` and the CSR
+    sparse-matrix product all take int32 indices, so nothing is widened.
+
     Args:
-        edge_index: ``[2, e]`` local edges.
+        edge_index: ``[2, e]`` local edges (int32 or int64).
         num_nodes: Nodes in the batch.
-        mode: ``"scatter"`` (gather messages, scatter-add by target: PyG's
-            default path) or ``"sparse"`` (one sparse-matrix product with a
-            CSR adjacency built once per batch).
+        mode: ``"scatter"`` (gather messages, sum them into their targets
+            with ``index_add_``: PyG's default path) or ``"sparse"`` (one
+            sparse-matrix product with a CSR adjacency).
         gcn_weights: Callable returning the GCN normalization for this batch;
             called at every use (so an uncached normalization is recomputed per
             layer, as PyG's ``GCNConv(cached=False)`` does).
         dtype: Dtype of the aggregation (the precision policy's).
+        rowptr: ``[num_nodes + 1]`` CSR offsets over targets when the edges
+            are already sorted by target (the sampler emits them so with
+            ``Flags.keep_csr``); without it the sparse mode sorts the edges
+            by target and builds the CSR here, per batch, as a typical PyG
+            user's conversion does.
         record: Optional list that receives the dtype of every aggregation input
             (used by tests to prove where aggregation runs).
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int, *, mode: str = "scatter",
                  gcn_weights: Callable[[], GCNNorm] | None = None, dtype: torch.dtype = torch.float32,
-                 record: list | None = None) -> None:
+                 rowptr: Tensor | None = None, record: list | None = None) -> None:
         if mode not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(map(repr, AGGREGATIONS))} (got {mode!r})")
-        self.src = edge_index[0].to(torch.int64)
-        self.dst = edge_index[1].to(torch.int64)
+        self.src = edge_index[0]
+        self.dst = edge_index[1]
         self.num_nodes = num_nodes
         self.mode = mode
         self.gcn_weights = gcn_weights or (lambda: gcn_norm(edge_index, num_nodes, add_self_loops=True))
         self.dtype = dtype
         self.record = record
+        self._deg: Tensor | None = None
         if mode == "sparse":
-            order = torch.argsort(self.dst, stable=True)
-            self._perm = order
-            counts = torch.bincount(self.dst, minlength=num_nodes)
-            self._crow = torch.zeros(num_nodes + 1, dtype=torch.int64, device=self.dst.device)
-            torch.cumsum(counts, 0, out=self._crow[1:])
-            self._col = self.src[order]
-            self._deg = counts
+            if rowptr is not None:  # edges already sorted by target: the CSR is given, nothing to sort
+                if rowptr.numel() != num_nodes + 1:
+                    raise ValueError(f"rowptr must have num_nodes + 1 = {num_nodes + 1} entries "
+                                     f"(got {rowptr.numel()})")
+                self._perm = None
+                self._crow = rowptr.to(self.src.dtype)
+                self._col = self.src
+            else:
+                self._perm = torch.argsort(self.dst, stable=True)
+                counts = torch.bincount(self.dst, minlength=num_nodes)
+                self._crow = torch.zeros(num_nodes + 1, dtype=self.src.dtype, device=self.dst.device)
+                torch.cumsum(counts, 0, out=self._crow[1:])
+                self._col = self.src.index_select(0, self._perm)
 
-    def _spmm(self, values: Tensor, h: Tensor, reduce: str = "sum") -> Tensor:
+    def degree(self) -> Tensor:
+        """In-degree of every node in this batch (number of its edges)."""
+        if self._deg is None:
+            self._deg = (self._crow.diff() if self.mode == "sparse"
+                         else torch.bincount(self.dst, minlength=self.num_nodes))
+        return self._deg
+
+    def _spmm(self, values: Tensor, h: Tensor) -> Tensor:
+        if self._perm is not None:
+            values = values.index_select(0, self._perm)
         with warnings.catch_warnings():  # torch flags sparse CSR as beta on every construction
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            adj = torch.sparse_csr_tensor(self._crow, self._col, values[self._perm].to(h.dtype),
+            adj = torch.sparse_csr_tensor(self._crow, self._col, values.to(h.dtype),
                                           size=(self.num_nodes, h.size(0)), check_invariants=False)
-        return spmm(adj, h, reduce=reduce)
+        return spmm(adj, h, reduce="sum")
+
+    def _sum(self, msg: Tensor) -> Tensor:
+        return msg.new_zeros(self.num_nodes, msg.size(1)).index_add_(0, self.dst, msg)
 
     def gcn(self, h: Tensor) -> Tensor:
         """``D^-1/2 (A + I) D^-1/2 h``."""
@@ -118,18 +146,17 @@ class Aggregator:
         out = h * norm.self_weight.to(h.dtype).unsqueeze(1)
         if self.mode == "sparse":
             return out + self._spmm(w, h)
-        msg = h.index_select(0, self.src) * w.unsqueeze(1)
-        return out + scatter(msg, self.dst, dim=0, dim_size=self.num_nodes, reduce="sum")
+        return out + self._sum(h.index_select(0, self.src) * w.unsqueeze(1))
 
     def mean(self, h: Tensor) -> Tensor:
         """Mean of in-neighbours' ``h`` (0 for nodes without neighbours)."""
         h = h.to(self.dtype)
         if self.record is not None:
             self.record.append(h.dtype)
+        inv = 1.0 / self.degree().clamp_min(1).to(h.dtype)
         if self.mode == "sparse":
-            inv = (1.0 / self._deg.clamp_min(1).to(h.dtype))[self.dst]
-            return self._spmm(inv, h)
-        return scatter(h.index_select(0, self.src), self.dst, dim=0, dim_size=self.num_nodes, reduce="mean")
+            return self._spmm(inv.index_select(0, self.dst), h)
+        return self._sum(h.index_select(0, self.src)) * inv.unsqueeze(1)
 
 
 class GCN(nn.Module):
@@ -273,24 +300,25 @@ class AggregationPolicy:
         """Whether batches must bring their global edge ids (to look up cached coefficients)."""
         return self.norm is not None
 
-    def for_batch(self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None) -> Aggregator:
-        """The aggregator of one sampled batch (local ``edge_index`` over nodes ``n_id``)."""
+    def for_batch(self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None,
+                  rowptr: Tensor | None = None) -> Aggregator:
+        """The aggregator of one sampled batch (local ``edge_index`` over nodes ``n_id``; ``rowptr`` when
+        the batch carries its CSR)."""
         n = n_id.numel()
-        weights = None
-        if self.norm is not None:
-            w = self.norm.edge_weight.index_select(0, e_id)
-            if self.deg_full is not None:
-                dst = edge_index[1]
-                sampled = torch.bincount(dst, minlength=n).clamp_min_(1)
-                scale = self.deg_full.index_select(0, n_id).to(w.dtype) / sampled.to(w.dtype)
-                w = w * scale.index_select(0, dst)
-            weights = GCNNorm(w, self.norm.self_weight.index_select(0, n_id))
-        return self._aggregator(edge_index, n, weights)
+        if self.norm is None:
+            return Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr)
+        weights: list[GCNNorm] = []
+        agg = Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr,
+                         gcn_weights=lambda: weights[0])  # cached: no recomputation per layer
+        w = self.norm.edge_weight.index_select(0, e_id)
+        if self.deg_full is not None:
+            scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
+            w = w * scale.index_select(0, edge_index[1])
+        weights.append(GCNNorm(w, self.norm.self_weight.index_select(0, n_id)))
+        return agg
 
     def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:
         """The aggregator of the whole graph (full-neighbourhood evaluation)."""
-        return self._aggregator(edge_index, num_nodes, self.norm)
-
-    def _aggregator(self, edge_index: Tensor, num_nodes: int, weights: GCNNorm | None) -> Aggregator:
-        fixed = (lambda: weights) if weights is not None else None  # cached: no recomputation per layer
-        return Aggregator(edge_index, num_nodes, mode=self.mode, gcn_weights=fixed, dtype=self.dtype)
+        norm = self.norm
+        return Aggregator(edge_index, num_nodes, mode=self.mode, dtype=self.dtype,
+                          gcn_weights=(lambda: norm) if norm is not None else None)

@@ -63,7 +63,7 @@ class NodeClassification:
 
     def loss(self, out: Tensor, batch: Batch) -> Tensor:
         """Mean cross-entropy over the targets (GraphSAINT: its unbiased ``node_norm``-weighted sum)."""
-        logits = out[batch.target].float()
+        logits = out.index_select(0, batch.target).float()
         labels = self.y.index_select(0, batch.n_id.index_select(0, batch.target))
         if batch.node_norm is not None:
             return (F.cross_entropy(logits, labels, reduction="none") * batch.node_norm).sum()

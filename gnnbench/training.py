@@ -296,7 +296,7 @@ class Trainer:
         with timer.phase("transfer"):
             batch = batch.to(device, edge_ids=self.policy.needs_edge_ids)
         with timer.phase("forward"):
-            agg = self.policy.for_batch(batch.edge_index, batch.n_id, batch.e_id)
+            agg = self.policy.for_batch(batch.edge_index, batch.n_id, batch.e_id, batch.rowptr)
             loss = self.task.loss(self.forward(x, agg, self.precision), batch)
         with timer.phase("backward"):
             self.scaler.scale(loss).backward()

@@ -9,7 +9,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["Batch"]
+__all__ = ["Batch", "target_rowptr"]
+
+
+def target_rowptr(dst: Tensor, num_nodes: int) -> Tensor:
+    """CSR offsets over targets for edges already sorted by target: a count, no sort.
+
+    Raises:
+        ValueError: if ``dst`` is not sorted (the offsets would not describe the edges).
+    """
+    if dst.numel() > 1 and not bool((dst[1:] >= dst[:-1]).all()):
+        raise ValueError("edges are not sorted by target, so a CSR cannot be read off them; sort them first")
+    rowptr = torch.zeros(num_nodes + 1, dtype=dst.dtype, device=dst.device)
+    torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0, out=rowptr[1:])
+    return rowptr
 
 
 @dataclass
@@ -26,6 +39,9 @@ class Batch:
         node_norm: ``[len(target)]`` GraphSAINT loss weights, or ``None``.
         edge_label_index: ``[2, b]`` local endpoints of link-prediction pairs, or ``None``.
         edge_label: ``[b]`` 1 for positive pairs, 0 for negatives, or ``None``.
+        rowptr: ``[n + 1]`` CSR offsets over targets, when the edges are sorted
+            by target and ``Flags.keep_csr`` asks the batch to carry its CSR
+            (gnnbench's sampler emits edges so ordered), or ``None``.
     """
 
     n_id: Tensor
@@ -37,6 +53,7 @@ class Batch:
     node_norm: Tensor | None = None
     edge_label_index: Tensor | None = None
     edge_label: Tensor | None = None
+    rowptr: Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -58,13 +75,19 @@ class Batch:
         return cls(**{k: v for k, v in d.items() if k in names})
 
     @classmethod
-    def from_pyg(cls, data: Any) -> "Batch":
-        """From the ``Data`` that PyG's ``NodeLoader`` yields (``n_id``, ``e_id``, ``batch_size``)."""
+    def from_pyg(cls, data: Any, *, csr: bool = False) -> "Batch":
+        """From the ``Data`` that PyG's ``NodeLoader`` yields (``n_id``, ``e_id``, ``batch_size``).
+
+        ``csr``: also carry the CSR over targets (edges must be sorted by target, as gnnbench's sampler
+        emits them; checked).
+        """
+        n_id = data.n_id
         return cls(
-            n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id,
-            target=torch.arange(data.batch_size),
+            n_id=n_id, edge_index=data.edge_index, e_id=data.e_id,
+            target=torch.arange(data.batch_size, dtype=n_id.dtype),
             num_sampled_nodes=list(data.num_sampled_nodes) if data.num_sampled_nodes is not None else None,
             num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,
+            rowptr=target_rowptr(data.edge_index[1], n_id.numel()) if csr else None,
         )
 
     def to(self, device: torch.device, *, edge_ids: bool = True) -> "Batch":

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.batch import Batch, target_rowptr
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
 
@@ -57,6 +57,7 @@ class NeighborBatches:
             input_nodes = prepared.graph.train_mask.nonzero().view(-1)
         # Features are served by the feature placement, so the loader carries structure only.
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
+        self.csr = flags.keep_csr  # batches carry the CSR the sampler's target-sorted edges give for free
         self.loader = NodeLoader(
             data, node_sampler=self.sampler, input_nodes=input_nodes, batch_size=flags.batch_size, shuffle=True,
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
@@ -69,7 +70,7 @@ class NeighborBatches:
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         for data in self.loader:
-            yield Batch.from_pyg(data)
+            yield Batch.from_pyg(data, csr=self.csr)
 
     def close(self) -> None:
         shutdown_loader(self.loader)
@@ -113,6 +114,7 @@ class LinkBatches:
         sampler = GnnbenchNeighborSampler(prepared, flags.fanout, replace=flags.sample_replace, seed=seed,
                                           negatives=self.negatives)
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
+        self.csr = flags.keep_csr
         self.loader = LinkLoader(
             data, link_sampler=sampler, edge_label_index=training_pairs(prepared),
             neg_sampling=NegativeSampling("binary", amount=1), batch_size=flags.batch_size, shuffle=True,
@@ -123,11 +125,14 @@ class LinkBatches:
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         for data in self.loader:
+            idx = data.n_id.dtype  # the graph's index dtype: pair endpoints follow it
+            label_index = data.edge_label_index.to(idx)
             yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id,
-                        target=torch.unique(data.edge_label_index),
+                        target=torch.unique(label_index),
                         num_sampled_nodes=list(data.num_sampled_nodes),
                         num_sampled_edges=list(data.num_sampled_edges),
-                        edge_label_index=data.edge_label_index, edge_label=data.edge_label)
+                        edge_label_index=label_index, edge_label=data.edge_label,
+                        rowptr=target_rowptr(data.edge_index[1], data.n_id.numel()) if self.csr else None)
 
     def close(self) -> None:
         shutdown_loader(self.loader)

@@ -39,7 +39,8 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
 
     Returns:
         ``(owner, pos)``: for each draw, the index of its frontier node in
-        ``[0, M)`` and the neighbour position in ``[0, deg[owner])``.
+        ``[0, M)`` and the neighbour position in ``[0, deg[owner])``; draws
+        are grouped by owner, owners in ascending order.
     """
     device = deg.device
     m = deg.numel()
@@ -62,8 +63,15 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
     for step in range(1, k):
         seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
         chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
-    owner = torch.cat([own_a, big.repeat_interleave(k)])
-    pos = torch.cat([pos_a, chosen.view(-1)])
+    # Lay the draws out grouped by owner, owners ascending (no sort: each owner's slot range is known),
+    # so the caller's edges come out sorted by target and a CSR over targets is a cumulative count.
+    count = torch.where(small, deg, torch.full_like(deg, k))
+    start = torch.cumsum(count, 0) - count
+    owner = torch.repeat_interleave(torch.arange(m, device=device), count)
+    pos = torch.empty_like(owner)
+    pos.index_copy_(0, start.index_select(0, own_a) + pos_a, pos_a)
+    pos.index_copy_(0, (start.index_select(0, big).unsqueeze(1) + torch.arange(k, device=device)).view(-1),
+                    chosen.view(-1))
     return owner, pos
 
 
@@ -82,8 +90,10 @@ class SampledSubgraph:
     Args:
         node: ``[n]`` global ids; the seeds come first, in input order.
         row: ``[e]`` local id of each sampled neighbour (message source).
-        col: ``[e]`` local id of the node that sampled it (message target).
+        col: ``[e]`` local id of the node that sampled it (message target);
+            non-decreasing, so edges are sorted by target.
         edge: ``[e]`` global edge ids (positions in the graph's ``edge_index``).
+        All in the CSR's index dtype.
         num_sampled_nodes: nodes added per hop (hop 0 = seeds).
         num_sampled_edges: edges added per hop.
     """
@@ -184,8 +194,10 @@ class NeighborSampleCore:
                 frontier_local = self._local.index_select(0, uniq)
         finally:
             self._local.index_fill_(0, torch.cat(touched), -1)
-        all_nodes = torch.cat(nodes)
+        # One cast to the graph's index dtype (int32 with Flags.index_dtype="int32"): the batch carries it
+        # into the training step's kernels.
+        idx = self.col.dtype
         return SampledSubgraph(
-            node=all_nodes, row=torch.cat(rows), col=torch.cat(cols), edge=torch.cat(edges),
-            num_sampled_nodes=num_nodes, num_sampled_edges=num_edges,
+            node=torch.cat(nodes).to(idx), row=torch.cat(rows).to(idx), col=torch.cat(cols).to(idx),
+            edge=torch.cat(edges).to(idx), num_sampled_nodes=num_nodes, num_sampled_edges=num_edges,
         )

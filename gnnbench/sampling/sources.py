@@ -83,7 +83,7 @@ class ClusterGCNSource(ClusterGCNBatches):
                  seed: int = 0) -> None:
         super().__init__(prepared.neighbours(), prepared.graph.train_mask, cluster_size=flags.cluster_size,
                          clusters_per_batch=flags.clusters_per_batch, repartition_every=flags.repartition_every,
-                         seed=seed)
+                         seed=seed, emit_csr=flags.keep_csr)
 
 
 class SaintSource(SaintRandomWalkBatches):
@@ -98,7 +98,7 @@ class SaintSource(SaintRandomWalkBatches):
     def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
                  seed: int = 0) -> None:
         super().__init__(prepared.neighbours(), prepared.graph.train_mask, num_roots=flags.saint_roots,
-                         walk_length=flags.saint_walk_length, coverage=20, seed=seed)
+                         walk_length=flags.saint_walk_length, coverage=20, seed=seed, emit_csr=flags.keep_csr)
 
 
 # kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from gnnbench.graphs.csr import CSR
 from gnnbench.graphs.index import check_index_fits
-from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.batch import Batch, target_rowptr
 
 __all__ = ["induced_subgraph", "metis_partition", "ClusterGCNBatches", "SaintRandomWalkBatches"]
 
@@ -41,7 +41,7 @@ def induced_subgraph(csr: CSR, nodes: Tensor, scratch: Tensor | None = None) -> 
         scratch: Optional ``[N]`` int64 buffer filled with -1, reused and restored.
 
     Returns:
-        ``(edge_index, e_id)``: local ``[2, e]`` (source, target) and global edge ids.
+        ``(edge_index, e_id)``: local ``[2, e]`` (source, target) and global edge ids, sorted by target.
     """
     nodes = nodes.to(torch.int64)
     local = scratch if scratch is not None else torch.full((csr.num_nodes,), -1, dtype=torch.int64,
@@ -102,14 +102,16 @@ class ClusterGCNBatches:
         clusters_per_batch: Parts per batch ("stochastic multiple partitions").
         repartition_every: Re-run METIS with a new seed every N epochs (0 = never).
         seed: Seed of the partition and of the batch order.
+        emit_csr: Batches carry their CSR over targets (``Flags.keep_csr``).
     """
 
     def __init__(self, csr: CSR, train_mask: Tensor, *, cluster_size: int = 3000, clusters_per_batch: int = 4,
-                 repartition_every: int = 0, seed: int = 0) -> None:
+                 repartition_every: int = 0, seed: int = 0, emit_csr: bool = False) -> None:
         if cluster_size < 1 or clusters_per_batch < 1 or repartition_every < 0:
             raise ValueError("cluster_size and clusters_per_batch must be >= 1 and repartition_every >= 0 "
                              f"(got {cluster_size}, {clusters_per_batch}, {repartition_every})")
         self.csr = csr
+        self.emit_csr = emit_csr
         self.train_mask = train_mask
         self.num_parts = max(1, math.ceil(csr.num_nodes / cluster_size))
         self.clusters_per_batch = clusters_per_batch
@@ -145,7 +147,7 @@ class ClusterGCNBatches:
             nodes = torch.cat([self.order[self.part_ptr[p]:self.part_ptr[p + 1]] for p in chosen.tolist()])
             edge_index, e_id = induced_subgraph(self.csr, nodes, self._scratch)
             target = self.train_mask[nodes].nonzero().view(-1)
-            yield Batch(n_id=nodes, edge_index=edge_index, e_id=e_id, target=target)
+            yield _batch(self.csr, nodes, edge_index, e_id, target, self.emit_csr)
 
 
 class SaintRandomWalkBatches:
@@ -171,13 +173,16 @@ class SaintRandomWalkBatches:
         coverage: Pre-sampled subgraphs per node for the normalization estimate
             (GraphSAINT's ``sample_coverage``; 0 disables normalization).
         seed: Seed of the walks.
+        emit_csr: Batches carry their CSR over targets (``Flags.keep_csr``).
     """
 
     def __init__(self, csr: CSR, train_mask: Tensor, *, num_roots: int = 2000, walk_length: int = 2,
-                 batches_per_epoch: int | None = None, coverage: int = 0, seed: int = 0) -> None:
+                 batches_per_epoch: int | None = None, coverage: int = 0, seed: int = 0,
+                 emit_csr: bool = False) -> None:
         if num_roots < 1 or walk_length < 1:
             raise ValueError(f"num_roots and walk_length must be >= 1 (got {num_roots}, {walk_length})")
         self.csr = csr
+        self.emit_csr = emit_csr
         self.train_mask = train_mask
         self.num_roots = num_roots
         self.walk_length = walk_length
@@ -226,7 +231,15 @@ class SaintRandomWalkBatches:
             nodes = self.walk_nodes(g)
             edge_index, e_id = induced_subgraph(self.csr, nodes, self._scratch)
             target = self.train_mask[nodes].nonzero().view(-1)
-            yield Batch(
-                n_id=nodes, edge_index=edge_index, e_id=e_id, target=target,
-                node_norm=self.node_norm[nodes[target]] if self.node_norm is not None else None,
-            )
+            yield _batch(self.csr, nodes, edge_index, e_id, target, self.emit_csr,
+                         node_norm=self.node_norm[nodes[target]] if self.node_norm is not None else None)
+
+
+def _batch(csr: CSR, nodes: Tensor, edge_index: Tensor, e_id: Tensor, target: Tensor, emit_csr: bool,
+           node_norm: Tensor | None = None) -> Batch:
+    """A subgraph batch in the graph's index dtype; with ``emit_csr`` its CSR over targets (a count: the
+    induced subgraph's edges come sorted by target)."""
+    idx = csr.col.dtype
+    edge_index = edge_index.to(idx)
+    return Batch(n_id=nodes.to(idx), edge_index=edge_index, e_id=e_id.to(idx), target=target.to(idx),
+                 node_norm=node_norm, rowptr=target_rowptr(edge_index[1], nodes.numel()) if emit_csr else None)
