@@ -82,8 +82,10 @@ class Batch:
         emits them; checked).
         """
         n_id = data.n_id
+        # PyG's loaders widen edge ids to int64 (torch_geometric.loader.node_loader); the batch narrows them
+        # back to the graph's index dtype here, once, in the sample phase (a no-op for int64 graphs).
         return cls(
-            n_id=n_id, edge_index=data.edge_index, e_id=data.e_id,
+            n_id=n_id, edge_index=data.edge_index, e_id=data.e_id.to(n_id.dtype),
             target=torch.arange(data.batch_size, dtype=n_id.dtype),
             num_sampled_nodes=list(data.num_sampled_nodes) if data.num_sampled_nodes is not None else None,
             num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,

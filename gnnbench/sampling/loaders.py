@@ -127,7 +127,7 @@ class LinkBatches:
         for data in self.loader:
             idx = data.n_id.dtype  # the graph's index dtype: pair endpoints follow it
             label_index = data.edge_label_index.to(idx)
-            yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id,
+            yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id.to(idx),
                         target=torch.unique(label_index),
                         num_sampled_nodes=list(data.num_sampled_nodes),
                         num_sampled_edges=list(data.num_sampled_edges),
