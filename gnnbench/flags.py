@@ -19,8 +19,9 @@ __all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_rea
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
-BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw")
+BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw", "full")
 FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
+HOT_RANKS = ("access", "degree")
 NEGATIVE_MODES = ("uniform", "degree")
 AGGREGATIONS = ("scatter", "sparse")
 PRECISIONS = ("off", "full", "partial")
@@ -30,12 +31,13 @@ _CHOICES = {
     "sampler_backend": SAMPLER_BACKENDS,
     "batch_source": BATCH_SOURCES,
     "feature_placement": FEATURE_PLACEMENTS,
+    "hot_rank": HOT_RANKS,
     "negative_mode": NEGATIVE_MODES,
     "aggregation": AGGREGATIONS,
     "precision": PRECISIONS,
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length")
-_NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs")
+_NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
 
 
 @dataclass(frozen=True)
@@ -44,14 +46,14 @@ class Flags:
 
     # --- graph preparation (gnnbench.graphs.prepare) ---
     index_dtype: str = "int64"  # edge index / CSR offset dtype: "int64" | "int32" (overflow-guarded)
-    cached_norm: bool = False  # compute GCN normalization once per graph instead of every forward
+    cached_norm: bool = False  # GCN normalization computed once: per graph (full batch), per batch (sampled)
     keep_csr: bool = False  # keep CSR beside COO instead of deriving neighbour lists on each use
     # --- sampling (gnnbench.sampling) ---
     fanout: tuple[int, ...] = (15, 10, 5)  # neighbours per hop (-1 = all); the model depth follows its length
     sample_replace: bool = False  # draw neighbours with replacement
     sampler_backend: str = "gnnbench"  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
     batch_size: int = 1024  # seed nodes per neighbour-sampled mini-batch
-    batch_source: str = "neighbor"  # "neighbor" | "cluster_gcn" | "saint_rw"
+    batch_source: str = "neighbor"  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)
     cluster_size: int = 3000  # Cluster-GCN: target nodes per METIS part
     clusters_per_batch: int = 4  # Cluster-GCN: parts merged into one batch
     repartition_every: int = 0  # Cluster-GCN: re-run METIS every N epochs (0 = never)
@@ -64,10 +66,14 @@ class Flags:
     persistent_workers: bool = False  # keep workers alive across epochs (needs num_workers > 0)
     pin_memory: bool = False  # pin loader output in page-locked memory (CUDA only)
     # --- features (gnnbench.features) ---
-    feature_placement: str = "host"  # "host" | "device" | "hot_cold" (train rows on device) | "uva" (zero-copy)
+    feature_placement: str = "host"  # "host" | "device" | "hot_cold" (most-read rows on device) | "uva" (zero-copy)
     feature_prefetch: bool = False  # gather the next batch's features on a side CUDA stream
+    hot_rank: str = "access"  # hot_cold: rank rows by "access" (counted over one profiled epoch) | "degree"
+    hot_budget_fraction: float = 0.25  # hot_cold: share of the feature rows kept on the device (at most half free)
+    hot_budget_bytes: int = 0  # hot_cold: device bytes for the hot rows, replacing the fraction (0 = use it)
     # --- model (gnnbench.models) ---
     aggregation: str = "scatter"  # "scatter" (edge_index gather + scatter-add) | "sparse" (CSR sparse-matrix product)
+    norm_estimator: bool = False  # sampled batches: full-graph GCN weights rescaled by deg/sampled (an estimator)
     precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)
     compile: bool = False  # torch.compile the model (dynamic shapes)
     # --- link prediction (gnnbench.sampling.negative) ---
@@ -87,6 +93,9 @@ class Flags:
             low = 1 if name in _POSITIVE_INTS else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"Flags.{name} must be an integer >= {low} (got {value!r})")
+        frac = self.hot_budget_fraction
+        if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
+            raise ValueError(f"Flags.hot_budget_fraction must be a number in (0, 1] (got {frac!r})")
         fanout = self.fanout
         if isinstance(fanout, (list, tuple)):
             object.__setattr__(self, "fanout", tuple(fanout))

@@ -245,8 +245,17 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     """The model layer's answer for its fields: ``cached_norm`` needs a model with GCN's normalization;
     sparse aggregation in low precision needs a low-precision sparse kernel on the device."""
     out = []
-    if flags.cached_norm and ctx.model != "gcn":
-        out.append(Unavailable("cached_norm", f"cached_norm caches GCN's normalization; model {ctx.model!r} has none"))
+    for name in ("cached_norm", "norm_estimator"):
+        if getattr(flags, name) and ctx.model != "gcn":
+            out.append(Unavailable(name, f"{name} concerns GCN's normalization; model {ctx.model!r} has none"))
+    if flags.batch_source == "saint_rw":  # its batches always use the full-graph estimator
+        for name in ("cached_norm", "norm_estimator"):
+            if getattr(flags, name):
+                out.append(Unavailable(name, f"{name} would change nothing: GraphSAINT batches always use "
+                                       "full-graph GCN weights rescaled per batch (the estimator)"))
+    if flags.norm_estimator and flags.batch_source == "full":
+        out.append(Unavailable("norm_estimator", "norm_estimator rescales full-graph weights for sampled "
+                               "batches; full-batch training uses the exact weights (see cached_norm)"))
     agg_dtype = Precision(flags.precision, ctx.device.type).aggregation_dtype
     if flags.aggregation == "sparse" and agg_dtype != torch.float32 and not _sparse_product_supports(
             ctx.device.type, agg_dtype):
@@ -259,66 +268,87 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
 
 @dataclass(frozen=True)
 class AggregationPolicy:
-    """How a batch's (or the whole graph's) aggregator is built: the model layer's one decision point.
+    """How a batch's (or the whole graph's) aggregator is built: the model layer's one decision point
+    for GCN normalization.
 
-    With full-graph GCN coefficients (``norm``: cached by ``cached_norm``, or
-    needed by a batch source's estimator), each sampled edge keeps its
-    coefficient, rescaled by ``deg / sampled`` of its target so that the sum
-    over the sampled neighbours estimates the full-neighbourhood sum without
-    bias; on the full graph the scale is 1 and the result equals the
-    recomputed normalization exactly. GraphSAINT batches use this estimator
-    too (GraphSAINT's own per-edge ``alpha_uv`` normalization, estimated from
-    a 20x-coverage pre-pass, made training diverge to chance accuracy here:
-    its variance on hub edges is too high). Without coefficients the batch
-    subgraph is normalized anew at every layer (PyG's ``GCNConv(cached=False)``).
+    - baseline: each layer normalizes the batch subgraph anew (PyG's ``GCNConv(cached=False)``);
+    - ``cached_norm`` on sampled batches: the batch subgraph is normalized once and the weights shared by
+      every layer (the same computation, done once per batch instead of once per layer: exact);
+    - ``cached_norm`` with full-batch training: the graph's weights are computed once and reused every step,
+      exactly PyG's ``GCNConv(cached=True)``, valid because the graph never changes;
+    - the estimator (``norm_estimator``, and always for GraphSAINT batches): each sampled edge keeps its
+      full-graph coefficient, rescaled by ``deg / sampled`` of its target, so the sum over sampled
+      neighbours estimates the full-neighbourhood sum. It is a different model from the baseline's (costs
+      accuracy). GraphSAINT's own per-edge ``alpha_uv``, estimated from a 20x-coverage pre-pass, made
+      training diverge to chance accuracy here (too much variance on hub edges), so its batches use this.
 
     Args:
         mode: ``"scatter"`` or ``"sparse"`` (``Flags.aggregation``).
         dtype: Aggregation dtype (the precision policy's).
-        norm: Full-graph GCN coefficients on the device, or ``None``.
-        deg_full: Full-graph in-degrees on the device (for the rescaling), or ``None``.
+        norm: Full-graph GCN coefficients on the device (full batch or estimator), or ``None``.
+        deg_full: Full-graph in-degrees on the device (estimator only), or ``None``.
+        once_per_batch: Normalize each sampled batch once, shared by all layers (``cached_norm``).
     """
 
     mode: str = "scatter"
     dtype: torch.dtype = torch.float32
     norm: GCNNorm | None = None
     deg_full: Tensor | None = None
+    once_per_batch: bool = False
 
     @classmethod
     def build(cls, flags: Flags, precision: Precision, prepared, device: torch.device, *,
-              full_graph_norm: bool = False) -> "AggregationPolicy":
-        """The policy for ``flags``; ``full_graph_norm`` when the batch source's estimator needs the coefficients."""
+              source_norm: str = "batch") -> "AggregationPolicy":
+        """The policy for ``flags`` and the batch source's normalization mode
+        (``"batch"``, ``"full"`` or ``"estimator"``: ``norm_mode`` of the source)."""
+        if source_norm not in ("batch", "full", "estimator"):
+            raise ValueError(f"source_norm must be 'batch', 'full' or 'estimator' (got {source_norm!r})")
+        estimator = source_norm == "estimator" or (flags.norm_estimator and source_norm == "batch")
         norm = deg = None
-        if flags.cached_norm or full_graph_norm:
+        if estimator or (flags.cached_norm and source_norm == "full"):
             cached = prepared.gcn_norm()
             norm = GCNNorm(cached.edge_weight.to(device), cached.self_weight.to(device))
-            deg = prepared.graph.deg.to(device)
-        return cls(flags.aggregation, precision.aggregation_dtype, norm, deg)
+            deg = prepared.graph.deg.to(device) if estimator else None
+        return cls(flags.aggregation, precision.aggregation_dtype, norm, deg,
+                   once_per_batch=flags.cached_norm and source_norm == "batch")
 
     @property
     def needs_edge_ids(self) -> bool:
-        """Whether batches must bring their global edge ids (to look up cached coefficients)."""
-        return self.norm is not None
+        """Whether batches must bring their global edge ids (to look up full-graph coefficients)."""
+        return self.deg_full is not None
 
     def for_batch(self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None,
                   rowptr: Tensor | None = None) -> Aggregator:
-        """The aggregator of one sampled batch (local ``edge_index`` over nodes ``n_id``; ``rowptr`` when
-        the batch carries its CSR)."""
+        """The aggregator of one batch (local ``edge_index`` over nodes ``n_id``; ``rowptr`` when the batch
+        carries its CSR)."""
         n = n_id.numel()
-        if self.norm is None:
-            return Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr)
+        if self.norm is not None and self.deg_full is None:  # full batch: the graph's own cached weights
+            return self._with_weights(edge_index, n, rowptr, lambda: self.norm)
+        if self.deg_full is None:
+            if not self.once_per_batch:
+                return Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr)
+            memo: list[GCNNorm] = []
+
+            def once() -> GCNNorm:  # computed at the first layer, shared by the others
+                if not memo:
+                    memo.append(gcn_norm(edge_index, n, add_self_loops=True))
+                return memo[0]
+
+            return self._with_weights(edge_index, n, rowptr, once)
         weights: list[GCNNorm] = []
-        agg = Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr,
-                         gcn_weights=lambda: weights[0])  # cached: no recomputation per layer
+        agg = self._with_weights(edge_index, n, rowptr, lambda: weights[0])
         w = self.norm.edge_weight.index_select(0, e_id)
-        if self.deg_full is not None:
-            scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
-            w = w * scale.index_select(0, edge_index[1])
-        weights.append(GCNNorm(w, self.norm.self_weight.index_select(0, n_id)))
+        scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
+        weights.append(GCNNorm(w * scale.index_select(0, edge_index[1]), self.norm.self_weight.index_select(0, n_id)))
         return agg
 
     def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:
-        """The aggregator of the whole graph (full-neighbourhood evaluation)."""
+        """The aggregator of the whole graph (full-neighbourhood evaluation): full-graph coefficients when
+        the policy holds them, else one normalization shared by the layers."""
         norm = self.norm
-        return Aggregator(edge_index, num_nodes, mode=self.mode, dtype=self.dtype,
-                          gcn_weights=(lambda: norm) if norm is not None else None)
+        if norm is None:
+            norm = gcn_norm(edge_index, num_nodes, add_self_loops=True)
+        return self._with_weights(edge_index, num_nodes, None, lambda: norm)
+
+    def _with_weights(self, edge_index: Tensor, n: int, rowptr: Tensor | None, weights) -> Aggregator:
+        return Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr, gcn_weights=weights)

@@ -27,7 +27,7 @@ import torch
 
 from gnnbench import availability
 from gnnbench.env import resolve_device
-from gnnbench.features import place_features, prefetch_features
+from gnnbench.features import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
@@ -60,7 +60,8 @@ class RunConfig:
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
         sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
             end-to-end step times only.
-        cache_dir: Batch-cache directory (default: the user cache).
+        cache_dir: Batch-cache directory shared across runs (default ``None``:
+            a fresh temporary directory per run, removed at ``Trainer.close()``).
         eval_every: Validation points for time to accuracy: every N steps and
             at the end (``None``: at the end of every epoch). Evaluation runs
             outside the training clock.
@@ -79,7 +80,7 @@ class RunConfig:
     seed: int = 0  # model / sampler / shuffle seed
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     sync_phases: bool = True  # per-phase sync (True) or end-to-end only
-    cache_dir: str | None = None  # batch-cache directory
+    cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
     eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
 
     def __post_init__(self) -> None:
@@ -179,18 +180,20 @@ class Trainer:
         self.graph = self.task.train_graph  # what feeds message passing
         self.prepared = prepare(self.graph, flags)
         t1 = time.perf_counter()
-        self.features = place_features(self.graph.x, device, flags.feature_placement,
-                                       hot_nodes=self.graph.train_mask.nonzero().view(-1),
-                                       pin_memory=flags.pin_memory)
-        self.source = make_batch_source(self.prepared, flags, kind=self.task.source_kind(flags), seed=config.seed,
-                                        cache_dir=config.cache_dir)
+        kind = self.task.source_kind(flags)
+        self.features = place_features(self.graph.x, device, flags.feature_placement, pin_memory=flags.pin_memory,
+                                       hot_nodes=hot_set_chooser(self.prepared, flags, kind=kind, seed=config.seed))
+        self.source = make_batch_source(self.prepared, flags, kind=kind, seed=config.seed,
+                                        cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
         self.setup_seconds = time.perf_counter() - t1
         self.model = build_model(config.model, self.graph.num_features, config.hidden,
                                  self.task.out_dim(config.hidden), len(flags.fanout)).to(device)
         self.precision = Precision(flags.precision, device.type)
         self.forward, self.dynamo_counters = compile_model(self.model, flags)
+        t2 = time.perf_counter()  # full-graph GCN coefficients, when the policy needs them, are setup too
         self.policy = AggregationPolicy.build(flags, self.precision, self.prepared, device,
-                                              full_graph_norm=self.source.full_graph_norm)
+                                              source_norm=self.source.norm_mode)
+        self.setup_seconds += time.perf_counter() - t2
         self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
         self.timer = PhaseTimer(device, sync=config.sync_phases)
@@ -209,7 +212,9 @@ class Trainer:
         """The training loop: yields each :class:`Step` after its optimizer update.
 
         Args:
-            epochs: Epochs to run (default ``config.epochs``). Pass
+            epochs: Epochs to run (default ``config.epochs``, raised to the
+                source's ``min_epochs`` where it has one: the batch cache's
+                ``K + 1``, so K - 1 epochs replay). Pass
                 ``float("inf")`` to cycle epochs forever, as the asv and
                 pytest-benchmark suites do (they pull one step at a time).
             max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).
@@ -222,7 +227,8 @@ class Trainer:
         consumer between steps is not on the training clock.
         """
         cfg = self.config
-        epochs = cfg.epochs if epochs is None else epochs
+        # the config's epochs, at least what the source needs to show its regime (batch cache: K + 1)
+        epochs = max(cfg.epochs, getattr(self.source, "min_epochs", 1)) if epochs is None else epochs
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
         every = cfg.eval_every if evaluate else None
         timer = self.timer

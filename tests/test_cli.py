@@ -13,7 +13,7 @@ def test_graph_command_prints_statistics(capsys):
     out = capsys.readouterr().out
     for label in ("nodes", "10,000", "edges (directed)", "degree quantiles", "p99", "max degree",
                   "tail exponent (Hill)", "index bytes int64", "index bytes int32", "generation time",
-                  "preparation (baseline)", "preparation (int32,cached_norm,csr)"):
+                  "preparation (baseline)", "preparation (int32,csr)"):
         assert label in out, label
 
 

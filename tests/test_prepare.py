@@ -61,7 +61,7 @@ def test_cached_and_recomputed_agree(edges, index_dtype):
     g = Graph.from_edges(edge_index, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long),
                          clean=CleanOptions(self_loops="keep"))
     base = prepare(g, Flags(index_dtype=index_dtype))
-    opt = prepare(g, Flags(index_dtype=index_dtype, cached_norm=True, keep_csr=True))
+    opt = prepare(g, Flags(index_dtype=index_dtype, cached_norm=True, keep_csr=True, batch_source="full"))
     assert base.norm is None and base.csr is None
     assert opt.norm is not None and opt.csr is not None
     assert opt.gcn_norm() is opt.gcn_norm(), "cached: the same object every call"

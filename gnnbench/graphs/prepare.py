@@ -80,7 +80,11 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
       not fit (never a silent wrap);
     - ``keep_csr``: keeps the CSR (its column array is COO's source row, so it
       costs ``N + 1`` offsets);
-    - ``cached_norm``: computes the GCN normalization once.
+    - ``cached_norm`` with full-batch training: computes the graph's GCN
+      normalization once (PyG's ``GCNConv(cached=True)``). On sampled batches
+      ``cached_norm`` normalizes each batch once for all layers instead
+      (:class:`gnnbench.models.AggregationPolicy`), so nothing is
+      precomputed here.
 
     The baseline ``Flags()`` keeps int64 COO only and recomputes on demand.
     """
@@ -90,7 +94,8 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
     g = graph.with_index_dtype(INDEX_DTYPE_BY_NAME[flags.index_dtype])
     t_index = time.perf_counter()
     csr = g.csr if flags.keep_csr else None
-    norm = gcn_norm(g.edge_index, g.num_nodes, add_self_loops=True) if flags.cached_norm else None
+    full_graph_weights = flags.cached_norm and flags.batch_source == "full"
+    norm = gcn_norm(g.edge_index, g.num_nodes, add_self_loops=True) if full_graph_weights else None
     t_end = time.perf_counter()
     after = g.edge_index.nbytes + g.rowptr.nbytes
     return PreparedGraph(

@@ -39,7 +39,7 @@ class NeighborBatches:
         seed: Seed of the sampler and of the shuffle.
     """
 
-    full_graph_norm = False  # aggregation needs no full-graph coefficients
+    norm_mode = "batch"  # the batch subgraph is normalized on its own (models.AggregationPolicy)
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
@@ -92,7 +92,7 @@ class LinkBatches:
         seed: Seed of the sampler, the negatives and the shuffle.
     """
 
-    full_graph_norm = False
+    norm_mode = "batch"
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 from pathlib import Path
 from typing import Iterator, Protocol
 
@@ -23,11 +22,11 @@ from torch import Tensor
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.batch import Batch
-from gnnbench.sampling.cache import BatchCache, default_cache_dir
+from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
 from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
-__all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "CachedBatches", "SOURCES",
+__all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
            "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS"]
 
 # Flags that determine which batches are sampled (and so key the batch cache).
@@ -41,15 +40,11 @@ class BatchSource(Protocol):
 
 
 def graph_fingerprint(prepared: PreparedGraph) -> str:
-    """A stable id of the graph's structure and training split."""
+    """A content hash of what sampling reads: ``edge_index``, ``train_mask`` and ``num_nodes`` (chunked
+    BLAKE2b, see :func:`~gnnbench.sampling.cache.tensor_digest`), so two graphs with one spec but different
+    contents (a changed generator, a loaded file) never share cached batches."""
     g = prepared.graph
-    spec = g.meta.get("spec")
-    h = hashlib.sha256()
-    if spec is not None:
-        h.update(json.dumps(spec, sort_keys=True).encode())
-    else:
-        h.update(g.edge_index.to(torch.int64).cpu().numpy().tobytes())
-        h.update(g.train_mask.cpu().numpy().tobytes())
+    h = hashlib.sha256(tensor_digest(g.edge_index, g.train_mask).encode())
     h.update(f"{g.num_nodes}:{g.num_edges}:{'link' if g.meta.get('link_split') else 'node'}".encode())
     return h.hexdigest()[:20]
 
@@ -69,7 +64,7 @@ def _main_process_only(kind: str, flags: Flags) -> list[Unavailable]:
 class ClusterGCNSource(ClusterGCNBatches):
     """Cluster-GCN batches built from the flags (METIS through pymetis)."""
 
-    full_graph_norm = False
+    norm_mode = "batch"
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
@@ -89,7 +84,7 @@ class ClusterGCNSource(ClusterGCNBatches):
 class SaintSource(SaintRandomWalkBatches):
     """GraphSAINT random-walk batches built from the flags; aggregation uses the full-graph estimator."""
 
-    full_graph_norm = True  # models.AggregationPolicy rescales full-graph GCN coefficients per batch
+    norm_mode = "estimator"  # models.AggregationPolicy rescales full-graph GCN coefficients per batch
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
@@ -101,9 +96,36 @@ class SaintSource(SaintRandomWalkBatches):
                          walk_length=flags.saint_walk_length, coverage=20, seed=seed, emit_csr=flags.keep_csr)
 
 
+class FullGraphSource:
+    """Full-batch training: every epoch is one step on the whole graph, the loss on the training nodes.
+
+    The field report's "node classification on a small or medium graph" case, where the bottleneck is the
+    kernels, not sampling. Batch ids are global ids; with ``keep_csr`` the batch carries the graph's own CSR
+    (its edges are stored sorted by target), so sparse aggregation never sorts.
+    """
+
+    norm_mode = "full"  # the batch is the whole graph: cached coefficients are exact (GCNConv(cached=True))
+
+    @staticmethod
+    def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+        return _main_process_only("full", flags)
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0) -> None:
+        g = prepared.graph
+        idx = g.edge_index.dtype
+        target = (input_nodes if input_nodes is not None else g.train_mask.nonzero().view(-1)).to(idx)
+        self.batch = Batch(n_id=torch.arange(g.num_nodes, dtype=idx), edge_index=g.edge_index,
+                           e_id=torch.arange(g.num_edges, dtype=idx), target=target,
+                           rowptr=g.rowptr.to(idx) if flags.keep_csr else None)
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        yield self.batch
+
+
 # kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).
 SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_rw": SaintSource,
-           "link": LinkBatches}
+           "full": FullGraphSource, "link": LinkBatches}
 
 
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
@@ -117,7 +139,8 @@ class CachedBatches:
     def __init__(self, source: BatchSource, cache: BatchCache) -> None:
         self.source = source
         self.cache = cache
-        self.full_graph_norm = getattr(source, "full_graph_norm", False)
+        self.norm_mode = getattr(source, "norm_mode", "batch")
+        self.min_epochs = cache.min_epochs  # K + 1: the trainer runs at least this many epochs by default
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         return self.cache.epoch(epoch, lambda: self.source.epoch(epoch))
@@ -125,21 +148,24 @@ class CachedBatches:
     def close(self) -> None:
         if hasattr(self.source, "close"):
             self.source.close()
+        self.cache.close()  # a per-run temporary cache directory goes with the run
 
 
 def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0,
                       cache_dir: str | Path | None = None, input_nodes: Tensor | None = None) -> BatchSource:
     """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches),
-    wrapped in the batch cache when ``batch_cache_epochs > 0``."""
+    wrapped in the batch cache when ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or,
+    when ``None``, in a fresh temporary directory removed by the source's ``close()``."""
     kind = kind or flags.batch_source
     if kind not in SOURCES:
         raise ValueError(f"unknown batch source {kind!r}; accepted: {', '.join(SOURCES)}")
     source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
     if flags.batch_cache_epochs > 0:
-        material = {"graph": graph_fingerprint(prepared), "seed": seed, "kind": kind,
+        material = {"graph": graph_fingerprint(prepared), "code": sampling_code_version(), "seed": seed,
+                    "kind": kind,
                     "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
                     "input_nodes": None if input_nodes is None else hashlib.sha256(
                         input_nodes.cpu().numpy().tobytes()).hexdigest()[:16]}
-        cache = BatchCache(cache_dir or default_cache_dir(), material, epochs=flags.batch_cache_epochs, seed=seed)
+        cache = BatchCache(cache_dir, material, epochs=flags.batch_cache_epochs, seed=seed)
         return CachedBatches(source, cache)
     return source
