@@ -243,6 +243,26 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_aggregation_compare(args: argparse.Namespace) -> int:
+    from gnnbench.aggbench import MODES, aggregation_ratios
+
+    r = aggregation_ratios(spec_from_args(args), fanout=tuple(int(k) for k in args.fanout.split(",")),
+                           batch_size=args.batch_size, index_dtype=args.index_dtype, rounds=args.rounds)
+    if args.json:
+        print(json.dumps(r, indent=1))
+        return 0
+    b = r["batch"]
+    print(f"one GCN aggregation of a sampled batch: {b['nodes']:,} nodes, {b['edges']:,} edges, F={b['features']}, "
+          f"{b['index_dtype']}; {r['rounds']} interleaved rounds, {r['threads']} threads")
+    rows = [{"mode": m, "median_ms": r["median_ms"][m], "x_prebuilt": r["vs_prebuilt"][m]["median"],
+             "speedup_vs_scatter": r["speedup_over_scatter"][m]["median"],
+             "range": f"[{r['speedup_over_scatter'][m]['min']:.2f}, {r['speedup_over_scatter'][m]['max']:.2f}]"}
+            for m in MODES]
+    print(table(rows, [("mode", "s"), ("median_ms", ".2f"), ("x_prebuilt", ".2f"), ("speedup_vs_scatter", ".2f"),
+                       ("range", "s")]))
+    return 0
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from gnnbench.sampling.cache import cache_size, clean_cache, default_cache_dir
 

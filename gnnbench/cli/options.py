@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 
 from gnnbench import registry
-from gnnbench.flags import Flags
+from gnnbench.flags import HOT_RANKS, Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.graphs.spec import PRESETS
 from gnnbench.models import MODELS
 from gnnbench.tasks import TASKS
 
-__all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names"]
+__all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
+           "parse_hot_budget"]
+
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
 def parse_flags(text: str) -> list[str]:
@@ -22,6 +26,30 @@ def parse_flags(text: str) -> list[str]:
         except ValueError as exc:  # argparse shows ArgumentTypeError's message as is
             raise argparse.ArgumentTypeError(str(exc)) from None
     return names
+
+
+def parse_hot_budget(text: str) -> dict[str, float | int]:
+    """``--hot-budget``: a fraction in (0, 1] of the feature rows (``0.25``) or a size (``512MiB``, ``2GB``).
+
+    Returns the Flags fields it sets: ``{"hot_budget_fraction": f}`` or
+    ``{"hot_budget_bytes": n}`` (a size replaces the fraction).
+    """
+    t = text.strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        value = None
+    if value is not None and not unit:
+        if 0 < value <= 1:
+            return {"hot_budget_fraction": value}
+        raise argparse.ArgumentTypeError(f"--hot-budget: a plain number is a fraction of the feature rows in (0, 1] "
+                                         f"(got {text!r}); give a size with its unit for bytes, e.g. 512MiB")
+    if value is None or unit not in _SIZE_UNITS or value <= 0:
+        raise argparse.ArgumentTypeError(f"--hot-budget must be a fraction in (0, 1] or a size such as 512MiB or "
+                                         f"2GB (units {', '.join(_SIZE_UNITS)}; got {text!r})")
+    return {"hot_budget_bytes": max(1, int(value * _SIZE_UNITS[unit]))}
 
 
 def graph_layer_names() -> list[str]:
@@ -75,7 +103,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     r.add_argument("--no-sync", action="store_true",
                    help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
-    r.add_argument("--cache-dir", default=None, help="batch-cache directory")
+    r.add_argument("--cache-dir", default=None,
+                   help="batch-cache directory shared across runs (default: a fresh temporary one per run)")
+    r.add_argument("--hot-budget", type=parse_hot_budget, default=None,
+                   help="hot_cold: device budget for hot feature rows, a fraction of the rows (e.g. 0.25) or a size "
+                   "(e.g. 512MiB); default 0.25 of the rows, at most half the free device memory")
+    r.add_argument("--hot-rank", default=None, choices=list(HOT_RANKS),
+                   help="hot_cold: choose hot rows by measured access (default; one profiled epoch) or degree")
     r.add_argument("--eval-every", type=int, default=None,
                    help="validation every N steps for time to accuracy (default: every epoch); off the clock")
 
@@ -92,6 +126,10 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
             base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
         except ValueError:
             raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
+    if getattr(args, "hot_budget", None):
+        base.update(args.hot_budget)
+    if getattr(args, "hot_rank", None):
+        base["hot_rank"] = args.hot_rank
     return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags(**base)), task=args.task,
                      model=args.model, num_layers=args.layers, hidden=args.hidden, epochs=args.epochs,
                      max_steps_per_epoch=args.max_steps, warmup_steps=args.warmup, seed=args.seed or 0,

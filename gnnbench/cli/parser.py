@@ -125,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
     peers.add_arguments(p)
     p.set_defaults(func=peers.run_from_args)
 
+    p = sub.add_parser("aggregation-compare", help="one batch's aggregation four ways (scatter, CSR built per "
+                       "batch, sampler-emitted CSR, prebuilt CSR), interleaved in one run",
+                       description="Time one GCN aggregation of one sampled batch with the per-batch CSR build "
+                                   "included, against the sampler-emitted CSR and a prebuilt CSR product.")
+    add_graph_args(p, load=False)
+    p.add_argument("--fanout", default="15,10,5", help="sampling fanout (default 15,10,5)")
+    p.add_argument("--batch-size", type=int, default=1024, help="seed nodes (default 1024)")
+    p.add_argument("--index-dtype", default="int64", choices=["int64", "int32"])
+    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.cmd_aggregation_compare)
+
     p = sub.add_parser("cache", help="show or clean the batch cache")
     p.add_argument("--dir", help="cache directory (default: $GNNBENCH_CACHE_DIR or ~/.cache/gnnbench/batches)")
     p.add_argument("--clean", action="store_true", help="delete gnnbench's cached batches there")
