@@ -27,12 +27,12 @@ from gnnbench import registry
 from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import generate
 from gnnbench.measure import run
-from gnnbench.results import AA_LABEL, BASELINE, load_result, reuse_problem, write_json_atomic
+from gnnbench.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
 from gnnbench.stats import DEFAULT_REPEATS
 from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "validate_base", "ALL_RECOMMENDED", "BASELINE",
-           "AA_LABEL", "MANIFEST"]
+           "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
 
 ALL_RECOMMENDED = "all_recommended"
 MANIFEST = "sweep.json"
@@ -92,14 +92,23 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         rec = [o.name for o in registry.REGISTRY.values()
                if o.recommended and o.unavailable(device) is None
                and not config_unavailable(dataclasses.replace(base, flags=o.apply(base.flags)), device)]
+    # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
+    # are compared with an end-to-end copy of the baseline in the same round.
+    overlap = [n for n in names if registry.get(n).overlap and not config_unavailable(
+        dataclasses.replace(base, flags=registry.get(n).apply(base.flags)), device)]
     entries = []
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
         entries.append(Entry(BASELINE, b, (), r))
         if aa:
             entries.append(Entry(AA_LABEL, b, (), r))
+        if overlap and base.sync_phases:
+            entries.append(Entry(E2E_BASELINE, dataclasses.replace(b, sync_phases=False), (), r))
         for n in names:
-            entries.append(Entry(n, dataclasses.replace(b, flags=registry.get(n).apply(b.flags)), (n,), r))
+            cfg = dataclasses.replace(b, flags=registry.get(n).apply(b.flags))
+            if n in overlap:
+                cfg = dataclasses.replace(cfg, sync_phases=False)
+            entries.append(Entry(n, cfg, (n,), r))
         if include_all_recommended:
             entries.append(Entry(ALL_RECOMMENDED, dataclasses.replace(b, flags=registry.flags_for(rec, b.flags)),
                                  tuple(rec), r))

@@ -127,3 +127,24 @@ def test_compare_explicit_target_and_missing_baseline():
     assert all(r.get("tta_speedup") is None for r in c.rows if r["status"] == "ok")
     with pytest.raises(ValueError, match="no measured baseline run"):
         compare([r for r in _sweep() if r["label"] != "baseline"])
+
+
+def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
+    from gnnbench.results import E2E_BASELINE
+
+    runs = _sweep()
+    for r in runs:
+        r["timing_mode"] = "sync"
+    for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
+        e2e = _result(E2E_BASELINE, rnd, 0.08 * n, 1.6 * n, 0.80, [(2.0 * n, 0.70), (3.7 * n, 0.80)])
+        pin = _result("pin_memory", rnd, 0.04 * n, 0.8 * n, 0.80, [(1.0 * n, 0.70), (1.85 * n, 0.80)],
+                      ["pin_memory"])
+        for r in (e2e, pin):
+            r["timing_mode"] = "end_to_end"
+        runs += [e2e, pin]
+    rows = {r["label"]: r for r in compare(runs).rows}
+    assert rows["pin_memory"]["timing_mode"] == "end_to_end"
+    assert rows["pin_memory"]["epoch_speedup"]["ratio"] == pytest.approx(2.0), "against the end-to-end baseline"
+    if not torch.cuda.is_available():  # nothing here can overlap: no end-to-end baseline is scheduled
+        entries = sweep_entries(QUICK, ["pin_memory", "feature_prefetch"], repeats=1, include_all_recommended=False)
+        assert E2E_BASELINE not in {e.label for e in entries}
