@@ -6,8 +6,12 @@ Placements (``Flags.feature_placement``), one class each in :data:`PLACEMENTS`:
   gathered on the host and copied to the device (pinned first when
   ``pin_memory``);
 - ``device``: all features resident on the device; gathered there;
-- ``hot_cold``: the rows of training nodes ("hot") resident on the device,
-  the rest ("cold": val/test) in pinned host memory, copied per batch;
+- ``hot_cold``: the most-read rows ("hot") resident on the device, the rest
+  ("cold") in pinned host memory, copied per batch. The hot set is chosen by
+  :func:`hot_set_chooser` under a budget of rows (:func:`hot_budget_rows`):
+  ranked by access frequency counted over one profiled epoch of the run's own
+  kind of batch source (``Flags.hot_rank="access"``), or by degree (``"degree"``,
+  the cheap fallback, also the tie-break);
 - ``uva``: all features in pinned host memory, read by the device directly
   (zero-copy over the interconnect through unified virtual addressing).
 
@@ -15,22 +19,32 @@ The placements other than ``host`` need CUDA; this layer answers for its
 fields (``feature_placement``, ``pin_memory``, ``feature_prefetch``) in
 :func:`unavailable`, and building a placement that cannot run raises
 :class:`~gnnbench.flags.UnavailableError` naming the field, so nothing is
-silently measured as a no-op. Bytes moved host -> device are counted.
+silently measured as a no-op. Bytes moved host -> device are counted, and so
+is the hot-hit rate: the share of gathered rows read from device memory
+(``host`` 0, ``device`` 1, ``uva`` 0 since zero-copy reads host memory,
+``hot_cold`` the measured share).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Union
 
 import torch
 from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
+from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.sampling.sources import make_batch_source
 from gnnbench.timing import NullTimer
 
 __all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
-           "place_features", "unavailable", "TransferStats", "prefetch_features", "uva_view"]
+           "place_features", "unavailable", "TransferStats", "prefetch_features", "uva_view", "choose_hot_rows",
+           "access_counts", "out_degrees", "hot_budget_rows", "hot_set_chooser", "HotSetChooser", "hit_rate"]
+
+# The hot_cold placement's hot rows: the ids, or a function (device, row_bytes) -> ids that chooses them.
+HotNodes = Union[Tensor, Callable[[torch.device, int], Tensor]]
 
 
 @dataclass
@@ -40,15 +54,24 @@ class TransferStats:
     batches: int = 0  # gathers served
     bytes_h2d: int = 0  # total bytes moved host -> device
     last_bytes_h2d: int = 0  # bytes moved by the latest gather
+    rows: int = 0  # feature rows gathered (every id of every batch's n_id)
+    rows_device: int = 0  # of those, rows read from device-resident memory
 
-    def record(self, nbytes: int) -> None:
+    def record(self, nbytes: int, rows: int = 0, rows_device: int = 0) -> None:
         self.batches += 1
         self.bytes_h2d += nbytes
         self.last_bytes_h2d = nbytes
+        self.rows += rows
+        self.rows_device += rows_device
 
     @property
     def mean_bytes_per_batch(self) -> float:
         return self.bytes_h2d / self.batches if self.batches else 0.0
+
+    @property
+    def hot_hit_rate(self) -> float:
+        """Share of gathered rows served from device memory (0.0 before any gather)."""
+        return self.rows_device / self.rows if self.rows else 0.0
 
 
 class _CudaArrayView:
@@ -96,7 +119,9 @@ class PlacedFeatures:
     Args:
         x: ``[N, F]`` host features.
         device: Where batches are computed.
-        hot_nodes: Node ids the ``hot_cold`` placement keeps on the device.
+        hot_nodes: Node ids the ``hot_cold`` placement keeps on the device, or
+            a function ``(device, row_bytes) -> ids`` it calls to choose them
+            (see :func:`hot_set_chooser`); other placements ignore it.
         pin_memory: Stage host-gathered rows in pinned memory before the copy.
     """
 
@@ -107,7 +132,7 @@ class PlacedFeatures:
         """Why this placement cannot run on ``device``, or ``None``."""
         return None
 
-    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: Tensor | None = None,
+    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None,
                  pin_memory: bool = False) -> None:
         self.device = torch.device(device)
         items = [Unavailable(f, r) for f, r in _field_reasons(self.name, pin_memory, False, self.device)]
@@ -150,13 +175,13 @@ class HostFeatures(PlacedFeatures):
         if self.device.type != "cuda":
             with timer.phase("gather"):
                 rows = self._host.index_select(0, ids)
-            self.stats.record(0)
+            self.stats.record(0, ids.numel())
             return rows
         with timer.phase("gather"):
             rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
         with timer.phase("transfer"):
             out = rows.to(self.device, non_blocking=self.pin_memory)
-        self.stats.record(rows.nbytes)
+        self.stats.record(rows.nbytes, ids.numel())
         return out
 
 
@@ -164,6 +189,7 @@ class DeviceFeatures(PlacedFeatures):
     """All rows resident on the device; only the ids cross the bus."""
 
     name = "device"
+    resident = True  # rows are read from device memory (False for uva: zero-copy reads host memory)
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
@@ -183,7 +209,7 @@ class DeviceFeatures(PlacedFeatures):
             ids = n_id.to(self.device, non_blocking=True)
         with timer.phase("gather"):
             out = self._table.index_select(0, ids)
-        self.stats.record(self._moved(n_id, ids))
+        self.stats.record(self._moved(n_id, ids), ids.numel(), ids.numel() if self.resident else 0)
         return out
 
     def _moved(self, n_id: Tensor, ids: Tensor) -> int:
@@ -194,6 +220,7 @@ class UvaFeatures(DeviceFeatures):
     """All rows in pinned host memory, read by device kernels directly (zero-copy through UVA)."""
 
     name = "uva"
+    resident = False
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
@@ -215,7 +242,12 @@ class UvaFeatures(DeviceFeatures):
 
 
 class HotColdFeatures(PlacedFeatures):
-    """``hot_nodes`` rows on the device, the others ("cold") in pinned host memory, copied per batch."""
+    """``hot_nodes`` rows on the device, the others ("cold") in pinned host memory, copied per batch.
+
+    ``hot_nodes`` is the ids, or a function ``(device, row_bytes) -> ids``
+    (:func:`hot_set_chooser`) called here, where the device and the row size
+    are known. :attr:`hot_rows` is the size of the hot set.
+    """
 
     name = "hot_cold"
 
@@ -224,12 +256,17 @@ class HotColdFeatures(PlacedFeatures):
         return _needs_cuda("feature_placement='hot_cold' keeps hot rows on a CUDA device; on a CPU host and "
                            "device memory are the same", device)
 
-    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: Tensor | None = None,
+    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None,
                  pin_memory: bool = False) -> None:
         super().__init__(x, device, hot_nodes=hot_nodes, pin_memory=pin_memory)
         if hot_nodes is None:
             raise ValueError("hot_cold placement needs hot_nodes (the node ids to keep on the device)")
+        chooser = hot_nodes if callable(hot_nodes) else None
+        if chooser is not None:
+            hot_nodes = chooser(self.device, self.num_features * x.element_size())
+        self.hot_info = getattr(chooser, "info", None)  # what a HotSetChooser chose, when one was given
         hot = torch.unique(hot_nodes.to(torch.int64).cpu())
+        self.hot_rows = hot.numel()
         is_hot = torch.zeros(self.num_nodes, dtype=torch.bool)
         is_hot[hot] = True
         cold = (~is_hot).nonzero().view(-1)
@@ -262,7 +299,8 @@ class HotColdFeatures(PlacedFeatures):
             out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
             out[hot_pos_dev] = self._hot.index_select(0, hot_slot_dev)
             out[cold_pos_dev] = cold_dev
-        self.stats.record(cold_rows.nbytes + hot_slot_dev.nbytes + hot_pos_dev.nbytes + cold_pos_dev.nbytes)
+        self.stats.record(cold_rows.nbytes + hot_slot_dev.nbytes + hot_pos_dev.nbytes + cold_pos_dev.nbytes,
+                          ids.numel(), hot_pos.numel())
         return out
 
 
@@ -287,12 +325,149 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
 
 
 def place_features(x: Tensor, device: torch.device | str, placement: str = "host", *,
-                   hot_nodes: Tensor | None = None, pin_memory: bool = False) -> PlacedFeatures:
-    """Put ``x`` where ``placement`` says (a key of :data:`PLACEMENTS`)."""
+                   hot_nodes: HotNodes | None = None, pin_memory: bool = False) -> PlacedFeatures:
+    """Put ``x`` where ``placement`` says (a key of :data:`PLACEMENTS`); ``hot_nodes``: see
+    :class:`HotColdFeatures`."""
     if placement not in PLACEMENTS:
         raise ValueError(f"unknown feature placement {placement!r}; accepted: {', '.join(PLACEMENTS)}")
     return PLACEMENTS[placement](x, device, hot_nodes=hot_nodes, pin_memory=pin_memory)
 
+
+# ------------------------------------------------------------------ the hot set of hot_cold
+def choose_hot_rows(scores: Tensor, budget_rows: int, tiebreak: Tensor | None = None) -> Tensor:
+    """The ``budget_rows`` row ids with the highest ``scores``, ascending (pure; CPU).
+
+    Ties are broken by the higher ``tiebreak`` (for example the degree, so rows
+    a short profile never saw are still ranked), then by the lower id, so the
+    choice is deterministic.
+
+    Args:
+        scores: ``[N]`` per-row score: access counts (:func:`access_counts`) or degrees (:func:`out_degrees`).
+        budget_rows: Rows to choose (clamped to ``[0, N]``).
+        tiebreak: Optional ``[N]`` secondary score.
+    """
+    n = scores.numel()
+    k = max(0, min(int(budget_rows), n))
+    order = torch.arange(n)
+    if tiebreak is not None:
+        order = torch.sort(tiebreak.reshape(-1), descending=True, stable=True).indices
+    order = order[torch.sort(scores.reshape(-1)[order], descending=True, stable=True).indices]
+    return torch.sort(order[:k]).values
+
+
+def access_counts(batches: Iterable, num_nodes: int, n_id_of=lambda b: b.n_id) -> Tensor:
+    """``[num_nodes]`` int64: in how many of ``batches`` each node's feature row is gathered (its ``n_id``)."""
+    counts = torch.zeros(num_nodes, dtype=torch.int64)
+    for batch in batches:
+        ids = n_id_of(batch).to(torch.int64).cpu()
+        counts.index_add_(0, ids, torch.ones_like(ids))
+    return counts
+
+
+def out_degrees(prepared: PreparedGraph) -> Tensor:
+    """``[N]`` int64: how many nodes can sample each node as a neighbour (its out-degree; edges are
+    ``(source, target)`` and the sampler draws sources for targets)."""
+    g = prepared.graph
+    return torch.bincount(g.edge_index[0].to(torch.int64), minlength=g.num_nodes)
+
+
+def hit_rate(hot: Tensor, batches: Iterable, num_nodes: int, n_id_of=lambda b: b.n_id) -> float:
+    """Share of the rows ``batches`` gather that lie in ``hot`` (what ``hot_cold`` would serve from the device)."""
+    is_hot = torch.zeros(num_nodes, dtype=torch.bool)
+    is_hot[hot.to(torch.int64)] = True
+    hits = total = 0
+    for batch in batches:
+        ids = n_id_of(batch).to(torch.int64).cpu()
+        hits += int(is_hot[ids].sum())
+        total += ids.numel()
+    return hits / total if total else 0.0
+
+
+def hot_budget_rows(num_rows: int, row_bytes: int, *, fraction: float = 0.25, budget_bytes: int = 0,
+                    free_device_bytes: int | None = None) -> int:
+    """Rows the hot set may hold (pure).
+
+    ``budget_bytes > 0`` (``--hot-budget 512MiB``) gives ``budget_bytes // row_bytes``
+    rows, as asked. Otherwise ``fraction`` of the rows (``--hot-budget 0.25``, the
+    default), capped at half of ``free_device_bytes`` when given (the free memory
+    of the CUDA device, leaving the rest for activations). Never more than
+    ``num_rows``.
+    """
+    if budget_bytes > 0:
+        rows = budget_bytes // row_bytes
+    else:
+        rows = int(fraction * num_rows)
+        if free_device_bytes is not None:
+            rows = min(rows, free_device_bytes // 2 // row_bytes)
+    return max(0, min(int(rows), num_rows))
+
+
+def _free_device_bytes(device: torch.device) -> int | None:
+    if device.type != "cuda":
+        return None
+    return int(torch.cuda.mem_get_info(device)[0])
+
+
+class HotSetChooser:
+    """The function ``(device, row_bytes) -> hot ids`` that ``hot_cold`` calls (:class:`HotColdFeatures`).
+
+    Reads this layer's flags: ``hot_budget_fraction`` / ``hot_budget_bytes``
+    size the set (:func:`hot_budget_rows`) and ``hot_rank`` ranks the rows:
+
+    - ``"access"``: a profiling pass over one epoch of a fresh batch source of
+      the run's kind and flags (batch cache off; seed ``seed + 1``, so the
+      profile estimates the access distribution instead of replaying the
+      training epochs' own batches), counting how often each node's row is
+      gathered; rows the profile never saw are ranked by degree. The pass is
+      part of the run's setup time.
+    - ``"degree"``: out-degree (:func:`out_degrees`), no profiling.
+
+    After the call, :attr:`info` says what was chosen: rank, budget rows,
+    profiling seconds and batches.
+    """
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0) -> None:
+        self.prepared, self.flags, self.kind, self.seed = prepared, flags, kind, seed
+        self.info: dict | None = None
+
+    def __call__(self, device: torch.device, row_bytes: int) -> Tensor:
+        flags, n = self.flags, self.prepared.num_nodes
+        budget = hot_budget_rows(n, row_bytes, fraction=flags.hot_budget_fraction,
+                                 budget_bytes=flags.hot_budget_bytes, free_device_bytes=_free_device_bytes(device))
+        degrees = out_degrees(self.prepared)
+        info = {"rank": flags.hot_rank, "budget_rows": budget, "profile_seconds": 0.0, "profile_batches": 0}
+        if flags.hot_rank == "degree":
+            hot = choose_hot_rows(degrees, budget)
+        else:
+            t0 = time.perf_counter()
+            counts = self.profile()
+            hot = choose_hot_rows(counts, budget, tiebreak=degrees)
+            info.update(profile_seconds=time.perf_counter() - t0, profile_batches=self.profile_batches)
+        self.info = info
+        return hot
+
+    def profile(self) -> Tensor:
+        """Access counts over one epoch of a fresh batch source (see the class docstring)."""
+        source = make_batch_source(self.prepared, self.flags.replace(batch_cache_epochs=0), kind=self.kind,
+                                   seed=self.seed + 1)
+        self.profile_batches = 0
+
+        def counted(batches):
+            for b in batches:
+                self.profile_batches += 1
+                yield b
+
+        try:
+            return access_counts(counted(source.epoch(0)), self.prepared.num_nodes)
+        finally:
+            if hasattr(source, "close"):
+                source.close()
+
+
+def hot_set_chooser(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None,
+                    seed: int = 0) -> HotSetChooser:
+    """The hot-set chooser of a run (``kind``: its batch source's kind; ``seed``: its seed): :class:`HotSetChooser`."""
+    return HotSetChooser(prepared, flags, kind=kind, seed=seed)
 
 def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
     """``table[ids]`` gathered straight into a (pinned, when asked) host buffer: one copy, not two."""

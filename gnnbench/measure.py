@@ -149,6 +149,12 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
     if not measured:
         warnings.append(f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
                         "are warm-up; run more epochs, fewer warm-up steps or smaller batches")
+    epochs_run = len(trainer.epoch_seconds)
+    if cache is not None and epochs_run > config.epochs:  # Trainer.steps ran the source's min_epochs
+        warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
+    if cache is not None and cache.stats.hits == 0 and epochs_run > 1:
+        warnings.append("batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
+                        "max_steps_per_epoch is never cached)")
     return RunResult(
         schema_version=SCHEMA_VERSION, status="ok", environment=env, config=config.to_dict(),
         timing_mode=timer.mode,
@@ -161,7 +167,7 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
         device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
                          if timer.device_ms else None),
-        epoch_seconds=list(trainer.epoch_seconds), setup_seconds=trainer.setup_clock,
+        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, setup_seconds=trainer.setup_clock,
         train_seconds=trainer.train_seconds,
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],
@@ -172,7 +178,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
         instrumentation_overhead_fraction=overhead / median_step if measured else None,
         compile=compile_metrics,
         transfer={"bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
-                  "bytes_h2d_total": features.stats.bytes_h2d, "device_feature_bytes": features.device_bytes()},
+                  "bytes_h2d_total": features.stats.bytes_h2d, "device_feature_bytes": features.device_bytes(),
+                  "rows_gathered": features.stats.rows, "rows_from_device": features.stats.rows_device,
+                  "hot_hit_rate": features.stats.hot_hit_rate},
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
         memory={"host_peak_bytes": _host_peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},

@@ -1,18 +1,25 @@
 """Batch cache, Cluster-GCN, GraphSAINT, loader flags and the feature store."""
 
 import json
+import math
+import shutil
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features import place_features, prefetch_features
+from gnnbench.features import (choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser, place_features,
+                               prefetch_features)
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
+from gnnbench.measure import run
+from gnnbench.sampling import cache as cache_module
 from gnnbench.sampling.batch import Batch
-from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache
-from gnnbench.sampling.sources import make_batch_source
+from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache, sampling_code_version
+from gnnbench.sampling.sources import graph_fingerprint, make_batch_source
+from gnnbench.training import RunConfig, Trainer
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches, induced_subgraph, metis_partition
 
 
@@ -156,6 +163,125 @@ def test_batch_cache_flag_wraps_any_source(tmp_path, prepared):
     assert src.cache.stats.hits == src.cache.stats.misses > 0
 
 
+# ------------------------------------------------- batch cache: a cold start per run, keyed by code and content
+RUN_SPEC = GraphSpec.preset("tiny", num_nodes=3000)
+RUN_FLAGS = Flags(fanout=(5, 3), batch_size=96, batch_cache_epochs=3)
+
+
+@pytest.fixture(scope="module")
+def run_graph():
+    return generate(RUN_SPEC)
+
+
+def test_batch_cache_run_from_a_cold_start_samples_once_and_replays_k_minus_1_epochs(run_graph):
+    r = run(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16, warmup_steps=1), graph=run_graph)  # epochs: 2
+    assert r.status == "ok"
+    n = math.ceil(int(run_graph.train_mask.sum()) / 96)  # batches of one epoch (7)
+    # K = 3: the run is extended from 2 to K + 1 = 4 epochs: sampled in epoch 0, replayed in 1 and 2, and
+    # epoch 3 opens the next window, which resamples.
+    assert r.epochs_run == 4 == len(r.epoch_seconds) and r.steps["total"] == 4 * n
+    assert r.batch_cache["per_epoch"] == [{"epoch": 0, "hits": 0, "misses": n}, {"epoch": 1, "hits": n, "misses": 0},
+                                          {"epoch": 2, "hits": n, "misses": 0}, {"epoch": 3, "hits": 0, "misses": n}]
+    assert r.batch_cache["misses"] == 2 * n and r.batch_cache["hits"] == 2 * n and r.batch_cache["corrupt"] == 0
+    assert "batch_cache K=3: run extended to 4 epochs so K-1 epochs replay" in r.warnings
+    assert r.transfer["hot_hit_rate"] == 0.0 and r.transfer["rows_gathered"] > 0  # host placement
+    json.dumps(r.to_dict())
+
+
+def test_explicit_epochs_and_runs_without_the_cache_are_not_extended(run_graph):
+    trainer = Trainer(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16, max_steps_per_epoch=1), run_graph)
+    try:
+        assert trainer.source.min_epochs == 4
+        assert [s.epoch for s in trainer.steps(epochs=2)] == [0, 1], "a caller's explicit epochs are kept"
+    finally:
+        trainer.close()
+    r = run(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS.replace(batch_cache_epochs=0), hidden=16, max_steps_per_epoch=2,
+                      warmup_steps=1), graph=run_graph)
+    assert r.epochs_run == 2 and r.batch_cache is None and not r.warnings
+    capped = run(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16, max_steps_per_epoch=2, warmup_steps=1),
+                 graph=run_graph)
+    assert capped.epochs_run == 4 and capped.batch_cache["hits"] == 0, "a cut-short epoch is never cached"
+    assert any("replayed no batch" in w for w in capped.warnings)
+
+
+def test_runs_without_cache_dir_share_no_batches_and_remove_their_cache_at_close(run_graph):
+    cfg = RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16)
+    a, b = Trainer(cfg, run_graph), Trainer(cfg, run_graph)
+    roots = a.source.cache.root, b.source.cache.root
+    try:
+        assert roots[0] != roots[1] and all(r.is_dir() for r in roots)
+        na = sum(1 for _ in a.source.epoch(0))
+        nb = sum(1 for _ in b.source.epoch(0))
+        assert na == nb > 0
+        assert b.source.cache.stats.misses == nb and b.source.cache.stats.hits == 0, "b sampled its own batches"
+    finally:
+        a.close()
+        b.close()
+    assert not any(r.exists() for r in roots), "each run's temporary cache directory is gone after close"
+
+
+def test_cache_dir_keeps_sharing_batches_across_runs(tmp_path, prepared):
+    flags = Flags(fanout=(3, 2), batch_size=512, batch_cache_epochs=2)
+    first = make_batch_source(prepared, flags, cache_dir=tmp_path)
+    n = sum(1 for _ in first.epoch(0))
+    first.close()
+    assert first.cache.dir.is_dir(), "a given directory is left in place"
+    second = make_batch_source(prepared, flags, cache_dir=tmp_path)
+    assert sum(1 for _ in second.epoch(0)) == n and second.cache.stats.hits == n and second.cache.stats.misses == 0
+    assert second.cache.material["code"] == sampling_code_version()
+    assert second.cache.material["graph"] == graph_fingerprint(prepared)
+
+
+def test_changed_code_version_misses(tmp_path, prepared):
+    src = CountingSource(prepared)
+    old = BatchCache(tmp_path, {"graph": "g", "code": "v1"}, epochs=3)
+    n = len(list(old.epoch(0, lambda: src.epoch(0))))
+    same = BatchCache(tmp_path, {"graph": "g", "code": "v1"}, epochs=3)
+    list(same.epoch(1, lambda: src.epoch(1)))
+    assert same.stats.hits == n and src.calls == 1
+    changed = BatchCache(tmp_path, {"graph": "g", "code": "v2"}, epochs=3)
+    assert changed.key != old.key
+    list(changed.epoch(1, lambda: src.epoch(1)))
+    assert changed.stats.misses == n and changed.stats.hits == 0 and src.calls == 2
+
+
+def test_code_version_hashes_the_sampling_and_graph_sources(tmp_path, monkeypatch):
+    package = tmp_path / "gnnbench"
+    for sub in ("sampling", "graphs"):
+        shutil.copytree(cache_module._PACKAGE / sub, package / sub)
+    monkeypatch.setattr(cache_module, "_PACKAGE", package)
+    try:
+        sampling_code_version.cache_clear()
+        before = sampling_code_version()
+        sampling_code_version.cache_clear()
+        assert sampling_code_version() == before, "same sources, same version"
+        neighbor = package / "sampling" / "neighbor.py"
+        neighbor.write_text(neighbor.read_text() + "\n# a changed sampler\n")
+        sampling_code_version.cache_clear()
+        assert sampling_code_version() != before
+    finally:
+        sampling_code_version.cache_clear()
+
+
+def test_graph_fingerprint_hashes_the_contents(graph):
+    def fingerprint(**changes):
+        g = SimpleNamespace(edge_index=graph.edge_index, train_mask=graph.train_mask, num_nodes=graph.num_nodes,
+                            num_edges=graph.num_edges, meta=graph.meta)  # one spec in meta for all of them
+        for k, v in changes.items():
+            setattr(g, k, v)
+        return graph_fingerprint(SimpleNamespace(graph=g))
+
+    base = fingerprint()
+    assert base == fingerprint()
+    edges = graph.edge_index.clone()
+    edges[0, 0] = (edges[0, 0] + 1) % graph.num_nodes
+    assert fingerprint(edge_index=edges) != base
+    mask = graph.train_mask.clone()
+    mask[0] = ~mask[0]
+    assert fingerprint(train_mask=mask) != base
+    assert fingerprint(num_nodes=graph.num_nodes + 1) != base
+
+
 # ------------------------------------------------------------ subgraph batches
 def test_induced_subgraph_is_exact(graph):
     nodes = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(0))[:500]
@@ -276,6 +402,72 @@ def test_cuda_placements_unavailable_on_cpu(graph, placement):
     assert registry.get(opt).unavailable("cpu")
 
 
+# ---------------------------------------------------------------- hot set of hot_cold
+def test_choose_hot_rows_ranks_by_score_then_tiebreak_then_id():
+    scores = torch.tensor([3, 1, 3, 0, 2])
+    assert choose_hot_rows(scores, 1).tolist() == [0], "a tie goes to the lower id"
+    assert choose_hot_rows(scores, 1, tiebreak=torch.tensor([0, 0, 5, 9, 0])).tolist() == [2]
+    assert choose_hot_rows(scores, 3).tolist() == [0, 2, 4]
+    assert choose_hot_rows(torch.zeros(5), 2, tiebreak=torch.tensor([1, 4, 0, 4, 2])).tolist() == [1, 3]
+    assert choose_hot_rows(scores, 0).numel() == 0 and choose_hot_rows(scores, 99).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_hot_budget_is_a_fraction_of_rows_or_bytes_within_free_device_memory():
+    assert hot_budget_rows(1000, 256) == 250  # default: a quarter of the rows
+    assert hot_budget_rows(1000, 256, fraction=0.5) == 500
+    assert hot_budget_rows(1000, 256, free_device_bytes=100 * 256) == 50, "at most half the free device memory"
+    assert hot_budget_rows(1000, 256, budget_bytes=10 * 256 + 5) == 10
+    assert hot_budget_rows(1000, 256, budget_bytes=10**9) == 1000
+    with pytest.raises(ValueError, match=r"hot_budget_fraction must be a number in \(0, 1\] \(got 0\)"):
+        Flags(hot_budget_fraction=0)
+    with pytest.raises(ValueError, match="hot_rank must be one of 'access', 'degree'"):
+        Flags(hot_rank="random")
+
+
+def test_hot_budget_option_takes_a_fraction_or_a_size():
+    import argparse
+
+    from gnnbench.cli.options import config_from_args, parse_hot_budget
+    from gnnbench.cli.parser import build_parser
+
+    assert parse_hot_budget("0.3") == {"hot_budget_fraction": 0.3}
+    assert parse_hot_budget("512MiB") == {"hot_budget_bytes": 512 * 2**20}
+    assert parse_hot_budget("2 GB") == {"hot_budget_bytes": 2 * 10**9}
+    for bad in ("2", "0", "lots", "5XB"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--hot-budget"):
+            parse_hot_budget(bad)
+    args = build_parser().parse_args(["run", "--flags", "hot_cold", "--hot-budget", "1GiB", "--hot-rank", "degree"])
+    flags = config_from_args(args, args.flags).flags
+    assert flags.feature_placement == "hot_cold" and flags.hot_budget_bytes == 2**30 and flags.hot_rank == "degree"
+
+
+@pytest.fixture(scope="module")
+def small_graph():
+    return generate(GraphSpec.preset("small", num_nodes=30_000))  # small's degrees and defaults, 30% of its size
+
+
+def test_access_ranked_hot_set_serves_at_least_the_training_nodes_share(small_graph):
+    g = small_graph
+    flags = Flags(feature_placement="hot_cold")  # fanout [15, 10, 5], batch 1024
+    prepared_small = prepare(g, flags)
+    train = g.train_mask.nonzero().view(-1)
+    row_bytes = g.x.size(1) * g.x.element_size()
+    same_size = flags.replace(hot_budget_bytes=train.numel() * row_bytes)  # as many rows as training nodes
+    chooser = hot_set_chooser(prepared_small, same_size, seed=0)
+    access = chooser(torch.device("cpu"), row_bytes)
+    degree = hot_set_chooser(prepared_small, same_size.replace(hot_rank="degree"))(torch.device("cpu"), row_bytes)
+    assert access.numel() == degree.numel() == train.numel()
+    assert chooser.info["rank"] == "access" and chooser.info["profile_batches"] == math.ceil(train.numel() / 1024)
+    # Hit rates over the training epoch's batches (seed 0), not the profiled ones (seed 1).
+    batches = [b.n_id for b in make_batch_source(prepared_small, flags, seed=0).epoch(0)]
+    rates = {name: hit_rate(hot, batches, g.num_nodes, n_id_of=lambda ids: ids)
+             for name, hot in (("train", train), ("access", access), ("degree", degree))}
+    print("hot-hit rates with", train.numel(), "rows:", {k: round(v, 4) for k, v in rates.items()})
+    assert rates["access"] >= rates["train"] and rates["degree"] >= rates["train"]
+    default = hot_set_chooser(prepared_small, flags)(torch.device("cpu"), row_bytes)
+    assert default.numel() == g.num_nodes // 4
+
+
 def test_prefetch_unavailable_on_cpu(graph):
     store = place_features(graph.x, "cpu", "host")
     with pytest.raises(UnavailableError, match="CUDA streams"):
@@ -296,6 +488,9 @@ def test_cuda_placements_gather_exact_rows(graph, placement, pin):
     out = store.gather(ids)
     assert out.is_cuda and torch.equal(out.cpu(), graph.x[ids])
     row_bytes = graph.x.size(1) * 4
+    assert store.stats.rows == ids.numel()
+    expected_hits = {"host": 0, "uva": 0, "device": ids.numel(), "hot_cold": int(graph.train_mask[ids].sum())}
+    assert store.stats.rows_device == expected_hits[placement]  # uva reads host memory: zero-copy, not resident
     if placement == "device":
         assert store.stats.last_bytes_h2d == ids.nbytes
     elif placement == "hot_cold":
@@ -317,3 +512,19 @@ def test_side_stream_prefetch_yields_exact_features(graph):
     assert len(got) == 5
     for ids, feats in got:
         assert torch.equal(feats.cpu(), graph.x[ids])
+
+
+@pytest.mark.cuda
+@cuda
+def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
+    flags = Flags(feature_placement="hot_cold", fanout=(3, 2), batch_size=256)
+    store = place_features(graph.x, "cuda", "hot_cold", hot_nodes=hot_set_chooser(prepared, flags, seed=0))
+    assert store.hot_rows == graph.num_nodes // 4 and store.hot_info["rank"] == "access"
+    assert store.device_bytes() == store.hot_rows * graph.x.size(1) * 4
+    hot = (store._slot_host >= 0).nonzero().view(-1)
+    batches = list(make_batch_source(prepared, flags, seed=0).epoch(0))
+    for b in batches:
+        assert torch.equal(store.gather(b.n_id).cpu(), graph.x[b.n_id])
+    assert store.stats.hot_hit_rate == pytest.approx(hit_rate(hot, batches, graph.num_nodes))
+    assert store.stats.hot_hit_rate >= hit_rate(graph.train_mask.nonzero().view(-1)[:hot.numel()], batches,
+                                                graph.num_nodes)

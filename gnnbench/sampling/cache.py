@@ -1,9 +1,18 @@
 """On-disk cache of sampled mini-batches, reused for K epochs then regenerated.
 
+The measured regime is "sample once, replay K - 1 epochs" from a cold start:
+by default each run gets a fresh temporary directory (``root=None``), removed
+by :meth:`BatchCache.close`, so a result measures the flag and not what an
+earlier run left on disk. Passing a directory (``--cache-dir``) shares
+batches across runs and processes, keyed as below.
+
 Layout: ``<root>/<key>/window-<w>/`` holds one file per batch and a
 ``manifest.json`` written last (atomically) with each file's SHA-256. The key
-hashes the graph fingerprint, the sampling flags, the seed and the format
-version, so a change to any of them misses instead of serving stale batches.
+hashes the graph's content fingerprint, the sampling flags, the seed, the
+format version and the code version (:func:`sampling_code_version`: the
+sources of ``gnnbench/sampling`` and ``gnnbench/graphs`` and the versions of
+torch and PyG), so a change to any of them misses instead of serving stale
+batches.
 A window without a manifest is incomplete (an interrupted epoch) and is
 rebuilt; a window with any entry whose checksum does not verify is never
 used: it is rebuilt and the epoch gets freshly sampled batches. An epoch cut
@@ -12,12 +21,16 @@ short by its consumer is not cached (a partial window would replay as whole).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import io
 import json
 import os
 import shutil
-from dataclasses import dataclass
+import tempfile
+import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,10 +39,50 @@ import torch
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.sampling.batch import Batch
 
-__all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache"]
+__all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache",
+           "sampling_code_version", "tensor_digest"]
 
 FORMAT_VERSION = 1
 _MARKER = "gnnbench-batch-cache.json"
+_PACKAGE = Path(__file__).resolve().parent.parent  # gnnbench/
+_CODE_GLOBS = ("sampling/*.py", "graphs/*.py")  # the code that produces batches
+_CODE_DISTRIBUTIONS = ("torch", "torch_geometric", "pyg_lib", "torch_sparse")  # ... and what it drives
+_DIGEST_CHUNK = 1 << 22  # elements hashed per update: bounded extra memory on large graphs
+
+
+@functools.lru_cache(maxsize=1)
+def sampling_code_version() -> str:
+    """A hash of the code that produces batches: the contents of ``gnnbench/sampling/*.py`` and
+    ``gnnbench/graphs/*.py``, and the installed versions of torch, PyG, pyg-lib and torch-sparse.
+
+    Part of every cache key, so a changed sampler misses instead of replaying
+    batches it would no longer produce (computed once per process).
+    """
+    h = hashlib.sha256()
+    for pattern in _CODE_GLOBS:
+        for path in sorted(_PACKAGE.glob(pattern)):
+            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            h.update(path.read_bytes() + b"\0")
+    for dist in _CODE_DISTRIBUTIONS:
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        h.update(f"{dist}={version}\0".encode())
+    return h.hexdigest()[:20]
+
+
+def tensor_digest(*tensors: torch.Tensor) -> str:
+    """BLAKE2b of the tensors' dtypes, shapes and contents, hashed in chunks (no full-size copy)."""
+    h = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        h.update(f"{t.dtype}:{tuple(t.shape)}\0".encode())
+        flat = t.detach().cpu().contiguous().view(-1)
+        if flat.dtype == torch.bool:
+            flat = flat.view(torch.uint8)
+        for start in range(0, flat.numel(), _DIGEST_CHUNK):
+            h.update(flat[start:start + _DIGEST_CHUNK].numpy())
+    return h.hexdigest()
 
 
 def default_cache_dir() -> Path:
@@ -51,26 +104,36 @@ class CacheStats:
     windows_built: int = 0  # windows (re)written
     bytes_written: int = 0
     bytes_read: int = 0
+    per_epoch: list[dict[str, int]] = field(default_factory=list)  # {"epoch", "hits", "misses"} per epoch served
 
 
 class BatchCache:
     """Cache the batches of one epoch and replay them for the next ``epochs - 1``.
 
     Args:
-        root: Cache directory (see :func:`default_cache_dir`).
+        root: Cache directory shared by every cache given it (see
+            :func:`default_cache_dir`); ``None``: a fresh temporary directory
+            owned by this cache and removed by :meth:`close` (or when the cache
+            is collected, or at interpreter exit), so each run starts cold.
         key_material: JSON-serializable description of everything that
-            determines the batches (graph fingerprint, sampling flags, seed).
+            determines the batches (graph fingerprint, sampling flags, seed,
+            code version).
         epochs: ``K``: a window of K epochs shares one sampled set of batches.
         seed: Seed of the batch order when replaying.
     """
 
-    def __init__(self, root: str | Path, key_material: dict[str, Any], epochs: int = 5, seed: int = 0) -> None:
+    def __init__(self, root: str | Path | None, key_material: dict[str, Any], epochs: int = 5,
+                 seed: int = 0) -> None:
         if epochs < 1:
             raise ValueError(f"batch cache epochs must be >= 1 (got {epochs})")
-        self.root = Path(root)
+        self.owns_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="gnnbench-batches-")) if root is None else Path(root)
+        self._cleanup = (weakref.finalize(self, shutil.rmtree, str(self.root), ignore_errors=True)
+                         if self.owns_root else None)
         self.epochs = epochs
         self.seed = seed
         material = {"format": FORMAT_VERSION, "epochs": epochs, **key_material}
+        self.material = material
         blob = json.dumps(material, sort_keys=True, default=str).encode()
         self.key = hashlib.sha256(blob).hexdigest()[:20]
         self.dir = self.root / self.key
@@ -79,6 +142,17 @@ class BatchCache:
         if not marker.exists():
             write_bytes_atomic(marker, json.dumps(material, indent=1, sort_keys=True, default=str).encode())
         self.stats = CacheStats()
+
+    @property
+    def min_epochs(self) -> int:
+        """Epochs a run needs to show the regime: one window (sampled once, replayed ``K - 1`` times)
+        and the first epoch of the next, which resamples: ``K + 1``."""
+        return self.epochs + 1
+
+    def close(self) -> None:
+        """Remove the temporary directory this cache created (a given ``root`` is left as it is)."""
+        if self._cleanup is not None:
+            self._cleanup()
 
     def window(self, epoch: int) -> int:
         return epoch // self.epochs
@@ -119,12 +193,14 @@ class BatchCache:
         window = self.window(epoch)
         wdir = self._window_dir(window)
         self._drop_other_windows(keep=window)
+        row = {"epoch": epoch, "hits": 0, "misses": 0}
+        self.stats.per_epoch.append(row)
         entries = self._read_manifest(wdir)
         if entries is not None and not self._verify(wdir, entries):
             self.stats.corrupt += 1
             entries = None
         if entries is None:
-            yield from self._build(wdir, produce())
+            yield from self._build(wdir, produce(), row)
             return
         if epoch % self.epochs == 0:
             order = list(range(len(entries)))
@@ -139,6 +215,7 @@ class BatchCache:
                 raise RuntimeError(f"batch cache entry {entries[i].get('file')} in {wdir} changed while in use; "
                                    "the window was deleted and will be rebuilt")
             self.stats.hits += 1
+            row["hits"] += 1
             yield batch
 
     def _verify(self, wdir: Path, entries: list[dict[str, Any]]) -> bool:
@@ -154,7 +231,7 @@ class BatchCache:
                 return False
         return True
 
-    def _build(self, wdir: Path, batches: Iterator[Batch]) -> Iterator[Batch]:
+    def _build(self, wdir: Path, batches: Iterator[Batch], row: dict[str, int]) -> Iterator[Batch]:
         """Yield ``batches`` while writing them; the manifest is written only for a complete epoch.
 
         One batch is read ahead so the manifest is in place before the last
@@ -177,6 +254,7 @@ class BatchCache:
             write_bytes_atomic(wdir / name, data)
             entries.append({"file": name, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)})
             self.stats.misses += 1
+            row["misses"] += 1
             self.stats.bytes_written += len(data)
             nxt = next(it, None)
             if nxt is None:  # complete: the manifest goes last, before the final batch is served
