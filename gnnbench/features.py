@@ -141,6 +141,7 @@ class PlacedFeatures:
         if x.device.type != "cpu":
             raise ValueError(f"feature placement takes host features (got a tensor on {x.device})")
         self.pin_memory = pin_memory
+        self.staging_pinned = False  # set by prefetch: asynchronous copies need pinned staging
         self.num_nodes, self.num_features = x.shape
         self.stats = TransferStats()
         self._host = x
@@ -177,10 +178,11 @@ class HostFeatures(PlacedFeatures):
                 rows = self._host.index_select(0, ids)
             self.stats.record(0, ids.numel())
             return rows
+        pinned = self.pin_memory or self.staging_pinned
         with timer.phase("gather"):
-            rows = _gather_rows(self._host, ids, pinned=self.pin_memory)
+            rows = _gather_rows(self._host, ids, pinned=pinned)
         with timer.phase("transfer"):
-            out = rows.to(self.device, non_blocking=self.pin_memory)
+            out = rows.to(self.device, non_blocking=pinned)
         self.stats.record(rows.nbytes, ids.numel())
         return out
 
@@ -476,46 +478,48 @@ def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
 
 
 def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
-    """Yield ``(batch, features)`` with the next batch's features gathered on a side CUDA stream.
+    """Yield ``(batch, features)`` with the next batch's features prepared while this one computes.
 
-    While the caller computes on batch ``i``, batch ``i + 1``'s gather and
-    host -> device copy run on a separate stream; the consumer's stream waits
-    on an event before using them. CUDA only.
+    A background thread gathers batch ``i + 1``'s rows (into pinned host memory: asynchronous copies need
+    pinned staging, so this implies ``pin_memory``) and issues their copy on a side CUDA stream, recording
+    an event; meanwhile the main thread samples the batch after it and queues batch ``i``'s compute. The
+    consumer's stream waits on the event only (no host synchronization); the host waits just for the
+    thread to have issued the copy, inside the caller's "sample" phase (the wait for data). CUDA only.
+    Timed end to end (the registry marks it as overlap), since per-phase synchronization would serialize it.
     """
     items = [Unavailable(f, r) for f, r in _field_reasons("host", False, True, store.device)]
     if items:
         raise UnavailableError(items)
-    side = torch.cuda.Stream(device=store.device)
-    it = iter(batches)
-    try:
-        yield from _prefetch_loop(it, store, side, n_id_of)
-    finally:
-        if hasattr(it, "close"):
-            it.close()
+    from concurrent.futures import ThreadPoolExecutor
 
+    device = store.device
+    side = torch.cuda.Stream(device=device)
+    side.wait_stream(torch.cuda.current_stream(device))  # resident tables were made on the consumer's stream
+    store.staging_pinned = True
 
-def _prefetch_loop(it, store: PlacedFeatures, side, n_id_of) -> Iterator[tuple]:
-
-    def launch(batch):
-        # Everything the gather reads (resident tables, ids) was made on the consumer's stream.
-        side.wait_stream(torch.cuda.current_stream(store.device))
-        with torch.cuda.stream(side):
+    def prepare(batch):  # runs in the worker thread; the stream context is thread-local
+        with torch.cuda.device(device), torch.cuda.stream(side):
             feats = store.gather(n_id_of(batch))
             ready = torch.cuda.Event()
             ready.record(side)
-        return batch, feats, ready
+        return feats, ready
 
+    it = iter(batches)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gnnbench-prefetch")
     try:
-        pending = launch(next(it))
-    except StopIteration:
-        return
-    for nxt in it:
-        batch, feats, ready = pending
-        pending = launch(nxt)
-        torch.cuda.current_stream(store.device).wait_event(ready)
-        feats.record_stream(torch.cuda.current_stream(store.device))
-        yield batch, feats
-    batch, feats, ready = pending
-    torch.cuda.current_stream(store.device).wait_event(ready)
-    feats.record_stream(torch.cuda.current_stream(store.device))
-    yield batch, feats
+        nxt = next(it, None)
+        pending = (nxt, pool.submit(prepare, nxt)) if nxt is not None else None
+        while pending is not None:
+            batch, future = pending
+            nxt = next(it, None)  # sample the following batch while the worker gathers this one
+            pending = (nxt, pool.submit(prepare, nxt)) if nxt is not None else None
+            feats, ready = future.result()
+            consumer = torch.cuda.current_stream(device)
+            consumer.wait_event(ready)
+            feats.record_stream(consumer)  # the side stream's allocation is used on the consumer's stream
+            yield batch, feats
+    finally:
+        pool.shutdown(wait=True)
+        store.staging_pinned = False
+        if hasattr(it, "close"):
+            it.close()

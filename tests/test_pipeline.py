@@ -516,6 +516,54 @@ def test_side_stream_prefetch_yields_exact_features(graph):
 
 @pytest.mark.cuda
 @cuda
+def test_prefetch_overlaps_a_slow_gather_with_compute(graph):
+    """With a deliberately slow host gather (sleep) and a GPU step of similar length, prefetching makes the
+    step time clearly shorter than the sum of its parts; without it the parts add up."""
+    import time
+
+    store = place_features(graph.x, "cuda", "host", pin_memory=True)
+    slow, gather = 0.03, store.gather
+
+    def slow_gather(n_id, timer=None):
+        time.sleep(slow)  # host-side cost, released GIL: what a large host gather looks like
+        return gather(n_id, timer)
+
+    store.gather = slow_gather
+    w = torch.randn(2048, 2048, device="cuda")
+
+    def compute(feats):  # about `slow` seconds of device work, measured below
+        y = w
+        for _ in range(reps):
+            y = y @ w
+        return feats.sum() + y[0, 0]
+
+    torch.cuda.synchronize()
+    reps, t0 = 10, time.perf_counter()
+    compute(torch.zeros(1, device="cuda"))
+    torch.cuda.synchronize()
+    reps = max(1, int(10 * slow / max(time.perf_counter() - t0, 1e-4)))
+    batches = [torch.randint(0, graph.num_nodes, (500,)) for _ in range(12)]
+
+    def run(prefetch: bool) -> float:
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        if prefetch:
+            for _, feats in prefetch_features(batches, store, n_id_of=lambda ids: ids):
+                compute(feats)
+        else:
+            for ids in batches:
+                compute(store.gather(ids))
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) / len(batches)
+
+    run(True)  # warm-up
+    serial, overlapped = run(False), run(True)
+    assert serial >= 1.6 * slow, "without prefetch the gather and the compute add up"
+    assert overlapped < 0.8 * serial, (overlapped, serial)
+
+
+@pytest.mark.cuda
+@cuda
 def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
     flags = Flags(feature_placement="hot_cold", fanout=(3, 2), batch_size=256)
     store = place_features(graph.x, "cuda", "hot_cold", hot_nodes=hot_set_chooser(prepared, flags, seed=0))
