@@ -2,8 +2,9 @@
 
 Quick (default; timing disabled, each step runs once): ``python -m pytest tests/perf``.
 Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
-Local before/after workflow (README): ``--benchmark-save=before``, change the code, then
-``--benchmark-compare=0001 --benchmark-compare-fail=median:10%``.
+Local before/after workflow (README, and ``scripts/perf_aa.sh`` for its A/A check): ``--benchmark-save=before``,
+change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=min:<threshold>``. Measured runs pin
+one thread (``tests/perf/conftest.py``).
 """
 
 import pytest
@@ -16,6 +17,7 @@ from gnnbench.graphs import GraphSpec, generate
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 SPEC = GraphSpec.preset("tiny")
+ROUNDS, WARMUP_ROUNDS, STEPS_PER_ROUND = 20, 5, 5
 BASE_FLAGS = Flags(fanout=(10, 5), batch_size=256)
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -47,8 +49,9 @@ def _bench_step(benchmark, graph, name: str, optimized: bool, request):
                                  "flags": config.flags.to_dict(), "spec": SPEC.to_dict(), "task": config.task})
     steps = trainer.steps(epochs=float("inf"))  # the one training loop, one step per call
     try:
-        benchmark.pedantic(lambda: next(steps), rounds=15 if enabled else 1,
-                           warmup_rounds=3 if enabled else 0, iterations=1)
+        # 20 rounds of 5 steps each after 5 warm-up rounds: each measured unit is long enough to be stable
+        benchmark.pedantic(lambda: next(steps), rounds=ROUNDS if enabled else 1,
+                           warmup_rounds=WARMUP_ROUNDS if enabled else 0, iterations=STEPS_PER_ROUND if enabled else 1)
     finally:
         steps.close()
         trainer.close()
