@@ -44,7 +44,8 @@ def test_end_to_end_mode_times_steps_only():
 def test_training_learns_on_tiny():
     cfg = dataclasses.replace(QUICK, max_steps_per_epoch=None, epochs=5, hidden=32, lr=0.02)
     r = run(cfg)
-    assert r.accuracy["test"] > 0.6  # features alone reach ~0.2 on this graph
+    # ~0.42-0.51 over model seeds; features alone (nearest class mean, logistic regression) reach ~0.27, chance 0.1
+    assert r.accuracy["test"] > 0.35
 
 
 @pytest.mark.parametrize("names,field", [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"),
