@@ -104,7 +104,7 @@ def _sweep(noise=(1.0, 1.02, 0.98, 1.01, 0.99)):
 
 def test_compare_ranks_by_time_to_accuracy_with_run_level_intervals():
     c = compare(_sweep())
-    assert c.target == pytest.approx(0.79) and "- 1 pp" in c.target_source
+    assert c.target == pytest.approx(0.79) and "lowest over rounds) - 1 pp" in c.target_source
     rows = {r["label"]: r for r in c.rows}
     assert c.rows[0]["label"] == "baseline"
     sp = rows["sparse_agg"]
