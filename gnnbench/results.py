@@ -187,6 +187,22 @@ def _epoch_time(r: dict) -> float:
     return statistics.mean(e) if e else float("nan")
 
 
+def _last_epoch(r: dict) -> int | None:
+    curve = r.get("curve") or []
+    return curve[-1]["epoch"] if curve else None
+
+
+def _test_at(r: dict, epoch: int | None) -> float:
+    """Test metric at the end of ``epoch``, so a run extended past the baseline's epochs (batch_cache's K+1)
+    is compared at equal epochs; the final one when the run has no later point."""
+    curve = r.get("curve") or []
+    if epoch is not None and curve and curve[-1]["epoch"] > epoch:
+        at = [p for p in curve if p["epoch"] == epoch]
+        if at:
+            return float(at[-1]["test"])
+    return float(r["accuracy"]["test"])
+
+
 def _time_to(r: dict, target: float | None) -> float | None:
     """Setup + training clock when validation first reached ``target`` (``None``: not reached)."""
     if target is None:
@@ -294,7 +310,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     tta = None
     if target is not None and reached == len(m) and all(t is not None for t in tta_b):
         tta = _ratio_dict(tta_b, tta_m)
-    deltas = [(y["accuracy"]["test"] - x["accuracy"]["test"]) for x, y in zip(b, m)]
+    deltas = [(_test_at(y, _last_epoch(x)) - x["accuracy"]["test"]) for x, y in zip(b, m)]
     d_mean, d_low, d_high = _interval(deltas)
     if d_low != d_low:
         verdict = "one round: no interval"
@@ -322,7 +338,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         primary=primary_name, speedup=primary["ratio"] if primary else None,
         speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
         significant=bool(primary and primary["significant"]),
-        test_acc=statistics.mean(r["accuracy"]["test"] for r in m),
+        test_acc=statistics.mean(_test_at(y, _last_epoch(x)) for x, y in zip(b, m)),
         acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
         acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0, acc_verdict=verdict,
         seeds=len(m), phases={p: v["median"] for p, v in m[0]["phases"].items()},

@@ -12,7 +12,8 @@ from gnnbench import registry
 from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
 
-REFERENCE = Path(__file__).resolve().parent.parent / "results" / "compare-small-cpu"
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference" / "compare-small-cpu"
+V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files written with result schema 1
 
 
 @pytest.fixture(scope="module")
@@ -98,10 +99,8 @@ def test_effects_within_the_floor_are_below_it():
     assert not _below_floor(row | {"speedup": 1.2}, {"epoch": float("nan")})
 
 
-def test_committed_v1_reference_renders(tmp_path):
-    if not REFERENCE.exists():
-        pytest.skip("no committed reference run")
-    path = build_report(load_inputs(runs=[REFERENCE]), tmp_path / "v1.html")
+def test_schema_v1_results_still_render(tmp_path):
+    path = build_report(load_inputs(runs=[V1_SWEEP]), tmp_path / "v1.html")
     text = path.read_text()
     body = text[text.index("<body>"):]
     assert body.index("id='aa-check'") < body.index("<h2>")
@@ -128,7 +127,8 @@ def test_committed_reference_report_inputs_load():
         pytest.skip("no committed reference run")
     inputs = load_inputs(runs=[REFERENCE])
     labels = {r["label"] for r in inputs.runs}
-    assert {"baseline", "all_recommended"} <= labels and set(registry.names()) <= labels
+    assert {"baseline", "all_recommended", "baseline (A/A)"} <= labels and set(registry.names()) <= labels
+    assert all(r.get("schema_version") == 2 for r in inputs.runs)
 
 
 def test_asv_series_reads_compact_results():

@@ -148,3 +148,15 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
     if not torch.cuda.is_available():  # nothing here can overlap: no end-to-end baseline is scheduled
         entries = sweep_entries(QUICK, ["pin_memory", "feature_prefetch"], repeats=1, include_all_recommended=False)
         assert E2E_BASELINE not in {e.label for e in entries}
+
+
+def test_extended_runs_are_compared_at_equal_epochs():
+    runs = _sweep()
+    for rnd in range(5):  # a batch_cache-like run: 4 epochs instead of 2, better only because it trained longer
+        r = _result("batch_cache", rnd, 0.1, 2.0, 0.95, [(2.5, 0.70), (4.5, 0.80), (6.5, 0.9), (8.5, 0.95)],
+                    ["batch_cache"])
+        for i, p in enumerate(r["curve"]):
+            p["test"] = [0.70, 0.80 + 0.001 * rnd, 0.9, 0.95][i]
+        runs.append(r)
+    row = {r["label"]: r for r in compare(runs).rows}["batch_cache"]
+    assert row["acc_delta"] == pytest.approx(0.0, abs=1e-9), "compared at the baseline's last epoch"

@@ -204,6 +204,9 @@ def cmd_flags(args: argparse.Namespace) -> int:
     if args.markdown:
         print(registry_markdown())
         return 0
+    if args.names:
+        print(",".join(registry.names()))
+        return 0
     width = max(len(n) for n in registry.names()) + 2
     for opt in registry.REGISTRY.values():
         tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy),

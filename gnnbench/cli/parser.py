@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("flags", help="list the registered optimizations")
     p.add_argument("--markdown", action="store_true", help="print the registry as README's Markdown table")
+    p.add_argument("--names", action="store_true", help="print the names only, comma-separated (for --flags)")
     p.set_defaults(func=commands.cmd_flags)
 
     p = sub.add_parser("pipeline", help="data-pipeline self-check: sampler uniformity, negative cost, batch cache",

@@ -7,9 +7,16 @@ import torch
 BENCH_THREADS = 1
 
 
+def measuring(config) -> bool:
+    """Whether pytest-benchmark times this run: ``--benchmark-enable`` wins over the ``--benchmark-disable``
+    in pyproject's addopts (reading ``benchmark_disable`` alone says "disabled" even then)."""
+    return bool(config.getoption("benchmark_enable", default=False)) or not config.getoption(
+        "benchmark_disable", default=True)
+
+
 @pytest.fixture(autouse=True)
 def _pinned_threads(request):
-    if request.config.getoption("benchmark_disable", default=True):
+    if not measuring(request.config):
         yield
         return
     before = torch.get_num_threads()
@@ -28,5 +35,5 @@ def pytest_benchmark_update_machine_info(config, machine_info):
     machine_info["torch_geometric"] = torch_geometric.__version__
     machine_info["cuda"] = torch.version.cuda
     machine_info["device"] = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    measured = not config.getoption("benchmark_disable", default=True)
+    measured = measuring(config)
     machine_info["threads"] = BENCH_THREADS if measured else torch.get_num_threads()

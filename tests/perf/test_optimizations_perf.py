@@ -3,7 +3,7 @@
 Quick (default; timing disabled, each step runs once): ``python -m pytest tests/perf``.
 Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
 Local before/after workflow (README, and ``scripts/perf_aa.sh`` for its A/A check): ``--benchmark-save=before``,
-change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=min:<threshold>``. Measured runs pin
+change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=median:<threshold>``. Measured runs pin
 one thread (``tests/perf/conftest.py``).
 """
 
@@ -43,7 +43,7 @@ def _bench_step(benchmark, graph, name: str, optimized: bool, request):
         trainer = Trainer(config, graph=graph)
     except UnavailableError as exc:
         pytest.skip(str(exc))
-    enabled = not request.config.getoption("benchmark_disable", default=True)
+    enabled = not benchmark.disabled
     benchmark.group = f"step {name} ({SPEC.name}, {DEVICE})"
     benchmark.extra_info.update({"role": "optimized" if optimized else "baseline", "optimization": name,
                                  "flags": config.flags.to_dict(), "spec": SPEC.to_dict(), "task": config.task})
