@@ -66,24 +66,15 @@ class PhaseTimer:
 
     @contextmanager
     def phase(self, name: str):
+        """Time one phase: CUDA events on the device always; in ``sync`` mode also the host clock, with the
+        device synchronized at both boundaries (end to end: no synchronization inside the step)."""
         if self._current is None:
             yield
             return
-        cuda = self._cuda()
-        if not self.sync:  # end to end: device events only, no synchronization inside the step
-            if cuda:
-                start = torch.cuda.Event(enable_timing=True)
-                start.record()
-            try:
-                yield
-            finally:
-                if cuda:
-                    end = torch.cuda.Event(enable_timing=True)
-                    end.record()
-                    self._events.append((name, start, end))
-            return
+        cuda, sync = self._cuda(), self.sync
         if cuda:
-            torch.cuda.synchronize(self.device)
+            if sync:
+                torch.cuda.synchronize(self.device)
             start = torch.cuda.Event(enable_timing=True)
             start.record()
         t = time.perf_counter()
@@ -93,9 +84,11 @@ class PhaseTimer:
             if cuda:
                 end = torch.cuda.Event(enable_timing=True)
                 end.record()
-                torch.cuda.synchronize(self.device)
+                if sync:
+                    torch.cuda.synchronize(self.device)
                 self._events.append((name, start, end))
-            self._current[name] = self._current.get(name, 0.0) + time.perf_counter() - t
+            if sync:
+                self._current[name] = self._current.get(name, 0.0) + time.perf_counter() - t
 
     def end_step(self, record: bool = True) -> None:
         if self._cuda():
