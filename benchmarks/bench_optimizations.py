@@ -1,5 +1,5 @@
 """Every registered optimization: step time (with repeats: real intervals), and what a short run reports:
-accuracy, step median, peak host memory, index and transfer bytes."""
+accuracy, peak host memory, index and transfer bytes (the step time itself is ``time_step``'s)."""
 
 from gnnbench.training import Trainer
 
@@ -64,11 +64,6 @@ class OptimizationResults:
         return 100.0 * self.result.accuracy["test"]
 
     track_accuracy.unit = "%"
-
-    def track_step_median_ms(self, results, name):
-        return 1e3 * self.result.step_seconds["median"]
-
-    track_step_median_ms.unit = "ms"
 
     def track_index_bytes(self, results, name):
         return self.result.graph["index_bytes"]

@@ -161,7 +161,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
         graph={"num_nodes": trainer.graph.num_nodes, "num_edges": trainer.graph.num_edges,
                "generate_seconds": trainer.generate_seconds, "prepare_seconds": trainer.prepared.prepare_seconds,
                "setup_seconds": trainer.setup_seconds, "index_bytes": trainer.prepared.index_bytes_after,
-               "index_bytes_int64": trainer.prepared.index_bytes_before},
+               "index_bytes_int64": trainer.prepared.index_bytes_before,
+               "widened_index_bytes_per_step": (trainer.widened_index_bytes / trainer.steps_taken
+                                                if trainer.steps_taken else 0.0)},
         steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
                "total": trainer.steps_taken},
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
