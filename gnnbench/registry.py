@@ -331,11 +331,25 @@ def get(name: str) -> Optimization:
         raise ValueError(f"unknown optimization {name!r}; accepted: {', '.join(REGISTRY)}") from None
 
 
+def combination(label: str) -> tuple[str, ...]:
+    """The entries of a sweep label: ``"sparse_agg"`` or a combination measured as one configuration,
+    ``"csr+sparse_agg"``; each part must be registered."""
+    parts = tuple(p.strip() for p in label.split("+"))
+    if not all(parts):
+        raise ValueError(f"a combination is entry names joined by '+', e.g. 'csr+sparse_agg' (got {label!r})")
+    if len(set(parts)) != len(parts):
+        raise ValueError(f"a combination names each entry once (got {label!r})")
+    for name in parts:
+        get(name)
+    return parts
+
+
 def flags_for(opt_names: Iterable[str], base: Flags = Flags()) -> Flags:
-    """``base`` with each named optimization switched on, in order."""
+    """``base`` with each named optimization (or ``a+b`` combination) switched on, in order."""
     flags = base
     for name in opt_names:
-        flags = get(name).apply(flags)
+        for part in combination(name):
+            flags = get(part).apply(flags)
     return flags
 
 

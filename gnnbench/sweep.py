@@ -84,8 +84,7 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
     validate_base(base)
     names = list(names) if names is not None else registry.names()
-    for n in names:
-        registry.get(n)
+    parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     device = resolve_device(base.device)
     rec = []
     if include_all_recommended:
@@ -94,8 +93,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
                and not config_unavailable(dataclasses.replace(base, flags=o.apply(base.flags)), device)]
     # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
     # are compared with an end-to-end copy of the baseline in the same round.
-    overlap = [n for n in names if registry.get(n).overlap and not config_unavailable(
-        dataclasses.replace(base, flags=registry.get(n).apply(base.flags)), device)]
+    overlap = [n for n in names if any(registry.get(p).overlap for p in parts[n]) and not config_unavailable(
+        dataclasses.replace(base, flags=registry.flags_for(parts[n], base.flags)), device)]
     entries = []
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
@@ -105,10 +104,10 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         if overlap and base.sync_phases:
             entries.append(Entry(E2E_BASELINE, dataclasses.replace(b, sync_phases=False), (), r))
         for n in names:
-            cfg = dataclasses.replace(b, flags=registry.get(n).apply(b.flags))
+            cfg = dataclasses.replace(b, flags=registry.flags_for(parts[n], b.flags))
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
-            entries.append(Entry(n, cfg, (n,), r))
+            entries.append(Entry(n, cfg, parts[n], r))
         if include_all_recommended:
             entries.append(Entry(ALL_RECOMMENDED, dataclasses.replace(b, flags=registry.flags_for(rec, b.flags)),
                                  tuple(rec), r))

@@ -3,6 +3,7 @@ up-front validation, and the run-level comparison (time to accuracy, paired accu
 
 import dataclasses
 import json
+import re
 
 import pytest
 import torch
@@ -160,3 +161,22 @@ def test_extended_runs_are_compared_at_equal_epochs():
         runs.append(r)
     row = {r["label"]: r for r in compare(runs).rows}["batch_cache"]
     assert row["acc_delta"] == pytest.approx(0.0, abs=1e-9), "compared at the baseline's last epoch"
+
+
+def test_a_plus_b_is_one_configuration_with_both():
+    from gnnbench import registry
+    from gnnbench.flags import Flags
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.sweep import sweep_entries
+    from gnnbench.training import RunConfig
+
+    base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)
+    entries = sweep_entries(base, ["csr+sparse_agg", "int32"], repeats=2, include_all_recommended=False)
+    combo = [e for e in entries if e.label == "csr+sparse_agg"]
+    assert len(combo) == 2 and combo[0].optimizations == ("csr", "sparse_agg")
+    assert combo[0].config.flags == registry.flags_for(["csr", "sparse_agg"], base.flags)
+    assert combo[0].config.flags.keep_csr and combo[0].config.flags.aggregation == "sparse"
+    for bad, message in (("csr+", "joined by '+'"), ("csr+csr", "each entry once"), ("csr+nope", "nope")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            registry.combination(bad)
+    assert registry.flags_for(["csr+sparse_agg"]) == registry.flags_for(["csr", "sparse_agg"])

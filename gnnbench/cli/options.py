@@ -22,7 +22,7 @@ def parse_flags(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
     for name in names:
         try:
-            registry.get(name)
+            registry.combination(name)
         except ValueError as exc:  # argparse shows ArgumentTypeError's message as is
             raise argparse.ArgumentTypeError(str(exc)) from None
     return names

@@ -53,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_graph_args(p, load=False)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
-                   help="optimizations to compare (default: all registered)")
+                   help="comma-separated optimizations to compare, each against the baseline; join names with "
+                        "'+' to measure them together as one configuration, e.g. csr+sparse_agg "
+                        "(default: all registered)")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
                    help=f"processes per configuration, in interleaved rounds (default {DEFAULT_REPEATS}: the "
                         "smallest that keeps A/A false positives <= 7%% and detects a 1.25x >= 80%% of the time)")

@@ -139,15 +139,20 @@ class NeighborSampleCore:
     def reseed(self, seed: int) -> None:
         self.generator.manual_seed(seed)
 
-    def _relabel_new(self, cand: Tensor, n_so_far: int, touched: list[Tensor]) -> Tensor:
-        """Give local ids to candidates not seen yet, in order of first occurrence; return them.
+    def _relabel(self, cand: Tensor, n_so_far: int, touched: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """Local ids of ``cand``: nodes seen before keep theirs, new ones get ``n_so_far, n_so_far + 1, ...``
+        in order of first occurrence. Returns ``(local ids of cand, the new nodes)``.
 
         Every node whose scratch entry is written is appended to ``touched``
         first, so the caller can restore the buffers even after an exception.
+        One random-access read of the scratch buffer per candidate; the new
+        ones (usually a minority at deeper hops) are filled in afterwards.
         """
-        new = cand.index_select(0, (self._local.index_select(0, cand) < 0).nonzero().view(-1))
-        if new.numel() == 0:
-            return new
+        local = self._local.index_select(0, cand)
+        at_new = (local < 0).nonzero().view(-1)
+        if at_new.numel() == 0:
+            return local, at_new
+        new = cand.index_select(0, at_new)
         order = torch.arange(new.numel(), device=self.device)
         try:
             self._first.scatter_reduce_(0, new, order, reduce="amin")
@@ -156,7 +161,8 @@ class NeighborSampleCore:
             self._first.index_fill_(0, new, torch.iinfo(torch.int64).max)
         touched.append(uniq)
         self._local.index_copy_(0, uniq, torch.arange(n_so_far, n_so_far + uniq.numel(), device=self.device))
-        return uniq
+        local.index_copy_(0, at_new, self._local.index_select(0, new))
+        return local, uniq
 
     def sample(self, seeds: Tensor) -> SampledSubgraph:
         """Sample the multi-hop neighbourhood of distinct ``seeds`` (global ids)."""
@@ -173,25 +179,26 @@ class NeighborSampleCore:
         touched = [seeds]  # every node with a scratch entry, restored in `finally`
         rows, cols, edges = [], [], []
         num_nodes, num_edges = [seeds.numel()], []
-        frontier, frontier_local = seeds, torch.arange(seeds.numel(), device=self.device)
+        # The frontier's local ids are always one contiguous range (seeds: 0..S-1; then each hop's new
+        # nodes, numbered in order), so a draw's target is its owner's position plus the range's start.
+        frontier, frontier_base = seeds, 0
         n = seeds.numel()
         try:
             for k in self.fanouts:
                 start = self.rowptr.index_select(0, frontier).to(torch.int64)
                 deg = self.rowptr.index_select(0, frontier + 1).to(torch.int64) - start
                 owner, pos = sample_positions(deg, k, self.replace, self.generator)
-                eid = start.index_select(0, owner) + pos
+                eid = start.index_select(0, owner).add_(pos)
                 nbr = self.col.index_select(0, eid).to(torch.int64)
-                uniq = self._relabel_new(nbr, n, touched)
-                n += uniq.numel()
-                rows.append(self._local.index_select(0, nbr))
-                cols.append(frontier_local.index_select(0, owner))
+                local, uniq = self._relabel(nbr, n, touched)
+                rows.append(local)
+                cols.append(owner.add_(frontier_base))
                 edges.append(eid)
                 nodes.append(uniq)
                 num_nodes.append(uniq.numel())
                 num_edges.append(eid.numel())
-                frontier = uniq
-                frontier_local = self._local.index_select(0, uniq)
+                frontier, frontier_base = uniq, n
+                n += uniq.numel()
         finally:
             self._local.index_fill_(0, torch.cat(touched), -1)
         # One cast to the graph's index dtype (int32 with Flags.index_dtype="int32"): the batch carries it
