@@ -26,6 +26,30 @@ TORCH_SPARSE_INSTALL = "pip install --no-build-isolation torch-scatter torch-spa
 PYG_LIB_INSTALL = "pip install pyg-lib -f https://data.pyg.org/whl/torch-<version>+<cpu|cuXYZ>.html"
 
 
+def _load_torch_sparse_sampler() -> None:
+    """Register ``torch.ops.torch_sparse.neighbor_sample``: through ``import torch_sparse``, or, when only
+    its Python layer fails (it imports torch-scatter, which the sampler op does not need), by loading the
+    op's own compiled library from the installed package."""
+    try:
+        import torch_sparse  # noqa: F401 - registers torch.ops.torch_sparse
+        return
+    except ImportError:
+        pass
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("torch_sparse")
+    except (ValueError, AttributeError):  # a blocked or half-imported module
+        spec = None
+    libs = [os.path.join(os.path.dirname(spec.origin), f"_{name}_cpu.so") for name in ("version", "neighbor_sample")] \
+        if spec is not None and spec.origin else []
+    if not libs or not all(os.path.exists(lib) for lib in libs):
+        raise ImportError(f"torch-sparse is not installed; to compare against it: {TORCH_SPARSE_INSTALL}")
+    for lib in libs:
+        torch.ops.load_library(lib)
+
+
 def torch_sparse_sampler(rowptr: Tensor, col: Tensor, fanouts: Sequence[int]) -> Callable[[Tensor], Any]:
     """torch-sparse's ``neighbor_sample`` over an in-neighbour CSR, as ``sample(seeds)``.
 
@@ -44,10 +68,7 @@ def torch_sparse_sampler(rowptr: Tensor, col: Tensor, fanouts: Sequence[int]) ->
     Raises:
         ImportError: When torch-sparse is not installed; the message says how to build it.
     """
-    try:
-        import torch_sparse  # noqa: F401 - registers torch.ops.torch_sparse
-    except ImportError:
-        raise ImportError(f"torch-sparse is not installed; to compare against it: {TORCH_SPARSE_INSTALL}") from None
+    _load_torch_sparse_sampler()
     op = torch.ops.torch_sparse.neighbor_sample
     fanouts = list(fanouts)
 
