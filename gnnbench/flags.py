@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping
 import torch
 
 __all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
-           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS"]
+           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
@@ -25,6 +25,7 @@ HOT_RANKS = ("access", "degree")
 NEGATIVE_MODES = ("uniform", "degree")
 AGGREGATIONS = ("scatter", "sparse")
 PRECISIONS = ("off", "full", "partial")
+DROPOUT_KERNELS = ("bernoulli", "uniform")
 
 _CHOICES = {
     "index_dtype": INDEX_DTYPES,
@@ -35,6 +36,7 @@ _CHOICES = {
     "negative_mode": NEGATIVE_MODES,
     "aggregation": AGGREGATIONS,
     "precision": PRECISIONS,
+    "dropout_kernel": DROPOUT_KERNELS,
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length")
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
@@ -76,6 +78,7 @@ class Flags:
     norm_estimator: bool = False  # sampled batches: full-graph GCN weights rescaled by deg/sampled (an estimator)
     precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)
     compile: bool = False  # torch.compile the model (dynamic shapes)
+    dropout_kernel: str = "bernoulli"  # dropout mask: "bernoulli" (F.dropout) | "uniform" (rand >= p, vectorized)
     # --- link prediction (gnnbench.sampling.negative) ---
     negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = True  # reject negatives that are training positives

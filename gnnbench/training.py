@@ -187,7 +187,8 @@ class Trainer:
                                         cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
         self.setup_seconds = time.perf_counter() - t1
         self.model = build_model(config.model, self.graph.num_features, config.hidden,
-                                 self.task.out_dim(config.hidden), len(flags.fanout)).to(device)
+                                 self.task.out_dim(config.hidden), len(flags.fanout),
+                                 dropout_kernel=flags.dropout_kernel).to(device)
         self.precision = Precision(flags.precision, device.type)
         self.forward, self.dynamo_counters = compile_model(self.model, flags)
         t2 = time.perf_counter()  # full-graph GCN coefficients, when the policy needs them, are setup too

@@ -93,3 +93,41 @@ def test_model_and_aggregation_errors():
         build_model("gat", 4, 4, 2, 2)
     with pytest.raises(ValueError, match="aggregation must be one of"):
         Aggregator(torch.zeros(2, 0, dtype=torch.long), 3, mode="dense")
+
+
+def test_uniform_dropout_has_dropouts_distribution_and_gradient():
+    from gnnbench.models import uniform_dropout
+
+    torch.manual_seed(0)
+    x = torch.ones(200_000, requires_grad=True)
+    for p in (0.1, 0.5, 0.9):
+        y = uniform_dropout(x, p, True)
+        kept = (y != 0).float().mean().item()
+        sd = ((1 - p) * p / x.numel()) ** 0.5
+        assert abs(kept - (1 - p)) < 5 * sd, (p, kept)  # Bernoulli(1 - p) keep rate
+        assert torch.allclose(y[y != 0], torch.full_like(y[y != 0], 1 / (1 - p)))  # inverted scaling
+        assert abs(y.mean().item() - 1.0) < 5 * sd / (1 - p)  # expectation preserved
+        (g,) = torch.autograd.grad(y.sum(), x)
+        assert torch.equal(g, y.detach())  # gradient = mask / (1 - p), the same mask
+    assert uniform_dropout(x, 0.5, False) is x and uniform_dropout(x, 0.0, True) is x
+    assert torch.count_nonzero(uniform_dropout(x, 1.0, True)) == 0
+    with pytest.raises(ValueError, match="got 1.5"):
+        uniform_dropout(x, 1.5, True)
+    with pytest.raises(ValueError, match="dropout_kernel must be one of"):
+        build_model("gcn", 4, 4, 2, 2, dropout_kernel="fast")
+
+
+def test_fast_dropout_trains_to_the_baselines_accuracy():
+    from gnnbench import registry
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.measure import run
+    from gnnbench.training import RunConfig
+
+    accs = {}
+    for names in ([], ["fast_dropout"]):
+        for seed in (0, 1):
+            cfg = RunConfig(spec=GraphSpec.preset("tiny"), flags=registry.flags_for(names), epochs=3, seed=seed,
+                            hidden=32, warmup_steps=1)
+            accs.setdefault(tuple(names), []).append(run(cfg).accuracy["test"])
+    base, fast = (sum(v) / len(v) for v in accs.values())
+    assert abs(base - fast) < 0.05, accs  # same model, same mask distribution: a tolerance, not bit equality
