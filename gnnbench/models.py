@@ -63,6 +63,30 @@ class Precision:
         return self.low_dtype if self.mode == "full" else torch.float32
 
 
+def _csr(crow: Tensor, col: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
+    with warnings.catch_warnings():  # torch flags sparse CSR as beta on every construction
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return torch.sparse_csr_tensor(crow, col, values, size=size, check_invariants=False)
+
+
+class _CSRProduct(torch.autograd.Function):
+    """``A @ h`` with a CSR ``A`` (constant values); the backward ``A^T @ grad`` uses the aggregator's
+    transposed CSR, built once per batch, instead of torch converting ``A^T`` (a sort) at every layer."""
+
+    @staticmethod
+    def forward(ctx, h: Tensor, crow: Tensor, col: Tensor, values: Tensor, agg: "Aggregator") -> Tensor:
+        ctx.agg, ctx.values, ctx.h_rows = agg, values, h.size(0)
+        return torch.sparse.mm(_csr(crow, col, values, (agg.num_nodes, h.size(0))), h)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None, None
+        crow_t, col_t, perm = ctx.agg._transposed()
+        adj_t = _csr(crow_t, col_t, ctx.values.index_select(0, perm), (ctx.h_rows, ctx.agg.num_nodes))
+        return torch.sparse.mm(adj_t, grad.contiguous()), None, None, None, None
+
+
 def scatter_index(index: Tensor) -> Tensor:
     """The index the scatter path hands to ``index_select`` / ``index_add_``.
 
@@ -123,6 +147,7 @@ class Aggregator:
         self.dtype = dtype
         self.record = record
         self._deg: Tensor | None = None
+        self._t: tuple[Tensor, Tensor, Tensor] | None = None  # A^T (CSR by source), built at the first backward
         if mode == "sparse":
             if rowptr is not None:  # edges already sorted by target: the CSR is given, nothing to sort
                 if rowptr.numel() != num_nodes + 1:
@@ -145,14 +170,25 @@ class Aggregator:
                          else torch.bincount(self._dst_native, minlength=self.num_nodes))
         return self._deg
 
+    def _transposed(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(crow, col, perm)`` of the batch's adjacency by *source* (``A^T`` in CSR), built once per batch
+        and shared by every layer's backward: one stable sort of the source ids."""
+        if self._t is None:
+            n = self.num_nodes  # sources and targets share the batch's local ids
+            perm = torch.argsort(self._col, stable=True).to(self._col.dtype)  # argsort returns int64
+            crow = torch.zeros(n + 1, dtype=self._crow.dtype, device=self._crow.device)
+            torch.cumsum(torch.bincount(self._col, minlength=n), 0, out=crow[1:])
+            targets = torch.repeat_interleave(torch.arange(self.num_nodes, device=self._crow.device,
+                                                           dtype=self._crow.dtype), self._crow.diff())
+            self._t = (crow, targets.index_select(0, perm), perm)
+        return self._t
+
     def _spmm(self, values: Tensor, h: Tensor) -> Tensor:
-        if self._perm is not None:
+        if self._perm is not None:  # a typical PyG user's path: CSR built here, torch transposes per call
             values = values.index_select(0, self._perm)
-        with warnings.catch_warnings():  # torch flags sparse CSR as beta on every construction
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            adj = torch.sparse_csr_tensor(self._crow, self._col, values.to(h.dtype),
-                                          size=(self.num_nodes, h.size(0)), check_invariants=False)
-        return spmm(adj, h, reduce="sum")
+            return spmm(_csr(self._crow, self._col, values.to(h.dtype), (self.num_nodes, h.size(0))), h, reduce="sum")
+        # the batch carries its CSR: the forward uses it as is, the backward the batch's shared A^T
+        return _CSRProduct.apply(h, self._crow, self._col, values.to(h.dtype), self)
 
     def _sum(self, msg: Tensor) -> Tensor:
         return msg.new_zeros(self.num_nodes, msg.size(1)).index_add_(0, self.dst, msg)

@@ -131,3 +131,31 @@ def test_fast_dropout_trains_to_the_baselines_accuracy():
             accs.setdefault(tuple(names), []).append(run(cfg).accuracy["test"])
     base, fast = (sum(v) / len(v) for v in accs.values())
     assert abs(base - fast) < 0.05, accs  # same model, same mask distribution: a tolerance, not bit equality
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_sampler_csr_backward_shares_one_transposed_csr_per_batch(dtype):
+    """With the batch's CSR, the backward uses A^T built once per batch (one sort), shared by every layer,
+    and gives the scatter path's gradients."""
+    from gnnbench.models import Aggregator
+
+    torch.manual_seed(0)
+    n, e = 60, 400
+    src, dst = torch.randint(0, n, (e,)), torch.sort(torch.randint(0, n, (e,)))[0]
+    ei = torch.stack([src, dst]).to(dtype)
+    rowptr = torch.zeros(n + 1, dtype=dtype)
+    rowptr[1:] = torch.cumsum(torch.bincount(dst, minlength=n), 0)
+    h_ref = torch.randn(n, 8, requires_grad=True)
+    h = h_ref.detach().clone().requires_grad_()
+    ref_agg, agg = Aggregator(ei, n, mode="scatter"), Aggregator(ei, n, mode="sparse", rowptr=rowptr)
+    out_ref = ref_agg.mean(ref_agg.gcn(h_ref))  # two layers share the batch
+    out = agg.mean(agg.gcn(h))
+    assert agg._t is None  # nothing transposed in the forward
+    g = torch.randn_like(out)
+    out_ref.backward(g)
+    out.backward(g)
+    assert torch.allclose(out, out_ref, atol=1e-5) and torch.allclose(h.grad, h_ref.grad, atol=1e-5)
+    built = agg._t
+    assert built is not None and built[2].dtype == dtype  # the permutation keeps the index dtype
+    agg.gcn(h).sum().backward()
+    assert agg._t is built  # reused, not rebuilt
