@@ -23,7 +23,7 @@ from torch_geometric.nn import Linear
 from torch_geometric.utils import spmm
 
 from gnnbench.flags import AGGREGATIONS, DROPOUT_KERNELS, PRECISIONS, Flags, RunContext, Unavailable
-from gnnbench.graphs.norm import GCNNorm, gcn_norm
+from gnnbench.graphs.norm import GCNNorm, gcn_norm, gcn_norm_targets
 
 __all__ = ["Precision", "Aggregator", "scatter_index", "uniform_dropout", "DROPOUTS", "AggregationPolicy", "GCN", "GraphSAGE", "build_model", "compile_model",
            "MODELS", "PRECISIONS", "AGGREGATIONS", "unavailable"]
@@ -127,11 +127,16 @@ class Aggregator:
             user's conversion does.
         record: Optional list that receives the dtype of every aggregation input
             (used by tests to prove where aggregation runs).
+        target_start: ``None`` (default) when sources and targets are the same
+            ``num_nodes`` nodes (a batch); else the targets are rows
+            ``target_start .. target_start + num_nodes - 1`` of the source rows
+            and ``edge_index[1]`` counts from ``target_start`` (a chunk of
+            targets in layer-wise evaluation, :mod:`gnnbench.inference`).
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int, *, mode: str = "scatter",
                  gcn_weights: Callable[[], GCNNorm] | None = None, dtype: torch.dtype = torch.float32,
-                 rowptr: Tensor | None = None, record: list | None = None) -> None:
+                 rowptr: Tensor | None = None, record: list | None = None, target_start: int | None = None) -> None:
         if mode not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(map(repr, AGGREGATIONS))} (got {mode!r})")
         self.src = edge_index[0]
@@ -146,6 +151,7 @@ class Aggregator:
         self.gcn_weights = gcn_weights or (lambda: gcn_norm(edge_index, num_nodes, add_self_loops=True))
         self.dtype = dtype
         self.record = record
+        self.target_start = target_start
         self._deg: Tensor | None = None
         self._t: tuple[Tensor, Tensor, Tensor] | None = None  # A^T (CSR by source), built at the first backward
         if mode == "sparse":
@@ -193,6 +199,10 @@ class Aggregator:
     def _sum(self, msg: Tensor) -> Tensor:
         return msg.new_zeros(self.num_nodes, msg.size(1)).index_add_(0, self.dst, msg)
 
+    def targets(self, h: Tensor) -> Tensor:
+        """The rows of the source rows ``h`` that are this aggregator's targets (all of them for a batch)."""
+        return h if self.target_start is None else h.narrow(0, self.target_start, self.num_nodes)
+
     def gcn(self, h: Tensor) -> Tensor:
         """``D^-1/2 (A + I) D^-1/2 h``."""
         h = h.to(self.dtype)
@@ -200,7 +210,7 @@ class Aggregator:
             self.record.append(h.dtype)
         norm = self.gcn_weights()
         w = norm.edge_weight.to(h.dtype)
-        out = h * norm.self_weight.to(h.dtype).unsqueeze(1)
+        out = self.targets(h) * norm.self_weight.to(h.dtype).unsqueeze(1)
         if self.mode == "sparse":
             return out + self._spmm(w, h)
         return out + self._sum(h.index_select(0, self.src) * w.unsqueeze(1))
@@ -239,7 +249,12 @@ DROPOUTS: dict[str, Callable[..., Tensor]] = {"bernoulli": F.dropout, "uniform":
 
 
 class GCN(nn.Module):
-    """Kipf & Welling's GCN: ``H' = D^-1/2 (A+I) D^-1/2 H W`` per layer."""
+    """Kipf & Welling's GCN: ``H' = D^-1/2 (A+I) D^-1/2 H W`` per layer.
+
+    Each layer is split in two so that layer-wise evaluation (:mod:`gnnbench.inference`) can run the
+    node-wise part for every node once and the aggregation a chunk of targets at a time:
+    :meth:`messages` (dropout and ``H W``) and :meth:`combine` (aggregation, bias, activation).
+    """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
                  dropout_kernel: str = "bernoulli") -> None:
@@ -248,22 +263,36 @@ class GCN(nn.Module):
         self.lins = nn.ModuleList(Linear(a, b, bias=False, weight_initializer="glorot")
                                   for a, b in zip(dims[:-1], dims[1:]))
         self.biases = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in dims[1:])
+        self.dims = tuple(dims)  # layer widths, input first
         self.dropout = dropout
         self.drop = DROPOUTS[dropout_kernel]
 
+    @property
+    def num_layers(self) -> int:
+        return len(self.lins)
+
+    def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
+        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums)."""
+        x = self.drop(x, self.dropout, self.training)
+        with precision.linear_context():
+            return self.lins[i](x)
+
+    def combine(self, i: int, h: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
+        """Layer ``i`` for ``agg``'s targets from every source's messages ``h``."""
+        x = agg.gcn(h).float() + self.biases[i]
+        return F.relu(x) if i < self.num_layers - 1 else x
+
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
-            x = self.drop(x, self.dropout, self.training)
-            with precision.linear_context():
-                h = lin(x)
-            x = agg.gcn(h).float() + bias
-            if i < len(self.lins) - 1:
-                x = F.relu(x)
+        for i in range(self.num_layers):
+            x = self.combine(i, self.messages(i, x, precision), agg, precision)
         return x
 
 
 class GraphSAGE(nn.Module):
-    """Hamilton et al.'s GraphSAGE (mean): ``h' = W_l mean(h_N) + W_r h``."""
+    """Hamilton et al.'s GraphSAGE (mean): ``h' = W_l mean(h_N) + W_r h``.
+
+    Split per layer like :class:`GCN`: :meth:`messages` (dropout) and :meth:`combine` (the rest).
+    """
 
     def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
                  dropout_kernel: str = "bernoulli") -> None:
@@ -271,18 +300,29 @@ class GraphSAGE(nn.Module):
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.lin_l = nn.ModuleList(Linear(a, b, bias=True) for a, b in zip(dims[:-1], dims[1:]))
         self.lin_r = nn.ModuleList(Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:]))
+        self.dims = tuple(dims)  # layer widths, input first
         self.dropout = dropout
         self.drop = DROPOUTS[dropout_kernel]
 
+    @property
+    def num_layers(self) -> int:
+        return len(self.lin_l)
+
+    def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
+        """Layer ``i``'s node-wise part: ``dropout(x)``."""
+        return self.drop(x, self.dropout, self.training)
+
+    def combine(self, i: int, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
+        """Layer ``i`` for ``agg``'s targets from every source's (dropped-out) input ``x``."""
+        neigh = agg.mean(x)
+        with precision.linear_context():
+            out = self.lin_l[i](neigh) + self.lin_r[i](agg.targets(x))
+        x = out.float()
+        return F.relu(x) if i < self.num_layers - 1 else x
+
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
-            x = self.drop(x, self.dropout, self.training)
-            neigh = agg.mean(x)
-            with precision.linear_context():
-                out = lin_l(neigh) + lin_r(x)
-            x = out.float()
-            if i < len(self.lin_l) - 1:
-                x = F.relu(x)
+        for i in range(self.num_layers):
+            x = self.combine(i, self.messages(i, x, precision), agg, precision)
         return x
 
 
@@ -431,12 +471,46 @@ class AggregationPolicy:
         return agg
 
     def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:
-        """The aggregator of the whole graph (full-neighbourhood evaluation): full-graph coefficients when
-        the policy holds them, else one normalization shared by the layers."""
+        """The aggregator of the whole graph at once: full-graph coefficients when the policy holds them, else
+        one normalization shared by the layers. Its scatter path materializes ``edges x features`` per
+        layer; evaluation runs layer-wise in chunks instead (:meth:`for_targets`), equal to this."""
         norm = self.norm
         if norm is None:
             norm = gcn_norm(edge_index, num_nodes, add_self_loops=True)
         return self._with_weights(edge_index, num_nodes, None, lambda: norm)
+
+    def for_targets(self, edge_index: Tensor, rowptr: Tensor, *, target_start: int, edge_start: int,
+                    inv_sqrt_deg: Callable[[], Tensor]) -> Aggregator:
+        """The aggregator of one chunk of targets in layer-wise full-neighbourhood evaluation
+        (:mod:`gnnbench.inference`): sources are every node of the graph, targets the chunk's.
+
+        GCN weights are full-graph ones, formed when a layer first asks: the slice of the policy's
+        coefficients where it holds them, else from the whole graph's ``D^-1/2`` (equal either way).
+
+        Args:
+            edge_index: ``[2, e]`` all in-edges of the chunk's targets, global (source, target) ids, in the
+                graph's order (sorted by target).
+            rowptr: ``[n + 1]`` their CSR offsets, from 0 (``n`` targets).
+            target_start: First target's id.
+            edge_start: Position of the chunk's first edge in the graph's edge list.
+            inv_sqrt_deg: Returns the whole graph's ``D^-1/2`` (``[N]``); called only without held coefficients.
+        """
+        n, e = rowptr.numel() - 1, edge_index.size(1)
+        memo: list[GCNNorm] = []
+
+        def weights() -> GCNNorm:
+            if not memo:
+                if self.norm is not None:
+                    memo.append(GCNNorm(self.norm.edge_weight[edge_start:edge_start + e],
+                                        self.norm.self_weight[target_start:target_start + n]))
+                else:
+                    memo.append(gcn_norm_targets(edge_index, inv_sqrt_deg(), target_start=target_start,
+                                                 num_targets=n))
+            return memo[0]
+
+        local = torch.stack([edge_index[0], edge_index[1] - target_start])
+        return Aggregator(local, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr, gcn_weights=weights,
+                          target_start=target_start)
 
     def _with_weights(self, edge_index: Tensor, n: int, rowptr: Tensor | None, weights) -> Aggregator:
         return Aggregator(edge_index, n, mode=self.mode, dtype=self.dtype, rowptr=rowptr, gcn_weights=weights)

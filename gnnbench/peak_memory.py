@@ -1,0 +1,169 @@
+"""Peak memory of evaluation apart from everything else (graph generation, setup, training).
+
+On CUDA, torch's allocator statistics: ``torch.cuda.max_memory_allocated``, reset around each evaluation.
+That reset only touches this process's counters, and the run's overall device peak is kept as the larger
+of the two phases.
+
+On the host (Linux), the process's resident set. Its high-water mark (``VmHWM`` in ``/proc/self/status``,
+which ``getrusage``'s ``ru_maxrss`` reports) never goes down unless reset by writing ``5`` to
+``/proc/self/clear_refs``. That reset works here, but it is process-wide: it would also erase the peak that
+``getrusage``, ``/usr/bin/time`` and a parent's ``wait4`` report for the whole run (the kernel keeps no other
+copy while the process lives). So nothing is reset:
+
+- evaluation's peak is ``VmHWM`` read after it when evaluation raised it: exact, since the mark only moves
+  when the resident set exceeds every earlier value; otherwise it is the largest ``VmRSS`` (``/proc/self/statm``)
+  that a thread sampling every millisecond saw during evaluation, a lower bound short by at most what the
+  resident set grows in one sampling interval;
+- training's peak is ``VmHWM`` at the start of the first evaluation (the stretch from process start, graph
+  generation and setup included: exact), raised by any later stretch between evaluations that lifted
+  ``VmHWM`` above its value after the previous evaluation.
+
+Without ``/proc`` (not Linux) the split is not measured (``None``) and ``peak_method`` says so.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+
+__all__ = ["PeakMemory", "SAMPLE_SECONDS"]
+
+SAMPLE_SECONDS = 1e-3  # host RSS sampling interval during evaluation
+_STATUS, _STATM = "/proc/self/status", "/proc/self/statm"
+
+
+def _hwm_bytes() -> int:
+    """The process's peak resident set (``VmHWM``)."""
+    with open(_STATUS) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"no VmHWM line in {_STATUS}")
+
+
+def _rss_bytes(fd: int | None = None) -> int:
+    """The process's resident set now (``/proc/self/statm``'s second field, in pages)."""
+    if fd is None:
+        with open(_STATM, "rb") as f:
+            text = f.read()
+    else:
+        text = os.pread(fd, 256, 0)
+    return int(text.split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _procfs() -> bool:
+    try:
+        _hwm_bytes(), _rss_bytes()
+    except (OSError, ValueError, IndexError):
+        return False
+    return True
+
+
+class _RssSampler:
+    """A daemon thread reading the resident set every ``interval`` seconds; ``peak`` is the largest seen."""
+
+    def __init__(self, interval: float = SAMPLE_SECONDS) -> None:
+        self.interval = interval
+        self.peak = _rss_bytes()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gnnbench-rss-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        fd = os.open(_STATM, os.O_RDONLY)
+        try:
+            while not self._stop.wait(self.interval):
+                self.peak = max(self.peak, _rss_bytes(fd))
+        finally:
+            os.close(fd)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_bytes())
+        return self.peak
+
+
+class PeakMemory:
+    """Peak memory of the compute device, split into evaluation and the rest (see the module docstring).
+
+    Wrap every evaluation in :meth:`evaluation`; :meth:`summary` gives the split at the end.
+
+    Args:
+        device: The compute device: its allocator's peaks on CUDA, the process's resident set on the CPU.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        self.available = self.cuda or _procfs()
+        self.train_peak = 0  # largest peak seen outside evaluation
+        self.eval_peak: int | None = None  # largest peak seen during an evaluation
+        self.eval_rise: int | None = None  # largest rise of an evaluation above its starting memory
+        self.eval_method: str | None = None  # how the largest evaluation peak was measured
+        self._hwm_after_eval: int | None = None
+
+    @contextmanager
+    def evaluation(self) -> Iterator[None]:
+        """Record the peak of the enclosed evaluation, and the training peak up to it."""
+        if not self.available:
+            yield
+            return
+        if self.cuda:
+            self.train_peak = max(self.train_peak, torch.cuda.max_memory_allocated(self.device))
+            start = torch.cuda.memory_allocated(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            try:
+                yield
+            finally:
+                peak = torch.cuda.max_memory_allocated(self.device)
+                torch.cuda.reset_peak_memory_stats(self.device)
+                self._record(peak, start, "torch.cuda.max_memory_allocated, reset around evaluation")
+            return
+        before = _hwm_bytes()
+        if self._hwm_after_eval is None or before > self._hwm_after_eval:
+            self.train_peak = max(self.train_peak, before)
+        start = _rss_bytes()
+        sampler = _RssSampler()
+        try:
+            yield
+        finally:
+            sampled = sampler.stop()
+            after = _hwm_bytes()
+            self._hwm_after_eval = after
+            if after > before:
+                self._record(after, start, "VmHWM (evaluation raised the process peak: exact)")
+            else:
+                self._record(sampled, start, f"VmRSS sampled every {SAMPLE_SECONDS * 1e3:g} ms (a lower bound)")
+
+    def _record(self, peak: int, start: int, method: str) -> None:
+        if self.eval_peak is None or peak > self.eval_peak:
+            self.eval_peak, self.eval_method = peak, method
+        self.eval_rise = max(self.eval_rise or 0, peak - start)
+
+    def device_peak(self) -> int | None:
+        """The whole run's peak allocated CUDA memory (both phases); ``None`` on the CPU."""
+        if not self.cuda:
+            return None
+        return max(self.train_peak, self.eval_peak or 0, torch.cuda.max_memory_allocated(self.device))
+
+    def summary(self) -> dict[str, int | str | None]:
+        """``train_peak_bytes``, ``eval_peak_bytes``, ``eval_rise_bytes`` and ``peak_method`` (the compute
+        device's memory: allocated CUDA memory, or the host's resident set on the CPU)."""
+        if not self.available:
+            return {"train_peak_bytes": None, "eval_peak_bytes": None, "eval_rise_bytes": None,
+                    "peak_method": "not measured: the host split needs Linux's /proc/self/status and statm"}
+        train = self.train_peak
+        if self.cuda:
+            train = max(train, torch.cuda.max_memory_allocated(self.device))
+        else:
+            now = _hwm_bytes()
+            if self._hwm_after_eval is None or now > self._hwm_after_eval:
+                train = max(train, now)
+        scope = "CUDA allocated memory" if self.cuda else "host resident set"
+        return {"train_peak_bytes": train, "eval_peak_bytes": self.eval_peak, "eval_rise_bytes": self.eval_rise,
+                "peak_method": f"{scope}; evaluation: {self.eval_method or 'no evaluation ran'}"}

@@ -1,0 +1,165 @@
+"""Layer-wise, chunked full-neighbourhood evaluation: same predictions as the whole-graph forward, memory
+bounded by the chunk budget (checked structurally), bad budgets refused."""
+
+import math
+import re
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from gnnbench.flags import Flags
+from gnnbench.graphs.csr import rowptr_from_sorted_targets, sort_edges_by_target
+from gnnbench.graphs.norm import gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
+from gnnbench.graphs.prepare import prepare
+from gnnbench.inference import LayerwiseInference, plan_chunks
+from gnnbench.models import AggregationPolicy, Precision, _sparse_product_supports, build_model
+from tests.graphs_strategies import random_edges
+
+CPU = torch.device("cpu")
+BUDGET = 4 * 2**20  # ~7k edges per chunk on tiny: ~30 chunks per layer
+
+
+def _setup(graph, model_name, flags, precision_mode, *, source_norm="batch", hidden=32, out=10, seed=0):
+    prepared = prepare(graph, flags)
+    precision = Precision(precision_mode, "cpu")
+    policy = AggregationPolicy.build(flags, precision, prepared, CPU, source_norm=source_norm)
+    torch.manual_seed(seed)
+    model = build_model(model_name, graph.num_features, hidden, out, len(flags.fanout)).eval()
+    return prepared, precision, policy, model
+
+
+def _whole_graph(prepared, precision, policy, model):
+    with torch.no_grad():
+        agg = policy.for_graph(prepared.edge_index, prepared.num_nodes)
+        return model(prepared.graph.x, agg, precision)
+
+
+CASES = [(m, agg, p, cached) for m in ("gcn", "sage") for agg in ("scatter", "sparse")
+         for p in ("off", "partial", "full") for cached in ((False, True) if m == "gcn" else (False,))]
+
+
+@pytest.mark.parametrize("model_name,aggregation,precision_mode,cached", CASES)
+def test_layerwise_equals_whole_graph_forward(tiny_graph, model_name, aggregation, precision_mode, cached):
+    if aggregation == "sparse" and precision_mode == "full" and not _sparse_product_supports("cpu", torch.bfloat16):
+        pytest.skip("no bf16 CSR product on this CPU (the combination is refused as unavailable)")
+    # cached: full-graph coefficients held by the policy (cached_norm with full-batch training); else
+    # computed from full-graph degrees at evaluation, as the whole-graph path does
+    flags = Flags(aggregation=aggregation, cached_norm=cached, batch_source="full" if cached else "neighbor")
+    prepared, precision, policy, model = _setup(tiny_graph, model_name, flags, precision_mode,
+                                                source_norm="full" if cached else "batch")
+    assert (policy.norm is not None) == cached
+    ref = _whole_graph(prepared, precision, policy, model)
+    infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)
+    got = infer(model, prepared.graph.x, precision)
+    assert infer.plan(max(model.dims)).num_chunks > 10
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    if precision_mode == "full":  # bf16 sums: a different order rounds differently
+        torch.testing.assert_close(got, ref, rtol=0.05, atol=0.05)
+        assert (got.argmax(-1) == ref.argmax(-1)).float().mean() > 0.99
+    else:
+        torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+        assert torch.equal(got.argmax(-1), ref.argmax(-1))
+
+
+def test_layerwise_respects_the_precision_policy(tiny_graph):
+    for mode, agg_dtype in (("off", torch.float32), ("partial", torch.float32), ("full", torch.bfloat16)):
+        prepared, precision, policy, model = _setup(tiny_graph, "gcn", Flags(), mode)
+        seen = []
+        for lin in model.lins:
+            lin.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
+        LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
+            model, prepared.graph.x, precision)
+        assert set(seen) == {torch.float32 if mode == "off" else torch.bfloat16}, mode
+        assert policy.dtype == agg_dtype
+
+
+def test_layerwise_int32_graph_and_link_split(tiny_graph):
+    flags = Flags(index_dtype="int32", aggregation="sparse")
+    prepared, precision, policy, model = _setup(tiny_graph.link_split(), "gcn", flags, "off")
+    assert prepared.edge_index.dtype == torch.int32
+    ref = _whole_graph(prepared, precision, policy, model)
+    got = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
+        model, prepared.graph.x, precision)
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
+
+
+@given(random_edges(max_nodes=40, max_edges=200), st.integers(1, 7))
+def test_chunked_gcn_weights_equal_the_whole_graphs_bit_for_bit(edges, cuts):
+    edge_index, n = edges
+    edge_index, _ = sort_edges_by_target(edge_index, n)  # self loops and repeated loops kept
+    rowptr = rowptr_from_sorted_targets(edge_index[1], n)
+    whole = gcn_norm(edge_index, n)
+    bounds = sorted({0, n, *torch.linspace(0, n, cuts + 1).long().tolist()})
+    chunks = [(lo, hi, int(rowptr[lo]), int(rowptr[hi])) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    dinv = torch.cat([gcn_inv_sqrt_degree(edge_index[:, a:b], hi - lo, target_start=lo) for lo, hi, a, b in chunks])
+    parts = [gcn_norm_targets(edge_index[:, a:b], dinv, target_start=lo, num_targets=hi - lo)
+             for lo, hi, a, b in chunks]
+    assert torch.equal(torch.cat([p.edge_weight for p in parts]), whole.edge_weight)
+    assert torch.equal(torch.cat([p.self_weight for p in parts]), whole.self_weight)
+
+
+class _Sizes(TorchDispatchMode):
+    """Records the shape of every dense tensor an operator returns (an observer: nothing is changed). Sparse
+    CSR tensors are left out: their numel is the logical rows x columns, their storage is the recorded parts."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+                self.shapes.append((tuple(t.shape), str(func)))
+        return out
+
+    def beyond(self, n, node_bound, chunk_bound):
+        """Tensors that are neither node-sized (``[n, ...]`` within ``node_bound`` elements) nor within one
+        chunk's ``chunk_bound`` elements."""
+        return [(s, f) for s, f in self.shapes
+                if math.prod(s) > chunk_bound and not (s[0] in (n, n + 1) and math.prod(s) <= node_bound)]
+
+
+@pytest.mark.parametrize("aggregation", ["scatter", "sparse"])
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_chunking_bounds_every_intermediate(tiny_graph, model_name, aggregation):
+    prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(aggregation=aggregation), "off",
+                                                hidden=64)
+    n, e, width = tiny_graph.num_nodes, tiny_graph.num_edges, max(model.dims)
+    infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=2**19)
+    plan = infer.plan(width)
+    assert plan.edge_bounds[-1] == e and plan.node_bounds[-1] == n and plan.num_chunks > 50
+    assert all(plan.cost(*c) <= plan.budget_bytes for c in plan if c[1] - c[0] > 1)
+    chunk_bound = plan.max_edges * width  # the largest edge-sized tensor a chunk may hold: chunk edges x features
+    assert chunk_bound < e // 2  # tighter than even one value per edge of the whole graph
+    with _Sizes() as chunked:
+        infer(model, prepared.graph.x, precision)
+    assert chunked.shapes and chunked.beyond(n, n * width, chunk_bound) == []
+    # the same observer on the whole-graph forward sees edge-sized tensors: edges x features per layer on the
+    # scatter path, one weight per edge (the normalization, or the mean's edge values) on the sparse one
+    with _Sizes() as whole:
+        _whole_graph(prepared, precision, policy, model)
+    over = whole.beyond(n, n * width, chunk_bound)
+    assert over and max(math.prod(s) for s, _ in over) >= (e * min(model.dims) if aggregation == "scatter" else e)
+
+
+def test_bad_chunk_budgets_are_refused(tiny_graph):
+    prepared, _, policy, _ = _setup(tiny_graph, "gcn", Flags(), "off")
+    for bad in (0, -5, 1000, 2.5e8, "256MiB", True, None):
+        with pytest.raises(ValueError, match=r"chunk_bytes must be an integer number of bytes >= 65536 \(64 KiB\) "
+                                             rf"\(got {re.escape(repr(bad))}\)"):
+            LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=bad)
+    with pytest.raises(ValueError, match=r"budget_bytes must be .* \(got 10\)"):
+        plan_chunks(prepared.edge_index, prepared.graph.rowptr, width=32, budget_bytes=10)
+
+
+def test_edges_not_sorted_by_target_are_refused(tiny_graph):
+    g = tiny_graph
+    perm = torch.randperm(g.num_edges, generator=torch.Generator().manual_seed(0))
+    with pytest.raises(ValueError, match="not the in-edges of nodes .* in target order"):
+        plan_chunks(g.edge_index[:, perm], g.rowptr, width=32, budget_bytes=2**20)
+    with pytest.raises(ValueError, match="width must be an integer >= 1 \\(got 0\\)"):
+        plan_chunks(g.edge_index, g.rowptr, width=0)
+

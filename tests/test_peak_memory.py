@@ -1,0 +1,70 @@
+"""Evaluation's peak memory, measured apart from the rest without resetting the process's peak."""
+
+import resource
+import time
+
+import pytest
+import torch
+
+from gnnbench.peak_memory import PeakMemory, _hwm_bytes, _rss_bytes
+
+MiB = 2**20
+
+
+def _hold(nbytes: int, seconds: float = 0.05) -> None:
+    t = torch.ones(nbytes // 4)  # written: resident
+    time.sleep(seconds)
+    del t
+
+
+def test_host_peaks_split_without_resetting_the_process_peak():
+    peaks = PeakMemory(torch.device("cpu"))
+    if not peaks.available:
+        pytest.skip("needs Linux's /proc/self/status and statm")
+    hwm0 = _hwm_bytes()
+    # 1. an evaluation that raises the process's high-water mark is measured exactly (VmHWM)
+    start = _rss_bytes()
+    if hwm0 - start > 3 * 2**30:
+        pytest.skip("this process already peaked 3 GiB above its current memory: raising the peak costs too much")
+    with peaks.evaluation():
+        _hold(hwm0 - start + 192 * MiB)
+    s = peaks.summary()
+    assert s["train_peak_bytes"] == hwm0, "the stretch before the first evaluation: VmHWM when it starts"
+    assert s["eval_peak_bytes"] >= hwm0 + 176 * MiB and "VmHWM" in s["peak_method"]
+    assert s["eval_rise_bytes"] >= hwm0 - start + 176 * MiB
+    # 2. one that stays below it is sampled: a lower bound that still sees a 64 MiB tensor held for 50 ms
+    peaks2 = PeakMemory(torch.device("cpu"))
+    start2 = _rss_bytes()
+    assert _hwm_bytes() > start2 + 128 * MiB  # the first evaluation's peak stays above
+    with peaks2.evaluation():
+        _hold(64 * MiB)
+    s2 = peaks2.summary()
+    assert s2["eval_peak_bytes"] < _hwm_bytes() and "sampled" in s2["peak_method"]
+    assert 56 * MiB <= s2["eval_rise_bytes"] <= 112 * MiB, s2
+    # nothing was reset: the process peak that getrusage (and /usr/bin/time) reports is still the highest one
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 >= s["eval_peak_bytes"]
+    assert _hwm_bytes() >= s["eval_peak_bytes"]
+
+
+def test_cpu_has_no_device_peak():
+    peaks = PeakMemory(torch.device("cpu"))
+    assert peaks.device_peak() is None
+    summary = peaks.summary()
+    assert set(summary) == {"train_peak_bytes", "eval_peak_bytes", "eval_rise_bytes", "peak_method"}
+    assert summary["eval_peak_bytes"] is None  # no evaluation ran
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_peaks_split_and_total_kept():
+    dev = torch.device("cuda")
+    torch.cuda.reset_peak_memory_stats(dev)
+    peaks = PeakMemory(dev)
+    a = torch.ones(64 * MiB // 4, device=dev)  # "training": 64 MiB
+    del a
+    with peaks.evaluation():
+        b = torch.ones(16 * MiB // 4, device=dev)
+        del b
+    s = peaks.summary()
+    assert s["train_peak_bytes"] >= 64 * MiB and 16 * MiB <= s["eval_peak_bytes"] < 64 * MiB
+    assert peaks.device_peak() >= 64 * MiB, "the run's device peak survives the reset around evaluation"
