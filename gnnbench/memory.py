@@ -1,0 +1,135 @@
+"""Peak memory of training steps, measured: what a memory budget is compared with.
+
+- On CUDA: ``torch.cuda.reset_peak_memory_stats`` before the region and
+  ``torch.cuda.max_memory_allocated`` after it, so the peak is everything
+  allocated on the device during the region, the resident state included
+  (model, optimizer state, device-resident features): what the device must hold.
+- On a CPU, process RSS includes the interpreter, the graph and setup, so it
+  is not a step's memory. :class:`AllocationTracker` counts tensor storages
+  instead: a ``TorchDispatchMode`` sees every ATen operator called in the
+  region (the backward pass included) and adds the bytes of each output
+  storage that did not exist before it (a view or an in-place result shares
+  an input's storage and is not counted again); a ``weakref.finalize`` on the
+  storage subtracts them when it is freed. The peak of that running total is
+  the memory the steps allocate on top of what already existed: the graph,
+  the feature table and the model's parameters are not in it.
+
+What the CPU tracker does not see: tensors made without an operator
+(``torch.tensor`` from Python data, ``torch.from_numpy``), and batches built
+in DataLoader worker processes (they arrive through shared memory). It costs
+a Python call per operator, so measure a few steps, outside timed ones
+(:mod:`gnnbench.ladder` tracks the warm-up steps).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+__all__ = ["AllocationTracker", "StepPeak", "step_peak", "MEMORY_SOURCES"]
+
+# How a peak was measured, by device type.
+MEMORY_SOURCES = {"cuda": "torch.cuda.max_memory_allocated (resident state included)",
+                  "cpu": "tensor storages allocated during the steps (dispatch-mode tracker)"}
+
+
+class AllocationTracker(TorchDispatchMode):
+    """Running total and peak of the bytes of tensor storages created inside ``with tracker:``.
+
+    Args:
+        device_type: Count storages on this device type only (default ``"cpu"``).
+
+    Attributes:
+        current_bytes: Bytes of storages created in the region and still alive.
+        peak_bytes: Largest ``current_bytes`` seen.
+    """
+
+    def __init__(self, device_type: str = "cpu") -> None:
+        super().__init__()
+        self.device_type = device_type
+        self.current_bytes = 0
+        self.peak_bytes = 0
+        self._live: dict[int, int] = {}  # id of a live storage object -> its bytes as counted
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {id(s) for s in map(_storage, tree_leaves((args, kwargs))) if s is not None}
+        for storage in map(_storage, tree_leaves(out)):
+            if storage is not None:
+                self._see(storage, is_input=id(storage) in inputs)
+        return out
+
+    def _see(self, storage: torch.UntypedStorage, *, is_input: bool) -> None:
+        if storage.device.type != self.device_type:
+            return
+        key, nbytes = id(storage), storage.nbytes()
+        counted = self._live.get(key)
+        if counted is None:
+            if is_input:  # a view of, or in place on, storage that existed before the region
+                return
+            weakref.finalize(storage, self._free, key)
+            self._live[key] = 0
+            counted = 0
+        if nbytes != counted:  # new, or resized in place by an out= operator
+            self._live[key] = nbytes
+            self.current_bytes += nbytes - counted
+            self.peak_bytes = max(self.peak_bytes, self.current_bytes)
+
+    def _free(self, key: int) -> None:
+        self.current_bytes -= self._live.pop(key, 0)
+
+
+def _storage(x) -> torch.UntypedStorage | None:
+    """The storage behind a plain strided tensor (``None`` for anything else)."""
+    if not isinstance(x, torch.Tensor) or x.layout != torch.strided or type(x) is not torch.Tensor:
+        return None
+    return x.untyped_storage()
+
+
+@dataclass
+class StepPeak:
+    """``with StepPeak(device) as m: ...`` then ``m.peak_bytes``: the region's peak (see the module docstring).
+
+    Args:
+        device: Where the steps run: CUDA reads the caching allocator's peak, anything else is tracked by
+            :class:`AllocationTracker` for that device type.
+    """
+
+    device: torch.device
+    peak_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.device = torch.device(self.device)
+        self._tracker: AllocationTracker | None = None
+
+    @property
+    def source(self) -> str:
+        """How the peak is measured, in words."""
+        return MEMORY_SOURCES.get(self.device.type, MEMORY_SOURCES["cpu"])
+
+    def __enter__(self) -> "StepPeak":
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self._tracker = AllocationTracker(self.device.type)
+            self._tracker.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._tracker is None:
+            torch.cuda.synchronize(self.device)
+            self.peak_bytes = int(torch.cuda.max_memory_allocated(self.device))
+        else:
+            self._tracker.__exit__(*exc)
+            self.peak_bytes = self._tracker.peak_bytes
+            self._tracker = None
+
+
+def step_peak(device: torch.device | str) -> StepPeak:
+    """A context manager measuring the peak memory of the steps it wraps on ``device``: :class:`StepPeak`."""
+    return StepPeak(torch.device(device))
