@@ -184,8 +184,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
                   "rows_gathered": features.stats.rows, "rows_from_device": features.stats.rows_device,
                   "hot_hit_rate": features.stats.hot_hit_rate},
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
-        memory={"host_peak_bytes": _host_peak_bytes(),
-                "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+        # the process's host peak; the device's; and the compute device's peak outside and during evaluation
+        memory={"host_peak_bytes": _host_peak_bytes(), "device_peak_bytes": trainer.peaks.device_peak(),
+                **trainer.peaks.summary()},
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,
     )

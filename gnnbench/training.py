@@ -31,7 +31,9 @@ from gnnbench.features import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
+from gnnbench.inference import DEFAULT_CHUNK_BYTES, LayerwiseInference, check_chunk_bytes
 from gnnbench.models import MODELS, AggregationPolicy, Precision, build_model, compile_model
+from gnnbench.peak_memory import PeakMemory
 from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.sources import make_batch_source
 from gnnbench.tasks import TASKS
@@ -65,6 +67,9 @@ class RunConfig:
         eval_every: Validation points for time to accuracy: every N steps and
             at the end (``None``: at the end of every epoch). Evaluation runs
             outside the training clock.
+        eval_chunk_bytes: Memory budget of one chunk of target nodes in
+            full-neighbourhood evaluation, which runs layer by layer a chunk at
+            a time (:mod:`gnnbench.inference`; default 256 MiB, at least 64 KiB).
     """
 
     spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
@@ -82,6 +87,7 @@ class RunConfig:
     sync_phases: bool = True  # per-phase sync (True) or end-to-end only
     cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
     eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
+    eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
@@ -96,6 +102,7 @@ class RunConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        check_chunk_bytes(self.eval_chunk_bytes, "RunConfig.eval_chunk_bytes")
         if self.eval_every is not None and (not isinstance(self.eval_every, int) or self.eval_every < 1):
             raise ValueError(f"RunConfig.eval_every must be None or an integer >= 1 (got {self.eval_every!r})")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
@@ -207,6 +214,8 @@ class Trainer:
         self.curve: list[EvalPoint] = []
         self.eval_seconds = 0.0
         self.first_step_seconds: float | None = None
+        self.inference: LayerwiseInference | None = None  # full-neighbourhood evaluation, built at the first one
+        self.peaks = PeakMemory(device)  # peak memory of evaluation apart from the rest
 
     # ------------------------------------------------------------------ the loop
     def steps(self, epochs: int | float | None = None, max_steps_per_epoch: int | None = None, *,
@@ -318,16 +327,20 @@ class Trainer:
     # ------------------------------------------------------------ evaluation
     @torch.no_grad()
     def evaluate(self) -> tuple[dict, float]:
-        """Full-neighbourhood evaluation (no sampling noise): ``(metrics, seconds)``."""
+        """Full-neighbourhood evaluation (no sampling noise): ``(metrics, seconds)``.
+
+        The model runs layer by layer over the whole graph, a chunk of target nodes at a time
+        (:class:`~gnnbench.inference.LayerwiseInference`, chunks within ``config.eval_chunk_bytes``): memory
+        grows with the nodes, not with edges x features. Its peak is recorded apart from training's (:attr:`peaks`).
+        """
         t0 = time.perf_counter()
         self.model.eval()
-        g, device = self.graph, self.device
-
-        def embed() -> torch.Tensor:
-            agg = self.policy.for_graph(self.prepared.edge_index.to(device), g.num_nodes)
-            return self.model(g.x.to(device), agg, self.precision)
-
-        metrics = self.task.evaluate(embed)
+        with self.peaks.evaluation():
+            if self.inference is None:
+                g = self.prepared.graph
+                self.inference = LayerwiseInference(g.edge_index, g.rowptr, self.policy, self.device,
+                                                    chunk_bytes=self.config.eval_chunk_bytes)
+            metrics = self.task.evaluate(lambda: self.inference(self.model, self.graph.x, self.precision))
         return metrics, time.perf_counter() - t0
 
     def close(self) -> None:

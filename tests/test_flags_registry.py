@@ -109,3 +109,16 @@ def test_fanout_entry_drops_the_last_hop_and_refuses_a_single_hop():
     assert fanout.apply(Flags(fanout=(10, 5))).fanout == (10,)
     with pytest.raises(ValueError, match=r"base fanout \[10\] has only one"):
         fanout.apply(Flags(fanout=(10,)))
+
+
+def test_every_entry_says_what_it_relieves():
+    """diagnose recommends by ``targets`` and ranks kernel entries by ``ops``: every entry has targets, and
+    every op name is a profiler operator name."""
+    from gnnbench.registry import BOTTLENECKS
+
+    for opt in registry.REGISTRY.values():
+        assert opt.targets and set(opt.targets) <= set(BOTTLENECKS), opt.name
+        assert all(op.startswith("aten::") for op in opt.ops), opt.name
+    with pytest.raises(ValueError, match="subset of"):
+        registry.Optimization(name="x", changes={}, description="", expected_effect="", layer="m",
+                              targets=("network",))

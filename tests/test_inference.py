@@ -163,3 +163,49 @@ def test_edges_not_sorted_by_target_are_refused(tiny_graph):
     with pytest.raises(ValueError, match="width must be an integer >= 1 \\(got 0\\)"):
         plan_chunks(g.edge_index, g.rowptr, width=0)
 
+
+def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memory():
+    from gnnbench.cli.tables import format_run
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.measure import run
+    from gnnbench.training import RunConfig, Trainer
+
+    for task in ("node", "link"):
+        cfg = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
+                        task=task, epochs=1, max_steps_per_epoch=3, warmup_steps=1, hidden=16,
+                        eval_chunk_bytes=2**20)
+        trainer = Trainer(cfg)
+        for _ in trainer.steps():
+            pass
+        metrics, _ = trainer.evaluate()
+        assert trainer.inference.plan(max(trainer.model.dims)).num_chunks > 3
+        with torch.no_grad():
+            agg = trainer.policy.for_graph(trainer.prepared.edge_index, trainer.graph.num_nodes)
+            whole = trainer.task.evaluate(lambda: trainer.model(trainer.graph.x, agg, trainer.precision))
+        for key in ("val", "test"):
+            assert abs(metrics[key] - whole[key]) <= 1e-4, (task, key, metrics, whole)
+        trainer.close()
+    r = run(cfg)
+    m = r.memory
+    assert m["train_peak_bytes"] > 0 and m["eval_peak_bytes"] > 0 and m["eval_rise_bytes"] >= 0
+    assert m["host_peak_bytes"] >= max(m["train_peak_bytes"], m["eval_peak_bytes"]) - 2**20
+    assert "outside evaluation" in format_run(r) and "evaluation" in m["peak_method"]
+
+
+def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
+    from gnnbench.cli import main
+    from gnnbench.cli.options import parse_eval_chunk
+    from gnnbench.training import RunConfig
+
+    assert parse_eval_chunk("64MiB") == 64 * 2**20 and parse_eval_chunk("1GB") == 10**9
+    assert parse_eval_chunk("65536") == 65536
+    for bad, says in (("12XB", "must be a size such as 256MiB"), ("1KiB", "must be at least 64KiB"),
+                      ("-5MiB", "must be at least 64KiB"), ("nan", "must be a size")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["run", "--preset", "tiny", f"--eval-chunk={bad}"])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert re.search(says, err) and repr(bad) in err, err
+    with pytest.raises(ValueError, match=r"RunConfig.eval_chunk_bytes must be an integer number of bytes >= 65536 "
+                                         r"\(64 KiB\) \(got 0\)"):
+        RunConfig(eval_chunk_bytes=0)

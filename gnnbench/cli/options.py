@@ -8,11 +8,12 @@ from gnnbench import registry
 from gnnbench.flags import HOT_RANKS, Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.graphs.spec import PRESETS
+from gnnbench.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models import MODELS
 from gnnbench.tasks import TASKS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
-           "parse_hot_budget"]
+           "parse_hot_budget", "parse_eval_chunk"]
 
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -50,6 +51,24 @@ def parse_hot_budget(text: str) -> dict[str, float | int]:
         raise argparse.ArgumentTypeError(f"--hot-budget must be a fraction in (0, 1] or a size such as 512MiB or "
                                          f"2GB (units {', '.join(_SIZE_UNITS)}; got {text!r})")
     return {"hot_budget_bytes": max(1, int(value * _SIZE_UNITS[unit]))}
+
+
+def parse_eval_chunk(text: str) -> int:
+    """``--eval-chunk``: a size with its unit (``256MiB``, ``1GB``) or plain bytes, at least 64 KiB."""
+    t = text.strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(number):] or "b"
+    try:
+        value = float(number)
+    except ValueError:
+        value = None
+    if value is None or unit not in _SIZE_UNITS or value != value:
+        raise argparse.ArgumentTypeError(f"--eval-chunk must be a size such as 256MiB or 1GB (units "
+                                         f"{', '.join(_SIZE_UNITS)}; got {text!r})")
+    nbytes = int(value * _SIZE_UNITS[unit])
+    if nbytes < MIN_CHUNK_BYTES:
+        raise argparse.ArgumentTypeError(f"--eval-chunk must be at least 64KiB ({MIN_CHUNK_BYTES} bytes; got {text!r})")
+    return nbytes
 
 
 def graph_layer_names() -> list[str]:
@@ -110,6 +129,9 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    "(e.g. 512MiB); default 0.25 of the rows, at most half the free device memory")
     r.add_argument("--hot-rank", default=None, choices=list(HOT_RANKS),
                    help="hot_cold: choose hot rows by measured access (default; one profiled epoch) or degree")
+    r.add_argument("--eval-chunk", type=parse_eval_chunk, default=DEFAULT_CHUNK_BYTES, metavar="SIZE",
+                   help="full-neighbourhood evaluation runs layer by layer, a chunk of target nodes at a time: "
+                        "memory budget of one chunk, e.g. 64MiB (default 256MiB, at least 64KiB)")
     r.add_argument("--eval-every", type=int, default=None,
                    help="validation every N steps for time to accuracy (default: every epoch); off the clock")
 
@@ -134,4 +156,4 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
                      model=args.model, num_layers=args.layers, hidden=args.hidden, epochs=args.epochs,
                      max_steps_per_epoch=args.max_steps, warmup_steps=args.warmup, seed=args.seed or 0,
                      device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
-                     eval_every=args.eval_every)
+                     eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))

@@ -74,6 +74,21 @@ def _format_accuracy(acc: dict) -> str:
             "(full-neighbourhood evaluation)")
 
 
+def _format_memory(m: dict) -> str:
+    """The process's host peak (and the device's), then the compute device's peak outside and during
+    evaluation (results from before the split have neither)."""
+    text = f"memory     host peak {human_bytes(m['host_peak_bytes'])}"
+    if m.get("device_peak_bytes"):
+        text += f", device peak {human_bytes(m['device_peak_bytes'])}"
+    if m.get("eval_peak_bytes") is not None:
+        text += (f"; outside evaluation {human_bytes(m['train_peak_bytes'])}, evaluation "
+                 f"{human_bytes(m['eval_peak_bytes'])} (+{human_bytes(m['eval_rise_bytes'])} over its start)"
+                 f"\n           measured as {m['peak_method']}")
+    elif m.get("peak_method"):
+        text += f"; evaluation apart: {m['peak_method']}"
+    return text
+
+
 def format_run(r: RunResult) -> str:
     """Human-readable phase breakdown of one run result."""
     if not r.ok:
@@ -104,8 +119,7 @@ def format_run(r: RunResult) -> str:
         "epochs     " + ", ".join(f"{e:.2f} s" for e in r.epoch_seconds) + f"; evaluation {r.eval_seconds:.2f} s",
         _format_accuracy(r.accuracy),
         f"transfer   {human_bytes(r.transfer['bytes_h2d_per_batch'])} host->device per batch",
-        f"memory     host peak {human_bytes(r.memory['host_peak_bytes'])}"
-        + (f", device peak {human_bytes(r.memory['device_peak_bytes'])}" if r.memory["device_peak_bytes"] else ""),
+        _format_memory(r.memory),
         f"overhead   instrumentation {_pct(r.instrumentation_overhead_fraction)} of a step",
     ]
     if r.compile is not None:

@@ -1,0 +1,364 @@
+"""Locate the bottleneck first, then name what to try: ``gnnbench diagnose``.
+
+The field report's quick template: run a fixed number of training steps (100 by default, after warm-up),
+record each phase of each step, the share of the step the device spends computing and the time spent
+waiting for data, then classify the bottleneck with the rules of :data:`RULES` and list the registry
+entries that target it, each with the measured number that motivates it. ``--verify`` then measures the
+recommendations with ``compare``'s statistics (:func:`verify`), so advice that does not pay here is
+reported as such.
+
+Phases group into the bottlenecks of :data:`gnnbench.registry.BOTTLENECKS`:
+
+=============  =================================  ==============================================
+bottleneck     phases                             what it means
+=============  =================================  ==============================================
+sampling       ``sample``                         neighbour / subgraph sampling, loader waits
+negatives      ``negatives``                      negative sampling (link prediction)
+features       ``gather``, ``transfer``           feature rows gathered and moved to the device
+kernels        ``forward``, ``backward``,         the model's kernels: aggregation, transforms,
+               ``optimizer``                      dropout, the optimizer update
+=============  =================================  ==============================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import torch
+
+from gnnbench import registry
+from gnnbench.env import resolve_device
+from gnnbench.flags import format_reasons
+from gnnbench.registry import BOTTLENECKS
+from gnnbench.timing import PHASES
+from gnnbench.training import RunConfig, Trainer, config_unavailable
+
+__all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
+           "diagnose", "format_diagnosis", "field_report_expectation"]
+
+PHASE_GROUPS: dict[str, tuple[str, ...]] = {
+    "sampling": ("sample",),
+    "negatives": ("negatives",),
+    "features": ("gather", "transfer"),
+    "kernels": ("forward", "backward", "optimizer"),
+}
+assert set(PHASE_GROUPS) == set(BOTTLENECKS)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Every threshold of the classification, in one place (fractions of the mean step time).
+
+    The field report's profiler rule: if the device computes for only a small share of the step, the data
+    pipeline comes first; if it computes most of the step and the step is still slow, the kernels.
+    """
+
+    kernels_at: float = 0.5  # compute (device-busy) share at or above which the kernels are the bottleneck
+    worth_at: float = 0.10  # a group below this share of the step is not worth optimizing first
+    huge_graph_nodes: int = 10_000_000  # the field report's "huge graph": sampling and loading dominate
+
+
+RULES = Rules()
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The classification: the bottleneck, the runner-up worth a look, and why."""
+
+    bottleneck: str
+    share: float
+    secondary: str | None
+    secondary_share: float | None
+    compute_share: float
+    compute_source: str  # "NVML" or "compute phases"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    name: str
+    target: str  # the bottleneck it addresses
+    motivation: str  # the measured number behind it
+    expected_effect: str
+    costs_accuracy: bool
+    unavailable: str | None = None  # why it cannot run in this configuration, if it cannot
+    op_share: float | None = None  # share of the profiled step in the operators it targets (kernel entries)
+
+
+@dataclass
+class Diagnosis:
+    """What ``diagnose`` measured and concluded (``to_dict`` for ``--json``)."""
+
+    config: dict
+    device: str
+    steps: int
+    step_ms: dict[str, float]
+    phase_ms: dict[str, float]  # mean per measured step
+    shares: dict[str, float]  # per bottleneck group, of the mean step
+    data_wait_share: float
+    finding: Finding
+    expected: str  # what the field report's table expects for this task and graph size
+    recommendations: list[Recommendation] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    top_ops: list[tuple[str, float]] = field(default_factory=list)  # (operator, share of the profiled step)
+
+    @property
+    def recommended(self) -> list[str]:
+        """Names of the recommendations that can run here, best first."""
+        return [r.name for r in self.recommendations if r.unavailable is None]
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def group_shares(phase_seconds: dict[str, float], step_seconds: float) -> dict[str, float]:
+    """Share of the step per bottleneck group (phases not timed in a run count 0)."""
+    if step_seconds <= 0:
+        raise ValueError(f"step time must be positive (got {step_seconds})")
+    return {g: sum(phase_seconds.get(p, 0.0) for p in phases) / step_seconds for g, phases in PHASE_GROUPS.items()}
+
+
+def classify(shares: dict[str, float], *, busy_fraction: float | None = None, rules: Rules = RULES) -> Finding:
+    """The bottleneck from the step's phase shares (pure: no timing here, so tests can drive it).
+
+    Args:
+        shares: Share of the mean step per group of :data:`PHASE_GROUPS`.
+        busy_fraction: The device's measured busy share (NVML on CUDA); ``None`` uses the compute phases'
+            share (CPU, or NVML unavailable).
+        rules: The thresholds.
+    """
+    unknown = set(shares) - set(PHASE_GROUPS)
+    if unknown:
+        raise ValueError(f"unknown phase groups {sorted(unknown)}; accepted: {', '.join(PHASE_GROUPS)}")
+    compute = shares.get("kernels", 0.0) if busy_fraction is None else busy_fraction
+    source = "compute phases" if busy_fraction is None else "NVML"
+    pipeline = {g: shares.get(g, 0.0) for g in PHASE_GROUPS if g != "kernels"}
+    ranked = sorted(pipeline.items(), key=lambda kv: -kv[1])
+    if compute >= rules.kernels_at:
+        main, share = "kernels", shares.get("kernels", 0.0)
+        reason = (f"the device computes {compute:.0%} of the step ({source}), at or above {rules.kernels_at:.0%}: "
+                  "the step is slow in its kernels")
+        runner = ranked[0] if ranked and ranked[0][1] >= rules.worth_at else None
+    else:
+        main, share = ranked[0]
+        reason = (f"the device computes only {compute:.0%} of the step ({source}), below {rules.kernels_at:.0%}: "
+                  f"the data pipeline comes first, and {main} is its largest part ({share:.0%})")
+        rest = [kv for kv in ranked[1:]] + [("kernels", shares.get("kernels", 0.0))]
+        rest.sort(key=lambda kv: -kv[1])
+        runner = rest[0] if rest and rest[0][1] >= rules.worth_at else None
+    return Finding(main, share, runner[0] if runner else None, runner[1] if runner else None, compute, source,
+                   reason)
+
+
+def field_report_expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
+    """What the field report's table expects for this task and graph size (context beside the measurement)."""
+    if task == "link":
+        return "link prediction: negative sampling and feature transfer (first fixes: negatives, pinned memory)"
+    if num_nodes >= rules.huge_graph_nodes:
+        return "node classification on a huge graph: sampling and loading (first fixes: subgraph sampling, " \
+               "feature caching)"
+    return "node classification on a small or medium graph: kernels (first fixes: mixed precision, fusion)"
+
+
+def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
+              device: torch.device, op_shares: dict[str, float] | None = None) -> list[Recommendation]:
+    """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries whose
+    operators (``Optimization.ops``) took a measured share of the profiled step first, largest share first;
+    then the others in registry order; entries that may cost accuracy after those that should not. Entries
+    that cannot run here come with their reason."""
+    op_shares = op_shares or {}
+    out: list[Recommendation] = []
+    for group in (finding.bottleneck, finding.secondary):
+        if group is None:
+            continue
+        share = shares.get(group, 0.0)
+        group_motivation = f"{group} is {share:.0%} of the step ({share * step_ms:.1f} of {step_ms:.1f} ms)"
+        ranked = []
+        for opt in registry.REGISTRY.values():
+            if group not in opt.targets or config.task not in opt.tasks or any(r.name == opt.name for r in out):
+                continue
+            flags = opt.apply(config.flags)
+            if flags == config.flags:
+                continue  # already on in this configuration
+            ops = {op: op_shares[op] for op in opt.ops if op_shares.get(op, 0.0) > 0}
+            evidence = sum(ops.values()) if ops else None
+            motivation = group_motivation
+            if ops:
+                listed = ", ".join(f"{op} {v:.0%}" for op, v in sorted(ops.items(), key=lambda kv: -kv[1]))
+                motivation = f"its operators take {evidence:.0%} of the profiled step ({listed}); {group_motivation}"
+            reasons = config_unavailable(dataclasses.replace(config, flags=flags), device)
+            ranked.append(Recommendation(opt.name, group, motivation, _first_sentence(opt.expected_effect),
+                                         opt.costs_accuracy, format_reasons(reasons) if reasons else None,
+                                         evidence))
+        ranked.sort(key=lambda r: (r.costs_accuracy, r.op_share is None, -(r.op_share or 0.0)))
+        out.extend(ranked)
+    return out
+
+
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
+def op_profile(trainer_steps, steps: int, device: torch.device) -> dict[str, float]:
+    """Share of the profiled steps' operator self time per ``aten::`` operator (device time on CUDA)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for _ in range(steps):
+            if next(trainer_steps, None) is None:
+                break
+    key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
+    times = {e.key: float(getattr(e, key, 0.0) or 0.0) for e in prof.key_averages()}
+    total = sum(times.values())
+    return {k: v / total for k, v in times.items() if total > 0 and v > 0}
+
+
+def _run_template(config: RunConfig, steps: int, graph: Any,
+                  profile_steps: int) -> tuple[Trainer, list[float], dict[str, float]]:
+    """The quick template: ``steps`` measured steps (after warm-up), then ``profile_steps`` more under the
+    operator profiler (kept out of the timings)."""
+    trainer = Trainer(config, graph)
+    busy: list[float] = []
+    nvml = trainer.device.type == "cuda"
+    op_shares: dict[str, float] = {}
+    loop = trainer.steps(epochs=float("inf"))
+    try:
+        for _ in loop:
+            if nvml:
+                try:
+                    busy.append(torch.cuda.utilization(trainer.device) / 100.0)
+                except Exception:  # noqa: BLE001 - NVML missing: fall back to the compute phases
+                    nvml = False
+            if len(trainer.timer.step_seconds) >= steps:
+                break
+        if profile_steps:
+            recorded = len(trainer.timer.step_seconds)
+            op_shares = op_profile(loop, profile_steps, trainer.device)
+            del trainer.timer.step_seconds[recorded:], trainer.timer.steps[recorded:]  # profiled: not timed
+    finally:
+        loop.close()
+        trainer.close()
+    return trainer, busy, op_shares
+
+
+def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: Rules = RULES,
+             profile_steps: int = 5) -> Diagnosis:
+    """Run the quick template on ``config`` (``steps`` measured steps after ``config.warmup_steps``, then
+    ``profile_steps`` under the operator profiler, which ranks kernel entries) and classify.
+    Raises :class:`~gnnbench.flags.UnavailableError` when the configuration cannot run here."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an integer >= 1 (got {steps!r})")
+    if not isinstance(profile_steps, int) or profile_steps < 0:
+        raise ValueError(f"profile_steps must be an integer >= 0 (got {profile_steps!r})")
+    if not config.sync_phases:
+        raise ValueError("diagnose needs the per-phase breakdown; run it without --no-sync")
+    device = resolve_device(config.device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    trainer, busy, op_shares = _run_template(config, steps, graph, profile_steps)
+    timer = trainer.timer
+    n = len(timer.step_seconds)
+    mean_step = statistics.fmean(timer.step_seconds)
+    phase_s = {p: statistics.fmean(s.get(p, 0.0) for s in timer.steps) for p in PHASES}
+    shares = group_shares(phase_s, mean_step)
+    finding = classify(shares, busy_fraction=statistics.fmean(busy) if busy else None, rules=rules)
+    step_ms = 1e3 * mean_step
+    return Diagnosis(
+        config=config.to_dict(), device=str(device), steps=n,
+        step_ms={"mean": step_ms, "median": 1e3 * statistics.median(timer.step_seconds),
+                 "min": 1e3 * min(timer.step_seconds), "max": 1e3 * max(timer.step_seconds)},
+        phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
+        data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
+        expected=field_report_expectation(config.task, trainer.graph.num_nodes, rules),
+        recommendations=recommend(finding, shares, step_ms, config, device, op_shares),
+        top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
+        memory={"host_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+    )
+
+
+def format_diagnosis(d: Diagnosis) -> str:
+    """The human-readable report: breakdown, classification, what to try."""
+    f = d.finding
+    lines = [f"diagnose: {d.steps} measured steps on {d.device}; step {d.step_ms['mean']:.1f} ms mean "
+             f"(median {d.step_ms['median']:.1f}, min {d.step_ms['min']:.1f}, max {d.step_ms['max']:.1f})", ""]
+    lines.append(f"{'phase':<12}{'ms/step':>10}{'share':>8}")
+    for p, ms in d.phase_ms.items():
+        if ms > 0 or p != "negatives":
+            lines.append(f"{p:<12}{ms:>10.2f}{ms / d.step_ms['mean']:>8.0%}")
+    lines.append("")
+    lines.append("by bottleneck: " + ", ".join(f"{g} {s:.0%}" for g, s in d.shares.items()
+                                               if s > 0 or g != "negatives"))
+    lines.append(f"compute share {f.compute_share:.0%} ({f.compute_source}); waiting for data "
+                 f"{d.data_wait_share:.0%}")
+    mem = d.memory
+    mem_txt = f"host peak {mem['host_peak_bytes'] / 2**20:,.0f} MiB"
+    if mem.get("device_peak_bytes") is not None:
+        mem_txt += f", device peak {mem['device_peak_bytes'] / 2**20:,.0f} MiB"
+    lines.append(f"memory: {mem_txt}")
+    if d.top_ops:
+        lines.append("top operators (profiled steps): " + ", ".join(f"{op} {v:.0%}" for op, v in d.top_ops[:5]))
+    lines.append("")
+    lines.append(f"bottleneck: {f.bottleneck} ({f.share:.0%} of the step): {f.reason}")
+    if f.secondary:
+        lines.append(f"also worth a look: {f.secondary} ({f.secondary_share:.0%})")
+    lines.append(f"field report's table for this case: {d.expected}")
+    lines.append("")
+    runnable = [r for r in d.recommendations if r.unavailable is None]
+    lines.append("try, in this order:" if runnable else "nothing in the registry targets it and can run here")
+    for i, r in enumerate(runnable, 1):
+        cost = " (may cost accuracy: judge it by time to accuracy)" if r.costs_accuracy else ""
+        lines.append(f"  {i}. {r.name}{cost}: {r.motivation}")
+        lines.append(f"     {r.expected_effect}")
+    blocked = [r for r in d.recommendations if r.unavailable is not None]
+    if blocked:
+        lines.append("would target it, but cannot run here:")
+        for r in blocked:
+            lines.append(f"  - {r.name}: {r.unavailable}")
+    if runnable:
+        lines.append("")
+        lines.append("measure them: gnnbench diagnose ... --verify (or gnnbench compare --flags "
+                     f"{','.join(r.name for r in runnable)})")
+    return "\n".join(lines)
+
+
+def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
+    """The sweep labels ``--verify`` measures: each of the ``top`` runnable recommendations alone, and the
+    ones that do not cost accuracy together (``a+b``) when there are two or more."""
+    names = d.recommended[:top]
+    safe = [n for n in names if not registry.get(n).costs_accuracy]
+    labels = list(names)
+    if len(safe) >= 2:
+        labels.append("+".join(safe))
+    return labels
+
+
+def verdicts(rows: Iterable[dict]) -> list[str]:
+    """One line per measured recommendation (rows of :func:`gnnbench.results.compare`): does it pay here?"""
+    out = []
+    for row in rows:
+        label = row.get("label")
+        if label in (None, "baseline") or label.startswith("baseline ("):
+            continue
+        if row.get("status") != "ok":
+            out.append(f"{label}: not measured ({row.get('reason') or row.get('status')})")
+            continue
+        ratio, low, high = row.get("speedup"), row.get("speedup_low"), row.get("speedup_high")
+        by = row.get("primary", "epoch time")
+        acc = f"; accuracy {row['acc_delta'] * 100:+.2f} pp ({row['acc_verdict']})"
+        if ratio is None:
+            out.append(f"{label}: no comparable measurement{acc}")
+        elif row.get("significant") and ratio > 1:
+            out.append(f"{label}: pays here, {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}{acc}")
+        elif row.get("significant"):
+            out.append(f"{label}: does not pay here, it is slower: {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}{acc}")
+        else:
+            out.append(f"{label}: does not pay here: {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}, no significant "
+                       f"difference{acc}")
+    return out

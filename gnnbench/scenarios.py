@@ -1,0 +1,87 @@
+"""Named workloads whose bottleneck is known by construction, for ``diagnose``, ``compare``, ``run`` and asv.
+
+Each scenario fixes the graph, the task, the model and the base flags so that one part of the step
+dominates on purpose; ``diagnose --scenario NAME`` must name that part (``expected``), and its
+recommendations must pay when verified. ``--batch-size``, ``--fanout`` and ``--flags`` still apply on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+
+__all__ = ["Scenario", "SCENARIOS", "get_scenario"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A workload with a known bottleneck.
+
+    Args:
+        name: Short name (``--scenario``).
+        description: What it models and why its bottleneck is what it is.
+        expected: The bottleneck ``diagnose`` should name (a group of :data:`gnnbench.diagnose.PHASE_GROUPS`).
+        preset: The graph preset, with ``spec_overrides`` on top.
+        flags: The base flags (the scenario's baseline).
+        task: ``"node"`` or ``"link"``.
+        model: ``"gcn"`` or ``"sage"``.
+        hidden: Hidden width.
+        epochs: Training epochs of a measured run (``compare``, ``--verify``).
+        warmup_steps: Warm-up steps excluded from timings.
+    """
+
+    name: str
+    description: str
+    expected: str
+    preset: str
+    spec_overrides: dict[str, Any] = field(default_factory=dict)
+    flags: Flags = field(default_factory=Flags)
+    task: str = "node"
+    model: str = "gcn"
+    hidden: int = 64
+    epochs: int = 2  # compare / --verify: enough optimizer steps to measure (full batch: one per epoch)
+    warmup_steps: int = 3
+
+    def spec(self) -> GraphSpec:
+        return GraphSpec.preset(self.preset, **self.spec_overrides)
+
+    def config_fields(self) -> dict[str, Any]:
+        """The :class:`~gnnbench.training.RunConfig` fields this scenario sets."""
+        return {"spec": self.spec(), "flags": self.flags, "task": self.task, "model": self.model,
+                "hidden": self.hidden, "epochs": self.epochs, "warmup_steps": self.warmup_steps}
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario(
+        name="sampling-bound",
+        description="Large fanout, narrow model: a 2-hop [25, 20] neighbourhood per 256 seeds is sampled for a "
+        "GraphSAGE of width 16 on 16 features, so drawing and relabelling neighbours outweighs the arithmetic.",
+        expected="sampling", preset="small", spec_overrides={"feature_dim": 16},
+        flags=Flags(fanout=(25, 20), batch_size=256), model="sage", hidden=16,
+    ),
+    Scenario(
+        name="kernel-bound",
+        description="Full-batch GCN on a 20k-node power-law graph: no sampling or gather per step, so the step "
+        "is all kernels (aggregation over every edge, transforms, dropout). One optimizer step per epoch, so "
+        "measured runs last 40 epochs.",
+        expected="kernels", preset="small", spec_overrides={"num_nodes": 20_000},
+        flags=Flags(batch_source="full"), epochs=40, warmup_steps=2,
+    ),
+    Scenario(
+        name="link-negatives",
+        description="Link prediction with 20 negatives per positive, strictly rejected against the training "
+        "edges: drawing negatives and sampling their endpoints' neighbourhoods dominates.",
+        expected="negatives", preset="small", flags=Flags(fanout=(10, 5), batch_size=256),
+        task="link", hidden=32,
+    ),
+)}
+
+
+def get_scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise ValueError(f"unknown scenario {name!r}; accepted: {', '.join(SCENARIOS)}") from None

@@ -1,0 +1,194 @@
+"""``gnnbench tune``: a greedy search over the registry, measured with ``compare``'s statistics.
+
+Locate first (:func:`gnnbench.diagnose.diagnose`): only entries that target a bottleneck taking at least
+:attr:`gnnbench.diagnose.Rules.worth_at` of the step are candidates. Then, round by round, every candidate
+is measured against the flags chosen so far (interleaved rounds, run-level intervals, time to accuracy
+where it was reached, else epoch time); the entry with the largest *significant* gain whose accuracy
+change stays within ``max_acc_loss_pp`` is added; candidates whose point estimate did not beat the
+current flags are dropped for the next round, and so are entries that would undo or repeat a choice
+(they set a field a chosen entry set). The search stops when nothing pays or the next round would not fit
+the time budget; the chosen set is then measured against the original baseline in a final sweep.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from gnnbench import registry
+from gnnbench.diagnose import RULES, Diagnosis, diagnose
+from gnnbench.env import resolve_device
+from gnnbench.results import compare
+from gnnbench.sweep import run_sweep, sweep_entries
+from gnnbench.training import RunConfig, config_unavailable
+
+__all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune"]
+
+
+@dataclass
+class TuneRound:
+    """One greedy round: what was measured against which flags, and what was kept."""
+
+    base: list[str]  # entries chosen before this round
+    measured: list[dict]  # per candidate: label, speedup [low, high], significant, acc delta
+    added: str | None
+    why: str
+    seconds: float
+
+
+@dataclass
+class TuneResult:
+    chosen: list[str]
+    rounds: list[TuneRound] = field(default_factory=list)
+    stop_reason: str = ""
+    final: dict | None = None  # the chosen set against the original baseline (a compare row)
+    diagnosis: dict | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at) -> list[str]:
+    """Registry entries for this task that target a group worth optimizing and can run here."""
+    device = resolve_device(config.device)
+    groups = {g for g, s in d.shares.items() if s >= worth_at}
+    out = []
+    for opt in registry.for_task(config.task):
+        if not groups.intersection(opt.targets):
+            continue
+        flags = opt.apply(config.flags)
+        if flags == config.flags or config_unavailable(dataclasses.replace(config, flags=flags), device):
+            continue
+        out.append(opt.name)
+    return out
+
+
+def _fields(name: str, base) -> set[str]:
+    return set(registry.get(name).changes_for(base))
+
+
+def _acc_ok(row: dict, max_acc_loss_pp: float) -> bool:
+    delta = row.get("acc_delta")
+    return delta is not None and delta * 100 >= -max_acc_loss_pp
+
+
+def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
+         candidates: list[str] | None = None, diagnose_steps: int = 30,
+         log: Callable[[str], None] = print, isolate: bool = True) -> TuneResult:
+    """Greedy search (see the module docstring).
+
+    Args:
+        base: The starting configuration (its flags are the baseline).
+        budget_s: Wall-clock budget in seconds for the whole search, final measurement included.
+        out_dir: Where each round's sweep writes its results (``round-1/``, ..., ``final/``).
+        repeats: Processes per configuration per round (interleaved rounds).
+        max_acc_loss_pp: Largest accepted mean accuracy loss, in percentage points, paired by seed.
+        candidates: Entries to consider (default: those :func:`candidates_for` the diagnosis picks).
+        diagnose_steps: Measured steps of the diagnosis that picks the candidates.
+        log: Receives one line per event.
+        isolate: Run each configuration in its own process (as ``compare`` does).
+    """
+    if budget_s <= 0:
+        raise ValueError(f"budget must be positive (got {budget_s} s)")
+    if max_acc_loss_pp < 0:
+        raise ValueError(f"max_acc_loss_pp must be >= 0 (got {max_acc_loss_pp})")
+    if not isinstance(repeats, int) or repeats < 2:
+        raise ValueError(f"tune needs at least 2 repeats per configuration for an interval (got {repeats!r})")
+    start = time.monotonic()
+    out_dir = Path(out_dir)
+    result = TuneResult(chosen=[])
+    if candidates is None:
+        d = diagnose(base, steps=diagnose_steps)
+        result.diagnosis = {"bottleneck": d.finding.bottleneck, "shares": d.shares}
+        candidates = candidates_for(d, base)
+        log(f"diagnosis: {d.finding.bottleneck} ({d.finding.share:.0%} of the step); candidates: "
+            f"{', '.join(candidates) or 'none'}")
+    else:
+        for name in candidates:
+            registry.get(name)
+    pool = list(candidates)
+    per_run: float | None = None
+    k = 0
+    while True:
+        current = dataclasses.replace(base, flags=registry.flags_for(result.chosen, base.flags))
+        taken = set().union(*(_fields(n, base.flags) for n in result.chosen)) if result.chosen else set()
+        pool = [n for n in pool if n not in result.chosen and not (_fields(n, current.flags) & taken)
+                and registry.get(n).apply(current.flags) != current.flags]
+        if not pool:
+            result.stop_reason = "no candidate left"
+            break
+        runs_needed = (len(pool) + 1) * repeats + 2 * repeats  # this round, then the final measurement
+        left = budget_s - (time.monotonic() - start)
+        if per_run is not None and runs_needed * per_run > left:
+            result.stop_reason = (f"budget: the next round ({len(pool) + 1} configurations x {repeats}) and the "
+                                  f"final measurement need about {runs_needed * per_run / 60:.1f} min, "
+                                  f"{left / 60:.1f} min left")
+            break
+        k += 1
+        t0 = time.monotonic()
+        log(f"round {k}: {len(pool)} candidates against {'+'.join(result.chosen) or 'the baseline'}")
+        entries = sweep_entries(current, pool, repeats=repeats, include_all_recommended=False)
+        runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
+        rows = [r for r in compare(runs).rows if r["label"] in pool]
+        seconds = time.monotonic() - t0
+        per_run = seconds / max(1, len(entries))
+        measured = [{"label": r["label"], "status": r.get("status"), "speedup": r.get("speedup"),
+                     "low": r.get("speedup_low"), "high": r.get("speedup_high"), "by": r.get("primary"),
+                     "significant": r.get("significant"), "acc_delta_pp": (r.get("acc_delta") or 0.0) * 100}
+                    for r in rows]
+        paying = [r for r in rows if r.get("status") == "ok" and r.get("significant") and (r.get("speedup") or 0) > 1
+                  and _acc_ok(r, max_acc_loss_pp)]
+        if not paying:
+            costly = [r["label"] for r in rows if r.get("significant") and (r.get("speedup") or 0) > 1]
+            why = "nothing pays significantly" + (
+                f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else "")
+            result.rounds.append(TuneRound(list(result.chosen), measured, None, why, seconds))
+            result.stop_reason = why
+            log(f"round {k}: {why}")
+            break
+        best = max(paying, key=lambda r: r["speedup"])
+        why = (f"{best['label']}: {best['speedup']:.2f}x [{best['speedup_low']:.2f}, {best['speedup_high']:.2f}] by "
+               f"{best['primary']}, accuracy {best['acc_delta'] * 100:+.2f} pp")
+        result.rounds.append(TuneRound(list(result.chosen), measured, best["label"], why, seconds))
+        result.chosen.append(best["label"])
+        log(f"round {k}: added {why}")
+        pool = [r["label"] for r in rows if r["label"] != best["label"] and (r.get("speedup") or 0) > 1]
+    if result.chosen:
+        label = "+".join(result.chosen)
+        log(f"final: {label} against the baseline")
+        entries = sweep_entries(base, [label], repeats=repeats, include_all_recommended=False)
+        runs = run_sweep(entries, out_dir / "final", isolate=isolate, resume=True)
+        result.final = next((r for r in compare(runs).rows if r["label"] == label), None)
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def format_tune(r: TuneResult) -> str:
+    lines = []
+    for i, rnd in enumerate(r.rounds, 1):
+        lines.append(f"round {i} (on top of {'+'.join(rnd.base) or 'baseline'}, {rnd.seconds / 60:.1f} min):")
+        for m in sorted(rnd.measured, key=lambda m: -(m["speedup"] or 0)):
+            if m["speedup"] is None:
+                lines.append(f"    {m['label']:<20} {m['status']}")
+                continue
+            sig = "" if m["significant"] else " (n.s.)"
+            lines.append(f"    {m['label']:<20} {m['speedup']:.2f}x [{m['low']:.2f}, {m['high']:.2f}]{sig} by {m['by']}, "
+                         f"accuracy {m['acc_delta_pp']:+.2f} pp")
+        lines.append(f"  -> {'added ' + rnd.why if rnd.added else rnd.why}")
+    lines.append(f"stopped: {r.stop_reason}")
+    if r.chosen and r.final:
+        f = r.final
+        sig = "" if f.get("significant") else " (no significant difference)"
+        lines.append(f"final flag set: {','.join(r.chosen)}")
+        if f.get("speedup") is not None:
+            lines.append(f"against the baseline: {f['speedup']:.2f}x [{f['speedup_low']:.2f}, {f['speedup_high']:.2f}]"
+                         f"{sig} by {f['primary']}; accuracy {f['acc_delta'] * 100:+.2f} pp "
+                         f"[{f['acc_delta_low'] * 100:+.2f}, {f['acc_delta_high'] * 100:+.2f}] ({f['acc_verdict']})")
+    elif not r.chosen:
+        lines.append("final flag set: the baseline (no entry paid here)")
+    lines.append(f"total {r.seconds / 60:.1f} min")
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""``gnnbench diagnose``: the classification rules (pure), the ranking, the quick template on ``tiny``, the
+scenarios' recorded phase shares, and the CLI."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from gnnbench import registry
+from gnnbench.diagnose import (PHASE_GROUPS, RULES, Finding, Rules, classify, diagnose, format_diagnosis,
+                               group_shares, recommend, verdicts, verify_names)
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.scenarios import SCENARIOS, get_scenario
+from gnnbench.training import RunConfig
+
+TINY = GraphSpec.preset("tiny")
+RECORDED = Path(__file__).parent / "data" / "scenario_shares.json"
+
+
+@pytest.mark.parametrize("shares, busy, expected, secondary", [
+    ({"sampling": 0.05, "negatives": 0.0, "features": 0.02, "kernels": 0.93}, None, "kernels", None),
+    ({"sampling": 0.55, "negatives": 0.0, "features": 0.05, "kernels": 0.40}, None, "sampling", "kernels"),
+    ({"sampling": 0.15, "negatives": 0.45, "features": 0.10, "kernels": 0.30}, None, "negatives", "kernels"),
+    ({"sampling": 0.10, "negatives": 0.0, "features": 0.60, "kernels": 0.30}, None, "features", "kernels"),
+    # the device busy share (NVML) overrides the compute phases: a busy device is kernel-bound ...
+    ({"sampling": 0.40, "negatives": 0.0, "features": 0.20, "kernels": 0.40}, 0.8, "kernels", "sampling"),
+    # ... and an idle one is not, whatever the phases say
+    ({"sampling": 0.30, "negatives": 0.0, "features": 0.05, "kernels": 0.65}, 0.2, "sampling", "kernels"),
+])
+def test_classify_follows_the_documented_rules(shares, busy, expected, secondary):
+    f = classify(shares, busy_fraction=busy)
+    assert f.bottleneck == expected and f.secondary == secondary
+    assert f.compute_source == ("NVML" if busy is not None else "compute phases")
+    assert f"{RULES.kernels_at:.0%}" in f.reason
+
+
+def test_classify_thresholds_come_from_one_table():
+    shares = {"sampling": 0.45, "negatives": 0.0, "features": 0.0, "kernels": 0.55}
+    assert classify(shares).bottleneck == "kernels"
+    assert classify(shares, rules=Rules(kernels_at=0.6)).bottleneck == "sampling"
+    assert classify(shares, rules=Rules(worth_at=0.5)).secondary is None  # the runner-up is below worth_at
+    with pytest.raises(ValueError, match="unknown phase groups"):
+        classify({"network": 1.0})
+
+
+def test_group_shares_cover_every_phase():
+    phases = {"sample": 1.0, "negatives": 0.5, "gather": 0.25, "transfer": 0.25, "forward": 1.0,
+              "backward": 0.75, "optimizer": 0.25}
+    shares = group_shares(phases, 4.0)
+    assert shares == {"sampling": 0.25, "negatives": 0.125, "features": 0.125, "kernels": 0.5}
+    assert {p for ps in PHASE_GROUPS.values() for p in ps} >= {"sample", "gather", "transfer", "forward",
+                                                               "backward", "optimizer"}
+    with pytest.raises(ValueError, match="positive"):
+        group_shares(phases, 0.0)
+
+
+def test_recommend_ranks_kernel_entries_by_their_operators_share():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
+    finding = Finding("kernels", 0.9, None, None, 0.9, "compute phases", "")
+    ops = {"aten::bernoulli_": 0.40, "aten::index_select": 0.10, "aten::scatter_add_": 0.15, "aten::mm": 0.05}
+    recs = recommend(finding, {"kernels": 0.9}, 10.0, config, torch.device("cpu"), ops)
+    names = [r.name for r in recs]
+    assert names[:3] == ["fast_dropout", "sparse_agg", "partial_amp"], names  # 40% > 25% > 5%
+    assert all(r.target == "kernels" for r in recs)
+    costly = [r.costs_accuracy for r in recs]
+    assert costly == sorted(costly), "entries that may cost accuracy come after the others"
+    assert "aten::bernoulli_ 40%" in recs[0].motivation
+    # an entry already on is not recommended again
+    on = recommend(finding, {"kernels": 0.9}, 10.0,
+                   RunConfig(spec=TINY, flags=registry.flags_for(["fast_dropout"], Flags(fanout=(5, 3)))),
+                   torch.device("cpu"), ops)
+    assert "fast_dropout" not in [r.name for r in on]
+
+
+def test_entries_that_cannot_run_here_are_listed_with_their_reason():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
+    finding = Finding("features", 0.6, None, None, 0.3, "compute phases", "")
+    recs = recommend(finding, {"features": 0.6}, 10.0, config, torch.device("cpu"))
+    blocked = {r.name: r.unavailable for r in recs if r.unavailable}
+    assert {"features_on_device", "uva", "feature_prefetch"} <= set(blocked), blocked  # CUDA-only, on a CPU
+    assert all(reason for reason in blocked.values())
+
+
+def test_quick_template_on_tiny():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64), warmup_steps=1, hidden=16)
+    d = diagnose(config, steps=6, profile_steps=2)
+    assert d.steps == 6  # the profiled steps are not in the timings
+    assert set(d.shares) == set(PHASE_GROUPS) and 0.8 < sum(d.shares.values()) <= 1.05
+    assert d.finding.bottleneck in PHASE_GROUPS and d.top_ops
+    assert d.recommendations and d.recommendations[0].unavailable is None
+    text = format_diagnosis(d)
+    assert f"bottleneck: {d.finding.bottleneck}" in text and "try, in this order:" in text
+    json.dumps(d.to_dict(), default=str)
+    labels = verify_names(d, top=3)
+    assert labels[:3] == d.recommended[:3] and all(registry.combination(label) for label in labels)
+
+
+def test_diagnose_refuses_bad_settings():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3)))
+    with pytest.raises(ValueError, match="steps must be"):
+        diagnose(config, steps=0)
+    with pytest.raises(ValueError, match="without --no-sync"):
+        diagnose(RunConfig(spec=TINY, flags=Flags(fanout=(5, 3)), sync_phases=False), steps=3)
+
+
+def test_verdicts_say_whether_each_recommendation_pays():
+    row = {"status": "ok", "primary": "time to accuracy", "acc_delta": 0.0, "acc_verdict": "no accuracy cost"}
+    lines = verdicts([
+        {"label": "baseline"},
+        {**row, "label": "fast_dropout", "speedup": 1.3, "speedup_low": 1.2, "speedup_high": 1.4, "significant": True},
+        {**row, "label": "int32", "speedup": 0.97, "speedup_low": 0.9, "speedup_high": 1.04, "significant": False},
+        {**row, "label": "compile", "speedup": 0.8, "speedup_low": 0.75, "speedup_high": 0.85, "significant": True},
+        {"label": "uva", "status": "unavailable", "reason": "needs CUDA"},
+    ])
+    assert lines[0].startswith("fast_dropout: pays here, 1.30x")
+    assert lines[1].startswith("int32: does not pay here") and "no significant difference" in lines[1]
+    assert lines[2].startswith("compile: does not pay here, it is slower")
+    assert lines[3] == "uva: not measured (needs CUDA)"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenarios_are_classified_as_designed_from_recorded_shares(name):
+    """The shares ``scripts/record_scenarios.py`` measured on the 2-core reference machine classify as the
+    scenario says (no timing here: the classification of recorded numbers)."""
+    recorded = json.loads(RECORDED.read_text())[name]
+    scenario = get_scenario(name)
+    assert classify(recorded["shares"], busy_fraction=recorded.get("busy_fraction")).bottleneck == scenario.expected
+    assert recorded["config"]["flags"]["fanout"] == list(scenario.flags.fanout)  # recorded from this scenario
+
+
+def test_scenario_errors_and_cli_json(capsys):
+    from gnnbench.cli import main
+
+    with pytest.raises(ValueError, match="unknown scenario 'nope'; accepted: sampling-bound"):
+        get_scenario("nope")
+    assert main(["diagnose", "--preset", "tiny", "--fanout", "5,3", "--batch-size", "64", "--steps", "3",
+                 "--warmup", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["diagnosis"]["steps"] == 3 and out["diagnosis"]["finding"]["bottleneck"] in PHASE_GROUPS
+    assert main(["diagnose", "--preset", "tiny", "--fanout", "5,3", "--steps", "3", "--flags", "uva"]) == 2
+    assert "cannot run here" in capsys.readouterr().err
