@@ -20,7 +20,7 @@ from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.negative import NegativeSampler
 
 __all__ = ["NodeClassification", "LinkPrediction", "TASKS", "unavailable", "link_loss", "auc", "hits_at_k",
-           "evaluation_negatives", "HITS_K"]
+           "evaluation_negatives", "HITS_K", "pair_scores"]
 
 HITS_K = 50
 
@@ -121,8 +121,7 @@ class LinkPrediction:
                 continue
             neg = evaluation_negatives(full.edge_index, full.num_nodes, max(pos.size(1), 4 * HITS_K),
                                        seed=self.seed + (1 if split == "val" else 2))
-            ps = (z[pos[0]] * z[pos[1]]).sum(-1)
-            ns = (z[neg[0]] * z[neg[1]]).sum(-1)
+            ps, ns = pair_scores(z, pos), pair_scores(z, neg)
             out[split] = auc(ps, ns)
             out[f"{split}_hits@{HITS_K}"] = hits_at_k(ps, ns, HITS_K)
         return out
@@ -140,6 +139,18 @@ def link_loss(z: Tensor, edge_label_index: Tensor, edge_label: Tensor) -> Tensor
     """Binary cross-entropy of dot-product scores against positive (1) / negative (0) labels."""
     scores = (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(-1).float()
     return F.binary_cross_entropy_with_logits(scores, edge_label.float())
+
+
+def pair_scores(z: Tensor, pairs: Tensor, *, chunk: int = 2**18) -> Tensor:
+    """Dot-product scores ``z[u] . z[v]`` of ``pairs`` (``[2, k]``), ``chunk`` pairs at a time, so the gathered
+    rows take ``2 * chunk x width`` at most instead of ``2 * k x width`` (each score is the same either way)."""
+    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+        raise ValueError(f"chunk must be an integer >= 1 (got {chunk!r})")
+    out = torch.empty(pairs.size(1), dtype=z.dtype, device=z.device)
+    for start in range(0, pairs.size(1), chunk):
+        u, v = pairs[0, start:start + chunk], pairs[1, start:start + chunk]
+        out[start:start + chunk] = (z[u] * z[v]).sum(-1)
+    return out
 
 
 def auc(pos: Tensor, neg: Tensor) -> float:

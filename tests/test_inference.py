@@ -209,3 +209,17 @@ def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
     with pytest.raises(ValueError, match=r"RunConfig.eval_chunk_bytes must be an integer number of bytes >= 65536 "
                                          r"\(64 KiB\) \(got 0\)"):
         RunConfig(eval_chunk_bytes=0)
+
+
+def test_link_pair_scores_in_chunks_equal_the_whole_product():
+    from gnnbench.tasks import pair_scores
+
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(50, 8, generator=g)
+    pairs = torch.randint(0, 50, (2, 103), generator=g)
+    whole = (z[pairs[0]] * z[pairs[1]]).sum(-1)
+    for chunk in (1, 7, 103, 1000):
+        assert torch.equal(pair_scores(z, pairs, chunk=chunk), whole)
+    assert pair_scores(z, pairs[:, :0]).numel() == 0
+    with pytest.raises(ValueError, match=r"chunk must be an integer >= 1 \(got 0\)"):
+        pair_scores(z, pairs, chunk=0)
