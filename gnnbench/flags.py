@@ -15,12 +15,13 @@ from typing import Any, Iterable, Mapping
 import torch
 
 __all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
-           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS"]
+           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
 BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw", "full")
 FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
+FEATURE_DTYPES = ("float32", "float16")
 HOT_RANKS = ("access", "degree")
 NEGATIVE_MODES = ("uniform", "degree")
 AGGREGATIONS = ("scatter", "sparse")
@@ -32,6 +33,7 @@ _CHOICES = {
     "sampler_backend": SAMPLER_BACKENDS,
     "batch_source": BATCH_SOURCES,
     "feature_placement": FEATURE_PLACEMENTS,
+    "feature_dtype": FEATURE_DTYPES,
     "hot_rank": HOT_RANKS,
     "negative_mode": NEGATIVE_MODES,
     "aggregation": AGGREGATIONS,
@@ -74,6 +76,7 @@ class Flags:
     hot_budget_fraction: float = 0.25  # hot_cold: share of the feature rows kept on the device (at most half free)
     hot_budget_bytes: int = 0  # hot_cold: device bytes for the hot rows, replacing the fraction (0 = use it)
     # --- model (gnnbench.models) ---
+    feature_dtype: str = "float32"  # stored features: "float32" | "float16" (half the bytes; model upcasts to fp32)
     aggregation: str = "scatter"  # "scatter" (edge_index gather + scatter-add) | "sparse" (CSR sparse-matrix product)
     norm_estimator: bool = False  # sampled batches: full-graph GCN weights rescaled by deg/sampled (an estimator)
     precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)

@@ -272,8 +272,9 @@ class GCN(nn.Module):
         return len(self.lins)
 
     def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums)."""
-        x = self.drop(x, self.dropout, self.training)
+        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums); fp16-stored input
+        features (``Flags.feature_dtype``) are upcast here, so the fp32 copy lives only until dropout."""
+        x = self.drop(x.float(), self.dropout, self.training)
         with precision.linear_context():
             return self.lins[i](x)
 
@@ -309,8 +310,8 @@ class GraphSAGE(nn.Module):
         return len(self.lin_l)
 
     def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x)``."""
-        return self.drop(x, self.dropout, self.training)
+        """Layer ``i``'s node-wise part: ``dropout(x)`` (fp16-stored input features upcast first, as in GCN)."""
+        return self.drop(x.float(), self.dropout, self.training)
 
     def combine(self, i: int, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
         """Layer ``i`` for ``agg``'s targets from every source's (dropped-out) input ``x``."""

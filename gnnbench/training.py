@@ -189,7 +189,8 @@ class Trainer:
         t1 = time.perf_counter()
         kind = self.task.source_kind(flags)
         self.features = place_features(self.graph.x, device, flags.feature_placement, pin_memory=flags.pin_memory,
-                                       hot_nodes=hot_set_chooser(self.prepared, flags, kind=kind, seed=config.seed))
+                                       hot_nodes=hot_set_chooser(self.prepared, flags, kind=kind, seed=config.seed),
+                                       dtype=flags.feature_dtype)
         self.source = make_batch_source(self.prepared, flags, kind=kind, seed=config.seed,
                                         cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
         self.setup_seconds = time.perf_counter() - t1
