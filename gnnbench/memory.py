@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from gnnbench.flags import Flags, RunContext, Unavailable
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["AllocationTracker", "StepPeak", "step_peak", "MEMORY_SOURCES"]
+__all__ = ["AllocationTracker", "StepPeak", "step_peak", "MEMORY_SOURCES", "unavailable"]
 
 # How a peak was measured, by device type.
 MEMORY_SOURCES = {"cuda": "torch.cuda.max_memory_allocated (resident state included)",
@@ -81,6 +83,17 @@ class AllocationTracker(TorchDispatchMode):
 
     def _free(self, key: int) -> None:
         self.current_bytes -= self._live.pop(key, 0)
+
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """What the step peak cannot be measured for: compiled models off CUDA. Under a dispatch mode dynamo does
+    not compile (the frame runs eagerly, and stays uncompiled after the mode exits), and inductor's kernels
+    allocate their buffers without an operator the tracker could see."""
+    if flags.compile and ctx.device.type != "cuda":
+        return [Unavailable("compile", "the step-memory tracker off CUDA is a dispatch mode: torch.compile does "
+                            "not compile under it, and compiled kernels allocate buffers it cannot see; leave "
+                            "compile out (the eager model's memory) or run on CUDA")]
+    return []
 
 
 def _storage(x) -> torch.UntypedStorage | None:

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from gnnbench.memory import MEMORY_SOURCES, AllocationTracker, step_peak
+from gnnbench.flags import Flags, RunContext
+from gnnbench.memory import MEMORY_SOURCES, AllocationTracker, step_peak, unavailable
 
 MB = 10**6
 
@@ -74,6 +75,13 @@ def test_step_peak_on_cpu_uses_the_tracker():
     assert 100 * MB <= m.peak_bytes < 120 * MB
     assert m.source == MEMORY_SOURCES["cpu"]
     del b
+
+
+def test_compiled_models_are_refused_off_cuda():
+    compiled = Flags(compile=True)
+    assert [u.field for u in unavailable(compiled, RunContext(device="cpu"))] == ["compile"]
+    assert unavailable(compiled, RunContext(device="cuda")) == []
+    assert unavailable(Flags(), RunContext(device="cpu")) == []
 
 
 @pytest.mark.cuda
