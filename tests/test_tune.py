@@ -1,0 +1,67 @@
+"""``gnnbench tune``: the greedy path on ``tiny`` (in-process runs, few repeats), its stopping rules and its
+refusals."""
+
+import pytest
+
+from gnnbench import registry
+from gnnbench.diagnose import Diagnosis, Finding
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.training import RunConfig
+from gnnbench.tune import candidates_for, format_tune, tune
+
+BASE = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(5, 3), batch_size=64), hidden=16, epochs=2,
+                 max_steps_per_epoch=4, warmup_steps=1)
+
+
+def _diagnosis(shares):
+    return Diagnosis(config={}, device="cpu", steps=1, step_ms={}, phase_ms={}, shares=shares, data_wait_share=0.0,
+                     finding=Finding("kernels", shares["kernels"], None, None, 0.9, "compute phases", ""),
+                     expected="")
+
+
+def test_candidates_are_the_entries_targeting_a_bottleneck_worth_optimizing():
+    kernels = candidates_for(_diagnosis({"sampling": 0.02, "negatives": 0.0, "features": 0.0, "kernels": 0.98}), BASE)
+    assert "fast_dropout" in kernels and "sparse_agg" in kernels
+    assert "workers" not in kernels and "batch_cache" not in kernels  # sampling is 2% of the step
+    assert "uva" not in kernels and "degree_negatives" not in kernels  # CUDA-only; link task only
+    sampling = candidates_for(_diagnosis({"sampling": 0.6, "negatives": 0.0, "features": 0.0, "kernels": 0.4}), BASE)
+    assert {"workers", "batch_cache"} <= set(sampling)
+
+
+def test_greedy_path_and_final_measurement(tmp_path):
+    lines = []
+    r = tune(BASE, budget_s=900, out_dir=tmp_path, repeats=2, candidates=["partial_amp", "full_amp"],
+             isolate=False, log=lines.append)
+    assert r.rounds and r.stop_reason
+    assert set(r.chosen) <= {"partial_amp", "full_amp"}
+    assert not {"partial_amp", "full_amp"} <= set(r.chosen), "both set precision: the second would undo the first"
+    for rnd in r.rounds:
+        assert {m["label"] for m in rnd.measured} <= {"partial_amp", "full_amp"}
+        if rnd.added:
+            added = next(m for m in rnd.measured if m["label"] == rnd.added)
+            assert added["significant"] and added["speedup"] > 1 and added["acc_delta_pp"] >= -0.5
+    text = format_tune(r)
+    assert "round 1" in text and "stopped:" in text
+    if r.chosen:
+        assert r.final is not None and r.final["label"] == "+".join(r.chosen)
+        assert (tmp_path / "final").is_dir()
+    else:
+        assert "the baseline (no entry paid here)" in text
+
+
+def test_tune_refuses_bad_settings(tmp_path):
+    with pytest.raises(ValueError, match="budget must be positive"):
+        tune(BASE, budget_s=0, out_dir=tmp_path)
+    with pytest.raises(ValueError, match="at least 2 repeats"):
+        tune(BASE, budget_s=60, out_dir=tmp_path, repeats=1)
+    with pytest.raises(ValueError, match="max_acc_loss_pp"):
+        tune(BASE, budget_s=60, out_dir=tmp_path, max_acc_loss_pp=-1)
+    with pytest.raises(ValueError, match="unknown optimization"):
+        tune(BASE, budget_s=60, out_dir=tmp_path, candidates=["warp_drive"])
+
+
+def test_entries_already_on_are_not_candidates():
+    on = RunConfig(spec=BASE.spec, flags=registry.flags_for(["fast_dropout"], BASE.flags), hidden=16)
+    names = candidates_for(_diagnosis({"sampling": 0.0, "negatives": 0.0, "features": 0.0, "kernels": 1.0}), on)
+    assert "fast_dropout" not in names
