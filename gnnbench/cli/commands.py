@@ -10,7 +10,7 @@ import sys
 import time
 
 from gnnbench import registry
-from gnnbench.cli.options import config_from_args, graph_layer_names, spec_from_args
+from gnnbench.cli.options import config_from_args, graph_layer_names, parse_size, spec_from_args
 from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
                                  registry_markdown, table)
 from gnnbench.flags import Flags
@@ -73,6 +73,8 @@ def _progress_bar(desc: str):
 def cmd_run(args: argparse.Namespace) -> int:
     from gnnbench.measure import run
 
+    if args.memory_budget is not None:
+        return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
     config = config_from_args(args, args.flags)
     bar, update = _progress_bar("training")
     try:
@@ -81,6 +83,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         bar.close()
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else format_run(result))
     return 0
+
+
+def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
+    """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.ladder`); 1 when nothing fits."""
+    from gnnbench.cli.tables import format_ladder
+    from gnnbench.ladder import walk
+    from gnnbench.results import write_json_atomic
+
+    config = config_from_args(args, args.flags)
+    result = walk(config, budget, progress=lambda r: print(f"  {r.rung}: {r.status}", file=sys.stderr, flush=True))
+    if args.out:
+        write_json_atomic(args.out, result.to_dict())
+    print(json.dumps(result.to_dict(), indent=1) if args.json else format_ladder(result))
+    return 0 if result.final is not None else 1
 
 
 def default_runs_dir(preset: str, device: str) -> str:

@@ -13,7 +13,7 @@ from gnnbench.models import MODELS
 from gnnbench.tasks import TASKS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
-           "parse_hot_budget", "parse_eval_chunk"]
+           "parse_hot_budget", "parse_eval_chunk", "parse_size"]
 
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -27,6 +27,27 @@ def parse_flags(text: str) -> list[str]:
         except ValueError as exc:  # argparse shows ArgumentTypeError's message as is
             raise argparse.ArgumentTypeError(str(exc)) from None
     return names
+
+
+def parse_size(text: str, *, option: str = "the size") -> int:
+    """Bytes in ``text``: a size with its unit (``2GiB``, ``512MiB``, ``1.5GB``; units of :data:`_SIZE_UNITS`,
+    any case) or plain bytes (``2147483648``).
+
+    Raises:
+        ValueError: naming ``option``, the value and the accepted forms.
+    """
+    t = str(text).strip().lower().replace(" ", "")
+    number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(number):]
+    try:
+        value = float(number) if unit else int(number)
+    except ValueError:
+        value = None
+    if value is None or unit not in ("", *_SIZE_UNITS) or not 0 < value < float("inf") or (
+            value * _SIZE_UNITS.get(unit, 1) < 1):
+        raise ValueError(f"{option} must be a size such as 2GiB, 512MiB or 1.5GB, or plain bytes such as 2147483648 "
+                         f"(units {', '.join(_SIZE_UNITS)}, any case; got {text!r})")
+    return int(value * _SIZE_UNITS.get(unit, 1))
 
 
 def parse_hot_budget(text: str) -> dict[str, float | int]:

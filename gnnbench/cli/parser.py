@@ -39,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated optimizations to switch on (see `gnnbench flags`)")
     p.add_argument("--out", help="write the result JSON here (atomically)")
     p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                   help="walk the out-of-memory ladder (halve the fanout, halve the batch, fp16 features, "
+                        "Cluster-GCN) until a step's measured peak fits SIZE: 2GiB, 512MiB, 1.5GB or plain bytes; "
+                        "prints the path, exit status 1 when nothing fits")
     p.set_defaults(func=commands.cmd_run)
 
     p = sub.add_parser("compare", aliases=["sweep"],

@@ -8,7 +8,7 @@ from gnnbench.flags import Flags
 from gnnbench.results import RunResult
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
-           "registry_markdown"]
+           "registry_markdown", "format_ladder"]
 
 
 def human_bytes(n: float) -> str:
@@ -210,4 +210,36 @@ def registry_markdown() -> str:
         lines.append(f"| `{opt.name}` | `{opt.layer}` | {opt.description} | {', '.join(opt.requires) or 'any device'} "
                      f"| {'yes' if opt.costs_accuracy else 'no'} | {'yes' if opt.changes_work else 'no'} "
                      f"| {', '.join(opt.tasks)} |")
+    return "\n".join(lines)
+
+
+def format_ladder(result) -> str:
+    """``run --memory-budget``: the out-of-memory ladder's path (:class:`gnnbench.ladder.LadderResult`), one
+    row per rung, ending with the configuration that fits (or the smallest peak reached)."""
+    budget = human_bytes(result.budget_bytes)
+    lines = [f"memory budget {budget} on {result.device}; peak of the first {result.probe_steps} steps: "
+             f"{result.memory_source}", ""]
+    rows = [{"rung": r.rung, "change": r.change, "status": r.status,
+             "peak": "-" if r.peak_bytes is None else human_bytes(r.peak_bytes),
+             "step ms": "-" if r.step_seconds is None else f"{1e3 * r.step_seconds:.1f}",
+             "test": "-" if r.test_metric is None else f"{r.test_metric:.4f}",
+             "vs given": "-" if r.accuracy_delta_pp is None or r.rung == "as given"
+             else f"{r.accuracy_delta_pp:+.1f} pp", "note": r.note} for r in result.path]
+    keys = ["rung", "change", "status", "peak", "step ms", "test", "vs given"]
+    widths = {k: max(len(k), *(len(row[k]) for row in rows)) for k in keys}
+    lines.append("  ".join(k.ljust(widths[k]) for k in keys) + "  note")
+    for row in rows:
+        lines.append("  ".join(row[k].ljust(widths[k]) for k in keys) + ("  " + row["note"] if row["note"] else ""))
+    lines.append("")
+    final, smallest = result.final, result.smallest
+    if final is not None:
+        changed = final.flags.changed()
+        lines.append(f"fits at rung '{final.rung}': peak {human_bytes(final.peak_bytes)} <= {budget}; flags "
+                     + (", ".join(f"{k}={v}" for k, v in changed.items()) or "baseline"))
+    elif smallest is not None:
+        lines.append(f"nothing fits {budget}: the smallest peak reached is {human_bytes(smallest.peak_bytes)} "
+                     f"(rung '{smallest.rung}'); beyond this ladder: a narrower model (--hidden), fewer layers, "
+                     "smaller Cluster-GCN batches (clusters_per_batch, cluster_size)")
+    else:
+        lines.append(f"nothing fits {budget}: no rung could be measured (see the notes)")
     return "\n".join(lines)
