@@ -75,8 +75,8 @@ class Flags:
     hot_rank: str = "access"  # hot_cold: rank rows by "access" (counted over one profiled epoch) | "degree"
     hot_budget_fraction: float = 0.25  # hot_cold: share of the feature rows kept on the device (at most half free)
     hot_budget_bytes: int = 0  # hot_cold: device bytes for the hot rows, replacing the fraction (0 = use it)
-    # --- model (gnnbench.models) ---
     feature_dtype: str = "float32"  # stored features: "float32" | "float16" (half the bytes; model upcasts to fp32)
+    # --- model (gnnbench.models) ---
     aggregation: str = "scatter"  # "scatter" (edge_index gather + scatter-add) | "sparse" (CSR sparse-matrix product)
     norm_estimator: bool = False  # sampled batches: full-graph GCN weights rescaled by deg/sampled (an estimator)
     precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)
