@@ -197,6 +197,7 @@ class LayerwiseInference:
         for i in range(model.num_layers):
             msgs = self._per_chunk(plan, lambda c: model.messages(i, h[c[0]:c[1]].float(), precision))  # fp32 in
             msgs = msgs.to(self.policy.dtype)  # the aggregation's dtype once here, not per chunk
+            h = None  # the layer's input is done with (the combine reads the messages): two node tensors at a time
             h = self._per_chunk(plan, lambda c: model.combine(i, msgs, self._aggregator(c, inv_sqrt_deg), precision))
             del msgs
         return h
