@@ -358,7 +358,7 @@ _ENTRIES = (
         "small on CPU) and first steps pay the compile time.",
         layer="gnnbench.models",
         targets=('kernels',),
-        ops=('aten::mul', 'aten::add', 'aten::add_', 'aten::relu', 'aten::threshold_backward'),
+        ops=('aten::add', 'aten::add_', 'aten::relu', 'aten::threshold_backward', 'aten::div_', 'aten::clamp_min'),
     ),
     Optimization(
         name="degree_negatives",

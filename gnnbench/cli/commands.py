@@ -19,8 +19,8 @@ from gnnbench.graphs.io import load_graph
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
 
-__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_gpu_check", "cmd_profile", "cmd_report", "cmd_env",
-           "cmd_flags", "cmd_pipeline", "cmd_cache"]
+__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_gpu_check", "cmd_profile",
+           "cmd_report", "cmd_env", "cmd_flags", "cmd_pipeline", "cmd_cache"]
 
 
 def _graph_from_args(args: argparse.Namespace):
@@ -117,7 +117,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None))
-    out_dir = args.out_dir or default_runs_dir(args.preset, base.device)
+    out_dir = args.out_dir or default_runs_dir(args.scenario or args.preset, base.device)
     bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
 
     def progress(done, total, entry, status):
@@ -136,6 +136,77 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(format_compare(comparison))
     print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True):
+    from tqdm import tqdm
+
+    from gnnbench.sweep import run_sweep
+
+    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
+
+    def progress(done, total, entry, status):
+        bar.n = done
+        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}")
+        bar.refresh()
+
+    try:
+        return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, progress=progress)
+    finally:
+        bar.close()
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from gnnbench.diagnose import diagnose, format_diagnosis, verdicts, verify_names
+    from gnnbench.flags import UnavailableError
+    from gnnbench.results import compare
+    from gnnbench.sweep import sweep_entries
+
+    config = config_from_args(args, args.flags)
+    try:
+        d = diagnose(config, steps=args.steps)
+    except UnavailableError as exc:
+        print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
+        return 2
+    out: dict = {"diagnosis": d.to_dict()}
+    if not args.json:
+        print(format_diagnosis(d))
+    if args.verify:
+        labels = verify_names(d, top=args.top)
+        if not labels:
+            print("\n--verify: nothing to measure (no recommendation can run here)")
+        else:
+            out_dir = args.out_dir or default_runs_dir(f"diagnose-{args.scenario or args.preset}", config.device)
+            if not args.json:
+                print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
+                      f"({out_dir})", flush=True)
+            entries = sweep_entries(config, labels, repeats=args.repeats, include_all_recommended=False)
+            results = _sweep_with_bar(entries, out_dir)
+            comparison = compare(results)
+            out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
+                             "verdicts": verdicts(comparison.rows)}
+            if not args.json:
+                print(format_compare(comparison))
+                print("\nverdict:")
+                for line in verdicts(comparison.rows):
+                    print(f"  {line}")
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from gnnbench.tune import format_tune, tune
+
+    config = config_from_args(args, args.flags)
+    out_dir = args.out_dir or default_runs_dir(f"tune-{args.scenario or args.preset}", config.device)
+    log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
+        (lambda line: print(line, flush=True))
+    result = tune(config, budget_s=60 * args.budget, out_dir=out_dir, repeats=args.repeats,
+                  max_acc_loss_pp=args.max_acc_loss, candidates=args.candidates, log=log)
+    print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else "\n" + format_tune(result))
+    print(f"results: {out_dir}", file=sys.stderr)
     return 0
 
 

@@ -10,6 +10,7 @@ from gnnbench.graphs import GraphSpec
 from gnnbench.graphs.spec import PRESETS
 from gnnbench.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models import MODELS
+from gnnbench.scenarios import SCENARIOS, get_scenario
 from gnnbench.tasks import TASKS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
@@ -122,24 +123,32 @@ def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
 
 
 def spec_from_args(args: argparse.Namespace) -> GraphSpec:
-    """The preset with the generator overrides given on the command line."""
+    """The preset (or the ``--scenario``'s graph) with the generator overrides given on the command line."""
     overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
                                                "feature_dim", "homophily", "feature_snr", "seed")}
-    return GraphSpec.preset(args.preset, **overrides)
+    scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
+    if scenario is None:
+        return GraphSpec.preset(args.preset, **overrides)
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return GraphSpec.preset(scenario.preset, **{**scenario.spec_overrides, **given})
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
-    r.add_argument("--task", default="node", choices=list(TASKS),
+    r.add_argument("--scenario", default=None, choices=list(SCENARIOS),
+                   help="a workload with a known bottleneck (sets graph, task, model, width and base flags; "
+                        "--batch-size, --fanout and --flags still apply): "
+                        + "; ".join(f"{s.name}: {s.expected}" for s in SCENARIOS.values()))
+    r.add_argument("--task", default=None, choices=list(TASKS),
                    help="node classification (accuracy) or link prediction (AUC, Hits@50); default node")
-    r.add_argument("--model", default="gcn", choices=list(MODELS), help="model (default gcn)")
+    r.add_argument("--model", default=None, choices=list(MODELS), help="model (default gcn)")
     r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
-    r.add_argument("--hidden", type=int, default=64, help="hidden width (default 64)")
+    r.add_argument("--hidden", type=int, default=None, help="hidden width (default 64)")
     r.add_argument("--batch-size", type=int, default=None, help="seed nodes per batch (baseline default 1024)")
     r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
-    r.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")
+    r.add_argument("--epochs", type=int, default=None, help="training epochs (default 2)")
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
-    r.add_argument("--warmup", type=int, default=3, help="warm-up steps excluded from timings (default 3)")
+    r.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from timings (default 3)")
     r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     r.add_argument("--no-sync", action="store_true",
                    help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
@@ -161,7 +170,8 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
     """The :class:`~gnnbench.training.RunConfig` the run options describe, with ``names`` switched on."""
     from gnnbench.training import RunConfig
 
-    base = {}
+    scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
+    base = scenario.flags.to_dict() if scenario else {}
     if args.batch_size is not None:
         base["batch_size"] = args.batch_size
     if args.fanout:
@@ -173,8 +183,15 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
         base.update(args.hot_budget)
     if getattr(args, "hot_rank", None):
         base["hot_rank"] = args.hot_rank
-    return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags(**base)), task=args.task,
-                     model=args.model, num_layers=args.layers, hidden=args.hidden, epochs=args.epochs,
-                     max_steps_per_epoch=args.max_steps, warmup_steps=args.warmup, seed=args.seed or 0,
+    # given on the command line > the scenario's > the defaults
+    defaults = {"task": "node", "model": "gcn", "hidden": 64, "epochs": 2, "warmup": 3}
+    if scenario:
+        defaults.update(task=scenario.task, model=scenario.model, hidden=scenario.hidden, epochs=scenario.epochs,
+                        warmup=scenario.warmup_steps)
+    run = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in defaults.items()}
+    return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags.from_dict(base)),
+                     task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
+                     epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
+                     seed=args.seed or 0,
                      device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
                      eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))

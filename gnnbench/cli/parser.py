@@ -77,6 +77,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the comparison rows as JSON")
     p.set_defaults(func=commands.cmd_compare)
 
+    p = sub.add_parser("diagnose", help="locate the bottleneck (phase shares) and name the flags to try; "
+                       "--verify measures them",
+                       description="Run the quick template (a fixed number of measured steps after warm-up), "
+                                   "print the phase breakdown, the compute share and the data wait, classify "
+                                   "the bottleneck (rules in gnnbench.diagnose.RULES) and list the registry "
+                                   "entries that target it, each with the measured number behind it. "
+                                   "--verify measures the recommendations against the baseline with "
+                                   "compare's statistics.")
+    add_graph_args(p, load=False)
+    add_run_args(p)
+    p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
+                   help="optimizations already switched on in the configuration to diagnose")
+    p.add_argument("--steps", type=int, default=100, help="measured steps of the quick template (default 100)")
+    p.add_argument("--verify", action="store_true",
+                   help="measure the top recommendations (alone, and the ones that keep accuracy together)")
+    p.add_argument("--top", type=int, default=3, help="recommendations --verify measures (default 3)")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                   help=f"--verify: processes per configuration, interleaved (default {DEFAULT_REPEATS})")
+    p.add_argument("--out-dir", default=None, help="--verify: where results go (default: a fresh results/runs/ "
+                   "folder)")
+    p.add_argument("--json", action="store_true", help="print the diagnosis (and verification) as JSON")
+    p.set_defaults(func=commands.cmd_diagnose)
+
+    p = sub.add_parser("tune", help="greedy search over the registry within a time budget, measured",
+                       description="Diagnose, then add round by round the entry with the largest significant "
+                                   "gain (time to accuracy, else epoch time) whose accuracy cost stays within "
+                                   "--max-acc-loss; stop when nothing pays or the budget would be exceeded; "
+                                   "measure the final set against the baseline.")
+    add_graph_args(p, load=False)
+    add_run_args(p)
+    p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
+                   help="optimizations already switched on in the starting configuration")
+    p.add_argument("--budget", type=float, default=20.0, help="wall-clock budget in minutes (default 20)")
+    p.add_argument("--max-acc-loss", type=float, default=0.5,
+                   help="largest accepted mean accuracy loss in percentage points, paired by seed (default 0.5)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="processes per configuration per round (default 3: faster, less power than compare's 5)")
+    p.add_argument("--candidates", type=parse_flags, default=None, metavar="NAMES",
+                   help="entries to consider (default: those targeting a bottleneck the diagnosis found)")
+    p.add_argument("--out-dir", default=None, help="where each round's results go (default: a fresh "
+                   "results/runs/ folder)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=commands.cmd_tune)
+
     p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
                        description="Run the baseline, every registered optimization and all recommended ones on "
                                    "CUDA (default: the medium preset, 40 steps each after 5 warm-up, in one "
