@@ -125,6 +125,13 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     return result
 
 
+def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
+    """Phases loader worker processes ran for the measured steps' batches (worker clock, overlapped with the
+    steps, so not in ``phases``); ``None`` when sampling ran in this process."""
+    names = [p for p in PHASES if any(p in a for a in timer.apart)]
+    return {p: summarize([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
+
+
 def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, eval_seconds: float,
               losses: list[float]) -> RunResult:
     config, timer, device = trainer.config, trainer.timer, trainer.device
@@ -174,7 +181,10 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],
         eval_seconds=eval_seconds,
-        data_wait_fraction=phase_stats["sample"]["median"] / median_step if per_phase else None,
+        worker_phases=_worker_phases(timer),
+        # waiting for data: sampling plus the negatives drawn inside it (in this process)
+        data_wait_fraction=(summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"]
+                            / median_step if per_phase else None),
         compute_fraction=compute / median_step if per_phase else None,
         device_busy_fraction=nvml.mean_fraction(), device_busy_reason=nvml.reason,
         instrumentation_overhead_fraction=overhead / median_step if measured else None,

@@ -11,6 +11,11 @@ Schema history:
   setup and training clocks (``setup_seconds``, ``train_seconds``) and the
   validation ``curve`` that time to accuracy is read from (empty when loaded
   from version 1).
+- 3: ``phases`` gains ``negatives`` (link prediction: drawing negatives, moved
+  out of ``sample``; 0 for node classification) and ``worker_phases`` records
+  what loader workers ran overlapped. Version 1 and 2 files load unchanged:
+  their ``phases`` have no ``negatives`` (a link run's negatives are inside
+  ``sample`` there), and readers show the phases a result has.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ from gnnbench.stats import noise_floor, paired_ratio, t_quantile
 __all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
            "reuse_problem", "compare", "compare_rows", "BASELINE", "AA_LABEL", "E2E_BASELINE", "NO_COST_PP"]
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 BASELINE = "baseline"
 
 
@@ -69,6 +74,8 @@ class RunResult:
     step_seconds_all: list[float] = field(default_factory=list)  # every measured step
     phases: dict[str, dict[str, float]] | None = None
     device_phase_ms: dict[str, dict[str, float]] | None = None  # CUDA events, sync mode only
+    # phases loader worker processes ran per batch (worker clock), overlapped with the steps: not in `phases`
+    worker_phases: dict[str, dict[str, float]] | None = None
     epoch_seconds: list[float] = field(default_factory=list)  # training clock per epoch
     epochs_run: int | None = None  # epochs trained: config.epochs, or more where the source needs them (batch cache)
     setup_seconds: float | None = None  # setup clock: preparation, CSR, normalization, METIS, cache building

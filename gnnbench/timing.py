@@ -7,6 +7,12 @@ timed on the host clock and CUDA events give each phase's device time too; in
 and on CUDA events recorded at the phase boundaries (never waited on inside the
 step) still give the device-time breakdown, so work overlapped on other streams
 is not serialized. Every result says which mode it came from.
+
+Work that runs nested inside another phase's clock is re-attributed with
+:meth:`PhaseTimer.move` (link prediction's negatives, drawn inside the sampler
+during ``sample``), so a step's phase total is unchanged; work done in loader
+worker processes, overlapped with the step, is recorded apart
+(:meth:`PhaseTimer.record_apart`) and never counted in the step.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import torch
 
 __all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize"]
 
-PHASES = ("sample", "gather", "transfer", "forward", "backward", "optimizer")
+PHASES = ("sample", "negatives", "gather", "transfer", "forward", "backward", "optimizer")
 
 
 class NullTimer:
@@ -46,7 +52,9 @@ class PhaseTimer:
     steps: list[dict[str, float]] = field(default_factory=list)
     step_seconds: list[float] = field(default_factory=list)
     device_ms: list[dict[str, float]] = field(default_factory=list)
+    apart: list[dict[str, float]] = field(default_factory=list)  # per recorded step: work done in loader workers
     _current: dict[str, float] | None = None
+    _apart: dict[str, float] | None = None
     _events: list | None = None
     _t0: float = 0.0
 
@@ -61,6 +69,7 @@ class PhaseTimer:
         if self._cuda():
             torch.cuda.synchronize(self.device)
         self._current = {p: 0.0 for p in PHASES}
+        self._apart = {}
         self._events = []
         self._t0 = time.perf_counter()
 
@@ -90,6 +99,44 @@ class PhaseTimer:
             if sync:
                 self._current[name] = self._current.get(name, 0.0) + time.perf_counter() - t
 
+    def move(self, seconds: float, *, src: str, dst: str) -> float:
+        """Re-attribute ``seconds`` of work timed inside phase ``src`` of the current step to phase ``dst``.
+
+        For work nested inside another phase's clock (negatives drawn by the
+        sampler inside ``sample``). At most what ``src`` holds is moved, so the
+        step's phase total is unchanged; nothing moves in ``end_to_end`` mode
+        (no phase is host-timed) or outside a step.
+
+        Args:
+            seconds: Seconds measured for the nested work.
+            src: Phase whose clock contained the work.
+            dst: Phase the work belongs to.
+
+        Returns:
+            The seconds actually moved.
+        """
+        for name in (src, dst):
+            if name not in PHASES:
+                raise ValueError(f"unknown phase {name!r}; accepted: {', '.join(PHASES)}")
+        if self._current is None or not self.sync:
+            return 0.0
+        moved = min(max(float(seconds), 0.0), self._current[src])
+        self._current[src] -= moved
+        self._current[dst] += moved
+        return moved
+
+    def record_apart(self, name: str, seconds: float) -> None:
+        """Record ``seconds`` of the current step's batch spent in phase ``name`` in a loader worker process.
+
+        Kept apart from :attr:`steps` (the worker ran it overlapped with
+        training, so it is not part of this process's wait); stored per
+        recorded step in :attr:`apart`, on the worker's clock.
+        """
+        if name not in PHASES:
+            raise ValueError(f"unknown phase {name!r}; accepted: {', '.join(PHASES)}")
+        if self._apart is not None:
+            self._apart[name] = self._apart.get(name, 0.0) + float(seconds)
+
     def end_step(self, record: bool = True) -> None:
         if self._cuda():
             torch.cuda.synchronize(self.device)
@@ -97,12 +144,14 @@ class PhaseTimer:
         if record:
             self.step_seconds.append(elapsed)
             self.steps.append(self._current or {})
+            self.apart.append(self._apart or {})
             if self._events:
                 dev: dict[str, float] = {}
                 for name, s, e in self._events:
                     dev[name] = dev.get(name, 0.0) + s.elapsed_time(e)
                 self.device_ms.append(dev)
         self._current = None
+        self._apart = None
         self._events = None
 
 

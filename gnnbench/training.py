@@ -8,6 +8,7 @@ the pytest-benchmark suite all time the same ``steps()``. Reading it::
         batches = source.epoch(epoch)    (features gathered per batch, or prefetched)
         for each batch (up to max_steps_per_epoch):
             sample -> gather -> transfer -> forward -> backward -> optimizer
+            (link prediction: the negatives drawn inside sample are moved to "negatives")
             the first ``warmup_steps`` steps of the run are burn-in (not recorded);
             every later step is recorded by the phase timer
             yield a Step
@@ -260,6 +261,7 @@ class Trainer:
                     if item is None:
                         timer.end_step(record=False)
                         break
+                    self._account_negatives(item[0])
                     loss = self._train_on(*item)
                     measured = self.steps_taken >= cfg.warmup_steps  # burn-in: first touch, compilation
                     timer.end_step(record=measured)
@@ -305,6 +307,17 @@ class Trainer:
             finally:
                 if hasattr(source_batches, "close"):
                     source_batches.close()
+
+    def _account_negatives(self, batch: Batch) -> None:
+        """Link prediction's negatives are drawn inside the sampler, so inside ``sample``: in this process
+        they move to the ``negatives`` phase (the step's total unchanged); drawn by a loader worker they ran
+        overlapped with training and are recorded apart, on the worker's clock."""
+        if not batch.negatives_seconds:
+            return
+        if batch.sampled_in_worker:
+            self.timer.record_apart("negatives", batch.negatives_seconds)
+        else:
+            self.timer.move(batch.negatives_seconds, src="sample", dst="negatives")
 
     def _train_on(self, batch: Batch, x: torch.Tensor | None = None) -> torch.Tensor:
         """One step on ``batch`` (features gathered here unless given); returns the detached loss."""

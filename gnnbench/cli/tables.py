@@ -111,6 +111,9 @@ def format_run(r: RunResult) -> str:
         lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}{share:>8.1%}")
     lines.append(f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
                  f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})")
+    for p, v in (r.worker_phases or {}).items():
+        lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}"
+                     "   in loader workers, per batch on the worker's clock: overlapped, not part of the step")
     lines.append("")
     busy = (_pct(r.device_busy_fraction) if r.device_busy_fraction is not None
             else f"n/a ({r.device_busy_reason})")

@@ -270,11 +270,17 @@ def _accuracy_chart(ranked: list[dict], metric: str):
     return fig
 
 
+def phases_present(rows: list[dict]) -> list[str]:
+    """The phases of :data:`~gnnbench.timing.PHASES` that any row has, in order (results of schema 1 and 2
+    have no ``negatives``)."""
+    return [p for p in PHASES if any(p in (r.get("phases") or {}) for r in rows)]
+
+
 def _phase_chart(measured: list[dict]):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    for p in PHASES:
+    for p in phases_present(measured):
         fig.add_bar(name=p, x=[r["label"] for r in measured], y=[1e3 * r["phases"].get(p, 0.0) for r in measured])
     fig.update_layout(barmode="stack", title="Phase breakdown per configuration (median ms per step)",
                       yaxis_title="ms", height=420)

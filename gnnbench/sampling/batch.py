@@ -42,6 +42,11 @@ class Batch:
         rowptr: ``[n + 1]`` CSR offsets over targets, when the edges are sorted
             by target and ``Flags.keep_csr`` asks the batch to carry its CSR
             (gnnbench's sampler emits edges so ordered), or ``None``.
+        negatives_seconds: Seconds the sampler spent drawing this batch's
+            link-prediction negatives (0 for node batches and replayed ones);
+            the training loop moves them from ``sample`` to ``negatives``.
+        sampled_in_worker: Whether a loader worker process produced the batch
+            (its negatives then ran overlapped with training, on the worker's clock).
     """
 
     n_id: Tensor
@@ -54,6 +59,8 @@ class Batch:
     edge_label_index: Tensor | None = None
     edge_label: Tensor | None = None
     rowptr: Tensor | None = None
+    negatives_seconds: float = 0.0
+    sampled_in_worker: bool = False
 
     @property
     def num_nodes(self) -> int:

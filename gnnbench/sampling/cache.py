@@ -248,7 +248,8 @@ class BatchCache:
         while nxt is not None:
             batch = nxt
             buf = io.BytesIO()
-            torch.save(batch.to_dict(), buf)
+            # a replayed batch draws no negatives: its record says so (the batch served now keeps its time)
+            torch.save(batch.to_dict() | {"negatives_seconds": 0.0}, buf)
             data = buf.getvalue()
             name = f"batch-{len(entries):06d}.pt"
             write_bytes_atomic(wdir / name, data)
