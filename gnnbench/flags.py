@@ -40,7 +40,8 @@ _CHOICES = {
     "precision": PRECISIONS,
     "dropout_kernel": DROPOUT_KERNELS,
 }
-_POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length")
+_POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
+                  "negative_ratio")
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
 
 
@@ -85,6 +86,7 @@ class Flags:
     # --- link prediction (gnnbench.sampling.negative) ---
     negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = True  # reject negatives that are training positives
+    negative_ratio: int = 1  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():

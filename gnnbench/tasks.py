@@ -46,6 +46,9 @@ class NodeClassification:
         if not flags.negative_strict:
             out.append(Unavailable("negative_strict", "negative sampling applies to link prediction; this run "
                                    "trains node classification"))
+        if flags.negative_ratio != 1:
+            out.append(Unavailable("negative_ratio", f"negatives per positive (got {flags.negative_ratio}) apply "
+                                   "to link prediction; this run trains node classification"))
         return out
 
     def __init__(self, graph: Graph, device: torch.device, seed: int = 0) -> None:
@@ -82,7 +85,10 @@ class LinkPrediction:
     """Binary cross-entropy of dot-product scores; AUC and Hits@50 on held-out edges.
 
     Training message passing uses ``graph.link_split()``, so held-out edges
-    never feed it; evaluation negatives are not edges of the full graph.
+    never feed it; each training batch's positive edges are removed from its own
+    sampled subgraph (``sampling.loaders.LinkBatches``), so supervision edges are
+    never message-passing edges either; evaluation negatives are not edges of
+    the full graph.
     """
 
     name = "link"
@@ -136,7 +142,18 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
 
 
 def link_loss(z: Tensor, edge_label_index: Tensor, edge_label: Tensor) -> Tensor:
-    """Binary cross-entropy of dot-product scores against positive (1) / negative (0) labels."""
+    """Binary cross-entropy of dot-product scores against positive (1) / negative (0) labels.
+
+    The mean runs over every pair, as PyG's link-prediction examples compute it:
+    with ``Flags.negative_ratio`` k a batch holds k negatives per positive (labels
+    from PyG's binary negative sampling), each pair weighing the same.
+
+    Raises:
+        ValueError: if ``edge_label`` does not hold one label per pair of ``edge_label_index``.
+    """
+    if edge_label.shape != edge_label_index.shape[1:]:
+        raise ValueError(f"edge_label must hold one label per pair: edge_label_index has "
+                         f"{edge_label_index.size(1)} pairs (got labels of shape {list(edge_label.shape)})")
     scores = (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(-1).float()
     return F.binary_cross_entropy_with_logits(scores, edge_label.float())
 

@@ -11,14 +11,16 @@ from typing import Iterator
 
 import torch
 from torch import Tensor
+from torch_geometric.loader import LinkLoader
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.batch import Batch, target_rowptr
 from gnnbench.sampling.negative import NegativeSampler
-from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
+from gnnbench.sampling.sampler import (GnnbenchNeighborSampler, NegativeTiming, make_neighbor_sampler,
+                                       native_backend_status)
 
-__all__ = ["NeighborBatches", "LinkBatches", "training_pairs", "shutdown_loader"]
+__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "training_pairs", "shutdown_loader"]
 
 
 def shutdown_loader(loader) -> None:
@@ -76,6 +78,21 @@ class NeighborBatches:
         shutdown_loader(self.loader)
 
 
+class TimedLinkLoader(LinkLoader):
+    """PyG's ``LinkLoader`` that also hands on the sampler's :class:`NegativeTiming` as ``data.negative_timing``.
+
+    The sampler appends it to the ``SamplerOutput`` metadata after the entries
+    PyG's own ``filter_fn`` reads, so it travels with the batch from a loader
+    worker process too (``None`` when the sampler gives none).
+    """
+
+    def filter_fn(self, out):
+        data = super().filter_fn(out)
+        meta = out.metadata if isinstance(out.metadata, tuple) else ()
+        data.negative_timing = meta[-1] if meta and isinstance(meta[-1], NegativeTiming) else None
+        return data
+
+
 def training_pairs(prepared: PreparedGraph) -> Tensor:
     """Each undirected training edge once (``u < v``) as a ``[2, m]`` tensor."""
     ei = prepared.edge_index.to(torch.int64)
@@ -84,6 +101,16 @@ def training_pairs(prepared: PreparedGraph) -> Tensor:
 
 class LinkBatches:
     """Edge mini-batches of positives plus negatives (binary labels), neighbour-sampled around their endpoints.
+
+    Every training edge is a positive once per epoch, with ``flags.negative_ratio``
+    negatives drawn per positive (PyG's ``NegativeSampling("binary", amount=...)``).
+    A batch's positive edges are removed from its own sampled subgraph (both
+    directions), so supervision and message-passing edges are disjoint within
+    each batch, as held-out edges are absent from the evaluation graph (the
+    per-batch form of PyG's ``RandomLinkSplit(disjoint_train_ratio=...)``);
+    without it the model learns "a positive is already my neighbour" and
+    held-out AUC falls below 0.5. Each batch carries the seconds its negatives
+    took (``Batch.negatives_seconds``) and whether a loader worker drew them.
 
     Args:
         prepared: The *training* graph (``Graph.link_split()`` prepared), so
@@ -104,7 +131,6 @@ class LinkBatches:
     def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
                  seed: int = 0) -> None:
         from torch_geometric.data import Data
-        from torch_geometric.loader import LinkLoader
         from torch_geometric.sampler import NegativeSampling
 
         if flags.sampler_backend != "gnnbench":
@@ -112,12 +138,13 @@ class LinkBatches:
         self.negatives = NegativeSampler(prepared.edge_index, prepared.num_nodes, mode=flags.negative_mode,
                                          strict=flags.negative_strict, seed=seed + 1)
         sampler = GnnbenchNeighborSampler(prepared, flags.fanout, replace=flags.sample_replace, seed=seed,
-                                          negatives=self.negatives)
+                                          negatives=self.negatives, exclude_seed_edges=True)
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
         self.csr = flags.keep_csr
-        self.loader = LinkLoader(
+        self.loader = TimedLinkLoader(
             data, link_sampler=sampler, edge_label_index=training_pairs(prepared),
-            neg_sampling=NegativeSampling("binary", amount=1), batch_size=flags.batch_size, shuffle=True,
+            neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio), batch_size=flags.batch_size,
+            shuffle=True,
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
@@ -127,12 +154,15 @@ class LinkBatches:
         for data in self.loader:
             idx = data.n_id.dtype  # the graph's index dtype: pair endpoints follow it
             label_index = data.edge_label_index.to(idx)
+            timing = data.negative_timing
             yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id.to(idx),
                         target=torch.unique(label_index),
                         num_sampled_nodes=list(data.num_sampled_nodes),
                         num_sampled_edges=list(data.num_sampled_edges),
                         edge_label_index=label_index, edge_label=data.edge_label,
-                        rowptr=target_rowptr(data.edge_index[1], data.n_id.numel()) if self.csr else None)
+                        rowptr=target_rowptr(data.edge_index[1], data.n_id.numel()) if self.csr else None,
+                        negatives_seconds=timing.seconds if timing is not None else 0.0,
+                        sampled_in_worker=bool(timing is not None and timing.in_worker))
 
     def close(self) -> None:
         shutdown_loader(self.loader)

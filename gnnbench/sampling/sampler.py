@@ -8,6 +8,7 @@ PyG's native sampler (pyg-lib or torch-sparse) for comparison.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -16,9 +17,56 @@ from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampl
 
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.negative import NegativeSampler
-from gnnbench.sampling.neighbor import NeighborSampleCore
+from gnnbench.sampling.neighbor import NeighborSampleCore, SampledSubgraph
 
-__all__ = ["GnnbenchNeighborSampler", "make_neighbor_sampler", "native_backend_status", "SAMPLER_BACKENDS"]
+__all__ = ["GnnbenchNeighborSampler", "NegativeTiming", "drop_pair_edges", "make_neighbor_sampler",
+           "native_backend_status", "SAMPLER_BACKENDS"]
+
+
+@dataclass(frozen=True)
+class NegativeTiming:
+    """What drawing one batch's negatives cost, and where it ran.
+
+    :meth:`GnnbenchNeighborSampler.sample_from_edges` appends it to the
+    ``SamplerOutput`` metadata, after the entries PyG's ``LinkLoader`` reads.
+    """
+
+    seconds: float  # NegativeSampler.sample's own clock for this batch
+    in_worker: bool  # drawn in a DataLoader worker process (overlapped with training)
+
+
+def drop_pair_edges(out: SampledSubgraph, src: Tensor, dst: Tensor, num_nodes: int) -> SampledSubgraph:
+    """``out`` without the sampled edges that join a pair ``(src[i], dst[i])``, in either direction.
+
+    The pairs' endpoints must be seeds of ``out``. An edge between two seeds
+    can only be sampled in hop 0 (the only hop whose targets are seeds; seeds
+    hold local ids ``0 .. S-1``), so only those edges are checked; the edges'
+    order (sorted by target) is kept.
+
+    Args:
+        out: A sampled subgraph.
+        src, dst: ``[P]`` global node ids of the pairs.
+        num_nodes: Nodes of the graph (to form pair keys).
+    """
+    hop0, seeds = out.num_sampled_edges[0], out.num_sampled_nodes[0]
+    if src.numel() == 0 or hop0 == 0:
+        return out
+    a, b = src.to(torch.int64), dst.to(torch.int64)
+    keys, _ = torch.sort(torch.cat([b * num_nodes + a, a * num_nodes + b]))
+    row = out.row[:hop0].to(torch.int64)
+    cand = (row < seeds).nonzero().view(-1)  # source is a seed too (hop-0 targets are seeds)
+    node = out.node.to(torch.int64)
+    key = node.index_select(0, out.col[:hop0].to(torch.int64).index_select(0, cand)) * num_nodes \
+        + node.index_select(0, row.index_select(0, cand))
+    hit = keys.index_select(0, torch.searchsorted(keys, key).clamp_max_(keys.numel() - 1)) == key
+    drop = cand[hit]
+    if drop.numel() == 0:
+        return out
+    keep = torch.ones(out.row.numel(), dtype=torch.bool, device=out.row.device)
+    keep[drop] = False
+    return SampledSubgraph(node=out.node, row=out.row[keep], col=out.col[keep], edge=out.edge[keep],
+                           num_sampled_nodes=list(out.num_sampled_nodes),
+                           num_sampled_edges=[hop0 - drop.numel(), *out.num_sampled_edges[1:]])
 
 
 def native_backend_status() -> str | None:
@@ -43,15 +91,22 @@ class GnnbenchNeighborSampler(BaseSampler):
         seed: Base seed; loader workers reseed from their own worker seed.
         negatives: Negative sampler used by :meth:`sample_from_edges`.
         device: Where sampling runs (default: where the CSR lives).
+        exclude_seed_edges: In :meth:`sample_from_edges`, drop the seed
+            (positive) edges from the sampled subgraph, both directions, so a
+            supervision edge is never in its own message-passing graph (as
+            held-out edges are not at evaluation). Default ``False`` (PyG's
+            behaviour).
     """
 
     def __init__(self, prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
-                 negatives: NegativeSampler | None = None, device: torch.device | str | None = None) -> None:
+                 negatives: NegativeSampler | None = None, device: torch.device | str | None = None,
+                 exclude_seed_edges: bool = False) -> None:
         csr = prepared.neighbours()
         dev = torch.device(device) if device is not None else csr.rowptr.device
         self.core = NeighborSampleCore(csr.rowptr.to(dev), csr.col.to(dev), fanouts, replace=replace, seed=seed)
         self.num_nodes = prepared.num_nodes
         self.negatives = negatives
+        self.exclude_seed_edges = exclude_seed_edges
         self.seed = seed
         self._worker_key: tuple[int, int] | None = None
 
@@ -84,13 +139,17 @@ class GnnbenchNeighborSampler(BaseSampler):
 
         Negatives come from this sampler's :class:`NegativeSampler` (uniform or
         degree-weighted; strict mode rejects training positives); PyG's
-        ``NegativeSampling`` only sets the mode (binary/triplet) and amount.
+        ``NegativeSampling`` only sets the mode (binary/triplet) and amount
+        (negatives per positive). The metadata ends with a
+        :class:`NegativeTiming` (after the entries PyG reads). With
+        ``exclude_seed_edges`` the positive edges are removed from the subgraph.
         """
         self._reseed_for_worker()
         if index.time is not None:
             raise ValueError("temporal sampling is not supported by gnnbench's sampler (got edge times)")
         src, dst, label = index.row, index.col, index.label
         num_pos = src.numel()
+        drawn_before = self.negatives.stats.seconds if self.negatives is not None else 0.0
         if neg_sampling is not None:
             if self.negatives is None:
                 raise ValueError("negative sampling requested but the sampler has no NegativeSampler")
@@ -106,16 +165,21 @@ class GnnbenchNeighborSampler(BaseSampler):
                 per = int(neg_sampling.amount)
                 neg = self.negatives.sample(per * num_pos, src=src.repeat(per))
                 dst = torch.cat([dst, neg[1]])
+        timing = NegativeTiming(
+            seconds=self.negatives.stats.seconds - drawn_before if self.negatives is not None else 0.0,
+            in_worker=torch.utils.data.get_worker_info() is not None)
         seed, inverse = torch.cat([src, dst]).unique(return_inverse=True)
         out = self.core.sample(seed)
+        if self.exclude_seed_edges:
+            out = drop_pair_edges(out, index.row, index.col, self.num_nodes)
         # unique() sorts; the core keeps seeds first in the order given, so inverse indexes them directly.
         if neg_sampling is None or neg_sampling.is_binary():
-            metadata = (index.input_id, inverse.view(2, -1), label, None)
+            metadata = (index.input_id, inverse.view(2, -1), label, None, timing)
         else:
             n_src = src.numel()
             dst_idx = inverse[n_src:]
             metadata = (index.input_id, inverse[:n_src], dst_idx[:num_pos],
-                        dst_idx[num_pos:].view(-1, num_pos).t().reshape(num_pos, -1).squeeze(-1), None)
+                        dst_idx[num_pos:].view(-1, num_pos).t().reshape(num_pos, -1).squeeze(-1), None, timing)
         return SamplerOutput(node=out.node, row=out.row, col=out.col, edge=out.edge,
                              num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
                              metadata=metadata)

@@ -32,7 +32,7 @@ __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", 
 # Flags that determine which batches are sampled (and so key the batch cache).
 SAMPLING_FIELDS = ("index_dtype", "fanout", "sample_replace", "sampler_backend", "batch_size", "batch_source",
                    "cluster_size", "clusters_per_batch", "repartition_every", "saint_roots", "saint_walk_length",
-                   "negative_mode", "negative_strict")
+                   "negative_mode", "negative_strict", "negative_ratio")
 
 
 class BatchSource(Protocol):
