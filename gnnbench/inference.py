@@ -9,8 +9,8 @@ every node before the following layer starts, a chunk of target nodes at a time:
    sorted by target, so they are the contiguous slice ``rowptr[lo]:rowptr[hi]``, aggregated sparsely (the
    run's scatter or CSR path), and the rest of the layer for those targets.
 
-Memory is node-sized (a layer's input, messages and output for every node) plus one chunk's temporaries,
-which :class:`ChunkPlan` keeps within a byte budget. The model's precision policy applies as in training
+Memory is node-sized (a layer's messages and its output for every node: the input is let go once the
+messages exist) plus one chunk's temporaries, which :class:`ChunkPlan` keeps within a byte budget. The model's precision policy applies as in training
 (:class:`~gnnbench.models.Precision`), and GCN's normalization uses full-graph degrees: the run's cached
 full-graph coefficients where the policy holds them, else ``D^-1/2`` computed once per evaluation over the
 chunks and each chunk's edge weights formed from it (bit-identical to :func:`~gnnbench.graphs.norm.gcn_norm`
@@ -31,7 +31,7 @@ from gnnbench.models import AggregationPolicy, Precision
 __all__ = ["ChunkPlan", "plan_chunks", "chunk_cost", "check_chunk_bytes", "LayerwiseInference",
            "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_BYTES"]
 
-DEFAULT_CHUNK_BYTES = 256 * 2**20  # one chunk's temporaries: ~480k edges at 64 features (42 chunks on medium)
+DEFAULT_CHUNK_BYTES = 256 * 2**20  # one chunk's temporaries: ~400k edges at width 64, degree 20 (~50 chunks on medium)
 MIN_CHUNK_BYTES = 64 * 2**10  # below this a chunk holds a handful of edges and only adds per-chunk overhead
 
 

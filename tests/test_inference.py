@@ -63,16 +63,44 @@ def test_layerwise_equals_whole_graph_forward(tiny_graph, model_name, aggregatio
         assert torch.equal(got.argmax(-1), ref.argmax(-1))
 
 
-def test_layerwise_respects_the_precision_policy(tiny_graph):
+class _Observer(TorchDispatchMode):
+    """Records the shape and dtype of every dense tensor an operator returns (an observer: nothing is changed). Sparse
+    CSR tensors are left out: their numel is the logical rows x columns, their storage is the recorded parts."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+        self.dtypes = []  # (operator, dtype and dimensions of its output)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
+                self.shapes.append((tuple(t.shape), str(func)))
+                self.dtypes.append((str(func), t.dtype, t.dim()))
+        return out
+
+    def beyond(self, n, width, chunk_edges):
+        """Tensors that are neither node-sized (``n`` or ``n + 1`` rows, up to ``width`` columns) nor within one
+        chunk: no dimension longer than ``chunk_edges``, at most ``chunk_edges x width`` elements."""
+        return [(s, f) for s, f in self.shapes if s and not (
+            (max(s) in (n, n + 1) and math.prod(s) <= (n + 1) * width)
+            or (max(s) <= chunk_edges and math.prod(s) <= chunk_edges * width))]
+
+
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_layerwise_respects_the_precision_policy(tiny_graph, model_name):
     for mode, agg_dtype in (("off", torch.float32), ("partial", torch.float32), ("full", torch.bfloat16)):
-        prepared, precision, policy, model = _setup(tiny_graph, "gcn", Flags(), mode)
-        seen = []
-        for lin in model.lins:
-            lin.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
-        LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
-            model, prepared.graph.x, precision)
-        assert set(seen) == {torch.float32 if mode == "off" else torch.bfloat16}, mode
-        assert policy.dtype == agg_dtype
+        prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(), mode)
+        linears = []
+        for m in model.modules():
+            if m.__class__.__name__ == "Linear":
+                m.register_forward_hook(lambda mod, inp, out: linears.append(out.dtype))
+        with _Observer() as ops:  # the scatter path sums [edges, features] messages into targets with index_add
+            LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
+                model, prepared.graph.x, precision)
+        assert set(linears) == {torch.float32 if mode == "off" else torch.bfloat16}, mode
+        assert {d for f, d, dim in ops.dtypes if "index_add" in f and dim == 2} == {agg_dtype}, mode
 
 
 def test_layerwise_int32_graph_and_link_split(tiny_graph):
@@ -100,48 +128,26 @@ def test_chunked_gcn_weights_equal_the_whole_graphs_bit_for_bit(edges, cuts):
     assert torch.equal(torch.cat([p.self_weight for p in parts]), whole.self_weight)
 
 
-class _Sizes(TorchDispatchMode):
-    """Records the shape of every dense tensor an operator returns (an observer: nothing is changed). Sparse
-    CSR tensors are left out: their numel is the logical rows x columns, their storage is the recorded parts."""
-
-    def __init__(self):
-        super().__init__()
-        self.shapes = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor) and t.layout == torch.strided:
-                self.shapes.append((tuple(t.shape), str(func)))
-        return out
-
-    def beyond(self, n, node_bound, chunk_bound):
-        """Tensors that are neither node-sized (``[n, ...]`` within ``node_bound`` elements) nor within one
-        chunk's ``chunk_bound`` elements."""
-        return [(s, f) for s, f in self.shapes
-                if math.prod(s) > chunk_bound and not (s[0] in (n, n + 1) and math.prod(s) <= node_bound)]
-
-
 @pytest.mark.parametrize("aggregation", ["scatter", "sparse"])
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])
 def test_chunking_bounds_every_intermediate(tiny_graph, model_name, aggregation):
     prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(aggregation=aggregation), "off",
                                                 hidden=64)
     n, e, width = tiny_graph.num_nodes, tiny_graph.num_edges, max(model.dims)
-    infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=2**19)
+    infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)
     plan = infer.plan(width)
-    assert plan.edge_bounds[-1] == e and plan.node_bounds[-1] == n and plan.num_chunks > 50
+    assert plan.edge_bounds[-1] == e and plan.node_bounds[-1] == n and plan.num_chunks > 20
     assert all(plan.cost(*c) <= plan.budget_bytes for c in plan if c[1] - c[0] > 1)
-    chunk_bound = plan.max_edges * width  # the largest edge-sized tensor a chunk may hold: chunk edges x features
-    assert chunk_bound < e // 2  # tighter than even one value per edge of the whole graph
-    with _Sizes() as chunked:
+    assert plan.max_edges * 20 < e  # a chunk's edges are a small slice of the graph's
+    with _Observer() as chunked:
         infer(model, prepared.graph.x, precision)
-    assert chunked.shapes and chunked.beyond(n, n * width, chunk_bound) == []
+    # every intermediate is node-sized (a layer's messages or output) or at most one chunk's edges x features
+    assert chunked.shapes and chunked.beyond(n, width, plan.max_edges) == []
     # the same observer on the whole-graph forward sees edge-sized tensors: edges x features per layer on the
     # scatter path, one weight per edge (the normalization, or the mean's edge values) on the sparse one
-    with _Sizes() as whole:
+    with _Observer() as whole:
         _whole_graph(prepared, precision, policy, model)
-    over = whole.beyond(n, n * width, chunk_bound)
+    over = whole.beyond(n, width, plan.max_edges)
     assert over and max(math.prod(s) for s, _ in over) >= (e * min(model.dims) if aggregation == "scatter" else e)
 
 
