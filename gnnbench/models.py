@@ -284,8 +284,15 @@ class GCN(nn.Module):
         return F.relu(x) if i < self.num_layers - 1 else x
 
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        for i in range(self.num_layers):
-            x = self.combine(i, self.messages(i, x, precision), agg, precision)
+        # the same computation as messages() then combine() per layer, written inline: torch.compile traces this
+        # loop, and routing it through the two methods adds graph breaks and changes the compiled training step
+        for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
+            x = self.drop(x, self.dropout, self.training)
+            with precision.linear_context():
+                h = lin(x)
+            x = agg.gcn(h).float() + bias
+            if i < len(self.lins) - 1:
+                x = F.relu(x)
         return x
 
 
@@ -322,8 +329,15 @@ class GraphSAGE(nn.Module):
         return F.relu(x) if i < self.num_layers - 1 else x
 
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        for i in range(self.num_layers):
-            x = self.combine(i, self.messages(i, x, precision), agg, precision)
+        # messages() then combine() per layer, inline for torch.compile (see GCN.forward)
+        for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
+            x = self.drop(x, self.dropout, self.training)
+            neigh = agg.mean(x)
+            with precision.linear_context():
+                out = lin_l(neigh) + lin_r(x)
+            x = out.float()
+            if i < len(self.lin_l) - 1:
+                x = F.relu(x)
         return x
 
 

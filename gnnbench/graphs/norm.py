@@ -84,10 +84,28 @@ def gcn_norm(
         edge_weight: Optional ``[E]`` input weights (default all ones).
         dtype: Floating dtype of the result (default float32).
     """
+    # Written out rather than through _loop_weights / _inv_sqrt: this runs inside torch.compile'd training
+    # steps, where a helper call around nonzero() adds graph breaks. The chunk functions below compute the same
+    # (bit for bit, tested).
     src, dst = edge_index[0], edge_index[1]
-    w, self_fill = _loop_weights(src, dst, num_nodes, 0, add_self_loops, edge_weight, dtype)
+    device = edge_index.device
+    w = (torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None
+         else edge_weight.to(dtype))
+    self_fill = torch.zeros(num_nodes, dtype=dtype, device=device)
+    if add_self_loops:
+        self_fill.fill_(1.0)
+        loops = (src == dst).nonzero().view(-1)
+        if loops.numel():
+            # As PyG's add_remaining_self_loops: one loop per node, the last one's weight;
+            # repeated loops of a node are dropped (weight 0).
+            node = dst[loops].to(torch.int64)
+            last = torch.full((num_nodes,), -1, dtype=torch.int64, device=device)
+            last.scatter_reduce_(0, node, loops, reduce="amax")
+            w = w.clone()
+            w[loops[last[node] != loops]] = 0.0
+            self_fill[node] = 0.0  # the kept loop carries the node's self weight
     deg = self_fill.clone().index_add_(0, dst, w)
-    dinv = _inv_sqrt(deg, dtype)
+    dinv = torch.where(deg > 0, deg.clamp_min(torch.finfo(dtype).tiny).rsqrt(), torch.zeros_like(deg))
     return GCNNorm(edge_weight=dinv[src] * w * dinv[dst], self_weight=dinv * self_fill * dinv)
 
 
