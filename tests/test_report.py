@@ -127,7 +127,11 @@ def test_committed_reference_report_inputs_load():
         pytest.skip("no committed reference run")
     inputs = load_inputs(runs=[REFERENCE])
     labels = {r["label"] for r in inputs.runs}
-    assert {"baseline", "all_recommended", "baseline (A/A)"} <= labels and set(registry.names()) <= labels
+    assert {"baseline", "all_recommended", "baseline (A/A)"} <= labels
+    # Entries registered after the reference sweep (commit d424e02) are listed by the report as not measured
+    # there; regenerate the reference (README, "Reference results") to cover them and empty this set.
+    newer = {"fast_dropout", "unchecked_negatives"}
+    assert set(registry.names()) - labels == newer
     assert all(r.get("schema_version") == 2 for r in inputs.runs)
 
 
