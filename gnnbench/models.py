@@ -287,7 +287,7 @@ class GCN(nn.Module):
         # the same computation as messages() then combine() per layer, written inline: torch.compile traces this
         # loop, and routing it through the two methods adds graph breaks and changes the compiled training step
         for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
-            x = self.drop(x, self.dropout, self.training)
+            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
             with precision.linear_context():
                 h = lin(x)
             x = agg.gcn(h).float() + bias
@@ -331,7 +331,7 @@ class GraphSAGE(nn.Module):
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
         # messages() then combine() per layer, inline for torch.compile (see GCN.forward)
         for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
-            x = self.drop(x, self.dropout, self.training)
+            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
             neigh = agg.mean(x)
             with precision.linear_context():
                 out = lin_l(neigh) + lin_r(x)
