@@ -108,28 +108,16 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from gnnbench.results import compare
-    from gnnbench.sweep import run_sweep, sweep_entries
+    from gnnbench.sweep import sweep_entries
 
     base = config_from_args(args, [])
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None))
     out_dir = args.out_dir or default_runs_dir(args.scenario or args.preset, base.device)
-    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
-
-    def progress(done, total, entry, status):
-        bar.n = done
-        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}")
-        bar.refresh()
-
-    try:
-        results = run_sweep(entries, out_dir, isolate=not args.in_process, resume=not args.no_resume,
-                            order_seed=args.order_seed, progress=progress)
-    finally:
-        bar.close()
+    results = _sweep_with_bar(entries, out_dir, in_process=args.in_process, resume=not args.no_resume,
+                              order_seed=args.order_seed)
     comparison = compare(results, target_acc=args.target_acc)
     if args.json:
         print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
@@ -139,7 +127,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True):
+def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0):
+    """``run_sweep`` with a progress bar on stderr (compare, diagnose --verify)."""
     from tqdm import tqdm
 
     from gnnbench.sweep import run_sweep
@@ -152,7 +141,8 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
         bar.refresh()
 
     try:
-        return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, progress=progress)
+        return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, order_seed=order_seed,
+                         progress=progress)
     finally:
         bar.close()
 
