@@ -12,7 +12,7 @@ from gnnbench.graphs.clean import CleanOptions, clean_edges
 from gnnbench.graphs.csr import CSR, rowptr_from_sorted_targets
 from gnnbench.graphs.index import to_index_dtype
 
-__all__ = ["Graph", "GraphError", "random_split_masks"]
+__all__ = ["Graph", "GraphError", "check_disjoint", "check_held_out", "check_mask", "random_split_masks"]
 
 
 class GraphError(ValueError):
@@ -32,6 +32,66 @@ def random_split_masks(
         mask[perm[lo:hi]] = True
         masks.append(mask)
     return masks[0], masks[1], masks[2]
+
+
+def _tensor(value: Any, name: str) -> Tensor:
+    """``torch.as_tensor(value)``, refusing dtypes torch cannot hold (strings, objects) with a GraphError."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind == "u" and value.dtype.itemsize > 1:  # numpy uint16/32/64: torch supports them only partly
+        if value.size and int(value.max()) > torch.iinfo(torch.int64).max:
+            raise GraphError(f"{name} holds {int(value.max())}, beyond the int64 range")
+        value = value.astype("int64")
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, RuntimeError, ValueError) as exc:
+        dtype = getattr(value, "dtype", type(value).__name__)
+        raise GraphError(f"{name} must be a numeric array (got dtype {dtype}: {str(exc).splitlines()[0]})") from None
+
+
+def check_mask(mask: Any, name: str, num_nodes: int) -> Tensor:
+    """A ``[num_nodes]`` bool mask from ``mask`` (bool, or integers 0/1); refuses other shapes and values."""
+    m = _tensor(mask, name)
+    if m.shape != (num_nodes,):
+        raise GraphError(f"{name} must have shape [{num_nodes}], one bool per node (got {list(m.shape)})")
+    if m.dtype != torch.bool:
+        if m.is_floating_point() or m.is_complex():
+            raise GraphError(f"{name} must be bool or 0/1 integers (got dtype {m.dtype})")
+        if m.numel() and (int(m.min()) < 0 or int(m.max()) > 1):
+            raise GraphError(f"{name} must be bool or 0/1 integers (got values in [{int(m.min())}, {int(m.max())}])")
+        m = m.to(torch.bool)
+    return m
+
+
+def check_disjoint(masks: list[Tensor]) -> None:
+    """Refuse an empty train/val/test mask and any node in two of them."""
+    names = ("train_mask", "val_mask", "test_mask")
+    for name, m in zip(names, masks):
+        if not bool(m.any()):
+            raise GraphError(f"{name} selects no node; train, val and test masks must each select at least one node")
+    for i in range(3):
+        for j in range(i + 1, 3):
+            both = masks[i] & masks[j]
+            if bool(both.any()):
+                first = int(both.nonzero()[0, 0])
+                raise GraphError(
+                    f"{names[i]} and {names[j]} overlap ({int(both.sum())} nodes, first node {first}); "
+                    "the splits must be disjoint"
+                )
+
+
+def check_held_out(pairs: Any, name: str, num_nodes: int) -> Tensor:
+    """Validate held-out link-prediction positives: ``[2, k]`` integer node ids in ``[0, num_nodes)``."""
+    t = _tensor(pairs, name)
+    if t.dim() != 2 or t.size(0) != 2:
+        raise GraphError(f"{name} must have shape [2, k], (u, v) node pairs (got {list(t.shape)})")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise GraphError(f"{name} must hold integer node ids (got dtype {t.dtype})")
+    if t.numel():
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi >= num_nodes:
+            bad = lo if lo < 0 else hi
+            raise GraphError(f"{name} holds node id {bad}; ids must be in [0, {num_nodes - 1}]")
+    return t.to(torch.int64)
 
 
 @dataclass
@@ -167,9 +227,9 @@ class Graph:
             GraphError: naming the problem, for out-of-range or negative node
                 ids, shape mismatches, non-integer labels or NaN/Inf features.
         """
-        edge_index = torch.as_tensor(edge_index)
-        x = torch.as_tensor(x)
-        y = torch.as_tensor(y)
+        edge_index = _tensor(edge_index, "edge_index")
+        x = _tensor(x, "features x")
+        y = _tensor(y, "labels y")
         if x.dim() != 2:
             raise GraphError(f"features x must have shape [num_nodes, num_features] (got {list(x.shape)})")
         n = x.size(0) if num_nodes is None else int(num_nodes)
@@ -187,14 +247,14 @@ class Graph:
                 f"features x contain {kind} values ({int((~finite).sum())} entries; first at row {bad[0]}, column {bad[1]})"
             )
         if y.shape != (n,):
-            raise GraphError(f"labels y must have shape [{n}] (got {list(y.shape)})")
-        if y.is_floating_point() or y.dtype == torch.bool:
+            raise GraphError(f"labels y must have shape [{n}] (got {list(y.shape)}); one integer class per node")
+        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
             raise GraphError(f"labels y must be integers (got dtype {y.dtype})")
         if n and int(y.min()) < 0:
             raise GraphError(f"labels y must be >= 0 (got {int(y.min())})")
         if edge_index.dim() != 2 or edge_index.size(0) != 2:
             raise GraphError(f"edge_index must have shape [2, num_edges] (got {list(edge_index.shape)})")
-        if edge_index.is_floating_point() or edge_index.dtype == torch.bool:
+        if edge_index.is_floating_point() or edge_index.is_complex() or edge_index.dtype == torch.bool:
             raise GraphError(f"edge_index must hold integers (got dtype {edge_index.dtype})")
         if edge_index.numel():
             lo, hi = int(edge_index.min()), int(edge_index.max())
@@ -209,12 +269,9 @@ class Graph:
         if given and len(given) != 3:
             raise GraphError("give all three of train_mask, val_mask, test_mask, or none of them")
         if given:
-            masks = []
-            for name, m in zip(("train_mask", "val_mask", "test_mask"), (train_mask, val_mask, test_mask)):
-                m = torch.as_tensor(m)
-                if m.shape != (n,):
-                    raise GraphError(f"{name} must have shape [{n}] (got {list(m.shape)})")
-                masks.append(m.to(torch.bool))
+            masks = [check_mask(m, name, n) for name, m in
+                     zip(("train_mask", "val_mask", "test_mask"), (train_mask, val_mask, test_mask))]
+            check_disjoint(masks)
         else:
             g = torch.Generator().manual_seed(split_seed)
             masks = list(random_split_masks(n, train_frac, val_frac, g))
@@ -299,5 +356,5 @@ class Graph:
         for key in ("lp_val_pos", "lp_test_pos"):
             value = getattr(data, key, None)
             if value is not None:
-                setattr(graph, key, value)
+                setattr(graph, key, check_held_out(value, key, graph.num_nodes))
         return graph
