@@ -96,9 +96,9 @@ def test_load_npz_with_aliases_edge_list_and_random_split(tmp_path):
 def test_load_errors(tmp_path):
     with pytest.raises(GraphError, match="does not exist"):
         load_graph(tmp_path / "missing.npz")
-    bad = tmp_path / "g.csv"
+    bad = tmp_path / "g.xyz"
     bad.write_text("0,1\n")
-    with pytest.raises(GraphError, match=r"unsupported graph file suffix '.csv'.*accepted: .npz, .pt, .pth"):
+    with pytest.raises(GraphError, match=r"unsupported graph file suffix '.xyz'.*accepted: .npz, .pt, .pth"):
         load_graph(bad)
     no_y = tmp_path / "noy.npz"
     np.savez(no_y, edge_index=np.zeros((2, 1), dtype=np.int64), x=np.zeros((1, 1)))

@@ -349,8 +349,9 @@ class Graph:
         masks = {k: getattr(data, k, None) for k in ("train_mask", "val_mask", "test_mask")}
         if any(m is None for m in masks.values()):
             masks = {}
+        y = _tensor(data.y, "labels y")
         graph = cls.from_edges(
-            data.edge_index, data.x, data.y.view(-1) if data.y.dim() == 2 and data.y.size(1) == 1 else data.y,
+            data.edge_index, data.x, y.view(-1) if y.dim() == 2 and y.size(1) == 1 else y,
             num_nodes=data.num_nodes, clean=clean, split_seed=split_seed, **masks,
         )
         for key in ("lp_val_pos", "lp_test_pos"):

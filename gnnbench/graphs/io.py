@@ -1,4 +1,4 @@
-"""Loading a user's own graph: a saved PyG ``Data`` or an ``.npz`` archive."""
+"""Loading a user's own graph: a saved PyG ``Data``, an ``.npz`` archive or an edge list (``.csv``/``.tsv``/``.txt``)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import torch
 
 from gnnbench.graphs.clean import CleanOptions
-from gnnbench.graphs.container import Graph, GraphError
+from gnnbench.graphs.container import Graph, GraphError, check_held_out
+from gnnbench.graphs.edgelist import EDGE_LIST_SUFFIXES, load_edge_list
 
-__all__ = ["load_graph", "save_npz", "NPZ_KEYS"]
+__all__ = ["load_graph", "measure_load", "save_npz", "NPZ_KEYS"]
 
 # Accepted .npz keys: canonical name -> aliases, first match wins.
 NPZ_KEYS = {
@@ -23,11 +24,22 @@ NPZ_KEYS = {
 _NPZ_OPTIONAL = ("train_mask", "val_mask", "test_mask", "num_nodes", "lp_val_pos", "lp_test_pos", "spec_json")
 
 
+def _array(archive: Any, name: str, path: Path) -> np.ndarray:
+    try:
+        return archive[name]
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt member: zlib, CRC, header errors alike
+        raise GraphError(f"cannot read array {name!r} from {path} (truncated or corrupt .npz?): "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+
 def _load_npz(path: Path) -> dict[str, Any]:
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as exc:
-        raise GraphError(f"cannot read {path} as an .npz archive: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - any failure to open an untrusted file is a bad file
+        raise GraphError(f"cannot read {path} as an .npz archive: "
+                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise GraphError(f"{path} holds a single .npy array, not an .npz archive of edge_index, x and y")
     with archive:
         present = set(archive.files)
         out: dict[str, Any] = {}
@@ -38,74 +50,106 @@ def _load_npz(path: Path) -> dict[str, Any]:
                     f"{path} has no {key!r} array (accepted names: {', '.join(aliases)}; "
                     f"found: {', '.join(sorted(present)) or 'none'})"
                 )
-            out[key] = archive[found]
+            out[key] = _array(archive, found, path)
         for key in _NPZ_OPTIONAL:
             if key in present:
-                out[key] = archive[key]
+                out[key] = _array(archive, key, path)
     edges = out["edge_index"]
     if edges.ndim == 2 and edges.shape[1] == 2 and edges.shape[0] != 2:
-        edges = edges.T  # accept [E, 2] edge lists too
-    out["edge_index"] = torch.from_numpy(np.ascontiguousarray(edges))
-    out["x"] = torch.from_numpy(np.ascontiguousarray(out["x"]))
-    out["y"] = torch.from_numpy(np.ascontiguousarray(out["y"]))
+        edges = edges.T  # accept [E, 2] edge lists too (a view: cleaning copies anyway)
+    out["edge_index"] = edges
     if "num_nodes" in out:
-        out["num_nodes"] = int(out["num_nodes"])
-    for key in ("lp_val_pos", "lp_test_pos"):
-        if key in out:
-            out[key] = torch.from_numpy(np.ascontiguousarray(out[key]))
+        nn = out["num_nodes"]
+        if nn.ndim != 0 or nn.dtype.kind not in "iu":
+            raise GraphError(f"{path}: num_nodes must be a single integer (got dtype {nn.dtype}, shape {list(nn.shape)})")
+        out["num_nodes"] = int(nn)
     if "spec_json" in out:
-        out["spec"] = json.loads(str(out.pop("spec_json")))
-    for key in ("train_mask", "val_mask", "test_mask"):
-        if key in out:
-            out[key] = torch.from_numpy(out[key].astype(bool))
+        try:
+            out["spec"] = json.loads(str(out.pop("spec_json")))
+        except ValueError as exc:
+            raise GraphError(f"{path}: spec_json is not valid JSON ({exc})") from None
     return out
 
 
-def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0) -> Graph:
+def _with_file(path: Path, exc: GraphError) -> GraphError:
+    """``exc`` with the file's name in front, unless the message names it already."""
+    msg = str(exc)
+    return GraphError(msg if str(path) in msg or path.name in msg else f"{path}: {msg}")
+
+
+def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
+               allow_empty_edges: bool = False) -> Graph:
     """Load a graph from ``path``.
 
-    Accepted formats:
+    Accepted formats (by suffix, case-insensitive):
         - ``.pt`` / ``.pth``: a ``torch_geometric.data.Data`` saved with ``torch.save``,
           holding ``x``, ``y`` and ``edge_index`` (masks optional);
         - ``.npz``: arrays ``edge_index`` (``[2, E]`` or ``[E, 2]``; alias ``edges``),
           ``x`` (alias ``features``), ``y`` (alias ``labels``), optional
-          ``train_mask``/``val_mask``/``test_mask`` and ``num_nodes``.
+          ``train_mask``/``val_mask``/``test_mask`` and ``num_nodes``;
+        - ``.csv`` / ``.tsv`` / ``.txt``: an edge list, two integer columns ``src dst``
+          (comma, tab or space separated, optional header line, ``#`` comments), with
+          optional ``STEM.features.npy`` (or ``STEM_x.npy``), ``STEM.labels.npy`` (or
+          ``STEM_y.npy``) and ``STEM.{train,val,test}_mask.npy`` beside it; missing features
+          and labels are substituted (see :mod:`gnnbench.graphs.edgelist`) and recorded in
+          ``graph.meta["substituted"]``, ``meta["labels_substituted"]`` and ``meta["notes"]``.
 
     Missing masks are replaced by a random split drawn with ``split_seed``.
 
+    Args:
+        path: The graph file.
+        clean: Cleaning applied to the edges (dedupe, to_undirected, self loops).
+        split_seed: Seed of the random split when the file has no masks.
+        allow_empty_edges: Accept a graph without edges (default: refuse it with a GraphError
+            that says the edge list is empty; the caller decides per task).
+
     Raises:
-        GraphError: for a missing file, an unknown suffix or malformed content.
+        GraphError: one line naming the file, the problem and the accepted form, for a missing
+            file, an unknown suffix or any malformed content.
     """
     p = Path(path)
     if not p.is_file():
         raise GraphError(f"graph file {str(p)!r} does not exist")
     suffix = p.suffix.lower()
-    meta = {"source": str(p)}
+    if suffix in EDGE_LIST_SUFFIXES:
+        return load_edge_list(p, clean=clean, split_seed=split_seed, allow_empty_edges=allow_empty_edges)
+    meta: dict[str, Any] = {"source": str(p)}
     if suffix == ".npz":
         arrays = _load_npz(p)
         masks = {k: arrays.pop(k) for k in ("train_mask", "val_mask", "test_mask") if k in arrays}
         if "spec" in arrays:
             meta["spec"] = arrays["spec"]
-        graph = Graph.from_edges(arrays["edge_index"], arrays["x"], arrays["y"],
-                                 num_nodes=arrays.get("num_nodes"), clean=clean,
-                                 split_seed=split_seed, meta=meta, **masks)
-        graph.lp_val_pos = arrays.get("lp_val_pos")
-        graph.lp_test_pos = arrays.get("lp_test_pos")
-        return graph
-    if suffix in (".pt", ".pth"):
+        try:
+            graph = Graph.from_edges(arrays.pop("edge_index"), arrays.pop("x"), arrays.pop("y"),
+                                     num_nodes=arrays.get("num_nodes"), clean=clean,
+                                     split_seed=split_seed, meta=meta, **masks)
+            for key in ("lp_val_pos", "lp_test_pos"):
+                if key in arrays:
+                    setattr(graph, key, check_held_out(arrays[key], key, graph.num_nodes))
+        except GraphError as exc:
+            raise _with_file(p, exc) from None
+    elif suffix in (".pt", ".pth"):
         from torch_geometric.data import Data
         from torch_geometric.io import fs
 
         try:
             data = fs.torch_load(str(p))
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
-            raise GraphError(f"cannot load {p} as a saved PyG Data: {exc}") from None
+            raise GraphError(f"cannot load {p} as a saved PyG Data: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         if not isinstance(data, Data):
-            raise GraphError(f"{p} holds a {type(data).__name__}, not a torch_geometric.data.Data")
-        graph = Graph.from_pyg(data, clean=clean, split_seed=split_seed)
+            raise GraphError(f"{p} holds a {type(data).__name__}, not a torch_geometric.data.Data "
+                             "(save one with torch.save(Data(x=..., y=..., edge_index=...), path))")
+        try:
+            graph = Graph.from_pyg(data, clean=clean, split_seed=split_seed)
+        except GraphError as exc:
+            raise _with_file(p, exc) from None
         graph.meta.update(meta)
-        return graph
-    raise GraphError(f"unsupported graph file suffix {suffix!r} for {p}; accepted: .npz, .pt, .pth")
+    else:
+        raise GraphError(f"unsupported graph file suffix {suffix!r} for {p}; accepted: .npz, .pt, .pth, "
+                         f"{', '.join(EDGE_LIST_SUFFIXES)}")
+    if graph.num_edges == 0 and not allow_empty_edges:
+        raise GraphError(f"{p}: the graph has no edges (after cleaning {clean}); gnnbench needs at least one edge")
+    return graph
 
 
 def save_npz(graph: Graph, path: str | Path) -> None:
@@ -118,3 +162,44 @@ def save_npz(graph: Graph, path: str | Path) -> None:
     if graph.meta.get("spec") is not None:
         arrays["spec_json"] = np.array(json.dumps(graph.meta["spec"]))
     np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)
+
+
+def _max_rss_bytes() -> int:
+    """This process's peak resident set size so far (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss) if sys.platform == "darwin" else int(rss) * 1024
+
+
+def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
+                 root: str | None = None, allow_empty_edges: bool = False) -> tuple[Graph, float, int]:
+    """Load a graph file or a named dataset and measure it.
+
+    Args:
+        source: A graph file (see :func:`load_graph`), or a dataset name
+            (see :func:`gnnbench.graphs.datasets.load_dataset`) when no such file exists
+            and the name has no graph-file suffix.
+        clean, split_seed, allow_empty_edges: As for :func:`load_graph`.
+        root: Dataset root for named datasets.
+
+    Returns:
+        ``(graph, seconds, peak_bytes)``: wall time of the load, and how far the load raised the
+        process's resident-memory high-water mark (``ru_maxrss`` after minus before). This is a
+        high-water mark of the whole process: a load that stays below an earlier peak reports 0, so
+        call it early in a fresh process for a meaningful figure.
+    """
+    import time
+
+    p = Path(source)
+    before = _max_rss_bytes()
+    t0 = time.perf_counter()
+    if p.is_file() or p.suffix.lower() in (".npz", ".pt", ".pth", *EDGE_LIST_SUFFIXES):
+        graph = load_graph(p, clean=clean, split_seed=split_seed, allow_empty_edges=allow_empty_edges)
+    else:
+        from gnnbench.graphs.datasets import load_dataset
+
+        graph = load_dataset(str(source), root, clean=clean, split_seed=split_seed)
+    seconds = time.perf_counter() - t0
+    return graph, seconds, max(0, _max_rss_bytes() - before)
