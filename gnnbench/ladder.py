@@ -200,7 +200,7 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
     Args:
         config: The configuration as given (its epochs and step cap size each rung's short run).
         budget_bytes: The memory budget, in bytes.
-        graph: An already generated graph of ``config.spec`` (default: generated here, once).
+        graph: An already built graph of ``config`` (default: generated or loaded here, once).
         probe_steps: Steps whose peak is measured; they are the run's warm-up steps, so the tracker's
             overhead stays out of the median step time.
         rungs: The ladder (default :data:`RUNGS`).
@@ -223,7 +223,7 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
         config.flags, config.context(device, graph))
     if given:  # the configuration as given cannot run: nothing to walk down from
         raise UnavailableError(given)
-    graph = graph if graph is not None else generate(config.spec)
+    graph = graph if graph is not None else config.build_graph()
     path: list[RungResult] = []
     flags, given_metric, previous_metric = config.flags, None, None
 

@@ -83,7 +83,7 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         progress: Called with ``(steps done, total steps or 0)`` after every step.
         profiler: Entered around the training loop (e.g. ``torch.profiler.profile``)
             and stepped after every training step.
-        graph: An already generated graph of ``config.spec`` (a sweep generates each spec once).
+        graph: An already built graph of ``config`` (a sweep builds each graph once in-process).
     """
     device = resolve_device(config.device)
     env = environment(device)
@@ -170,7 +170,11 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
                "setup_seconds": trainer.setup_seconds, "index_bytes": trainer.prepared.index_bytes_after,
                "index_bytes_int64": trainer.prepared.index_bytes_before,
                "widened_index_bytes_per_step": (trainer.widened_index_bytes / trainer.steps_taken
-                                                if trainer.steps_taken else 0.0)},
+                                                if trainer.steps_taken else 0.0),
+               # a loaded graph: where it came from, its content fingerprint, how this process read it, and
+               # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
+               **{k: trainer.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes",
+                                                      "link_holdout", "substituted") if k in trainer.graph.meta}},
         steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
                "total": trainer.steps_taken},
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,

@@ -34,7 +34,8 @@ from gnnbench.flags import format_reasons
 from gnnbench.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
-           "reuse_problem", "compare", "compare_rows", "BASELINE", "AA_LABEL", "E2E_BASELINE", "NO_COST_PP"]
+           "reuse_problem", "compare", "compare_rows", "graph_label", "BASELINE", "AA_LABEL", "E2E_BASELINE",
+           "NO_COST_PP"]
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -125,6 +126,16 @@ class RunResult:
             kwargs["compile"] = CompileMetrics(**kwargs["compile"])
         kwargs["schema_version"] = version
         return cls(**kwargs)
+
+
+def graph_label(config: dict[str, Any]) -> str:
+    """The graph a result's config trained on: the preset's name, or the loaded file's / dataset's name with the
+    head of its content fingerprint (``graph.npz@1a2b3c4d``)."""
+    source = config.get("source")
+    if source:
+        name = Path(source["location"]).name if source.get("kind") == "file" else source["location"]
+        return f"{name}@{str(source.get('fingerprint', '')).split(':')[-1][:8]}"
+    return (config.get("spec") or {}).get("name", "?")
 
 
 def load_result(path: str | Path) -> dict[str, Any] | None:

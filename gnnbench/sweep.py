@@ -25,7 +25,6 @@ from typing import Callable, Iterable
 
 from gnnbench import registry
 from gnnbench.env import environment, resolve_device
-from gnnbench.graphs import generate
 from gnnbench.measure import run
 from gnnbench.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
 from gnnbench.stats import DEFAULT_REPEATS
@@ -198,8 +197,8 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict) -> dict:
                     "config": entry.config.to_dict()}
             write_json_atomic(path.with_suffix(".failed.json"), data)
         return data
-    spec_key = json.dumps(entry.config.spec.to_dict(), sort_keys=True)
-    if spec_key not in graphs:  # in-process: generate each graph once
+    key = entry.config.graph_key()
+    if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
-        graphs[spec_key] = generate(entry.config.spec)
-    return run(entry.config, out=path, graph=graphs[spec_key]).to_dict()
+        graphs[key] = entry.config.build_graph()
+    return run(entry.config, out=path, graph=graphs[key]).to_dict()

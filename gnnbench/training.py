@@ -20,6 +20,7 @@ factory reads its own flags.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -32,6 +33,7 @@ from gnnbench.features import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
+from gnnbench.graphs.source import GraphSource, load_source
 from gnnbench.inference import DEFAULT_CHUNK_BYTES, LayerwiseInference, check_chunk_bytes
 from gnnbench.models import MODELS, AggregationPolicy, Precision, build_model, compile_model
 from gnnbench.peak_memory import PeakMemory
@@ -48,7 +50,10 @@ class RunConfig:
     """One configuration to measure.
 
     Args:
-        spec: The graph to generate.
+        spec: The graph to generate (``None`` when ``source`` is given).
+        source: A user's graph (a file or a dataset, identified by its content
+            fingerprint; :func:`gnnbench.graphs.source.open_source` makes one).
+            Given, it replaces ``spec``.
         flags: The optimizations switched on (``Flags()`` = baseline).
         task: ``"node"`` (classification, accuracy) or ``"link"`` (prediction on
             held-out edges, AUC and Hits@50).
@@ -73,7 +78,8 @@ class RunConfig:
             a time (:mod:`gnnbench.inference`; default 256 MiB, at least 64 KiB).
     """
 
-    spec: GraphSpec = field(default_factory=lambda: GraphSpec.preset("small"))
+    spec: GraphSpec | None = field(default_factory=lambda: GraphSpec.preset("small"))
+    source: GraphSource | None = None  # a loaded graph (file or dataset); replaces spec
     flags: Flags = field(default_factory=Flags)
     task: str = "node"  # "node" classification | "link" prediction
     model: str = "gcn"  # "gcn" | "sage"
@@ -91,6 +97,12 @@ class RunConfig:
     eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
 
     def __post_init__(self) -> None:
+        if self.source is not None:
+            if not isinstance(self.source, GraphSource):
+                raise ValueError(f"RunConfig.source must be a GraphSource (got {type(self.source).__name__})")
+            object.__setattr__(self, "spec", None)  # one graph per configuration: the loaded one
+        elif not isinstance(self.spec, GraphSpec):
+            raise ValueError("RunConfig needs a graph: a GraphSpec (spec=...) or a loaded GraphSource (source=...)")
         if self.task not in TASKS:
             raise ValueError(f"unknown task {self.task!r}; accepted: {', '.join(map(repr, TASKS))}")
         if self.model not in MODELS:
@@ -115,19 +127,42 @@ class RunConfig:
         """The availability context of this run (graph size from ``graph`` when given, else the spec)."""
         return RunContext(device=device if device is not None else resolve_device(self.device), task=self.task,
                           model=self.model,
-                          num_nodes=graph.num_nodes if graph is not None else self.spec.num_nodes,
-                          num_edges=graph.num_edges if graph is not None else self.spec.num_edges)
+                          num_nodes=graph.num_nodes if graph is not None else self.graph_size[0],
+                          num_edges=graph.num_edges if graph is not None else self.graph_size[1])
+
+    @property
+    def graph_size(self) -> tuple[int, int]:
+        """``(nodes, stored edges)`` of the graph this configuration trains on (before any link split)."""
+        if self.source is not None:
+            return self.source.num_nodes, self.source.num_edges
+        return self.spec.num_nodes, self.spec.num_edges
+
+    @property
+    def graph_name(self) -> str:
+        """The preset's name, or the loaded file's / dataset's name with its fingerprint's head."""
+        return self.source.label if self.source is not None else self.spec.name
+
+    def graph_key(self) -> str:
+        """Identifies the graph: equal keys, identical graphs (the spec, or the source's fingerprint)."""
+        return (f"source:{self.source.fingerprint}" if self.source is not None
+                else "spec:" + json.dumps(self.spec.to_dict(), sort_keys=True))
+
+    def build_graph(self) -> Any:
+        """Generate the spec's graph, or load the source's (its prepared copy when intact)."""
+        return load_source(self.source) if self.source is not None else generate(self.spec)
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        d["spec"] = self.spec.to_dict()
+        d["spec"] = self.spec.to_dict() if self.spec is not None else None
+        d["source"] = self.source.to_dict() if self.source is not None else None
         d["flags"] = self.flags.to_dict()
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
         d = {k: v for k, v in d.items() if k in {f.name for f in dataclasses.fields(cls)}}
-        d["spec"] = GraphSpec(**d["spec"])
+        d["spec"] = GraphSpec(**d["spec"]) if d.get("spec") is not None else None
+        d["source"] = GraphSource.from_dict(d["source"]) if d.get("source") is not None else None
         d["flags"] = Flags.from_dict(d["flags"])
         return cls(**d)
 
@@ -174,12 +209,19 @@ class Trainer:
         torch.manual_seed(config.seed)
         t0 = time.perf_counter()
         if graph is None:
-            graph = generate(config.spec)
-            self.generate_seconds = time.perf_counter() - t0
+            graph = config.build_graph()
+            self.generate_seconds = time.perf_counter() - t0  # generated, or loaded (prepared copy: mmap)
         else:
-            if graph.meta.get("spec") != config.spec.to_dict():
-                raise ValueError("the graph passed to the trainer was not generated from config.spec")
-            self.generate_seconds = graph.meta.get("generate_seconds", 0.0)
+            if config.source is not None:
+                if graph.meta.get("fingerprint") != config.source.fingerprint:
+                    raise ValueError("the graph passed to the trainer is not config.source's content "
+                                     f"(fingerprint {graph.meta.get('fingerprint')!r}, "
+                                     f"expected {config.source.fingerprint!r})")
+                self.generate_seconds = graph.meta.get("load_seconds", 0.0)
+            else:
+                if graph.meta.get("spec") != config.spec.to_dict():
+                    raise ValueError("the graph passed to the trainer was not generated from config.spec")
+                self.generate_seconds = graph.meta.get("generate_seconds", 0.0)
         items = availability.check(config.flags, config.context(device, graph))
         if items:
             raise UnavailableError(items)

@@ -10,11 +10,12 @@ import sys
 import time
 
 from gnnbench import registry
-from gnnbench.cli.options import config_from_args, graph_layer_names, parse_size, spec_from_args
+from gnnbench.cli.options import (check_graph_source, clean_from_args, config_from_args, graph_layer_names, graph_name,
+                                  parse_size, source_from_args, spec_from_args)
 from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
                                  registry_markdown, table)
 from gnnbench.flags import Flags
-from gnnbench.graphs import CleanOptions, generate
+from gnnbench.graphs import generate
 from gnnbench.graphs.io import load_graph
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
@@ -24,12 +25,17 @@ __all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "c
 
 
 def _graph_from_args(args: argparse.Namespace):
-    if getattr(args, "load", None):
-        clean = CleanOptions(dedupe=not args.no_dedupe, to_undirected=args.undirected,
-                             self_loops=args.self_loops)
+    """The graph the options name, read directly (no prepared copy: these commands measure no sweep)."""
+    check_graph_source(args)
+    if getattr(args, "load", None) or getattr(args, "dataset", None):
         t0 = time.perf_counter()
-        graph = load_graph(args.load, clean=clean, split_seed=args.seed or 0)
-        return graph, {"source": args.load, "load_seconds": time.perf_counter() - t0}
+        if args.load:
+            graph = load_graph(args.load, clean=clean_from_args(args), split_seed=args.seed or 0)
+        else:
+            from gnnbench.graphs.datasets import load_dataset
+
+            graph = load_dataset(args.dataset, args.root, clean=clean_from_args(args), split_seed=args.seed or 0)
+        return graph, {"source": args.load or f"dataset:{args.dataset}", "load_seconds": time.perf_counter() - t0}
     spec = spec_from_args(args)
     graph = generate(spec)
     return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
@@ -76,9 +82,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
     config = config_from_args(args, args.flags)
+    opened = source_from_args(args)
     bar, update = _progress_bar("training")
     try:
-        result = run(config, out=args.out, progress=update)
+        result = run(config, out=args.out, progress=update, graph=opened[1] if opened else None)
     finally:
         bar.close()
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else format_run(result))
@@ -115,7 +122,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None))
-    out_dir = args.out_dir or default_runs_dir(args.scenario or args.preset, base.device)
+    out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     results = _sweep_with_bar(entries, out_dir, in_process=args.in_process, resume=not args.no_resume,
                               order_seed=args.order_seed)
     comparison = compare(results, target_acc=args.target_acc)
@@ -155,7 +162,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, args.flags)
     try:
-        d = diagnose(config, steps=args.steps)
+        opened = source_from_args(args)
+        d = diagnose(config, steps=args.steps, graph=opened[1] if opened else None)
     except UnavailableError as exc:
         print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
         return 2
@@ -167,7 +175,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         if not labels:
             print("\n--verify: nothing to measure (no recommendation can run here)")
         else:
-            out_dir = args.out_dir or default_runs_dir(f"diagnose-{args.scenario or args.preset}", config.device)
+            out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
             if not args.json:
                 print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
                       f"({out_dir})", flush=True)
@@ -190,7 +198,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from gnnbench.tune import format_tune, tune
 
     config = config_from_args(args, args.flags)
-    out_dir = args.out_dir or default_runs_dir(f"tune-{args.scenario or args.preset}", config.device)
+    out_dir = args.out_dir or default_runs_dir(f"tune-{graph_name(args)}", config.device)
     log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
         (lambda line: print(line, flush=True))
     result = tune(config, budget_s=60 * args.budget, out_dir=out_dir, repeats=args.repeats,
@@ -207,12 +215,13 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
-    base = RunConfig(spec=spec_from_args(args), device=str(device), epochs=1,
-                     max_steps_per_epoch=args.steps, warmup_steps=5)
+    opened = source_from_args(args)
+    base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
+                     device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
     entries = sweep_entries(base, None, repeats=args.repeats)
     env = environment(device)
     print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
-          f"preset {args.preset}, {args.steps} steps per configuration", flush=True)
+          f"graph {graph_name(args)}, {args.steps} steps per configuration", flush=True)
     t0 = time.perf_counter()
 
     def progress(done, total, entry, status):
@@ -237,7 +246,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     prof = profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=args.active_steps),
                    on_trace_ready=lambda p: p.export_chrome_trace(args.trace))
     config = dataclasses.replace(config, epochs=1, max_steps_per_epoch=args.active_steps + 2)
-    result = run(config, profiler=prof)
+    opened = source_from_args(args)
+    result = run(config, profiler=prof, graph=opened[1] if opened else None)
     if not result.ok:
         print(format_run(result))
         return 1

@@ -6,7 +6,7 @@ import argparse
 
 from gnnbench import registry
 from gnnbench.flags import HOT_RANKS, Flags
-from gnnbench.graphs import GraphSpec
+from gnnbench.graphs import CleanOptions, GraphSpec
 from gnnbench.graphs.spec import PRESETS
 from gnnbench.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models import MODELS
@@ -14,7 +14,8 @@ from gnnbench.scenarios import SCENARIOS, get_scenario
 from gnnbench.tasks import TASKS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
-           "parse_hot_budget", "parse_eval_chunk", "parse_size"]
+           "parse_hot_budget", "parse_eval_chunk", "parse_size", "source_from_args", "check_graph_source",
+           "clean_from_args", "loads_graph", "graph_name", "GENERATOR_OVERRIDES"]
 
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -98,13 +99,25 @@ def graph_layer_names() -> list[str]:
     return [o.name for o in registry.REGISTRY.values() if o.layer == "gnnbench.graphs.prepare"]
 
 
+GENERATOR_OVERRIDES = ("num_nodes", "avg_degree", "exponent", "num_classes", "feature_dim", "homophily",
+                       "feature_snr")
+
+
 def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
-    """Graph source options; ``load`` only for the commands that can measure a loaded file."""
-    src = p.add_argument_group("graph source (generate a preset" + (", or --load a file)" if load else ")"))
-    src.add_argument("--preset", default="small", choices=list(PRESETS),
+    """Graph source options: a preset to generate, or (``load``) a user's file or a named dataset."""
+    src = p.add_argument_group("graph source (generate a preset" + (
+        "; or measure your own graph: --load FILE or --dataset NAME)" if load else ")"))
+    src.add_argument("--preset", default=None, choices=list(PRESETS),
                      help="size preset to generate (default: small)")
     if load:
-        src.add_argument("--load", metavar="PATH", help="load a graph from a .npz or a saved PyG Data (.pt)")
+        src.add_argument("--load", metavar="PATH",
+                         help="your graph: .npz, a saved PyG Data (.pt), or an edge list (.csv/.tsv/.txt, features "
+                              "and labels in .npy files beside it); see README, 'Your own graph'")
+        src.add_argument("--dataset", metavar="NAME",
+                         help="a named dataset: KarateClub, FakeDataset, Planetoid:Cora, Reddit, Flickr, ... or "
+                              "ogbn-arxiv (needs the ogb extra); downloaded only when online")
+        src.add_argument("--root", metavar="DIR", default=None,
+                         help="--dataset: its directory (default $GNNBENCH_DATA or ~/.cache/gnnbench/datasets)")
     gen = p.add_argument_group("generator overrides")
     gen.add_argument("--nodes", type=int, dest="num_nodes", help="number of nodes")
     gen.add_argument("--avg-degree", type=float, help="mean neighbours per node")
@@ -113,22 +126,74 @@ def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
     gen.add_argument("--feature-dim", type=int, help="feature dimension")
     gen.add_argument("--homophily", type=float, help="fraction of intra-class edges")
     gen.add_argument("--snr", type=float, dest="feature_snr", help="feature signal-to-noise ratio")
-    gen.add_argument("--seed", type=int, help="random seed (default 0)")
+    gen.add_argument("--seed", type=int, help="random seed (default 0); with --load/--dataset, the seed of the "
+                                              "split drawn when the graph has none")
     if load:
-        cl = p.add_argument_group("cleaning (for --load)")
+        cl = p.add_argument_group("cleaning (for --load / --dataset)")
         cl.add_argument("--no-dedupe", action="store_true", help="keep duplicate edges")
         cl.add_argument("--undirected", action="store_true", help="add the reverse of every edge")
         cl.add_argument("--self-loops", default="keep", choices=["keep", "remove", "add"],
                         help="self-loop handling (default: keep)")
 
 
+def loads_graph(args: argparse.Namespace) -> bool:
+    """Whether the options name a user's graph (``--load`` or ``--dataset``) rather than a preset."""
+    return bool(getattr(args, "load", None) or getattr(args, "dataset", None))
+
+
+def check_graph_source(args: argparse.Namespace) -> None:
+    """Refuse options that contradict each other: two sources, or generator overrides on a loaded graph."""
+    if not loads_graph(args):
+        return
+    if args.load and args.dataset:
+        raise ValueError(f"give one graph source: --load {args.load} or --dataset {args.dataset}, not both")
+    given = "--load" if args.load else "--dataset"
+    if args.preset is not None:
+        raise ValueError(f"--preset {args.preset} generates a graph; it cannot be combined with {given} "
+                         "(to mimic your graph with a generated one, see `gnnbench graph " + given + " ...`)")
+    bad = [k for k in GENERATOR_OVERRIDES if getattr(args, k, None) is not None]
+    if bad:
+        raise ValueError(f"generator overrides ({', '.join('--' + k for k in bad)}) shape generated graphs; they do "
+                         f"not apply to {given}")
+    if getattr(args, "dataset", None) is None and getattr(args, "root", None):
+        raise ValueError(f"--root {args.root} is a dataset directory; it needs --dataset NAME")
+
+
+def clean_from_args(args: argparse.Namespace) -> CleanOptions:
+    return CleanOptions(dedupe=not getattr(args, "no_dedupe", False), to_undirected=getattr(args, "undirected", False),
+                        self_loops=getattr(args, "self_loops", "keep"))
+
+
+def source_from_args(args: argparse.Namespace):
+    """``(GraphSource, Graph)`` for ``--load`` / ``--dataset``, opened once per command (memoized on ``args``:
+    loaded, cleaned, fingerprinted and its prepared copy written for the sweep's processes); ``None`` for a preset."""
+    if not loads_graph(args):
+        return None
+    opened = getattr(args, "_opened_source", None)
+    if opened is None:
+        from gnnbench.graphs.source import open_source
+
+        check_graph_source(args)
+        kind, location = ("file", args.load) if args.load else ("dataset", args.dataset)
+        opened = open_source(kind, location, root=args.root, clean=clean_from_args(args), split_seed=args.seed or 0)
+        args._opened_source = opened
+    return opened
+
+
+def graph_name(args: argparse.Namespace) -> str:
+    """What the options measure, for folder names: the scenario, the preset, or the loaded graph's label."""
+    opened = source_from_args(args)
+    if opened is not None:
+        return opened[0].label.replace("@", "-")
+    return getattr(args, "scenario", None) or args.preset or "small"
+
+
 def spec_from_args(args: argparse.Namespace) -> GraphSpec:
     """The preset (or the ``--scenario``'s graph) with the generator overrides given on the command line."""
-    overrides = {k: getattr(args, k) for k in ("num_nodes", "avg_degree", "exponent", "num_classes",
-                                               "feature_dim", "homophily", "feature_snr", "seed")}
+    overrides = {k: getattr(args, k) for k in (*GENERATOR_OVERRIDES, "seed")}
     scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
     if scenario is None:
-        return GraphSpec.preset(args.preset, **overrides)
+        return GraphSpec.preset(args.preset or "small", **overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
     return GraphSpec.preset(scenario.preset, **{**scenario.spec_overrides, **given})
 
@@ -189,7 +254,11 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
         defaults.update(task=scenario.task, model=scenario.model, hidden=scenario.hidden, epochs=scenario.epochs,
                         warmup=scenario.warmup_steps)
     run = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in defaults.items()}
-    return RunConfig(spec=spec_from_args(args), flags=registry.flags_for(names, Flags.from_dict(base)),
+    opened = source_from_args(args)
+    if opened is not None and run["task"] == "link" and opened[0].num_edges == 0:
+        raise ValueError(f"{opened[0].location} has no edges: link prediction needs edges to hold out and predict")
+    return RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
+                     flags=registry.flags_for(names, Flags.from_dict(base)),
                      task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
                      epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
                      seed=args.seed or 0,

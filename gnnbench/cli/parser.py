@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="measure one configuration: phase breakdown, accuracy, memory",
                        description="Train and measure one configuration (default: the small preset, baseline "
                                    "flags, on the CPU) and print its phase breakdown.")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
                    help="comma-separated optimizations to switch on (see `gnnbench flags`)")
@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "accuracy deltas and the machine's noise floor. Results are written "
                                    "atomically per configuration and round; rerunning resumes, reusing a result "
                                    "only when config, code and environment match.")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
                    help="comma-separated optimizations to compare, each against the baseline; join names with "
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "entries that target it, each with the measured number behind it. "
                                    "--verify measures the recommendations against the baseline with "
                                    "compare's statistics.")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
                    help="optimizations already switched on in the configuration to diagnose")
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "gain (time to accuracy, else epoch time) whose accuracy cost stays within "
                                    "--max-acc-loss; stop when nothing pays or the budget would be exceeded; "
                                    "measure the final set against the baseline.")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
                    help="optimizations already switched on in the starting configuration")
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the baseline, every registered optimization and all recommended ones on "
                                    "CUDA (default: the medium preset, 40 steps each after 5 warm-up, in one "
                                    "process with the graph generated once) and print one table.")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     p.add_argument("--steps", type=int, default=40, help="training steps per configuration (default 40)")
     p.add_argument("--repeats", type=int, default=2, help="rounds per configuration, in one process (default 2)")
     p.add_argument("--out-dir", default="results/gpu-check", help="per-configuration results")
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_gpu_check, preset="medium")
 
     p = sub.add_parser("profile", help="torch.profiler top operators and a Chrome trace of training steps")
-    add_graph_args(p, load=False)
+    add_graph_args(p, load=True)
     add_run_args(p)
     p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES")
     p.add_argument("--trace", default="gnnbench-trace.json", help="Chrome trace output (default gnnbench-trace.json)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.results import RunResult
+from gnnbench.results import RunResult, graph_label
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -95,8 +95,8 @@ def format_run(r: RunResult) -> str:
         return f"{r.status}:\n" + "\n".join(f"  {k}: {v}" for k, v in (r.unavailable or {"error": r.error}).items())
     cfg, env, g, step = r.config, r.environment, r.graph, r.step_seconds
     lines = [
-        f"graph      {cfg['spec']['name']}: {g['num_nodes']:,} nodes, {g['num_edges']:,} edges "
-        f"(generated in {g['generate_seconds']:.2f} s, prepared in {g['prepare_seconds']:.3f} s, "
+        f"graph      {graph_label(cfg)}: {g['num_nodes']:,} nodes, {g['num_edges']:,} edges "
+        f"({'loaded' if cfg.get('source') else 'generated'} in {g['generate_seconds']:.2f} s, prepared in {g['prepare_seconds']:.3f} s, "
         f"pipeline set up in {g['setup_seconds']:.2f} s)",
         f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
         f"device {env['device']} ({env['device_name']}), {env['threads']} threads",

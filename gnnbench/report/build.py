@@ -18,7 +18,7 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare
+from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, graph_label
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -301,8 +301,9 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
     metric = (base.get("accuracy") or {}).get("metric", "accuracy")
     cfg = base["config"]
-    head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(cfg['spec']['name'])}</b> "
-            f"({cfg['spec']['num_nodes']:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
+    nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
+    head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
+            f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
             f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
             f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>")
     return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
