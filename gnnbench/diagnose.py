@@ -23,6 +23,7 @@ kernels        ``forward``, ``backward``,         the model's kernels: aggregati
 from __future__ import annotations
 
 import dataclasses
+import os
 import resource
 import statistics
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class Rules:
     kernels_at: float = 0.5  # compute (device-busy) share at or above which the kernels are the bottleneck
     worth_at: float = 0.10  # a group below this share of the step is not worth optimizing first
     huge_graph_nodes: int = 10_000_000  # the field report's "huge graph": sampling and loading dominate
+    # loader workers overlap sampling with the step only on cores the step does not use: an entry that adds
+    # workers is ranked last (with the reason) unless this many cores are free beyond the training threads
+    worker_spare_cores: int = 1
 
 
 RULES = Rules()
@@ -87,6 +91,7 @@ class Recommendation:
     costs_accuracy: bool
     unavailable: str | None = None  # why it cannot run in this configuration, if it cannot
     op_share: float | None = None  # share of the profiled step in the operators it targets (kernel entries)
+    caveat: str | None = None  # why it is unlikely to pay on this machine (ranked after the others)
 
 
 @dataclass
@@ -164,13 +169,37 @@ def field_report_expectation(task: str, num_nodes: int, rules: Rules = RULES) ->
     return "node classification on a small or medium graph: kernels (first fixes: mixed precision, fusion)"
 
 
+def spare_cores() -> tuple[int, int]:
+    """``(cores this process may run on, threads the step uses)``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return cores, torch.get_num_threads()
+
+
+def _worker_caveat(config: RunConfig, flags, rules: Rules, cores: tuple[int, int]) -> str | None:
+    """Why added loader workers are unlikely to pay here: they need cores the step does not already use."""
+    if flags.num_workers <= config.flags.num_workers:
+        return None
+    total, threads = cores
+    if total - threads >= rules.worker_spare_cores:
+        return None
+    return (f"adds {flags.num_workers} loader worker processes, but this machine has {total} cores and the step "
+            f"already runs {threads} threads: the workers compete with the step instead of overlapping it "
+            f"(lower torch.set_num_threads, or use a machine with >= {threads + rules.worker_spare_cores} cores)")
+
+
 def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
-              device: torch.device, op_shares: dict[str, float] | None = None) -> list[Recommendation]:
+              device: torch.device, op_shares: dict[str, float] | None = None, rules: Rules = RULES,
+              cores: tuple[int, int] | None = None) -> list[Recommendation]:
     """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries whose
     operators (``Optimization.ops``) took a measured share of the profiled step first, largest share first;
-    then the others in registry order; entries that may cost accuracy after those that should not. Entries
-    that cannot run here come with their reason."""
+    then the others in registry order; entries that may cost accuracy after those that should not; entries
+    with a caveat on this machine (loader workers without spare cores, ``cores`` = :func:`spare_cores`) last.
+    Entries that cannot run here come with their reason."""
     op_shares = op_shares or {}
+    cores = cores or spare_cores()
     out: list[Recommendation] = []
     for group in (finding.bottleneck, finding.secondary):
         if group is None:
@@ -193,8 +222,8 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
             reasons = config_unavailable(dataclasses.replace(config, flags=flags), device)
             ranked.append(Recommendation(opt.name, group, motivation, _first_sentence(opt.expected_effect),
                                          opt.costs_accuracy, format_reasons(reasons) if reasons else None,
-                                         evidence))
-        ranked.sort(key=lambda r: (r.costs_accuracy, r.op_share is None, -(r.op_share or 0.0)))
+                                         evidence, _worker_caveat(config, flags, rules, cores)))
+        ranked.sort(key=lambda r: (r.caveat is not None, r.costs_accuracy, r.op_share is None, -(r.op_share or 0.0)))
         out.extend(ranked)
     return out
 
@@ -276,7 +305,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
         data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
         expected=field_report_expectation(config.task, trainer.graph.num_nodes, rules),
-        recommendations=recommend(finding, shares, step_ms, config, device, op_shares),
+        recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules),
         top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
         memory={"host_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
@@ -316,6 +345,8 @@ def format_diagnosis(d: Diagnosis) -> str:
         cost = " (may cost accuracy: judge it by time to accuracy)" if r.costs_accuracy else ""
         lines.append(f"  {i}. {r.name}{cost}: {r.motivation}")
         lines.append(f"     {r.expected_effect}")
+        if r.caveat:
+            lines.append(f"     unlikely to pay on this machine: {r.caveat}")
     blocked = [r for r in d.recommendations if r.unavailable is not None]
     if blocked:
         lines.append("would target it, but cannot run here:")

@@ -74,6 +74,23 @@ def test_recommend_ranks_kernel_entries_by_their_operators_share():
     assert "fast_dropout" not in [r.name for r in on]
 
 
+def test_loader_workers_rank_last_without_spare_cores():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
+    finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
+    crowded = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(2, 2))
+    adds_workers = {r.name for r in crowded if registry.get(r.name).apply(config.flags).num_workers > 0}
+    assert adds_workers, "the registry has loader-worker entries targeting sampling"
+    assert {r.name for r in crowded if r.caveat} == adds_workers
+    assert [r.name for r in crowded][-len(adds_workers):] == [r.name for r in crowded if r.caveat]
+    assert all("2 cores" in r.caveat and "2 threads" in r.caveat for r in crowded if r.caveat)
+    roomy = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(16, 2))
+    assert not any(r.caveat for r in roomy)
+    assert [r.name for r in roomy if r.name in adds_workers][0] == [r.name for r in roomy][0]  # safe ones first
+    strict = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(3, 2),
+                       rules=Rules(worker_spare_cores=2))
+    assert {r.name for r in strict if r.caveat} == adds_workers
+
+
 def test_entries_that_cannot_run_here_are_listed_with_their_reason():
     config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
     finding = Finding("features", 0.6, None, None, 0.3, "compute phases", "")
