@@ -2,7 +2,8 @@
 
 Each layer owns the rules for its fields (:func:`gnnbench.graphs.prepare.unavailable`,
 :func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.unavailable`,
-:func:`gnnbench.models.unavailable`, :func:`gnnbench.tasks.unavailable`); :func:`check`
+:func:`gnnbench.models.unavailable`, :func:`gnnbench.tasks.unavailable`,
+:func:`gnnbench.distributed.data_parallel.unavailable`); :func:`check`
 asks them all. The trainer, the registry, sweeps, benchmarks and tests read
 this one answer, so a configuration is refused the same way everywhere.
 """
@@ -10,13 +11,15 @@ this one answer, so a configuration is refused the same way everywhere.
 from __future__ import annotations
 
 from gnnbench import features, models, tasks
+from gnnbench.distributed import data_parallel
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs import prepare
 from gnnbench.sampling import sources
 
 __all__ = ["check", "reasons", "LAYERS"]
 
-LAYERS = (prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable)
+LAYERS = (prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable,
+          data_parallel.unavailable)
 
 
 def check(flags: Flags, ctx: RunContext) -> list[Unavailable]:

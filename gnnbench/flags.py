@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 import torch
 
 __all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
-           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES"]
+           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES", "PARALLEL_MODES",
+           "PARTITIONERS", "GRAD_COMPRESSIONS"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
@@ -27,6 +28,9 @@ NEGATIVE_MODES = ("uniform", "degree")
 AGGREGATIONS = ("scatter", "sparse")
 PRECISIONS = ("off", "full", "partial")
 DROPOUT_KERNELS = ("bernoulli", "uniform")
+PARALLEL_MODES = ("none", "data", "partition")
+PARTITIONERS = ("metis", "degree")
+GRAD_COMPRESSIONS = ("none", "topk", "fp16", "powersgd")
 
 _CHOICES = {
     "index_dtype": INDEX_DTYPES,
@@ -39,9 +43,12 @@ _CHOICES = {
     "aggregation": AGGREGATIONS,
     "precision": PRECISIONS,
     "dropout_kernel": DROPOUT_KERNELS,
+    "parallel": PARALLEL_MODES,
+    "partitioner": PARTITIONERS,
+    "grad_compression": GRAD_COMPRESSIONS,
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
-                  "negative_ratio")
+                  "negative_ratio", "powersgd_rank")
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
 
 
@@ -87,6 +94,12 @@ class Flags:
     negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = True  # reject negatives that are training positives
     negative_ratio: int = 1  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
+    # --- multi-process training (gnnbench.distributed; the world size is RunConfig.nproc, not a flag) ---
+    parallel: str = "none"  # "none" | "data" (DDP: graph replicated, seeds split per rank) | "partition"
+    partitioner: str = "metis"  # parallel="partition": "metis" (edge-cut) | "degree" (balanced by degree)
+    grad_compression: str = "none"  # DDP comm hook: "none" (dense all-reduce) | "topk" | "fp16" | "powersgd"
+    topk_ratio: float = 0.01  # grad_compression="topk": share of each bucket's entries sent (error feedback keeps the rest)
+    powersgd_rank: int = 2  # grad_compression="powersgd": matrix approximation rank of PowerSGD
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
@@ -104,6 +117,9 @@ class Flags:
         frac = self.hot_budget_fraction
         if isinstance(frac, bool) or not isinstance(frac, (int, float)) or not 0 < frac <= 1:
             raise ValueError(f"Flags.hot_budget_fraction must be a number in (0, 1] (got {frac!r})")
+        ratio = self.topk_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 1:
+            raise ValueError(f"Flags.topk_ratio must be a number in (0, 1] (got {ratio!r})")
         fanout = self.fanout
         if isinstance(fanout, (list, tuple)):
             object.__setattr__(self, "fanout", tuple(fanout))
@@ -181,6 +197,7 @@ class RunContext:
         model: Model name (``"gcn"``, ``"sage"``).
         num_nodes: Nodes of the graph, when known (index-overflow checks).
         num_edges: Directed edges of the graph, when known.
+        world_size: Processes training together (``RunConfig.nproc``; 1 = one process).
     """
 
     device: torch.device = torch.device("cpu")  # compute device
@@ -188,9 +205,12 @@ class RunContext:
     model: str = "gcn"  # "gcn" | "sage"
     num_nodes: int | None = None  # graph size when known
     num_edges: int | None = None  # directed edges when known
+    world_size: int = 1  # ranks training together (RunConfig.nproc)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "device", torch.device(self.device))
+        if isinstance(self.world_size, bool) or not isinstance(self.world_size, int) or self.world_size < 1:
+            raise ValueError(f"RunContext.world_size must be an integer >= 1 (got {self.world_size!r})")
 
 
 def format_reasons(reasons: Mapping[str, str] | Iterable[Unavailable]) -> str:

@@ -54,6 +54,9 @@ class Optimization:
         ops: Profiler operator names (``torch.profiler``'s ``aten::...``) whose
             time it removes or shrinks; ``diagnose`` ranks kernel entries by the
             share of the step those operators take.
+        nproc: The world size it is measured with (``RunConfig.nproc``; 1 = one
+            process). Entries of several ranks run through
+            :mod:`gnnbench.distributed.launch`; with fewer ranks they say why.
     """
 
     name: str
@@ -68,6 +71,7 @@ class Optimization:
     overlap: bool = False
     targets: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
+    nproc: int = 1
 
     def __post_init__(self) -> None:
         self.apply(Flags())  # validates field names and values early
@@ -75,6 +79,8 @@ class Optimization:
             raise ValueError(f"Optimization.tasks must be a non-empty subset of {TASK_NAMES} (got {self.tasks!r})")
         if set(self.targets) - set(BOTTLENECKS):
             raise ValueError(f"Optimization.targets must be a subset of {BOTTLENECKS} (got {self.targets!r})")
+        if isinstance(self.nproc, bool) or not isinstance(self.nproc, int) or self.nproc < 1:
+            raise ValueError(f"Optimization.nproc must be an integer >= 1 (got {self.nproc!r})")
 
 
     def changes_for(self, base: Flags) -> dict[str, Any]:
@@ -90,20 +96,22 @@ class Optimization:
         """The task it is measured on (the first of :attr:`tasks`)."""
         return self.tasks[0]
 
-    def unavailable(self, device: torch.device | str) -> str | None:
-        """Why this optimization cannot run on ``device`` (on its own task), or ``None`` if it can.
+    def unavailable(self, device: torch.device | str, world_size: int | None = None) -> str | None:
+        """Why this optimization cannot run on ``device`` (on its own task) with ``world_size`` ranks
+        (default: its own :attr:`nproc`), or ``None`` if it can.
 
         The answer comes from the layers that own the fields
         (:func:`gnnbench.availability.check`), so the registry, the trainer
         and every suite get the same one.
         """
-        reasons = availability.reasons(self.apply(Flags()), RunContext(device=device, task=self.task))
+        ctx = RunContext(device=device, task=self.task, world_size=self.nproc if world_size is None else world_size)
+        reasons = availability.reasons(self.apply(Flags()), ctx)
         return format_reasons(reasons) if reasons else None
 
     @property
     def requires(self) -> tuple[str, ...]:
-        """Device types it needs: ``("cuda",)`` when it cannot run on a CPU, else empty."""
-        return ("cuda",) if self.unavailable("cpu") else ()
+        """Device types it needs: ``("cuda",)`` when it cannot run on a CPU but can on CUDA, else empty."""
+        return ("cuda",) if self.unavailable("cpu") and not self.unavailable("cuda") else ()
 
 
 def _drop_last_hop(fanout: tuple[int, ...]) -> tuple[int, ...]:
@@ -388,6 +396,96 @@ _ENTRIES = (
         recommended=False,
         tasks=("link",),
         targets=('negatives',),
+    ),
+)
+
+_ENTRIES += (
+    Optimization(
+        name="data_parallel",
+        changes={"parallel": "data"},
+        description="Data-parallel training on --nproc ranks (torchrun; gloo on CPU, NCCL on CUDA): graph and "
+        "features replicated, each global batch's seeds split across ranks, gradients all-reduced by DDP.",
+        expected_effect="Per-rank work is batch_size / N, so the step shrinks up to N-fold when ranks have their "
+        "own cores or GPUs (DistributedDataParallel overlaps the all-reduce with backward); the figure is "
+        "scaling efficiency T1 / (N x TN) against one process on the same global batch. On this 2-core CPU "
+        "two ranks share the cores, so expect efficiency well below 1. Same global batch, same update up to "
+        "float summation order.",
+        layer="gnnbench.distributed.data_parallel",
+        recommended=False,
+        tasks=("node",),
+        targets=("sampling", "features", "kernels"),
+        nproc=2,
+    ),
+    Optimization(
+        name="topk_compression",
+        changes={"parallel": "data", "grad_compression": "topk"},
+        description="Data parallel with top-k gradient sparsification and error feedback (DDP comm hook): "
+        "each rank sends the 1% largest-magnitude entries of each bucket (values + int32 indices, "
+        "all-gathered), and keeps the rest as a residual for the next step.",
+        expected_effect="Deep Gradient Compression (Lin et al. 2018) reports 270-600x smaller gradients without "
+        "accuracy loss (with momentum correction, warm-up and clipping, which this omits); this sends 2% of "
+        "the dense bytes (k x 8 bytes at 1%). The field report: compression pays only above ~40% "
+        "communication share; below that the top-k selection and all-gather cost more than they save.",
+        layer="gnnbench.distributed.compression",
+        recommended=False,
+        tasks=("node",),
+        targets=("kernels",),  # the all-reduce runs inside backward, in diagnose's kernels group
+        nproc=2,
+    ),
+    Optimization(
+        name="fp16_compression",
+        changes={"parallel": "data", "grad_compression": "fp16"},
+        description="Data parallel with gradients cast to fp16 for the all-reduce (PyTorch's "
+        "default_hooks.fp16_compress_hook), then back to fp32.",
+        expected_effect="Half the bytes on the wire (2x compression), normally without accuracy change; pays "
+        "only when the all-reduce is a large share of the step (field report: above ~40%).",
+        layer="gnnbench.distributed.compression",
+        recommended=False,
+        tasks=("node",),
+        targets=("kernels",),  # the all-reduce runs inside backward, in diagnose's kernels group
+        nproc=2,
+    ),
+    Optimization(
+        name="powersgd",
+        changes={"parallel": "data", "grad_compression": "powersgd"},
+        description="Data parallel with PowerSGD low-rank gradient compression (PyTorch's powerSGD_hook, rank "
+        "2, error feedback and warm start, vanilla all-reduce for the first 2 steps).",
+        expected_effect="Vogels et al. 2019 report 100x+ compression at rank 1-4 on CNNs with test accuracy "
+        "matched; here only the weight matrices compress ((a + b) r instead of a b entries), biases go "
+        "dense. Pays only at a high communication share (field report: above ~40%).",
+        layer="gnnbench.distributed.compression",
+        recommended=False,
+        tasks=("node",),
+        targets=("kernels",),  # the all-reduce runs inside backward, in diagnose's kernels group
+        nproc=2,
+    ),
+    Optimization(
+        name="partition_metis",
+        changes={"parallel": "partition"},
+        description="Partition-parallel training: each rank trains on one METIS part of the graph and exchanges "
+        "halo features with the others.",
+        expected_effect="Memory per rank falls to about 1/N of the graph plus its halo; METIS keeps the edge cut "
+        "(and so the halo traffic) low, commonly a few percent of edges on power-law graphs. Not runnable "
+        "yet here: the training loop has no halo exchange.",
+        layer="gnnbench.distributed.partition",
+        recommended=False,
+        tasks=("node",),
+        changes_work=True,
+        targets=("features",),
+        nproc=2,
+    ),
+    Optimization(
+        name="partition_degree",
+        changes={"parallel": "partition", "partitioner": "degree"},
+        description="Partition-parallel training with degree-balanced parts instead of METIS.",
+        expected_effect="Balances aggregation work (edges) across ranks at a higher edge cut than METIS, so "
+        "more halo traffic; cheap to compute. Not runnable yet here: the training loop has no halo exchange.",
+        layer="gnnbench.distributed.partition",
+        recommended=False,
+        tasks=("node",),
+        changes_work=True,
+        targets=("features",),
+        nproc=2,
     ),
 )
 

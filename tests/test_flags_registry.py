@@ -36,8 +36,10 @@ def test_registry_entries_are_complete_and_change_flags():
         assert flags != Flags(), f"{opt.name} changes nothing"
         assert set(flags.changed()) == set(opt.changes_for(Flags()))
         reason = opt.unavailable("cpu")
+        if opt.unavailable("cuda") is not None:  # runs on no device yet (partition-parallel): says why everywhere
+            assert reason and opt.requires == (), opt.name
+            continue
         assert (reason is not None) == (opt.requires == ("cuda",))
-        assert opt.unavailable("cuda") is None
 
 
 def test_cuda_only_entries_say_why_on_cpu():

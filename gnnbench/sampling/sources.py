@@ -27,7 +27,8 @@ from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
 __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
-           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS"]
+           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SeedShards",
+           "ShardedNeighborBatches", "SHARDED_SOURCES", "rank_and_world"]
 
 # Flags that determine which batches are sampled (and so key the batch cache).
 SAMPLING_FIELDS = ("index_dtype", "fanout", "sample_replace", "sampler_backend", "batch_size", "batch_source",
@@ -123,14 +124,102 @@ class FullGraphSource:
         yield self.batch
 
 
+class SeedShards:
+    """Data parallel: this rank's share of every global batch of training seeds (a DataLoader batch sampler).
+
+    Each epoch the ``n`` seeds are permuted from ``(seed, epoch)`` (the same permutation on every
+    rank), cut into global batches of ``batch_size``, and each global batch into ``world_size``
+    contiguous parts of near-equal size (``tensor_split``): rank ``r`` takes part ``r``. So the
+    ranks' batches are disjoint and together cover every seed each epoch, the global batch is the
+    single-process batch size, and every rank takes the same number of steps (DDP needs that). A last
+    global batch smaller than ``world_size`` is merged into the one before it, so no rank gets an
+    empty batch.
+    """
+
+    def __init__(self, n: int, batch_size: int, rank: int, world_size: int, seed: int = 0) -> None:
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be in [0, {world_size}) (got {rank})")
+        if n < world_size or batch_size < world_size:
+            raise ValueError(f"{world_size} ranks need at least {world_size} seeds and a batch size of at least "
+                             f"{world_size} (got {n} seeds, batch size {batch_size})")
+        self.n, self.batch_size, self.rank, self.world_size, self.seed = n, batch_size, rank, world_size, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def global_batches(self, epoch: int) -> list[Tensor]:
+        """The epoch's global batches (positions into the seed list), the same on every rank."""
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+        batches = list(torch.randperm(self.n, generator=g).split(self.batch_size))
+        if len(batches) > 1 and batches[-1].numel() < self.world_size:
+            batches[-2:] = [torch.cat(batches[-2:])]
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for b in self.global_batches(self.epoch):
+            yield b.tensor_split(self.world_size)[self.rank].tolist()
+
+    def __len__(self) -> int:
+        full, rest = divmod(self.n, self.batch_size)
+        return full + (1 if rest >= self.world_size or full == 0 else 0)
+
+
+class ShardedNeighborBatches(NeighborBatches):
+    """Neighbour-sampled batches of this rank's share of each global batch (:class:`SeedShards`): the
+    loader's shuffle is replaced by the shared per-epoch split, everything else is :class:`NeighborBatches`."""
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
+                 seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+        from torch_geometric.data import Data
+        from torch_geometric.loader import NodeLoader
+
+        super().__init__(prepared, flags, input_nodes=input_nodes, seed=seed)
+        if input_nodes is None:
+            input_nodes = prepared.graph.train_mask.nonzero().view(-1)
+        self.shards = SeedShards(input_nodes.numel(), flags.batch_size, rank, world_size, seed=seed)
+        data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
+        self.loader = NodeLoader(
+            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shards,
+            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
+            filter_per_worker=flags.num_workers > 0,
+        )
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        self.shards.set_epoch(epoch)  # read by the loader's batch sampler, in this process
+        return super().epoch(epoch)
+
+
 # kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).
 SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_rw": SaintSource,
            "full": FullGraphSource, "link": LinkBatches}
+# kind -> source of parallel="data": each rank's share of every global batch.
+SHARDED_SOURCES = {"neighbor": ShardedNeighborBatches}
+
+
+def rank_and_world() -> tuple[int, int]:
+    """``(rank, world size)`` of the initialized default process group, ``(0, 1)`` without one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
     """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
-    return SOURCES[kind or flags.batch_source].unavailable(flags, ctx)
+    kind = kind or flags.batch_source
+    out = SOURCES[kind].unavailable(flags, ctx)
+    if flags.parallel == "data":
+        if kind not in SHARDED_SOURCES:
+            out.append(Unavailable("parallel", f"data parallel splits neighbour-sampled seed batches across ranks; "
+                                   f"the {kind!r} batch source has no per-rank split (use batch_source='neighbor' "
+                                   "with node classification)"))
+        if flags.batch_size < ctx.world_size:
+            out.append(Unavailable("batch_size", f"data parallel splits each batch of {flags.batch_size} seeds across "
+                                   f"{ctx.world_size} ranks; it needs a batch size >= the number of ranks"))
+    return out
 
 
 class CachedBatches:
@@ -153,15 +242,25 @@ class CachedBatches:
 
 def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0,
                       cache_dir: str | Path | None = None, input_nodes: Tensor | None = None) -> BatchSource:
-    """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches),
-    wrapped in the batch cache when ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or,
+    """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches), with
+    ``parallel="data"`` this rank's share of each global batch (:class:`SeedShards`, rank and world size
+    from the initialized process group), wrapped in the batch cache when ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or,
     when ``None``, in a fresh temporary directory removed by the source's ``close()``."""
     kind = kind or flags.batch_source
     if kind not in SOURCES:
         raise ValueError(f"unknown batch source {kind!r}; accepted: {', '.join(SOURCES)}")
-    source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
+    shard = None
+    if flags.parallel == "data":  # each rank samples its share of every global batch
+        if kind not in SHARDED_SOURCES:
+            raise ValueError(f"data parallel has no per-rank split for batch source {kind!r}")
+        rank, world = rank_and_world()
+        shard = [rank, world]
+        source = SHARDED_SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed, rank=rank,
+                                       world_size=world)
+    else:
+        source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
     if flags.batch_cache_epochs > 0:
-        material = {"graph": graph_fingerprint(prepared), "code": sampling_code_version(), "seed": seed,
+        material = {"shard": shard,"graph": graph_fingerprint(prepared), "code": sampling_code_version(), "seed": seed,
                     "kind": kind,
                     "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
                     "input_nodes": None if input_nodes is None else hashlib.sha256(

@@ -1,0 +1,252 @@
+"""Gradient compression as DDP communication hooks, and the recorder that times and counts them.
+
+Each ``Flags.grad_compression`` value is a row of :data:`HOOKS`: a state factory, the DDP
+communication hook, and the payload formula (bytes this rank puts into collectives for one
+bucket). :func:`timed_hook` wraps any of them: it records, per bucket, the seconds from the
+hook's call until its future completes (on CPU / gloo the collective runs on gloo's own
+thread, so this is the all-reduce's wall time, overlap with the rest of backward included)
+and the payload bytes; :class:`CommRecorder` folds them into per-step figures.
+
+Payload per bucket of ``n`` fp32 gradient entries (what each rank contributes; a ring
+all-reduce moves ``2 (W - 1) / W`` of its payload per rank, an all-gather receives ``W - 1``
+payloads per rank, with ``W`` the world size):
+
+- ``none`` (dense all-reduce, DDP's default): ``4 n`` bytes.
+- ``topk`` (Lin et al., ICLR 2018, "Deep Gradient Compression", with error feedback):
+  ``k = max(1, ceil(topk_ratio * n))`` values (fp32) and their indices (int32) are
+  all-gathered: ``k * (4 + 4)`` bytes, so ``2 * topk_ratio`` of dense (1%: 2%).
+- ``fp16`` (``default_hooks.fp16_compress_hook``): ``2 n`` bytes.
+- ``powersgd`` (``powerSGD_hook.powerSGD_hook``, Vogels et al., NeurIPS 2019): each
+  gradient viewed as an ``a x b`` matrix with ``r = min(a, b, powersgd_rank)`` is sent as
+  ``P`` (``a r``) and ``Q`` (``b r``) when ``(a + b) r * 2 < a b`` (PyTorch's
+  ``min_compression_rate`` 2), else dense: ``4 * sum`` of those element counts; the first
+  ``POWERSGD_START_ITER`` steps are vanilla all-reduce (``4 n``).
+"""
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+
+__all__ = ["HOOKS", "Hook", "TopKState", "topk_count", "topk_compress", "topk_hook", "make_hook", "timed_hook",
+           "CommRecorder", "POWERSGD_START_ITER", "dense_payload"]
+
+POWERSGD_START_ITER = 2  # vanilla all-reduce for the first steps (PyTorch's minimum with error feedback)
+
+
+def topk_count(numel: int, ratio: float) -> int:
+    """Entries a top-k bucket of ``numel`` entries sends: ``max(1, ceil(ratio * numel))``, at most ``numel``."""
+    return min(numel, max(1, math.ceil(ratio * numel)))
+
+
+def topk_compress(acc: Tensor, ratio: float) -> tuple[Tensor, Tensor, Tensor]:
+    """``(indices int32, values, residual)``: the ``k`` largest-magnitude entries of ``acc`` and what is left.
+
+    ``values`` scattered at ``indices`` plus ``residual`` equals ``acc`` exactly (a partition of its entries).
+    """
+    k = topk_count(acc.numel(), ratio)
+    idx = torch.arange(acc.numel(), device=acc.device) if k == acc.numel() else acc.abs().topk(k, sorted=False).indices
+    values = acc[idx]
+    residual = acc.clone()
+    residual[idx] = 0
+    return idx.to(torch.int32), values, residual
+
+
+class TopKState:
+    """Top-k with error feedback: per parameter, the entries not sent so far (the residual).
+
+    Args:
+        ratio: Share of each bucket's entries sent per step (``Flags.topk_ratio``).
+        process_group: The group to all-gather in (default: the world).
+
+    The residual is kept per parameter, so DDP rebuilding its buckets after the first step
+    (by gradient-ready order) keeps each entry's residual with its entry.
+    """
+
+    def __init__(self, ratio: float, process_group: Any = None) -> None:
+        if not 0 < ratio <= 1:
+            raise ValueError(f"top-k ratio must be in (0, 1] (got {ratio!r})")
+        self.ratio = ratio
+        self.process_group = process_group
+        self.residuals: dict[int, Tensor] = {}  # id(parameter) -> residual (flattened, fp32)
+
+    def accumulate(self, params: list[Tensor], grads: list[Tensor]) -> Tensor:
+        """This step's gradients of a bucket plus the residuals of its parameters, flattened (error feedback)."""
+        parts = []
+        for p, g in zip(params, grads):
+            r = self.residuals.get(id(p))
+            flat = g.detach().reshape(-1).float()
+            parts.append(flat + r if r is not None else flat.clone())
+        return torch.cat(parts) if parts else torch.zeros(0)
+
+    def keep(self, params: list[Tensor], grads: list[Tensor], residual: Tensor) -> None:
+        """Store ``residual`` (flattened over the bucket) back per parameter."""
+        offset = 0
+        for p, g in zip(params, grads):
+            n = g.numel()
+            self.residuals[id(p)] = residual[offset:offset + n]
+            offset += n
+
+
+def topk_hook(state: TopKState, bucket):
+    """DDP communication hook: top-k sparsification with error feedback, all-gathered, averaged.
+
+    Per bucket: add the residual, keep the ``k`` largest-magnitude entries, all-gather their
+    values (fp32) and indices (int32, sent bit-for-bit in the same fp32 tensor) from every rank,
+    sum them into a dense tensor and divide by the world size; the unsent rest becomes the residual.
+    """
+    group = state.process_group if state.process_group is not None else dist.group.WORLD
+    world = dist.get_world_size(group)
+    buffer = bucket.buffer()
+    params, grads = bucket.parameters(), bucket.gradients()
+    acc = state.accumulate(params, grads)
+    idx, values, residual = topk_compress(acc, state.ratio)
+    state.keep(params, grads, residual)
+    packed = torch.cat([values.float(), idx.view(torch.float32)])  # one collective: values then indices
+    gathered = [torch.empty_like(packed) for _ in range(world)]
+    fut = dist.all_gather(gathered, packed, group=group, async_op=True).get_future()
+    k = values.numel()
+
+    def decompress(_fut):
+        dense = torch.zeros(buffer.numel(), dtype=torch.float32, device=buffer.device)
+        for part in gathered:  # the same order on every rank: every replica gets the same sum
+            dense.index_add_(0, part[k:].view(torch.int32).long(), part[:k])
+        buffer.copy_(dense.div_(world))
+        return buffer
+
+    return fut.then(decompress)
+
+
+def dense_payload(bucket) -> int:
+    """Bytes of a bucket sent as is (dense all-reduce)."""
+    buf = bucket.buffer()
+    return buf.numel() * buf.element_size()
+
+
+def _topk_payload(state: TopKState, bucket) -> int:
+    return topk_count(bucket.buffer().numel(), state.ratio) * (4 + 4)  # fp32 value + int32 index
+
+
+def _fp16_payload(state: Any, bucket) -> int:
+    return bucket.buffer().numel() * 2
+
+
+def _powersgd_payload(state: "powersgd.PowerSGDState", bucket) -> int:
+    """PowerSGD's own split (``powerSGD_hook``): vanilla before ``start_powerSGD_iter``, else P and Q per
+    compressible matrix and the rest dense; read before the hook runs (it advances ``state.iter``)."""
+    size = bucket.buffer().element_size()
+    if state.iter < state.start_powerSGD_iter:
+        return dense_payload(bucket)
+    elements = 0
+    for g in bucket.gradients():
+        a = g.shape[0] if g.dim() else 1
+        b = g.numel() // max(a, 1)
+        r = min(a, b, state.matrix_approximation_rank)
+        compress, dense, compressed = powersgd._should_compress(a, b, r, state.min_compression_rate)
+        elements += compressed if compress else dense
+    return elements * size
+
+
+@dataclass(frozen=True)
+class Hook:
+    """One ``Flags.grad_compression`` value: its state, DDP hook and payload formula."""
+
+    state: Callable[[Any], Any]  # flags -> hook state
+    hook: Callable  # DDP communication hook (state, bucket) -> Future[Tensor]
+    payload: Callable[[Any, Any], int]  # (state, bucket) -> bytes this rank sends for the bucket
+    formula: str  # the payload formula, for results
+
+
+HOOKS: dict[str, Hook] = {
+    "none": Hook(lambda flags: None, default_hooks.allreduce_hook, lambda state, bucket: dense_payload(bucket),
+                 "4 n (dense fp32 all-reduce)"),
+    "topk": Hook(lambda flags: TopKState(flags.topk_ratio), topk_hook, _topk_payload,
+                 "k (4 + 4), k = max(1, ceil(topk_ratio n)) (fp32 values + int32 indices, all-gathered)"),
+    "fp16": Hook(lambda flags: None, default_hooks.fp16_compress_hook, _fp16_payload, "2 n (fp16 all-reduce)"),
+    "powersgd": Hook(lambda flags: powersgd.PowerSGDState(
+        process_group=None, matrix_approximation_rank=flags.powersgd_rank, start_powerSGD_iter=POWERSGD_START_ITER,
+        min_compression_rate=2, use_error_feedback=True, warm_start=True, random_seed=0),
+        powersgd.powerSGD_hook, _powersgd_payload,
+        "4 sum((a + b) r) over compressible a x b gradients + 4 n for the rest (vanilla for the first "
+        f"{POWERSGD_START_ITER} steps)"),
+}
+
+
+class CommRecorder:
+    """Per-step communication figures of a DDP model: all-reduce seconds and payload bytes.
+
+    ``seconds`` per step is the union of the buckets' [hook call, future completed] intervals,
+    so buckets in flight together are not counted twice.
+    """
+
+    def __init__(self, world_size: int, formula: str) -> None:
+        self.world_size = world_size
+        self.formula = formula
+        self._lock = threading.Lock()
+        self._intervals: list[tuple[float, float]] = []
+        self._bytes = 0
+        self._dense = 0
+        self.seconds: list[float] = []  # per measured step
+        self.bytes: list[int] = []  # payload per measured step
+        self.dense_bytes: list[int] = []  # what a dense fp32 all-reduce would have sent
+
+    def add(self, start: float, end: float, nbytes: int, dense: int) -> None:
+        with self._lock:
+            self._intervals.append((start, end))
+            self._bytes += nbytes
+            self._dense += dense
+
+    def end_step(self, measured: bool) -> None:
+        """Close the step's figures (kept when ``measured``)."""
+        with self._lock:
+            spans = sorted(self._intervals)
+            total, cur_start, cur_end = 0.0, None, None
+            for s, e in spans:
+                if cur_end is None or s > cur_end:
+                    if cur_end is not None:
+                        total += cur_end - cur_start
+                    cur_start, cur_end = s, e
+                else:
+                    cur_end = max(cur_end, e)
+            if cur_end is not None:
+                total += cur_end - cur_start
+            if measured:
+                self.seconds.append(total)
+                self.bytes.append(self._bytes)
+                self.dense_bytes.append(self._dense)
+            self._intervals, self._bytes, self._dense = [], 0, 0
+
+
+def timed_hook(hook: Callable, payload: Callable[[Any, Any], int], recorder: CommRecorder) -> Callable:
+    """``hook`` with its bucket's seconds (call to future completion) and payload bytes recorded."""
+
+    def timed(state, bucket):
+        nbytes = payload(state, bucket)  # before the hook: PowerSGD advances its step counter inside
+        dense = dense_payload(bucket)
+        start = time.perf_counter()
+        fut = hook(state, bucket)
+
+        def done(f):
+            recorder.add(start, time.perf_counter(), nbytes, dense)
+            return f.value()
+
+        return fut.then(done)
+
+    timed.__name__ = f"timed_{getattr(hook, '__name__', 'hook')}"
+    return timed
+
+
+def make_hook(flags: Any, world_size: int) -> tuple[Any, Callable, CommRecorder]:
+    """``(state, timed hook, recorder)`` for ``flags.grad_compression``."""
+    if flags.grad_compression not in HOOKS:
+        raise ValueError(f"unknown grad_compression {flags.grad_compression!r}; accepted: {', '.join(HOOKS)}")
+    row = HOOKS[flags.grad_compression]
+    recorder = CommRecorder(world_size, row.formula)
+    return row.state(flags), timed_hook(row.hook, row.payload, recorder), recorder

@@ -1,0 +1,114 @@
+"""Data-parallel training: the model wrapped in ``DistributedDataParallel`` with a timed communication hook.
+
+``parallel="data"``: every rank holds the whole graph and features; the batch source
+(:mod:`gnnbench.sampling.sources`) gives each rank its disjoint share of every global batch;
+DDP all-reduces the gradients during backward, through the hook ``Flags.grad_compression``
+selects (:mod:`gnnbench.distributed.compression`), timed and counted per step.
+
+:func:`wrap_model` is the model layer's factory for this: the trainer calls it and never reads
+the flag. :func:`unavailable` answers for ``parallel``, ``partitioner``, ``grad_compression``
+and ``topk_ratio``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from gnnbench.distributed.compression import CommRecorder, make_hook
+from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
+
+__all__ = ["wrap_model", "unavailable", "describe", "world_size_for", "NoComm", "NO_COMM"]
+
+
+class NoComm:
+    """The communication recorder of a single-process run: nothing to record."""
+
+    seconds: list[float] = []
+    bytes: list[int] = []
+    dense_bytes: list[int] = []
+    formula = None
+    world_size = 1
+
+    def end_step(self, measured: bool) -> None:
+        pass
+
+
+NO_COMM = NoComm()
+
+
+def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext) -> tuple[nn.Module, CommRecorder | NoComm]:
+    """``(module to call, communication recorder)``.
+
+    With ``parallel="data"``: ``DistributedDataParallel(model)`` over the initialized default
+    process group (parameters broadcast from rank 0; buffers are not broadcast per forward, so the
+    only collective per step is the gradient all-reduce the hook times), with the hook of
+    ``flags.grad_compression`` registered. Otherwise ``model`` itself and a recorder that records nothing.
+
+    Raises:
+        UnavailableError: ``parallel="data"`` without an initialized process group of
+            ``ctx.world_size`` ranks (run it through :mod:`gnnbench.distributed.launch`).
+    """
+    if flags.parallel != "data":
+        return model, NO_COMM
+    if not dist.is_available() or not dist.is_initialized():
+        raise UnavailableError([Unavailable("parallel", "data parallel runs on ranks started by "
+                                            "gnnbench.distributed.launch (torchrun); no process group here")])
+    world = dist.get_world_size()
+    if world != ctx.world_size:
+        raise UnavailableError([Unavailable("parallel", f"the process group has {world} ranks but the run was "
+                                            f"configured for nproc={ctx.world_size}")])
+    device = ctx.device
+    ddp = nn.parallel.DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
+        broadcast_buffers=False)
+    state, hook, recorder = make_hook(flags, world)
+    ddp.register_comm_hook(state, hook)
+    return ddp, recorder
+
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """What the multi-process fields cannot run in ``ctx`` (the world size is ``ctx.world_size``)."""
+    out = []
+    if flags.parallel == "none" and ctx.world_size > 1:
+        out.append(Unavailable("parallel", f"--nproc {ctx.world_size} needs a parallel mode: parallel='data' "
+                               "(the data_parallel entry) splits each batch across the ranks"))
+    if flags.parallel == "data":
+        if ctx.world_size < 2:
+            out.append(Unavailable("parallel", f"data_parallel needs --nproc >= 2 (got {ctx.world_size})"))
+    if flags.parallel == "partition":
+        if ctx.world_size < 2:
+            out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
+        out.append(Unavailable("parallel", "partition-parallel training (halo exchange between graph parts) is "
+                               "not implemented yet: gnnbench.distributed partitions the graph but the training "
+                               "loop does not exchange halos; use parallel='data'"))
+        if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
+            out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
+    elif flags.partitioner != "metis":
+        out.append(Unavailable("partitioner", f"a partitioner applies to parallel='partition' "
+                               f"(got parallel={flags.parallel!r})"))
+    if flags.grad_compression != "none" and flags.parallel != "data":
+        out.append(Unavailable("grad_compression", f"grad compression needs parallel='data' "
+                               f"(got parallel={flags.parallel!r}): it is a DDP communication hook"))
+    return out
+
+
+def world_size_for(flags: Flags, nproc: int) -> int:
+    """The ranks a configuration runs on: ``nproc`` in a parallel mode, else one process (the single-process
+    baseline of a ``--nproc N`` sweep is one process on the same global batch)."""
+    return nproc if flags.parallel != "none" else 1
+
+
+def describe(recorder: Any) -> dict[str, Any]:
+    """The recorder's per-step figures, summarized (medians; bytes are exact per step)."""
+    import statistics
+
+    if not recorder.seconds:
+        return {"allreduce_seconds": None, "bytes_per_step": None, "dense_bytes_per_step": None}
+    return {"allreduce_seconds": statistics.median(recorder.seconds),
+            "bytes_per_step": statistics.median(recorder.bytes),
+            "dense_bytes_per_step": statistics.median(recorder.dense_bytes)}

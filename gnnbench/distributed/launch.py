@@ -1,0 +1,282 @@
+"""Launch one configuration on N ranks through torchrun, and collect its one result.
+
+:func:`launch` runs::
+
+    python -m torch.distributed.run --nnodes 1 --nproc-per-node N --master-addr 127.0.0.1 \\
+        --master-port PORT --local-addr 127.0.0.1 --max-restarts 0 --monitor-interval 0.2 \\
+        -m gnnbench.distributed.worker CONFIG.json OUT.json --timeout S --error-dir DIR
+
+on the loopback interface (gloo is pinned to ``lo`` with ``GLOO_SOCKET_IFNAME``). Every rank runs
+the ordinary ``Trainer.steps()`` loop (:func:`gnnbench.measure.run`); rank 0 gathers the per-rank
+figures and writes the ONE result atomically (:mod:`gnnbench.distributed.worker`). The backend is
+gloo on CPU and NCCL on CUDA, with the process-group ``timeout`` given here.
+
+Failure: a rank that dies ends the run (``--max-restarts 0``: torchrun's elastic agent stops the
+other ranks); a collective that waits for a dead or stalled rank fails when the process-group
+timeout runs out. :func:`launch` then raises :class:`DistributedRunError` with one line (the first
+rank's error, or its exit code / signal), removes any result file, and checks that no process of
+the run is left (any straggler is killed and named in the error).
+
+Several machines (each runs the same command; ``HOST`` is one of them, reachable from the others)::
+
+    torchrun --nnodes 2 --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
+        --rdzv-id JOB -m gnnbench.distributed.worker CONFIG.json OUT.json --timeout 60
+
+``CONFIG.json`` is ``RunConfig.to_dict()`` with ``nproc`` = 2 x G (the world size) and the result is
+written by global rank 0 on its machine. With NCCL, pick the network interface with
+``NCCL_SOCKET_IFNAME`` (gloo: ``GLOO_SOCKET_IFNAME``).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable
+
+from gnnbench.results import write_json_atomic
+
+__all__ = ["launch", "run_isolated", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
+           "run_local", "survivors"]
+
+DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
+WORKER_MODULE = "gnnbench.distributed.worker"
+
+
+class DistributedRunError(RuntimeError):
+    """A multi-rank run that failed: one line saying which rank and why."""
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def local_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of local ranks: collectives on the loopback interface only."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("MASTER_ADDR", "127.0.0.1")
+    if Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def survivors(tag: str) -> list[int]:
+    """Pids of live processes whose command line contains ``tag`` (Linux ``/proc``; empty elsewhere)."""
+    pids = []
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag in cmd and int(entry.name) != me and state != "Z":
+            pids.append(int(entry.name))
+    return pids
+
+
+def _first_error(error_dir: Path) -> str | None:
+    """The earliest one-line error a rank wrote (``rank<R>.error``)."""
+    files = sorted(error_dir.glob("rank*.error"), key=lambda p: p.stat().st_mtime)
+    for f in files:
+        text = f.read_text().strip()
+        if text:
+            return text
+    return None
+
+
+def _exit_summary(stderr: str) -> str | None:
+    """torchrun's failure summary (``rank : R`` / ``exitcode : C``) as one line."""
+    rank = code = None
+    for line in stderr.splitlines():
+        s = line.strip()
+        if s.startswith("rank") and ":" in s and rank is None:
+            rank = s.split(":", 1)[1].strip().split()[0]
+        if s.startswith("exitcode") and ":" in s and code is None:
+            code = s.split(":", 1)[1].strip()
+    if code is None:
+        return None
+    try:
+        num = int(code.split()[0])
+        if num < 0:
+            code = f"{num} (killed by {signal.Signals(-num).name})"
+    except (ValueError, KeyError):
+        pass
+    return f"rank {rank} exited with code {code}"
+
+
+def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: float = DEFAULT_TIMEOUT,
+           wall_timeout: float | None = None, python: str | None = None) -> dict[str, Any]:
+    """Run ``config`` on ``nproc`` local ranks (default ``config.nproc``) through torchrun; return the result.
+
+    Args:
+        config: A :class:`~gnnbench.training.RunConfig` (or its dict).
+        out: Where rank 0 writes the result JSON (atomically; never left behind on failure).
+        nproc: Ranks (default: ``config.nproc``).
+        timeout: Process-group timeout in seconds: the longest a collective or the rendezvous waits.
+        wall_timeout: Seconds after which the whole run is killed (default: none; the process-group
+            timeout already bounds a hang in a collective).
+        python: The interpreter (default: this one).
+
+    Raises:
+        DistributedRunError: a rank failed or died, a collective timed out, or the run outlived
+            ``wall_timeout``; the message is one line.
+    """
+    cfg = config if isinstance(config, dict) else config.to_dict()
+    nproc = int(nproc if nproc is not None else cfg.get("nproc", 1))
+    if nproc < 1:
+        raise ValueError(f"nproc must be >= 1 (got {nproc})")
+    if not timeout > 0:
+        raise ValueError(f"the process-group timeout must be > 0 seconds (got {timeout!r})")
+    out = Path(out)
+    out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="gnnbench-dist-") as tmp:
+        cfg_path = Path(tmp) / "config.json"
+        error_dir = Path(tmp) / "errors"
+        error_dir.mkdir()
+        write_json_atomic(cfg_path, {**cfg, "nproc": nproc})
+        cmd = [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node-rank", "0",
+               "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+               "--local-addr", "127.0.0.1", "--max-restarts", "0", "--monitor-interval", "0.2",
+               "-m", WORKER_MODULE, str(cfg_path), str(out), "--timeout", str(timeout),
+               "--error-dir", str(error_dir)]
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=local_env(),
+                                start_new_session=True)  # its own group: a wall timeout kills the whole tree
+        try:
+            stdout, stderr = proc.communicate(timeout=wall_timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            stdout, stderr = proc.communicate()
+            timed_out = True
+        elapsed = time.monotonic() - started
+        left = _reap(str(cfg_path))
+        if timed_out or proc.returncode != 0 or left:
+            out.unlink(missing_ok=True)
+            if timed_out:
+                why = f"the run outlived its wall timeout of {wall_timeout:g} s and was killed"
+            else:
+                why = _first_error(error_dir) or _exit_summary(stderr) or (
+                    f"torchrun exited with code {proc.returncode}: {_last_line(stderr)}")
+            if left:
+                why += f"; killed {len(left)} leftover process(es) {left}"
+            raise DistributedRunError(f"{nproc}-rank run failed after {elapsed:.1f} s: {why}")
+    try:
+        return json.loads(out.read_text())
+    except (OSError, ValueError) as exc:
+        raise DistributedRunError(f"{nproc}-rank run exited cleanly but left no readable result in {out} "
+                                  f"({exc}); torchrun said: {_last_line(stderr)}") from None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no output)"
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=5)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _reap(tag: str, grace: float = 5.0) -> list[int]:
+    """Processes of the run still alive once torchrun returned: waited for briefly, then killed; their pids."""
+    deadline = time.monotonic() + grace
+    left = survivors(tag)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = survivors(tag)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
+
+
+def run_isolated(config: Any, out: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
+                 wall_timeout: float | None = None) -> dict[str, Any]:
+    """:func:`launch`, with a failure turned into a ``status: "failed"`` result written to ``out``
+    (the form sweeps store), so callers read one dict either way."""
+    try:
+        return launch(config, out, timeout=timeout, wall_timeout=wall_timeout)
+    except DistributedRunError as exc:
+        cfg = config if isinstance(config, dict) else config.to_dict()
+        data = {"status": "failed", "error": str(exc), "config": cfg}
+        return data
+
+
+# ----------------------------------------------------------------- in-process ranks (tests, experiments)
+def _rank_main(rank: int, world: int, port: int, timeout: float, fn: Callable, args: tuple, result_dir: str) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(local_env({}))
+    try:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                                timeout=timedelta(seconds=timeout))
+        value = fn(rank, world, *args)
+        write_json_atomic(Path(result_dir) / f"rank{rank}.json", {"value": value})
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
+        write_json_atomic(Path(result_dir) / f"rank{rank}.json",
+                          {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
+        raise SystemExit(1)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def run_local(fn: Callable, world_size: int = 2, *args: Any, timeout: float = 10.0,
+              wall_timeout: float = 120.0) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` on ``world_size`` spawned gloo ranks on 127.0.0.1; their
+    JSON-ready return values in rank order. ``fn`` must be importable (a module-level function).
+
+    Raises:
+        DistributedRunError: a rank raised, died, or the ranks outlived ``wall_timeout`` (all are killed).
+    """
+    ctx = mp.get_context("spawn")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-ranks-") as tmp:
+        procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, timeout, fn, args, tmp))
+                 for r in range(world_size)]
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + wall_timeout
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        hung = [p for p in procs if p.is_alive()]
+        for p in hung:
+            p.kill()
+            p.join()
+        values, errors = [], []
+        for r, p in enumerate(procs):
+            path = Path(tmp) / f"rank{r}.json"
+            data = json.loads(path.read_text()) if path.exists() else {"error": f"exit code {p.exitcode}"}
+            if "error" in data:
+                errors.append(f"rank {r}: {data['error']}")
+            values.append(data.get("value"))
+        if hung:
+            raise DistributedRunError(f"{len(hung)} rank(s) outlived {wall_timeout:g} s and were killed")
+        if errors:
+            raise DistributedRunError("; ".join(errors))
+        return values
