@@ -3,11 +3,18 @@
 Locate first (:func:`gnnbench.diagnose.diagnose`): only entries that target a bottleneck taking at least
 :attr:`gnnbench.diagnose.Rules.worth_at` of the step are candidates. Then, round by round, every candidate
 is measured against the flags chosen so far (interleaved rounds, run-level intervals, time to accuracy
-where it was reached, else epoch time); the entry with the largest *significant* gain whose accuracy
-change stays within ``max_acc_loss_pp`` is added; candidates whose point estimate did not beat the
+where it was reached, else epoch time); the move with the largest *significant* gain whose accuracy
+change stays within ``max_acc_loss_pp`` is made; candidates whose point estimate did not beat the
 current flags are dropped for the next round, and so are entries that would undo or repeat a choice
 (they set a field a chosen entry set). The search stops when nothing pays or the next round would not fit
 the time budget; the chosen set is then measured against the original baseline in a final sweep.
+
+Pure greedy addition is myopic: an early choice can lock out an entry that paid on its own (on this CPU,
+``full_amp`` chosen first excludes ``sparse_agg``, which has no bf16 CSR product). So each round also
+measures **swap moves** (:func:`swap_moves`): for every entry that paid significantly in an earlier round
+but can no longer be added (it cannot run with, or sets a field of, a chosen entry), the chosen set with
+the one conflicting entry replaced by it. A swap is made, like an addition, only when it beats the current
+flags significantly, so the search never goes back to a set it has left; each swap is tried once.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from gnnbench import registry
 from gnnbench.diagnose import RULES, Diagnosis, diagnose
 from gnnbench.env import resolve_device
 from gnnbench.results import compare
-from gnnbench.sweep import run_sweep, sweep_entries
+from gnnbench.sweep import Entry, run_sweep, sweep_entries
 from gnnbench.training import RunConfig, config_unavailable
 
-__all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune"]
+__all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune", "swap_moves", "SWAP_PREFIX"]
+
+SWAP_PREFIX = "swap:"  # label of a swap move: "swap:<out>-><in>"
 
 
 @dataclass
@@ -71,6 +80,45 @@ def _fields(name: str, base) -> set[str]:
     return set(registry.get(name).changes_for(base))
 
 
+def _conflicts(names: list[str], base: RunConfig, device) -> bool:
+    """Whether ``names`` cannot be switched on together: two set one field, or the set cannot run here."""
+    seen: set[str] = set()
+    for n in names:
+        f = _fields(n, base.flags)
+        if f & seen:
+            return True
+        seen |= f
+    return bool(config_unavailable(dataclasses.replace(base, flags=registry.flags_for(names, base.flags)), device))
+
+
+def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: set[tuple[str, str]] = frozenset(),
+               device=None) -> list[tuple[str, str, list[str]]]:
+    """``(out, in, new set)`` for each entry of ``paid`` (entries that paid significantly in an earlier round,
+    best first) that cannot be added to ``chosen`` but can replace exactly one chosen entry; swaps in
+    ``tried`` are skipped. The new set keeps the order of ``chosen`` with ``in`` in the place of ``out``."""
+    device = device if device is not None else resolve_device(base.device)
+    moves = []
+    for name in paid:
+        if name in chosen or not _conflicts(chosen + [name], base, device):
+            continue  # already chosen, or an ordinary addition
+        for out in chosen:
+            if (out, name) in tried:
+                continue
+            new = [name if c == out else c for c in chosen]
+            if not _conflicts(new, base, device):
+                moves.append((out, name, new))
+                break
+    return moves
+
+
+def _swap_entries(base: RunConfig, moves: list[tuple[str, str, list[str]]], repeats: int) -> list[Entry]:
+    """Sweep entries for swap moves, paired by round (seed) with :func:`sweep_entries`' baseline."""
+    return [Entry(f"{SWAP_PREFIX}{out}->{new_in}",
+                  dataclasses.replace(base, seed=base.seed + r, flags=registry.flags_for(new, base.flags)),
+                  tuple(new), r)
+            for r in range(repeats) for out, new_in, new in moves]
+
+
 def _acc_ok(row: dict, max_acc_loss_pp: float) -> bool:
     delta = row.get("acc_delta")
     return delta is not None and delta * 100 >= -max_acc_loss_pp
@@ -112,28 +160,37 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
             registry.get(name)
     pool = list(candidates)
     per_run: float | None = None
+    device = resolve_device(base.device)
+    paid: dict[str, float] = {}  # entries that paid significantly in some round: their best speedup
+    tried: set[tuple[str, str]] = set()
     k = 0
     while True:
         current = dataclasses.replace(base, flags=registry.flags_for(result.chosen, base.flags))
         taken = set().union(*(_fields(n, base.flags) for n in result.chosen)) if result.chosen else set()
         pool = [n for n in pool if n not in result.chosen and not (_fields(n, current.flags) & taken)
                 and registry.get(n).apply(current.flags) != current.flags]
-        if not pool:
+        swaps = swap_moves(result.chosen, sorted(paid, key=lambda n: -paid[n]), base, tried=tried, device=device)
+        if not pool and not swaps:
             result.stop_reason = "no candidate left"
             break
-        runs_needed = (len(pool) + 1) * repeats + 2 * repeats  # this round, then the final measurement
+        configs = len(pool) + len(swaps)
+        runs_needed = (configs + 1) * repeats + 2 * repeats  # this round, then the final measurement
         left = budget_s - (time.monotonic() - start)
         if per_run is not None and runs_needed * per_run > left:
-            result.stop_reason = (f"budget: the next round ({len(pool) + 1} configurations x {repeats}) and the "
+            result.stop_reason = (f"budget: the next round ({configs + 1} configurations x {repeats}) and the "
                                   f"final measurement need about {runs_needed * per_run / 60:.1f} min, "
                                   f"{left / 60:.1f} min left")
             break
         k += 1
         t0 = time.monotonic()
-        log(f"round {k}: {len(pool)} candidates against {'+'.join(result.chosen) or 'the baseline'}")
+        what = ", ".join(f"{len(x)} {w}" for x, w in ((pool, "additions"), (swaps, "swaps")) if x)
+        log(f"round {k}: {what} against {'+'.join(result.chosen) or 'the baseline'}")
+        tried.update((out, new_in) for out, new_in, _ in swaps)
         entries = sweep_entries(current, pool, repeats=repeats, include_all_recommended=False)
+        entries += _swap_entries(base, swaps, repeats)
         runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
-        rows = [r for r in compare(runs).rows if r["label"] in pool]
+        swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
+        rows = [r for r in compare(runs).rows if r["label"] in pool or r["label"] in swap_sets]
         seconds = time.monotonic() - t0
         per_run = seconds / max(1, len(entries))
         measured = [{"label": r["label"], "status": r.get("status"), "speedup": r.get("speedup"),
@@ -142,6 +199,9 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
                     for r in rows]
         paying = [r for r in rows if r.get("status") == "ok" and r.get("significant") and (r.get("speedup") or 0) > 1
                   and _acc_ok(r, max_acc_loss_pp)]
+        for r in paying:
+            if r["label"] in pool:
+                paid[r["label"]] = max(paid.get(r["label"], 0.0), r["speedup"])
         if not paying:
             costly = [r["label"] for r in rows if r.get("significant") and (r.get("speedup") or 0) > 1]
             why = "nothing pays significantly" + (
@@ -154,9 +214,16 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         why = (f"{best['label']}: {best['speedup']:.2f}x [{best['speedup_low']:.2f}, {best['speedup_high']:.2f}] by "
                f"{best['primary']}, accuracy {best['acc_delta'] * 100:+.2f} pp")
         result.rounds.append(TuneRound(list(result.chosen), measured, best["label"], why, seconds))
-        result.chosen.append(best["label"])
-        log(f"round {k}: added {why}")
-        pool = [r["label"] for r in rows if r["label"] != best["label"] and (r.get("speedup") or 0) > 1]
+        if best["label"] in swap_sets:
+            out, new_in = best["label"][len(SWAP_PREFIX):].split("->")
+            tried.add((new_in, out))  # never swap straight back: that set was just beaten
+            result.chosen = list(swap_sets[best["label"]])
+            log(f"round {k}: swapped {why}")
+        else:
+            result.chosen.append(best["label"])
+            log(f"round {k}: added {why}")
+        pool = [r["label"] for r in rows if r["label"] != best["label"] and r["label"] not in swap_sets
+                and (r.get("speedup") or 0) > 1]
     if result.chosen:
         label = "+".join(result.chosen)
         log(f"final: {label} against the baseline")
@@ -178,7 +245,8 @@ def format_tune(r: TuneResult) -> str:
             sig = "" if m["significant"] else " (n.s.)"
             lines.append(f"    {m['label']:<20} {m['speedup']:.2f}x [{m['low']:.2f}, {m['high']:.2f}]{sig} by {m['by']}, "
                          f"accuracy {m['acc_delta_pp']:+.2f} pp")
-        lines.append(f"  -> {'added ' + rnd.why if rnd.added else rnd.why}")
+        verb = "swapped " if rnd.added and rnd.added.startswith(SWAP_PREFIX) else "added "
+        lines.append(f"  -> {verb + rnd.why if rnd.added else rnd.why}")
     lines.append(f"stopped: {r.stop_reason}")
     if r.chosen and r.final:
         f = r.final

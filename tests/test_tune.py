@@ -65,3 +65,34 @@ def test_entries_already_on_are_not_candidates():
     on = RunConfig(spec=BASE.spec, flags=registry.flags_for(["fast_dropout"], BASE.flags), hidden=16)
     names = candidates_for(_diagnosis({"sampling": 0.0, "negatives": 0.0, "features": 0.0, "kernels": 1.0}), on)
     assert "fast_dropout" not in names
+
+
+def test_swap_moves_undo_a_lock_out():
+    # on the CPU, sparse_agg cannot run with full_amp (no bf16 CSR product): chosen first, full_amp locks it out
+    from gnnbench.training import config_unavailable
+    from gnnbench.tune import swap_moves
+
+    locked = RunConfig(spec=BASE.spec, flags=registry.flags_for(["full_amp", "sparse_agg"], BASE.flags))
+    assert config_unavailable(locked), "the lock-out this test relies on"
+    moves = swap_moves(["full_amp", "fast_dropout"], ["sparse_agg", "fast_dropout"], BASE)
+    assert moves == [("full_amp", "sparse_agg", ["sparse_agg", "fast_dropout"])]
+    # two entries setting one field (precision) are a swap, not an addition
+    assert ("full_amp", "partial_amp", ["partial_amp"]) in swap_moves(["full_amp"], ["partial_amp"], BASE)
+    # an entry that can simply be added is not a swap; a tried swap is not offered again
+    assert swap_moves(["fast_dropout"], ["sparse_agg"], BASE) == []
+    assert swap_moves(["full_amp"], ["sparse_agg"], BASE, tried={("full_amp", "sparse_agg")}) == []
+
+
+def test_tune_measures_swaps_against_the_current_set(tmp_path):
+    lines = []
+    r = tune(BASE, budget_s=900, out_dir=tmp_path, repeats=2, candidates=["full_amp", "sparse_agg"],
+             isolate=False, log=lines.append)
+    swaps = [m for rnd in r.rounds for m in rnd.measured if m["label"].startswith("swap:")]
+    first = {m["label"]: m for m in r.rounds[0].measured}
+    if r.chosen[:1] == ["full_amp"] and first["sparse_agg"]["significant"] and first["sparse_agg"]["speedup"] > 1 \
+            and first["sparse_agg"]["acc_delta_pp"] >= -0.5:
+        assert any(m["label"] == "swap:full_amp->sparse_agg" for m in swaps), lines
+    for m in swaps:
+        out, new_in = m["label"][len("swap:"):].split("->")
+        assert {out, new_in} == {"full_amp", "sparse_agg"}
+    assert not {"full_amp", "sparse_agg"} <= set(r.chosen)
