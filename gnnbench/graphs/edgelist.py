@@ -183,6 +183,14 @@ def load_edge_list(
         GraphError: one line naming the file(s), the problem and the accepted form.
     """
     p = Path(path)
+    try:
+        return _load_edge_list(p, clean, split_seed, allow_empty_edges)
+    except GraphError as exc:
+        msg = str(exc)
+        raise GraphError(msg if p.name in msg else f"{p}: {msg}") from None
+
+
+def _load_edge_list(p: Path, clean: CleanOptions, split_seed: int, allow_empty_edges: bool) -> Graph:
     edges, header = read_edge_list(p)
     sides = side_files(p)
     described = p.name + "".join(f" + {sides[r].name}" for r in ("x", "y") if r in sides)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +134,9 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
         from torch_geometric.io import fs
 
         try:
-            data = fs.torch_load(str(p))
+            with warnings.catch_warnings():  # PyG retries with weights_only=False after this warning
+                warnings.filterwarnings("ignore", message="Weights only load failed")
+                data = fs.torch_load(str(p))
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
             raise GraphError(f"cannot load {p} as a saved PyG Data: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         if not isinstance(data, Data):
