@@ -91,9 +91,12 @@ def _aggregate_worker(rank, port, queue, parts_by_method):
                 xl = x_local.clone().requires_grad_()
                 weight = torch.arange(graph.num_nodes, dtype=torch.float32)[plan.owned].view(-1, 1) / graph.num_nodes
                 (partition_aggregate(ex, xl, "sum") * weight).sum().backward()
-                # stale cache: refresh, two cached calls, refresh
+                # stale cache: refresh, two cached calls, refresh; a second key has its own slot
                 cached = HaloExchange(plan, cache_steps=2, verify=False)
-                halos = [cached.exchange(x_local * s).clone() for s in (1.0, 2.0, 3.0, 4.0)]
+                halos = []
+                for s in (1.0, 2.0, 3.0, 4.0):
+                    halos.append(cached.exchange(x_local * s, key="a").clone())
+                    halos.append(cached.exchange(-x_local * s, key="b").clone())
                 out[method] = {
                     "owned": plan.owned.numpy(), "halo": plan.halo.numpy(),
                     "sum": agg_sum.numpy(), "mean": agg_mean.detach().numpy(), "grad": xl.grad.numpy(),
@@ -155,11 +158,11 @@ def test_partition_parallel_aggregation_matches_one_process(graph):
             assert (step.bytes_received, step.bytes_sent) == (len(r["halo"]) * 6 * 4, rows_sent * 6 * 4)
             assert step.seconds > 0 and not step.cached
             assert r["totals"]["steps"] == 3 and r["totals"]["rows_received"] == 3 * len(r["halo"])
-            # cache_steps=2: fresh, stale, stale, fresh
-            assert [s.cached for s in r["cached_steps"]] == [False, True, True, False]
-            assert [s.rows_received for s in r["cached_steps"]] == [len(r["halo"]), 0, 0, len(r["halo"])]
+            # cache_steps=2, keys a and b interleaved: each fresh, stale, stale, fresh
+            assert [s.cached for s in r["cached_steps"]] == [False, False, True, True, True, True, False, False]
+            assert [s.rows_received for s in r["cached_steps"][::2]] == [len(r["halo"]), 0, 0, len(r["halo"])]
             halos = r["cached_halos"]
-            for got, scale in zip(halos, (1.0, 1.0, 1.0, 4.0)):
+            for got, scale in zip(halos, (1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 4.0, -4.0)):
                 np.testing.assert_allclose(got, scale * x[r["halo"]], rtol=1e-6)
             assert "halo plans disagree" in results[rank]["mismatch"]
         assert (covered == 1).all()

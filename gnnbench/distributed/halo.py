@@ -23,16 +23,21 @@ group is the caller's (``torch.distributed.init_process_group``). On CUDA the co
 is timed between two ``torch.cuda.synchronize`` calls (breakdown mode).
 
 Halo cache (``cache_steps=K``, default 0 = off): after an exchange, the next ``K`` calls
-return the same halo rows without communicating, so the rows are up to ``K`` steps
-**stale** (exact for fixed inputs such as the raw features of a first layer, approximate
-for hidden layers during training). Every rank must use the same ``K``: the ranks skip the
+with the same ``key`` (one key per layer, say) return the same halo rows without
+communicating, so the rows are up to ``K`` steps **stale** (exact for fixed inputs such as
+the raw features of a first layer, approximate for hidden layers during training). Every
+rank must use the same ``K`` and the same keys in the same order: the ranks skip the
 collective on the same calls. A cached halo carries no gradient back to its owners.
+
+:class:`HaloStep` records cover the forward exchanges; the reverse all-to-all that carries
+the halo's gradient back in backward (when the input requires grad) is not recorded.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Hashable
 
 import torch
 import torch.distributed as dist
@@ -167,8 +172,8 @@ class HaloExchange:
         group: Process group (default: the default group).
         device: Device of the rows exchanged (default CPU); the plan moves there. NCCL
             needs CUDA, gloo CPU.
-        cache_steps: Reuse an exchanged halo for this many following calls (stale rows,
-            see the module docstring). Default 0: exchange on every call.
+        cache_steps: Reuse an exchanged halo for this many following calls with the same key
+            (stale rows, see the module docstring). Default 0: exchange on every call.
         verify: Exchange the per-peer counts once at setup and check that every peer
             expects what this rank sends (one small collective). Default True.
 
@@ -192,8 +197,7 @@ class HaloExchange:
         self.group = group
         self.cache_steps = cache_steps
         self.steps: list[HaloStep] = []
-        self._cached: Tensor | None = None
-        self._cache_age = 0
+        self._cache: dict[Hashable, tuple[Tensor, int]] = {}  # key -> (halo rows, calls served since)
         if verify:
             self._verify_counts()
 
@@ -224,23 +228,26 @@ class HaloExchange:
                 f"rank expects {list(self.plan.recv_counts)}; build every rank's plan from the same graph and partition"
             )
 
-    def exchange(self, local_x: Tensor) -> Tensor:
+    def exchange(self, local_x: Tensor, key: Hashable = 0) -> Tensor:
         """This rank's halo rows, ``[n_halo, *local_x.shape[1:]]``, in the order of ``plan.halo``.
 
         Args:
             local_x: ``[n_own, ...]`` rows of the owned nodes, in the order of ``plan.owned``,
                 on the exchange's device. Differentiable: when it requires grad, the halo's
                 gradient flows back to its owners (a reverse all-to-all in backward).
+            key: Cache slot (used only with ``cache_steps > 0``): exchanges of different
+                tensors, such as the inputs of different layers, need different keys.
         """
         plan = self.plan
         if local_x.size(0) != plan.num_owned:
             raise ValueError(f"local_x must have one row per owned node ({plan.num_owned}) (got {local_x.size(0)})")
         step = len(self.steps)
-        if self._cached is not None and self._cache_age < self.cache_steps and self._cached.dtype == local_x.dtype \
-                and self._cached.shape[1:] == local_x.shape[1:]:
-            self._cache_age += 1
+        cached, age = self._cache.get(key, (None, 0))
+        if cached is not None and age < self.cache_steps and cached.dtype == local_x.dtype \
+                and cached.shape[1:] == local_x.shape[1:]:
+            self._cache[key] = (cached, age + 1)
             self.steps.append(HaloStep(step, 0, 0, 0, 0, 0.0, cached=True))
-            return self._cached
+            return cached
         send = local_x.index_select(0, plan.send_index).contiguous()
         recv = local_x.new_empty((plan.num_halo, *local_x.shape[1:]))
         out_splits, in_splits = list(plan.recv_counts), list(plan.send_counts)
@@ -254,7 +261,7 @@ class HaloExchange:
                 recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits, group=self.group))
         self.steps.append(HaloStep(step, plan.num_halo, send.size(0), recv.nbytes, send.nbytes, seconds, cached=False))
         if self.cache_steps:
-            self._cached, self._cache_age = recv.detach(), 0
+            self._cache[key] = (recv.detach(), 0)
         return recv
 
     def totals(self) -> dict[str, float | int]:
@@ -293,11 +300,13 @@ def aggregate_local(plan: HaloPlan, local_x: Tensor, halo_x: Tensor, reduce: str
     return out
 
 
-def partition_aggregate(exchange: HaloExchange, local_x: Tensor, reduce: str = "sum") -> Tensor:
+def partition_aggregate(exchange: HaloExchange, local_x: Tensor, reduce: str = "sum", *, key: Hashable = 0) -> Tensor:
     """Exchange the halo, then aggregate over the owned nodes' in-edges (:func:`aggregate_local`).
 
-    For the owned rows the result equals aggregation over the whole graph on one process.
+    For the owned rows the result equals aggregation over the whole graph on one process
+    (with a cache, up to the staleness of the halo rows). ``key`` is the cache slot
+    (see :meth:`HaloExchange.exchange`).
     """
     if reduce not in REDUCES:
         raise ValueError(f"unknown reduce {reduce!r}; accepted: {', '.join(REDUCES)}")
-    return aggregate_local(exchange.plan, local_x, exchange.exchange(local_x), reduce)
+    return aggregate_local(exchange.plan, local_x, exchange.exchange(local_x, key=key), reduce)
