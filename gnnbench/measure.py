@@ -171,6 +171,8 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
                "index_bytes_int64": trainer.prepared.index_bytes_before,
                "widened_index_bytes_per_step": (trainer.widened_index_bytes / trainer.steps_taken
                                                 if trainer.steps_taken else 0.0),
+               "narrowed_index_bytes_per_step": (trainer.narrowed_index_bytes / trainer.steps_taken
+                                                 if trainer.steps_taken else 0.0),
                # a loaded graph: where it came from, its content fingerprint, how this process read it, and
                # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
                **{k: trainer.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes",

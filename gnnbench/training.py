@@ -253,6 +253,7 @@ class Trainer:
         self.setup_clock = self.prepared.prepare_seconds + self.setup_seconds  # what time to accuracy starts from
         self.steps_taken = 0
         self.widened_index_bytes = 0  # int32 -> int64 index bytes made inside steps (scatter path on CPU)
+        self.narrowed_index_bytes = 0  # int64 -> int32 CSR index bytes made inside steps (MKL's index, CPU)
         self.train_seconds = 0.0  # the training clock: inside steps(), evaluation and consumer excluded
         self.epoch_seconds: list[float] = []  # each epoch on the training clock (worker start, first batch included)
         self.curve: list[EvalPoint] = []
@@ -371,6 +372,7 @@ class Trainer:
         with timer.phase("forward"):
             agg = self.policy.for_batch(batch.edge_index, batch.n_id, batch.e_id, batch.rowptr)
             self.widened_index_bytes += agg.widened_bytes
+            self.narrowed_index_bytes += agg.narrowed_bytes
             loss = self.task.loss(self.forward(x, agg, self.precision), batch)
         with timer.phase("backward"):
             self.scaler.scale(loss).backward()
