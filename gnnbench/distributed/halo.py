@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Hashable
+from collections.abc import Hashable
 
 import torch
 import torch.distributed as dist
