@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+import threading
+import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -14,7 +19,9 @@ from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError, check_held_out
 from gnnbench.graphs.edgelist import EDGE_LIST_SUFFIXES, load_edge_list
 
-__all__ = ["load_graph", "measure_load", "save_npz", "NPZ_KEYS"]
+__all__ = ["load_graph", "measure_load", "measure_peak", "save_npz", "NPZ_KEYS"]
+
+T = TypeVar("T")
 
 # Accepted .npz keys: canonical name -> aliases, first match wins.
 NPZ_KEYS = {
@@ -167,13 +174,66 @@ def save_npz(graph: Graph, path: str | Path) -> None:
     np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)
 
 
-def _max_rss_bytes() -> int:
-    """This process's peak resident set size so far (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
-    import resource
-    import sys
+_STATUS, _STATM = "/proc/self/status", "/proc/self/statm"
+_SAMPLE_SECONDS = 1e-3  # resident-set sampling interval when the load stays under an earlier peak
 
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return int(rss) if sys.platform == "darwin" else int(rss) * 1024
+
+def _hwm_bytes() -> int:
+    with open(_STATUS) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"no VmHWM line in {_STATUS}")
+
+
+def _rss_bytes() -> int:
+    with open(_STATM, "rb") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
+    """Run ``fn()`` and return ``(result, seconds, peak_bytes)``.
+
+    ``peak_bytes`` is how far the process's resident set rose above its size just before the call.
+    On Linux: ``VmHWM`` after the call minus ``VmRSS`` before it when the call raised the process's
+    high-water mark (exact), otherwise the largest ``VmRSS`` a thread sampling every millisecond saw
+    (a lower bound). Nothing is reset (a reset would erase the process-wide peak others report).
+    Without ``/proc``: the ``ru_maxrss`` delta, 0 when the call stayed under an earlier peak.
+    """
+    try:
+        before, hwm0 = _rss_bytes(), _hwm_bytes()
+    except OSError:
+        return _measure_maxrss(fn)
+    top = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(_SAMPLE_SECONDS):
+            top[0] = max(top[0], _rss_bytes())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    t0 = time.perf_counter()
+    try:
+        result = fn()
+    finally:
+        seconds = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+    hwm = _hwm_bytes()
+    peak = hwm if hwm > hwm0 else max(top[0], _rss_bytes())
+    return result, seconds, max(0, peak - before)
+
+
+def _measure_maxrss(fn: Callable[[], T]) -> tuple[T, float, int]:
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    t0 = time.perf_counter()
+    result = fn()
+    seconds = time.perf_counter() - t0
+    return result, seconds, max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale - before)
 
 
 def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
@@ -188,21 +248,14 @@ def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), sp
         root: Dataset root for named datasets.
 
     Returns:
-        ``(graph, seconds, peak_bytes)``: wall time of the load, and how far the load raised the
-        process's resident-memory high-water mark (``ru_maxrss`` after minus before). This is a
-        high-water mark of the whole process: a load that stays below an earlier peak reports 0, so
-        call it early in a fresh process for a meaningful figure.
+        ``(graph, seconds, peak_bytes)``: wall time of the load, and how far the process's resident
+        memory rose above its size before the load (see :func:`measure_peak`: the process
+        high-water mark, exact when the load raised it; call it early in a fresh process).
     """
-    import time
-
     p = Path(source)
-    before = _max_rss_bytes()
-    t0 = time.perf_counter()
     if p.is_file() or p.suffix.lower() in (".npz", ".pt", ".pth", *EDGE_LIST_SUFFIXES):
-        graph = load_graph(p, clean=clean, split_seed=split_seed, allow_empty_edges=allow_empty_edges)
-    else:
-        from gnnbench.graphs.datasets import load_dataset
+        return measure_peak(lambda: load_graph(p, clean=clean, split_seed=split_seed,
+                                               allow_empty_edges=allow_empty_edges))
+    from gnnbench.graphs.datasets import load_dataset
 
-        graph = load_dataset(str(source), root, clean=clean, split_seed=split_seed)
-    seconds = time.perf_counter() - t0
-    return graph, seconds, max(0, _max_rss_bytes() - before)
+    return measure_peak(lambda: load_dataset(str(source), root, clean=clean, split_seed=split_seed))
