@@ -16,7 +16,6 @@ from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_repor
                                  registry_markdown, table)
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
-from gnnbench.graphs.io import load_graph
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
 
@@ -25,17 +24,20 @@ __all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "c
 
 
 def _graph_from_args(args: argparse.Namespace):
-    """The graph the options name, read directly (no prepared copy: these commands measure no sweep)."""
+    """The graph the options name, read directly (no prepared copy: these commands measure no sweep); a loaded
+    graph comes with its load time, the peak memory the load added and what was substituted for missing parts."""
     check_graph_source(args)
     if getattr(args, "load", None) or getattr(args, "dataset", None):
-        t0 = time.perf_counter()
-        if args.load:
-            graph = load_graph(args.load, clean=clean_from_args(args), split_seed=args.seed or 0)
-        else:
-            from gnnbench.graphs.datasets import load_dataset
+        from gnnbench.graphs.io import measure_load
 
-            graph = load_dataset(args.dataset, args.root, clean=clean_from_args(args), split_seed=args.seed or 0)
-        return graph, {"source": args.load or f"dataset:{args.dataset}", "load_seconds": time.perf_counter() - t0}
+        graph, seconds, peak = measure_load(args.load or args.dataset, clean=clean_from_args(args),
+                                            split_seed=args.seed or 0, root=getattr(args, "root", None))
+        info = {"source": args.load or f"dataset:{args.dataset}", "load_seconds": seconds,
+                "load_peak_bytes": peak, "graph_bytes": graph.nbytes()}
+        for key in ("notes", "substituted"):
+            if graph.meta.get(key):
+                info[key] = graph.meta[key]
+        return graph, info
     spec = spec_from_args(args)
     graph = generate(spec)
     return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
