@@ -88,34 +88,42 @@ def survivors(tag: str) -> list[int]:
     return pids
 
 
-def _first_error(error_dir: Path) -> str | None:
-    """The earliest one-line error a rank wrote (``rank<R>.error``)."""
+def _rank_errors(error_dir: Path) -> dict[str, str]:
+    """The one-line error each failed rank wrote (``rank<R>.error``), earliest first."""
     files = sorted(error_dir.glob("rank*.error"), key=lambda p: p.stat().st_mtime)
-    for f in files:
-        text = f.read_text().strip()
-        if text:
-            return text
-    return None
+    return {f.stem[len("rank"):]: f.read_text().strip() for f in files if f.read_text().strip()}
 
 
-def _exit_summary(stderr: str) -> str | None:
-    """torchrun's failure summary (``rank : R`` / ``exitcode : C``) as one line."""
+def _root_cause(stderr: str) -> tuple[str, str] | None:
+    """``(rank, exit)`` of torchrun's "Root Cause (first observed failure)" report, if it printed one."""
+    text = stderr[stderr.find("Root Cause"):] if "Root Cause" in stderr else stderr
     rank = code = None
-    for line in stderr.splitlines():
+    for line in text.splitlines():
         s = line.strip()
         if s.startswith("rank") and ":" in s and rank is None:
             rank = s.split(":", 1)[1].strip().split()[0]
         if s.startswith("exitcode") and ":" in s and code is None:
-            code = s.split(":", 1)[1].strip()
-    if code is None:
+            code = s.split(":", 1)[1].strip().split()[0]
+    if rank is None or code is None:
         return None
     try:
-        num = int(code.split()[0])
-        if num < 0:
-            code = f"{num} (killed by {signal.Signals(-num).name})"
+        if int(code) < 0:
+            code = f"{code} (killed by {signal.Signals(-int(code)).name})"
     except (ValueError, KeyError):
         pass
-    return f"rank {rank} exited with code {code}"
+    return rank, code
+
+
+def _why(stderr: str, error_dir: Path, returncode: int) -> str:
+    """One line: the first failed rank (torchrun's root cause) and its own error, else its exit code."""
+    errors = _rank_errors(error_dir)
+    root = _root_cause(stderr)
+    if root is not None:
+        rank, code = root
+        return errors.get(rank) or f"rank {rank} exited with code {code}"
+    if errors:
+        return next(iter(errors.values()))
+    return f"torchrun exited with code {returncode}: {_last_line(stderr)}"
 
 
 def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -170,8 +178,7 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
             if timed_out:
                 why = f"the run outlived its wall timeout of {wall_timeout:g} s and was killed"
             else:
-                why = _first_error(error_dir) or _exit_summary(stderr) or (
-                    f"torchrun exited with code {proc.returncode}: {_last_line(stderr)}")
+                why = _why(stderr, error_dir, proc.returncode)
             if left:
                 why += f"; killed {len(left)} leftover process(es) {left}"
             raise DistributedRunError(f"{nproc}-rank run failed after {elapsed:.1f} s: {why}")
