@@ -175,8 +175,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
                                                  if trainer.steps_taken else 0.0),
                # a loaded graph: where it came from, its content fingerprint, how this process read it, and
                # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
-               **{k: trainer.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes",
-                                                      "link_holdout", "substituted") if k in trainer.graph.meta}},
+               **{k: trainer.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes", "link_holdout",
+                                                      "substituted", "labels_substituted")
+                  if k in trainer.graph.meta}},
         steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
                "total": trainer.steps_taken},
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,

@@ -137,6 +137,11 @@ def format_run(r: RunResult) -> str:
                      f"compiling), {c.unique_graphs} graphs, {c.recompilations} recompilations")
     for w in r.warnings:
         lines.append(f"WARNING    {w}")
+    notes = r.graph.get("notes") or []
+    for note in [notes] if isinstance(notes, str) else notes:
+        lines.append(f"NOTE       {note}")
+    if r.graph.get("link_holdout") and cfg.get("task") == "link":
+        lines.append(f"NOTE       held-out link-prediction edges: {r.graph['link_holdout']}")
     if r.batch_cache:
         b = r.batch_cache
         lines.append(f"cache      {b['hits']} hits, {b['misses']} misses, {b['corrupt']} corrupt entries rejected")

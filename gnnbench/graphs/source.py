@@ -38,7 +38,7 @@ __all__ = ["GraphSource", "open_source", "load_source", "content_fingerprint", "
 
 SOURCE_KINDS = ("file", "dataset")
 _TENSORS = ("edge_index", "rowptr", "x", "y", "train_mask", "val_mask", "test_mask", "lp_val_pos", "lp_test_pos")
-_PREPARED_FORMAT = 1  # bump when the prepared copy's layout changes
+_PREPARED_FORMAT = 2  # bump when the prepared copy's layout changes
 
 
 @dataclass(frozen=True)
@@ -176,14 +176,20 @@ def hold_out_links(graph: Graph, seed: int) -> Graph:
     return graph
 
 
+def _plain(value: Any) -> bool:
+    """Meta values the prepared copy keeps (what ``torch.load(weights_only=True)`` reads back as they were)."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return True
+    return isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value)
+
+
 def _write_prepared(graph: Graph, source: GraphSource) -> None:
     import io
 
     blob = {name: getattr(graph, name) for name in _TENSORS if getattr(graph, name) is not None}
     blob["format"] = _PREPARED_FORMAT
     blob["fingerprint"] = source.fingerprint
-    blob["meta_keys"] = sorted(k for k, v in graph.meta.items() if isinstance(v, (str, int, float, bool)))
-    blob["meta_values"] = [str(graph.meta[k]) for k in blob["meta_keys"]]
+    blob["meta"] = {k: v for k, v in graph.meta.items() if _plain(v)}
     buf = io.BytesIO()
     torch.save(blob, buf)
     write_bytes_atomic(prepared_path(source), buf.getvalue())
@@ -198,7 +204,7 @@ def _read_prepared(source: GraphSource) -> Graph | None:
         blob = torch.load(path, mmap=True, weights_only=True)
         if blob.get("format") != _PREPARED_FORMAT or blob.get("fingerprint") != source.fingerprint:
             return None
-        meta = dict(zip(blob["meta_keys"], blob["meta_values"]))
+        meta = dict(blob["meta"])
         graph = Graph(**{name: blob.get(name) for name in _TENSORS}, meta=meta)
     except Exception:  # noqa: BLE001 - a truncated or foreign file is rebuilt, never trusted
         return None
