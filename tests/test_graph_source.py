@@ -184,3 +184,18 @@ def test_cli_missing_file_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "nope.npz" in err and err.count("\n") == 1
     assert not (tmp_path / "o").exists()  # nothing written
+
+
+def test_edge_list_without_labels_is_judged_by_epoch_time_only(small_graph, tmp_path, capsys):
+    path = tmp_path / "edges.csv"
+    np.savetxt(path, small_graph.edge_index.numpy().T, fmt="%d", delimiter=",", header="src,dst", comments="")
+    assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "2", "--epochs", "1",
+                 "--warmup", "1", "--fanout", "5,5", "--batch-size", "128", "--in-process", "--json",
+                 "--out-dir", str(tmp_path / "sweep")]) == 0
+    comparison = json.loads(capsys.readouterr().out)
+    assert comparison["target"] is None and "labels were substituted" in comparison["target_source"]
+    rows = [r for r in comparison["rows"] if r["label"] != "baseline" and r.get("status") == "ok"]
+    assert rows and all(r["primary"] == "epoch time" and r["acc_verdict"] == "n/a: labels substituted"
+                        for r in rows)
+    result = _result(next((tmp_path / "sweep").glob("baseline-r0-*.json")))
+    assert result["graph"]["labels_substituted"] is True and "labels" in result["graph"]["substituted"]
