@@ -57,3 +57,14 @@ def test_distance_definition_and_degenerate_graphs():
     assert twin["preset"] == "tiny" and twin["overrides"]["exponent"] == PRESETS["tiny"].exponent
     assert any("Hill" in note for note in twin["notes"])
     assert twin_spec(path).num_nodes == n
+
+
+def test_calibrated_twin_is_closer(tiny_graph):
+    """One pilot generation corrects the generator's small-graph bias in exponent and homophily."""
+    original = graph_signature(tiny_graph)
+    plain = closest_preset(tiny_graph)["overrides"]
+    calibrated = closest_preset(tiny_graph, calibrate=True)["overrides"]
+    assert calibrated["exponent"] < plain["exponent"] and calibrated["homophily"] > plain["homophily"]
+    mimic = graph_signature(generate(twin_spec(tiny_graph, seed=1, calibrate=True)))
+    assert abs(mimic["exponent"] - original["exponent"]) < 0.2
+    assert abs(mimic["homophily"] - original["homophily"]) < 0.02
