@@ -76,7 +76,9 @@ def _corrupt_npz(g, corruption, data):
     elif corruption == "empty_edges":
         arrays["edge_index"] = np.zeros((2, 0), dtype=np.int64)
     elif corruption == "edge_dims":
-        arrays["edge_index"] = data.draw(st.sampled_from([e.reshape(-1), np.stack([e[0], e[1], e[0]]), e[None]]))
+        three_rows = np.stack([e[0], e[1], e[0]])  # [3, E]; with E == 2 it would be a valid [E, 2] list
+        arrays["edge_index"] = data.draw(st.sampled_from([e.reshape(-1), e[None]]
+                                                         + ([three_rows] if e.shape[1] != 2 else [])))
     elif corruption == "feature_dims":
         arrays["x"] = data.draw(st.sampled_from([g["x"][:, 0], g["x"][None]]))
     elif corruption == "label_dims":
@@ -139,8 +141,8 @@ def _write_edge_list(path: Path, g, corruption, data):
         rows = [r + f"{sep}1" for r in rows]
     elif corruption == "one_column":
         rows[i] = str(g["edges"][i][0])
-    elif corruption == "word_in_row":
-        rows[i] = f"abc{sep}1"
+    elif corruption == "word_in_row":  # never the first line: a first line of words is a header
+        rows.insert(max(i, 1), f"abc{sep}1")
     elif corruption == "header_only":
         rows, header = [], True
     elif corruption == "empty_file":

@@ -107,7 +107,7 @@ def read_edge_list(path: str | Path) -> tuple[np.ndarray, bool]:
         raise GraphError(f"{p} is not UTF-8 text ({exc.reason} at byte {exc.start}); {_ACCEPTED}") from None
     except (ValueError, OverflowError) as exc:
         detail = str(exc).split(";")[0].rstrip(".")
-        raise GraphError(f"{p}: {detail} (rows counted from 0 after the header); {_ACCEPTED}") from None
+        raise GraphError(f"{p}: {detail} (numpy's count, skipped lines aside); {_ACCEPTED}") from None
     if edges.size and edges.shape[1] != 2:
         raise GraphError(f"{p}: rows have {edges.shape[1]} columns; {_ACCEPTED}")
     if edges.size == 0:

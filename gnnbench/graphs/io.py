@@ -158,7 +158,8 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
         raise GraphError(f"unsupported graph file suffix {suffix!r} for {p}; accepted: .npz, .pt, .pth, "
                          f"{', '.join(EDGE_LIST_SUFFIXES)}")
     if graph.num_edges == 0 and not allow_empty_edges:
-        raise GraphError(f"{p}: the graph has no edges (after cleaning {clean}); gnnbench needs at least one edge")
+        options = f"dedupe={clean.dedupe}, to_undirected={clean.to_undirected}, self_loops={clean.self_loops.value!r}"
+        raise GraphError(f"{p}: the graph has no edges (after cleaning with {options}); the edge list is empty")
     return graph
 
 
