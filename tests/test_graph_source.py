@@ -199,3 +199,15 @@ def test_edge_list_without_labels_is_judged_by_epoch_time_only(small_graph, tmp_
                         for r in rows)
     result = _result(next((tmp_path / "sweep").glob("baseline-r0-*.json")))
     assert result["graph"]["labels_substituted"] is True and "labels" in result["graph"]["substituted"]
+
+
+def test_graph_command_reports_load_cost_and_the_synthetic_twin(small_graph, tmp_path, capsys):
+    path = _user_file(small_graph, tmp_path / "mine.npz")
+    assert main(["graph", "--load", str(path), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["load_seconds"] > 0 and r["load_peak_bytes"] >= 0 and r["graph_bytes"] == small_graph.nbytes() - sum(
+        t.nbytes for t in (small_graph.lp_val_pos, small_graph.lp_test_pos))
+    assert r["twin"]["preset"] == "tiny" and r["twin"]["cli"].startswith("--preset tiny --nodes 1500")
+    assert main(["graph", "--load", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "closest preset" in text and "gnnbench run --preset tiny" in text and "load peak memory" in text

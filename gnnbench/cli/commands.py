@@ -37,6 +37,9 @@ def _graph_from_args(args: argparse.Namespace):
         for key in ("notes", "substituted"):
             if graph.meta.get(key):
                 info[key] = graph.meta[key]
+        from gnnbench.graphs.twin import closest_preset
+
+        info["twin"] = closest_preset(graph)
         return graph, info
     spec = spec_from_args(args)
     graph = generate(spec)

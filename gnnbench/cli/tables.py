@@ -62,6 +62,13 @@ def format_graph_report(r: dict) -> str:
                      f"{r['load_peak_bytes'] / max(r['graph_bytes'], 1):.1f}x)"))
     for note in ([r["notes"]] if isinstance(r.get("notes"), str) else r.get("notes") or []):
         rows.append(("note", str(note)))
+    if "twin" in r:
+        t = r["twin"]
+        rows.append(("closest preset", f"{t['preset']} (distance {t['distance']:.2f}; "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in t["distances"].items() if k != t["preset"]) + ")"))
+        rows.append(("synthetic twin", f"gnnbench run {t['cli']}"))
+        for note in t.get("notes", []):
+            rows.append(("twin note", note))
     p = r["prepare"]
     rows.append(("preparation (baseline)", f"{p['baseline_seconds']:.3f} s"))
     rows.append((f"preparation ({','.join(p['flags']) or 'none'})",
