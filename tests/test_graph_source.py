@@ -211,3 +211,34 @@ def test_graph_command_reports_load_cost_and_the_synthetic_twin(small_graph, tmp
     assert main(["graph", "--load", str(path)]) == 0
     text = capsys.readouterr().out
     assert "closest preset" in text and "gnnbench run --preset tiny" in text and "load peak memory" in text
+
+
+def _write_format(graph, tmp_path: Path, fmt: str) -> Path:
+    """``graph`` as a user hands it over in ``fmt``: .npz, an edge list with .npy features and labels, or a
+    saved PyG Data."""
+    if fmt == "npz":
+        return _user_file(graph, tmp_path / "g.npz")
+    if fmt == "edgelist":
+        path = tmp_path / "g.tsv"
+        np.savetxt(path, graph.edge_index.numpy().T, fmt="%d", delimiter="\t")
+        np.save(tmp_path / "g.features.npy", graph.x.numpy())
+        np.save(tmp_path / "g.labels.npy", graph.y.numpy())
+        return path
+    data = dataclasses.replace(graph, lp_val_pos=None, lp_test_pos=None, meta={}).to_pyg()
+    torch.save(data, tmp_path / "g.pt")
+    return tmp_path / "g.pt"
+
+
+@pytest.mark.parametrize("fmt", ["npz", "edgelist", "pt"])
+def test_each_format_goes_through_compare_and_report(small_graph, tmp_path, fmt):
+    path = _write_format(small_graph, tmp_path, fmt)
+    out_dir = tmp_path / "sweep"
+    assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "1", "--epochs", "1",
+                 "--warmup", "1", "--fanout", "5,5", "--batch-size", "256", "--in-process",
+                 "--out-dir", str(out_dir)]) == 0
+    base = _result(next(out_dir.glob("baseline-r0-*.json")))
+    assert base["status"] == "ok" and not base["graph"].get("labels_substituted")
+    assert base["graph"]["num_nodes"] == 1500
+    report = tmp_path / "report.html"
+    assert main(["report", str(out_dir), "--asv", str(tmp_path / "no-asv"), "--out", str(report)]) == 0
+    assert f"{path.name}@{base['config']['source']['fingerprint'].split(':')[1][:8]}" in report.read_text()
