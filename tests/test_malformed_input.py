@@ -241,6 +241,10 @@ def test_npz_file_classes(tmp_path):
     blob = good.read_bytes()
     (tmp_path / "trunc.npz").write_bytes(blob[: len(blob) // 2])
     _expect_refusal(tmp_path / "trunc.npz", "cannot read", "as an .npz archive")
+    flipped = bytearray(blob)
+    flipped[-200] ^= 0xFF  # inside the last member's data: only the CRC can tell
+    (tmp_path / "flip.npz").write_bytes(bytes(flipped))
+    _expect_refusal(tmp_path / "flip.npz", "cannot read array")
     (tmp_path / "zero.npz").write_bytes(b"")
     _expect_refusal(tmp_path / "zero.npz", "cannot read")
     np.save(tmp_path / "single.npy", np.zeros(3))

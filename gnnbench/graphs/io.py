@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import struct
 import sys
 import threading
 import time
 import warnings
+import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -32,9 +36,55 @@ NPZ_KEYS = {
 _NPZ_OPTIONAL = ("train_mask", "val_mask", "test_mask", "num_nodes", "lp_val_pos", "lp_test_pos", "spec_json")
 
 
+def _read_stored(archive: Any, name: str, path: Path) -> np.ndarray | None:
+    """An uncompressed ``.npy`` member read straight from the file with one ``np.fromfile``, CRC checked.
+
+    ``NpzFile[name]`` copies a stored member through 256 KiB reads and buffers (about 1.3 s of a 1.6 s
+    load on ``medium``); this reads it in place. ``None`` (use ``NpzFile``) for compressed, encrypted,
+    object or unusual members; a short or CRC-mismatched member is refused.
+    """
+    try:
+        info = archive.zip.getinfo(f"{name}.npy")
+    except (KeyError, AttributeError):
+        return None
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return None
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) != 30 or local[:4] != b"PK\x03\x04":
+            return None
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        start = info.header_offset + 30 + name_len + extra_len
+        fh.seek(start)
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            return None
+        if dtype.hasobject:
+            return None
+        header_len = fh.tell() - start
+        count = math.prod(shape)
+        if header_len + count * dtype.itemsize != info.file_size:
+            raise ValueError(f"member size {info.file_size} does not match its header ({list(shape)} {dtype})")
+        fh.seek(start)
+        crc = zlib.crc32(fh.read(header_len))
+        arr = np.fromfile(fh, dtype=dtype, count=count)
+    if arr.size != count:
+        raise ValueError(f"member holds {arr.size} of {count} values (truncated)")
+    crc = zlib.crc32(memoryview(arr).cast("B"), crc)
+    if crc != info.CRC:
+        raise ValueError(f"CRC mismatch in {info.filename} (corrupt file)")
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
 def _array(archive: Any, name: str, path: Path) -> np.ndarray:
     try:
-        return archive[name]
+        direct = _read_stored(archive, name, path)
+        return direct if direct is not None else archive[name]
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt member: zlib, CRC, header errors alike
         raise GraphError(f"cannot read array {name!r} from {path} (truncated or corrupt .npz?): "
                          f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
