@@ -14,6 +14,12 @@ the single-process result plus ``distributed``::
                    "bytes_per_step", "dense_bytes_per_step", "steps_measured", "train_seconds"}],
      "comm_share", "bytes_per_step", "dense_bytes_per_step", "compression_ratio"}
 
+``allreduce_median`` is the union of the buckets' [hook call, future completed] spans per step,
+so it includes waiting for the slowest rank and any overlap with the rest of backward;
+``compute_median`` is the step minus that (so overlap counts as communication, not compute).
+``comm_share`` is ``allreduce_median / step_median``. Bytes are the payload formula of
+:mod:`gnnbench.distributed.compression`, per step and rank.
+
 On failure a rank writes one line to ``DIR/rank<R>.error`` and exits non-zero; torchrun then
 stops the other ranks, and rank 0 writes nothing.
 """
