@@ -216,8 +216,9 @@ class Graph:
             x: ``[N, F]`` finite float features.
             y: ``[N]`` integer labels ``>= 0``.
             num_nodes: Defaults to ``x.size(0)``; must match it if given.
-            train_mask, val_mask, test_mask: Optional ``[N]`` bool splits; when
-                all are missing a random split is drawn with ``split_seed``.
+            train_mask, val_mask, test_mask: Optional ``[N]`` bool (or 0/1 integer)
+                splits, each non-empty and pairwise disjoint; when all are missing a
+                random split is drawn with ``split_seed``.
             clean: Input cleaning options (dedupe, to_undirected, self loops).
             split_seed: Seed of the random split.
             train_frac, val_frac: Fractions of the random split.
@@ -225,7 +226,8 @@ class Graph:
 
         Raises:
             GraphError: naming the problem, for out-of-range or negative node
-                ids, shape mismatches, non-integer labels or NaN/Inf features.
+                ids, shape mismatches, non-numeric arrays, non-integer labels,
+                NaN/Inf features, and empty or overlapping masks.
         """
         edge_index = _tensor(edge_index, "edge_index")
         x = _tensor(x, "features x")
