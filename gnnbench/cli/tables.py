@@ -57,7 +57,7 @@ def format_graph_report(r: dict) -> str:
     if "load_seconds" in r:
         rows.append(("load time", f"{r['load_seconds']:.3f} s"))
     if "load_peak_bytes" in r:
-        rows.append(("load peak memory", f"+{human_bytes(r['load_peak_bytes'])} over the process's earlier peak "
+        rows.append(("load peak memory", f"+{human_bytes(r['load_peak_bytes'])} above memory before the load "
                      f"(the graph holds {human_bytes(r['graph_bytes'])}: "
                      f"{r['load_peak_bytes'] / max(r['graph_bytes'], 1):.1f}x)"))
     for note in ([r["notes"]] if isinstance(r.get("notes"), str) else r.get("notes") or []):
