@@ -8,7 +8,9 @@ steady-state timings; each measured step is split into the phases of
 :data:`gnnbench.timing.PHASES`.
 
 ``python -m gnnbench.measure CONFIG.json OUT.json`` runs one configuration in
-its own process (sweeps isolate each configuration this way).
+its own process (sweeps isolate each configuration this way). A configuration
+of ``nproc > 1`` ranks runs through :func:`gnnbench.distributed.launch.launch`
+(torchrun), from :func:`run` as from the command line.
 """
 
 from __future__ import annotations
@@ -17,17 +19,20 @@ import dataclasses
 import json
 import resource
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import torch.distributed as dist
 
+from gnnbench.distributed.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
 from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
 from gnnbench.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
 from gnnbench.timing import PHASES, PhaseTimer, summarize
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["run", "main"]
 
@@ -74,7 +79,8 @@ class _NvmlSampler:
 
 
 def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
-        profiler: Any = None, graph: Any = None) -> RunResult:
+        profiler: Any = None, graph: Any = None, after: Callable[[Trainer], None] | None = None,
+        dist_timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     """Measure ``config``; returns (and, with ``out``, atomically writes) the :class:`RunResult`.
 
     Args:
@@ -84,8 +90,16 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         profiler: Entered around the training loop (e.g. ``torch.profiler.profile``)
             and stepped after every training step.
         graph: An already built graph of ``config`` (a sweep builds each graph once in-process).
+        after: Called with the trainer once training ended (distributed ranks read its figures).
+        dist_timeout: With ``config.nproc > 1``: the process-group timeout in seconds.
+
+    With ``config.nproc > 1`` outside a process group the run is launched on that many ranks
+    (:func:`gnnbench.distributed.launch.launch`); the file at ``out`` then also holds the
+    ``distributed`` figures, and a failed run gives ``status="failed"`` with its one-line error.
     """
     device = resolve_device(config.device)
+    if config.nproc > 1 and not (dist.is_available() and dist.is_initialized()):
+        return _launched(config, out, dist_timeout)
     env = environment(device)
     try:
         trainer = Trainer(config, graph)
@@ -119,10 +133,29 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     else:  # the loop ended without a validation point at its last step
         accuracy, seconds = trainer.evaluate()
         trainer.eval_seconds += seconds
+    if after is not None:
+        after(trainer)
     result = _assemble(trainer, env, nvml, accuracy, trainer.eval_seconds, losses)
     if out:
         write_json_atomic(out, result.to_dict())
     return result
+
+
+def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
+    """``config`` on ``config.nproc`` ranks through torchrun (refused here first when it cannot run)."""
+    reasons = config_unavailable(config)
+    if reasons:
+        result = RunResult(status="unavailable", config=config.to_dict(), environment=environment(
+            resolve_device(config.device)), unavailable=reasons)
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
+    with tempfile.TemporaryDirectory(prefix="gnnbench-launch-") as tmp:
+        try:
+            data = launch(config, out or Path(tmp) / "result.json", timeout=timeout)
+        except DistributedRunError as exc:
+            return RunResult(status="failed", config=config.to_dict(), error=str(exc))
+    return RunResult.from_dict(data)
 
 
 def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
@@ -210,13 +243,19 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gnnbench.measure CONFIG.json OUT.json``."""
+    """``python -m gnnbench.measure CONFIG.json OUT.json [--dist-timeout S]``; exit 1 when the run failed."""
     argv = sys.argv[1:] if argv is None else argv
+    timeout = DEFAULT_TIMEOUT
+    if len(argv) == 4 and argv[2] == "--dist-timeout":
+        timeout, argv = float(argv[3]), argv[:2]
     if len(argv) != 2:
-        print("usage: python -m gnnbench.measure CONFIG.json OUT.json", file=sys.stderr)
+        print("usage: python -m gnnbench.measure CONFIG.json OUT.json [--dist-timeout S]", file=sys.stderr)
         return 2
     config = RunConfig.from_dict(json.loads(Path(argv[0]).read_text()))
-    run(config, out=argv[1])
+    result = run(config, out=argv[1], dist_timeout=timeout)
+    if result.status == "failed":
+        print(result.error, file=sys.stderr)
+        return 1
     return 0
 
 

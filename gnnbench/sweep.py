@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from gnnbench import registry
+from gnnbench.distributed.data_parallel import world_size_for
+from gnnbench.distributed.launch import DEFAULT_TIMEOUT
 from gnnbench.env import environment, resolve_device
 from gnnbench.measure import run
 from gnnbench.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
@@ -75,6 +77,12 @@ def validate_base(base: RunConfig) -> None:
             "or raise --epochs / --max-steps")
 
 
+def _ranks(cfg: RunConfig) -> RunConfig:
+    """A ``--nproc N`` sweep runs its parallel entries on N ranks, the rest (the baseline: one process on the
+    same global batch, what scaling efficiency compares with) in one process."""
+    return dataclasses.replace(cfg, nproc=world_size_for(cfg.flags, cfg.nproc))
+
+
 def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
                   include_all_recommended: bool = True, aa: bool = False) -> list[Entry]:
     """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
@@ -89,26 +97,26 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     if include_all_recommended:
         rec = [o.name for o in registry.REGISTRY.values()
                if o.recommended and o.unavailable(device) is None
-               and not config_unavailable(dataclasses.replace(base, flags=o.apply(base.flags)), device)]
+               and not config_unavailable(_ranks(dataclasses.replace(base, flags=o.apply(base.flags))), device)]
     # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
     # are compared with an end-to-end copy of the baseline in the same round.
     overlap = [n for n in names if any(registry.get(p).overlap for p in parts[n]) and not config_unavailable(
-        dataclasses.replace(base, flags=registry.flags_for(parts[n], base.flags)), device)]
+        _ranks(dataclasses.replace(base, flags=registry.flags_for(parts[n], base.flags))), device)]
     entries = []
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
-        entries.append(Entry(BASELINE, b, (), r))
+        entries.append(Entry(BASELINE, _ranks(b), (), r))
         if aa:
-            entries.append(Entry(AA_LABEL, b, (), r))
+            entries.append(Entry(AA_LABEL, _ranks(b), (), r))
         if overlap and base.sync_phases:
-            entries.append(Entry(E2E_BASELINE, dataclasses.replace(b, sync_phases=False), (), r))
+            entries.append(Entry(E2E_BASELINE, _ranks(dataclasses.replace(b, sync_phases=False)), (), r))
         for n in names:
             cfg = dataclasses.replace(b, flags=registry.flags_for(parts[n], b.flags))
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
-            entries.append(Entry(n, cfg, parts[n], r))
+            entries.append(Entry(n, _ranks(cfg), parts[n], r))
         if include_all_recommended:
-            entries.append(Entry(ALL_RECOMMENDED, dataclasses.replace(b, flags=registry.flags_for(rec, b.flags)),
+            entries.append(Entry(ALL_RECOMMENDED, _ranks(dataclasses.replace(b, flags=registry.flags_for(rec, b.flags))),
                                  tuple(rec), r))
     return entries
 
@@ -134,6 +142,7 @@ def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
 
 
 def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
+              dist_timeout: float = DEFAULT_TIMEOUT,
               order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
@@ -167,7 +176,7 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
             else:
                 if progress:
                     progress(done, len(entries), entry, "running")
-                data = _measure(entry, path, isolate, graphs)
+                data = _measure(entry, path, isolate, graphs, dist_timeout)
                 if path.exists():  # the file says which configuration and round it is, for the report
                     data = {**data, "label": entry.label, "round": entry.round,
                             "optimizations": list(entry.optimizations)}
@@ -183,13 +192,14 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     return outcome
 
 
-def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict) -> dict:
+def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
     path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
         write_json_atomic(cfg_path, entry.config.to_dict())
-        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path)],
-                              capture_output=True, text=True)
+        # nproc > 1: gnnbench.measure launches the ranks through torchrun (gnnbench.distributed.launch)
+        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path), "--dist-timeout",
+                               str(dist_timeout)], capture_output=True, text=True)
         cfg_path.unlink(missing_ok=True)
         data = load_result(path) if proc.returncode == 0 else None
         if data is None:
@@ -201,4 +211,4 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict) -> dict:
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
         graphs[key] = entry.config.build_graph()
-    return run(entry.config, out=path, graph=graphs[key]).to_dict()
+    return run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout).to_dict()

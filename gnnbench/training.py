@@ -28,6 +28,7 @@ from typing import Any, Iterator
 import torch
 
 from gnnbench import availability
+from gnnbench.distributed.data_parallel import wrap_model
 from gnnbench.env import resolve_device
 from gnnbench.features import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
@@ -76,6 +77,10 @@ class RunConfig:
         eval_chunk_bytes: Memory budget of one chunk of target nodes in
             full-neighbourhood evaluation, which runs layer by layer a chunk at
             a time (:mod:`gnnbench.inference`; default 256 MiB, at least 64 KiB).
+        nproc: Ranks training together (default 1). With ``nproc > 1``
+            :func:`gnnbench.measure.run` launches the run through torchrun
+            (:mod:`gnnbench.distributed.launch`); it needs a parallel mode
+            (``Flags.parallel``).
     """
 
     spec: GraphSpec | None = field(default_factory=lambda: GraphSpec.preset("small"))
@@ -95,6 +100,7 @@ class RunConfig:
     cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
     eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
     eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
+    nproc: int = 1  # ranks training together (torchrun, gnnbench.distributed.launch); 1 = this process
 
     def __post_init__(self) -> None:
         if self.source is not None:
@@ -111,7 +117,7 @@ class RunConfig:
             raise ValueError(
                 f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
                 f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
-        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0)):
+        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0), ("nproc", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
@@ -128,7 +134,8 @@ class RunConfig:
         return RunContext(device=device if device is not None else resolve_device(self.device), task=self.task,
                           model=self.model,
                           num_nodes=graph.num_nodes if graph is not None else self.graph_size[0],
-                          num_edges=graph.num_edges if graph is not None else self.graph_size[1])
+                          num_edges=graph.num_edges if graph is not None else self.graph_size[1],
+                          world_size=self.nproc)
 
     @property
     def graph_size(self) -> tuple[int, int]:
@@ -241,7 +248,9 @@ class Trainer:
                                  self.task.out_dim(config.hidden), len(flags.fanout),
                                  dropout_kernel=flags.dropout_kernel).to(device)
         self.precision = Precision(flags.precision, device.type)
-        self.forward, self.dynamo_counters = compile_model(self.model, flags)
+        # data parallel: DistributedDataParallel with the timed gradient hook (self.model stays the bare module)
+        module, self.comm = wrap_model(self.model, flags, config.context(device, graph))
+        self.forward, self.dynamo_counters = compile_model(module, flags)
         t2 = time.perf_counter()  # full-graph GCN coefficients, when the policy needs them, are setup too
         self.policy = AggregationPolicy.build(flags, self.precision, self.prepared, device,
                                               source_norm=self.source.norm_mode)
@@ -308,6 +317,7 @@ class Trainer:
                     loss = self._train_on(*item)
                     measured = self.steps_taken >= cfg.warmup_steps  # burn-in: first touch, compilation
                     timer.end_step(record=measured)
+                    self.comm.end_step(measured)  # all-reduce seconds and bytes of this step (data parallel)
                     seconds = time.perf_counter() - t_step
                     if self.first_step_seconds is None:
                         self.first_step_seconds = seconds

@@ -1,0 +1,212 @@
+"""Data-parallel training on torch.distributed: seed shards, availability, the torchrun launcher end to end,
+and a rank that dies. Multi-rank runs use 2 gloo ranks on 127.0.0.1 with a 10 s process-group timeout.
+(DDP against one process on the union batch, and the compression hooks: tests/test_compression.py.)
+"""
+
+import dataclasses
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gnnbench import registry
+from gnnbench.distributed.launch import DistributedRunError, launch, survivors
+from gnnbench.flags import Flags, RunContext
+from gnnbench.graphs import GraphSpec
+from gnnbench.sampling.sources import SeedShards, ShardedNeighborBatches
+from gnnbench.training import RunConfig, config_unavailable
+
+TIMEOUT = 10.0
+WORKER = "gnnbench.distributed.worker"
+
+
+def _config(**changes) -> RunConfig:
+    flags = Flags(parallel="data", batch_size=128, fanout=(10, 5))
+    return RunConfig(spec=GraphSpec.preset("tiny"), flags=flags.replace(**changes.pop("flags", {})), epochs=1,
+                     max_steps_per_epoch=6, warmup_steps=2, nproc=2, hidden=32, **changes)
+
+
+# ------------------------------------------------------------------ seeds split across ranks
+@given(n=st.integers(1, 400), batch=st.integers(1, 64), world=st.integers(1, 4), seed=st.integers(0, 99),
+       epoch=st.integers(0, 5))
+def test_seed_shards_are_disjoint_covering_and_the_global_batch(n, batch, world, seed, epoch):
+    if n < world or batch < world:
+        with pytest.raises(ValueError, match="need at least"):
+            SeedShards(n, batch, 0, world, seed)
+        return
+    shards = [SeedShards(n, batch, r, world, seed) for r in range(world)]
+    for s in shards:
+        s.set_epoch(epoch)
+    per_rank = [list(s) for s in shards]
+    assert {len(p) for p in per_rank} == {len(shards[0])}, "every rank takes the same number of steps (__len__)"
+    flat = [i for p in per_rank for b in p for i in b]
+    assert sorted(flat) == list(range(n)), "disjoint and covering"
+    assert all(b for p in per_rank for b in p), "no rank gets an empty batch"
+    for step, global_batch in enumerate(shards[0].global_batches(epoch)):
+        union = [i for p in per_rank for i in p[step]]
+        assert union == global_batch.tolist()
+        assert len(global_batch) == batch or step == len(per_rank[0]) - 1
+
+
+def test_seed_shards_reshuffle_every_epoch_from_the_shared_seed():
+    a, b = SeedShards(300, 32, 1, 2, seed=3), SeedShards(300, 32, 1, 2, seed=3)
+    a.set_epoch(1)
+    b.set_epoch(1)
+    assert list(a) == list(b)
+    first = list(a)
+    a.set_epoch(2)
+    assert list(a) != first
+
+
+def test_sharded_neighbour_batches_split_the_training_nodes(tiny_graph):
+    from gnnbench.graphs.prepare import prepare
+
+    flags = Flags(parallel="data", batch_size=256, fanout=(5,))
+    prepared = prepare(tiny_graph, flags)
+    train = set(tiny_graph.train_mask.nonzero().view(-1).tolist())
+    seen = []
+    counts = []
+    for rank in range(2):
+        source = ShardedNeighborBatches(prepared, flags, seed=0, rank=rank, world_size=2)
+        targets = [b.n_id[b.target].tolist() for b in source.epoch(0)]
+        counts.append(len(targets))
+        assert all(0 < len(t) <= 128 for t in targets[:-1]) and 0 < len(targets[-1]) <= 129
+        seen += [i for t in targets for i in t]
+        source.close()
+    assert counts[0] == counts[1]
+    assert sorted(seen) == sorted(train)
+
+
+# ------------------------------------------------------------------ availability (f)
+def test_availability_says_why_with_one_process():
+    one = dataclasses.replace(_config(), nproc=1)
+    assert config_unavailable(one) == {"parallel": "data_parallel needs --nproc >= 2 (got 1)"}
+    assert "needs --nproc >= 2 (got 1)" in registry.get("data_parallel").unavailable("cpu", world_size=1)
+    assert registry.get("data_parallel").unavailable("cpu") is None  # measured with its own nproc (2)
+    comp = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(grad_compression="topk"))
+    assert "grad compression needs parallel='data' (got parallel='none')" in config_unavailable(comp)[
+        "grad_compression"]
+    part = dataclasses.replace(one, flags=Flags(parallel="partition"))
+    assert "partitioning needs --nproc >= 2 (got 1)" in config_unavailable(part)["parallel"]
+    for name in ("partition_metis", "partition_degree"):
+        assert "not implemented" in registry.get(name).unavailable("cpu")
+    single = dataclasses.replace(_config(), flags=Flags())
+    assert "needs a parallel mode" in config_unavailable(single)["parallel"]
+    link = dataclasses.replace(_config(), task="link")
+    assert "no per-rank split" in config_unavailable(link)["parallel"]
+    with pytest.raises(ValueError, match=r"RunConfig.nproc must be an integer >= 1 \(got 0\)"):
+        dataclasses.replace(_config(), nproc=0)
+    with pytest.raises(ValueError, match=r"world_size must be an integer >= 1 \(got 0\)"):
+        RunContext(world_size=0)
+
+
+def test_sweep_runs_the_baseline_in_one_process_and_parallel_entries_on_n_ranks():
+    from gnnbench.sweep import sweep_entries
+
+    base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
+    entries = sweep_entries(base, ["data_parallel", "topk_compression"], repeats=1)
+    nproc = {e.label: e.config.nproc for e in entries}
+    assert nproc == {"baseline": 1, "data_parallel": 2, "topk_compression": 2, "all_recommended": 1}
+
+
+# ------------------------------------------------------------------ end to end through torchrun (e)
+def test_two_rank_data_parallel_run_end_to_end(tmp_path):
+    from gnnbench.measure import run
+
+    out = tmp_path / "dp.json"
+    result = run(_config(), out=out, dist_timeout=TIMEOUT)
+    assert result.status == "ok", result.error
+    data = json.loads(out.read_text())
+    d = data["distributed"]
+    assert d["world_size"] == 2 and d["backend"] == "gloo" and d["timeout_seconds"] == TIMEOUT
+    assert [r["rank"] for r in d["per_rank"]] == [0, 1]
+    for r in d["per_rank"]:
+        assert r["steps_measured"] == 4
+        assert 0 < r["allreduce_median"] < r["step_median"]
+        assert 0 < r["comm_share"] < 1
+        assert r["bytes_per_step"] == r["dense_bytes_per_step"] > 0
+    assert d["compression_ratio"] == 1.0 and 0 < d["comm_share"] < 1
+    assert data["config"]["nproc"] == 2 and data["accuracy"]["test"] >= 0
+    assert not list(tmp_path.glob("*.tmp*")), "no partial files"
+    assert not survivors(str(out))
+
+
+# ------------------------------------------------------------------ a rank that dies (d)
+def _workers(tag: str) -> list[int]:
+    pids = []
+    for pid in survivors(tag):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"-m" in cmd and WORKER.encode() in cmd and b"torch.distributed.run" not in cmd:
+            pids.append(pid)
+    return pids
+
+
+def test_a_rank_that_dies_ends_the_run_with_one_line_and_leaves_nothing(tmp_path):
+    out = tmp_path / "dies.json"
+    cfg = dataclasses.replace(_config(), epochs=200, max_steps_per_epoch=None)
+    outcome: dict = {}
+
+    def go():
+        try:
+            launch(cfg, out, timeout=TIMEOUT, wall_timeout=120)
+        except DistributedRunError as exc:
+            outcome["error"] = str(exc)
+        outcome["done"] = time.monotonic()
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(_workers(str(out))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    victims = _workers(str(out))
+    assert len(victims) == 2, "the two ranks never started"
+    time.sleep(3)  # inside the training loop (or still joining: the rendezvous times out just the same)
+    killed = time.monotonic()
+    os.kill(max(victims), signal.SIGKILL)
+    thread.join(timeout=TIMEOUT + 40)
+    assert not thread.is_alive(), "the launcher did not return"
+    assert outcome["done"] - killed < TIMEOUT + 35
+    error = outcome["error"]
+    assert "\n" not in error and "2-rank run failed" in error and "rank" in error
+    assert not out.exists()
+    assert not survivors(str(out)), "orphan processes"
+
+
+@pytest.mark.slow
+def test_a_stalled_rank_times_out_the_collective(tmp_path):
+    """A rank that stops answering (SIGSTOP) makes the other's all-reduce time out after the process-group
+    timeout; torchrun then stops the rest (SIGTERM, SIGKILL after its 30 s grace for a stopped process)."""
+    out = tmp_path / "stall.json"
+    cfg = dataclasses.replace(_config(), epochs=200, max_steps_per_epoch=None)
+    outcome: dict = {}
+
+    def go():
+        try:
+            launch(cfg, out, timeout=TIMEOUT, wall_timeout=150)
+        except DistributedRunError as exc:
+            outcome["error"] = str(exc)
+        outcome["done"] = time.monotonic()
+
+    thread = threading.Thread(target=go)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while len(_workers(str(out))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    victims = _workers(str(out))
+    time.sleep(12)  # well inside the training loop
+    stopped = time.monotonic()
+    os.kill(max(victims), signal.SIGSTOP)
+    thread.join(timeout=TIMEOUT + 80)
+    assert not thread.is_alive(), "the launcher did not return"
+    assert outcome["done"] - stopped < TIMEOUT + 45
+    assert "\n" not in outcome["error"] and "rank" in outcome["error"]
+    assert not out.exists()
+    assert not survivors(str(out)), "orphan processes"
