@@ -39,7 +39,7 @@ from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
-           "diagnose", "format_diagnosis", "field_report_expectation"]
+           "diagnose", "format_diagnosis", "field_report_expectation", "distributed_advice"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -64,6 +64,11 @@ class Rules:
     # loader workers overlap sampling with the step only on cores the step does not use: an entry that adds
     # workers is ranked last (with the reason) unless this many cores are free beyond the training threads
     worker_spare_cores: int = 1
+    # the field report's distributed rules: compress gradients only when the all-reduce takes at least this share
+    # of the step; partition only a graph that does not fit one device (graph + features above this share of
+    # the device's memory), else replicate it and train data parallel
+    compress_at: float = 0.40
+    fits_device_at: float = 0.5
 
 
 RULES = Rules()
@@ -392,4 +397,42 @@ def verdicts(rows: Iterable[dict]) -> list[str]:
         else:
             out.append(f"{label}: does not pay here: {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}, no significant "
                        f"difference{acc}")
+    return out
+
+
+def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, rules: Rules = RULES) -> list[str]:
+    """The field report's distributed decision rules applied to one multi-rank configuration.
+
+    Args:
+        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.results.compare`) or of a run
+            result: ``world_size``, ``parallel``, ``grad_compression``, ``comm_share``, ``compression_ratio``.
+        graph_bytes: Bytes of the graph's structure and features (what data parallel replicates per rank).
+        device_bytes: Memory of one device (GPU memory; on a CPU, the machine's).
+        rules: ``compress_at`` (gradient compression pays only above this communication share) and
+            ``fits_device_at`` (a graph within this share of one device is replicated, not partitioned).
+    """
+    out = []
+    share = summary.get("comm_share")
+    compression = summary.get("grad_compression") or "none"
+    if share is not None:
+        if compression != "none":
+            ratio = summary.get("compression_ratio")
+            sent = f", {ratio:.1%} of the dense bytes on the wire" if ratio is not None else ""
+            verdict = ("worth trying at this share" if share >= rules.compress_at else
+                       f"below {rules.compress_at:.0%}: by the field report's rule not worth its complexity here")
+            out.append(f"communication is {share:.0%} of the step with {compression} compression{sent}; {verdict}")
+        elif share >= rules.compress_at:
+            out.append(f"communication is {share:.0%} of the step, at or above {rules.compress_at:.0%}: try gradient "
+                       "compression (topk_compression, powersgd, fp16_compression)")
+        else:
+            out.append(f"communication is {share:.0%} of the step, below {rules.compress_at:.0%}: gradient "
+                       "compression is not worth its complexity here (the all-reduce is not the bottleneck)")
+    fits = graph_bytes <= rules.fits_device_at * device_bytes
+    size = f"graph and features take {graph_bytes / 2**30:.2f} GiB of one device's {device_bytes / 2**30:.0f} GiB"
+    if summary.get("parallel") == "partition":
+        out.append(f"{size}: " + ("it fits, so replicate it and train data parallel (data_parallel) instead of "
+                                  "partitioning: no halo exchange" if fits else
+                                  "it does not fit one device: partitioning is the way to scale"))
+    elif summary.get("parallel") == "data" and not fits:
+        out.append(f"{size}: too big to replicate on every rank; partition it (partition_metis, partition_degree)")
     return out

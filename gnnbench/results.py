@@ -371,8 +371,37 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         device_busy=(statistics.mean(r["device_busy_fraction"] for r in m)
                      if all(r.get("device_busy_fraction") is not None for r in m) else None),
         h2d_bytes_per_batch=m[0]["transfer"]["bytes_h2d_per_batch"],
+        distributed=_distributed_summary(m, step),
     )
     return row
+
+
+def _distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] | None:
+    """A multi-rank configuration's figures over its rounds: world size, backend, compression, the
+    communication share of the step and bytes on the wire (means over rounds), and the scaling efficiency
+    ``T1 / (N x TN)`` from the paired step ratio against the single-process baseline (same global batch)."""
+    blocks = [r["distributed"] for r in runs if r.get("distributed")]
+    if not blocks:
+        return None
+
+    def mean(key: str) -> float | None:
+        vals = [b[key] for b in blocks if b.get(key) is not None]
+        return statistics.mean(vals) if vals else None
+
+    n = blocks[0]["world_size"]
+    g, spec = runs[0].get("graph", {}), (runs[0].get("config") or {}).get("spec") or {}
+    features = g.get("feature_bytes")
+    if features is None and spec.get("feature_dim"):
+        features = g["num_nodes"] * spec["feature_dim"] * 4  # fp32 features of a generated graph
+    eff = None
+    if step is not None and n:
+        eff = {"ratio": step["ratio"] / n, "low": step["low"] / n, "high": step["high"] / n}
+    return {"world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
+            "grad_compression": blocks[0].get("grad_compression"), "comm_share": mean("comm_share"),
+            "bytes_per_step": mean("bytes_per_step"), "dense_bytes_per_step": mean("dense_bytes_per_step"),
+            "compression_ratio": mean("compression_ratio"), "scaling_efficiency": eff,
+            "graph_bytes": (g.get("index_bytes") or 0) + features if features is not None else None,
+            "device": (runs[0].get("environment") or {}).get("device") or "cpu"}
 
 
 def compare_rows(results: list[dict], *, target_acc: float | None = None) -> list[dict]:

@@ -218,7 +218,54 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                      f"{r['setup_s']:>8.2f}{tta:>9}{r['step_ms']:>9.1f}  {'-' if base else _ratio(r['step_speedup']):<22}"
                      f"{r['test_acc']:>9.4f}  {'-' if base else delta:<24}"
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
+    lines += format_distributed(c.rows)
     return "\n".join(lines)
+
+
+def device_memory_bytes(device: str) -> int:
+    """One device's memory: the GPU's, or on a CPU the machine's (``/proc/meminfo``'s MemTotal)."""
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def format_distributed(rows: list[dict]) -> list[str]:
+    """The multi-rank configurations of a comparison: ranks, backend, communication share, bytes on the
+    wire, scaling efficiency ``T1 / (N x TN)``, and the field report's decision rules applied to them."""
+    from gnnbench.diagnose import distributed_advice
+
+    multi = [r for r in rows if r.get("status") == "ok" and r.get("distributed")]
+    if not multi:
+        return []
+    lines = ["", "distributed (scaling efficiency T1 / (N x TN): the single-process baseline's step against N ranks "
+                 "on the same global batch; 1.0 is perfect scaling):"]
+    for r in multi:
+        d = r["distributed"]
+        eff = d.get("scaling_efficiency")
+        eff_txt = f"{eff['ratio']:.2f} [{eff['low']:.2f}, {eff['high']:.2f}]" if eff else "n/a"
+        share = "n/a" if d.get("comm_share") is None else f"{d['comm_share']:.0%}"
+        sent = d.get("bytes_per_step")
+        wire = "n/a" if sent is None else human_bytes(sent) + (
+            f" ({d['compression_ratio']:.1%} of dense)" if d.get("compression_ratio") is not None
+            and d.get("grad_compression") not in (None, "none") else "")
+        lines.append(f"  {r['label']:<20}{d['world_size']} ranks ({d.get('backend')}), communication {share} of the "
+                     f"step, {wire} per step and rank, scaling efficiency {eff_txt}")
+        if d.get("graph_bytes") is not None:
+            for advice in distributed_advice(d, graph_bytes=d["graph_bytes"],
+                                             device_bytes=device_memory_bytes(str(d.get("device") or "cpu"))):
+                lines.append(f"      -> {advice}")
+    return lines
 
 
 def registry_markdown() -> str:

@@ -1,0 +1,53 @@
+"""The field report's distributed decision rules (pure) and how compare shows multi-rank rows."""
+
+from gnnbench.cli.tables import format_distributed
+from gnnbench.diagnose import RULES, Rules, distributed_advice
+from gnnbench.results import _distributed_summary
+
+GiB = 2**30
+
+
+def test_compression_is_advised_only_above_the_communication_threshold():
+    low = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.25},
+                             graph_bytes=GiB, device_bytes=64 * GiB)
+    assert len(low) == 1 and "not worth its complexity" in low[0] and "25%" in low[0]
+    high = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.55},
+                              graph_bytes=GiB, device_bytes=64 * GiB)
+    assert "try gradient compression" in high[0] and f"{RULES.compress_at:.0%}" in high[0]
+    on = distributed_advice({"parallel": "data", "grad_compression": "topk", "comm_share": 0.2,
+                             "compression_ratio": 0.02}, graph_bytes=GiB, device_bytes=64 * GiB)
+    assert "2.0% of the dense bytes" in on[0] and "not worth" in on[0]
+    tuned = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.25},
+                               graph_bytes=GiB, device_bytes=64 * GiB, rules=Rules(compress_at=0.2))
+    assert "try gradient compression" in tuned[0]
+
+
+def test_a_graph_that_fits_one_device_is_replicated_not_partitioned():
+    fits = distributed_advice({"parallel": "partition", "comm_share": None}, graph_bytes=2 * GiB,
+                              device_bytes=80 * GiB)
+    assert fits == [fits[0]] and "data parallel" in fits[0] and "instead of partitioning" in fits[0]
+    big = distributed_advice({"parallel": "partition"}, graph_bytes=70 * GiB, device_bytes=80 * GiB)
+    assert "does not fit" in big[0]
+    replicated = distributed_advice({"parallel": "data"}, graph_bytes=70 * GiB, device_bytes=80 * GiB)
+    assert "partition it" in replicated[0]
+    assert distributed_advice({"parallel": "data"}, graph_bytes=GiB, device_bytes=80 * GiB) == []
+
+
+def _run(step: float, share: float) -> dict:
+    return {"graph": {"num_nodes": 1000, "index_bytes": 16_000}, "config": {"spec": {"feature_dim": 8}},
+            "environment": {"device": "cpu"},
+            "distributed": {"world_size": 2, "backend": "gloo", "parallel": "data", "grad_compression": "none",
+                            "comm_share": share, "bytes_per_step": 4096.0, "dense_bytes_per_step": 4096.0,
+                            "compression_ratio": 1.0}}
+
+
+def test_compare_rows_carry_scaling_efficiency_and_the_advice():
+    summary = _distributed_summary([_run(1.0, 0.3), _run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
+    assert summary["world_size"] == 2 and abs(summary["comm_share"] - 0.4) < 1e-12
+    assert summary["scaling_efficiency"] == {"ratio": 0.6, "low": 0.5, "high": 0.7}
+    assert summary["graph_bytes"] == 16_000 + 1000 * 8 * 4
+    assert _distributed_summary([{"graph": {}}], None) is None
+    lines = format_distributed([{"label": "data_parallel", "status": "ok", "distributed": summary}])
+    text = "\n".join(lines)
+    assert "2 ranks (gloo)" in text and "scaling efficiency 0.60 [0.50, 0.70]" in text
+    assert "communication is 40% of the step" in text
