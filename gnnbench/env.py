@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 __all__ = ["environment", "optional_backends", "resolve_device", "code_fingerprint", "machine_id",
-           "COMPARABLE_KEYS"]
+           "device_memory_bytes", "COMPARABLE_KEYS"]
 
 # What must match for a stored result to stand in for a new measurement (besides the config).
 COMPARABLE_KEYS = ("code_fingerprint", "machine", "device_name", "torch", "torch_geometric", "python", "threads")
@@ -106,3 +106,17 @@ def environment(device: torch.device | str = "cpu") -> dict:
         "optional_backends": optional_backends(),
     }
     return info
+
+
+def device_memory_bytes(device: str) -> int:
+    """One device's memory: the GPU's, or on a CPU the machine's (``/proc/meminfo``'s MemTotal)."""
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(torch.device(device)).total_memory
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -51,3 +51,16 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
     text = "\n".join(lines)
     assert "2 ranks (gloo)" in text and "scaling efficiency 0.60 [0.50, 0.70]" in text
     assert "communication is 40% of the step" in text
+
+
+def test_report_has_a_distributed_section_for_multi_rank_rows():
+    from gnnbench.report.build import _distributed_html
+    from gnnbench.results import Comparison
+
+    summary = _distributed_summary([_run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
+    c = Comparison([{"label": "baseline", "status": "ok"},
+                    {"label": "data_parallel", "status": "ok", "distributed": summary}], 1, None, "", {})
+    html = _distributed_html(c)
+    assert "Distributed training" in html and "0.60 [0.50, 0.70]" in html and "50%" in html
+    assert "try gradient compression" in html
+    assert _distributed_html(Comparison([{"label": "baseline", "status": "ok"}], 1, None, "", {})) == ""

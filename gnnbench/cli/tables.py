@@ -222,28 +222,11 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
     return "\n".join(lines)
 
 
-def device_memory_bytes(device: str) -> int:
-    """One device's memory: the GPU's, or on a CPU the machine's (``/proc/meminfo``'s MemTotal)."""
-    import torch
-
-    if device.startswith("cuda") and torch.cuda.is_available():
-        return torch.cuda.get_device_properties(torch.device(device)).total_memory
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    import os
-
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
 def format_distributed(rows: list[dict]) -> list[str]:
     """The multi-rank configurations of a comparison: ranks, backend, communication share, bytes on the
     wire, scaling efficiency ``T1 / (N x TN)``, and the field report's decision rules applied to them."""
     from gnnbench.diagnose import distributed_advice
+    from gnnbench.env import device_memory_bytes
 
     multi = [r for r in rows if r.get("status") == "ok" and r.get("distributed")]
     if not multi:

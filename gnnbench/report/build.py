@@ -295,6 +295,38 @@ def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
             + _figure_html(_phase_chart(measured), f"phases-{index}"))
 
 
+def _distributed_html(c: Comparison) -> str:
+    """Multi-rank configurations: scaling efficiency, communication share, bytes on the wire and the field
+    report's decision rules (:func:`gnnbench.diagnose.distributed_advice`) applied to each."""
+    from gnnbench.diagnose import distributed_advice
+    from gnnbench.env import device_memory_bytes
+
+    rows = [r for r in c.rows if r.get("status") == "ok" and r.get("distributed")]
+    if not rows:
+        return ""
+    cells = []
+    for r in rows:
+        d = r["distributed"]
+        eff = d.get("scaling_efficiency")
+        eff_txt = f"{eff['ratio']:.2f} [{eff['low']:.2f}, {eff['high']:.2f}]" if eff else "n/a"
+        share = "n/a" if d.get("comm_share") is None else f"{d['comm_share']:.0%}"
+        sent = d.get("bytes_per_step")
+        ratio = d.get("compression_ratio")
+        wire = "n/a" if sent is None else f"{sent / 2**10:,.1f} KiB" + (
+            f" ({ratio:.1%} of dense)" if ratio is not None and d.get("grad_compression") not in (None, "none") else "")
+        advice = (distributed_advice(d, graph_bytes=d["graph_bytes"], device_bytes=device_memory_bytes(str(d["device"])))
+                  if d.get("graph_bytes") is not None else [])
+        cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
+                     f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{share}</td><td>{wire}</td>"
+                     f"<td>{eff_txt}</td><td>{'<br>'.join(_esc(a) for a in advice)}</td></tr>")
+    return ("<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
+            "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
+            "interval. Communication share: the all-reduce's time (from the communication hook) over the step. "
+            "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
+            "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
+            "<th>scaling efficiency</th><th>the field report's rules</th></tr>" + "".join(cells) + "</table>")
+
+
 def _sweep_section(s: _Sweep, index: int) -> str:
     if s.comparison is None:
         return f"<h2>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
@@ -307,7 +339,7 @@ def _sweep_section(s: _Sweep, index: int) -> str:
             f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
             f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>")
     return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
-            + _sweep_charts(s.comparison, metric, index))
+            + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
 
 
 def _sweeps(runs: list[dict]) -> list[_Sweep]:
