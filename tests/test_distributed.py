@@ -25,6 +25,14 @@ TIMEOUT = 10.0
 WORKER = "gnnbench.distributed.worker"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_rank_outlives_the_module(tmp_path_factory):
+    """After the module: no torchrun agent or rank of these tests is left (every run's files are under basetemp)."""
+    yield
+    left = survivors(str(tmp_path_factory.getbasetemp()))
+    assert not left, f"orphan processes {left}"
+
+
 def _config(**changes) -> RunConfig:
     flags = Flags(parallel="data", batch_size=128, fanout=(10, 5))
     return RunConfig(spec=GraphSpec.preset("tiny"), flags=flags.replace(**changes.pop("flags", {})), epochs=1,
