@@ -144,6 +144,19 @@ def test_two_rank_data_parallel_run_end_to_end(tmp_path):
     assert not survivors(str(out))
 
 
+def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
+    from gnnbench.sweep import run_sweep, sweep_entries
+
+    base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
+    entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)
+    results = run_sweep(entries, tmp_path / "sweep", isolate=True, dist_timeout=TIMEOUT)
+    by_label = {r["label"]: r for r in results}
+    assert by_label["baseline"]["status"] == by_label["data_parallel"]["status"] == "ok", results
+    assert by_label["baseline"]["config"]["nproc"] == 1 and by_label["data_parallel"]["config"]["nproc"] == 2
+    assert by_label["data_parallel"]["environment"]["threads"] == 1  # torchrun's one thread per rank
+    assert by_label["data_parallel"]["steps"]["measured"] == 4
+
+
 # ------------------------------------------------------------------ a rank that dies (d)
 def _workers(tag: str) -> list[int]:
     pids = []
