@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 from gnnbench.results import write_json_atomic
 
-__all__ = ["launch", "run_isolated", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
+__all__ = ["launch", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
            "run_local", "survivors"]
 
 DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
@@ -171,6 +171,11 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
             _kill_group(proc)
             stdout, stderr = proc.communicate()
             timed_out = True
+        except BaseException:  # Ctrl-C or any error here: the run's own session must not outlive us
+            _kill_group(proc)
+            _reap(str(cfg_path))
+            out.unlink(missing_ok=True)
+            raise
         elapsed = time.monotonic() - started
         left = _reap(str(cfg_path))
         if timed_out or proc.returncode != 0 or left:
@@ -220,18 +225,6 @@ def _reap(tag: str, grace: float = 5.0) -> list[int]:
         except ProcessLookupError:
             pass
     return left
-
-
-def run_isolated(config: Any, out: str | Path, *, timeout: float = DEFAULT_TIMEOUT,
-                 wall_timeout: float | None = None) -> dict[str, Any]:
-    """:func:`launch`, with a failure turned into a ``status: "failed"`` result written to ``out``
-    (the form sweeps store), so callers read one dict either way."""
-    try:
-        return launch(config, out, timeout=timeout, wall_timeout=wall_timeout)
-    except DistributedRunError as exc:
-        cfg = config if isinstance(config, dict) else config.to_dict()
-        data = {"status": "failed", "error": str(exc), "config": cfg}
-        return data
 
 
 # ----------------------------------------------------------------- in-process ranks (tests, experiments)
