@@ -82,7 +82,14 @@ def combine(per_rank: list[dict[str, Any]], *, world_size: int, backend: str, fl
 
 
 def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line, without the future-callback wrappers and stack lines torch adds."""
     text = " ".join(str(exc).split())
+    wrapper = "Got the following error when running the callback: "
+    while text.startswith(wrapper):
+        text = text[len(wrapper):]
+        head, _, rest = text.partition(": ")
+        text = rest if head.isidentifier() and rest else text
+    text = text.split(" At: ")[0]
     return f"{type(exc).__name__}: {text[:400]}"
 
 
