@@ -119,7 +119,10 @@ class LinkBatches:
         seed: Seed of the sampler, the negatives and the shuffle.
     """
 
-    norm_mode = "batch"
+    # GCN weights of the batch with each source's full-graph degree (models.AggregationPolicy): with the
+    # batch's own degrees (1 for the outermost sampled nodes) a GCN trained here ranks held-out edges below
+    # chance under full-neighbourhood evaluation (tiny, fanout 10,5: AUC 0.26; 0.74 with source degrees).
+    norm_mode = "source_degree"
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
