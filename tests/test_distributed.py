@@ -123,15 +123,19 @@ def test_sweep_runs_the_baseline_in_one_process_and_parallel_entries_on_n_ranks(
 
 
 # ------------------------------------------------------------------ end to end through torchrun (e)
-def test_two_rank_data_parallel_run_end_to_end(tmp_path):
-    from gnnbench.measure import run
+def test_cli_run_with_two_ranks_end_to_end(tmp_path, capsys):
+    """``gnnbench run --nproc 2 --flags data_parallel``: launched through torchrun, one result by rank 0."""
+    from gnnbench.cli import main
 
     out = tmp_path / "dp.json"
-    result = run(_config(), out=out, dist_timeout=TIMEOUT)
-    assert result.status == "ok", result.error
+    code = main(["run", "--preset", "tiny", "--flags", "data_parallel", "--nproc", "2", "--dist-timeout", "10",
+                 "--batch-size", "128", "--fanout", "10,5", "--hidden", "32", "--epochs", "1", "--max-steps", "6",
+                 "--warmup", "2", "--out", str(out)])
+    assert code == 0
     data = json.loads(out.read_text())
     d = data["distributed"]
     assert d["world_size"] == 2 and d["backend"] == "gloo" and d["timeout_seconds"] == TIMEOUT
+    assert d["parallel"] == "data" and d["grad_compression"] == "none"
     assert [r["rank"] for r in d["per_rank"]] == [0, 1]
     for r in d["per_rank"]:
         assert r["steps_measured"] == 4
@@ -139,9 +143,17 @@ def test_two_rank_data_parallel_run_end_to_end(tmp_path):
         assert 0 < r["comm_share"] < 1
         assert r["bytes_per_step"] == r["dense_bytes_per_step"] > 0
     assert d["compression_ratio"] == 1.0 and 0 < d["comm_share"] < 1
-    assert data["config"]["nproc"] == 2 and data["accuracy"]["test"] >= 0
-    assert not list(tmp_path.glob("*.tmp*")), "no partial files"
+    assert data["status"] == "ok" and data["config"]["nproc"] == 2 and data["accuracy"]["test"] >= 0
+    assert "communication share" in capsys.readouterr().out
+    assert [p.name for p in tmp_path.iterdir()] == ["dp.json"], "no partial files"
     assert not survivors(str(out))
+
+
+def test_cli_refuses_nproc_without_a_parallel_mode(capsys):
+    from gnnbench.cli import main
+
+    assert main(["run", "--preset", "tiny", "--nproc", "2", "--epochs", "1", "--max-steps", "1"]) == 0
+    assert "needs a parallel mode" in capsys.readouterr().out
 
 
 def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):

@@ -14,6 +14,7 @@ from gnnbench.cli.options import (check_graph_source, clean_from_args, config_fr
                                   parse_size, source_from_args, spec_from_args)
 from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
                                  registry_markdown, table)
+from gnnbench.distributed.cli import run_distributed, with_nproc
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import prepare
@@ -86,7 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
-    config = config_from_args(args, args.flags)
+    config = with_nproc(config_from_args(args, args.flags), args)
+    if config.nproc > 1:  # torchrun ranks (gnnbench.distributed.launch)
+        return run_distributed(config, args)
     opened = source_from_args(args)
     bar, update = _progress_bar("training")
     try:
@@ -123,13 +126,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from gnnbench.results import compare
     from gnnbench.sweep import sweep_entries
 
-    base = config_from_args(args, [])
+    base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None))
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     results = _sweep_with_bar(entries, out_dir, in_process=args.in_process, resume=not args.no_resume,
-                              order_seed=args.order_seed)
+                              order_seed=args.order_seed, dist_timeout=args.dist_timeout)
     comparison = compare(results, target_acc=args.target_acc)
     if args.json:
         print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
@@ -139,7 +142,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0):
+def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0,
+                    **sweep_options):
     """``run_sweep`` with a progress bar on stderr (compare, diagnose --verify)."""
     from tqdm import tqdm
 
@@ -154,7 +158,7 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
 
     try:
         return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, order_seed=order_seed,
-                         progress=progress)
+                         progress=progress, **sweep_options)
     finally:
         bar.close()
 

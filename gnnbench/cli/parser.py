@@ -7,6 +7,7 @@ import argparse
 
 import gnnbench.cli.commands as commands
 from gnnbench.cli.options import add_graph_args, add_run_args, graph_layer_names, parse_flags
+from gnnbench.distributed.cli import add_distributed_args
 from gnnbench.sampling import peers
 from gnnbench.stats import DEFAULT_REPEATS
 
@@ -35,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "flags, on the CPU) and print its phase breakdown.")
     add_graph_args(p, load=True)
     add_run_args(p)
+    add_distributed_args(p)
     p.add_argument("--flags", type=parse_flags, default=[], metavar="NAMES",
                    help="comma-separated optimizations to switch on (see `gnnbench flags`)")
     p.add_argument("--out", help="write the result JSON here (atomically)")
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "only when config, code and environment match.")
     add_graph_args(p, load=True)
     add_run_args(p)
+    add_distributed_args(p)
     p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
                    help="comma-separated optimizations to compare, each against the baseline; join names with "
                         "'+' to measure them together as one configuration, e.g. csr+sparse_agg "
