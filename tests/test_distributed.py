@@ -167,6 +167,9 @@ def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
     assert by_label["baseline"]["config"]["nproc"] == 1 and by_label["data_parallel"]["config"]["nproc"] == 2
     assert by_label["data_parallel"]["environment"]["threads"] == 1  # torchrun's one thread per rank
     assert by_label["data_parallel"]["steps"]["measured"] == 4
+    assert by_label["data_parallel"]["distributed"]["world_size"] == 2, "the ranks' figures survive the sweep"
+    stored = json.loads(next((tmp_path / "sweep").glob("data_parallel-r0-*.json")).read_text())
+    assert stored["distributed"]["per_rank"] and stored["label"] == "data_parallel"
 
 
 # ------------------------------------------------------------------ a rank that dies (d)
