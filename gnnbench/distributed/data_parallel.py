@@ -13,16 +13,14 @@ and ``topk_ratio``.
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
 
-import torch
 import torch.distributed as dist
 from torch import nn
 
 from gnnbench.distributed.compression import CommRecorder, make_hook
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 
-__all__ = ["wrap_model", "unavailable", "describe", "world_size_for", "NoComm", "NO_COMM"]
+__all__ = ["wrap_model", "unavailable", "world_size_for", "NoComm", "NO_COMM"]
 
 
 class NoComm:
@@ -101,14 +99,3 @@ def world_size_for(flags: Flags, nproc: int) -> int:
     """The ranks a configuration runs on: ``nproc`` in a parallel mode, else one process (the single-process
     baseline of a ``--nproc N`` sweep is one process on the same global batch)."""
     return nproc if flags.parallel != "none" else 1
-
-
-def describe(recorder: Any) -> dict[str, Any]:
-    """The recorder's per-step figures, summarized (medians; bytes are exact per step)."""
-    import statistics
-
-    if not recorder.seconds:
-        return {"allreduce_seconds": None, "bytes_per_step": None, "dense_bytes_per_step": None}
-    return {"allreduce_seconds": statistics.median(recorder.seconds),
-            "bytes_per_step": statistics.median(recorder.bytes),
-            "dense_bytes_per_step": statistics.median(recorder.dense_bytes)}
