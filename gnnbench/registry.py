@@ -408,10 +408,10 @@ _ENTRIES += (
         expected_effect="Per-rank work is batch_size / N, so the step shrinks up to N-fold when ranks have their "
         "own cores or GPUs (DistributedDataParallel overlaps the all-reduce with backward); the figure is "
         "scaling efficiency T1 / (N x TN) against one process on the same global batch. On this 2-core CPU "
-        "two ranks share the cores: measured on small (2 epochs, seeds 0 and 1, a loaded machine), 2 ranks x "
-        "1 thread took 581 / 740 ms a step against 614 / 543 ms for one 1-thread process: efficiency 0.53 / "
-        "0.37, the all-reduce 2-4% of the step (8,970 parameters: 35,880 bytes per step). Same global batch, "
-        "same update up to float summation order.",
+        "two ranks share the cores: on small (`OMP_NUM_THREADS=1 gnnbench compare --preset small --nproc 2 "
+        "--epochs 2 --repeats 2`, one thread per process, a loaded machine) efficiency 0.50 [0.32, 0.76], the "
+        "all-reduce 2-4% of the step (8,970 parameters: 35,880 bytes per step). Same global batch, same "
+        "update up to float summation order.",
         layer="gnnbench.distributed.data_parallel",
         recommended=False,
         tasks=("node",),
@@ -429,8 +429,8 @@ _ENTRIES += (
         "the dense bytes (k x 8 bytes at 1%). The field report: compression pays only above ~40% "
         "communication share; below that the top-k selection and all-gather cost more than they save. "
         "Measured on small: 720 bytes a step against 35,880 dense (2.0%), but with Adam the accuracy falls far "
-        "behind dense at equal epochs (2 epochs: 27.4 / 18.1% against 84.5 / 81.2%; 6 epochs: 59.9% against "
-        "87.6%): Adam normalizes each coordinate's step, so residuals sent late do not make up the lost movement "
+        "behind dense data parallel at equal epochs (2 epochs, seeds 0 / 1: 27.4 / 20.0% against 84.5 / 80.1%; "
+        "6 epochs: 59.9% against 87.6%): Adam normalizes each coordinate's step, so residuals sent late do not make up the lost movement "
         "(error feedback is exact in sum for SGD's linear update, not Adam's).",
         layer="gnnbench.distributed.compression",
         costs_accuracy=True,
@@ -446,8 +446,8 @@ _ENTRIES += (
         "default_hooks.fp16_compress_hook), then back to fp32.",
         expected_effect="Half the bytes on the wire (2x compression), normally without accuracy change; pays "
         "only when the all-reduce is a large share of the step (field report: above ~40%). Measured on small "
-        "(2 epochs, seeds 0 and 1): 17,940 bytes a step against 35,880, test accuracy 84.5 / 81.1% against "
-        "84.5 / 81.2% dense (within 0.1 pp).",
+        "(2 epochs, seeds 0 / 1): 17,940 bytes a step against 35,880, test accuracy 84.48 / 80.18% against "
+        "84.47 / 80.10% with dense data parallel (within 0.1 pp).",
         layer="gnnbench.distributed.compression",
         recommended=False,
         tasks=("node",),
@@ -463,7 +463,7 @@ _ENTRIES += (
         "matched; here only the weight matrices compress ((a + b) r instead of a b entries), biases go "
         "dense. Pays only at a high communication share (field report: above ~40%). Measured on small (2 "
         "epochs, seeds 0 and 1): 3,192 bytes a step against 35,880 (8.9%) after the 2 vanilla steps, test "
-        "accuracy 81.3 / 71.6% against 84.5 / 81.2% dense (-3 / -10 pp in 40 steps).",
+        "accuracy 81.3 / 74.5% against 84.5 / 80.1% with dense data parallel (-3 / -6 pp in 40 steps).",
         layer="gnnbench.distributed.compression",
         costs_accuracy=True,
         recommended=False,
