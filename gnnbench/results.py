@@ -94,6 +94,8 @@ class RunResult:
     memory: dict[str, int | None] | None = None
     batch_cache: dict[str, Any] | None = None  # CacheStats: hits, misses, ..., per_epoch [{epoch, hits, misses}]
     warnings: list[str] = field(default_factory=list)
+    # a multi-rank run (gnnbench.distributed.worker): world size, backend, per-rank figures, communication share
+    distributed: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -108,6 +110,8 @@ class RunResult:
             d = {k: v for k, v in d.items() if k in keep and v is not None}
         elif not self.warnings:
             d.pop("warnings")
+        if d.get("distributed", 0) is None:
+            d.pop("distributed")
         for k in ("unavailable", "error"):
             if d.get(k) is None:
                 d.pop(k, None)

@@ -121,19 +121,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     return entries
 
 
-def _load(path: Path) -> dict | None:
-    """:func:`load_result`, keeping a multi-rank run's ``distributed`` block (written by rank 0 beside the
-    :class:`~gnnbench.results.RunResult` fields, which do not carry it), so the rewrite below keeps it too."""
-    data = load_result(path)
-    if data is not None:
-        extra = json.loads(path.read_text()).get("distributed")
-        if extra:
-            data["distributed"] = extra
-    return data
-
-
 def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
-    data = _load(path)
+    data = load_result(path)
     if data is None or data.get("status") not in ("ok", "unavailable"):
         return None
     return None if reuse_problem(data, entry.config.to_dict(), env) else data
@@ -212,7 +201,7 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path), "--dist-timeout",
                                str(dist_timeout)], capture_output=True, text=True)
         cfg_path.unlink(missing_ok=True)
-        data = _load(path) if proc.returncode == 0 else None
+        data = load_result(path) if proc.returncode == 0 else None
         if data is None:
             data = {"status": "failed", "error": (proc.stderr[-4000:] or f"no result in {path}"),
                     "config": entry.config.to_dict()}
@@ -223,4 +212,4 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         graphs.clear()
         graphs[key] = entry.config.build_graph()
     result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
-    return (_load(path) if path.exists() else None) or result.to_dict()
+    return (load_result(path) if path.exists() else None) or result.to_dict()
