@@ -94,4 +94,13 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
         print(format_run(RunResult.from_dict(data)))
         if data.get("distributed"):
             print(format_distributed(data["distributed"]))
+            from gnnbench.diagnose import distributed_advice
+            from gnnbench.env import device_memory_bytes
+            from gnnbench.results import _distributed_summary
+
+            summary = _distributed_summary([data], None)
+            if summary and summary.get("graph_bytes") is not None:
+                for line in distributed_advice(summary, graph_bytes=summary["graph_bytes"],
+                                               device_bytes=device_memory_bytes(str(summary["device"]))):
+                    print(f"  -> {line}")
     return 0
