@@ -30,13 +30,13 @@ from typing import Iterator
 
 import torch
 
-__all__ = ["PeakMemory", "SAMPLE_SECONDS"]
+__all__ = ["PeakMemory", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes"]
 
 SAMPLE_SECONDS = 1e-3  # host RSS sampling interval during evaluation
 _STATUS, _STATM = "/proc/self/status", "/proc/self/statm"
 
 
-def _hwm_bytes() -> int:
+def hwm_bytes() -> int:
     """The process's peak resident set (``VmHWM``)."""
     with open(_STATUS) as f:
         for line in f:
@@ -45,7 +45,7 @@ def _hwm_bytes() -> int:
     raise OSError(f"no VmHWM line in {_STATUS}")
 
 
-def _rss_bytes(fd: int | None = None) -> int:
+def rss_bytes(fd: int | None = None) -> int:
     """The process's resident set now (``/proc/self/statm``'s second field, in pages)."""
     if fd is None:
         with open(_STATM, "rb") as f:
@@ -57,7 +57,7 @@ def _rss_bytes(fd: int | None = None) -> int:
 
 def _procfs() -> bool:
     try:
-        _hwm_bytes(), _rss_bytes()
+        hwm_bytes(), rss_bytes()
     except (OSError, ValueError, IndexError):
         return False
     return True
@@ -68,7 +68,7 @@ class _RssSampler:
 
     def __init__(self, interval: float = SAMPLE_SECONDS) -> None:
         self.interval = interval
-        self.peak = _rss_bytes()
+        self.peak = rss_bytes()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="gnnbench-rss-sampler", daemon=True)
         self._thread.start()
@@ -77,14 +77,14 @@ class _RssSampler:
         fd = os.open(_STATM, os.O_RDONLY)
         try:
             while not self._stop.wait(self.interval):
-                self.peak = max(self.peak, _rss_bytes(fd))
+                self.peak = max(self.peak, rss_bytes(fd))
         finally:
             os.close(fd)
 
     def stop(self) -> int:
         self._stop.set()
         self._thread.join()
-        self.peak = max(self.peak, _rss_bytes())
+        self.peak = max(self.peak, rss_bytes())
         return self.peak
 
 
@@ -124,16 +124,16 @@ class PeakMemory:
                 torch.cuda.reset_peak_memory_stats(self.device)
                 self._record(peak, start, "torch.cuda.max_memory_allocated, reset around evaluation")
             return
-        before = _hwm_bytes()
+        before = hwm_bytes()
         if self._hwm_after_eval is None or before > self._hwm_after_eval:
             self.train_peak = max(self.train_peak, before)
-        start = _rss_bytes()
+        start = rss_bytes()
         sampler = _RssSampler()
         try:
             yield
         finally:
             sampled = sampler.stop()
-            after = _hwm_bytes()
+            after = hwm_bytes()
             self._hwm_after_eval = after
             if after > before:
                 self._record(after, start, "VmHWM (evaluation raised the process peak: exact)")
@@ -161,7 +161,7 @@ class PeakMemory:
         if self.cuda:
             train = max(train, torch.cuda.max_memory_allocated(self.device))
         else:
-            now = _hwm_bytes()
+            now = hwm_bytes()
             if self._hwm_after_eval is None or now > self._hwm_after_eval:
                 train = max(train, now)
         scope = "CUDA allocated memory" if self.cuda else "host resident set"

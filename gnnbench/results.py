@@ -25,7 +25,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gnnbench import registry
 from gnnbench.atomic import write_json_atomic
@@ -34,7 +34,7 @@ from gnnbench.flags import format_reasons
 from gnnbench.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
-           "reuse_problem", "compare", "compare_rows", "graph_label", "BASELINE", "AA_LABEL", "E2E_BASELINE",
+           "reuse_problem", "compare", "compare_rows", "graph_label", "distributed_cells", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "NO_COST_PP"]
 
 SCHEMA_VERSION = 3
@@ -378,6 +378,18 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         distributed=_distributed_summary(m, step),
     )
     return row
+
+
+def distributed_cells(d: dict[str, Any], size: Callable[[float], str]) -> tuple[str, str, str]:
+    """``(scaling efficiency [interval], communication share, bytes on the wire)`` of a row's ``distributed``
+    figures as text, ``size`` formatting a byte count; ``n/a`` where a figure is missing."""
+    eff = d.get("scaling_efficiency")
+    eff_txt = f"{eff['ratio']:.2f} [{eff['low']:.2f}, {eff['high']:.2f}]" if eff else "n/a"
+    share = "n/a" if d.get("comm_share") is None else f"{d['comm_share']:.0%}"
+    sent, ratio = d.get("bytes_per_step"), d.get("compression_ratio")
+    wire = "n/a" if sent is None else size(sent) + (
+        f" ({ratio:.1%} of dense)" if ratio is not None and d.get("grad_compression") not in (None, "none") else "")
+    return eff_txt, share, wire
 
 
 def _distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] | None:

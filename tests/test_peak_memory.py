@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from gnnbench.peak_memory import PeakMemory, _hwm_bytes, _rss_bytes
+from gnnbench.peak_memory import PeakMemory, hwm_bytes, rss_bytes
 
 MiB = 2**20
 
@@ -21,9 +21,9 @@ def test_host_peaks_split_without_resetting_the_process_peak():
     peaks = PeakMemory(torch.device("cpu"))
     if not peaks.available:
         pytest.skip("needs Linux's /proc/self/status and statm")
-    hwm0 = _hwm_bytes()
+    hwm0 = hwm_bytes()
     # 1. an evaluation that raises the process's high-water mark is measured exactly (VmHWM)
-    start = _rss_bytes()
+    start = rss_bytes()
     if hwm0 - start > 3 * 2**30:
         pytest.skip("this process already peaked 3 GiB above its current memory: raising the peak costs too much")
     with peaks.evaluation():
@@ -34,16 +34,16 @@ def test_host_peaks_split_without_resetting_the_process_peak():
     assert s["eval_rise_bytes"] >= hwm0 - start + 176 * MiB
     # 2. one that stays below it is sampled: a lower bound that still sees a 64 MiB tensor held for 50 ms
     peaks2 = PeakMemory(torch.device("cpu"))
-    start2 = _rss_bytes()
-    assert _hwm_bytes() > start2 + 128 * MiB  # the first evaluation's peak stays above
+    start2 = rss_bytes()
+    assert hwm_bytes() > start2 + 128 * MiB  # the first evaluation's peak stays above
     with peaks2.evaluation():
         _hold(64 * MiB)
     s2 = peaks2.summary()
-    assert s2["eval_peak_bytes"] < _hwm_bytes() and "sampled" in s2["peak_method"]
+    assert s2["eval_peak_bytes"] < hwm_bytes() and "sampled" in s2["peak_method"]
     assert 56 * MiB <= s2["eval_rise_bytes"] <= 112 * MiB, s2
     # nothing was reset: the process peak that getrusage (and /usr/bin/time) reports is still the highest one
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 >= s["eval_peak_bytes"]
-    assert _hwm_bytes() >= s["eval_peak_bytes"]
+    assert hwm_bytes() >= s["eval_peak_bytes"]
 
 
 def test_cpu_has_no_device_peak():

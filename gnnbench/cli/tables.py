@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.results import RunResult, graph_label
+from gnnbench.results import RunResult, distributed_cells, graph_label
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -235,13 +235,7 @@ def format_distributed(rows: list[dict]) -> list[str]:
                  "on the same global batch; 1.0 is perfect scaling):"]
     for r in multi:
         d = r["distributed"]
-        eff = d.get("scaling_efficiency")
-        eff_txt = f"{eff['ratio']:.2f} [{eff['low']:.2f}, {eff['high']:.2f}]" if eff else "n/a"
-        share = "n/a" if d.get("comm_share") is None else f"{d['comm_share']:.0%}"
-        sent = d.get("bytes_per_step")
-        wire = "n/a" if sent is None else human_bytes(sent) + (
-            f" ({d['compression_ratio']:.1%} of dense)" if d.get("compression_ratio") is not None
-            and d.get("grad_compression") not in (None, "none") else "")
+        eff_txt, share, wire = distributed_cells(d, human_bytes)
         lines.append(f"  {r['label']:<20}{d['world_size']} ranks ({d.get('backend')}), communication {share} of the "
                      f"step, {wire} per step and rank, scaling efficiency {eff_txt}")
         if d.get("graph_bytes") is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import struct
 import sys
 import threading
@@ -22,6 +21,7 @@ import torch
 from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError, check_held_out
 from gnnbench.graphs.edgelist import EDGE_LIST_SUFFIXES, load_edge_list
+from gnnbench.peak_memory import hwm_bytes, rss_bytes
 
 __all__ = ["load_graph", "measure_load", "measure_peak", "save_npz", "NPZ_KEYS"]
 
@@ -225,21 +225,7 @@ def save_npz(graph: Graph, path: str | Path) -> None:
     np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)
 
 
-_STATUS, _STATM = "/proc/self/status", "/proc/self/statm"
 _SAMPLE_SECONDS = 1e-3  # resident-set sampling interval when the load stays under an earlier peak
-
-
-def _hwm_bytes() -> int:
-    with open(_STATUS) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise OSError(f"no VmHWM line in {_STATUS}")
-
-
-def _rss_bytes() -> int:
-    with open(_STATM, "rb") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
@@ -252,7 +238,7 @@ def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
     Without ``/proc``: the ``ru_maxrss`` delta, 0 when the call stayed under an earlier peak.
     """
     try:
-        before, hwm0 = _rss_bytes(), _hwm_bytes()
+        before, hwm0 = rss_bytes(), hwm_bytes()
     except OSError:
         return _measure_maxrss(fn)
     top = [before]
@@ -260,7 +246,7 @@ def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
 
     def sample() -> None:
         while not done.wait(_SAMPLE_SECONDS):
-            top[0] = max(top[0], _rss_bytes())
+            top[0] = max(top[0], rss_bytes())
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -271,8 +257,8 @@ def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
         seconds = time.perf_counter() - t0
         done.set()
         sampler.join()
-    hwm = _hwm_bytes()
-    peak = hwm if hwm > hwm0 else max(top[0], _rss_bytes())
+    hwm = hwm_bytes()
+    peak = hwm if hwm > hwm0 else max(top[0], rss_bytes())
     return result, seconds, max(0, peak - before)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, graph_label
+from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, distributed_cells, graph_label
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -307,13 +307,7 @@ def _distributed_html(c: Comparison) -> str:
     cells = []
     for r in rows:
         d = r["distributed"]
-        eff = d.get("scaling_efficiency")
-        eff_txt = f"{eff['ratio']:.2f} [{eff['low']:.2f}, {eff['high']:.2f}]" if eff else "n/a"
-        share = "n/a" if d.get("comm_share") is None else f"{d['comm_share']:.0%}"
-        sent = d.get("bytes_per_step")
-        ratio = d.get("compression_ratio")
-        wire = "n/a" if sent is None else f"{sent / 2**10:,.1f} KiB" + (
-            f" ({ratio:.1%} of dense)" if ratio is not None and d.get("grad_compression") not in (None, "none") else "")
+        eff_txt, share, wire = distributed_cells(d, lambda b: f"{b / 2**10:,.1f} KiB")
         advice = (distributed_advice(d, graph_bytes=d["graph_bytes"], device_bytes=device_memory_bytes(str(d["device"])))
                   if d.get("graph_bytes") is not None else [])
         cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
