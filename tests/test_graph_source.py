@@ -213,25 +213,41 @@ def test_graph_command_reports_load_cost_and_the_synthetic_twin(small_graph, tmp
     assert "closest preset" in text and "gnnbench run --preset tiny" in text and "load peak memory" in text
 
 
-def _write_format(graph, tmp_path: Path, fmt: str) -> Path:
-    """``graph`` as a user hands it over in ``fmt``: .npz, an edge list with .npy features and labels, or a
-    saved PyG Data."""
+def _networkx_graph():
+    """A power-law community graph built by another library (networkx), as a user would bring one."""
+    nx = pytest.importorskip("networkx")
+    g = nx.powerlaw_cluster_graph(1500, 4, 0.1, seed=0)
+    edges = np.array(list(g.edges()), dtype=np.int64)
+    edges = np.concatenate([edges, edges[:, ::-1]])  # both directions, as an undirected graph is stored
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 1500)
+    x = (rng.standard_normal((1500, 8)) + y[:, None]).astype(np.float32)
+    return edges, x, y
+
+
+def _write_format(tmp_path: Path, fmt: str) -> Path:
+    """A networkx graph as a user hands it over in ``fmt``: .npz, an edge list with .npy features and labels,
+    or a saved PyG Data."""
+    from torch_geometric.data import Data
+
+    edges, x, y = _networkx_graph()
     if fmt == "npz":
-        return _user_file(graph, tmp_path / "g.npz")
+        np.savez(tmp_path / "g.npz", edge_index=edges.T, x=x, y=y)
+        return tmp_path / "g.npz"
     if fmt == "edgelist":
         path = tmp_path / "g.tsv"
-        np.savetxt(path, graph.edge_index.numpy().T, fmt="%d", delimiter="\t")
-        np.save(tmp_path / "g.features.npy", graph.x.numpy())
-        np.save(tmp_path / "g.labels.npy", graph.y.numpy())
+        np.savetxt(path, edges, fmt="%d", delimiter="\t")
+        np.save(tmp_path / "g.features.npy", x)
+        np.save(tmp_path / "g.labels.npy", y)
         return path
-    data = dataclasses.replace(graph, lp_val_pos=None, lp_test_pos=None, meta={}).to_pyg()
-    torch.save(data, tmp_path / "g.pt")
+    torch.save(Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(edges.T.copy())),
+               tmp_path / "g.pt")
     return tmp_path / "g.pt"
 
 
 @pytest.mark.parametrize("fmt", ["npz", "edgelist", "pt"])
-def test_each_format_goes_through_compare_and_report(small_graph, tmp_path, fmt):
-    path = _write_format(small_graph, tmp_path, fmt)
+def test_each_format_goes_through_compare_and_report(tmp_path, fmt):
+    path = _write_format(tmp_path, fmt)
     out_dir = tmp_path / "sweep"
     assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "1", "--epochs", "1",
                  "--warmup", "1", "--fanout", "5,5", "--batch-size", "256", "--in-process",
