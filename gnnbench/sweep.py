@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 from gnnbench import registry
 from gnnbench.distributed.data_parallel import world_size_for
-from gnnbench.distributed.launch import DEFAULT_TIMEOUT
+from gnnbench.distributed.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.env import environment, resolve_device
 from gnnbench.measure import run
 from gnnbench.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
@@ -125,6 +125,8 @@ def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
     data = load_result(path)
     if data is None or data.get("status") not in ("ok", "unavailable"):
         return None
+    if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
+        env = {**env, "threads": rank_threads()}  # compared with the ranks' environment, not this process's
     return None if reuse_problem(data, entry.config.to_dict(), env) else data
 
 

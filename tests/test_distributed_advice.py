@@ -64,3 +64,30 @@ def test_report_has_a_distributed_section_for_multi_rank_rows():
     assert "Distributed training" in html and "0.60 [0.50, 0.70]" in html and "50%" in html
     assert "try gradient compression" in html
     assert _distributed_html(Comparison([{"label": "baseline", "status": "ok"}], 1, None, "", {})) == ""
+
+
+def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_path, monkeypatch):
+    """Ranks compute with torchrun's OMP_NUM_THREADS (1 unless set), the parent with its own threads: a stored
+    multi-rank result is compared with the ranks' environment, so resume keeps it."""
+    import dataclasses
+
+    from gnnbench import registry
+    from gnnbench.distributed.launch import rank_threads
+    from gnnbench.env import environment
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.results import RunResult, write_json_atomic
+    from gnnbench.sweep import Entry, _stored
+    from gnnbench.training import RunConfig
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert rank_threads() == 1 and rank_threads({"OMP_NUM_THREADS": "3"}) == 3
+    assert rank_threads({"OMP_NUM_THREADS": "x"}) == 1
+    base = RunConfig(spec=GraphSpec.preset("tiny"), nproc=2)
+    env = {**environment("cpu"), "threads": 2}
+    ranks_env = {**env, "threads": 1}
+    for flags, kept in ((registry.flags_for(["data_parallel"], base.flags), True), (base.flags, False)):
+        cfg = dataclasses.replace(base, flags=flags)
+        path = tmp_path / f"{kept}.json"
+        write_json_atomic(path, RunResult(status="unavailable", config=cfg.to_dict(), environment=ranks_env,
+                                          unavailable={"x": "stored"}).to_dict())
+        assert (_stored(path, Entry("e", cfg, ()), env) is not None) is kept

@@ -46,7 +46,7 @@ from typing import Any, Callable
 from gnnbench.results import write_json_atomic
 
 __all__ = ["launch", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
-           "run_local", "survivors"]
+           "run_local", "survivors", "rank_threads"]
 
 DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
 WORKER_MODULE = "gnnbench.distributed.worker"
@@ -61,6 +61,13 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def rank_threads(environ: dict[str, str] | None = None) -> int:
+    """Threads each local rank computes with: ``OMP_NUM_THREADS`` when it is set, else 1, which torchrun
+    sets for every rank when it starts more than one per machine (what the ranks' results record)."""
+    value = (os.environ if environ is None else environ).get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def local_env(base: dict[str, str] | None = None) -> dict[str, str]:
