@@ -79,13 +79,14 @@ def _csr_product(adj: Tensor, h: Tensor) -> Tensor:
     return torch.addmm(h.new_empty(adj.size(0), h.size(1)), adj, h, beta=0)
 
 
-def mkl_index(index: Tensor) -> Tensor:
+def mkl_index(index: Tensor, bound: int) -> Tensor:
     """The CSR index the CPU product takes without a copy: MKL's 32-bit ``MKL_INT``. ATen casts int64 CSR
     indices to int32 inside *every* CPU sparse-dense product (a copy of ``crow`` and ``col`` per call, six
     per step for a 3-layer model, forward and backward); the batch's CSR is cast once instead, when it fits.
-    On CUDA, and for indices that do not fit int32, the index is returned as it is."""
-    if index.dtype == torch.int64 and index.device.type == "cpu" and (
-            index.numel() == 0 or int(index.max()) < 2**31 - 1):
+    ``bound`` is a known upper bound of the values (the edge count for ``crow``, the node count for ``col``),
+    so fitting costs no pass over the index. On CUDA, and when the bound does not fit int32, the index is
+    returned as it is."""
+    if index.dtype == torch.int64 and index.device.type == "cpu" and bound < 2**31 - 1:
         return index.to(torch.int32)
     return index
 
@@ -183,8 +184,9 @@ class Aggregator:
                                      f"(got {rowptr.numel()})")
                 self._perm = None
                 # MKL's index type, once per batch (int32 batches are already in it; see mkl_index)
-                self._crow = mkl_index(rowptr.to(self.src.dtype))
-                self._col = mkl_index(self.src) if self._crow.dtype == torch.int32 else self.src
+                fits = max(self.src.numel(), num_nodes)  # crow <= edges, col < nodes: one bound for both
+                self._crow = mkl_index(rowptr.to(self.src.dtype), fits)
+                self._col = mkl_index(self.src, fits)
                 self.narrowed_bytes = (self._crow.nbytes + self._col.nbytes
                                        if self._col.dtype != self.src.dtype else 0)
             else:

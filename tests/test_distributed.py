@@ -185,14 +185,15 @@ def _workers(tag: str) -> list[int]:
     return pids
 
 
-def test_a_rank_that_dies_ends_the_run_with_one_line_and_leaves_nothing(tmp_path):
-    out = tmp_path / "dies.json"
+def _long_run_in_background(out, wall_timeout: float):
+    """Launch a long 2-rank run in a thread; ``(thread, outcome, rank pids)`` once both ranks are up
+    (``outcome`` gets the launcher's one-line ``error`` and the ``done`` time)."""
     cfg = dataclasses.replace(_config(), epochs=200, max_steps_per_epoch=None)
     outcome: dict = {}
 
     def go():
         try:
-            launch(cfg, out, timeout=TIMEOUT, wall_timeout=120)
+            launch(cfg, out, timeout=TIMEOUT, wall_timeout=wall_timeout)
         except DistributedRunError as exc:
             outcome["error"] = str(exc)
         outcome["done"] = time.monotonic()
@@ -202,7 +203,12 @@ def test_a_rank_that_dies_ends_the_run_with_one_line_and_leaves_nothing(tmp_path
     deadline = time.monotonic() + 60
     while len(_workers(str(out))) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    victims = _workers(str(out))
+    return thread, outcome, _workers(str(out))
+
+
+def test_a_rank_that_dies_ends_the_run_with_one_line_and_leaves_nothing(tmp_path):
+    out = tmp_path / "dies.json"
+    thread, outcome, victims = _long_run_in_background(out, wall_timeout=120)
     assert len(victims) == 2, "the two ranks never started"
     time.sleep(3)  # inside the training loop (or still joining: the rendezvous times out just the same)
     killed = time.monotonic()
@@ -221,22 +227,7 @@ def test_a_stalled_rank_times_out_the_collective(tmp_path):
     """A rank that stops answering (SIGSTOP) makes the other's all-reduce time out after the process-group
     timeout; torchrun then stops the rest (SIGTERM, SIGKILL after its 30 s grace for a stopped process)."""
     out = tmp_path / "stall.json"
-    cfg = dataclasses.replace(_config(), epochs=200, max_steps_per_epoch=None)
-    outcome: dict = {}
-
-    def go():
-        try:
-            launch(cfg, out, timeout=TIMEOUT, wall_timeout=150)
-        except DistributedRunError as exc:
-            outcome["error"] = str(exc)
-        outcome["done"] = time.monotonic()
-
-    thread = threading.Thread(target=go)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while len(_workers(str(out))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    victims = _workers(str(out))
+    thread, outcome, victims = _long_run_in_background(out, wall_timeout=150)
     time.sleep(12)  # well inside the training loop
     stopped = time.monotonic()
     os.kill(max(victims), signal.SIGSTOP)
