@@ -8,7 +8,7 @@
 # in .whl/ (see the device tool's README); it is installed into /tmp/site below.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${OUT:-results}"
+out="results"  # per-configuration files; archived into $OUT at the end when it is set
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="/tmp/site:${PYTHONPATH:-}"
@@ -16,6 +16,10 @@ fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print(torch.__version__, torch.cuda.get_device_name())" || exit 1
 echo "== CUDA tests =="
-python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
+timeout "${TEST_LIMIT:-180}" python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
 echo "== every flag on the GPU =="
-python3 -m gnnbench.cli gpu-check --preset "${PRESET:-medium}" --steps "${STEPS:-40}" --out-dir "$out/gpu-check" 2>&1
+# Each phase has a time limit so one slow phase cannot take the whole call; the per-configuration results
+# go into one archive under $OUT (the device tool brings back at most 8 files).
+timeout "${CHECK_LIMIT:-330}" python3 -m gnnbench.cli gpu-check --preset "${PRESET:-medium}" --steps "${STEPS:-40}" \
+  --out-dir "$out/gpu-check" 2>&1
+if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-check-results.tar.gz" -C "$out" gpu-check && echo "results: gpu-check-results.tar.gz"; fi

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -237,3 +238,19 @@ def test_a_stalled_rank_times_out_the_collective(tmp_path):
     assert "\n" not in outcome["error"] and "rank" in outcome["error"]
     assert not out.exists()
     assert not survivors(str(out)), "orphan processes"
+
+
+def test_nccl_ranks_need_one_gpu_each(monkeypatch):
+    """On CUDA every rank takes its own GPU (LOCAL_RANK): more ranks than GPUs is refused, not a crash."""
+    from gnnbench.distributed.data_parallel import unavailable
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    ctx = RunContext(device=torch.device("cuda"), task="node", model="sage", num_nodes=100, num_edges=400,
+                     world_size=2)
+    why = {u.field: u.reason for u in unavailable(Flags(parallel="data"), ctx)}
+    assert why == {"parallel": "NCCL ranks need one GPU each: --nproc 2 but this machine has 1 CUDA device(s); "
+                               "use --nproc <= 1 or --device cpu (gloo ranks)"}
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert unavailable(Flags(parallel="data"), ctx) == []
+    cpu = dataclasses.replace(ctx, device=torch.device("cpu"))
+    assert unavailable(Flags(parallel="data"), cpu) == []

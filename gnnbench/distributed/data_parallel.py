@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.util
 
+import torch
 import torch.distributed as dist
 from torch import nn
 
@@ -78,6 +79,12 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     if flags.parallel == "data":
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"data_parallel needs --nproc >= 2 (got {ctx.world_size})"))
+    if flags.parallel != "none" and ctx.world_size > 1 and torch.device(ctx.device).type == "cuda":
+        gpus = torch.cuda.device_count()
+        if ctx.world_size > gpus:
+            out.append(Unavailable("parallel", f"NCCL ranks need one GPU each: --nproc {ctx.world_size} but this "
+                                   f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
+                                   "(gloo ranks)"))
     if flags.parallel == "partition":
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
