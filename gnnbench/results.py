@@ -375,6 +375,9 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         device_busy=(statistics.mean(r["device_busy_fraction"] for r in m)
                      if all(r.get("device_busy_fraction") is not None for r in m) else None),
         h2d_bytes_per_batch=m[0]["transfer"]["bytes_h2d_per_batch"],
+        device_phase_ms=({p: statistics.median(r["device_phase_ms"][p]["median"] for r in m)
+                          for p in m[0]["device_phase_ms"]}
+                         if all(r.get("device_phase_ms") for r in m) else None),
         distributed=_distributed_summary(m, step),
     )
     return row

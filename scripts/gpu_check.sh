@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The prepared GPU check: on a CUDA machine, in one call (well under 8 minutes on an H200),
+# The prepared GPU check: on a CUDA machine, in one call (about 6 minutes on an H200, 2026-11-30:
+# the tests 20 s, every flag once on medium about 5 minutes, Cluster-GCN's METIS partition 90 s of it),
 #   1. the CUDA-only tests (feature placements, UVA, side-stream prefetch, sampler on CUDA);
-#   2. every registered flag on the medium preset: one table of step time, speedup, accuracy delta
-#      and GPU busy %.
+#   2. every registered flag on the medium preset, one round in one process (a first look, not a verdict):
+#      one table of step time, speedup, accuracy delta, GPU busy %, H2D bytes per batch and the
+#      CUDA-event sample and compute (forward + backward + optimizer) milliseconds.
 # Uses the machine's own torch / torch-geometric (no network needed). pymetis is optional there:
 # without it Cluster-GCN is reported unavailable with the reason. To include it, carry a cp312 wheel
 # in .whl/ (see the device tool's README); it is installed into /tmp/site below.
@@ -16,7 +18,8 @@ fi
 export PYTHONPATH="$PWD:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; print(torch.__version__, torch.cuda.get_device_name())" || exit 1
 echo "== CUDA tests =="
-timeout "${TEST_LIMIT:-180}" python3 -m pytest -q -p no:cacheprovider -m cuda tests/ 2>&1 | tail -25
+timeout "${TEST_LIMIT:-180}" python3 -m pytest -q -rfE -p no:cacheprovider -m cuda tests/ > "${OUT:-/tmp}/cuda-tests.log" 2>&1
+tail -40 "${OUT:-/tmp}/cuda-tests.log"  # the whole log is in $OUT/cuda-tests.log when $OUT is set
 echo "== every flag on the GPU =="
 # Each phase has a time limit so one slow phase cannot take the whole call; the per-configuration results
 # go into one archive under $OUT (the device tool brings back at most 8 files).

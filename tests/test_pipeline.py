@@ -537,7 +537,9 @@ def test_prefetch_overlaps_a_slow_gather_with_compute(graph):
         y = w
         for _ in range(reps):
             y = y @ w
-        return feats.sum() + y[0, 0]
+        # read the result on the host, as a training loop reads its loss: without this the queued device work
+        # would run behind the next host-side gather anyway, and nothing would be left to overlap
+        return float(feats.sum() + y[0, 0])
 
     reps = 10
     compute(torch.zeros(1, device="cuda"))  # warm-up: cuBLAS initialisation is not part of the calibration

@@ -227,7 +227,10 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     opened = source_from_args(args)
     base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
                      device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
-    entries = sweep_entries(base, None, repeats=args.repeats)
+    # Full-batch training takes one step per epoch: give it enough epochs for its warm-up and 10 measured steps.
+    entries = [dataclasses.replace(e, config=dataclasses.replace(e.config, epochs=e.config.warmup_steps + 10))
+               if e.config.flags.batch_source == "full" else e
+               for e in sweep_entries(base, None, repeats=args.repeats)]
     env = environment(device)
     print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
           f"graph {graph_name(args)}, {args.steps} steps per configuration", flush=True)
@@ -240,7 +243,10 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
     print()
     print(format_compare(compare(results), extra=GPU_COLUMNS))
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
+    print(f"\nA first look: every configuration ran in this one process ({args.repeats} round(s)), so host-side "
+          "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
+          "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals).")
+    print(f"total {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
     return 0
 
 

@@ -126,11 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
                        description="Run the baseline, every registered optimization and all recommended ones on "
-                                   "CUDA (default: the medium preset, 40 steps each after 5 warm-up, in one "
+                                   "CUDA (default: the medium preset, 40 steps each after 5 warm-up, one round, in one "
                                    "process with the graph generated once) and print one table.")
     add_graph_args(p, load=True)
     p.add_argument("--steps", type=int, default=40, help="training steps per configuration (default 40)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds per configuration, in one process (default 2)")
+    p.add_argument("--repeats", type=int, default=1, help="rounds per configuration, in one process (default 1: "
+                   "a first look; `compare --device cuda` measures in separate processes with intervals)")
     p.add_argument("--out-dir", default="results/gpu-check", help="per-configuration results")
     p.add_argument("--device", default="cuda")
     p.set_defaults(func=commands.cmd_gpu_check, preset="medium")

@@ -160,7 +160,16 @@ Column = tuple[str, int, Callable[[dict], str]]
 GPU_COLUMNS: list[Column] = [
     ("GPU busy", 10, lambda r: "n/a" if r["device_busy"] is None else f"{r['device_busy']:.0%}"),
     ("H2D/batch", 12, lambda r: human_bytes(r["h2d_bytes_per_batch"])),
+    # CUDA-event phase times: the host-side sampling drifts between configurations sharing one process, so a
+    # flag that acts on the GPU is read from its device compute time (forward + backward + optimizer)
+    ("sample ms", 10, lambda r: _device_ms(r, ("sample",))),
+    ("compute ms", 11, lambda r: _device_ms(r, ("forward", "backward", "optimizer"))),
 ]
+
+
+def _device_ms(row: dict, phases: tuple[str, ...]) -> str:
+    d = row.get("device_phase_ms")
+    return "n/a" if not d else f"{sum(d.get(p, 0.0) for p in phases):.1f}"
 
 
 def _ratio(d: dict | None) -> str:
