@@ -415,7 +415,16 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
     share = summary.get("comm_share")
     compression = summary.get("grad_compression") or "none"
     if share is not None:
-        if compression != "none":
+        if summary.get("parallel") == "partition":
+            p = summary.get("partition") or {}
+            h, g = p.get("halo_seconds"), p.get("grad_seconds")
+            split = f", {h / (h + g):.0%} of it the halo exchange" if h is not None and g is not None and h + g > 0 else ""
+            cut = p.get("edge_cut_fraction")
+            out.append(f"communication is {share:.0%} of the step{split}: halo rows follow the edge cut"
+                       + (f" ({cut:.1%} of edges here)" if cut is not None else "")
+                       + ", so a lower-cut partitioner (partition_metis) cuts them; gradient compression applies to "
+                         "data parallel's all-reduce only")
+        elif compression != "none":
             ratio = summary.get("compression_ratio")
             sent = f", {ratio:.1%} of the dense bytes on the wire" if ratio is not None else ""
             verdict = ("worth trying at this share" if share >= rules.compress_at else

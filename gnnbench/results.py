@@ -34,7 +34,7 @@ from gnnbench.flags import format_reasons
 from gnnbench.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
-           "reuse_problem", "compare", "compare_rows", "graph_label", "distributed_cells", "BASELINE", "AA_LABEL", "E2E_BASELINE",
+           "reuse_problem", "compare", "compare_rows", "graph_label", "distributed_cells", "partition_text", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "NO_COST_PP"]
 
 SCHEMA_VERSION = 3
@@ -301,6 +301,7 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
         for row in rows:
             if row.get("acc_verdict"):
                 row["acc_verdict"] = "n/a: labels substituted"
+    _partition_efficiency(rows, by_label)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
     head = [r for r in rows if r["label"] == BASELINE]
     # Time to accuracy first (a configuration that never reaches the target ranks after those that do),
@@ -309,6 +310,39 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
                   key=lambda r: (r["status"] != "ok", r.get("primary") != "time to accuracy",
                                  -(r.get("speedup") or 0.0)))
     return Comparison(head + rest, len(rounds), target, source, floors, aa)
+
+
+def _partition_efficiency(rows: list[dict], by_label: dict[str, list[dict]]) -> None:
+    """Partition-parallel steps are full-graph steps: their scaling efficiency is against the sweep's
+    single-process ``full_batch`` entry (paired by round), not the sampled baseline; set in place."""
+    full = _by_round(by_label.get("full_batch", []))
+    for row in rows:
+        d = row.get("distributed")
+        if not d or d.get("parallel") != "partition":
+            continue
+        d["efficiency_against"] = "full_batch"
+        mine = _by_round(by_label[row["label"]])
+        ks = [k for k in sorted(mine) if k in full]
+        if not ks or not d.get("world_size"):
+            continue  # no full_batch run in this sweep: efficiency n/a
+        step = _ratio_dict([full[k]["step_seconds"]["median"] for k in ks],
+                           [mine[k]["step_seconds"]["median"] for k in ks])
+        n = d["world_size"]
+        d["scaling_efficiency"] = {"ratio": step["ratio"] / n, "low": step["low"] / n, "high": step["high"] / n}
+
+
+def partition_text(d: dict[str, Any], size: Callable[[float], str]) -> str | None:
+    """One line on a partition-parallel configuration's partition and halo (``None`` for other modes)."""
+    p = d.get("partition")
+    if not p:
+        return None
+    halo = p.get("halo_rows_per_step")
+    return (f"partition {p['method']}, {int(p['parts'])} parts in {p['seconds']:.2f} s: edge cut "
+            f"{p['edge_cut_fraction']:.1%}, node balance {p['node_balance']:.2f}, edge balance {p['edge_balance']:.2f}; "
+            f"per step and rank: halo {'n/a' if halo is None else f'{halo:,.0f} rows'}"
+            f" ({'n/a' if p.get('halo_bytes_per_step') is None else size(p['halo_bytes_per_step'])} sent), "
+            f"gradient all-reduce {'n/a' if p.get('grad_bytes_per_step') is None else size(p['grad_bytes_per_step'])}"
+            f"; efficiency against {d.get('efficiency_against', 'the baseline')}")
 
 
 def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None) -> dict[str, Any]:
@@ -378,7 +412,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         device_phase_ms=({p: statistics.median(r["device_phase_ms"][p]["median"] for r in m)
                           for p in m[0]["device_phase_ms"]}
                          if all(r.get("device_phase_ms") for r in m) else None),
-        distributed=_distributed_summary(m, step),
+        distributed=_distributed_summary(m, step if same_work else None),  # efficiency needs the same work
     )
     return row
 
@@ -415,7 +449,15 @@ def _distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] 
     eff = None
     if step is not None and n:
         eff = {"ratio": step["ratio"] / n, "low": step["low"] / n, "high": step["high"] / n}
-    return {"world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
+    parts = [b["partition"] for b in blocks if b.get("partition")]
+    partition = None
+    if parts:  # numbers: mean over rounds (the partition itself is the same in every round)
+        partition = {}
+        for k, v in parts[0].items():
+            vals = [p[k] for p in parts if isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool)]
+            partition[k] = statistics.mean(vals) if vals and not isinstance(v, str) else v
+    return {"partition": partition,
+            "world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
             "grad_compression": blocks[0].get("grad_compression"), "comm_share": mean("comm_share"),
             "bytes_per_step": mean("bytes_per_step"), "dense_bytes_per_step": mean("dense_bytes_per_step"),
             "compression_ratio": mean("compression_ratio"), "scaling_efficiency": eff,

@@ -29,6 +29,7 @@ import torch
 
 from gnnbench import availability
 from gnnbench.distributed.data_parallel import wrap_model
+from gnnbench.distributed.partition_parallel import PartitionParallel
 from gnnbench.env import resolve_device
 from gnnbench.features import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
@@ -255,6 +256,13 @@ class Trainer:
         self.policy = AggregationPolicy.build(flags, self.precision, self.prepared, device,
                                               source_norm=self.source.norm_mode)
         self.setup_seconds += time.perf_counter() - t2
+        self.partition: PartitionParallel | None = None
+        if flags.parallel == "partition":  # this rank's part, its halo plan; rank 0's partition time is setup
+            t3 = time.perf_counter()
+            self.partition = PartitionParallel(self.prepared.graph, self.prepared.gcn_norm(), flags, device,
+                                               self.precision, seed=config.seed)
+            self.comm = self.partition.comm
+            self.setup_seconds += time.perf_counter() - t3
         self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
         self.timer = PhaseTimer(device, sync=config.sync_phases)
@@ -375,6 +383,8 @@ class Trainer:
     def _train_on(self, batch: Batch, x: torch.Tensor | None = None) -> torch.Tensor:
         """One step on ``batch`` (features gathered here unless given); returns the detached loss."""
         timer, device = self.timer, self.device
+        if self.partition is not None:
+            return self._train_partition()
         if x is None:
             x = self.features.gather(batch.n_id, timer)
         with timer.phase("transfer"):
@@ -391,6 +401,21 @@ class Trainer:
             self.scaler.update()
             self.opt.zero_grad(set_to_none=True)
         return loss.detach()
+
+    def _train_partition(self) -> torch.Tensor:
+        """One partition-parallel step (the epoch's full batch): this rank's part with a halo exchange per
+        layer, the gradient all-reduce inside ``backward``; returns the whole graph's loss."""
+        timer, part = self.timer, self.partition
+        with timer.phase("forward"):
+            loss = part.loss(part.forward(self.model, self.precision))
+        with timer.phase("backward"):
+            self.scaler.scale(loss).backward()
+            total = part.allreduce(list(self.model.parameters()), loss)
+        with timer.phase("optimizer"):
+            self.scaler.step(self.opt)
+            self.scaler.update()
+            self.opt.zero_grad(set_to_none=True)
+        return total
 
     # ------------------------------------------------------------ evaluation
     @torch.no_grad()

@@ -91,3 +91,41 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
         write_json_atomic(path, RunResult(status="unavailable", config=cfg.to_dict(), environment=ranks_env,
                                           unavailable={"x": "stored"}).to_dict())
         assert (_stored(path, Entry("e", cfg, ()), env) is not None) is kept
+
+
+PART = {"method": "metis", "parts": 2, "seconds": 1.5, "edge_cut_fraction": 0.25, "node_balance": 1.01,
+        "edge_balance": 1.1, "mean_halo_nodes": 300.0, "halo_rows_per_step": 1200.0, "halo_bytes_per_step": 4096.0,
+        "halo_seconds": 0.03, "grad_bytes_per_step": 2048.0, "grad_seconds": 0.01}
+
+
+def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) -> dict:
+    r = {"label": label, "round": rnd, "status": "ok", "optimizations": [label],
+         "step_seconds": {"median": step}, "step_seconds_all": [step] * 5, "steps": {"measured": 5},
+         "accuracy": {"test": 0.5}, "phases": {"forward": {"median": step}},
+         "curve": [], "train_seconds": step * 10, "epoch_seconds": [step], "graph": {"num_nodes": 1000},
+         "config": {"epochs": 1, "spec": {"feature_dim": 8}}, "transfer": {"bytes_h2d_per_batch": 0}}
+    if part is not None:
+        r["distributed"] = {"world_size": 2, "backend": "gloo", "parallel": "partition", "grad_compression": "none",
+                            "comm_share": 0.6, "bytes_per_step": 6144.0, "dense_bytes_per_step": 6144.0,
+                            "compression_ratio": 1.0, "partition": part}
+    return r
+
+
+def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
+    from gnnbench.results import compare
+
+    runs = [_partition_run(label, k, step, PART if label == "partition_metis" else None)
+            for k in range(3) for label, step in (("baseline", 0.1), ("full_batch", 1.0), ("partition_metis", 0.8))]
+    row = next(r for r in compare(runs).rows if r["label"] == "partition_metis")
+    d = row["distributed"]
+    assert d["efficiency_against"] == "full_batch" and abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
+    assert d["partition"]["edge_cut_fraction"] == 0.25 and d["partition"]["method"] == "metis"
+    text = "\n".join(format_distributed([row]))
+    assert "partition metis, 2 parts in 1.50 s: edge cut 25.0%, node balance 1.01, edge balance 1.10" in text
+    assert "halo 1,200 rows (4.0 KiB sent), gradient all-reduce 2.0 KiB; efficiency against full_batch" in text
+    assert "75% of it the halo exchange" in text and "gradient compression applies to data parallel's" in text
+    assert "try gradient compression" not in text
+    # without a full_batch entry in the sweep the efficiency is n/a, not a ratio against sampled steps
+    alone = [r for r in runs if r["label"] != "full_batch"]
+    d = next(r for r in compare(alone).rows if r["label"] == "partition_metis")["distributed"]
+    assert d["scaling_efficiency"] is None

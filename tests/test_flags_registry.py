@@ -36,10 +36,11 @@ def test_registry_entries_are_complete_and_change_flags():
         assert flags != Flags(), f"{opt.name} changes nothing"
         assert set(flags.changed()) == set(opt.changes_for(Flags()))
         reason = opt.unavailable("cpu")
-        if opt.unavailable("cuda") is not None:  # runs on no device yet (partition-parallel): says why everywhere
-            assert reason and opt.requires == (), opt.name
-            continue
-        assert (reason is not None) == (opt.requires == ("cuda",))
+        assert (reason is not None) == (opt.requires == ("cuda",)), (opt.name, reason)
+        if opt.nproc > 1 and torch.cuda.device_count() < opt.nproc:  # NCCL: one GPU per rank, or why not
+            assert "NCCL ranks need one GPU each" in opt.unavailable("cuda"), opt.name
+        else:
+            assert opt.unavailable("cuda") is None, (opt.name, opt.unavailable("cuda"))
 
 
 def test_cuda_only_entries_say_why_on_cpu():

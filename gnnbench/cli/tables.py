@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.results import RunResult, distributed_cells, graph_label
+from gnnbench.results import RunResult, distributed_cells, graph_label, partition_text
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -247,6 +247,9 @@ def format_distributed(rows: list[dict]) -> list[str]:
         eff_txt, share, wire = distributed_cells(d, human_bytes)
         lines.append(f"  {r['label']:<20}{d['world_size']} ranks ({d.get('backend')}), communication {share} of the "
                      f"step, {wire} per step and rank, scaling efficiency {eff_txt}")
+        part = partition_text(d, human_bytes)
+        if part:
+            lines.append(f"      {part}")
         if d.get("graph_bytes") is not None:
             for advice in distributed_advice(d, graph_bytes=d["graph_bytes"],
                                              device_bytes=device_memory_bytes(str(d.get("device") or "cpu"))):

@@ -86,11 +86,22 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
                                    f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
                                    "(gloo ranks)"))
     if flags.parallel == "partition":
+        # gnnbench.distributed.partition_parallel: full-graph steps, one halo exchange per layer
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
-        out.append(Unavailable("parallel", "partition-parallel training (halo exchange between graph parts) is "
-                               "not implemented yet: gnnbench.distributed partitions the graph but the training "
-                               "loop does not exchange halos; use parallel='data'"))
+        if flags.batch_source != "full":
+            out.append(Unavailable("batch_source", "partition-parallel training is full-graph (each step is one "
+                                   "epoch over every rank's part, with a halo exchange per layer): it needs "
+                                   f"batch_source='full' (got {flags.batch_source!r}; the partition entries set it)"))
+        if ctx.task != "node":
+            out.append(Unavailable("parallel", "partition-parallel training trains node classification; link "
+                                   "prediction's held-out edges have no per-part split"))
+        if flags.compile:
+            out.append(Unavailable("compile", "partition-parallel layers run a collective between their two "
+                                   "halves; torch.compile is not applied to them"))
+        if flags.feature_placement != "host" or flags.pin_memory or flags.feature_prefetch:
+            out.append(Unavailable("feature_placement", "a part's features live on its rank's device from "
+                                   "setup; feature placement, pinning and prefetch apply to sampled batches"))
         if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
             out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
     elif flags.partitioner != "metis":

@@ -12,7 +12,12 @@ the single-process result plus ``distributed``::
     {"world_size", "backend", "grad_compression", "timeout_seconds", "payload_formula",
      "per_rank": [{"rank", "step_median", "compute_median", "allreduce_median", "comm_share",
                    "bytes_per_step", "dense_bytes_per_step", "steps_measured", "train_seconds"}],
-     "comm_share", "bytes_per_step", "dense_bytes_per_step", "compression_ratio"}
+     "comm_share", "bytes_per_step", "dense_bytes_per_step", "compression_ratio", "partition"}
+
+``partition`` (partition parallelism, else ``None``): the partitioner, its seconds (rank 0's), edge cut,
+node and edge balance, mean halo, and per step (means over ranks) the halo rows, halo and gradient bytes
+sent and seconds; the communication then counts the halo exchanges (forward and backward) and the
+gradient all-reduce (:class:`gnnbench.distributed.partition_parallel.PartitionComm`).
 
 ``allreduce_median`` is the union of the buckets' [hook call, future completed] spans per step,
 so it includes waiting for the slowest rank and any overlap with the rest of backward;
@@ -44,8 +49,10 @@ from gnnbench.distributed.launch import DEFAULT_TIMEOUT
 __all__ = ["main", "rank_figures", "combine"]
 
 
-def rank_figures(rank: int, result: dict[str, Any], recorder: Any) -> dict[str, Any]:
-    """This rank's figures: medians over its measured steps (seconds), payload bytes per step."""
+def rank_figures(rank: int, result: dict[str, Any], recorder: Any, part: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """This rank's figures: medians over its measured steps (seconds), payload bytes per step (and, with
+    partition parallelism, ``part``: the partition's quality and this rank's owned and halo rows)."""
     steps = result.get("step_seconds_all") or []
     comm = list(recorder.seconds)
     n = min(len(steps), len(comm))
@@ -61,6 +68,9 @@ def rank_figures(rank: int, result: dict[str, Any], recorder: Any) -> dict[str, 
         "dense_bytes_per_step": statistics.median(recorder.dense_bytes) if recorder.dense_bytes else None,
         "steps_measured": len(steps),
         "train_seconds": result.get("train_seconds"),
+        # partition parallel: halo and gradient seconds / bytes apart, halo rows, and this rank's part
+        **(recorder.figures() if hasattr(recorder, "figures") else {}),
+        **({"part": part} if part else {}),
     }
 
 
@@ -72,13 +82,21 @@ def combine(per_rank: list[dict[str, Any]], *, world_size: int, backend: str, fl
         return sum(vals) / len(vals) if vals else None
 
     sent, dense = mean("bytes_per_step"), mean("dense_bytes_per_step")
+    part = next((r["part"] for r in per_rank if r.get("part")), None)
+    partition = None
+    if part:  # the partition's figures (the same on every rank) and the halo per rank
+        partition = {k: part[k] for k in ("method", "parts", "seconds", "edge_cut_fraction", "node_balance",
+                                          "edge_balance", "mean_halo_nodes")}
+        partition.update(halo_rows_per_step=mean("halo_rows_per_step"),
+                         halo_bytes_per_step=mean("halo_bytes_per_step"), halo_seconds=mean("halo_seconds_median"),
+                         grad_bytes_per_step=mean("grad_bytes_per_step"), grad_seconds=mean("grad_seconds_median"))
     return {"world_size": world_size, "backend": backend, "parallel": flags.get("parallel"),
             "grad_compression": flags.get("grad_compression"), "timeout_seconds": timeout,
             "payload_formula": formula, "per_rank": per_rank, "comm_share": mean("comm_share"),
             "step_median": max((r["step_median"] for r in per_rank if r.get("step_median") is not None),
                                default=None),
             "bytes_per_step": sent, "dense_bytes_per_step": dense,
-            "compression_ratio": sent / dense if sent is not None and dense else None}
+            "compression_ratio": sent / dense if sent is not None and dense else None, "partition": partition}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -131,9 +149,13 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         config = dataclasses.replace(config, device=f"cuda:{local}")
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     holder: dict[str, Any] = {}
-    result = run(config, after=lambda trainer: holder.setdefault("comm", trainer.comm)).to_dict()
+    def keep(trainer: Any) -> None:
+        holder["comm"] = trainer.comm
+        holder["part"] = trainer.partition.summary() if trainer.partition is not None else None
+
+    result = run(config, after=keep).to_dict()
     recorder = holder.get("comm")
-    mine = rank_figures(rank, result, recorder) if recorder is not None else {"rank": rank}
+    mine = rank_figures(rank, result, recorder, holder.get("part")) if recorder is not None else {"rank": rank}
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, mine)
     if rank == 0:

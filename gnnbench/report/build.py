@@ -18,7 +18,8 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, distributed_cells, graph_label
+from gnnbench.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, distributed_cells, graph_label,
+                              partition_text)
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -313,9 +314,14 @@ def _distributed_html(c: Comparison) -> str:
         cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
                      f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{share}</td><td>{wire}</td>"
                      f"<td>{eff_txt}</td><td>{'<br>'.join(_esc(a) for a in advice)}</td></tr>")
+        part = partition_text(d, lambda b: f"{b / 2**10:,.1f} KiB")
+        if part:
+            cells.append(f"<tr><td></td><td colspan='6'>{_esc(part)}</td></tr>")
     return ("<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
             "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
-            "interval. Communication share: the all-reduce's time (from the communication hook) over the step. "
+            "interval; partition-parallel steps are full-graph steps, so theirs is against the sweep's "
+            "<code>full_batch</code> entry. Communication share: the all-reduce's time (from the communication "
+            "hook) over the step, plus the halo exchanges for partition parallelism. "
             "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
             "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
             "<th>scaling efficiency</th><th>the field report's rules</th></tr>" + "".join(cells) + "</table>")
