@@ -192,6 +192,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
     epochs_run = len(trainer.epoch_seconds)
     if cache is not None and epochs_run > config.epochs:  # Trainer.steps ran the source's min_epochs
         warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
+    if hasattr(trainer.source, "measured_steps") and epochs_run > config.epochs:
+        warnings.append(f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
+                        f"{trainer.source.measured_steps} steps are measured after the warm-up")
     if cache is not None and cache.stats.hits == 0 and epochs_run > 1:
         warnings.append("batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
                         "max_steps_per_epoch is never cached)")

@@ -244,6 +244,8 @@ class Trainer:
                                        dtype=flags.feature_dtype)
         self.source = make_batch_source(self.prepared, flags, kind=kind, seed=config.seed,
                                         cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
+        if hasattr(self.source, "measured_steps"):  # full batch: one step per epoch; measure some after warm-up
+            self.source.min_epochs = config.warmup_steps + self.source.measured_steps
         self.setup_seconds = time.perf_counter() - t1
         self.model = build_model(config.model, self.graph.num_features, config.hidden,
                                  self.task.out_dim(config.hidden), len(flags.fanout),
@@ -287,7 +289,8 @@ class Trainer:
         Args:
             epochs: Epochs to run (default ``config.epochs``, raised to the
                 source's ``min_epochs`` where it has one: the batch cache's
-                ``K + 1``, so K - 1 epochs replay). Pass
+                ``K + 1``, so K - 1 epochs replay; full batch's warm-up + 10,
+                one step per epoch). Pass
                 ``float("inf")`` to cycle epochs forever, as the asv and
                 pytest-benchmark suites do (they pull one step at a time).
             max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).

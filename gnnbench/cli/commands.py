@@ -227,10 +227,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     opened = source_from_args(args)
     base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
                      device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
-    # Full-batch training takes one step per epoch: give it enough epochs for its warm-up and 10 measured steps.
-    entries = [dataclasses.replace(e, config=dataclasses.replace(e.config, epochs=e.config.warmup_steps + 10))
-               if e.config.flags.batch_source == "full" else e
-               for e in sweep_entries(base, None, repeats=args.repeats)]
+    entries = sweep_entries(base, None, repeats=args.repeats)  # full batch: the trainer extends its epochs
     env = environment(device)
     print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
           f"graph {graph_name(args)}, {args.steps} steps per configuration", flush=True)

@@ -97,6 +97,9 @@ class SaintSource(SaintRandomWalkBatches):
                          walk_length=flags.saint_walk_length, coverage=20, seed=seed, emit_csr=flags.keep_csr)
 
 
+FULL_BATCH_MEASURED_STEPS = 10  # full-batch runs last at least warm-up + 10 epochs: 10 measured steps
+
+
 class FullGraphSource:
     """Full-batch training: every epoch is one step on the whole graph, the loss on the training nodes.
 
@@ -106,6 +109,7 @@ class FullGraphSource:
     """
 
     norm_mode = "full"  # the batch is the whole graph: cached coefficients are exact (GCNConv(cached=True))
+    measured_steps = FULL_BATCH_MEASURED_STEPS  # one step per epoch: the trainer runs warm-up + this many epochs
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
