@@ -456,11 +456,10 @@ def _distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] 
         for k, v in parts[0].items():
             vals = [p[k] for p in parts if isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool)]
             partition[k] = statistics.mean(vals) if vals and not isinstance(v, str) else v
-    return {"partition": partition,
-            "world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
+    return {"world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
             "grad_compression": blocks[0].get("grad_compression"), "comm_share": mean("comm_share"),
             "bytes_per_step": mean("bytes_per_step"), "dense_bytes_per_step": mean("dense_bytes_per_step"),
-            "compression_ratio": mean("compression_ratio"), "scaling_efficiency": eff,
+            "compression_ratio": mean("compression_ratio"), "scaling_efficiency": eff, "partition": partition,
             "graph_bytes": (g.get("index_bytes") or 0) + features if features is not None else None,
             "device": (runs[0].get("environment") or {}).get("device") or "cpu"}
 

@@ -120,7 +120,7 @@ class PartitionParallel:
         device: This rank's device (CUDA with NCCL, CPU with gloo).
         precision: The run's precision policy (aggregation dtype).
         seed: METIS's seed.
-        timeout_check: Verify the halo plans against the peers at setup (one small collective).
+        verify: Check the halo plans against the peers at setup (one small collective).
 
     Raises:
         ValueError: without an initialized process group.
@@ -163,7 +163,6 @@ class PartitionParallel:
         self.train_total = int(graph.train_mask.sum())
         if self.train_total == 0:
             raise ValueError("partition-parallel training needs training nodes (train_mask is empty)")
-        self.layer_calls = 0
 
     # ------------------------------------------------------------------ collectives
     def send_rows(self, send: Tensor, layer: int, *, backward: bool) -> Tensor:

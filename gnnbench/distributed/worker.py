@@ -149,6 +149,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         config = dataclasses.replace(config, device=f"cuda:{local}")
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
     holder: dict[str, Any] = {}
+
     def keep(trainer: Any) -> None:
         holder["comm"] = trainer.comm
         holder["part"] = trainer.partition.summary() if trainer.partition is not None else None
