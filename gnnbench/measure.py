@@ -195,6 +195,10 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
     if hasattr(trainer.source, "measured_steps") and epochs_run > config.epochs:
         warnings.append(f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
                         f"{trainer.source.measured_steps} steps are measured after the warm-up")
+    if config.flags.grad_compression == "topk" and config.optimizer == "adam":
+        warnings.append("top-k compression with Adam: error feedback sends each residual late and in sum, which "
+                        "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
+                        "falls behind dense training; compare with --optimizer sgd (DGC's momentum correction)")
     if cache is not None and cache.stats.hits == 0 and epochs_run > 1:
         warnings.append("batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
                         "max_steps_per_epoch is never cached)")

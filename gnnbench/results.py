@@ -302,6 +302,7 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
             if row.get("acc_verdict"):
                 row["acc_verdict"] = "n/a: labels substituted"
     _partition_efficiency(rows, by_label)
+    _compression_accuracy(rows, by_label)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
     head = [r for r in rows if r["label"] == BASELINE]
     # Time to accuracy first (a configuration that never reaches the target ranks after those that do),
@@ -345,6 +346,49 @@ def partition_text(d: dict[str, Any], size: Callable[[float], str]) -> str | Non
             f"; efficiency against {d.get('efficiency_against', 'the baseline')}")
 
 
+def _acc_verdict(low: float, high: float) -> str:
+    """The verdict on a paired accuracy delta's interval (fractions, not pp)."""
+    if low != low:
+        return "one round: no interval"
+    if -NO_COST_PP / 100 <= low and high <= NO_COST_PP / 100:
+        return "no accuracy cost"
+    if high < 0:
+        return "costs accuracy"
+    if low > 0:
+        return "gains accuracy"
+    return f"inconclusive (interval wider than +-{NO_COST_PP} pp)"
+
+
+def _compression_accuracy(rows: list[dict], by_label: dict[str, list[dict]]) -> None:
+    """A gradient-compression configuration's test accuracy against dense data parallel (the sweep's
+    ``data_parallel`` entry, paired by round, at equal epochs): ``distributed["accuracy_vs_dense"]``, set in place."""
+    dense = _by_round(by_label.get("data_parallel", []))
+    for row in rows:
+        d = row.get("distributed")
+        if not d or d.get("grad_compression") in (None, "none") or not dense:
+            continue
+        mine = _by_round(by_label[row["label"]])
+        ks = [k for k in sorted(mine) if k in dense]
+        if not ks:
+            continue
+        deltas = [_test_at(mine[k], _last_epoch(dense[k])) - dense[k]["accuracy"]["test"] for k in ks]
+        mean, low, high = _interval(deltas)
+        d["accuracy_vs_dense"] = {"against": "data_parallel", "delta": mean, "low": low, "high": high,
+                                  "rounds": len(ks), "verdict": _acc_verdict(low, high),
+                                  "test": statistics.mean(_test_at(mine[k], _last_epoch(dense[k])) for k in ks),
+                                  "dense_test": statistics.mean(dense[k]["accuracy"]["test"] for k in ks)}
+
+
+def compression_text(d: dict[str, Any]) -> str | None:
+    """One line on a compression configuration's accuracy against dense data parallel (``None`` if not measured)."""
+    a = d.get("accuracy_vs_dense")
+    if not a:
+        return None
+    interval = "" if a["low"] != a["low"] else f" [{100 * a['low']:+.2f}, {100 * a['high']:+.2f}]"
+    return (f"test accuracy {a['test']:.2%} against {a['dense_test']:.2%} with dense {a['against']} at equal epochs: "
+            f"{100 * a['delta']:+.2f} pp{interval} over {a['rounds']} paired round(s): {a['verdict']}")
+
+
 def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None) -> dict[str, Any]:
     optimizations = runs[0].get("optimizations", [])
     row: dict[str, Any] = {"label": label, "optimizations": optimizations,
@@ -375,16 +419,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         tta = _ratio_dict(tta_b, tta_m)
     deltas = [(_test_at(y, _last_epoch(x)) - x["accuracy"]["test"]) for x, y in zip(b, m)]
     d_mean, d_low, d_high = _interval(deltas)
-    if d_low != d_low:
-        verdict = "one round: no interval"
-    elif -NO_COST_PP / 100 <= d_low and d_high <= NO_COST_PP / 100:
-        verdict = "no accuracy cost"
-    elif d_high < 0:
-        verdict = "costs accuracy"
-    elif d_low > 0:
-        verdict = "gains accuracy"
-    else:
-        verdict = f"inconclusive (interval wider than +-{NO_COST_PP} pp)"
+    verdict = _acc_verdict(d_low, d_high)
     primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
     epochs = m[0]["config"]["epochs"]
     row.update(

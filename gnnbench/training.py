@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -44,7 +45,10 @@ from gnnbench.sampling.sources import make_batch_source
 from gnnbench.tasks import TASKS
 from gnnbench.timing import PhaseTimer
 
-__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable"]
+__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable", "OPTIMIZERS"]
+
+OPTIMIZERS = ("adam", "sgd")
+LR_SCHEDULES = ("constant", "cosine")
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,14 @@ class RunConfig:
         epochs: Training epochs.
         max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
         warmup_steps: Steps excluded from steady-state timings.
-        lr: Adam learning rate.
+        lr: Learning rate of the optimizer.
+        optimizer: ``"adam"`` (default) or ``"sgd"`` (with ``momentum``). Top-k gradient
+            compression's error feedback is exact in sum only for SGD's linear update: with
+            ``"sgd"`` and ``grad_compression="topk"`` the momentum moves into the hook (DGC's
+            momentum correction) and the optimizer steps plain SGD on the averaged sparse update.
+        momentum: SGD momentum (``optimizer="sgd"``), in [0, 1).
+        lr_schedule: ``"constant"`` (default) or ``"cosine"``: the learning rate of epoch ``e`` of
+            ``E`` is ``lr (1 + cos(pi e / E)) / 2`` (runs cycling epochs forever keep ``lr``).
         seed: Seed of the model, sampler and shuffles.
         device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
         sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
@@ -94,7 +105,10 @@ class RunConfig:
     epochs: int = 2  # training epochs
     max_steps_per_epoch: int | None = None  # cap steps per epoch
     warmup_steps: int = 3  # excluded from steady-state timings
-    lr: float = 0.01  # Adam learning rate
+    lr: float = 0.01  # learning rate
+    optimizer: str = "adam"  # "adam" | "sgd" (momentum below)
+    momentum: float = 0.9  # optimizer="sgd": momentum (top-k compression: applied in the hook, DGC)
+    lr_schedule: str = "constant"  # "constant" | "cosine" (per epoch, down to 0 at the last)
     seed: int = 0  # model / sampler / shuffle seed
     device: str = "cpu"  # cpu | cuda | cuda:N | auto
     sync_phases: bool = True  # per-phase sync (True) or end-to-end only
@@ -129,6 +143,28 @@ class RunConfig:
             raise ValueError(f"RunConfig.max_steps_per_epoch must be None or >= 1 (got {self.max_steps_per_epoch})")
         if not self.lr > 0:
             raise ValueError(f"RunConfig.lr must be > 0 (got {self.lr})")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; accepted: {', '.join(map(repr, OPTIMIZERS))}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; accepted: "
+                             f"{', '.join(map(repr, LR_SCHEDULES))}")
+        if not isinstance(self.momentum, (int, float)) or not 0 <= self.momentum < 1:
+            raise ValueError(f"RunConfig.momentum must be a number in [0, 1) (got {self.momentum!r})")
+
+    @property
+    def hook_momentum(self) -> float:
+        """Momentum the top-k hook applies (DGC's momentum correction): SGD's, when top-k compresses its
+        gradients; else 0 (the optimizer keeps its own)."""
+        f = self.flags
+        if self.optimizer == "sgd" and f.parallel == "data" and f.grad_compression == "topk":
+            return float(self.momentum)
+        return 0.0
+
+    def make_optimizer(self, params) -> torch.optim.Optimizer:
+        """The optimizer this configuration trains with (SGD's momentum moved into the top-k hook, if any)."""
+        if self.optimizer == "adam":
+            return torch.optim.Adam(params, lr=self.lr)
+        return torch.optim.SGD(params, lr=self.lr, momentum=0.0 if self.hook_momentum else self.momentum)
 
     def context(self, device: torch.device | None = None, graph: Any = None) -> RunContext:
         """The availability context of this run (graph size from ``graph`` when given, else the spec)."""
@@ -252,7 +288,7 @@ class Trainer:
                                  dropout_kernel=flags.dropout_kernel).to(device)
         self.precision = Precision(flags.precision, device.type)
         # data parallel: DistributedDataParallel with the timed gradient hook (self.model stays the bare module)
-        module, self.comm = wrap_model(self.model, flags, config.context(device, graph))
+        module, self.comm = wrap_model(self.model, flags, config.context(device, graph), config.hook_momentum)
         self.forward, self.dynamo_counters = compile_model(module, flags)
         t2 = time.perf_counter()  # full-graph GCN coefficients, when the policy needs them, are setup too
         self.policy = AggregationPolicy.build(flags, self.precision, self.prepared, device,
@@ -265,7 +301,7 @@ class Trainer:
                                                self.precision, seed=config.seed)
             self.comm = self.partition.comm
             self.setup_seconds += time.perf_counter() - t3
-        self.opt = torch.optim.Adam(self.model.parameters(), lr=config.lr)
+        self.opt = config.make_optimizer(self.model.parameters())
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.precision.needs_grad_scaler)
         self.timer = PhaseTimer(device, sync=config.sync_phases)
         self.prefetch = flags.feature_prefetch
@@ -313,6 +349,7 @@ class Trainer:
         while epoch < epochs:
             epoch_start = self.train_seconds  # the clock since `resumed` lands in this epoch: epochs tile the clock
             self.model.train()
+            self._schedule_lr(epoch, epochs)
             batches = self._epoch_batches(epoch)
             taken = 0
             try:
@@ -350,6 +387,13 @@ class Trainer:
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
             epoch += 1
             resumed = time.perf_counter()
+
+    def _schedule_lr(self, epoch: int, epochs: float) -> None:
+        """Set this epoch's learning rate (``RunConfig.lr_schedule``)."""
+        if self.config.lr_schedule == "cosine" and epochs != float("inf"):
+            lr = self.config.lr * 0.5 * (1.0 + math.cos(math.pi * epoch / epochs))
+            for group in self.opt.param_groups:
+                group["lr"] = lr
 
     def _record_eval(self, epoch: int) -> None:
         metrics, seconds = self.evaluate()

@@ -163,3 +163,35 @@ def test_trainer_steps_cycle_epochs_one_step_at_a_time():
         with pytest.raises(UnavailableError) as err:
             Trainer(dataclasses.replace(QUICK, flags=registry.flags_for(["uva"], QUICK.flags)))
         assert "feature_placement" in err.value.reasons
+
+
+def test_optimizer_choice_and_where_sgd_momentum_lives():
+    """Adam by default; SGD keeps its momentum, except under top-k compression, where the hook applies it
+    (DGC's momentum correction) and the optimizer steps plain SGD."""
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    adam = QUICK.make_optimizer(params)
+    assert isinstance(adam, torch.optim.Adam) and adam.param_groups[0]["lr"] == 0.01
+    sgd = dataclasses.replace(QUICK, optimizer="sgd", lr=0.05, momentum=0.8)
+    assert sgd.hook_momentum == 0.0 and sgd.make_optimizer(params).param_groups[0]["momentum"] == 0.8
+    topk = dataclasses.replace(sgd, flags=registry.flags_for(["topk_compression"], QUICK.flags))
+    assert topk.hook_momentum == 0.8 and topk.make_optimizer(params).param_groups[0]["momentum"] == 0.0
+    assert dataclasses.replace(topk, optimizer="adam").hook_momentum == 0.0
+    with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'; accepted: 'adam', 'sgd'"):
+        dataclasses.replace(QUICK, optimizer="rmsprop")
+    with pytest.raises(ValueError, match=r"RunConfig.momentum must be a number in \[0, 1\) \(got 1.0\)"):
+        dataclasses.replace(QUICK, momentum=1.0)
+    with pytest.raises(ValueError, match="unknown lr_schedule 'step'; accepted: 'constant', 'cosine'"):
+        dataclasses.replace(QUICK, lr_schedule="step")
+    assert RunConfig.from_dict(topk.to_dict()) == topk
+
+
+def test_cosine_schedule_sets_each_epochs_learning_rate():
+    from gnnbench.training import Trainer
+
+    cfg = dataclasses.replace(QUICK, epochs=4, optimizer="sgd", lr=0.1, lr_schedule="cosine", max_steps_per_epoch=2)
+    trainer = Trainer(cfg)
+    seen = {}
+    for step in trainer.steps(evaluate=False):
+        seen[step.epoch] = trainer.opt.param_groups[0]["lr"]
+    trainer.close()
+    assert seen == pytest.approx({0: 0.1, 1: 0.1 * (1 + 0.5 ** 0.5) / 2, 2: 0.05, 3: 0.1 * (1 - 0.5 ** 0.5) / 2})

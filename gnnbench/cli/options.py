@@ -213,6 +213,13 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
     r.add_argument("--epochs", type=int, default=None, help="training epochs (default 2)")
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
+    r.add_argument("--optimizer", default="adam", choices=["adam", "sgd"],
+                   help="adam (default) or sgd with --momentum; top-k compression's error feedback wants sgd "
+                        "(its momentum then moves into the hook: DGC's momentum correction)")
+    r.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
+    r.add_argument("--momentum", type=float, default=0.9, help="--optimizer sgd: momentum (default 0.9)")
+    r.add_argument("--lr-schedule", default="constant", choices=["constant", "cosine"],
+                   help="constant (default) or cosine: epoch e of E trains at lr (1 + cos(pi e / E)) / 2")
     r.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from timings (default 3)")
     r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     r.add_argument("--no-sync", action="store_true",
@@ -261,6 +268,7 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
                      flags=registry.flags_for(names, Flags.from_dict(base)),
                      task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
                      epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
-                     seed=args.seed or 0,
+                     seed=args.seed or 0, optimizer=getattr(args, "optimizer", "adam"), lr=getattr(args, "lr", 0.01),
+                     momentum=getattr(args, "momentum", 0.9), lr_schedule=getattr(args, "lr_schedule", "constant"),
                      device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
                      eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))

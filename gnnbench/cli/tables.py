@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.results import RunResult, distributed_cells, graph_label, partition_text
+from gnnbench.results import RunResult, compression_text, distributed_cells, graph_label, partition_text
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -112,6 +112,7 @@ def format_run(r: RunResult) -> str:
         f"({'loaded' if cfg.get('source') else 'generated'} in {g['generate_seconds']:.2f} s, prepared in {g['prepare_seconds']:.3f} s, "
         f"pipeline set up in {g['setup_seconds']:.2f} s)",
         f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
+        f"{cfg.get('optimizer', 'adam')} lr {cfg.get('lr', 0.01):g}, "
         f"device {env['device']} ({env['device_name']}), {env['threads']} threads",
         f"flags      {', '.join(f'{k}={v}' for k, v in Flags.from_dict(cfg['flags']).changed().items()) or 'baseline'}",
         f"steps      {r.steps['measured']} measured after {r.steps['warmup']} warm-up; timing mode {r.timing_mode}",
@@ -247,9 +248,9 @@ def format_distributed(rows: list[dict]) -> list[str]:
         eff_txt, share, wire = distributed_cells(d, human_bytes)
         lines.append(f"  {r['label']:<20}{d['world_size']} ranks ({d.get('backend')}), communication {share} of the "
                      f"step, {wire} per step and rank, scaling efficiency {eff_txt}")
-        part = partition_text(d, human_bytes)
-        if part:
-            lines.append(f"      {part}")
+        for extra in (partition_text(d, human_bytes), compression_text(d)):
+            if extra:
+                lines.append(f"      {extra}")
         if d.get("graph_bytes") is not None:
             for advice in distributed_advice(d, graph_bytes=d["graph_bytes"],
                                              device_bytes=device_memory_bytes(str(d.get("device") or "cpu"))):

@@ -12,9 +12,12 @@ all-reduce moves ``2 (W - 1) / W`` of its payload per rank, an all-gather receiv
 payloads per rank, with ``W`` the world size):
 
 - ``none`` (dense all-reduce, DDP's default): ``4 n`` bytes.
-- ``topk`` (Lin et al., ICLR 2018, "Deep Gradient Compression", with error feedback):
-  ``k = max(1, ceil(topk_ratio * n))`` values (fp32) and their indices (int32) are
-  all-gathered: ``k * (4 + 4)`` bytes, so ``2 * topk_ratio`` of dense (1%: 2%).
+- ``topk`` (Lin et al., ICLR 2018, "Deep Gradient Compression", with error feedback): per
+  parameter of ``n_p`` entries (DGC selects per layer), ``k_p = max(1, ceil(topk_ratio * n_p))``
+  values (fp32) and their indices (int32) are all-gathered: ``8 * sum k_p`` bytes, about
+  ``2 * topk_ratio`` of dense (1%: 2%, plus one entry per small tensor such as a bias). With
+  ``optimizer="sgd"`` the hook applies DGC's momentum correction and momentum factor masking
+  (:class:`TopKState`); DGC's sparsity warm-up and local gradient clipping are not applied.
 - ``fp16`` (``default_hooks.fp16_compress_hook``): ``2 n`` bytes.
 - ``powersgd`` (``powerSGD_hook.powerSGD_hook``, Vogels et al., NeurIPS 2019): each
   gradient viewed as an ``a x b`` matrix with ``r = min(a, b, powersgd_rank)`` is sent as
@@ -46,13 +49,26 @@ def topk_count(numel: int, ratio: float) -> int:
     return min(numel, max(1, math.ceil(ratio * numel)))
 
 
-def topk_compress(acc: Tensor, ratio: float) -> tuple[Tensor, Tensor, Tensor]:
-    """``(indices int32, values, residual)``: the ``k`` largest-magnitude entries of ``acc`` and what is left.
+def topk_compress(acc: Tensor, ratio: float, sizes: list[int] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """``(indices int32, values, residual)``: the largest-magnitude entries of ``acc`` and what is left.
 
+    With ``sizes`` (the flattened tensors ``acc`` concatenates, one per parameter) each tensor keeps its own
+    ``topk_count(size, ratio)`` entries, as Deep Gradient Compression selects per layer: one threshold over
+    a whole bucket would starve the layers whose gradients are small (biases, the first layer) for many
+    steps. Without ``sizes``, one selection over all of ``acc``.
     ``values`` scattered at ``indices`` plus ``residual`` equals ``acc`` exactly (a partition of its entries).
     """
-    k = topk_count(acc.numel(), ratio)
-    idx = torch.arange(acc.numel(), device=acc.device) if k == acc.numel() else acc.abs().topk(k, sorted=False).indices
+    sizes = [acc.numel()] if sizes is None else list(sizes)
+    if sum(sizes) != acc.numel():
+        raise ValueError(f"sizes add up to {sum(sizes)} but acc has {acc.numel()} entries")
+    parts, offset = [], 0
+    for n in sizes:
+        k = topk_count(n, ratio) if n else 0
+        seg = acc[offset:offset + n]
+        pick = torch.arange(n, device=acc.device) if k == n else seg.abs().topk(k, sorted=False).indices
+        parts.append(pick + offset)
+        offset += n
+    idx = torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64, device=acc.device)
     values = acc[idx]
     residual = acc.clone()
     residual[idx] = 0
@@ -60,55 +76,85 @@ def topk_compress(acc: Tensor, ratio: float) -> tuple[Tensor, Tensor, Tensor]:
 
 
 class TopKState:
-    """Top-k with error feedback: per parameter, the entries not sent so far (the residual).
+    """Top-k with error feedback, per parameter: what has not been sent so far (the residual ``v``).
 
     Args:
-        ratio: Share of each bucket's entries sent per step (``Flags.topk_ratio``).
+        ratio: Share of each parameter's entries sent per step (``Flags.topk_ratio``).
+        momentum: DGC's momentum correction (Lin et al. 2018, section 3.2) when > 0: each rank keeps
+            a local velocity ``u = momentum * u + g`` and accumulates ``v += u`` (not ``v += g``), so
+            an entry sent late carries the momentum it would have had; the optimizer then steps
+            plain SGD on the averaged sparse update (no momentum of its own). ``0``: ``v += g``.
+        mask_momentum: DGC's momentum factor masking: an entry's velocity is reset when the entry
+            is sent, so stale momentum does not push it again (only with ``momentum > 0``).
         process_group: The group to all-gather in (default: the world).
 
-    The residual is kept per parameter, so DDP rebuilding its buckets after the first step
-    (by gradient-ready order) keeps each entry's residual with its entry.
+    State is kept per parameter, so DDP rebuilding its buckets after the first step (by
+    gradient-ready order) keeps each entry's residual and velocity with its entry.
     """
 
-    def __init__(self, ratio: float, process_group: Any = None) -> None:
+    def __init__(self, ratio: float, momentum: float = 0.0, mask_momentum: bool = True,
+                 process_group: Any = None) -> None:
         if not 0 < ratio <= 1:
             raise ValueError(f"top-k ratio must be in (0, 1] (got {ratio!r})")
+        if not 0 <= momentum < 1:
+            raise ValueError(f"top-k momentum correction must be in [0, 1) (got {momentum!r})")
         self.ratio = ratio
+        self.momentum = momentum
+        self.mask_momentum = mask_momentum
         self.process_group = process_group
-        self.residuals: dict[int, Tensor] = {}  # id(parameter) -> residual (flattened, fp32)
+        self.residuals: dict[int, Tensor] = {}  # id(parameter) -> residual v (flattened, fp32)
+        self.velocities: dict[int, Tensor] = {}  # id(parameter) -> local velocity u (momentum correction)
 
     def accumulate(self, params: list[Tensor], grads: list[Tensor]) -> Tensor:
-        """This step's gradients of a bucket plus the residuals of its parameters, flattened (error feedback)."""
+        """This step's ``v``, flattened over the bucket: the residuals plus the gradients (or, with momentum
+        correction, plus the updated velocities)."""
         parts = []
         for p, g in zip(params, grads):
-            r = self.residuals.get(id(p))
             flat = g.detach().reshape(-1).float()
+            if self.momentum:
+                u = self.velocities.get(id(p))
+                flat = flat.clone() if u is None else u.mul_(self.momentum).add_(flat)
+                self.velocities[id(p)] = flat
+            r = self.residuals.get(id(p))
             parts.append(flat + r if r is not None else flat.clone())
         return torch.cat(parts) if parts else torch.zeros(0)
 
-    def keep(self, params: list[Tensor], grads: list[Tensor], residual: Tensor) -> None:
-        """Store ``residual`` (flattened over the bucket) back per parameter."""
+    def keep(self, params: list[Tensor], grads: list[Tensor], residual: Tensor, sent: Tensor | None = None) -> None:
+        """Store ``residual`` (flattened over the bucket) back per parameter; reset the velocity of the entries
+        at ``sent`` (flat bucket indices) when masking momentum."""
+        mask = None
+        if self.momentum and self.mask_momentum and sent is not None:
+            mask = torch.zeros(residual.numel(), dtype=torch.bool, device=residual.device)
+            mask[sent.long()] = True
         offset = 0
         for p, g in zip(params, grads):
             n = g.numel()
             self.residuals[id(p)] = residual[offset:offset + n]
+            if mask is not None:
+                self.velocities[id(p)].masked_fill_(mask[offset:offset + n], 0.0)
             offset += n
+
+    def step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """One bucket's call: ``(indices int32, values)`` to send (each parameter's largest entries of ``v``);
+        residuals and velocities updated."""
+        acc = self.accumulate(params, grads)
+        idx, values, residual = topk_compress(acc, self.ratio, [g.numel() for g in grads])  # per parameter
+        self.keep(params, grads, residual, idx)
+        return idx, values
 
 
 def topk_hook(state: TopKState, bucket):
     """DDP communication hook: top-k sparsification with error feedback, all-gathered, averaged.
 
-    Per bucket: add the residual, keep the ``k`` largest-magnitude entries, all-gather their
-    values (fp32) and indices (int32, sent bit-for-bit in the same fp32 tensor) from every rank,
-    sum them into a dense tensor and divide by the world size; the unsent rest becomes the residual.
+    Per bucket: add the residual (see :class:`TopKState`), keep each parameter's ``k_p``
+    largest-magnitude entries, all-gather their values (fp32) and indices (int32, sent bit-for-bit
+    in the same fp32 tensor) from every rank, sum them into a dense tensor and divide by the
+    world size; the unsent rest becomes the residual.
     """
     group = state.process_group if state.process_group is not None else dist.group.WORLD
     world = dist.get_world_size(group)
     buffer = bucket.buffer()
-    params, grads = bucket.parameters(), bucket.gradients()
-    acc = state.accumulate(params, grads)
-    idx, values, residual = topk_compress(acc, state.ratio)
-    state.keep(params, grads, residual)
+    idx, values = state.step(bucket.parameters(), bucket.gradients())
     packed = torch.cat([values.float(), idx.view(torch.float32)])  # one collective: values then indices
     gathered = [torch.empty_like(packed) for _ in range(world)]
     fut = dist.all_gather(gathered, packed, group=group, async_op=True).get_future()
@@ -131,7 +177,8 @@ def dense_payload(bucket) -> int:
 
 
 def _topk_payload(state: TopKState, bucket) -> int:
-    return topk_count(bucket.buffer().numel(), state.ratio) * (4 + 4)  # fp32 value + int32 index
+    # per parameter, fp32 value + int32 index of each entry sent
+    return sum(topk_count(g.numel(), state.ratio) for g in bucket.gradients() if g.numel()) * (4 + 4)
 
 
 def _fp16_payload(state: Any, bucket) -> int:
@@ -158,19 +205,20 @@ def _powersgd_payload(state: "powersgd.PowerSGDState", bucket) -> int:
 class Hook:
     """One ``Flags.grad_compression`` value: its state, DDP hook and payload formula."""
 
-    state: Callable[[Any], Any]  # flags -> hook state
+    state: Callable[[Any, float], Any]  # (flags, momentum correction) -> hook state
     hook: Callable  # DDP communication hook (state, bucket) -> Future[Tensor]
     payload: Callable[[Any, Any], int]  # (state, bucket) -> bytes this rank sends for the bucket
     formula: str  # the payload formula, for results
 
 
 HOOKS: dict[str, Hook] = {
-    "none": Hook(lambda flags: None, default_hooks.allreduce_hook, lambda state, bucket: dense_payload(bucket),
+    "none": Hook(lambda flags, momentum: None, default_hooks.allreduce_hook, lambda state, bucket: dense_payload(bucket),
                  "4 n (dense fp32 all-reduce)"),
-    "topk": Hook(lambda flags: TopKState(flags.topk_ratio), topk_hook, _topk_payload,
-                 "k (4 + 4), k = max(1, ceil(topk_ratio n)) (fp32 values + int32 indices, all-gathered)"),
-    "fp16": Hook(lambda flags: None, default_hooks.fp16_compress_hook, _fp16_payload, "2 n (fp16 all-reduce)"),
-    "powersgd": Hook(lambda flags: powersgd.PowerSGDState(
+    "topk": Hook(lambda flags, momentum: TopKState(flags.topk_ratio, momentum=momentum), topk_hook, _topk_payload,
+                 "8 sum_p k_p, k_p = max(1, ceil(topk_ratio n_p)) per parameter (fp32 values + int32 indices, "
+                 "all-gathered)"),
+    "fp16": Hook(lambda flags, momentum: None, default_hooks.fp16_compress_hook, _fp16_payload, "2 n (fp16 all-reduce)"),
+    "powersgd": Hook(lambda flags, momentum: powersgd.PowerSGDState(
         process_group=None, matrix_approximation_rank=flags.powersgd_rank, start_powerSGD_iter=POWERSGD_START_ITER,
         min_compression_rate=2, use_error_feedback=True, warm_start=True, random_seed=0),
         powersgd.powerSGD_hook, _powersgd_payload,
@@ -243,10 +291,11 @@ def timed_hook(hook: Callable, payload: Callable[[Any, Any], int], recorder: Com
     return timed
 
 
-def make_hook(flags: Any, world_size: int) -> tuple[Any, Callable, CommRecorder]:
-    """``(state, timed hook, recorder)`` for ``flags.grad_compression``."""
+def make_hook(flags: Any, world_size: int, momentum: float = 0.0) -> tuple[Any, Callable, CommRecorder]:
+    """``(state, timed hook, recorder)`` for ``flags.grad_compression``; ``momentum`` > 0 applies top-k's
+    momentum correction in the hook (the optimizer then steps without momentum)."""
     if flags.grad_compression not in HOOKS:
         raise ValueError(f"unknown grad_compression {flags.grad_compression!r}; accepted: {', '.join(HOOKS)}")
     row = HOOKS[flags.grad_compression]
     recorder = CommRecorder(world_size, row.formula)
-    return row.state(flags), timed_hook(row.hook, row.payload, recorder), recorder
+    return row.state(flags, momentum), timed_hook(row.hook, row.payload, recorder), recorder

@@ -40,7 +40,8 @@ class NoComm:
 NO_COMM = NoComm()
 
 
-def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext) -> tuple[nn.Module, CommRecorder | NoComm]:
+def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext,
+               momentum: float = 0.0) -> tuple[nn.Module, CommRecorder | NoComm]:
     """``(module to call, communication recorder)``.
 
     With ``parallel="data"``: ``DistributedDataParallel(model)`` over the initialized default
@@ -65,7 +66,7 @@ def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext) -> tuple[nn.Modu
     ddp = nn.parallel.DistributedDataParallel(
         model, device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
         broadcast_buffers=False)
-    state, hook, recorder = make_hook(flags, world)
+    state, hook, recorder = make_hook(flags, world, momentum)
     ddp.register_comm_hook(state, hook)
     return ddp, recorder
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, distributed_cells, graph_label,
-                              partition_text)
+from gnnbench.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, compression_text, distributed_cells,
+                              graph_label, partition_text)
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -314,9 +314,9 @@ def _distributed_html(c: Comparison) -> str:
         cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
                      f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{share}</td><td>{wire}</td>"
                      f"<td>{eff_txt}</td><td>{'<br>'.join(_esc(a) for a in advice)}</td></tr>")
-        part = partition_text(d, lambda b: f"{b / 2**10:,.1f} KiB")
-        if part:
-            cells.append(f"<tr><td></td><td colspan='6'>{_esc(part)}</td></tr>")
+        for extra in (partition_text(d, lambda b: f"{b / 2**10:,.1f} KiB"), compression_text(d)):
+            if extra:
+                cells.append(f"<tr><td></td><td colspan='6'>{_esc(extra)}</td></tr>")
     return ("<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
             "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
             "interval; partition-parallel steps are full-graph steps, so theirs is against the sweep's "
@@ -325,6 +325,12 @@ def _distributed_html(c: Comparison) -> str:
             "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
             "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
             "<th>scaling efficiency</th><th>the field report's rules</th></tr>" + "".join(cells) + "</table>")
+
+
+def _optimizer_text(cfg: dict) -> str:
+    """``adam (lr 0.01)`` / ``sgd (lr 0.5, momentum 0.9)`` from a stored config (older results: Adam)."""
+    name, lr = cfg.get("optimizer", "adam"), cfg.get("lr", 0.01)
+    return f"{name} (lr {lr:g}" + (f", momentum {cfg.get('momentum', 0.9):g})" if name == "sgd" else ")")
 
 
 def _sweep_section(s: _Sweep, index: int) -> str:
@@ -336,6 +342,7 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
     head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
             f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
+            f"optimizer {_esc(_optimizer_text(cfg))}, "
             f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
             f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>")
     return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
