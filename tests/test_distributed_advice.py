@@ -129,3 +129,32 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
     alone = [r for r in runs if r["label"] != "full_batch"]
     d = next(r for r in compare(alone).rows if r["label"] == "partition_metis")["distributed"]
     assert d["scaling_efficiency"] is None
+
+
+def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
+    from gnnbench.results import compare
+
+    def run(label: str, rnd: int, test: float) -> dict:
+        r = _partition_run(label, rnd, 0.1)
+        r["accuracy"] = {"test": test}
+        if label != "baseline":
+            r["distributed"] = {"world_size": 2, "backend": "gloo", "parallel": "data",
+                                "grad_compression": "topk" if label == "topk_compression" else "none",
+                                "comm_share": 0.05, "bytes_per_step": 720.0, "dense_bytes_per_step": 36000.0,
+                                "compression_ratio": 0.02}
+        return r
+
+    runs = [run(label, k, test) for k in range(3) for label, test in
+            (("baseline", 0.80), ("data_parallel", 0.80 + 0.001 * k), ("topk_compression", 0.799 + 0.001 * k))]
+    rows = {r["label"]: r for r in compare(runs).rows}
+    a = rows["topk_compression"]["distributed"]["accuracy_vs_dense"]
+    assert a["against"] == "data_parallel" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9
+    assert a["verdict"] == "no accuracy cost" and abs(a["dense_test"] - 0.801) < 1e-9
+    assert "accuracy_vs_dense" not in rows["data_parallel"]["distributed"]
+    text = "\n".join(format_distributed(list(rows.values())))
+    assert "test accuracy 80.00% against 80.10% with dense data_parallel at equal epochs: -0.10 pp" in text
+    assert "over 3 paired round(s): no accuracy cost" in text
+    # without a data_parallel entry the row has no such figure (its delta against the baseline still stands)
+    alone = [r for r in runs if r["label"] != "data_parallel"]
+    d = next(r for r in compare(alone).rows if r["label"] == "topk_compression")["distributed"]
+    assert "accuracy_vs_dense" not in d
