@@ -98,7 +98,7 @@ class Flags:
     parallel: str = "none"  # "none" | "data" (DDP: graph replicated, seeds split per rank) | "partition"
     partitioner: str = "metis"  # parallel="partition": "metis" (edge-cut) | "degree" (balanced by degree)
     grad_compression: str = "none"  # DDP comm hook: "none" (dense all-reduce) | "topk" | "fp16" | "powersgd"
-    topk_ratio: float = 0.01  # grad_compression="topk": share of each bucket's entries sent (error feedback keeps the rest)
+    topk_ratio: float = 0.01  # grad_compression="topk": share of each parameter's entries sent (error feedback keeps the rest)
     powersgd_rank: int = 2  # grad_compression="powersgd": matrix approximation rank of PowerSGD
 
     def __post_init__(self) -> None:

@@ -422,16 +422,20 @@ _ENTRIES += (
         name="topk_compression",
         changes={"parallel": "data", "grad_compression": "topk"},
         description="Data parallel with top-k gradient sparsification and error feedback (DDP comm hook): "
-        "each rank sends the 1% largest-magnitude entries of each bucket (values + int32 indices, "
-        "all-gathered), and keeps the rest as a residual for the next step.",
+        "each rank sends the 1% largest-magnitude entries of each parameter (values + int32 indices, "
+        "all-gathered) and keeps the rest as a residual for the next step; with --optimizer sgd the hook "
+        "applies DGC's momentum correction and momentum factor masking.",
         expected_effect="Deep Gradient Compression (Lin et al. 2018) reports 270-600x smaller gradients without "
-        "accuracy loss (with momentum correction, warm-up and clipping, which this omits); this sends 2% of "
-        "the dense bytes (k x 8 bytes at 1%). The field report: compression pays only above ~40% "
-        "communication share; below that the top-k selection and all-gather cost more than they save. "
-        "Measured on small: 720 bytes a step against 35,880 dense (2.0%), but with Adam the accuracy falls far "
-        "behind dense data parallel at equal epochs (2 epochs, seeds 0 / 1: 27.4 / 20.0% against 84.5 / 80.1%; "
-        "6 epochs: 59.9% against 87.6%): Adam normalizes each coordinate's step, so residuals sent late do not make up the lost movement "
-        "(error feedback is exact in sum for SGD's linear update, not Adam's).",
+        "accuracy loss with SGD momentum (momentum correction and masking, here; warm-up and local clipping, "
+        "not here); this sends 2% of the dense bytes (8 bytes per entry sent). The field report: compression "
+        "pays only above ~40% communication share. Measured on small with SGD (`gnnbench compare --preset "
+        "small --nproc 2 --optimizer sgd --lr 0.05 --lr-schedule cosine --fanout 10,5 --batch-size 256 "
+        "--epochs 30 --flags data_parallel,topk_compression,fp16_compression,powersgd`, 5 paired rounds): 400 "
+        "bytes a step against 18.8 KiB (2.1%), test accuracy 81.1% against 79.7% for dense data parallel, "
+        "+1.4 pp [+0.5, +2.3]. It needs many steps: each entry is sent about once per 100 steps, so at 2 "
+        "epochs (40 steps) it falls far behind; and with Adam (the default optimizer) it fell 28 pp behind even "
+        "at 6 epochs (59.9% against 87.6%): Adam normalizes each coordinate's step, so residuals sent late do "
+        "not make up the movement (such runs warn).",
         layer="gnnbench.distributed.compression",
         costs_accuracy=True,
         recommended=False,
@@ -447,7 +451,8 @@ _ENTRIES += (
         expected_effect="Half the bytes on the wire (2x compression), normally without accuracy change; pays "
         "only when the all-reduce is a large share of the step (field report: above ~40%). Measured on small "
         "(2 epochs, seeds 0 / 1): 17,940 bytes a step against 35,880, test accuracy 84.48 / 80.18% against "
-        "84.47 / 80.10% with dense data parallel (within 0.1 pp).",
+        "84.47 / 80.10% with dense data parallel (within 0.1 pp); with SGD over 30 epochs (the topk_compression "
+        "command, 5 paired rounds) +0.01 pp [-0.03, +0.06] against dense data parallel.",
         layer="gnnbench.distributed.compression",
         recommended=False,
         tasks=("node",),
@@ -463,7 +468,9 @@ _ENTRIES += (
         "matched; here only the weight matrices compress ((a + b) r instead of a b entries), biases go "
         "dense. Pays only at a high communication share (field report: above ~40%). Measured on small (2 "
         "epochs, seeds 0 and 1): 3,192 bytes a step against 35,880 (8.9%) after the 2 vanilla steps, test "
-        "accuracy 81.3 / 74.5% against 84.5 / 80.1% with dense data parallel (-3 / -6 pp in 40 steps).",
+        "accuracy 81.3 / 74.5% against 84.5 / 80.1% with dense data parallel (-3 / -6 pp in 40 steps); with SGD "
+        "over 30 epochs (the topk_compression command, 5 paired rounds): 9.9% of the dense bytes, -0.05 pp "
+        "[-0.12, +0.02] against dense data parallel.",
         layer="gnnbench.distributed.compression",
         costs_accuracy=True,
         recommended=False,
