@@ -140,6 +140,26 @@ def test_committed_reference_report_inputs_load():
         assert by_label[name]["status"] == "ok" and by_label[name]["distributed"]["world_size"] == 2, name
 
 
+COMPRESSION = REFERENCE.parent / "compression-small-cpu"
+
+
+def test_committed_compression_reference_compares_against_dense_data_parallel():
+    """The compression sweep (SGD, 30 epochs): every hook measured on 2 ranks, each with its accuracy against
+    data_parallel paired by round, and top-k's bytes within the issue's 3% of dense."""
+    if not COMPRESSION.exists():
+        pytest.skip("no committed compression reference")
+    from gnnbench.results import compare
+
+    inputs = load_inputs(runs=[COMPRESSION])
+    assert all(r["config"]["optimizer"] == "sgd" for r in inputs.runs)
+    rows = {r["label"]: r for r in compare(inputs.runs).rows}
+    for name in ("topk_compression", "fp16_compression", "powersgd"):
+        d = rows[name]["distributed"]
+        assert d["world_size"] == 2 and d["accuracy_vs_dense"]["rounds"] == 5, name
+        assert d["accuracy_vs_dense"]["low"] > -0.005, f"{name} loses more than 0.5 pp against dense"
+    assert rows["topk_compression"]["distributed"]["compression_ratio"] <= 0.03
+
+
 def test_asv_series_reads_compact_results():
     asv = {"benchmarks": {}, "results": [
         {"commit_hash": "a" * 40, "date": 1, "result_columns": ["result", "params"],
