@@ -328,9 +328,15 @@ def _distributed_html(c: Comparison) -> str:
 
 
 def _optimizer_text(cfg: dict) -> str:
-    """``adam (lr 0.01)`` / ``sgd (lr 0.5, momentum 0.9)`` from a stored config (older results: Adam)."""
+    """``adam (lr 0.01), fanout [15, 10, 5], batch 1024`` / ``sgd (lr 0.05, momentum 0.9, cosine schedule), ...``
+    from a stored config (older results: Adam)."""
     name, lr = cfg.get("optimizer", "adam"), cfg.get("lr", 0.01)
-    return f"{name} (lr {lr:g}" + (f", momentum {cfg.get('momentum', 0.9):g})" if name == "sgd" else ")")
+    parts = [f"lr {lr:g}"] + ([f"momentum {cfg.get('momentum', 0.9):g}"] if name == "sgd" else [])
+    if cfg.get("lr_schedule", "constant") != "constant":
+        parts.append(f"{cfg['lr_schedule']} schedule")
+    flags = cfg.get("flags") or {}
+    batch = f", fanout {list(flags['fanout'])}, batch {flags['batch_size']}" if "fanout" in flags else ""
+    return f"{name} ({', '.join(parts)}){batch}"
 
 
 def _sweep_section(s: _Sweep, index: int) -> str:
