@@ -45,7 +45,7 @@ from gnnbench.sampling.sources import make_batch_source
 from gnnbench.tasks import TASKS
 from gnnbench.timing import PhaseTimer
 
-__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable", "OPTIMIZERS"]
+__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable", "OPTIMIZERS", "LR_SCHEDULES"]
 
 OPTIMIZERS = ("adam", "sgd")
 LR_SCHEDULES = ("constant", "cosine")

@@ -195,3 +195,19 @@ def test_cosine_schedule_sets_each_epochs_learning_rate():
         seen[step.epoch] = trainer.opt.param_groups[0]["lr"]
     trainer.close()
     assert seen == pytest.approx({0: 0.1, 1: 0.1 * (1 + 0.5 ** 0.5) / 2, 2: 0.05, 3: 0.1 * (1 - 0.5 ** 0.5) / 2})
+
+
+def test_cli_optimizer_options_reach_the_config_and_momentum_needs_sgd():
+    from gnnbench.cli.options import config_from_args
+    from gnnbench.cli.parser import build_parser
+
+    def config(*argv):
+        args = build_parser().parse_args(["run", *argv])
+        return config_from_args(args, args.flags or [])
+
+    plain = config()
+    assert (plain.optimizer, plain.lr, plain.momentum, plain.lr_schedule) == ("adam", 0.01, 0.9, "constant")
+    sgd = config("--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.8", "--lr-schedule", "cosine")
+    assert (sgd.optimizer, sgd.lr, sgd.momentum, sgd.lr_schedule) == ("sgd", 0.05, 0.8, "cosine")
+    with pytest.raises(ValueError, match=r"--momentum 0.5 applies to --optimizer sgd only \(got optimizer 'adam'\)"):
+        config("--momentum", "0.5")

@@ -12,6 +12,7 @@ from gnnbench.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models import MODELS
 from gnnbench.scenarios import SCENARIOS, get_scenario
 from gnnbench.tasks import TASKS
+from gnnbench.training import LR_SCHEDULES, OPTIMIZERS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
            "parse_hot_budget", "parse_eval_chunk", "parse_size", "source_from_args", "check_graph_source",
@@ -213,12 +214,12 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
     r.add_argument("--epochs", type=int, default=None, help="training epochs (default 2)")
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
-    r.add_argument("--optimizer", default="adam", choices=["adam", "sgd"],
+    r.add_argument("--optimizer", default=None, choices=list(OPTIMIZERS),
                    help="adam (default) or sgd with --momentum; top-k compression's error feedback wants sgd "
                         "(its momentum then moves into the hook: DGC's momentum correction)")
-    r.add_argument("--lr", type=float, default=0.01, help="learning rate (default 0.01)")
-    r.add_argument("--momentum", type=float, default=0.9, help="--optimizer sgd: momentum (default 0.9)")
-    r.add_argument("--lr-schedule", default="constant", choices=["constant", "cosine"],
+    r.add_argument("--lr", type=float, default=None, help="learning rate (default 0.01)")
+    r.add_argument("--momentum", type=float, default=None, help="--optimizer sgd: momentum (default 0.9)")
+    r.add_argument("--lr-schedule", default=None, choices=list(LR_SCHEDULES),
                    help="constant (default) or cosine: epoch e of E trains at lr (1 + cos(pi e / E)) / 2")
     r.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from timings (default 3)")
     r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
@@ -261,6 +262,12 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
         defaults.update(task=scenario.task, model=scenario.model, hidden=scenario.hidden, epochs=scenario.epochs,
                         warmup=scenario.warmup_steps)
     run = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in defaults.items()}
+    # the optimizer options given; the rest keep RunConfig's defaults
+    optimizer = {k: getattr(args, k) for k in ("optimizer", "lr", "momentum", "lr_schedule")
+                 if getattr(args, k, None) is not None}
+    if "momentum" in optimizer and optimizer.get("optimizer", RunConfig.optimizer) != "sgd":
+        raise ValueError(f"--momentum {optimizer['momentum']} applies to --optimizer sgd only "
+                         f"(got optimizer {optimizer.get('optimizer', RunConfig.optimizer)!r}); Adam has no momentum")
     opened = source_from_args(args)
     if opened is not None and run["task"] == "link" and opened[0].num_edges == 0:
         raise ValueError(f"{opened[0].location} has no edges: link prediction needs edges to hold out and predict")
@@ -268,7 +275,5 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
                      flags=registry.flags_for(names, Flags.from_dict(base)),
                      task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
                      epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
-                     seed=args.seed or 0, optimizer=getattr(args, "optimizer", "adam"), lr=getattr(args, "lr", 0.01),
-                     momentum=getattr(args, "momentum", 0.9), lr_schedule=getattr(args, "lr_schedule", "constant"),
-                     device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
+                     seed=args.seed or 0, **optimizer, device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
                      eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))
