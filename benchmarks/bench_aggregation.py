@@ -8,7 +8,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.graphs.norm import gcn_norm
 from gnnbench.graphs.prepare import prepare
-from gnnbench.models import Aggregator
+from gnnbench.models.aggregation import Aggregator
 from gnnbench.sampling.sources import make_batch_source
 
 from . import common

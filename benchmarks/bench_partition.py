@@ -1,6 +1,6 @@
 """Graph partitioning for partition-parallel training: METIS against degree buckets on ``tiny``."""
 
-from gnnbench.distributed.partition import partition
+from gnnbench.parallel.partition import partition
 
 from . import common
 

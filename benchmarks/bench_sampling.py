@@ -5,7 +5,7 @@ import torch
 from gnnbench.graphs import GraphSpec
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore
-from gnnbench.sampling.peers import torch_sparse_sampler
+from gnnbench.microbench.sampler_compare import torch_sparse_sampler
 
 from . import common
 

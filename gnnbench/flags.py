@@ -77,14 +77,14 @@ class Flags:
     prefetch_factor: int | None = None  # batches each worker prepares ahead (needs num_workers > 0)
     persistent_workers: bool = False  # keep workers alive across epochs (needs num_workers > 0)
     pin_memory: bool = False  # pin loader output in page-locked memory (CUDA only)
-    # --- features (gnnbench.features) ---
+    # --- features (gnnbench.features.placement) ---
     feature_placement: str = "host"  # "host" | "device" | "hot_cold" (most-read rows on device) | "uva" (zero-copy)
     feature_prefetch: bool = False  # gather the next batch's features on a side CUDA stream
     hot_rank: str = "access"  # hot_cold: rank rows by "access" (counted over one profiled epoch) | "degree"
     hot_budget_fraction: float = 0.25  # hot_cold: share of the feature rows kept on the device (at most half free)
     hot_budget_bytes: int = 0  # hot_cold: device bytes for the hot rows, replacing the fraction (0 = use it)
     feature_dtype: str = "float32"  # stored features: "float32" | "float16" (half the bytes; model upcasts to fp32)
-    # --- model (gnnbench.models) ---
+    # --- model (gnnbench.models.nets) ---
     aggregation: str = "scatter"  # "scatter" (edge_index gather + scatter-add) | "sparse" (CSR sparse-matrix product)
     norm_estimator: bool = False  # sampled batches: full-graph GCN weights rescaled by deg/sampled (an estimator)
     precision: str = "off"  # "off" | "full" (all low precision) | "partial" (linear low, aggregation fp32)
@@ -170,7 +170,7 @@ class Unavailable:
 
     Each layer answers for its own fields (``unavailable(flags, ctx)`` in
     ``graphs.prepare``, ``sampling.sources``, ``features``, ``models`` and
-    ``tasks``); :func:`gnnbench.availability.check` collects their answers and
+    ``tasks``); :func:`gnnbench.training.availability.check` collects their answers and
     everything else reads that.
     """
 

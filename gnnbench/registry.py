@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Union
 
 import torch
 
-from gnnbench import availability
+from gnnbench.training import availability
 from gnnbench.flags import Flags, RunContext, format_reasons
 
 __all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "for_task", "combination", "TASK_NAMES",
@@ -56,7 +56,7 @@ class Optimization:
             share of the step those operators take.
         nproc: The world size it is measured with (``RunConfig.nproc``; 1 = one
             process). Entries of several ranks run through
-            :mod:`gnnbench.distributed.launch`; with fewer ranks they say why.
+            :mod:`gnnbench.measure.launch`; with fewer ranks they say why.
     """
 
     name: str
@@ -101,7 +101,7 @@ class Optimization:
         (default: its own :attr:`nproc`), or ``None`` if it can.
 
         The answer comes from the layers that own the fields
-        (:func:`gnnbench.availability.check`), so the registry, the trainer
+        (:func:`gnnbench.training.availability.check`), so the registry, the trainer
         and every suite get the same one.
         """
         ctx = RunContext(device=device, task=self.task, world_size=self.nproc if world_size is None else world_size)
@@ -142,7 +142,7 @@ _ENTRIES = (
         expected_effect="With full-batch training exactly PyG's GCNConv(cached=True): the degree scatter and "
         "weight gathers over E leave every step. On sampled batches PyG's cached=True is not valid (the "
         "subgraph changes), so this normalizes each batch once instead of once per layer: (L-1)/L of that work.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.aggregation",
         targets=('kernels',),
     ),
     Optimization(
@@ -204,7 +204,7 @@ _ENTRIES = (
         description="Pin loader output and gathered features in page-locked memory for async copies.",
         expected_effect="Host-to-device copies run at full PCIe/NVLink bandwidth and overlap with compute "
         "(pageable copies are staged and synchronous).",
-        layer="gnnbench.features",
+        layer="gnnbench.features.placement",
         overlap=True,
         targets=('features',),
     ),
@@ -263,7 +263,7 @@ _ENTRIES = (
         description="Keep all node features resident on the GPU; gather there.",
         expected_effect="Removes per-batch host-to-device feature traffic entirely, at the cost of N x F "
         "device memory.",
-        layer="gnnbench.features",
+        layer="gnnbench.features.placement",
         targets=('features',),
     ),
     Optimization(
@@ -276,7 +276,7 @@ _ENTRIES = (
         "The share of gathered rows served from the GPU is each result's transfer.hot_hit_rate; on small "
         "([15,10,5], batch 1024) 20% of rows ranked by access serve 28% of gathered rows (the training nodes: "
         "20%), 25% of rows serve 34%.",
-        layer="gnnbench.features",
+        layer="gnnbench.features.placement",
         targets=('features',),
     ),
     Optimization(
@@ -286,7 +286,7 @@ _ENTRIES = (
         description="Features in pinned host memory read by GPU kernels directly (zero-copy, UVA).",
         expected_effect="Only the gathered rows cross the bus, with no staging copy and no device memory "
         "for features; commonly much faster than gather-on-host then copy for large feature tables.",
-        layer="gnnbench.features",
+        layer="gnnbench.features.placement",
         targets=('features',),
     ),
     Optimization(
@@ -294,7 +294,7 @@ _ENTRIES = (
         changes={"feature_prefetch": True},
         description="Gather and copy the next batch's features on a side CUDA stream during compute.",
         expected_effect="Overlaps the feature transfer with forward/backward; at best hides it completely.",
-        layer="gnnbench.features",
+        layer="gnnbench.features.placement",
         overlap=True,
         targets=('features',),
     ),
@@ -307,7 +307,7 @@ _ENTRIES = (
         "takes 10.2 ms (CSR built per batch inside the timing) against 43.5 ms for gather + scatter-add, 4.3x "
         "(`gnnbench aggregation-compare`, 2 threads). Per step on small about 1.3x: dropout and the dense "
         "transforms are the rest of the step.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.aggregation",
         targets=('kernels',),
         ops=('aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
     ),
@@ -318,7 +318,7 @@ _ENTRIES = (
         "normalizing each batch subgraph (the estimator GraphSAINT batches use).",
         expected_effect="Skips the per-batch degree computation but trains a different model: an unbiased "
         "estimate of the full-neighbourhood sum with its own variance; may cost accuracy.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.aggregation",
         costs_accuracy=True,
         recommended=False,
         targets=('kernels',),
@@ -331,7 +331,7 @@ _ENTRIES = (
         "normally unchanged. On this 2-core CPU it does not pay (0.94-0.97x on small): bf16 makes the linear "
         "layers' mm about 2.8x faster, but they are only 8-9% of a GNN step here (dropout's bernoulli_ is "
         "40%, gather/scatter 27%), and the casts around them cost about as much as the mm saves.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.precision",
         targets=('kernels',),
         ops=('aten::mm', 'aten::addmm'),
     ),
@@ -341,7 +341,7 @@ _ENTRIES = (
         description="Whole model in low precision, aggregation included (fp16 on CUDA, bf16 on CPU).",
         expected_effect="Also halves aggregation traffic, but sums over high-degree neighbourhoods lose "
         "precision: may cost accuracy on power-law graphs.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.precision",
         costs_accuracy=True,
         recommended=False,
         targets=('kernels',),
@@ -356,7 +356,7 @@ _ENTRIES = (
         "(42 ms for a 69k x 64 batch here, 5x the uniform draw's 9 ms), and dropout was about 40% of the "
         "baseline GCN step on small. Same keep-mask distribution (not the same bits), so accuracy is "
         "unchanged in distribution; on CUDA the fused dropout is already vectorized.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.nets",
         targets=('kernels',),
         ops=('aten::bernoulli_',),
     ),
@@ -366,7 +366,7 @@ _ENTRIES = (
         description="torch.compile the model with dynamic shapes (compile time reported apart).",
         expected_effect="Fuses elementwise work around the sparse ops; gains vary (often 1.1-1.5x on GPU, "
         "small on CPU) and first steps pay the compile time.",
-        layer="gnnbench.models",
+        layer="gnnbench.models.nets",
         targets=('kernels',),
         ops=('aten::add', 'aten::add_', 'aten::relu', 'aten::threshold_backward', 'aten::div_', 'aten::clamp_min'),
     ),
@@ -412,7 +412,7 @@ _ENTRIES += (
         "--epochs 2 --repeats 2`, one thread per process, a loaded machine) efficiency 0.50 [0.32, 0.76], the "
         "all-reduce 2-4% of the step (8,970 parameters: 35,880 bytes per step). Same global batch, same "
         "update up to float summation order.",
-        layer="gnnbench.distributed.data_parallel",
+        layer="gnnbench.parallel.data_parallel",
         recommended=False,
         tasks=("node",),
         targets=("sampling", "features", "kernels"),
@@ -436,7 +436,7 @@ _ENTRIES += (
         "epochs (40 steps) it falls far behind; and with Adam (the default optimizer) it fell 28 pp behind even "
         "at 6 epochs (59.9% against 87.6%): Adam normalizes each coordinate's step, so residuals sent late do "
         "not make up the movement (such runs warn).",
-        layer="gnnbench.distributed.compression",
+        layer="gnnbench.parallel.compression",
         costs_accuracy=True,
         recommended=False,
         tasks=("node",),
@@ -453,7 +453,7 @@ _ENTRIES += (
         "(2 epochs, seeds 0 / 1): 17,940 bytes a step against 35,880, test accuracy 84.48 / 80.18% against "
         "84.47 / 80.10% with dense data parallel (within 0.1 pp); with SGD over 30 epochs (the topk_compression "
         "command, 5 paired rounds) +0.01 pp [-0.03, +0.06] against dense data parallel.",
-        layer="gnnbench.distributed.compression",
+        layer="gnnbench.parallel.compression",
         recommended=False,
         tasks=("node",),
         targets=("kernels",),  # the all-reduce runs inside backward, in diagnose's kernels group
@@ -471,7 +471,7 @@ _ENTRIES += (
         "accuracy 81.3 / 74.5% against 84.5 / 80.1% with dense data parallel (-3 / -6 pp in 40 steps); with SGD "
         "over 30 epochs (the topk_compression command, 5 paired rounds): 9.9% of the dense bytes, -0.05 pp "
         "[-0.12, +0.02] against dense data parallel.",
-        layer="gnnbench.distributed.compression",
+        layer="gnnbench.parallel.compression",
         costs_accuracy=True,
         recommended=False,
         tasks=("node",),
@@ -488,7 +488,7 @@ _ENTRIES += (
         "tolerance), split across ranks: each rank aggregates its part's edges and holds its part's features "
         "plus its halo. Halo traffic per layer grows with the edge cut, which METIS keeps low (24.5% of edges "
         "on medium with 2 parts, at 27 s of partitioning on this CPU, counted in setup).",
-        layer="gnnbench.distributed.partition_parallel",
+        layer="gnnbench.parallel.partition_parallel",
         recommended=False,
         tasks=("node",),
         changes_work=True,
@@ -503,7 +503,7 @@ _ENTRIES += (
         expected_effect="Partitions in a fraction of a second (0.75 s on medium against METIS's 27 s) and "
         "balances edges across ranks, at about twice METIS's edge cut (50% with 2 parts on medium), so about "
         "twice the halo rows per layer.",
-        layer="gnnbench.distributed.partition_parallel",
+        layer="gnnbench.parallel.partition_parallel",
         recommended=False,
         tasks=("node",),
         changes_work=True,

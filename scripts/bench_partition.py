@@ -20,7 +20,7 @@ import time
 import torch
 
 from gnnbench.atomic import write_json_atomic
-from gnnbench.distributed.partition import DEALS, partition
+from gnnbench.parallel.partition import DEALS, partition
 from gnnbench.env import environment
 from gnnbench.graphs import PRESETS, GraphSpec, generate
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
-from gnnbench.scenarios import SCENARIOS
+from gnnbench.advice.scenarios import SCENARIOS
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "scenario_shares.json"
 

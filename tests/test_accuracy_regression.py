@@ -15,8 +15,8 @@ from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure import run
-from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.measure.run import run
+from gnnbench.training.trainer import RunConfig, config_unavailable
 
 SEEDS = (0, 1)
 TOLERANCE_PP = 1.5

@@ -1,4 +1,4 @@
-"""Gradient compression hooks (gnnbench.distributed.compression): top-k with error feedback, fp16, PowerSGD.
+"""Gradient compression hooks (gnnbench.parallel.compression): top-k with error feedback, fp16, PowerSGD.
 
 The multi-rank checks run 2 gloo ranks on 127.0.0.1 (spawned, process-group timeout 10 s) through
 DistributedDataParallel on a small MLP, once for all hooks (a module fixture), and compare with one
@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from gnnbench.distributed.compression import CommRecorder, TopKState, timed_hook, topk_compress, topk_count, topk_hook
-from gnnbench.distributed.launch import run_local, survivors
+from gnnbench.parallel.compression import CommRecorder, TopKState, timed_hook, topk_compress, topk_count, topk_hook
+from gnnbench.measure.launch import run_local, survivors
 from gnnbench.flags import Flags
 
 STEPS = 4
@@ -49,7 +49,7 @@ def _flat(model: nn.Module) -> list[float]:
 
 def _train_on_ranks(rank: int, world: int) -> dict:
     """Every hook in turn: STEPS SGD steps of DDP on this rank's batches; parameters and recorded figures."""
-    from gnnbench.distributed.data_parallel import wrap_model
+    from gnnbench.parallel.data_parallel import wrap_model
     from gnnbench.flags import RunContext
 
     torch.set_num_threads(1)

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.diagnose import (PHASE_GROUPS, RULES, Finding, Rules, classify, diagnose, format_diagnosis,
+from gnnbench.advice.diagnose import (PHASE_GROUPS, RULES, Finding, Rules, classify, diagnose, format_diagnosis,
                                group_shares, recommend, verdicts, verify_names)
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.scenarios import SCENARIOS, get_scenario
-from gnnbench.training import RunConfig
+from gnnbench.advice.scenarios import SCENARIOS, get_scenario
+from gnnbench.training.trainer import RunConfig
 
 TINY = GraphSpec.preset("tiny")
 RECORDED = Path(__file__).parent / "data" / "scenario_shares.json"

@@ -16,14 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gnnbench import registry
-from gnnbench.distributed.launch import DistributedRunError, launch, survivors
+from gnnbench.measure.launch import DistributedRunError, launch, survivors
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec
 from gnnbench.sampling.sources import SeedShards, ShardedNeighborBatches
-from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.training.trainer import RunConfig, config_unavailable
 
 TIMEOUT = 10.0
-WORKER = "gnnbench.distributed.worker"
+WORKER = "gnnbench.measure.worker"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -116,7 +116,7 @@ def test_availability_says_why_with_one_process():
 
 
 def test_sweep_runs_the_baseline_in_one_process_and_parallel_entries_on_n_ranks():
-    from gnnbench.sweep import sweep_entries
+    from gnnbench.measure.sweep import sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel", "topk_compression"], repeats=1)
@@ -159,7 +159,7 @@ def test_cli_refuses_nproc_without_a_parallel_mode(capsys):
 
 
 def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
-    from gnnbench.sweep import run_sweep, sweep_entries
+    from gnnbench.measure.sweep import run_sweep, sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)
@@ -243,7 +243,7 @@ def test_a_stalled_rank_times_out_the_collective(tmp_path):
 
 def test_nccl_ranks_need_one_gpu_each(monkeypatch):
     """On CUDA every rank takes its own GPU (LOCAL_RANK): more ranks than GPUs is refused, not a crash."""
-    from gnnbench.distributed.data_parallel import unavailable
+    from gnnbench.parallel.data_parallel import unavailable
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
     ctx = RunContext(device=torch.device("cuda"), task="node", model="sage", num_nodes=100, num_edges=400,

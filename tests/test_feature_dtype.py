@@ -3,11 +3,13 @@
 import pytest
 import torch
 
-from gnnbench.features import place_features
+from gnnbench.features.placement import place_features
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.models import AggregationPolicy, Precision, build_model
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.nets import build_model
+from gnnbench.models.precision import Precision
+from gnnbench.training.trainer import RunConfig, Trainer
 
 
 def test_fp16_store_gathers_half_the_bytes_within_fp16_rounding():

@@ -67,7 +67,7 @@ def test_unavailable_reports_a_reason_for_missing_device():
     assert "feature_placement='uva'" in opt.unavailable(torch.device("cpu"))
     assert opt.requires == ("cuda",)
     assert opt.unavailable("cuda") is None
-    from gnnbench.availability import reasons
+    from gnnbench.training.availability import reasons
     from gnnbench.flags import RunContext
 
     assert reasons(Flags(pin_memory=True), RunContext(device="cpu")) == {

@@ -16,8 +16,8 @@ from gnnbench.graphs import GraphError, GraphSpec, generate
 from gnnbench.graphs.io import save_npz
 from gnnbench.graphs.source import (LINK_HOLDOUT, GraphSource, content_fingerprint, hold_out_links, load_source,
                                     open_source, prepared_path)
-from gnnbench.results import graph_label
-from gnnbench.training import RunConfig
+from gnnbench.measure.results import graph_label
+from gnnbench.training.trainer import RunConfig
 
 
 @pytest.fixture(autouse=True)

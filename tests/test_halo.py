@@ -16,9 +16,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from gnnbench.distributed.halo import (HaloExchange, HaloExchangeError, HaloPlan, aggregate_local,
+from gnnbench.parallel.halo import (HaloExchange, HaloExchangeError, HaloPlan, aggregate_local,
                                        partition_aggregate)
-from gnnbench.distributed.partition import Partition, partition
+from gnnbench.parallel.partition import Partition, partition
 from gnnbench.graphs import GraphSpec, generate
 
 SPEC = GraphSpec(num_nodes=2000, avg_degree=8.0, feature_dim=6, seed=3)

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training.trainer import RunConfig, Trainer
 
 # op name -> positions of its index arguments
 INDEX_ARGS = {
@@ -112,7 +112,7 @@ def test_without_csr_only_the_per_batch_sort_is_int64():
 
 
 def test_scatter_index_widens_int32_on_cpu_only():
-    from gnnbench.models import Aggregator, scatter_index
+    from gnnbench.models.aggregation import Aggregator, scatter_index
 
     idx = torch.tensor([2, 0, 1], dtype=torch.int32)
     assert scatter_index(idx).dtype == torch.int64 and scatter_index(idx).tolist() == [2, 0, 1]

@@ -13,8 +13,10 @@ from gnnbench.flags import Flags
 from gnnbench.graphs.csr import rowptr_from_sorted_targets, sort_edges_by_target
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
 from gnnbench.graphs.prepare import prepare
-from gnnbench.inference import LayerwiseInference, plan_chunks
-from gnnbench.models import AggregationPolicy, Precision, _sparse_product_supports, build_model
+from gnnbench.models.inference import LayerwiseInference, plan_chunks
+from gnnbench.models.aggregation import AggregationPolicy, _sparse_product_supports
+from gnnbench.models.nets import build_model
+from gnnbench.models.precision import Precision
 from tests.graphs_strategies import random_edges
 
 CPU = torch.device("cpu")
@@ -173,8 +175,8 @@ def test_edges_not_sorted_by_target_are_refused(tiny_graph):
 def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memory():
     from gnnbench.cli.tables import format_run
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure import run
-    from gnnbench.training import RunConfig, Trainer
+    from gnnbench.measure.run import run
+    from gnnbench.training.trainer import RunConfig, Trainer
 
     for task in ("node", "link"):
         cfg = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
@@ -201,7 +203,7 @@ def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memor
 def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
     from gnnbench.cli import main
     from gnnbench.cli.options import parse_eval_chunk
-    from gnnbench.training import RunConfig
+    from gnnbench.training.trainer import RunConfig
 
     assert parse_eval_chunk("64MiB") == 64 * 2**20 and parse_eval_chunk("1GB") == 10**9
     assert parse_eval_chunk("65536") == 65536
@@ -218,7 +220,7 @@ def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
 
 
 def test_link_pair_scores_in_chunks_equal_the_whole_product():
-    from gnnbench.tasks import pair_scores
+    from gnnbench.models.tasks import pair_scores
 
     g = torch.Generator().manual_seed(0)
     z = torch.randn(50, 8, generator=g)

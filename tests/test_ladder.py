@@ -1,4 +1,4 @@
-"""The out-of-memory ladder (gnnbench.ladder) and ``gnnbench run --memory-budget``."""
+"""The out-of-memory ladder (gnnbench.advice.ladder) and ``gnnbench run --memory-budget``."""
 
 import dataclasses
 
@@ -9,8 +9,8 @@ from gnnbench.cli.options import parse_size
 from gnnbench.cli.tables import format_ladder, human_bytes
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec
-from gnnbench.ladder import RUNGS, walk
-from gnnbench.training import RunConfig
+from gnnbench.advice.ladder import RUNGS, walk
+from gnnbench.training.trainer import RunConfig
 
 BASE = Flags(fanout=(10, 5), batch_size=256)
 RUNG_NAMES = ["as given"] + [r.name for r in RUNGS]

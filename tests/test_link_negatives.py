@@ -16,16 +16,16 @@ from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure import run
+from gnnbench.measure.run import run
 from gnnbench.report.build import phases_present
 from gnnbench.report.inputs import load_inputs
-from gnnbench.results import RunResult, compare
+from gnnbench.measure.results import RunResult, compare
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.sampler import drop_pair_edges
-from gnnbench.tasks import NodeClassification, link_loss
+from gnnbench.models.tasks import NodeClassification, link_loss
 from gnnbench.timing import PHASES, PhaseTimer
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training.trainer import RunConfig, Trainer
 
 SPEC = GraphSpec.preset("tiny", num_nodes=3000)
 LINK = RunConfig(spec=SPEC, task="link", flags=Flags(fanout=(5, 3), batch_size=256), epochs=1,

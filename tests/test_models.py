@@ -3,7 +3,9 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
-from gnnbench.models import Aggregator, Precision, build_model
+from gnnbench.models.aggregation import Aggregator
+from gnnbench.models.nets import build_model
+from gnnbench.models.precision import Precision
 from tests.graphs_strategies import random_edges
 
 
@@ -96,7 +98,7 @@ def test_model_and_aggregation_errors():
 
 
 def test_uniform_dropout_has_dropouts_distribution_and_gradient():
-    from gnnbench.models import uniform_dropout
+    from gnnbench.models.nets import uniform_dropout
 
     torch.manual_seed(0)
     x = torch.ones(200_000, requires_grad=True)
@@ -120,8 +122,8 @@ def test_uniform_dropout_has_dropouts_distribution_and_gradient():
 def test_fast_dropout_trains_to_the_baselines_accuracy():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure import run
-    from gnnbench.training import RunConfig
+    from gnnbench.measure.run import run
+    from gnnbench.training.trainer import RunConfig
 
     accs = {}
     for names in ([], ["fast_dropout"]):
@@ -137,7 +139,7 @@ def test_fast_dropout_trains_to_the_baselines_accuracy():
 def test_sampler_csr_backward_shares_one_transposed_csr_per_batch(dtype):
     """With the batch's CSR, the backward uses A^T built once per batch (one sort), shared by every layer,
     and gives the scatter path's gradients."""
-    from gnnbench.models import Aggregator
+    from gnnbench.models.aggregation import Aggregator
 
     torch.manual_seed(0)
     n, e = 60, 400

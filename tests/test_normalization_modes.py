@@ -14,10 +14,12 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure import run
-from gnnbench.models import GCN, AggregationPolicy, Precision
+from gnnbench.measure.run import run
+from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.nets import GCN
+from gnnbench.models.precision import Precision
 from gnnbench.sampling.sources import make_batch_source
-from gnnbench.training import RunConfig
+from gnnbench.training.trainer import RunConfig
 
 SPEC = GraphSpec.preset("tiny", num_nodes=2000)
 

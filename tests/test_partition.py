@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gnnbench.distributed.partition import DEALS, METHODS, degree_buckets, partition
+from gnnbench.parallel.partition import DEALS, METHODS, degree_buckets, partition
 from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
 from tests.graphs_strategies import random_edges
 

@@ -1,4 +1,4 @@
-"""Partition-parallel training (gnnbench.distributed.partition_parallel) on 2 gloo ranks over 127.0.0.1.
+"""Partition-parallel training (gnnbench.parallel.partition_parallel) on 2 gloo ranks over 127.0.0.1.
 
 - each rank's outputs, the summed loss and the all-reduced gradients equal single-process full-batch
   training on the whole graph (GCN and GraphSAGE, both partitioners, scatter and sparse aggregation);
@@ -15,10 +15,10 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.distributed.launch import launch, run_local, survivors
+from gnnbench.measure.launch import launch, run_local, survivors
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.training.trainer import RunConfig, config_unavailable
 
 SPEC = GraphSpec.preset("tiny", num_nodes=600)
 METHODS = ["degree"] + (["metis"] if importlib.util.find_spec("pymetis") else [])
@@ -26,10 +26,12 @@ METHODS = ["degree"] + (["metis"] if importlib.util.find_spec("pymetis") else []
 
 def _compare_on_rank(rank: int, world: int, model_name: str, method: str, aggregation: str) -> dict:
     """On each rank: the partition-parallel step against the whole-graph step computed here as reference."""
-    from gnnbench.distributed.partition_parallel import PartitionParallel
+    from gnnbench.parallel.partition_parallel import PartitionParallel
     from gnnbench.graphs import generate
     from gnnbench.graphs.prepare import prepare
-    from gnnbench.models import AggregationPolicy, Precision, build_model
+    from gnnbench.models.aggregation import AggregationPolicy
+    from gnnbench.models.nets import build_model
+    from gnnbench.models.precision import Precision
 
     graph = generate(SPEC)
     flags = Flags(parallel="partition", partitioner=method, batch_source="full", aggregation=aggregation)

@@ -6,7 +6,7 @@ import time
 import pytest
 import torch
 
-from gnnbench.peak_memory import PeakMemory, hwm_bytes, rss_bytes
+from gnnbench.host_memory import PeakMemory, hwm_bytes, rss_bytes
 
 MiB = 2**20
 

@@ -11,7 +11,7 @@ import types
 import pytest
 import torch
 
-from gnnbench.sampling import peers
+from gnnbench.microbench import sampler_compare as peers
 
 
 def _fake_op(monkeypatch, module: str, namespace: str):

@@ -9,17 +9,17 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features import (choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser, place_features,
+from gnnbench.features.placement import (choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser, place_features,
                                prefetch_features)
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure import run
+from gnnbench.measure.run import run
 from gnnbench.sampling import cache as cache_module
 from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache, sampling_code_version
 from gnnbench.sampling.sources import graph_fingerprint, make_batch_source
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training.trainer import RunConfig, Trainer
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches, induced_subgraph, metis_partition
 
 
@@ -378,7 +378,7 @@ def test_subgraph_sources_via_flags(prepared, graph, source):
 
 def test_pin_memory_flag_unavailable_without_cuda(graph):
     # Answered for the run's device (not the machine's): a CPU run cannot pin, with or without CUDA here.
-    from gnnbench.availability import reasons
+    from gnnbench.training.availability import reasons
     from gnnbench.flags import RunContext
 
     assert "pinned" in reasons(Flags(pin_memory=True), RunContext(device="cpu"))["pin_memory"]

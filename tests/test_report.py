@@ -11,7 +11,7 @@ import pytest
 from gnnbench import registry
 from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
-from gnnbench.results import SCHEMA_VERSION
+from gnnbench.measure.results import SCHEMA_VERSION
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference" / "compare-small-cpu"
 V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files written with result schema 1
@@ -21,8 +21,8 @@ V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files writte
 def report(tmp_path_factory):
     from gnnbench.graphs import GraphSpec
     from gnnbench.flags import Flags
-    from gnnbench.training import RunConfig
-    from gnnbench.sweep import run_sweep, sweep_entries
+    from gnnbench.training.trainer import RunConfig
+    from gnnbench.measure.sweep import run_sweep, sweep_entries
 
     out_dir = tmp_path_factory.mktemp("sweep")
     base = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
@@ -148,7 +148,7 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
     data_parallel paired by round, and top-k's bytes within the issue's 3% of dense."""
     if not COMPRESSION.exists():
         pytest.skip("no committed compression reference")
-    from gnnbench.results import compare
+    from gnnbench.measure.results import compare
 
     inputs = load_inputs(runs=[COMPRESSION])
     assert all(r["config"]["optimizer"] == "sgd" for r in inputs.runs)

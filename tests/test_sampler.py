@@ -7,7 +7,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.sampling.neighbor import NeighborSampleCore, sample_positions
-from gnnbench.sampling.selfcheck import chi_square_uniform, star_forest, subset_frequencies
+from gnnbench.microbench.pipeline_check import chi_square_uniform, star_forest, subset_frequencies
 from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
 
 

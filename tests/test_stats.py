@@ -4,7 +4,7 @@ import numpy as np
 import torch
 import pytest
 
-from gnnbench.stats import (
+from gnnbench.measure.stats import (
     DEFAULT_REPEATS,
     RatioInterval,
     noise_floor,

@@ -11,9 +11,9 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.results import AA_LABEL, compare, compare_rows
-from gnnbench.sweep import MANIFEST, run_sweep, sweep_entries
-from gnnbench.training import RunConfig
+from gnnbench.measure.results import AA_LABEL, compare, compare_rows
+from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
+from gnnbench.training.trainer import RunConfig
 
 SPEC = GraphSpec.preset("tiny", num_nodes=3000)
 QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
@@ -59,7 +59,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
     entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=False)
     results = run_sweep(entries, tmp_path, isolate=True)
-    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure.py")
+    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure/run.py")
 
 
 def test_a_sweep_that_cannot_measure_is_refused_before_running():
@@ -131,7 +131,7 @@ def test_compare_explicit_target_and_missing_baseline():
 
 
 def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
-    from gnnbench.results import E2E_BASELINE
+    from gnnbench.measure.results import E2E_BASELINE
 
     runs = _sweep()
     for r in runs:
@@ -167,8 +167,8 @@ def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench import registry
     from gnnbench.flags import Flags
     from gnnbench.graphs import GraphSpec
-    from gnnbench.sweep import sweep_entries
-    from gnnbench.training import RunConfig
+    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.training.trainer import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)
     entries = sweep_entries(base, ["csr+sparse_agg", "int32"], repeats=2, include_all_recommended=False)

@@ -8,10 +8,10 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure import run
+from gnnbench.measure.run import run
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
-from gnnbench.tasks import auc, hits_at_k
-from gnnbench.training import RunConfig
+from gnnbench.models.tasks import auc, hits_at_k
+from gnnbench.training.trainer import RunConfig
 
 
 def test_auc_matches_pairwise_definition():

@@ -8,8 +8,8 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure import run
-from gnnbench.training import RunConfig
+from gnnbench.measure.run import run
+from gnnbench.training.trainer import RunConfig
 from gnnbench.timing import PHASES, summarize
 
 SPEC = GraphSpec.preset("tiny", num_nodes=3000)
@@ -147,7 +147,7 @@ def test_cuda_runs_every_device_flag(names):
 
 def test_trainer_steps_cycle_epochs_one_step_at_a_time():
     from gnnbench.flags import UnavailableError
-    from gnnbench.training import Trainer
+    from gnnbench.training.trainer import Trainer
 
     trainer = Trainer(QUICK)
     steps = trainer.steps(epochs=float("inf"))  # as asv and pytest-benchmark drive it
@@ -186,7 +186,7 @@ def test_optimizer_choice_and_where_sgd_momentum_lives():
 
 
 def test_cosine_schedule_sets_each_epochs_learning_rate():
-    from gnnbench.training import Trainer
+    from gnnbench.training.trainer import Trainer
 
     cfg = dataclasses.replace(QUICK, epochs=4, optimizer="sgd", lr=0.1, lr_schedule="cosine", max_steps_per_epoch=2)
     trainer = Trainer(cfg)

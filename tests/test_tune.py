@@ -4,11 +4,11 @@ refusals."""
 import pytest
 
 from gnnbench import registry
-from gnnbench.diagnose import Diagnosis, Finding
+from gnnbench.advice.diagnose import Diagnosis, Finding
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.training import RunConfig
-from gnnbench.tune import candidates_for, format_tune, tune
+from gnnbench.training.trainer import RunConfig
+from gnnbench.advice.tune import candidates_for, format_tune, tune
 
 BASE = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(5, 3), batch_size=64), hidden=16, epochs=2,
                  max_steps_per_epoch=4, warmup_steps=1)
@@ -69,8 +69,8 @@ def test_entries_already_on_are_not_candidates():
 
 def test_swap_moves_undo_a_lock_out():
     # on the CPU, sparse_agg cannot run with full_amp (no bf16 CSR product): chosen first, full_amp locks it out
-    from gnnbench.training import config_unavailable
-    from gnnbench.tune import swap_moves
+    from gnnbench.training.trainer import config_unavailable
+    from gnnbench.advice.tune import swap_moves
 
     locked = RunConfig(spec=BASE.spec, flags=registry.flags_for(["full_amp", "sparse_agg"], BASE.flags))
     assert config_unavailable(locked), "the lock-out this test relies on"

@@ -14,7 +14,7 @@ from gnnbench.cli.options import (check_graph_source, clean_from_args, config_fr
                                   parse_size, source_from_args, spec_from_args)
 from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
                                  registry_markdown, table)
-from gnnbench.distributed.cli import run_distributed, with_nproc
+from gnnbench.cli.distributed import run_distributed, with_nproc
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import prepare
@@ -83,12 +83,12 @@ def _progress_bar(desc: str):
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gnnbench.measure import run
+    from gnnbench.measure.run import run
 
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
     config = with_nproc(config_from_args(args, args.flags), args)
-    if config.nproc > 1:  # torchrun ranks (gnnbench.distributed.launch)
+    if config.nproc > 1:  # torchrun ranks (gnnbench.measure.launch)
         return run_distributed(config, args)
     opened = source_from_args(args)
     bar, update = _progress_bar("training")
@@ -101,10 +101,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
-    """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.ladder`); 1 when nothing fits."""
+    """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.advice.ladder`); 1 when nothing fits."""
     from gnnbench.cli.tables import format_ladder
-    from gnnbench.ladder import walk
-    from gnnbench.results import write_json_atomic
+    from gnnbench.advice.ladder import walk
+    from gnnbench.measure.results import write_json_atomic
 
     config = config_from_args(args, args.flags)
     result = walk(config, budget, progress=lambda r: print(f"  {r.rung}: {r.status}", file=sys.stderr, flush=True))
@@ -123,8 +123,8 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.results import compare
-    from gnnbench.sweep import sweep_entries
+    from gnnbench.measure.results import compare
+    from gnnbench.measure.sweep import sweep_entries
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
@@ -147,7 +147,7 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
     """``run_sweep`` with a progress bar on stderr (compare, diagnose --verify)."""
     from tqdm import tqdm
 
-    from gnnbench.sweep import run_sweep
+    from gnnbench.measure.sweep import run_sweep
 
     bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
 
@@ -164,10 +164,10 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from gnnbench.diagnose import diagnose, format_diagnosis, verdicts, verify_names
+    from gnnbench.advice.diagnose import diagnose, format_diagnosis, verdicts, verify_names
     from gnnbench.flags import UnavailableError
-    from gnnbench.results import compare
-    from gnnbench.sweep import sweep_entries
+    from gnnbench.measure.results import compare
+    from gnnbench.measure.sweep import sweep_entries
 
     config = config_from_args(args, args.flags)
     try:
@@ -204,7 +204,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from gnnbench.tune import format_tune, tune
+    from gnnbench.advice.tune import format_tune, tune
 
     config = config_from_args(args, args.flags)
     out_dir = args.out_dir or default_runs_dir(f"tune-{graph_name(args)}", config.device)
@@ -219,9 +219,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.results import compare
-    from gnnbench.sweep import run_sweep, sweep_entries
-    from gnnbench.training import RunConfig
+    from gnnbench.measure.results import compare
+    from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from gnnbench.training.trainer import RunConfig
 
     device = resolve_device(args.device)
     opened = source_from_args(args)
@@ -251,7 +251,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from gnnbench.measure import run
+    from gnnbench.measure.run import run
 
     config = config_from_args(args, args.flags)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])
@@ -317,7 +317,7 @@ def cmd_flags(args: argparse.Namespace) -> int:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    from gnnbench.sampling.selfcheck import cache_behaviour, negative_costs, uniformity_report
+    from gnnbench.microbench.pipeline_check import cache_behaviour, negative_costs, uniformity_report
 
     graph, info = _graph_from_args(args)
     fanout = tuple(int(f) for f in args.fanout.split(","))
@@ -346,7 +346,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_aggregation_compare(args: argparse.Namespace) -> int:
-    from gnnbench.aggbench import MODES, aggregation_ratios
+    from gnnbench.microbench.aggregation_compare import MODES, aggregation_ratios
 
     r = aggregation_ratios(spec_from_args(args), fanout=tuple(int(k) for k in args.fanout.split(",")),
                            batch_size=args.batch_size, index_dtype=args.index_dtype, rounds=args.rounds)

@@ -7,9 +7,9 @@ import argparse
 
 import gnnbench.cli.commands as commands
 from gnnbench.cli.options import add_graph_args, add_run_args, graph_layer_names, parse_flags
-from gnnbench.distributed.cli import add_distributed_args
-from gnnbench.sampling import peers
-from gnnbench.stats import DEFAULT_REPEATS
+from gnnbench.cli.distributed import add_distributed_args
+from gnnbench.microbench import sampler_compare as peers
+from gnnbench.measure.stats import DEFAULT_REPEATS
 
 __all__ = ["build_parser"]
 
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "--verify measures them",
                        description="Run the quick template (a fixed number of measured steps after warm-up), "
                                    "print the phase breakdown, the compute share and the data wait, classify "
-                                   "the bottleneck (rules in gnnbench.diagnose.RULES) and list the registry "
+                                   "the bottleneck (rules in gnnbench.advice.diagnose.RULES) and list the registry "
                                    "entries that target it, each with the measured number behind it. "
                                    "--verify measures the recommendations against the baseline with "
                                    "compare's statistics.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.results import RunResult, compression_text, distributed_cells, graph_label, partition_text
+from gnnbench.measure.results import RunResult, compression_text, distributed_cells, graph_label, partition_text
 
 __all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -186,7 +186,7 @@ def _floor(f: float) -> str:
 
 
 def format_compare(comparison, extra: list[Column] = ()) -> str:
-    """The comparison table (:class:`gnnbench.results.Comparison`): the primary speedup (time to accuracy
+    """The comparison table (:class:`gnnbench.measure.results.Comparison`): the primary speedup (time to accuracy
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
     c = comparison
@@ -235,7 +235,7 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
 def format_distributed(rows: list[dict]) -> list[str]:
     """The multi-rank configurations of a comparison: ranks, backend, communication share, bytes on the
     wire, scaling efficiency ``T1 / (N x TN)``, and the field report's decision rules applied to them."""
-    from gnnbench.diagnose import distributed_advice
+    from gnnbench.advice.diagnose import distributed_advice
     from gnnbench.env import device_memory_bytes
 
     multi = [r for r in rows if r.get("status") == "ok" and r.get("distributed")]
@@ -272,7 +272,7 @@ def registry_markdown() -> str:
 
 
 def format_ladder(result) -> str:
-    """``run --memory-budget``: the out-of-memory ladder's path (:class:`gnnbench.ladder.LadderResult`), one
+    """``run --memory-budget``: the out-of-memory ladder's path (:class:`gnnbench.advice.ladder.LadderResult`), one
     row per rung, ending with the configuration that fits (or the smallest peak reached)."""
     budget = human_bytes(result.budget_bytes)
     lines = [f"memory budget {budget} on {result.device}; peak of the first {result.probe_steps} steps: "

@@ -21,7 +21,7 @@ import torch
 from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError, check_held_out
 from gnnbench.graphs.edgelist import EDGE_LIST_SUFFIXES, load_edge_list
-from gnnbench.peak_memory import hwm_bytes, rss_bytes
+from gnnbench.host_memory import hwm_bytes, rss_bytes
 
 __all__ = ["load_graph", "measure_load", "measure_peak", "save_npz", "NPZ_KEYS"]
 

@@ -223,7 +223,7 @@ def open_source(kind: str, location: str, *, root: str | None = None, clean: Cle
 
     Returns:
         ``(source, graph)``: the source (with fingerprint and size) to put in each
-        :class:`~gnnbench.training.RunConfig`, and the loaded graph.
+        :class:`~gnnbench.training.trainer.RunConfig`, and the loaded graph.
 
     Raises:
         GraphError: for a missing, unreadable or malformed file or an unknown or unfetched dataset

@@ -1,6 +1,6 @@
 """Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed).
 
-Each sweep section is a :func:`gnnbench.results.compare` of the sweep's runs:
+Each sweep section is a :func:`gnnbench.measure.results.compare` of the sweep's runs:
 configurations ranked by their primary speedup (time to accuracy where every
 round reached the target, else epoch time) with run-level 95% intervals, the
 sweep's noise floor beside the table, and the paired accuracy delta. The page
@@ -18,7 +18,7 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, compression_text, distributed_cells,
+from gnnbench.measure.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, compression_text, distributed_cells,
                               graph_label, partition_text)
 from gnnbench.timing import PHASES
 
@@ -298,8 +298,8 @@ def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
 
 def _distributed_html(c: Comparison) -> str:
     """Multi-rank configurations: scaling efficiency, communication share, bytes on the wire and the field
-    report's decision rules (:func:`gnnbench.diagnose.distributed_advice`) applied to each."""
-    from gnnbench.diagnose import distributed_advice
+    report's decision rules (:func:`gnnbench.advice.diagnose.distributed_advice`) applied to each."""
+    from gnnbench.advice.diagnose import distributed_advice
     from gnnbench.env import device_memory_bytes
 
     rows = [r for r in c.rows if r.get("status") == "ok" and r.get("distributed")]

@@ -11,7 +11,7 @@ from typing import Iterable
 
 __all__ = ["ReportInputs", "load_inputs", "asv_series"]
 
-MANIFEST = "sweep.json"  # gnnbench.sweep.MANIFEST: marks a sweep's directory
+MANIFEST = "sweep.json"  # gnnbench.measure.sweep.MANIFEST: marks a sweep's directory
 _SWEEP_NAME = re.compile(r"^(?P<label>.+)-r(?P<round>\d+)-[0-9a-f]{12}\.json$")  # <label>-r<round>-<key>.json
 _V1_NAME = re.compile(r"^(?P<label>.+?)-seed\d+")  # <label>-seed<s>-<key>.json (schema 1 sweeps)
 
@@ -97,7 +97,7 @@ def _infer_optimizations(label: str, flags: dict, base_flags: dict | None) -> li
 
 
 def _load_run(f: Path, root: Path) -> dict | None:
-    from gnnbench.results import load_result
+    from gnnbench.measure.results import load_result
 
     if f.name.startswith(".") or f.name.endswith(".failed.json") or f.name == MANIFEST:
         return None
@@ -114,7 +114,7 @@ def _load_run(f: Path, root: Path) -> dict | None:
 
 
 def _fill_optimizations(runs: list[dict]) -> None:
-    from gnnbench.results import BASELINE
+    from gnnbench.measure.results import BASELINE
 
     base_flags = {}
     for r in runs:

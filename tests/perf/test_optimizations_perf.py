@@ -14,7 +14,7 @@ from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, UnavailableError, format_reasons
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.training import RunConfig, Trainer, config_unavailable
+from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
 
 SPEC = GraphSpec.preset("tiny")
 ROUNDS, WARMUP_ROUNDS, STEPS_PER_ROUND = 20, 5, 5

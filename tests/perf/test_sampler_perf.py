@@ -9,7 +9,7 @@ import torch
 
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.sampling.neighbor import NeighborSampleCore
-from gnnbench.sampling.peers import torch_sparse_sampler
+from gnnbench.microbench.sampler_compare import torch_sparse_sampler
 
 FANOUTS = (15, 10)
 BATCH = 1024

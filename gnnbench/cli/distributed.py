@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gnnbench.distributed.launch import DEFAULT_TIMEOUT
+from gnnbench.measure.launch import DEFAULT_TIMEOUT
 
 __all__ = ["add_distributed_args", "with_nproc", "run_distributed", "format_distributed"]
 
@@ -77,8 +77,8 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     """``gnnbench run --nproc N`` (N > 1): launch, then print the result with its distributed figures.
     Exit 1 with the one-line error when the run failed; a configuration that cannot run says why."""
     from gnnbench.cli.tables import format_run
-    from gnnbench.measure import run
-    from gnnbench.results import RunResult
+    from gnnbench.measure.run import run
+    from gnnbench.measure.results import RunResult
 
     timeout = getattr(args, "dist_timeout", DEFAULT_TIMEOUT)
     with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:
@@ -94,9 +94,9 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
         print(format_run(RunResult.from_dict(data)))
         if data.get("distributed"):
             print(format_distributed(data["distributed"]))
-            from gnnbench.diagnose import distributed_advice
+            from gnnbench.advice.diagnose import distributed_advice
             from gnnbench.env import device_memory_bytes
-            from gnnbench.results import _distributed_summary
+            from gnnbench.measure.results import _distributed_summary
 
             summary = _distributed_summary([data], None)
             if summary and summary.get("graph_bytes") is not None:

@@ -18,7 +18,7 @@ What the CPU tracker does not see: tensors made without an operator
 (``torch.tensor`` from Python data, ``torch.from_numpy``), and batches built
 in DataLoader worker processes (they arrive through shared memory). It costs
 a Python call per operator, so measure a few steps, outside timed ones
-(:mod:`gnnbench.ladder` tracks the warm-up steps).
+(:mod:`gnnbench.advice.ladder` tracks the warm-up steps).
 """
 
 from __future__ import annotations

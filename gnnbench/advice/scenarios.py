@@ -23,7 +23,7 @@ class Scenario:
     Args:
         name: Short name (``--scenario``).
         description: What it models and why its bottleneck is what it is.
-        expected: The bottleneck ``diagnose`` should name (a group of :data:`gnnbench.diagnose.PHASE_GROUPS`).
+        expected: The bottleneck ``diagnose`` should name (a group of :data:`gnnbench.advice.diagnose.PHASE_GROUPS`).
         preset: The graph preset, with ``spec_overrides`` on top.
         flags: The base flags (the scenario's baseline).
         task: ``"node"`` or ``"link"``.
@@ -49,7 +49,7 @@ class Scenario:
         return GraphSpec.preset(self.preset, **self.spec_overrides)
 
     def config_fields(self) -> dict[str, Any]:
-        """The :class:`~gnnbench.training.RunConfig` fields this scenario sets."""
+        """The :class:`~gnnbench.training.trainer.RunConfig` fields this scenario sets."""
         return {"spec": self.spec(), "flags": self.flags, "task": self.task, "model": self.model,
                 "hidden": self.hidden, "epochs": self.epochs, "warmup_steps": self.warmup_steps}
 

@@ -1,5 +1,5 @@
 """Measure one configuration: drive :meth:`Trainer.steps`, evaluate, and
-assemble a :class:`~gnnbench.results.RunResult`.
+assemble a :class:`~gnnbench.measure.results.RunResult`.
 
 A configuration that cannot run here gives ``status="unavailable"`` with the
 reason for each offending flag, never a number. The first
@@ -7,9 +7,9 @@ reason for each offending flag, never a number. The first
 steady-state timings; each measured step is split into the phases of
 :data:`gnnbench.timing.PHASES`.
 
-``python -m gnnbench.measure CONFIG.json OUT.json`` runs one configuration in
+``python -m gnnbench.measure.run CONFIG.json OUT.json`` runs one configuration in
 its own process (sweeps isolate each configuration this way). A configuration
-of ``nproc > 1`` ranks runs through :func:`gnnbench.distributed.launch.launch`
+of ``nproc > 1`` ranks runs through :func:`gnnbench.measure.launch.launch`
 (torchrun), from :func:`run` as from the command line.
 """
 
@@ -27,12 +27,12 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from gnnbench.distributed.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
+from gnnbench.measure.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
 from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
-from gnnbench.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
+from gnnbench.measure.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
 from gnnbench.timing import PHASES, PhaseTimer, summarize
-from gnnbench.training import RunConfig, Trainer, config_unavailable
+from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
 
 __all__ = ["run", "main"]
 
@@ -94,7 +94,7 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         dist_timeout: With ``config.nproc > 1``: the process-group timeout in seconds.
 
     With ``config.nproc > 1`` outside a process group the run is launched on that many ranks
-    (:func:`gnnbench.distributed.launch.launch`); the file at ``out`` then also holds the
+    (:func:`gnnbench.measure.launch.launch`); the file at ``out`` then also holds the
     ``distributed`` figures, and a failed run gives ``status="failed"`` with its one-line error.
     """
     device = resolve_device(config.device)
@@ -250,13 +250,13 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gnnbench.measure CONFIG.json OUT.json [--dist-timeout S]``; exit 1 when the run failed."""
+    """``python -m gnnbench.measure.run CONFIG.json OUT.json [--dist-timeout S]``; exit 1 when the run failed."""
     argv = sys.argv[1:] if argv is None else argv
     timeout = DEFAULT_TIMEOUT
     if len(argv) == 4 and argv[2] == "--dist-timeout":
         timeout, argv = float(argv[3]), argv[:2]
     if len(argv) != 2:
-        print("usage: python -m gnnbench.measure CONFIG.json OUT.json [--dist-timeout S]", file=sys.stderr)
+        print("usage: python -m gnnbench.measure.run CONFIG.json OUT.json [--dist-timeout S]", file=sys.stderr)
         return 2
     config = RunConfig.from_dict(json.loads(Path(argv[0]).read_text()))
     result = run(config, out=argv[1], dist_timeout=timeout)

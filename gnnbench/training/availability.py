@@ -1,17 +1,21 @@
 """What cannot run here, and why: every layer's answer for its own ``Flags`` fields, collected.
 
 Each layer owns the rules for its fields (:func:`gnnbench.graphs.prepare.unavailable`,
-:func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.unavailable`,
-:func:`gnnbench.models.unavailable`, :func:`gnnbench.tasks.unavailable`,
-:func:`gnnbench.distributed.data_parallel.unavailable`); :func:`check`
+:func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.placement.unavailable`,
+:func:`gnnbench.models.aggregation.unavailable`, :func:`gnnbench.models.tasks.unavailable`,
+:func:`gnnbench.parallel.data_parallel.unavailable`); :func:`check`
 asks them all. The trainer, the registry, sweeps, benchmarks and tests read
 this one answer, so a configuration is refused the same way everywhere.
 """
 
 from __future__ import annotations
 
-from gnnbench import features, models, tasks
-from gnnbench.distributed import data_parallel
+from gnnbench.features import placement as features
+
+from gnnbench.models import aggregation as models
+
+from gnnbench.models import tasks
+from gnnbench.parallel import data_parallel
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs import prepare
 from gnnbench.sampling import sources

@@ -1,10 +1,10 @@
 """One rank of a multi-rank run, as torchrun starts it.
 
-``python -m gnnbench.distributed.worker CONFIG.json OUT.json [--timeout S] [--error-dir DIR]``
-(started by :func:`gnnbench.distributed.launch.launch`; see there for the multi-machine form).
+``python -m gnnbench.measure.worker CONFIG.json OUT.json [--timeout S] [--error-dir DIR]``
+(started by :func:`gnnbench.measure.launch.launch`; see there for the multi-machine form).
 
 Each rank joins the process group (gloo on CPU, NCCL on CUDA, with the process-group
-``timeout``), runs the ordinary ``Trainer.steps()`` loop through :func:`gnnbench.measure.run`,
+``timeout``), runs the ordinary ``Trainer.steps()`` loop through :func:`gnnbench.measure.run.run`,
 and contributes its figures: step median, compute (step minus all-reduce), all-reduce seconds
 and payload bytes per step. Global rank 0 gathers them and writes the one result atomically,
 the single-process result plus ``distributed``::
@@ -17,13 +17,13 @@ the single-process result plus ``distributed``::
 ``partition`` (partition parallelism, else ``None``): the partitioner, its seconds (rank 0's), edge cut,
 node and edge balance, mean halo, and per step (means over ranks) the halo rows, halo and gradient bytes
 sent and seconds; the communication then counts the halo exchanges (forward and backward) and the
-gradient all-reduce (:class:`gnnbench.distributed.partition_parallel.PartitionComm`).
+gradient all-reduce (:class:`gnnbench.parallel.partition_parallel.PartitionComm`).
 
 ``allreduce_median`` is the union of the buckets' [hook call, future completed] spans per step,
 so it includes waiting for the slowest rank and any overlap with the rest of backward;
 ``compute_median`` is the step minus that (so overlap counts as communication, not compute).
 ``comm_share`` is ``allreduce_median / step_median``. Bytes are the payload formula of
-:mod:`gnnbench.distributed.compression`, per step and rank.
+:mod:`gnnbench.parallel.compression`, per step and rank.
 
 On failure a rank writes one line to ``DIR/rank<R>.error`` and exits non-zero; torchrun then
 stops the other ranks, and rank 0 writes nothing.
@@ -44,7 +44,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from gnnbench.distributed.launch import DEFAULT_TIMEOUT
+from gnnbench.measure.launch import DEFAULT_TIMEOUT
 
 __all__ = ["main", "rank_figures", "combine"]
 
@@ -112,7 +112,7 @@ def _one_line(exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gnnbench.distributed.worker")
+    parser = argparse.ArgumentParser(prog="python -m gnnbench.measure.worker")
     parser.add_argument("config")
     parser.add_argument("out")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="process-group timeout (s)")
@@ -133,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, rank: int) -> int:
-    from gnnbench.measure import run
-    from gnnbench.results import write_json_atomic
-    from gnnbench.training import RunConfig
+    from gnnbench.measure.run import run
+    from gnnbench.measure.results import write_json_atomic
+    from gnnbench.training.trainer import RunConfig
 
     config = RunConfig.from_dict(json.loads(Path(args.config).read_text()))
     world = int(os.environ.get("WORLD_SIZE", "1"))

@@ -1,6 +1,6 @@
 """Partition-parallel aggregation: each rank owns one part and fetches its halo from the others.
 
-Rank ``r`` owns the nodes of part ``r`` (:class:`~gnnbench.distributed.partition.Partition`)
+Rank ``r`` owns the nodes of part ``r`` (:class:`~gnnbench.parallel.partition.Partition`)
 and aggregates over the in-edges of those nodes. The sources of those edges are either its
 own nodes or *halo* nodes owned by peers. Every step, each rank sends each peer the rows of
 its own nodes that the peer's halo holds, in one ``all_to_all_single``; then it aggregates
@@ -44,7 +44,7 @@ import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 from torch import Tensor
 
-from gnnbench.distributed.partition import Partition
+from gnnbench.parallel.partition import Partition
 from gnnbench.graphs.container import Graph
 
 __all__ = ["REDUCES", "HaloExchange", "HaloExchangeError", "HaloPlan", "HaloStep", "aggregate_local",

@@ -3,7 +3,7 @@
 ``parallel="data"``: every rank holds the whole graph and features; the batch source
 (:mod:`gnnbench.sampling.sources`) gives each rank its disjoint share of every global batch;
 DDP all-reduces the gradients during backward, through the hook ``Flags.grad_compression``
-selects (:mod:`gnnbench.distributed.compression`), timed and counted per step.
+selects (:mod:`gnnbench.parallel.compression`), timed and counted per step.
 
 :func:`wrap_model` is the model layer's factory for this: the trainer calls it and never reads
 the flag. :func:`unavailable` answers for ``parallel``, ``partitioner``, ``grad_compression``
@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from gnnbench.distributed.compression import CommRecorder, make_hook
+from gnnbench.parallel.compression import CommRecorder, make_hook
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 
 __all__ = ["wrap_model", "unavailable", "world_size_for", "NoComm", "NO_COMM"]
@@ -51,13 +51,13 @@ def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext,
 
     Raises:
         UnavailableError: ``parallel="data"`` without an initialized process group of
-            ``ctx.world_size`` ranks (run it through :mod:`gnnbench.distributed.launch`).
+            ``ctx.world_size`` ranks (run it through :mod:`gnnbench.measure.launch`).
     """
     if flags.parallel != "data":
         return model, NO_COMM
     if not dist.is_available() or not dist.is_initialized():
         raise UnavailableError([Unavailable("parallel", "data parallel runs on ranks started by "
-                                            "gnnbench.distributed.launch (torchrun); no process group here")])
+                                            "gnnbench.measure.launch (torchrun); no process group here")])
     world = dist.get_world_size()
     if world != ctx.world_size:
         raise UnavailableError([Unavailable("parallel", f"the process group has {world} ranks but the run was "
@@ -87,7 +87,7 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
                                    f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
                                    "(gloo ranks)"))
     if flags.parallel == "partition":
-        # gnnbench.distributed.partition_parallel: full-graph steps, one halo exchange per layer
+        # gnnbench.parallel.partition_parallel: full-graph steps, one halo exchange per layer
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
         if flags.batch_source != "full":

@@ -1,66 +1,24 @@
-"""Models: GCN and GraphSAGE for node classification, a dot-product link
-predictor, with switchable aggregation (edge_index scatter or sparse matrix)
-and precision policy.
-
-Layers use PyG's building blocks (``torch_geometric.nn.Linear``,
-``torch_geometric.utils.scatter`` and ``spmm``); the split between transform
-and aggregation is explicit so that the precision policy can keep the
-aggregation in fp32 (``partial``) or not (``full``).
+"""Neighbour aggregation: the :class:`Aggregator` over one batch's ``edge_index`` (edge_index scatter or one
+CSR sparse-matrix product) and the :class:`AggregationPolicy` that builds it with the GCN normalization the
+flags ask for. The model layer's availability answer lives here too: its rules concern aggregation.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
-from torch_geometric.nn import Linear
+from torch import Tensor
 from torch_geometric.utils import spmm
 
-from gnnbench.flags import AGGREGATIONS, DROPOUT_KERNELS, PRECISIONS, Flags, RunContext, Unavailable
+from gnnbench.flags import AGGREGATIONS, Flags, RunContext, Unavailable
 from gnnbench.graphs.norm import GCNNorm, gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
+from gnnbench.models.precision import Precision
 
-__all__ = ["Precision", "Aggregator", "scatter_index", "uniform_dropout", "DROPOUTS", "AggregationPolicy", "GCN", "GraphSAGE", "build_model", "compile_model",
-           "MODELS", "PRECISIONS", "AGGREGATIONS", "unavailable"]
-
-
-@dataclass(frozen=True)
-class Precision:
-    """Precision policy.
-
-    - ``off``: everything fp32;
-    - ``full``: linear layers and aggregation in low precision (fp16 on CUDA, bf16 elsewhere);
-    - ``partial``: linear layers in low precision, aggregation in fp32.
-    """
-
-    mode: str = "off"
-    device_type: str = "cpu"
-
-    def __post_init__(self) -> None:
-        if self.mode not in PRECISIONS:
-            raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))} (got {self.mode!r})")
-
-    @property
-    def low_dtype(self) -> torch.dtype:
-        return torch.float16 if self.device_type == "cuda" else torch.bfloat16
-
-    @property
-    def needs_grad_scaler(self) -> bool:
-        return self.mode != "off" and self.low_dtype == torch.float16
-
-    def linear_context(self):
-        if self.mode == "off":
-            return nullcontext()
-        return torch.autocast(device_type=self.device_type, dtype=self.low_dtype)
-
-    @property
-    def aggregation_dtype(self) -> torch.dtype:
-        return self.low_dtype if self.mode == "full" else torch.float32
+__all__ = ["Aggregator", "AggregationPolicy", "scatter_index", "mkl_index", "unavailable"]
 
 
 def _csr(crow: Tensor, col: Tensor, values: Tensor, size: tuple[int, int]) -> Tensor:
@@ -153,7 +111,7 @@ class Aggregator:
             ``num_nodes`` nodes (a batch); else the targets are rows
             ``target_start .. target_start + num_nodes - 1`` of the source rows
             and ``edge_index[1]`` counts from ``target_start`` (a chunk of
-            targets in layer-wise evaluation, :mod:`gnnbench.inference`).
+            targets in layer-wise evaluation, :mod:`gnnbench.models.inference`).
     """
 
     def __init__(self, edge_index: Tensor, num_nodes: int, *, mode: str = "scatter",
@@ -253,148 +211,6 @@ class Aggregator:
         return self._sum(h.index_select(0, self.src)) * inv.unsqueeze(1)
 
 
-def uniform_dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
-    """Inverted dropout whose keep-mask is one vectorized uniform draw compared with ``p``.
-
-    ``rand_like(x) >= p`` keeps each element with probability ``1 - p``, independently: the same
-    distribution as :func:`torch.nn.functional.dropout`'s mask (a different random stream, so not the same
-    bits). On CPU ATen's ``bernoulli_(p)`` draws element by element: 42 ms for a 69k x 64 batch on this
-    2-core machine against 9 ms for the uniform draw, and dropout was about 40% of the baseline GCN step
-    on ``small``. CUDA's fused dropout is already vectorized, so there it gains nothing.
-    """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability must be in [0, 1] (got {p})")
-    if not training or p == 0.0:
-        return x
-    if p == 1.0:
-        return x * 0.0
-    keep = torch.rand_like(x, dtype=torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else None) >= p
-    return x * keep * (1.0 / (1.0 - p))
-
-
-DROPOUTS: dict[str, Callable[..., Tensor]] = {"bernoulli": F.dropout, "uniform": uniform_dropout}
-
-
-class GCN(nn.Module):
-    """Kipf & Welling's GCN: ``H' = D^-1/2 (A+I) D^-1/2 H W`` per layer.
-
-    Each layer is split in two so that layer-wise evaluation (:mod:`gnnbench.inference`) can run the
-    node-wise part for every node once and the aggregation a chunk of targets at a time:
-    :meth:`messages` (dropout and ``H W``) and :meth:`combine` (aggregation, bias, activation).
-    """
-
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                 dropout_kernel: str = "bernoulli") -> None:
-        super().__init__()
-        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.lins = nn.ModuleList(Linear(a, b, bias=False, weight_initializer="glorot")
-                                  for a, b in zip(dims[:-1], dims[1:]))
-        self.biases = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in dims[1:])
-        self.dims = tuple(dims)  # layer widths, input first
-        self.dropout = dropout
-        self.drop = DROPOUTS[dropout_kernel]
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.lins)
-
-    def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums); fp16-stored input
-        features (``Flags.feature_dtype``) are upcast here, so the fp32 copy lives only until dropout."""
-        x = self.drop(x.float(), self.dropout, self.training)
-        with precision.linear_context():
-            return self.lins[i](x)
-
-    def combine(self, i: int, h: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        """Layer ``i`` for ``agg``'s targets from every source's messages ``h``."""
-        x = agg.gcn(h).float() + self.biases[i]
-        return F.relu(x) if i < self.num_layers - 1 else x
-
-    def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        # the same computation as messages() then combine() per layer, written inline: torch.compile traces this
-        # loop, and routing it through the two methods adds graph breaks and changes the compiled training step
-        for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
-            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
-            with precision.linear_context():
-                h = lin(x)
-            x = agg.gcn(h).float() + bias
-            if i < len(self.lins) - 1:
-                x = F.relu(x)
-        return x
-
-
-class GraphSAGE(nn.Module):
-    """Hamilton et al.'s GraphSAGE (mean): ``h' = W_l mean(h_N) + W_r h``.
-
-    Split per layer like :class:`GCN`: :meth:`messages` (dropout) and :meth:`combine` (the rest).
-    """
-
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                 dropout_kernel: str = "bernoulli") -> None:
-        super().__init__()
-        dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.lin_l = nn.ModuleList(Linear(a, b, bias=True) for a, b in zip(dims[:-1], dims[1:]))
-        self.lin_r = nn.ModuleList(Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:]))
-        self.dims = tuple(dims)  # layer widths, input first
-        self.dropout = dropout
-        self.drop = DROPOUTS[dropout_kernel]
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.lin_l)
-
-    def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x)`` (fp16-stored input features upcast first, as in GCN)."""
-        return self.drop(x.float(), self.dropout, self.training)
-
-    def combine(self, i: int, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        """Layer ``i`` for ``agg``'s targets from every source's (dropped-out) input ``x``."""
-        neigh = agg.mean(x)
-        with precision.linear_context():
-            out = self.lin_l[i](neigh) + self.lin_r[i](agg.targets(x))
-        x = out.float()
-        return F.relu(x) if i < self.num_layers - 1 else x
-
-    def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
-        # messages() then combine() per layer, inline for torch.compile (see GCN.forward)
-        for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
-            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
-            neigh = agg.mean(x)
-            with precision.linear_context():
-                out = lin_l(neigh) + lin_r(x)
-            x = out.float()
-            if i < len(self.lin_l) - 1:
-                x = F.relu(x)
-        return x
-
-
-MODELS = {"gcn": GCN, "sage": GraphSAGE}
-
-
-def build_model(name: str, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                dropout_kernel: str = "bernoulli") -> nn.Module:
-    """Instantiate a model by name (``gcn`` or ``sage``); ``dropout_kernel`` picks how the dropout mask is drawn
-    (:data:`DROPOUTS`)."""
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; accepted: {', '.join(MODELS)}")
-    if num_layers < 1:
-        raise ValueError(f"num_layers must be >= 1 (got {num_layers})")
-    if dropout_kernel not in DROPOUT_KERNELS:
-        raise ValueError(f"dropout_kernel must be one of {', '.join(map(repr, DROPOUT_KERNELS))} "
-                         f"(got {dropout_kernel!r})")
-    return MODELS[name](in_dim, hidden, out_dim, num_layers, dropout, dropout_kernel)
-
-
-def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None]:
-    """``(forward, dynamo counters)``: ``torch.compile(model, dynamic=True)`` under ``flags.compile``, else the model."""
-    if not flags.compile:
-        return model, None
-    from torch import _dynamo
-
-    _dynamo.reset()
-    return torch.compile(model, dynamic=True), _dynamo.utils.counters
-
-
 @functools.lru_cache(maxsize=None)
 def _sparse_product_supports(device_type: str, dtype: torch.dtype) -> bool:
     """Whether torch has a CSR sparse x dense product for ``dtype`` on ``device_type`` (probed once)."""
@@ -434,7 +250,6 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
                                f"{ctx.device.type}; use precision='partial' (aggregation in fp32) or "
                                "aggregation='scatter'"))
     return out
-
 
 @dataclass(frozen=True)
 class AggregationPolicy:
@@ -543,7 +358,7 @@ class AggregationPolicy:
     def for_targets(self, edge_index: Tensor, rowptr: Tensor, *, target_start: int, edge_start: int,
                     inv_sqrt_deg: Callable[[], Tensor]) -> Aggregator:
         """The aggregator of one chunk of targets in layer-wise full-neighbourhood evaluation
-        (:mod:`gnnbench.inference`): sources are every node of the graph, targets the chunk's.
+        (:mod:`gnnbench.models.inference`): sources are every node of the graph, targets the chunk's.
 
         GCN weights are full-graph ones, formed when a layer first asks: the slice of the policy's
         coefficients where it holds them, else from the whole graph's ``D^-1/2`` (equal either way).

@@ -11,7 +11,7 @@ rung applied on top of the ones before it (:data:`RUNGS`):
 4. ``cluster_gcn``: subgraph sampling (``batch_source="cluster_gcn"``).
 
 :func:`walk` trains the configuration as given, then each rung in turn, and
-stops at the first whose measured step peak (:mod:`gnnbench.memory`) is within
+stops at the first whose measured step peak (:mod:`gnnbench.measure.step_peak`) is within
 the budget. On CUDA an actual out-of-memory error also moves to the next rung
 (the memory is freed first). A rung that does not apply to the flags so far
 (halving a fanout of 1, a batch size on full-batch training) is skipped with
@@ -38,12 +38,14 @@ from typing import Any, Callable
 
 import torch
 
-from gnnbench import availability, memory
+from gnnbench.training import availability
+
+from gnnbench.measure import step_peak as memory
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, UnavailableError, format_reasons
 from gnnbench.graphs import generate
 from gnnbench.timing import summarize
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training.trainer import RunConfig, Trainer
 
 __all__ = ["Rung", "RUNGS", "RungResult", "LadderResult", "walk", "STATUSES", "ACCURACY_DROP_PP",
            "DEFAULT_PROBE_STEPS"]
@@ -153,7 +155,7 @@ class LadderResult:
     Args:
         budget_bytes: The budget.
         device: The device the steps ran on.
-        memory_source: How the peaks were measured (:data:`gnnbench.memory.MEMORY_SOURCES`).
+        memory_source: How the peaks were measured (:data:`gnnbench.measure.step_peak.MEMORY_SOURCES`).
         probe_steps: Steps each peak was measured over.
         path: Every rung tried or skipped, in order.
     """
@@ -212,7 +214,7 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
     Raises:
         ValueError: a budget or ``probe_steps`` that is not a positive integer.
         UnavailableError: the configuration as given cannot run here (nothing to walk down from), or its
-            step memory cannot be measured here (:func:`gnnbench.memory.unavailable`: compile off CUDA).
+            step memory cannot be measured here (:func:`gnnbench.measure.step_peak.unavailable`: compile off CUDA).
     """
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 1:
         raise ValueError(f"the memory budget must be a positive number of bytes (got {budget_bytes!r})")

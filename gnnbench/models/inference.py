@@ -11,7 +11,7 @@ every node before the following layer starts, a chunk of target nodes at a time:
 
 Memory is node-sized (a layer's messages and its output for every node: the input is let go once the
 messages exist) plus one chunk's temporaries, which :class:`ChunkPlan` keeps within a byte budget. The model's precision policy applies as in training
-(:class:`~gnnbench.models.Precision`), and GCN's normalization uses full-graph degrees: the run's cached
+(:class:`~gnnbench.models.precision.Precision`), and GCN's normalization uses full-graph degrees: the run's cached
 full-graph coefficients where the policy holds them, else ``D^-1/2`` computed once per evaluation over the
 chunks and each chunk's edge weights formed from it (bit-identical to :func:`~gnnbench.graphs.norm.gcn_norm`
 on the whole graph).
@@ -26,7 +26,8 @@ import torch
 from torch import Tensor, nn
 
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree
-from gnnbench.models import AggregationPolicy, Precision
+from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.precision import Precision
 
 __all__ = ["ChunkPlan", "plan_chunks", "chunk_cost", "check_chunk_bytes", "LayerwiseInference",
            "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_BYTES"]

@@ -8,7 +8,7 @@ slow process hit all configurations alike; round ``r`` trains with seed
 seed). Results are written atomically, one file per configuration and round;
 an interrupted sweep resumes, but a stored result is reused only when its
 config, the code fingerprint and the environment all match
-(:func:`gnnbench.results.reuse_problem`); anything else is measured again.
+(:func:`gnnbench.measure.results.reuse_problem`); anything else is measured again.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from gnnbench import registry
-from gnnbench.distributed.data_parallel import world_size_for
-from gnnbench.distributed.launch import DEFAULT_TIMEOUT, rank_threads
+from gnnbench.parallel.data_parallel import world_size_for
+from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.env import environment, resolve_device
-from gnnbench.measure import run
-from gnnbench.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
-from gnnbench.stats import DEFAULT_REPEATS
-from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.measure.run import run
+from gnnbench.measure.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.stats import DEFAULT_REPEATS
+from gnnbench.training.trainer import RunConfig, config_unavailable
 
 __all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "validate_base", "ALL_RECOMMENDED", "BASELINE",
            "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
@@ -199,8 +199,8 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
         write_json_atomic(cfg_path, entry.config.to_dict())
-        # nproc > 1: gnnbench.measure launches the ranks through torchrun (gnnbench.distributed.launch)
-        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure", str(cfg_path), str(path), "--dist-timeout",
+        # nproc > 1: gnnbench.measure.run launches the ranks through torchrun (gnnbench.measure.launch)
+        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path), "--dist-timeout",
                                str(dist_timeout)], capture_output=True, text=True)
         cfg_path.unlink(missing_ok=True)
         data = load_result(path) if proc.returncode == 0 else None

@@ -36,7 +36,7 @@ from gnnbench.env import resolve_device
 from gnnbench.flags import format_reasons
 from gnnbench.registry import BOTTLENECKS
 from gnnbench.timing import PHASES
-from gnnbench.training import RunConfig, Trainer, config_unavailable
+from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
 
 __all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
            "diagnose", "format_diagnosis", "field_report_expectation", "distributed_advice"]
@@ -376,7 +376,7 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
 
 
 def verdicts(rows: Iterable[dict]) -> list[str]:
-    """One line per measured recommendation (rows of :func:`gnnbench.results.compare`): does it pay here?"""
+    """One line per measured recommendation (rows of :func:`gnnbench.measure.results.compare`): does it pay here?"""
     out = []
     for row in rows:
         label = row.get("label")
@@ -404,7 +404,7 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
     """The field report's distributed decision rules applied to one multi-rank configuration.
 
     Args:
-        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.results.compare`) or of a run
+        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.measure.results.compare`) or of a run
             result: ``world_size``, ``parallel``, ``grad_compression``, ``comm_share``, ``compression_ratio``.
         graph_bytes: Bytes of the graph's structure and features (what data parallel replicates per rank).
         device_bytes: Memory of one device (GPU memory; on a CPU, the machine's).

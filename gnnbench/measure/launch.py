@@ -4,11 +4,11 @@
 
     python -m torch.distributed.run --nnodes 1 --nproc-per-node N --master-addr 127.0.0.1 \\
         --master-port PORT --local-addr 127.0.0.1 --max-restarts 0 --monitor-interval 0.2 \\
-        -m gnnbench.distributed.worker CONFIG.json OUT.json --timeout S --error-dir DIR
+        -m gnnbench.measure.worker CONFIG.json OUT.json --timeout S --error-dir DIR
 
 on the loopback interface (gloo is pinned to ``lo`` with ``GLOO_SOCKET_IFNAME``). Every rank runs
-the ordinary ``Trainer.steps()`` loop (:func:`gnnbench.measure.run`); rank 0 gathers the per-rank
-figures and writes the ONE result atomically (:mod:`gnnbench.distributed.worker`). The backend is
+the ordinary ``Trainer.steps()`` loop (:func:`gnnbench.measure.run.run`); rank 0 gathers the per-rank
+figures and writes the ONE result atomically (:mod:`gnnbench.measure.worker`). The backend is
 gloo on CPU and NCCL on CUDA, with the process-group ``timeout`` given here.
 
 Failure: a rank that dies ends the run (``--max-restarts 0``: torchrun's elastic agent stops the
@@ -20,7 +20,7 @@ the run is left (any straggler is killed and named in the error).
 Several machines (each runs the same command; ``HOST`` is one of them, reachable from the others)::
 
     torchrun --nnodes 2 --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
-        --rdzv-id JOB -m gnnbench.distributed.worker CONFIG.json OUT.json --timeout 60
+        --rdzv-id JOB -m gnnbench.measure.worker CONFIG.json OUT.json --timeout 60
 
 ``CONFIG.json`` is ``RunConfig.to_dict()`` with ``nproc`` = 2 x G (the world size) and the result is
 written by global rank 0 on its machine. With NCCL, pick the network interface with
@@ -43,13 +43,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-from gnnbench.results import write_json_atomic
+from gnnbench.measure.results import write_json_atomic
 
 __all__ = ["launch", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
            "run_local", "survivors", "rank_threads"]
 
 DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
-WORKER_MODULE = "gnnbench.distributed.worker"
+WORKER_MODULE = "gnnbench.measure.worker"
 
 
 class DistributedRunError(RuntimeError):
@@ -138,7 +138,7 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
     """Run ``config`` on ``nproc`` local ranks (default ``config.nproc``) through torchrun; return the result.
 
     Args:
-        config: A :class:`~gnnbench.training.RunConfig` (or its dict).
+        config: A :class:`~gnnbench.training.trainer.RunConfig` (or its dict).
         out: Where rank 0 writes the result JSON (atomically; never left behind on failure).
         nproc: Ranks (default: ``config.nproc``).
         timeout: Process-group timeout in seconds: the longest a collective or the rendezvous waits.

@@ -1,7 +1,7 @@
 """The training loop: a :class:`Trainer` assembled from each layer's factory,
 whose :meth:`Trainer.steps` generator is the only training loop in gnnbench.
 
-``gnnbench run`` (through :func:`gnnbench.measure.run`), the asv suites and
+``gnnbench run`` (through :func:`gnnbench.measure.run.run`), the asv suites and
 the pytest-benchmark suite all time the same ``steps()``. Reading it::
 
     for each epoch:                      (forever when epochs is None)
@@ -28,21 +28,23 @@ from typing import Any, Iterator
 
 import torch
 
-from gnnbench import availability
-from gnnbench.distributed.data_parallel import wrap_model
-from gnnbench.distributed.partition_parallel import PartitionParallel
+from gnnbench.training import availability
+from gnnbench.parallel.data_parallel import wrap_model
+from gnnbench.parallel.partition_parallel import PartitionParallel
 from gnnbench.env import resolve_device
-from gnnbench.features import hot_set_chooser, place_features, prefetch_features
+from gnnbench.features.placement import hot_set_chooser, place_features, prefetch_features
 from gnnbench.flags import Flags, RunContext, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.source import GraphSource, load_source
-from gnnbench.inference import DEFAULT_CHUNK_BYTES, LayerwiseInference, check_chunk_bytes
-from gnnbench.models import MODELS, AggregationPolicy, Precision, build_model, compile_model
-from gnnbench.peak_memory import PeakMemory
+from gnnbench.models.inference import DEFAULT_CHUNK_BYTES, LayerwiseInference, check_chunk_bytes
+from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.nets import MODELS, build_model, compile_model
+from gnnbench.models.precision import Precision
+from gnnbench.host_memory import PeakMemory
 from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.sources import make_batch_source
-from gnnbench.tasks import TASKS
+from gnnbench.models.tasks import TASKS
 from gnnbench.timing import PhaseTimer
 
 __all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable", "OPTIMIZERS", "LR_SCHEDULES"]
@@ -88,10 +90,10 @@ class RunConfig:
             outside the training clock.
         eval_chunk_bytes: Memory budget of one chunk of target nodes in
             full-neighbourhood evaluation, which runs layer by layer a chunk at
-            a time (:mod:`gnnbench.inference`; default 256 MiB, at least 64 KiB).
+            a time (:mod:`gnnbench.models.inference`; default 256 MiB, at least 64 KiB).
         nproc: Ranks training together (default 1). With ``nproc > 1``
-            :func:`gnnbench.measure.run` launches the run through torchrun
-            (:mod:`gnnbench.distributed.launch`); it needs a parallel mode
+            :func:`gnnbench.measure.run.run` launches the run through torchrun
+            (:mod:`gnnbench.measure.launch`); it needs a parallel mode
             (``Flags.parallel``).
     """
 
@@ -115,7 +117,7 @@ class RunConfig:
     cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
     eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
     eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
-    nproc: int = 1  # ranks training together (torchrun, gnnbench.distributed.launch); 1 = this process
+    nproc: int = 1  # ranks training together (torchrun, gnnbench.measure.launch); 1 = this process
 
     def __post_init__(self) -> None:
         if self.source is not None:
@@ -470,7 +472,7 @@ class Trainer:
         """Full-neighbourhood evaluation (no sampling noise): ``(metrics, seconds)``.
 
         The model runs layer by layer over the whole graph, a chunk of target nodes at a time
-        (:class:`~gnnbench.inference.LayerwiseInference`, chunks within ``config.eval_chunk_bytes``): memory
+        (:class:`~gnnbench.models.inference.LayerwiseInference`, chunks within ``config.eval_chunk_bytes``): memory
         grows with the nodes, not with edges x features. Its peak is recorded apart from training's (:attr:`peaks`).
         """
         t0 = time.perf_counter()

@@ -1,7 +1,7 @@
 """Neighbour-sampler comparison: gnnbench's sampler against torch-sparse's
 ``neighbor_sample`` (and pyg-lib's, when installed), measured in one run.
 
-Run: ``gnnbench sampler-compare`` or ``python -m gnnbench.sampling.peers``
+Run: ``gnnbench sampler-compare`` or ``python -m gnnbench.microbench.sampler_compare``
 (see ``--help``). torch-sparse is not a dependency; build it locally to compare
 (``pip install --no-build-isolation torch-scatter torch-sparse``).
 :func:`torch_sparse_sampler` and :func:`pyg_lib_sampler` are the one way the
@@ -199,7 +199,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: parse ``argv`` (default ``sys.argv[1:]``) and run the comparison."""
-    parser = argparse.ArgumentParser(prog="python -m gnnbench.sampling.peers", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gnnbench.microbench.sampler_compare", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 

@@ -31,7 +31,7 @@ from gnnbench import registry
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import COMPARABLE_KEYS
 from gnnbench.flags import format_reasons
-from gnnbench.stats import noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "Comparison", "write_json_atomic", "load_result",
            "reuse_problem", "compare", "compare_rows", "graph_label", "distributed_cells", "partition_text", "BASELINE", "AA_LABEL", "E2E_BASELINE",
@@ -94,7 +94,7 @@ class RunResult:
     memory: dict[str, int | None] | None = None
     batch_cache: dict[str, Any] | None = None  # CacheStats: hits, misses, ..., per_epoch [{epoch, hits, misses}]
     warnings: list[str] = field(default_factory=list)
-    # a multi-rank run (gnnbench.distributed.worker): world size, backend, per-rank figures, communication share
+    # a multi-rank run (gnnbench.measure.worker): world size, backend, per-rank figures, communication share
     distributed: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 

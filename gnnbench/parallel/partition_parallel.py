@@ -1,14 +1,14 @@
 """Partition-parallel training (``Flags.parallel="partition"``): each rank trains on its own part of the graph.
 
 The field report's case for a graph too large for one device: split the nodes into ``N`` parts
-(:func:`gnnbench.distributed.partition.partition`, METIS or degree buckets), give each rank one part
+(:func:`gnnbench.parallel.partition.partition`, METIS or degree buckets), give each rank one part
 and exchange, at every layer, the rows of the nodes whose edges cross parts.
 
 What one step does on rank ``r`` (full-graph training, one step per epoch, as ``batch_source="full"``):
 
 1. every layer ``i``: the node-wise part of the layer on the owned rows (``model.messages``: dropout,
    and GCN's ``x W``), then one ``all_to_all_single`` that sends each peer the owned rows its halo holds
-   and receives this rank's halo rows (:class:`~gnnbench.distributed.halo.HaloPlan`), then aggregation
+   and receives this rank's halo rows (:class:`~gnnbench.parallel.halo.HaloPlan`), then aggregation
    over the owned nodes' in-edges from ``[own rows; halo rows]`` (``model.combine``);
 2. the loss on the owned training nodes, ``sum / (training nodes of the whole graph)``;
 3. backward: the halo's gradient goes back to its owners by the reverse ``all_to_all_single``;
@@ -41,12 +41,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from gnnbench.distributed.compression import CommRecorder
-from gnnbench.distributed.halo import HaloExchange, HaloPlan
-from gnnbench.distributed.partition import Partition, partition
+from gnnbench.parallel.compression import CommRecorder
+from gnnbench.parallel.halo import HaloExchange, HaloPlan
+from gnnbench.parallel.partition import Partition, partition
 from gnnbench.flags import Flags
 from gnnbench.graphs.norm import GCNNorm
-from gnnbench.models import Aggregator, Precision
+from gnnbench.models.aggregation import Aggregator
+from gnnbench.models.precision import Precision
 
 __all__ = ["PartitionComm", "PartitionParallel", "FORMULA"]
 
@@ -129,7 +130,7 @@ class PartitionParallel:
     def __init__(self, graph: Any, norm: GCNNorm, flags: Flags, device: torch.device, precision: Precision, *,
                  seed: int = 0, verify: bool = True) -> None:
         if not dist.is_available() or not dist.is_initialized():
-            raise ValueError("partition-parallel training runs on ranks started by gnnbench.distributed.launch "
+            raise ValueError("partition-parallel training runs on ranks started by gnnbench.measure.launch "
                              "(torchrun); no process group here")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = device

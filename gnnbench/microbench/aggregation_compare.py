@@ -23,7 +23,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
 from gnnbench.graphs.prepare import prepare
-from gnnbench.models import Aggregator
+from gnnbench.models.aggregation import Aggregator
 from gnnbench.sampling.sources import make_batch_source
 
 __all__ = ["MODES", "aggregation_ratios"]

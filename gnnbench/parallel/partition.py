@@ -2,7 +2,7 @@
 
 A partition gives every node one owner part. A part aggregates over the in-edges of the
 nodes it owns, so it needs the features of its own nodes plus its *halo*: the sources of
-those edges owned by other parts (see :mod:`gnnbench.distributed.halo`). Two costs follow:
+those edges owned by other parts (see :mod:`gnnbench.parallel.halo`). Two costs follow:
 
 - the **edge cut** (stored directed edges whose endpoints lie in different parts) sets the
   halo, so the bytes exchanged every step;

@@ -1,7 +1,7 @@
 """``gnnbench tune``: a greedy search over the registry, measured with ``compare``'s statistics.
 
-Locate first (:func:`gnnbench.diagnose.diagnose`): only entries that target a bottleneck taking at least
-:attr:`gnnbench.diagnose.Rules.worth_at` of the step are candidates. Then, round by round, every candidate
+Locate first (:func:`gnnbench.advice.diagnose.diagnose`): only entries that target a bottleneck taking at least
+:attr:`gnnbench.advice.diagnose.Rules.worth_at` of the step are candidates. Then, round by round, every candidate
 is measured against the flags chosen so far (interleaved rounds, run-level intervals, time to accuracy
 where it was reached, else epoch time); the move with the largest *significant* gain whose accuracy
 change stays within ``max_acc_loss_pp`` is made; candidates whose point estimate did not beat the
@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Callable
 
 from gnnbench import registry
-from gnnbench.diagnose import RULES, Diagnosis, diagnose
+from gnnbench.advice.diagnose import RULES, Diagnosis, diagnose
 from gnnbench.env import resolve_device
-from gnnbench.results import compare
-from gnnbench.sweep import Entry, run_sweep, sweep_entries
-from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.measure.results import compare
+from gnnbench.measure.sweep import Entry, run_sweep, sweep_entries
+from gnnbench.training.trainer import RunConfig, config_unavailable
 
 __all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune", "swap_moves", "SWAP_PREFIX"]
 

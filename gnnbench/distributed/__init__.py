@@ -1,1 +1,0 @@
-"""Training on several ranks with torch.distributed: graph partitioning, halo exchange, data parallelism."""

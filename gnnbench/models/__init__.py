@@ -1,0 +1,9 @@
+"""The model band: networks (GCN, GraphSAGE), aggregation and its GCN normalization policy, the precision
+policy, the training tasks (loss, evaluation) and layer-wise full-neighbourhood inference."""
+
+from gnnbench.models.aggregation import AggregationPolicy, Aggregator, unavailable
+from gnnbench.models.nets import MODELS, GCN, GraphSAGE, build_model, compile_model
+from gnnbench.models.precision import Precision
+
+__all__ = ["AggregationPolicy", "Aggregator", "GCN", "GraphSAGE", "MODELS", "Precision", "build_model",
+           "compile_model", "unavailable"]
