@@ -94,7 +94,7 @@ class Flags:
     negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = True  # reject negatives that are training positives
     negative_ratio: int = 1  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
-    # --- multi-process training (gnnbench.distributed; the world size is RunConfig.nproc, not a flag) ---
+    # --- multi-process training (gnnbench.parallel; the world size is RunConfig.nproc, not a flag) ---
     parallel: str = "none"  # "none" | "data" (DDP: graph replicated, seeds split per rank) | "partition"
     partitioner: str = "metis"  # parallel="partition": "metis" (edge-cut) | "degree" (balanced by degree)
     grad_compression: str = "none"  # DDP comm hook: "none" (dense all-reduce) | "topk" | "fp16" | "powersgd"
