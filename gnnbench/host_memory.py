@@ -1,4 +1,6 @@
-"""Peak memory of evaluation apart from everything else (graph generation, setup, training).
+"""The process's memory: its resident set now and at its peak (one reader of ``/proc``, one of ``getrusage``,
+one resident-set sampling thread), how far a call raised it (:func:`measure_peak`), and the peak memory of
+evaluation apart from everything else (:class:`PeakMemory`).
 
 On CUDA, torch's allocator statistics: ``torch.cuda.max_memory_allocated``, reset around each evaluation.
 That reset only touches this process's counters, and the run's overall device peak is kept as the larger
@@ -24,13 +26,17 @@ Without ``/proc`` (not Linux) the split is not measured (``None``) and ``peak_me
 from __future__ import annotations
 
 import os
+import sys
 import threading
+import time
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import torch
 
-__all__ = ["PeakMemory", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes"]
+__all__ = ["PeakMemory", "RssSampler", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes", "peak_bytes", "measure_peak"]
+
+T = TypeVar("T")
 
 SAMPLE_SECONDS = 1e-3  # host RSS sampling interval during evaluation
 _STATUS, _STATM = "/proc/self/status", "/proc/self/statm"
@@ -55,6 +61,15 @@ def rss_bytes(fd: int | None = None) -> int:
     return int(text.split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def peak_bytes() -> int:
+    """The process's peak resident set since it started, on any POSIX system: ``getrusage``'s ``ru_maxrss``
+    (KiB on Linux, bytes on macOS; the same figure as ``VmHWM`` on Linux)."""
+    import resource
+
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
 def _procfs() -> bool:
     try:
         hwm_bytes(), rss_bytes()
@@ -63,7 +78,7 @@ def _procfs() -> bool:
     return True
 
 
-class _RssSampler:
+class RssSampler:
     """A daemon thread reading the resident set every ``interval`` seconds; ``peak`` is the largest seen."""
 
     def __init__(self, interval: float = SAMPLE_SECONDS) -> None:
@@ -86,6 +101,32 @@ class _RssSampler:
         self._thread.join()
         self.peak = max(self.peak, rss_bytes())
         return self.peak
+
+
+def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
+    """Run ``fn()`` and return ``(result, seconds, peak_bytes)``.
+
+    ``peak_bytes`` is how far the process's resident set rose above its size just before the call.
+    On Linux: ``VmHWM`` after the call minus ``VmRSS`` before it when the call raised the process's
+    high-water mark (exact), otherwise the largest ``VmRSS`` a :class:`RssSampler` saw (a lower bound).
+    Nothing is reset (a reset would erase the process-wide peak others report).
+    Without ``/proc``: the :func:`peak_bytes` delta, 0 when the call stayed under an earlier peak.
+    """
+    if not _procfs():
+        before = peak_bytes()
+        t0 = time.perf_counter()
+        result = fn()
+        return result, time.perf_counter() - t0, max(0, peak_bytes() - before)
+    before, hwm0 = rss_bytes(), hwm_bytes()
+    sampler = RssSampler()
+    t0 = time.perf_counter()
+    try:
+        result = fn()
+    finally:
+        seconds = time.perf_counter() - t0
+        top = sampler.stop()
+    hwm = hwm_bytes()
+    return result, seconds, max(0, (hwm if hwm > hwm0 else top) - before)
 
 
 class PeakMemory:
@@ -128,7 +169,7 @@ class PeakMemory:
         if self._hwm_after_eval is None or before > self._hwm_after_eval:
             self.train_peak = max(self.train_peak, before)
         start = rss_bytes()
-        sampler = _RssSampler()
+        sampler = RssSampler()
         try:
             yield
         finally:

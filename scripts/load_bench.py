@@ -10,7 +10,7 @@ interleaved over ``--repeats`` rounds:
   ``.npy``) plus cleaning, ``Graph.from_edges`` on them.
 
 For each it records wall time and the peak resident memory above the process's resident size after
-imports (``gnnbench.graphs.io.measure_peak``: ``VmHWM`` after minus ``VmRSS`` before; ``ru_maxrss`` would
+imports (``gnnbench.host_memory.measure_peak``: ``VmHWM`` after minus ``VmRSS`` before; ``ru_maxrss`` would
 carry the parent's peak across ``exec``), next to the final graph's ``graph.nbytes()``. Targets: load time at most
 2x the baseline, peak at most 2.5x the final graph.
 
@@ -95,7 +95,8 @@ def child(fmt: str, mode: str, folder: Path) -> dict:
     import torch  # noqa: F401 - part of the baseline after imports
 
     from gnnbench.graphs.container import Graph
-    from gnnbench.graphs.io import measure_load, measure_peak
+    from gnnbench.graphs.io import measure_load
+    from gnnbench.host_memory import measure_peak
 
     if fmt == "pt":
         import torch_geometric.data  # noqa: F401 - the .pt loader needs it; count it in the baseline

@@ -5,27 +5,21 @@ from __future__ import annotations
 import json
 import math
 import struct
-import sys
-import threading
-import time
 import warnings
 import zipfile
 import zlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-import torch
 
 from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError, check_held_out
 from gnnbench.graphs.edgelist import EDGE_LIST_SUFFIXES, load_edge_list
-from gnnbench.host_memory import hwm_bytes, rss_bytes
+from gnnbench.host_memory import measure_peak
 
-__all__ = ["load_graph", "measure_load", "measure_peak", "save_npz", "NPZ_KEYS"]
+__all__ = ["load_graph", "measure_load", "save_npz", "NPZ_KEYS"]
 
-T = TypeVar("T")
 
 # Accepted .npz keys: canonical name -> aliases, first match wins.
 NPZ_KEYS = {
@@ -223,54 +217,6 @@ def save_npz(graph: Graph, path: str | Path) -> None:
     if graph.meta.get("spec") is not None:
         arrays["spec_json"] = np.array(json.dumps(graph.meta["spec"]))
     np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)
-
-
-_SAMPLE_SECONDS = 1e-3  # resident-set sampling interval when the load stays under an earlier peak
-
-
-def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
-    """Run ``fn()`` and return ``(result, seconds, peak_bytes)``.
-
-    ``peak_bytes`` is how far the process's resident set rose above its size just before the call.
-    On Linux: ``VmHWM`` after the call minus ``VmRSS`` before it when the call raised the process's
-    high-water mark (exact), otherwise the largest ``VmRSS`` a thread sampling every millisecond saw
-    (a lower bound). Nothing is reset (a reset would erase the process-wide peak others report).
-    Without ``/proc``: the ``ru_maxrss`` delta, 0 when the call stayed under an earlier peak.
-    """
-    try:
-        before, hwm0 = rss_bytes(), hwm_bytes()
-    except OSError:
-        return _measure_maxrss(fn)
-    top = [before]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.wait(_SAMPLE_SECONDS):
-            top[0] = max(top[0], rss_bytes())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    t0 = time.perf_counter()
-    try:
-        result = fn()
-    finally:
-        seconds = time.perf_counter() - t0
-        done.set()
-        sampler.join()
-    hwm = hwm_bytes()
-    peak = hwm if hwm > hwm0 else max(top[0], rss_bytes())
-    return result, seconds, max(0, peak - before)
-
-
-def _measure_maxrss(fn: Callable[[], T]) -> tuple[T, float, int]:
-    import resource
-
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
-    t0 = time.perf_counter()
-    result = fn()
-    seconds = time.perf_counter() - t0
-    return result, seconds, max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale - before)
 
 
 def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,

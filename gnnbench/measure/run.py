@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -27,6 +26,8 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from gnnbench.host_memory import peak_bytes
+from gnnbench.measure.device_busy import BusySampler
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
 from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
@@ -35,10 +36,6 @@ from gnnbench.timing import PHASES, PhaseTimer, summarize
 from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
 
 __all__ = ["run", "main"]
-
-
-def _host_peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step: int) -> float:
@@ -53,29 +50,6 @@ def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step:
     per_phase = (time.perf_counter() - t0) / reps
     timer.end_step(record=False)
     return per_phase * phases_per_step
-
-
-class _NvmlSampler:
-    """Device utilization readings (NVML) taken at step ends; ``None`` where NVML is unavailable."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.values: list[float] = []
-        self.reason: str | None = None
-        self.device = device
-        if device.type != "cuda":
-            self.reason = "device utilization comes from NVML, which needs a CUDA device"
-            return
-        try:
-            torch.cuda.utilization(device)
-        except Exception as exc:  # noqa: BLE001 - pynvml missing or driver without NVML
-            self.reason = f"NVML not available ({exc}); install nvidia-ml-py"
-
-    def sample(self) -> None:
-        if self.reason is None:
-            self.values.append(float(torch.cuda.utilization(self.device)))
-
-    def mean_fraction(self) -> float | None:
-        return sum(self.values) / len(self.values) / 100.0 if self.values else None
 
 
 def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
@@ -108,7 +82,7 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         if out:
             write_json_atomic(out, result.to_dict())
         return result
-    nvml = _NvmlSampler(device)
+    nvml = BusySampler(device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     losses: list[float] = []
@@ -165,7 +139,7 @@ def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
     return {p: summarize([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
 
 
-def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, eval_seconds: float,
+def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float,
               losses: list[float]) -> RunResult:
     config, timer, device = trainer.config, trainer.timer, trainer.device
     measured = bool(timer.step_seconds)
@@ -242,7 +216,7 @@ def _assemble(trainer: Trainer, env: dict, nvml: _NvmlSampler, accuracy: dict, e
                   "hot_hit_rate": features.stats.hot_hit_rate},
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
         # the process's host peak; the device's; and the compute device's peak outside and during evaluation
-        memory={"host_peak_bytes": _host_peak_bytes(), "device_peak_bytes": trainer.peaks.device_peak(),
+        memory={"host_peak_bytes": peak_bytes(), "device_peak_bytes": trainer.peaks.device_peak(),
                 **trainer.peaks.summary()},
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,

@@ -1,4 +1,5 @@
-"""Evaluation's peak memory, measured apart from the rest without resetting the process's peak."""
+"""The process's memory: evaluation's peak apart from the rest without resetting the process's peak, the peak
+resident set on any POSIX system, and how far one call raised the resident set."""
 
 import resource
 import time
@@ -6,7 +7,8 @@ import time
 import pytest
 import torch
 
-from gnnbench.host_memory import PeakMemory, hwm_bytes, rss_bytes
+import gnnbench.host_memory as host_memory
+from gnnbench.host_memory import PeakMemory, hwm_bytes, measure_peak, peak_bytes, rss_bytes
 
 MiB = 2**20
 
@@ -68,3 +70,24 @@ def test_cuda_peaks_split_and_total_kept():
     s = peaks.summary()
     assert s["train_peak_bytes"] >= 64 * MiB and 16 * MiB <= s["eval_peak_bytes"] < 64 * MiB
     assert peaks.device_peak() >= 64 * MiB, "the run's device peak survives the reset around evaluation"
+
+
+def test_peak_bytes_is_at_least_the_resident_set_now():
+    assert peak_bytes() >= rss_bytes() > 0
+
+
+@pytest.mark.parametrize("procfs", [True, False])
+def test_measure_peak_sees_an_allocation_the_call_makes(monkeypatch, procfs):
+    if not procfs:  # the getrusage path (no /proc): a delta of the process peak, so the call must raise it
+        monkeypatch.setattr(host_memory, "_procfs", lambda: False)
+    grow = max(0, peak_bytes() - rss_bytes()) + 96 * MiB
+    result, seconds, peak = measure_peak(lambda: (_hold(grow), "done")[1])
+    assert result == "done" and seconds > 0
+    # /proc: the rise above the resident set before the call (grow); getrusage: the rise of the process's peak,
+    # which the call passed by 96 MiB
+    assert peak >= 0.8 * (grow if procfs else 96 * MiB)
+
+
+def test_measure_peak_of_a_call_that_allocates_nothing_is_small():
+    _, _, peak = measure_peak(lambda: None)
+    assert peak < 16 * MiB
