@@ -1,7 +1,7 @@
 """Every registered optimization: step time (with repeats: real intervals), and what a short run reports:
 accuracy, peak host memory, index and transfer bytes (the step time itself is ``time_step``'s)."""
 
-from gnnbench.training.trainer import Trainer
+from gnnbench.training import Trainer
 
 from . import common
 

@@ -13,7 +13,7 @@ from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, format_reasons
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.run import run
-from gnnbench.training.trainer import RunConfig, config_unavailable
+from gnnbench.training import RunConfig, config_unavailable
 
 BASELINE = "baseline"
 OPTIMIZATIONS = [BASELINE] + registry.names()

@@ -50,6 +50,14 @@ _CHOICES = {
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
                   "negative_ratio", "powersgd_rank")
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
+_KEYS_BATCHES = "keys_batches"  # field metadata: the field's value changes the sampled batches
+
+
+def _batch_key(default: Any) -> Any:
+    """A ``Flags`` field whose value changes the sampled batches, so it keys the batch cache
+    (:meth:`Flags.batch_key_fields`); a field whose value changes them and is not declared so
+    would let a shared cache replay batches another configuration sampled."""
+    return dataclasses.field(default=default, metadata={_KEYS_BATCHES: True})
 
 
 @dataclass(frozen=True)
@@ -57,25 +65,25 @@ class Flags:
     """Optimization switches; ``Flags()`` is the baseline."""
 
     # --- graph preparation (gnnbench.graphs.prepare) ---
-    index_dtype: str = "int64"  # edge index / CSR offset dtype: "int64" | "int32" (overflow-guarded)
+    index_dtype: str = _batch_key("int64")  # edge index / CSR offset dtype: "int64" | "int32" (overflow-guarded)
     cached_norm: bool = False  # GCN normalization computed once: per graph (full batch), per batch (sampled)
-    keep_csr: bool = False  # keep CSR beside COO instead of deriving neighbour lists on each use
+    keep_csr: bool = _batch_key(False)  # keep CSR beside COO instead of deriving neighbour lists on each use
     # --- sampling (gnnbench.sampling) ---
-    fanout: tuple[int, ...] = (15, 10, 5)  # neighbours per hop (-1 = all); the model depth follows its length
-    sample_replace: bool = False  # draw neighbours with replacement
-    sampler_backend: str = "gnnbench"  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
-    batch_size: int = 1024  # seed nodes per neighbour-sampled mini-batch
-    batch_source: str = "neighbor"  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)
-    cluster_size: int = 3000  # Cluster-GCN: target nodes per METIS part
-    clusters_per_batch: int = 4  # Cluster-GCN: parts merged into one batch
-    repartition_every: int = 0  # Cluster-GCN: re-run METIS every N epochs (0 = never)
-    saint_roots: int = 2000  # GraphSAINT: random-walk roots per subgraph
-    saint_walk_length: int = 2  # GraphSAINT: steps per walk
-    batch_cache_epochs: int = 0  # reuse sampled batches for K epochs, then resample (0 = off)
+    fanout: tuple[int, ...] = _batch_key((15, 10, 5))  # neighbours per hop (-1 = all); the model depth follows its length
+    sample_replace: bool = _batch_key(False)  # draw neighbours with replacement
+    sampler_backend: str = _batch_key("gnnbench")  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
+    batch_size: int = _batch_key(1024)  # seed nodes per neighbour-sampled mini-batch
+    batch_source: str = _batch_key("neighbor")  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)
+    cluster_size: int = _batch_key(3000)  # Cluster-GCN: target nodes per METIS part
+    clusters_per_batch: int = _batch_key(4)  # Cluster-GCN: parts merged into one batch
+    repartition_every: int = _batch_key(0)  # Cluster-GCN: re-run METIS every N epochs (0 = never)
+    saint_roots: int = _batch_key(2000)  # GraphSAINT: random-walk roots per subgraph
+    saint_walk_length: int = _batch_key(2)  # GraphSAINT: steps per walk
+    batch_cache_epochs: int = _batch_key(0)  # reuse sampled batches for K epochs, then resample (0 = off)
     # --- loader (PyTorch's DataLoader, driven by PyG's NodeLoader) ---
-    num_workers: int = 0  # loader worker processes
+    num_workers: int = _batch_key(0)  # loader worker processes
     prefetch_factor: int | None = None  # batches each worker prepares ahead (needs num_workers > 0)
-    persistent_workers: bool = False  # keep workers alive across epochs (needs num_workers > 0)
+    persistent_workers: bool = _batch_key(False)  # keep workers alive across epochs (needs num_workers > 0)
     pin_memory: bool = False  # pin loader output in page-locked memory (CUDA only)
     # --- features (gnnbench.features.placement) ---
     feature_placement: str = "host"  # "host" | "device" | "hot_cold" (most-read rows on device) | "uva" (zero-copy)
@@ -91,9 +99,9 @@ class Flags:
     compile: bool = False  # torch.compile the model (dynamic shapes)
     dropout_kernel: str = "bernoulli"  # dropout mask: "bernoulli" (F.dropout) | "uniform" (rand >= p, vectorized)
     # --- link prediction (gnnbench.sampling.negative) ---
-    negative_mode: str = "uniform"  # negatives: "uniform" | "degree" (deg ** 0.75)
-    negative_strict: bool = True  # reject negatives that are training positives
-    negative_ratio: int = 1  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
+    negative_mode: str = _batch_key("uniform")  # negatives: "uniform" | "degree" (deg ** 0.75)
+    negative_strict: bool = _batch_key(True)  # reject negatives that are training positives
+    negative_ratio: int = _batch_key(1)  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
     # --- multi-process training (gnnbench.parallel; the world size is RunConfig.nproc, not a flag) ---
     parallel: str = "none"  # "none" | "data" (DDP: graph replicated, seeds split per rank) | "partition"
     partitioner: str = "metis"  # parallel="partition": "metis" (edge-cut) | "degree" (balanced by degree)
@@ -135,6 +143,12 @@ class Flags:
                 "Flags.prefetch_factor and persistent_workers need num_workers > 0 "
                 f"(got num_workers=0, prefetch_factor={self.prefetch_factor!r}, "
                 f"persistent_workers={self.persistent_workers!r})")
+
+    @classmethod
+    def batch_key_fields(cls) -> tuple[str, ...]:
+        """The fields whose values change the sampled batches (declared on each field), in field order:
+        the flags part of the batch cache's key."""
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata.get(_KEYS_BATCHES))
 
     @property
     def num_layers(self) -> int:

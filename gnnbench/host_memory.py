@@ -2,25 +2,13 @@
 one resident-set sampling thread), how far a call raised it (:func:`measure_peak`), and the peak memory of
 evaluation apart from everything else (:class:`PeakMemory`).
 
-On CUDA, torch's allocator statistics: ``torch.cuda.max_memory_allocated``, reset around each evaluation.
-That reset only touches this process's counters, and the run's overall device peak is kept as the larger
-of the two phases.
+On CUDA the peaks are torch's allocator statistics; on the host (Linux) the process's resident set, whose
+high-water mark (``VmHWM``) is never reset, since a reset is process-wide and would erase the peak that
+``getrusage`` and a parent's ``wait4`` report for the whole run. Where evaluation did not raise that mark,
+its peak is the largest resident set a sampling thread saw (a lower bound). Without ``/proc`` (not Linux)
+the split is not measured.
 
-On the host (Linux), the process's resident set. Its high-water mark (``VmHWM`` in ``/proc/self/status``,
-which ``getrusage``'s ``ru_maxrss`` reports) never goes down unless reset by writing ``5`` to
-``/proc/self/clear_refs``. That reset works here, but it is process-wide: it would also erase the peak that
-``getrusage``, ``/usr/bin/time`` and a parent's ``wait4`` report for the whole run (the kernel keeps no other
-copy while the process lives). So nothing is reset:
-
-- evaluation's peak is ``VmHWM`` read after it when evaluation raised it: exact, since the mark only moves
-  when the resident set exceeds every earlier value; otherwise it is the largest ``VmRSS`` (``/proc/self/statm``)
-  that a thread sampling every millisecond saw during evaluation, a lower bound short by at most what the
-  resident set grows in one sampling interval;
-- training's peak is ``VmHWM`` at the start of the first evaluation (the stretch from process start, graph
-  generation and setup included: exact), raised by any later stretch between evaluations that lifted
-  ``VmHWM`` above its value after the previous evaluation.
-
-Without ``/proc`` (not Linux) the split is not measured (``None``) and ``peak_method`` says so.
+How each peak is read, and when it is exact: ``docs/memory.md``.
 """
 
 from __future__ import annotations
@@ -130,7 +118,7 @@ def measure_peak(fn: Callable[[], T]) -> tuple[T, float, int]:
 
 
 class PeakMemory:
-    """Peak memory of the compute device, split into evaluation and the rest (see the module docstring).
+    """Peak memory of the compute device, split into evaluation and the rest (see ``docs/memory.md``).
 
     Wrap every evaluation in :meth:`evaluation`; :meth:`summary` gives the split at the end.
 

@@ -9,6 +9,7 @@ lives in the layer it changes, switched by its flag.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Union
@@ -17,9 +18,10 @@ import torch
 
 from gnnbench.training import availability
 from gnnbench.flags import Flags, RunContext, format_reasons
+from gnnbench.training.config import RunConfig
 
 __all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "for_task", "combination", "TASK_NAMES",
-           "BOTTLENECKS"]
+           "BOTTLENECKS", "NotApplicable", "config_for", "not_applicable"]
 
 TASK_NAMES = ("node", "link")
 # What an entry can relieve: the groups of phases ``gnnbench diagnose`` classifies a step by.
@@ -37,7 +39,10 @@ class Optimization:
             of the base flags returning that mapping (a relative change, such as
             dropping the base fanout's last hop).
         description: One line saying what it does.
-        expected_effect: The effect as commonly reported, with its figure.
+        expected_effect: One or two sentences of the effect as commonly reported
+            elsewhere (a paper, the PyG / DGL / PyTorch docs), naming that source.
+            Never a figure this project measured: those reach readers through
+            result files and the report.
         layer: The module whose code it switches.
         costs_accuracy: Whether it is expected to change accuracy.
         recommended: Whether it belongs in the "all recommended" combination.
@@ -88,8 +93,15 @@ class Optimization:
         return dict(self.changes(base) if callable(self.changes) else self.changes)
 
     def apply(self, flags: Flags) -> Flags:
-        """``flags`` with this optimization switched on (relative entries read ``flags``)."""
-        return flags.replace(**self.changes_for(flags))
+        """``flags`` with this optimization switched on (relative entries read ``flags``).
+
+        Raises:
+            NotApplicable: when the change cannot apply to ``flags`` (its message names this entry).
+        """
+        try:
+            return flags.replace(**self.changes_for(flags))
+        except NotApplicable as exc:
+            raise NotApplicable(f"{self.name} does not apply here: {exc}") from None
 
     @property
     def task(self) -> str:
@@ -114,10 +126,15 @@ class Optimization:
         return ("cuda",) if self.unavailable("cpu") and not self.unavailable("cuda") else ()
 
 
+class NotApplicable(ValueError):
+    """An optimization that cannot apply to a configuration: its change needs something the configuration does
+    not have (the message says what). Everything that iterates the registry lists such an entry as not
+    applicable, with the reason, and goes on with the others."""
+
+
 def _drop_last_hop(fanout: tuple[int, ...]) -> tuple[int, ...]:
     if len(fanout) < 2:
-        raise ValueError(f"the fanout optimization drops the last hop, and the base fanout {list(fanout)} has only "
-                         "one; give a base fanout of at least two hops (e.g. --fanout 15,10)")
+        raise NotApplicable(f"it drops the fanout's last hop, and the fanout {list(fanout)} has only one")
     return tuple(fanout[:-1])
 
 
@@ -126,11 +143,9 @@ _ENTRIES = (
         name="int32",
         changes={"index_dtype": "int32"},
         description="Store edge indices and CSR offsets as int32, after checking the largest id fits.",
-        expected_effect="Index storage halves (2x fewer bytes, exact), and the sampler emits int32 node, edge "
-        "and CSR ids. The CSR product takes int32 natively (on this CPU, MKL: 2x forward, 3x forward + "
-        "backward per aggregation), so it pays with sparse_agg. ATen's CPU index_add_ is serial for int32, so "
-        "the scatter path on CPU widens once per batch (counted in widened_index_bytes_per_step): there "
-        "int32 saves memory, not time. On CUDA index_select / index_add_ take int32 as is.",
+        expected_effect="Half the index bytes, exact while ids fit in 2^31: the choice DGL exposes as a graph's "
+        "idtype (DGL docs: DGLGraph.int). On CPU the scatter path here widens indices once per batch, so time is "
+        "saved only with sparse_agg.",
         layer="gnnbench.graphs.prepare",
         targets=('kernels',),
     ),
@@ -139,9 +154,9 @@ _ENTRIES = (
         changes={"cached_norm": True},
         description="GCN normalization computed once and reused: per graph with full-batch training, per batch "
         "(shared by all layers) on sampled batches; exact either way (zero-degree safe).",
-        expected_effect="With full-batch training exactly PyG's GCNConv(cached=True): the degree scatter and "
-        "weight gathers over E leave every step. On sampled batches PyG's cached=True is not valid (the "
-        "subgraph changes), so this normalizes each batch once instead of once per layer: (L-1)/L of that work.",
+        expected_effect="Exactly PyG's GCNConv(cached=True) with full-batch training, which PyG reserves for "
+        "transductive full-graph use (PyG docs: GCNConv); on sampled batches it normalizes once per batch instead "
+        "of once per layer.",
         layer="gnnbench.models.aggregation",
         targets=('kernels',),
     ),
@@ -150,11 +165,8 @@ _ENTRIES = (
         changes={"keep_csr": True},
         description="Keep CSR beside COO, and have the sampler emit each batch's CSR over its targets (its draws are "
         "laid out grouped by target), so sparse aggregation never sorts or builds offsets in the step.",
-        expected_effect="With sparse_agg: one GCN aggregation of a sampled small batch (69k nodes, 241k edges, "
-        "F=64) takes 7.0 ms with the sampler's CSR against 10.2 ms with the per-batch build (within 1.03x of "
-        "a prebuilt CSR product; `gnnbench aggregation-compare`), and the backward's A^T is built once per "
-        "batch instead of once per layer. No effect on the scatter path; memory: N+1 offsets (CSR's column "
-        "array is COO's source row).",
+        expected_effect="Builds the sparse layout once, as PyG's ToSparseTensor transform does, so no aggregation "
+        "sorts edges or builds offsets (PyG docs: Memory-Efficient Aggregations); it matters only with sparse_agg.",
         layer="gnnbench.graphs.prepare",
         targets=('kernels',),
         ops=('aten::sort', 'aten::argsort', 'aten::_to_sparse_csr', 'aten::_convert_indices_from_coo_to_csr'),
@@ -163,8 +175,9 @@ _ENTRIES = (
         name="fanout",
         changes=lambda base: {"fanout": _drop_last_hop(base.fanout)},
         description="Drop the base fanout's last hop (default [15, 10, 5] -> [15, 10]; the model loses a layer).",
-        expected_effect="The sampled neighbourhood shrinks up to 5x (the last hop's fanout), and with it "
-        "sampling, gather and compute; accuracy may drop where 3-hop context matters.",
+        expected_effect="The sampled neighbourhood grows with the product of the fanouts, so dropping the last hop "
+        "cuts sampling, gather and compute by up to its fanout; GraphSAGE found hops beyond two add little "
+        "accuracy at 10-100x the runtime (Hamilton et al., NeurIPS 2017).",
         layer="gnnbench.sampling.neighbor",
         costs_accuracy=True,
         recommended=False,
@@ -175,8 +188,8 @@ _ENTRIES = (
         name="workers",
         changes=lambda base: {"num_workers": max(base.num_workers, 2)},
         description="Sample in (at least) 2 DataLoader worker processes, overlapping sampling with training.",
-        expected_effect="Hides sampling time behind compute when sampling is the bottleneck; bounded by "
-        "the cores left to the training process (2 workers can hide at most 2 cores of sampling).",
+        expected_effect="Overlaps sampling with training when sampling is the bottleneck and spare cores exist "
+        "(PyTorch docs: torch.utils.data, multi-process data loading).",
         layer="gnnbench.sampling.loaders",
         targets=('sampling',),
     ),
@@ -184,8 +197,8 @@ _ENTRIES = (
         name="persistent_workers",
         changes=lambda base: {"num_workers": max(base.num_workers, 2), "persistent_workers": True},
         description="Keep (at least) 2 loader workers alive across epochs instead of re-forking them.",
-        expected_effect="Saves the worker start-up (process fork plus sampler copy) at every epoch; "
-        "matters most for short epochs.",
+        expected_effect="Saves re-creating the worker processes at every epoch, which matters most for short "
+        "epochs (PyTorch docs: DataLoader persistent_workers).",
         layer="gnnbench.sampling.loaders",
         targets=('sampling',),
     ),
@@ -194,7 +207,8 @@ _ENTRIES = (
         changes=lambda base: {"num_workers": max(base.num_workers, 2),
                               "prefetch_factor": max(base.prefetch_factor or 2, 4)},
         description="Let each of (at least) 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
-        expected_effect="Absorbs jitter in sampling time; no gain when sampling is slower than compute on average.",
+        expected_effect="Absorbs jitter in sampling time, but cannot help when sampling is slower than compute on "
+        "average (PyTorch docs: DataLoader prefetch_factor).",
         layer="gnnbench.sampling.loaders",
         targets=('sampling',),
     ),
@@ -202,8 +216,8 @@ _ENTRIES = (
         name="pin_memory",
         changes={"pin_memory": True},
         description="Pin loader output and gathered features in page-locked memory for async copies.",
-        expected_effect="Host-to-device copies run at full PCIe/NVLink bandwidth and overlap with compute "
-        "(pageable copies are staged and synchronous).",
+        expected_effect="Copies from pinned memory are much faster than from pageable memory and can overlap "
+        "compute with non_blocking=True (PyTorch docs: CUDA semantics, pinned memory buffers).",
         layer="gnnbench.features.placement",
         overlap=True,
         targets=('features',),
@@ -212,10 +226,9 @@ _ENTRIES = (
         name="batch_cache",
         changes={"batch_cache_epochs": 5},
         description="Write sampled batches to disk and replay them for 5 epochs before resampling.",
-        expected_effect="Removes sampling from 4 of every 5 epochs (replaced by reading the batches); "
-        "less sampling diversity can cost some accuracy. Here each run starts from an empty cache of its own "
-        "and lasts at least 6 epochs (sampled in epoch 0, replayed in 1-4, resampled in 5); --cache-dir "
-        "shares batches across runs, keyed by graph contents, sampling flags, seed and code version.",
+        expected_effect="Samples once per K epochs; recycling sampled subgraphs is reported to keep the "
+        "convergence of resampling at a fraction of its sampling cost (LazyGCN, Ramezani et al., NeurIPS 2020), "
+        "though less sampling diversity can cost some accuracy.",
         layer="gnnbench.sampling.cache",
         costs_accuracy=True,
         recommended=False,
@@ -225,8 +238,8 @@ _ENTRIES = (
         name="cluster_gcn",
         changes={"batch_source": "cluster_gcn"},
         description="Cluster-GCN: batches are unions of METIS parts (~3,000 nodes each) with their edges.",
-        expected_effect="No neighbourhood explosion: each batch is a dense subgraph, so memory and time per "
-        "batch stay flat with depth (Chiang et al. 2019); dropped inter-cluster edges can cost accuracy.",
+        expected_effect="Memory and time per batch stay flat with depth instead of growing exponentially "
+        "(Cluster-GCN, Chiang et al., KDD 2019); dropped inter-cluster edges can cost accuracy.",
         layer="gnnbench.sampling.subgraph",
         costs_accuracy=True,
         recommended=False,
@@ -237,8 +250,8 @@ _ENTRIES = (
         name="graphsaint",
         changes={"batch_source": "saint_rw"},
         description="GraphSAINT random-walk subgraphs (2,000 roots, walk length 2) with its normalization.",
-        expected_effect="Subgraph batches with bias-corrected loss and aggregation (Zeng et al. 2020); cost "
-        "per batch independent of depth; sampling variance can cost accuracy.",
+        expected_effect="Bias-corrected subgraph batches whose cost does not grow with depth (GraphSAINT, Zeng et "
+        "al., ICLR 2020); sampling variance can cost accuracy.",
         layer="gnnbench.sampling.subgraph",
         costs_accuracy=True,
         recommended=False,
@@ -249,8 +262,9 @@ _ENTRIES = (
         name="full_batch",
         changes={"batch_source": "full"},
         description="Full-batch training: every epoch is one step on the whole graph (no sampling).",
-        expected_effect="The field report's small/medium-graph case: no sampling or gather per step, so the "
-        "step is all kernels; one optimizer step per epoch, so more epochs to the same accuracy.",
+        expected_effect="No sampling or gather, so the step is all kernels, but one optimizer step per epoch, so "
+        "more epochs to the same accuracy: the original GCN setting (Kipf and Welling, ICLR 2017), while the graph "
+        "fits in memory.",
         layer="gnnbench.sampling.sources",
         costs_accuracy=True,
         recommended=False,
@@ -261,8 +275,8 @@ _ENTRIES = (
         name="features_on_device",
         changes={"feature_placement": "device"},
         description="Keep all node features resident on the GPU; gather there.",
-        expected_effect="Removes per-batch host-to-device feature traffic entirely, at the cost of N x F "
-        "device memory.",
+        expected_effect="No per-batch feature copies, for N x F device memory; DGL advises keeping graph data on "
+        "the GPU whenever it fits (DGL user guide: Using GPU for Neighborhood Sampling).",
         layer="gnnbench.features.placement",
         targets=('features',),
     ),
@@ -272,10 +286,9 @@ _ENTRIES = (
         changes={"feature_placement": "hot_cold"},
         description="The most-read feature rows on the GPU (25% of rows, ranked by access over one profiled "
         "epoch), the rest in pinned host memory.",
-        expected_effect="Only cold rows cross the bus, with device memory limited to the hot rows (--hot-budget). "
-        "The share of gathered rows served from the GPU is each result's transfer.hot_hit_rate; on small "
-        "([15,10,5], batch 1024) 20% of rows ranked by access serve 28% of gathered rows (the training nodes: "
-        "20%), 25% of rows serve 34%.",
+        expected_effect="Feature reads are skewed towards high-degree nodes, so a GPU cache of the hottest rows "
+        "serves most gathers (PaGraph, Lin et al., SoCC 2020; GNNLab, Yang et al., EuroSys 2022); each result's "
+        "transfer.hot_hit_rate is the share served.",
         layer="gnnbench.features.placement",
         targets=('features',),
     ),
@@ -284,8 +297,9 @@ _ENTRIES = (
         recommended=False,  # an alternative placement to features_on_device
         changes={"feature_placement": "uva"},
         description="Features in pinned host memory read by GPU kernels directly (zero-copy, UVA).",
-        expected_effect="Only the gathered rows cross the bus, with no staging copy and no device memory "
-        "for features; commonly much faster than gather-on-host then copy for large feature tables.",
+        expected_effect="Only the gathered rows cross the bus, with no staging copy and no device memory, reported "
+        "faster than gather-then-copy for large feature tables (PyTorch-Direct, Min et al., VLDB 2021; DGL's "
+        "use_uva).",
         layer="gnnbench.features.placement",
         targets=('features',),
     ),
@@ -293,7 +307,8 @@ _ENTRIES = (
         name="feature_prefetch",
         changes={"feature_prefetch": True},
         description="Gather and copy the next batch's features on a side CUDA stream during compute.",
-        expected_effect="Overlaps the feature transfer with forward/backward; at best hides it completely.",
+        expected_effect="Hides the feature transfer behind compute, at best completely, as SALIENT's pipelining "
+        "does (Kaler et al., MLSys 2022).",
         layer="gnnbench.features.placement",
         overlap=True,
         targets=('features',),
@@ -303,10 +318,8 @@ _ENTRIES = (
         changes={"aggregation": "sparse"},
         description="Aggregate with one CSR sparse-matrix product instead of gathering messages per edge "
         "and scatter-adding them.",
-        expected_effect="No E x F message tensor is materialized: one GCN aggregation of a sampled small batch "
-        "takes 10.2 ms (CSR built per batch inside the timing) against 43.5 ms for gather + scatter-add, 4.3x "
-        "(`gnnbench aggregation-compare`, 2 threads). Per step on small about 1.3x: dropout and the dense "
-        "transforms are the rest of the step.",
+        expected_effect="No E x F message tensor: PyG documents sparse-matrix aggregation as lower in memory and "
+        "faster than gather-scatter (PyG docs: Memory-Efficient Aggregations).",
         layer="gnnbench.models.aggregation",
         targets=('kernels',),
         ops=('aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
@@ -316,8 +329,8 @@ _ENTRIES = (
         changes={"norm_estimator": True},
         description="Sampled batches use full-graph GCN weights rescaled by deg/sampled per target instead of "
         "normalizing each batch subgraph (the estimator GraphSAINT batches use).",
-        expected_effect="Skips the per-batch degree computation but trains a different model: an unbiased "
-        "estimate of the full-neighbourhood sum with its own variance; may cost accuracy.",
+        expected_effect="The unbiased neighbour-sampling estimator of the full aggregation (VR-GCN, Chen et al., "
+        "ICML 2018): no per-batch degree computation, but its own variance, which may cost accuracy.",
         layer="gnnbench.models.aggregation",
         costs_accuracy=True,
         recommended=False,
@@ -327,10 +340,9 @@ _ENTRIES = (
         name="partial_amp",
         changes={"precision": "partial"},
         description="Linear layers in low precision (fp16 on CUDA, bf16 on CPU); aggregation kept in fp32.",
-        expected_effect="Tensor-core/AMX speed for the dense transforms with fp32 sums over neighbours; accuracy "
-        "normally unchanged. On this 2-core CPU it does not pay (0.94-0.97x on small): bf16 makes the linear "
-        "layers' mm about 2.8x faster, but they are only 8-9% of a GNN step here (dropout's bernoulli_ is "
-        "40%, gather/scatter 27%), and the casts around them cost about as much as the mm saves.",
+        expected_effect="Dense transforms in fp16/bf16 with fp32 sums over neighbours, the recipe mixed-precision "
+        "training reports as accuracy-neutral (Micikevicius et al., ICLR 2018); the gain is bounded by the linear "
+        "layers' share of the step.",
         layer="gnnbench.models.precision",
         targets=('kernels',),
         ops=('aten::mm', 'aten::addmm'),
@@ -339,8 +351,9 @@ _ENTRIES = (
         name="full_amp",
         changes={"precision": "full"},
         description="Whole model in low precision, aggregation included (fp16 on CUDA, bf16 on CPU).",
-        expected_effect="Also halves aggregation traffic, but sums over high-degree neighbourhoods lose "
-        "precision: may cost accuracy on power-law graphs.",
+        expected_effect="Also halves aggregation traffic, but low-precision sums over high-degree neighbourhoods "
+        "lose precision, which is why mixed-precision training keeps reductions in fp32 (Micikevicius et al., ICLR "
+        "2018).",
         layer="gnnbench.models.precision",
         costs_accuracy=True,
         recommended=False,
@@ -352,10 +365,9 @@ _ENTRIES = (
         changes={"dropout_kernel": "uniform"},
         description="Draw the dropout mask as one vectorized uniform sample compared with p (rand >= p) instead "
         "of F.dropout's bernoulli_.",
-        expected_effect="Found by profiling the CPU step: ATen's CPU bernoulli_(p) draws element by element "
-        "(42 ms for a 69k x 64 batch here, 5x the uniform draw's 9 ms), and dropout was about 40% of the "
-        "baseline GCN step on small. Same keep-mask distribution (not the same bits), so accuracy is "
-        "unchanged in distribution; on CUDA the fused dropout is already vectorized.",
+        expected_effect="Drawn as PyTorch's own dropout decomposition draws it (rand_like(x) > p, torch._decomp), "
+        "it replaces CPU bernoulli_(p), a serial kernel since its MKL path was disabled (pytorch/pytorch#132395); "
+        "CUDA's fused dropout is already vectorized.",
         layer="gnnbench.models.nets",
         targets=('kernels',),
         ops=('aten::bernoulli_',),
@@ -364,8 +376,8 @@ _ENTRIES = (
         name="compile",
         changes={"compile": True},
         description="torch.compile the model with dynamic shapes (compile time reported apart).",
-        expected_effect="Fuses elementwise work around the sparse ops; gains vary (often 1.1-1.5x on GPU, "
-        "small on CPU) and first steps pay the compile time.",
+        expected_effect="PyG reports 2.2-2.8x for compiled GCN, GraphSAGE and GIN on a 10k-node synthetic graph "
+        "(PyG docs: Compiled Graph Neural Networks); the first steps pay the compile time.",
         layer="gnnbench.models.nets",
         targets=('kernels',),
         ops=('aten::add', 'aten::add_', 'aten::relu', 'aten::threshold_backward', 'aten::div_', 'aten::clamp_min'),
@@ -374,8 +386,8 @@ _ENTRIES = (
         name="degree_negatives",
         changes={"negative_mode": "degree"},
         description="Link prediction: negatives drawn proportional to degree^0.75 instead of uniformly.",
-        expected_effect="Harder negatives (hubs appear as often as in positives), which usually improves "
-        "ranking metrics such as MRR/Hits@K at equal cost per negative.",
+        expected_effect="The degree^0.75 noise distribution of word2vec and LINE (Tang et al., WWW 2015) gives "
+        "harder negatives than uniform ones; the effect on MRR / Hits@K depends on the graph.",
         layer="gnnbench.sampling.negative",
         costs_accuracy=True,
         recommended=False,
@@ -387,10 +399,8 @@ _ENTRIES = (
         changes={"negative_strict": False},
         description="Link prediction: keep every drawn negative instead of rejecting those that are training "
         "edges (PyG's own negative sampling only avoids self loops).",
-        expected_effect="Rejection is a binary search of every candidate in the sorted edge keys: drawing "
-        "negatives costs about 10x less without it (0.019 against 0.184 ms per 1k uniform negatives on "
-        "small, `gnnbench pipeline`). A share of negatives about the graph's density are true edges "
-        "labelled 0, which may cost a little accuracy.",
+        expected_effect="PyG's LinkNeighborLoader also skips the check, noting its negatives may contain false "
+        "negatives (PyG docs: LinkNeighborLoader); on a sparse graph only a share about its density are true edges.",
         layer="gnnbench.sampling.negative",
         costs_accuracy=True,
         recommended=False,
@@ -405,12 +415,8 @@ _ENTRIES += (
         changes={"parallel": "data"},
         description="Data-parallel training on --nproc ranks (torchrun; gloo on CPU, NCCL on CUDA): graph and "
         "features replicated, each global batch's seeds split across ranks, gradients all-reduced by DDP.",
-        expected_effect="Per-rank work is batch_size / N, so the step shrinks up to N-fold when ranks have their "
-        "own cores or GPUs (DistributedDataParallel overlaps the all-reduce with backward); the figure is "
-        "scaling efficiency T1 / (N x TN) against one process on the same global batch. On this 2-core CPU "
-        "two ranks share the cores: on small (`OMP_NUM_THREADS=1 gnnbench compare --preset small --nproc 2 "
-        "--epochs 2 --repeats 2`, one thread per process, a loaded machine) efficiency 0.50 [0.32, 0.76], the "
-        "all-reduce 2-4% of the step (8,970 parameters: 35,880 bytes per step). Same global batch, same "
+        expected_effect="Per-rank work is batch_size / N and DDP overlaps the all-reduce with backward, so the "
+        "step shrinks up to N-fold on ranks with their own cores or GPUs (PyTorch DDP, Li et al., VLDB 2020); same "
         "update up to float summation order.",
         layer="gnnbench.parallel.data_parallel",
         recommended=False,
@@ -425,17 +431,9 @@ _ENTRIES += (
         "each rank sends the 1% largest-magnitude entries of each parameter (values + int32 indices, "
         "all-gathered) and keeps the rest as a residual for the next step; with --optimizer sgd the hook "
         "applies DGC's momentum correction and momentum factor masking.",
-        expected_effect="Deep Gradient Compression (Lin et al. 2018) reports 270-600x smaller gradients without "
-        "accuracy loss with SGD momentum (momentum correction and masking, here; warm-up and local clipping, "
-        "not here); this sends 2% of the dense bytes (8 bytes per entry sent). The field report: compression "
-        "pays only above ~40% communication share. Measured on small with SGD (`gnnbench compare --preset "
-        "small --nproc 2 --optimizer sgd --lr 0.05 --lr-schedule cosine --fanout 10,5 --batch-size 256 "
-        "--epochs 30 --flags data_parallel,topk_compression,fp16_compression,powersgd`, 5 paired rounds): 400 "
-        "bytes a step against 18.8 KiB (2.1%), test accuracy 81.1% against 79.7% for dense data parallel, "
-        "+1.4 pp [+0.5, +2.3]. It needs many steps: each entry is sent about once per 100 steps, so at 2 "
-        "epochs (40 steps) it falls far behind; and with Adam (the default optimizer) it fell 28 pp behind even "
-        "at 6 epochs (59.9% against 87.6%): Adam normalizes each coordinate's step, so residuals sent late do "
-        "not make up the movement (such runs warn).",
+        expected_effect="Deep Gradient Compression reports 270-600x smaller gradients without accuracy loss for "
+        "momentum SGD, with warm-up and local clipping this hook omits (Lin et al., ICLR 2018); error feedback is "
+        "reported not to carry over to Adam (1-bit Adam, Tang et al., ICML 2021).",
         layer="gnnbench.parallel.compression",
         costs_accuracy=True,
         recommended=False,
@@ -448,11 +446,8 @@ _ENTRIES += (
         changes={"parallel": "data", "grad_compression": "fp16"},
         description="Data parallel with gradients cast to fp16 for the all-reduce (PyTorch's "
         "default_hooks.fp16_compress_hook), then back to fp32.",
-        expected_effect="Half the bytes on the wire (2x compression), normally without accuracy change; pays "
-        "only when the all-reduce is a large share of the step (field report: above ~40%). Measured on small "
-        "(2 epochs, seeds 0 / 1): 17,940 bytes a step against 35,880, test accuracy 84.48 / 80.18% against "
-        "84.47 / 80.10% with dense data parallel (within 0.1 pp); with SGD over 30 epochs (the topk_compression "
-        "command, 5 paired rounds) +0.01 pp [-0.03, +0.06] against dense data parallel.",
+        expected_effect="Half the all-reduce bytes, normally without accuracy change (PyTorch docs: DDP "
+        "communication hooks); it pays only when the all-reduce is a large share of the step.",
         layer="gnnbench.parallel.compression",
         recommended=False,
         tasks=("node",),
@@ -464,13 +459,8 @@ _ENTRIES += (
         changes={"parallel": "data", "grad_compression": "powersgd"},
         description="Data parallel with PowerSGD low-rank gradient compression (PyTorch's powerSGD_hook, rank "
         "2, error feedback and warm start, vanilla all-reduce for the first 2 steps).",
-        expected_effect="Vogels et al. 2019 report 100x+ compression at rank 1-4 on CNNs with test accuracy "
-        "matched; here only the weight matrices compress ((a + b) r instead of a b entries), biases go "
-        "dense. Pays only at a high communication share (field report: above ~40%). Measured on small (2 "
-        "epochs, seeds 0 and 1): 3,192 bytes a step against 35,880 (8.9%) after the 2 vanilla steps, test "
-        "accuracy 81.3 / 74.5% against 84.5 / 80.1% with dense data parallel (-3 / -6 pp in 40 steps); with SGD "
-        "over 30 epochs (the topk_compression command, 5 paired rounds): 9.9% of the dense bytes, -0.05 pp "
-        "[-0.12, +0.02] against dense data parallel.",
+        expected_effect="PowerSGD reports over 100x compression at rank 1-4 with test accuracy matched on image "
+        "and language models (Vogels et al., NeurIPS 2019); here only weight matrices compress, biases go dense.",
         layer="gnnbench.parallel.compression",
         costs_accuracy=True,
         recommended=False,
@@ -484,10 +474,9 @@ _ENTRIES += (
         description="Partition-parallel full-graph training: each rank owns one METIS part (its nodes, their "
         "features and in-edges) and exchanges halo rows with the others at every layer (all_to_all), forward "
         "and backward; gradients are summed in one all-reduce.",
-        expected_effect="The same computation as full-batch training on one process (tested to float "
-        "tolerance), split across ranks: each rank aggregates its part's edges and holds its part's features "
-        "plus its halo. Halo traffic per layer grows with the edge cut, which METIS keeps low (24.5% of edges "
-        "on medium with 2 parts, at 27 s of partitioning on this CPU, counted in setup).",
+        expected_effect="Halo traffic per layer grows with the edge cut, which METIS keeps low (Karypis and Kumar, "
+        "1998; ROC, Jia et al., MLSys 2020); the same computation as one-process full-batch training, partitioning "
+        "in setup.",
         layer="gnnbench.parallel.partition_parallel",
         recommended=False,
         tasks=("node",),
@@ -500,9 +489,9 @@ _ENTRIES += (
         changes={"parallel": "partition", "partitioner": "degree", "batch_source": "full"},
         description="Partition-parallel full-graph training with degree-bucket parts (nodes dealt round-robin "
         "by decreasing degree) instead of METIS.",
-        expected_effect="Partitions in a fraction of a second (0.75 s on medium against METIS's 27 s) and "
-        "balances edges across ranks, at about twice METIS's edge cut (50% with 2 parts on medium), so about "
-        "twice the halo rows per layer.",
+        expected_effect="Partitions in one pass and balances edges, but ignoring locality it cuts about (k - 1) / "
+        "k of the edges like a random partition, far more than METIS (the reason DistDGL uses METIS, Zheng et al., "
+        "IA3 2020).",
         layer="gnnbench.parallel.partition_parallel",
         recommended=False,
         tasks=("node",),
@@ -547,6 +536,30 @@ def flags_for(opt_names: Iterable[str], base: Flags = Flags()) -> Flags:
         for part in combination(name):
             flags = get(part).apply(flags)
     return flags
+
+
+def config_for(base: RunConfig, opt_names: Iterable[str]) -> RunConfig:
+    """``base`` with the named optimizations (or ``a+b`` combinations) switched on.
+
+    The model has one layer per hop of the fanout: where ``base`` gives its depth explicitly
+    (``num_layers``) and an entry changes the fanout's length (``fanout`` drops the last hop), the depth
+    changes with it, so the entry drops the last hop and the last layer together.
+
+    Raises:
+        NotApplicable: when an entry cannot apply to ``base`` (the message names it and says why).
+    """
+    flags = flags_for(opt_names, base.flags)
+    layers = None if base.num_layers is None else len(flags.fanout)
+    return dataclasses.replace(base, flags=flags, num_layers=layers)
+
+
+def not_applicable(base: RunConfig, opt_names: Iterable[str]) -> str | None:
+    """Why the named entries cannot apply to ``base`` (:class:`NotApplicable`), or ``None`` if they can."""
+    try:
+        config_for(base, opt_names)
+    except NotApplicable as exc:
+        return str(exc)
+    return None
 
 
 def for_task(task: str) -> list[Optimization]:

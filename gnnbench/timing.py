@@ -1,18 +1,12 @@
 """Phase timing for measured training steps.
 
-On the CPU phases are timed with ``perf_counter``. On CUDA, in the default
-``sync`` mode, the device is synchronized at every phase boundary, phases are
-timed on the host clock and CUDA events give each phase's device time too; in
-``end_to_end`` mode whole steps are timed with one synchronization per step,
-and on CUDA events recorded at the phase boundaries (never waited on inside the
-step) still give the device-time breakdown, so work overlapped on other streams
-is not serialized. Every result says which mode it came from.
+:class:`PhaseTimer` splits each step into the phases of :data:`PHASES`. In the default ``sync`` mode the
+device is synchronized at every phase boundary and each phase is timed on the host clock (with CUDA events
+for its device time); in ``end_to_end`` mode only whole steps are timed, so work overlapped on other CUDA
+streams is not serialized. :class:`NullTimer` times nothing, and :func:`summarize` gives a median with its
+spread.
 
-Work that runs nested inside another phase's clock is re-attributed with
-:meth:`PhaseTimer.move` (link prediction's negatives, drawn inside the sampler
-during ``sample``), so a step's phase total is unchanged; work done in loader
-worker processes, overlapped with the step, is recorded apart
-(:meth:`PhaseTimer.record_apart`) and never counted in the step.
+The two modes, and how nested and overlapped work is attributed: ``docs/measurement.md``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.run import run
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 
 SPEC = GraphSpec.preset("tiny", num_nodes=2000)
 BASE = Flags(fanout=(5, 3), batch_size=128, cluster_size=500, clusters_per_batch=1, saint_roots=200)

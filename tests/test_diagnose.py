@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import (PHASE_GROUPS, RULES, Finding, Rules, classify, diagnose, format_diagnosis,
+from gnnbench.advice.diagnose import (PHASE_GROUPS, RULES, Diagnosis, Finding, Rules, classify, diagnose, format_diagnosis,
                                group_shares, recommend, verdicts, verify_names)
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.advice.scenarios import SCENARIOS, get_scenario
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 
 TINY = GraphSpec.preset("tiny")
 RECORDED = Path(__file__).parent / "data" / "scenario_shares.json"
@@ -158,3 +158,29 @@ def test_scenario_errors_and_cli_json(capsys):
     assert out["diagnosis"]["steps"] == 3 and out["diagnosis"]["finding"]["bottleneck"] in PHASE_GROUPS
     assert main(["diagnose", "--preset", "tiny", "--fanout", "5,3", "--steps", "3", "--flags", "uva"]) == 2
     assert "cannot run here" in capsys.readouterr().err
+
+
+def test_an_explicit_depth_keeps_the_whole_diagnosis(capsys):
+    """``--layers 2`` with a 2-hop fanout: the fanout entry drops the last hop and the last layer together,
+    and the command prints its breakdown, bottleneck and ranked list (it used to end on that entry's error)."""
+    from gnnbench.cli import main
+
+    assert main(["diagnose", "--preset", "tiny", "--fanout", "10,5", "--layers", "2", "--steps", "4",
+                 "--warmup", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "bottleneck:" in text and "try, in this order:" in text
+
+
+def test_an_entry_that_cannot_apply_is_listed_with_its_reason(capsys):
+    """A single-hop fanout: the fanout entry has no hop to drop; it is listed as not applicable, never raised."""
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5,), batch_size=64))
+    finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
+    recs = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"))
+    fanout = next(r for r in recs if r.name == "fanout")
+    assert "has only one" in fanout.not_applicable and fanout is recs[-1]
+    d = Diagnosis(config=config.to_dict(), device="cpu", steps=1, step_ms={"mean": 10.0, "median": 10.0,
+                  "min": 10.0, "max": 10.0}, phase_ms={"sample": 6.0}, shares={"sampling": 0.6},
+                  data_wait_share=0.6, finding=finding, expected="", recommendations=recs,
+                  memory={"host_peak_bytes": 1})
+    assert "fanout" not in d.recommended
+    assert "does not apply to this configuration:\n  - fanout: fanout does not apply here" in format_diagnosis(d)

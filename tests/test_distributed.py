@@ -20,7 +20,7 @@ from gnnbench.measure.launch import DistributedRunError, launch, survivors
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec
 from gnnbench.sampling.sources import SeedShards, ShardedNeighborBatches
-from gnnbench.training.trainer import RunConfig, config_unavailable
+from gnnbench.training import RunConfig, config_unavailable
 
 TIMEOUT = 10.0
 WORKER = "gnnbench.measure.worker"

@@ -1,8 +1,8 @@
-"""The field report's distributed decision rules (pure) and how compare shows multi-rank rows."""
+"""The distributed rules of thumb (pure) and how compare shows multi-rank rows."""
 
 from gnnbench.cli.tables import format_distributed
 from gnnbench.advice.diagnose import RULES, Rules, distributed_advice
-from gnnbench.measure.results import _distributed_summary
+from gnnbench.measure.comparison import distributed_summary as _distributed_summary
 
 GiB = 2**30
 
@@ -55,7 +55,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.report.build import _distributed_html
-    from gnnbench.measure.results import Comparison
+    from gnnbench.measure.comparison import Comparison
 
     summary = _distributed_summary([_run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
     c = Comparison([{"label": "baseline", "status": "ok"},
@@ -77,7 +77,7 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.results import RunResult, write_json_atomic
     from gnnbench.measure.sweep import Entry, _stored
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert rank_threads() == 1 and rank_threads({"OMP_NUM_THREADS": "3"}) == 3
@@ -112,7 +112,7 @@ def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) 
 
 
 def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
 
     runs = [_partition_run(label, k, step, PART if label == "partition_metis" else None)
             for k in range(3) for label, step in (("baseline", 0.1), ("full_batch", 1.0), ("partition_metis", 0.8))]
@@ -132,7 +132,7 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
 
 
 def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
 
     def run(label: str, rnd: int, test: float) -> dict:
         r = _partition_run(label, rnd, 0.1)

@@ -9,7 +9,7 @@ from gnnbench.graphs import GraphSpec
 from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision
-from gnnbench.training.trainer import RunConfig, Trainer
+from gnnbench.training import RunConfig, Trainer
 
 
 def test_fp16_store_gathers_half_the_bytes_within_fp16_rounding():

@@ -1,10 +1,12 @@
 import dataclasses
+import re
 
 import pytest
 import torch
 
 from gnnbench import registry
 from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
 from gnnbench.registry import Optimization
 
 
@@ -41,6 +43,18 @@ def test_registry_entries_are_complete_and_change_flags():
             assert "NCCL ranks need one GPU each" in opt.unavailable("cuda"), opt.name
         else:
             assert opt.unavailable("cuda") is None, (opt.name, opt.unavailable("cuda"))
+
+
+def test_expected_effects_are_short_and_name_their_source():
+    """One or two sentences of what is commonly reported elsewhere, with its source in parentheses (docs, a
+    user guide, a paper's year, an issue number); no figure this project measured (a time, a preset, a command)."""
+    source = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*(?:docs|guide|\b(?:19|20)\d\d\b|#\d+)")
+    measured = re.compile(r"\d\s*(?:ms|s)\b|\bon (?:tiny|small|medium|large)\b|`gnnbench|field report|this CPU")
+    for opt in registry.REGISTRY.values():
+        text = opt.expected_effect
+        assert 1 <= len(re.findall(r"[.!?](?:\s|$)", text)) <= 2, (opt.name, text)
+        assert source.search(text), f"{opt.name}: name the source of the expected effect"
+        assert not measured.search(text), f"{opt.name}: a measured figure belongs in results: {text}"
 
 
 def test_cuda_only_entries_say_why_on_cpu():
@@ -106,12 +120,29 @@ def test_entries_are_relative_changes_that_move_the_right_way(base_name):
             assert after >= before, f"{opt.name} lowers {name} from {before} to {after} on the {base_name} base"
 
 
-def test_fanout_entry_drops_the_last_hop_and_refuses_a_single_hop():
+def test_fanout_entry_drops_the_last_hop_and_is_not_applicable_to_a_single_hop():
     fanout = registry.get("fanout")
     assert fanout.apply(Flags()).fanout == (15, 10)
     assert fanout.apply(Flags(fanout=(10, 5))).fanout == (10,)
-    with pytest.raises(ValueError, match=r"base fanout \[10\] has only one"):
+    with pytest.raises(registry.NotApplicable, match=r"fanout does not apply here: .*fanout \[10\] has only one"):
         fanout.apply(Flags(fanout=(10,)))
+
+
+def test_an_entry_on_an_explicit_depth_changes_the_depth_with_the_fanout():
+    """``--layers 2 --fanout 10,5``: the fanout entry drops the last hop and the last layer together; other
+    entries keep the depth; a single-hop base lists the entry as not applicable instead of raising."""
+    from gnnbench.training import RunConfig
+
+    base = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(10, 5)), num_layers=2)
+    derived = registry.config_for(base, ["fanout"])
+    assert derived.flags.fanout == (10,) and derived.num_layers == 1
+    assert registry.config_for(base, ["int32"]).num_layers == 2
+    assert registry.config_for(dataclasses.replace(base, num_layers=None), ["fanout"]).num_layers is None
+    single = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(10,)), num_layers=1)
+    assert "has only one" in registry.not_applicable(single, ["fanout"])
+    assert registry.not_applicable(single, ["int32"]) is None
+    with pytest.raises(registry.NotApplicable):
+        registry.config_for(single, ["int32", "fanout"])
 
 
 def test_every_entry_says_what_it_relieves():

@@ -17,7 +17,7 @@ from gnnbench.graphs.io import save_npz
 from gnnbench.graphs.source import (LINK_HOLDOUT, GraphSource, content_fingerprint, hold_out_links, load_source,
                                     open_source, prepared_path)
 from gnnbench.measure.results import graph_label
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 
 
 @pytest.fixture(autouse=True)

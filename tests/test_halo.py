@@ -1,13 +1,14 @@
 """Halo exchange on 2 gloo ranks (loopback): partition-parallel aggregation equals one-process aggregation.
 
-Ranks are spawned processes; every test joins them with a timeout, terminates what is left
-on failure, and each rank destroys its process group.
+Ranks are spawned processes: :func:`gnnbench.measure.launch.run_local` runs them (joined with a timeout,
+what is left killed, every process group destroyed); the test of a dying rank starts its own, because it
+needs the survivor's outcome after its peer is gone.
 """
 
+import dataclasses
 import datetime
 import multiprocessing as mp
 import os
-import socket
 import time
 import traceback
 
@@ -16,20 +17,15 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from gnnbench.parallel.halo import (HaloExchange, HaloExchangeError, HaloPlan, aggregate_local,
-                                       partition_aggregate)
-from gnnbench.parallel.partition import Partition, partition
 from gnnbench.graphs import GraphSpec, generate
+from gnnbench.measure.launch import free_port, run_local
+from gnnbench.parallel.halo import (HaloExchange, HaloExchangeError, HaloPlan, HaloStep, aggregate_local,
+                                    partition_aggregate)
+from gnnbench.parallel.partition import Partition, partition
 
 SPEC = GraphSpec(num_nodes=2000, avg_degree=8.0, feature_dim=6, seed=3)
 WORLD = 2
 METHODS = ("metis", "degree")
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _init(rank: int, port: int, timeout_s: float) -> None:
@@ -43,80 +39,43 @@ def _partition(graph, method: str, parts: np.ndarray) -> Partition:
                      edge_index=graph.edge_index)
 
 
-def _run_ranks(target, args: tuple, timeout_s: float) -> dict:
-    """Start one process per rank, collect one message from each, join; never leave a child behind."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = _free_port()
-    procs = [ctx.Process(target=target, args=(rank, port, queue, *args), daemon=True) for rank in range(WORLD)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + timeout_s
-    results = {}
-    try:
-        for _ in procs:
-            rank, payload = queue.get(timeout=max(0.1, deadline - time.monotonic()))
-            results[rank] = payload
-        for p in procs:
-            p.join(timeout=max(0.1, deadline - time.monotonic()))
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(5)
-            if p.is_alive():
-                p.kill()
-                p.join(5)
-        queue.close()
-    assert not any(p.is_alive() for p in procs)
-    errors = [payload for payload in results.values() if isinstance(payload, str)]
-    assert not errors, "\n".join(errors)
-    return {"results": results, "exitcodes": [p.exitcode for p in procs]}
-
-
 # ----------------------------------------------------------------------------- aggregation
-def _aggregate_worker(rank, port, queue, parts_by_method):
+def _aggregate_on_rank(rank, world, parts_by_method):
+    """One rank's aggregations, gradients and exchange records, JSON-ready (``run_local`` returns them)."""
+    torch.set_num_threads(1)
+    graph = generate(SPEC)
+    out = {}
+    for method, parts in parts_by_method.items():
+        plan = HaloPlan.build(graph, _partition(graph, method, parts), rank)
+        ex = HaloExchange(plan)
+        x_local = graph.x[plan.owned]
+        agg_sum = partition_aggregate(ex, x_local, "sum")
+        agg_mean = partition_aggregate(ex, x_local, "mean")
+        # gradient: d/dx of sum_v w_v * agg(x)_v, the halo's share flowing back to its owner
+        xl = x_local.clone().requires_grad_()
+        weight = torch.arange(graph.num_nodes, dtype=torch.float32)[plan.owned].view(-1, 1) / graph.num_nodes
+        (partition_aggregate(ex, xl, "sum") * weight).sum().backward()
+        # stale cache: refresh, two cached calls, refresh; a second key has its own slot
+        cached = HaloExchange(plan, cache_steps=2, verify=False)
+        halos = []
+        for s in (1.0, 2.0, 3.0, 4.0):
+            halos.append(cached.exchange(x_local * s, key="a").clone())
+            halos.append(cached.exchange(-x_local * s, key="b").clone())
+        out[method] = {
+            "owned": plan.owned.tolist(), "halo": plan.halo.tolist(),
+            "sum": agg_sum.tolist(), "mean": agg_mean.detach().tolist(), "grad": xl.grad.tolist(),
+            "steps": [dataclasses.asdict(s) for s in ex.steps], "totals": ex.totals(), "halo_x": halos[0].tolist(),
+            "cached_halos": [h.tolist() for h in halos], "cached_steps": [dataclasses.asdict(s) for s in cached.steps],
+            "send_counts": plan.send_counts, "recv_counts": plan.recv_counts,
+        }
+    # plans built from different partitions must be refused at setup, on both ranks
+    wrong = "degree" if rank == 1 else "metis"
     try:
-        _init(rank, port, 30)
-        try:
-            graph = generate(SPEC)
-            out = {}
-            for method, parts in parts_by_method.items():
-                plan = HaloPlan.build(graph, _partition(graph, method, parts), rank)
-                ex = HaloExchange(plan)
-                x_local = graph.x[plan.owned]
-                agg_sum = partition_aggregate(ex, x_local, "sum")
-                agg_mean = partition_aggregate(ex, x_local, "mean")
-                # gradient: d/dx of sum_v w_v * agg(x)_v, the halo's share flowing back to its owner
-                xl = x_local.clone().requires_grad_()
-                weight = torch.arange(graph.num_nodes, dtype=torch.float32)[plan.owned].view(-1, 1) / graph.num_nodes
-                (partition_aggregate(ex, xl, "sum") * weight).sum().backward()
-                # stale cache: refresh, two cached calls, refresh; a second key has its own slot
-                cached = HaloExchange(plan, cache_steps=2, verify=False)
-                halos = []
-                for s in (1.0, 2.0, 3.0, 4.0):
-                    halos.append(cached.exchange(x_local * s, key="a").clone())
-                    halos.append(cached.exchange(-x_local * s, key="b").clone())
-                out[method] = {
-                    "owned": plan.owned.numpy(), "halo": plan.halo.numpy(),
-                    "sum": agg_sum.numpy(), "mean": agg_mean.detach().numpy(), "grad": xl.grad.numpy(),
-                    "steps": ex.steps, "totals": ex.totals(), "halo_x": halos[0].numpy(),
-                    "cached_halos": [h.numpy() for h in halos], "cached_steps": cached.steps,
-                    "send_counts": plan.send_counts, "recv_counts": plan.recv_counts,
-                }
-            # plans built from different partitions must be refused at setup, on both ranks
-            wrong = "degree" if rank == 1 else "metis"
-            try:
-                HaloExchange(HaloPlan.build(graph, _partition(graph, wrong, parts_by_method[wrong]), rank))
-                out["mismatch"] = "accepted"
-            except HaloExchangeError as exc:
-                out["mismatch"] = str(exc)
-            queue.put((rank, out))
-        finally:
-            dist.destroy_process_group()
-    except BaseException:
-        queue.put((rank, f"rank {rank} failed:\n{traceback.format_exc()}"))
-        raise
+        HaloExchange(HaloPlan.build(graph, _partition(graph, wrong, parts_by_method[wrong]), rank))
+        out["mismatch"] = "accepted"
+    except HaloExchangeError as exc:
+        out["mismatch"] = str(exc)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +95,11 @@ def _reference(graph):
 
 def test_partition_parallel_aggregation_matches_one_process(graph):
     parts = {m: partition(graph, WORLD, m).parts.numpy() for m in METHODS}
-    run = _run_ranks(_aggregate_worker, (parts,), timeout_s=60)
-    assert run["exitcodes"] == [0, 0]
-    results = run["results"]
+    results = run_local(_aggregate_on_rank, WORLD, parts, timeout=30.0, wall_timeout=60.0)
+    for r in results:  # the exchange records come back from JSON as dicts
+        for method in METHODS:
+            for key in ("steps", "cached_steps"):
+                r[method][key] = [HaloStep(**s) for s in r[method][key]]
     ref_sum, ref_mean, ref_grad = _reference(graph)
     x = graph.x.numpy()
     for method in METHODS:
@@ -227,7 +188,7 @@ def test_a_dead_rank_makes_the_survivor_fail_within_the_timeout(graph, mode):
     parts = partition(graph, WORLD, "degree").parts.numpy()
     ctx = mp.get_context("spawn")
     queue, release = ctx.Queue(), ctx.Event()
-    port = _free_port()
+    port = free_port()
     procs = [ctx.Process(target=_dying_worker, args=(rank, port, queue, parts, mode, release), daemon=True)
              for rank in range(WORLD)]
     t0 = time.monotonic()

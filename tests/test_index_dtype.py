@@ -12,15 +12,15 @@ documented exceptions:
 """
 
 import collections
+import dataclasses
 
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gnnbench import registry
-from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec
-from gnnbench.training.trainer import RunConfig, Trainer
+from gnnbench.training import Trainer
+from tests.conftest import QUICK
 
 # op name -> positions of its index arguments
 INDEX_ARGS = {
@@ -61,15 +61,15 @@ class IndexDtypes(TorchDispatchMode):
 
 def _step_index_dtypes(model: str, names: list[str]) -> tuple[IndexDtypes, int]:
     """The index dtypes of one timed step, and the batch's edge count."""
-    cfg = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), model=model, hidden=16, epochs=1,
-                    flags=registry.flags_for(names, Flags(fanout=(5, 3), batch_size=96)))
+    cfg = dataclasses.replace(QUICK, model=model, flags=registry.flags_for(names, QUICK.flags),
+                              max_steps_per_epoch=None, warmup_steps=3)
     trainer = Trainer(cfg)
-    batches = trainer.source.epoch(0)
-    trainer._train_on(next(batches))  # warm-up
+    batches = trainer.pipeline.batches.epoch(0)
+    trainer.step(next(batches), None, trainer.timer)  # warm-up
     batch = next(batches)
     rec = IndexDtypes()
     with rec:
-        trainer._train_on(batch)  # one timed step: gather, transfer, forward, backward, optimizer
+        trainer.step(batch, None, trainer.timer)  # one timed step: gather, transfer, forward, backward, optimizer
     trainer.close()
     return rec, batch.edge_index.size(1)
 

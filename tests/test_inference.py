@@ -1,6 +1,7 @@
 """Layer-wise, chunked full-neighbourhood evaluation: same predictions as the whole-graph forward, memory
 bounded by the chunk budget (checked structurally), bad budgets refused."""
 
+import dataclasses
 import math
 import re
 
@@ -14,9 +15,10 @@ from gnnbench.graphs.csr import rowptr_from_sorted_targets, sort_edges_by_target
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
 from gnnbench.graphs.prepare import prepare
 from gnnbench.models.inference import LayerwiseInference, plan_chunks
-from gnnbench.models.aggregation import AggregationPolicy, _sparse_product_supports
+from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision
+from tests.conftest import QUICK, skip_unless_runs
 from tests.graphs_strategies import random_edges
 
 CPU = torch.device("cpu")
@@ -44,11 +46,10 @@ CASES = [(m, agg, p, cached) for m in ("gcn", "sage") for agg in ("scatter", "sp
 
 @pytest.mark.parametrize("model_name,aggregation,precision_mode,cached", CASES)
 def test_layerwise_equals_whole_graph_forward(tiny_graph, model_name, aggregation, precision_mode, cached):
-    if aggregation == "sparse" and precision_mode == "full" and not _sparse_product_supports("cpu", torch.bfloat16):
-        pytest.skip("no bf16 CSR product on this CPU (the combination is refused as unavailable)")
     # cached: full-graph coefficients held by the policy (cached_norm with full-batch training); else
     # computed from full-graph degrees at evaluation, as the whole-graph path does
     flags = Flags(aggregation=aggregation, cached_norm=cached, batch_source="full" if cached else "neighbor")
+    skip_unless_runs(flags.replace(precision=precision_mode), model=model_name)  # e.g. no bf16 CSR product on CPU
     prepared, precision, policy, model = _setup(tiny_graph, model_name, flags, precision_mode,
                                                 source_norm="full" if cached else "batch")
     assert (policy.norm is not None) == cached
@@ -174,22 +175,20 @@ def test_edges_not_sorted_by_target_are_refused(tiny_graph):
 
 def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memory():
     from gnnbench.cli.tables import format_run
-    from gnnbench.graphs import GraphSpec
     from gnnbench.measure.run import run
-    from gnnbench.training.trainer import RunConfig, Trainer
+    from gnnbench.training import Trainer
 
     for task in ("node", "link"):
-        cfg = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
-                        task=task, epochs=1, max_steps_per_epoch=3, warmup_steps=1, hidden=16,
-                        eval_chunk_bytes=2**20)
+        cfg = dataclasses.replace(QUICK, task=task, max_steps_per_epoch=3, warmup_steps=1, eval_chunk_bytes=2**20)
         trainer = Trainer(cfg)
         for _ in trainer.steps():
             pass
         metrics, _ = trainer.evaluate()
-        assert trainer.inference.plan(max(trainer.model.dims)).num_chunks > 3
+        p = trainer.pipeline
+        assert trainer.evaluation.inference.plan(max(p.model.dims)).num_chunks > 3
         with torch.no_grad():
-            agg = trainer.policy.for_graph(trainer.prepared.edge_index, trainer.graph.num_nodes)
-            whole = trainer.task.evaluate(lambda: trainer.model(trainer.graph.x, agg, trainer.precision))
+            agg = p.policy.for_graph(p.prepared.edge_index, p.graph.num_nodes)
+            whole = p.task.evaluate(lambda: p.model(p.graph.x, agg, p.precision))
         for key in ("val", "test"):
             assert abs(metrics[key] - whole[key]) <= 1e-4, (task, key, metrics, whole)
         trainer.close()
@@ -203,7 +202,7 @@ def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memor
 def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
     from gnnbench.cli import main
     from gnnbench.cli.options import parse_eval_chunk
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     assert parse_eval_chunk("64MiB") == 64 * 2**20 and parse_eval_chunk("1GB") == 10**9
     assert parse_eval_chunk("65536") == 65536

@@ -6,11 +6,12 @@ import pytest
 
 from gnnbench.cli import main
 from gnnbench.cli.options import parse_size
-from gnnbench.cli.tables import format_ladder, human_bytes
+from gnnbench.cli.tables import format_ladder
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec
 from gnnbench.advice.ladder import RUNGS, walk
-from gnnbench.training.trainer import RunConfig
+from gnnbench.text import human_bytes
+from gnnbench.training import RunConfig
 
 BASE = Flags(fanout=(10, 5), batch_size=256)
 RUNG_NAMES = ["as given"] + [r.name for r in RUNGS]

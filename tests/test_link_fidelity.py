@@ -23,7 +23,7 @@ from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.precision import Precision
 from gnnbench.sampling.loaders import LinkBatches
 from gnnbench.models.tasks import LinkPrediction, evaluation_negatives
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 
 SPEC = GraphSpec(num_nodes=3000, avg_degree=20.0, feature_dim=16, seed=0)
 

@@ -2,7 +2,6 @@
 message-passing subgraph."""
 
 import dataclasses
-import functools
 import json
 import time
 from pathlib import Path
@@ -14,35 +13,29 @@ from hypothesis import strategies as st
 
 from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
-from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
 from gnnbench.report.build import phases_present
 from gnnbench.report.inputs import load_inputs
-from gnnbench.measure.results import RunResult, compare
+from gnnbench.measure.comparison import compare
+from gnnbench.measure.results import RunResult
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.sampler import drop_pair_edges
 from gnnbench.models.tasks import NodeClassification, link_loss
 from gnnbench.timing import PHASES, PhaseTimer
-from gnnbench.training.trainer import RunConfig, Trainer
+from gnnbench.training import Trainer
+from tests.conftest import QUICK
 
-SPEC = GraphSpec.preset("tiny", num_nodes=3000)
-LINK = RunConfig(spec=SPEC, task="link", flags=Flags(fanout=(5, 3), batch_size=256), epochs=1,
-                 max_steps_per_epoch=5, warmup_steps=1, hidden=16)
-NODE = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=5,
-                 warmup_steps=1, hidden=16)
+NODE = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)
+LINK = dataclasses.replace(NODE, task="link", flags=QUICK.flags.replace(batch_size=256))
 V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"
 
 
-@functools.lru_cache(maxsize=None)
-def _graph():
-    return generate(SPEC)
-
-
-@functools.lru_cache(maxsize=None)
-def _prepared():
-    return prepare(_graph().link_split(), Flags())
+@pytest.fixture(scope="module")
+def link_prepared(quick_graph):
+    """QUICK's graph without its held-out link positives, prepared."""
+    return prepare(quick_graph.link_split(), Flags())
 
 
 def _keys(src: torch.Tensor, dst: torch.Tensor, n: int) -> set[int]:
@@ -89,8 +82,8 @@ def test_end_to_end_mode_moves_nothing_and_workers_are_recorded_apart():
     assert timer.apart == [{"negatives": 0.004}] and timer.steps[0]["negatives"] == 0.0
 
 
-def test_link_steps_move_exactly_the_drawn_negatives_out_of_sample():
-    trainer = Trainer(dataclasses.replace(LINK, warmup_steps=0), _graph())
+def test_link_steps_move_exactly_the_drawn_negatives_out_of_sample(quick_graph):
+    trainer = Trainer(dataclasses.replace(LINK, warmup_steps=0), quick_graph)
     try:
         for _ in trainer.steps():
             pass
@@ -100,12 +93,12 @@ def test_link_steps_move_exactly_the_drawn_negatives_out_of_sample():
     assert len(steps) == 5 and trainer.timer.apart == [{}] * 5
     assert all(s["negatives"] > 0 and s["sample"] >= 0 for s in steps)
     # every second the negative sampler clocked in this process left "sample" for "negatives"
-    assert sum(s["negatives"] for s in steps) == pytest.approx(trainer.source.negatives.stats.seconds, rel=1e-9)
+    assert sum(s["negatives"] for s in steps) == pytest.approx(trainer.pipeline.batches.negatives.stats.seconds, rel=1e-9)
 
 
-def test_negatives_phase_is_positive_for_link_runs_and_zero_for_node_runs():
-    link = run(LINK, graph=_graph())
-    node = run(NODE, graph=_graph())
+def test_negatives_phase_is_positive_for_link_runs_and_zero_for_node_runs(quick_graph):
+    link = run(LINK, graph=quick_graph)
+    node = run(NODE, graph=quick_graph)
     assert link.status == node.status == "ok"
     assert set(link.phases) == set(node.phases) == set(PHASES)
     assert link.phases["negatives"]["min"] > 0 and link.worker_phases is None
@@ -115,9 +108,9 @@ def test_negatives_phase_is_positive_for_link_runs_and_zero_for_node_runs():
     assert RunResult.from_dict(json.loads(json.dumps(link.to_dict()))).phases == link.phases
 
 
-def test_negatives_drawn_by_loader_workers_are_reported_apart():
+def test_negatives_drawn_by_loader_workers_are_reported_apart(quick_graph):
     cfg = dataclasses.replace(LINK, flags=dataclasses.replace(LINK.flags, num_workers=1))
-    r = run(cfg, graph=_graph())
+    r = run(cfg, graph=quick_graph)
     assert r.status == "ok"
     assert r.phases["negatives"]["max"] == 0.0  # nothing subtracted from the main process's wait
     assert r.worker_phases["negatives"]["min"] > 0 and r.worker_phases["negatives"]["n"] == r.steps["measured"]
@@ -126,8 +119,8 @@ def test_negatives_drawn_by_loader_workers_are_reported_apart():
 
 # ----------------------------------------------------------------------------- negatives per positive
 @pytest.mark.parametrize("ratio", [1, 3])
-def test_negative_ratio_draws_k_negatives_per_positive(ratio):
-    src = LinkBatches(_prepared(), Flags(fanout=(4, 2), batch_size=128, negative_ratio=ratio))
+def test_negative_ratio_draws_k_negatives_per_positive(link_prepared, ratio):
+    src = LinkBatches(link_prepared, Flags(fanout=(4, 2), batch_size=128, negative_ratio=ratio))
     try:
         batch = next(src.epoch(0))
     finally:
@@ -151,16 +144,16 @@ def test_negative_ratio_is_validated_and_refused_for_node_classification():
         link_loss(torch.randn(5, 2), torch.zeros(2, 4, dtype=torch.long), torch.ones(3))
 
 
-def test_a_link_run_with_many_negatives_per_positive_trains():
-    r = run(dataclasses.replace(LINK, flags=dataclasses.replace(LINK.flags, negative_ratio=4)), graph=_graph())
+def test_a_link_run_with_many_negatives_per_positive_trains(quick_graph):
+    r = run(dataclasses.replace(LINK, flags=dataclasses.replace(LINK.flags, negative_ratio=4)), graph=quick_graph)
     assert r.status == "ok" and 0 <= r.accuracy["test"] <= 1 and r.phases["negatives"]["min"] > 0
 
 
 # ----------------------------------------------------------------------------- supervision split
 @settings(max_examples=15)
 @given(seed=st.integers(0, 2**16), num_pairs=st.integers(1, 40))
-def test_drop_pair_edges_removes_exactly_the_pair_edges(seed, num_pairs):
-    p = _prepared()
+def test_drop_pair_edges_removes_exactly_the_pair_edges(link_prepared, seed, num_pairs):
+    p = link_prepared
     n = p.num_nodes
     pairs = training_pairs(p)
     pick = torch.randperm(pairs.size(1), generator=torch.Generator().manual_seed(seed))[:num_pairs]
@@ -181,8 +174,8 @@ def test_drop_pair_edges_removes_exactly_the_pair_edges(seed, num_pairs):
     assert torch.equal(p.edge_index[:, kept.edge], torch.stack([kept.node[kept.row], kept.node[kept.col]]))
 
 
-def test_link_epoch_covers_every_training_edge_once_and_keeps_positives_out_of_their_subgraph():
-    p = _prepared()
+def test_link_epoch_covers_every_training_edge_once_and_keeps_positives_out_of_their_subgraph(link_prepared):
+    p = link_prepared
     n = p.num_nodes
     src = LinkBatches(p, Flags(fanout=(4, 2), batch_size=512))
     seen = []

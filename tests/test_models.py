@@ -123,7 +123,7 @@ def test_fast_dropout_trains_to_the_baselines_accuracy():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.run import run
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     accs = {}
     for names in ([], ["fast_dropout"]):

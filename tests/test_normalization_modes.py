@@ -19,7 +19,7 @@ from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.nets import GCN
 from gnnbench.models.precision import Precision
 from gnnbench.sampling.sources import make_batch_source
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 
 SPEC = GraphSpec.preset("tiny", num_nodes=2000)
 

@@ -18,7 +18,7 @@ from gnnbench import registry
 from gnnbench.measure.launch import launch, run_local, survivors
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.training.trainer import RunConfig, config_unavailable
+from gnnbench.training import RunConfig, config_unavailable
 
 SPEC = GraphSpec.preset("tiny", num_nodes=600)
 METHODS = ["degree"] + (["metis"] if importlib.util.find_spec("pymetis") else [])

@@ -1,5 +1,6 @@
 """The published report: content, self-containment, and a real headless browser render."""
 
+import dataclasses
 import os
 import re
 import shutil
@@ -19,14 +20,11 @@ V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files writte
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from gnnbench.graphs import GraphSpec
-    from gnnbench.flags import Flags
-    from gnnbench.training.trainer import RunConfig
     from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from tests.conftest import QUICK
 
     out_dir = tmp_path_factory.mktemp("sweep")
-    base = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
-                     epochs=1, max_steps_per_epoch=5, warmup_steps=1, hidden=16)
+    base = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)
     results = run_sweep(sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True),
                         out_dir, isolate=False)
     assert isinstance(results, list) and {r["round"] for r in results} == {0, 1}
@@ -148,7 +146,7 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
     data_parallel paired by round, and top-k's bytes within the issue's 3% of dense."""
     if not COMPRESSION.exists():
         pytest.skip("no committed compression reference")
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
 
     inputs = load_inputs(runs=[COMPRESSION])
     assert all(r["config"]["optimizer"] == "sgd" for r in inputs.runs)

@@ -29,6 +29,39 @@ def test_without_replacement_is_uniform_over_subsets(degree, fanout):
         assert chi_square_uniform(observed, comb(degree, fanout))[1] == pytest.approx(p, rel=1e-6, abs=1e-12)
 
 
+@pytest.mark.parametrize("degree,fanout", [(8, 4), (9, 4), (7, 3)])
+def test_both_draw_regimes_are_uniform_over_subsets(degree, fanout):
+    """deg <= 2k keeps the k smallest uniform keys; deg > 2k keeps the first k distinct of draws with
+    replacement (with redraws of rows that fall short, frequent at deg = 2k + 1): both exactly uniform."""
+    from math import comb
+
+    categories = comb(degree, fanout)
+    observed = subset_counts(degree, fanout, 600 * categories, seed=degree * 10 + fanout)
+    assert observed.numel() == categories
+    assert chisquare(observed.double().numpy()).pvalue > 1e-3
+
+
+def test_rows_that_draw_too_few_distinct_positions_draw_again(monkeypatch):
+    """The rejection path's redraw: force the first round of draws to repeat one position per row."""
+    import gnnbench.sampling.neighbor as neighbor
+
+    real_rand, calls = torch.rand, []
+
+    def rand(*size, **kw):
+        out = real_rand(*size, **kw)
+        if not calls and kw.get("dtype") == torch.float64 and len(size) == 2:
+            out[:, :] = out[:, :1]  # every draw of a row equal: one distinct position, fewer than k
+        calls.append(size)
+        return out
+
+    monkeypatch.setattr(neighbor.torch, "rand", rand)
+    deg = torch.full((500,), 40)
+    pos = neighbor.distinct_positions(deg, 5, torch.Generator().manual_seed(0))
+    assert len(calls) >= 2, "the rows drew again"
+    assert pos.shape == (500, 5) and int(pos.min()) >= 0 and int(pos.max()) < 40
+    assert all(row.unique().numel() == 5 for row in pos)
+
+
 def test_single_positions_are_uniform_for_large_degree():
     # Position marginals for degree 30, fanout 4: each position chosen with probability 4/30.
     rowptr, col = star_forest(20_000, 30)

@@ -6,18 +6,11 @@ import json
 import re
 
 import pytest
-import torch
 
 from gnnbench import registry
-from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec
-from gnnbench.measure.results import AA_LABEL, compare, compare_rows
+from gnnbench.measure.comparison import AA_LABEL, compare, compare_rows
 from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
-from gnnbench.training.trainer import RunConfig
-
-SPEC = GraphSpec.preset("tiny", num_nodes=3000)
-QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
-                  warmup_steps=2, hidden=16)
+from tests.conftest import QUICK, unavailable_here
 
 
 def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
@@ -52,7 +45,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     assert [r["label"] for r in second] == [r["label"] for r in first]
     rows = {r["label"]: r for r in compare_rows(second)}
     assert rows["baseline"]["speedup"] == pytest.approx(1.0)
-    if not torch.cuda.is_available():
+    if unavailable_here("pin_memory", device=QUICK.device):
         assert rows["pin_memory"]["status"] == "unavailable" and "pinned" in rows["pin_memory"]["reason"]
 
 
@@ -74,7 +67,7 @@ def test_all_recommended_combines_available_entries():
     rec = entries[-1]
     assert rec.label == "all_recommended"
     assert "sparse_agg" in rec.optimizations and "cached_norm" in rec.optimizations
-    if not torch.cuda.is_available():
+    if unavailable_here("pin_memory", device=QUICK.device) and unavailable_here("uva", device=QUICK.device):
         assert "pin_memory" not in rec.optimizations and "uva" not in rec.optimizations
     assert not any(registry.get(n).costs_accuracy for n in rec.optimizations)
 
@@ -131,7 +124,7 @@ def test_compare_explicit_target_and_missing_baseline():
 
 
 def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
-    from gnnbench.measure.results import E2E_BASELINE
+    from gnnbench.measure.comparison import E2E_BASELINE
 
     runs = _sweep()
     for r in runs:
@@ -146,7 +139,8 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
     rows = {r["label"]: r for r in compare(runs).rows}
     assert rows["pin_memory"]["timing_mode"] == "end_to_end"
     assert rows["pin_memory"]["epoch_speedup"]["ratio"] == pytest.approx(2.0), "against the end-to-end baseline"
-    if not torch.cuda.is_available():  # nothing here can overlap: no end-to-end baseline is scheduled
+    if all(unavailable_here(name, device=QUICK.device) for name in ("pin_memory", "feature_prefetch")):
+        # nothing here can overlap: no end-to-end baseline is scheduled
         entries = sweep_entries(QUICK, ["pin_memory", "feature_prefetch"], repeats=1, include_all_recommended=False)
         assert E2E_BASELINE not in {e.label for e in entries}
 
@@ -168,7 +162,7 @@ def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench.flags import Flags
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.sweep import sweep_entries
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)
     entries = sweep_entries(base, ["csr+sparse_agg", "int32"], repeats=2, include_all_recommended=False)
@@ -180,3 +174,16 @@ def test_a_plus_b_is_one_configuration_with_both():
         with pytest.raises(ValueError, match=re.escape(message)):
             registry.combination(bad)
     assert registry.flags_for(["csr+sparse_agg"]) == registry.flags_for(["csr", "sparse_agg"])
+
+
+def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
+    """A single-hop base: the fanout entry cannot drop a hop. The sweep lists it as unavailable with the
+    reason, measures the rest, and never raises."""
+    base = dataclasses.replace(QUICK, flags=QUICK.flags.replace(fanout=(5,)))
+    entries = sweep_entries(base, ["fanout", "int32"], repeats=1, include_all_recommended=True)
+    fanout = next(e for e in entries if e.label == "fanout")
+    assert "has only one" in fanout.not_applicable
+    results = run_sweep([e for e in entries if e.label in ("baseline", "fanout")], tmp_path, isolate=False)
+    row = next(r for r in results if r["label"] == "fanout")
+    assert row["status"] == "unavailable" and "has only one" in row["unavailable"]["not applicable"]
+    assert next(r for r in results if r["label"] == "baseline")["status"] == "ok"

@@ -6,12 +6,11 @@ import torch
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.models.tasks import auc, hits_at_k
-from gnnbench.training.trainer import RunConfig
+from tests.conftest import QUICK
 
 
 def test_auc_matches_pairwise_definition():
@@ -30,8 +29,8 @@ def test_hits_at_k():
     assert hits_at_k(pos, neg[:2], k=3) != hits_at_k(pos, neg[:2], k=3)  # nan with too few negatives
 
 
-def test_link_batches_label_real_positives_and_strict_negatives():
-    g = generate(GraphSpec.preset("tiny", num_nodes=3000)).link_split()
+def test_link_batches_label_real_positives_and_strict_negatives(quick_graph):
+    g = quick_graph.link_split()
     p = prepare(g, Flags())
     src = LinkBatches(p, Flags(fanout=(4, 2), batch_size=256))
     batch = next(src.epoch(0))
@@ -45,9 +44,8 @@ def test_link_batches_label_real_positives_and_strict_negatives():
 
 
 def test_link_task_trains_and_reports_auc_and_hits():
-    cfg = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), task="link",
-                    flags=Flags(fanout=(5, 3), batch_size=256), epochs=2, max_steps_per_epoch=12, warmup_steps=2,
-                    hidden=32, lr=0.01)
+    cfg = dataclasses.replace(QUICK, task="link", flags=QUICK.flags.replace(batch_size=256), epochs=2,
+                              max_steps_per_epoch=12, hidden=32, lr=0.01)
     r = run(cfg)
     assert r.status == "ok"
     acc = r.accuracy

@@ -7,14 +7,13 @@ import torch
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec
 from gnnbench.measure.run import run
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
+from gnnbench.training.optim import hook_momentum, make_optimizer
 from gnnbench.timing import PHASES, summarize
+from tests.conftest import QUICK, unavailable_here
 
-SPEC = GraphSpec.preset("tiny", num_nodes=3000)
-QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
-                  warmup_steps=2, hidden=16)
+SPEC = QUICK.spec
 
 
 def test_run_result_schema_and_phases(tmp_path):
@@ -52,9 +51,10 @@ def test_training_learns_on_tiny():
 @pytest.mark.parametrize("names,field", [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"),
                                          (["degree_negatives"], "negative_mode")])
 def test_unavailable_flags_report_reasons_not_numbers(names, field):
-    if torch.cuda.is_available() and field != "negative_mode":
-        pytest.skip("available with CUDA")
-    r = run(dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags)))
+    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags))
+    if not unavailable_here(cfg):
+        pytest.skip(f"{field} can run here")
+    r = run(cfg)
     assert r.status == "unavailable" and field in r.unavailable
     assert r.phases is None and "phases" not in r.to_dict()
 
@@ -147,7 +147,7 @@ def test_cuda_runs_every_device_flag(names):
 
 def test_trainer_steps_cycle_epochs_one_step_at_a_time():
     from gnnbench.flags import UnavailableError
-    from gnnbench.training.trainer import Trainer
+    from gnnbench.training import Trainer
 
     trainer = Trainer(QUICK)
     steps = trainer.steps(epochs=float("inf"))  # as asv and pytest-benchmark drive it
@@ -159,9 +159,10 @@ def test_trainer_steps_cycle_epochs_one_step_at_a_time():
     acc, _ = trainer.evaluate()
     assert acc["metric"] == "accuracy" and 0 <= acc["test"] <= 1
     trainer.close()
-    if not torch.cuda.is_available():
+    uva = dataclasses.replace(QUICK, flags=registry.flags_for(["uva"], QUICK.flags))
+    if unavailable_here(uva):
         with pytest.raises(UnavailableError) as err:
-            Trainer(dataclasses.replace(QUICK, flags=registry.flags_for(["uva"], QUICK.flags)))
+            Trainer(uva)
         assert "feature_placement" in err.value.reasons
 
 
@@ -169,13 +170,13 @@ def test_optimizer_choice_and_where_sgd_momentum_lives():
     """Adam by default; SGD keeps its momentum, except under top-k compression, where the hook applies it
     (DGC's momentum correction) and the optimizer steps plain SGD."""
     params = [torch.nn.Parameter(torch.zeros(3))]
-    adam = QUICK.make_optimizer(params)
+    adam = make_optimizer(QUICK, params)
     assert isinstance(adam, torch.optim.Adam) and adam.param_groups[0]["lr"] == 0.01
     sgd = dataclasses.replace(QUICK, optimizer="sgd", lr=0.05, momentum=0.8)
-    assert sgd.hook_momentum == 0.0 and sgd.make_optimizer(params).param_groups[0]["momentum"] == 0.8
+    assert hook_momentum(sgd) == 0.0 and make_optimizer(sgd, params).param_groups[0]["momentum"] == 0.8
     topk = dataclasses.replace(sgd, flags=registry.flags_for(["topk_compression"], QUICK.flags))
-    assert topk.hook_momentum == 0.8 and topk.make_optimizer(params).param_groups[0]["momentum"] == 0.0
-    assert dataclasses.replace(topk, optimizer="adam").hook_momentum == 0.0
+    assert hook_momentum(topk) == 0.8 and make_optimizer(topk, params).param_groups[0]["momentum"] == 0.0
+    assert hook_momentum(dataclasses.replace(topk, optimizer="adam")) == 0.0
     with pytest.raises(ValueError, match="unknown optimizer 'rmsprop'; accepted: 'adam', 'sgd'"):
         dataclasses.replace(QUICK, optimizer="rmsprop")
     with pytest.raises(ValueError, match=r"RunConfig.momentum must be a number in \[0, 1\) \(got 1.0\)"):
@@ -186,13 +187,13 @@ def test_optimizer_choice_and_where_sgd_momentum_lives():
 
 
 def test_cosine_schedule_sets_each_epochs_learning_rate():
-    from gnnbench.training.trainer import Trainer
+    from gnnbench.training import Trainer
 
     cfg = dataclasses.replace(QUICK, epochs=4, optimizer="sgd", lr=0.1, lr_schedule="cosine", max_steps_per_epoch=2)
     trainer = Trainer(cfg)
     seen = {}
     for step in trainer.steps(evaluate=False):
-        seen[step.epoch] = trainer.opt.param_groups[0]["lr"]
+        seen[step.epoch] = trainer.pipeline.optimizer.param_groups[0]["lr"]
     trainer.close()
     assert seen == pytest.approx({0: 0.1, 1: 0.1 * (1 + 0.5 ** 0.5) / 2, 2: 0.05, 3: 0.1 * (1 - 0.5 ** 0.5) / 2})
 

@@ -1,17 +1,19 @@
 """``gnnbench tune``: the greedy path on ``tiny`` (in-process runs, few repeats), its stopping rules and its
 refusals."""
 
+import dataclasses
+
 import pytest
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis, Finding
-from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.training.trainer import RunConfig
+from gnnbench.training import RunConfig
 from gnnbench.advice.tune import candidates_for, format_tune, tune
+from tests.conftest import QUICK
 
-BASE = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(5, 3), batch_size=64), hidden=16, epochs=2,
-                 max_steps_per_epoch=4, warmup_steps=1)
+BASE = dataclasses.replace(QUICK, spec=GraphSpec.preset("tiny"), flags=QUICK.flags.replace(batch_size=64), epochs=2,
+                           max_steps_per_epoch=4, warmup_steps=1)
 
 
 def _diagnosis(shares):
@@ -69,7 +71,7 @@ def test_entries_already_on_are_not_candidates():
 
 def test_swap_moves_undo_a_lock_out():
     # on the CPU, sparse_agg cannot run with full_amp (no bf16 CSR product): chosen first, full_amp locks it out
-    from gnnbench.training.trainer import config_unavailable
+    from gnnbench.training import config_unavailable
     from gnnbench.advice.tune import swap_moves
 
     locked = RunConfig(spec=BASE.spec, flags=registry.flags_for(["full_amp", "sparse_agg"], BASE.flags))

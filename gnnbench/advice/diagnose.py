@@ -1,30 +1,20 @@
 """Locate the bottleneck first, then name what to try: ``gnnbench diagnose``.
 
-The field report's quick template: run a fixed number of training steps (100 by default, after warm-up),
-record each phase of each step, the share of the step the device spends computing and the time spent
-waiting for data, then classify the bottleneck with the rules of :data:`RULES` and list the registry
-entries that target it, each with the measured number that motivates it. ``--verify`` then measures the
-recommendations with ``compare``'s statistics (:func:`verify`), so advice that does not pay here is
-reported as such.
+:func:`diagnose` runs the quick template of the rules of thumb (``docs/rules.md``): a fixed number of
+measured training steps, each split into phases, which :data:`PHASE_GROUPS` gathers into the bottlenecks of
+:data:`gnnbench.registry.BOTTLENECKS`; :func:`classify` names the bottleneck with the thresholds of
+:class:`Rules`, and :func:`recommend` lists the registry entries that target it, each with the measured
+number that motivates it. :func:`format_diagnosis` prints the result. ``--verify`` measures the
+recommendations with ``compare``'s statistics (:func:`verify_names`, :func:`verdicts`), so advice that does
+not pay here is reported as such. :func:`distributed_advice` applies the rules for multi-rank runs.
 
-Phases group into the bottlenecks of :data:`gnnbench.registry.BOTTLENECKS`:
-
-=============  =================================  ==============================================
-bottleneck     phases                             what it means
-=============  =================================  ==============================================
-sampling       ``sample``                         neighbour / subgraph sampling, loader waits
-negatives      ``negatives``                      negative sampling (link prediction)
-features       ``gather``, ``transfer``           feature rows gathered and moved to the device
-kernels        ``forward``, ``backward``,         the model's kernels: aggregation, transforms,
-               ``optimizer``                      dropout, the optimizer update
-=============  =================================  ==============================================
+The template, the phase groups and how recommendations are ranked: ``docs/advice.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import resource
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -34,12 +24,15 @@ import torch
 from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import format_reasons
+from gnnbench.host_memory import peak_bytes
+from gnnbench.measure.device_busy import BusySampler
 from gnnbench.registry import BOTTLENECKS
+from gnnbench.text import human_bytes, pp, ratio
 from gnnbench.timing import PHASES
-from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
+from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
-           "diagnose", "format_diagnosis", "field_report_expectation", "distributed_advice"]
+           "diagnose", "format_diagnosis", "expectation", "distributed_advice"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -54,17 +47,17 @@ assert set(PHASE_GROUPS) == set(BOTTLENECKS)
 class Rules:
     """Every threshold of the classification, in one place (fractions of the mean step time).
 
-    The field report's profiler rule: if the device computes for only a small share of the step, the data
+    The profiler rule (``docs/rules.md``): if the device computes for only a small share of the step, the data
     pipeline comes first; if it computes most of the step and the step is still slow, the kernels.
     """
 
     kernels_at: float = 0.5  # compute (device-busy) share at or above which the kernels are the bottleneck
     worth_at: float = 0.10  # a group below this share of the step is not worth optimizing first
-    huge_graph_nodes: int = 10_000_000  # the field report's "huge graph": sampling and loading dominate
+    huge_graph_nodes: int = 10_000_000  # a "huge graph": sampling and loading dominate
     # loader workers overlap sampling with the step only on cores the step does not use: an entry that adds
     # workers is ranked last (with the reason) unless this many cores are free beyond the training threads
     worker_spare_cores: int = 1
-    # the field report's distributed rules: compress gradients only when the all-reduce takes at least this share
+    # the distributed rules of thumb: compress gradients only when the all-reduce takes at least this share
     # of the step; partition only a graph that does not fit one device (graph + features above this share of
     # the device's memory), else replicate it and train data parallel
     compress_at: float = 0.40
@@ -97,6 +90,7 @@ class Recommendation:
     unavailable: str | None = None  # why it cannot run in this configuration, if it cannot
     op_share: float | None = None  # share of the profiled step in the operators it targets (kernel entries)
     caveat: str | None = None  # why it is unlikely to pay on this machine (ranked after the others)
+    not_applicable: str | None = None  # why it cannot apply to this configuration (listed, never measured)
 
 
 @dataclass
@@ -111,15 +105,15 @@ class Diagnosis:
     shares: dict[str, float]  # per bottleneck group, of the mean step
     data_wait_share: float
     finding: Finding
-    expected: str  # what the field report's table expects for this task and graph size
+    expected: str  # what the rules of thumb expect for this task and graph size
     recommendations: list[Recommendation] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
     top_ops: list[tuple[str, float]] = field(default_factory=list)  # (operator, share of the profiled step)
 
     @property
     def recommended(self) -> list[str]:
-        """Names of the recommendations that can run here, best first."""
-        return [r.name for r in self.recommendations if r.unavailable is None]
+        """Names of the recommendations that apply and can run here, best first."""
+        return [r.name for r in self.recommendations if r.unavailable is None and r.not_applicable is None]
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -164,8 +158,8 @@ def classify(shares: dict[str, float], *, busy_fraction: float | None = None, ru
                    reason)
 
 
-def field_report_expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
-    """What the field report's table expects for this task and graph size (context beside the measurement)."""
+def expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
+    """What the rules of thumb (``docs/rules.md``) expect for this task and graph size (context beside the measurement)."""
     if task == "link":
         return "link prediction: negative sampling and feature transfer (first fixes: negatives, pinned memory)"
     if num_nodes >= rules.huge_graph_nodes:
@@ -215,7 +209,13 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
         for opt in registry.REGISTRY.values():
             if group not in opt.targets or config.task not in opt.tasks or any(r.name == opt.name for r in out):
                 continue
-            flags = opt.apply(config.flags)
+            reason = registry.not_applicable(config, [opt.name])
+            if reason:
+                ranked.append(Recommendation(opt.name, group, group_motivation, _first_sentence(opt.expected_effect),
+                                             opt.costs_accuracy, not_applicable=reason))
+                continue
+            derived = registry.config_for(config, [opt.name])
+            flags = derived.flags
             if flags == config.flags:
                 continue  # already on in this configuration
             ops = {op: op_shares[op] for op in opt.ops if op_shares.get(op, 0.0) > 0}
@@ -224,11 +224,12 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
             if ops:
                 listed = ", ".join(f"{op} {v:.0%}" for op, v in sorted(ops.items(), key=lambda kv: -kv[1]))
                 motivation = f"its operators take {evidence:.0%} of the profiled step ({listed}); {group_motivation}"
-            reasons = config_unavailable(dataclasses.replace(config, flags=flags), device)
+            reasons = config_unavailable(derived, device)
             ranked.append(Recommendation(opt.name, group, motivation, _first_sentence(opt.expected_effect),
                                          opt.costs_accuracy, format_reasons(reasons) if reasons else None,
                                          evidence, _worker_caveat(config, flags, rules, cores)))
-        ranked.sort(key=lambda r: (r.caveat is not None, r.costs_accuracy, r.op_share is None, -(r.op_share or 0.0)))
+        ranked.sort(key=lambda r: (r.not_applicable is not None, r.caveat is not None, r.costs_accuracy,
+                                   r.op_share is None, -(r.op_share or 0.0)))
         out.extend(ranked)
     return out
 
@@ -254,21 +255,16 @@ def op_profile(trainer_steps, steps: int, device: torch.device) -> dict[str, flo
 
 
 def _run_template(config: RunConfig, steps: int, graph: Any,
-                  profile_steps: int) -> tuple[Trainer, list[float], dict[str, float]]:
+                  profile_steps: int) -> tuple[Trainer, BusySampler, dict[str, float]]:
     """The quick template: ``steps`` measured steps (after warm-up), then ``profile_steps`` more under the
     operator profiler (kept out of the timings)."""
     trainer = Trainer(config, graph)
-    busy: list[float] = []
-    nvml = trainer.device.type == "cuda"
+    busy = BusySampler(trainer.device)  # NVML missing: the compute phases stand for the busy share
     op_shares: dict[str, float] = {}
     loop = trainer.steps(epochs=float("inf"))
     try:
         for _ in loop:
-            if nvml:
-                try:
-                    busy.append(torch.cuda.utilization(trainer.device) / 100.0)
-                except Exception:  # noqa: BLE001 - NVML missing: fall back to the compute phases
-                    nvml = False
+            busy.sample()
             if len(trainer.timer.step_seconds) >= steps:
                 break
         if profile_steps:
@@ -301,7 +297,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
     mean_step = statistics.fmean(timer.step_seconds)
     phase_s = {p: statistics.fmean(s.get(p, 0.0) for s in timer.steps) for p in PHASES}
     shares = group_shares(phase_s, mean_step)
-    finding = classify(shares, busy_fraction=statistics.fmean(busy) if busy else None, rules=rules)
+    finding = classify(shares, busy_fraction=busy.mean_fraction(), rules=rules)
     step_ms = 1e3 * mean_step
     return Diagnosis(
         config=config.to_dict(), device=str(device), steps=n,
@@ -309,10 +305,10 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
                  "min": 1e3 * min(timer.step_seconds), "max": 1e3 * max(timer.step_seconds)},
         phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
         data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
-        expected=field_report_expectation(config.task, trainer.graph.num_nodes, rules),
+        expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
         recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules),
         top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
-        memory={"host_peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        memory={"host_peak_bytes": peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
     )
 
@@ -332,9 +328,9 @@ def format_diagnosis(d: Diagnosis) -> str:
     lines.append(f"compute share {f.compute_share:.0%} ({f.compute_source}); waiting for data "
                  f"{d.data_wait_share:.0%}")
     mem = d.memory
-    mem_txt = f"host peak {mem['host_peak_bytes'] / 2**20:,.0f} MiB"
+    mem_txt = f"host peak {human_bytes(mem['host_peak_bytes'])}"
     if mem.get("device_peak_bytes") is not None:
-        mem_txt += f", device peak {mem['device_peak_bytes'] / 2**20:,.0f} MiB"
+        mem_txt += f", device peak {human_bytes(mem['device_peak_bytes'])}"
     lines.append(f"memory: {mem_txt}")
     if d.top_ops:
         lines.append("top operators (profiled steps): " + ", ".join(f"{op} {v:.0%}" for op, v in d.top_ops[:5]))
@@ -342,9 +338,9 @@ def format_diagnosis(d: Diagnosis) -> str:
     lines.append(f"bottleneck: {f.bottleneck} ({f.share:.0%} of the step): {f.reason}")
     if f.secondary:
         lines.append(f"also worth a look: {f.secondary} ({f.secondary_share:.0%})")
-    lines.append(f"field report's table for this case: {d.expected}")
+    lines.append(f"commonly expected for this case (docs/rules.md): {d.expected}")
     lines.append("")
-    runnable = [r for r in d.recommendations if r.unavailable is None]
+    runnable = [r for r in d.recommendations if r.unavailable is None and r.not_applicable is None]
     lines.append("try, in this order:" if runnable else "nothing in the registry targets it and can run here")
     for i, r in enumerate(runnable, 1):
         cost = " (may cost accuracy: judge it by time to accuracy)" if r.costs_accuracy else ""
@@ -357,6 +353,11 @@ def format_diagnosis(d: Diagnosis) -> str:
         lines.append("would target it, but cannot run here:")
         for r in blocked:
             lines.append(f"  - {r.name}: {r.unavailable}")
+    inapplicable = [r for r in d.recommendations if r.not_applicable is not None]
+    if inapplicable:
+        lines.append("would target it, but does not apply to this configuration:")
+        for r in inapplicable:
+            lines.append(f"  - {r.name}: {r.not_applicable}")
     if runnable:
         lines.append("")
         lines.append("measure them: gnnbench diagnose ... --verify (or gnnbench compare --flags "
@@ -376,7 +377,8 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
 
 
 def verdicts(rows: Iterable[dict]) -> list[str]:
-    """One line per measured recommendation (rows of :func:`gnnbench.measure.results.compare`): does it pay here?"""
+    """One line per measured recommendation (rows of :func:`gnnbench.measure.comparison.compare`): does it pay
+    here?"""
     out = []
     for row in rows:
         label = row.get("label")
@@ -385,26 +387,26 @@ def verdicts(rows: Iterable[dict]) -> list[str]:
         if row.get("status") != "ok":
             out.append(f"{label}: not measured ({row.get('reason') or row.get('status')})")
             continue
-        ratio, low, high = row.get("speedup"), row.get("speedup_low"), row.get("speedup_high")
+        speedup = row.get("speedup")
+        shown = ratio(speedup, row.get("speedup_low"), row.get("speedup_high"))
         by = row.get("primary", "epoch time")
-        acc = f"; accuracy {row['acc_delta'] * 100:+.2f} pp ({row['acc_verdict']})"
-        if ratio is None:
+        acc = f"; accuracy {pp(row['acc_delta'])} ({row['acc_verdict']})"
+        if speedup is None:
             out.append(f"{label}: no comparable measurement{acc}")
-        elif row.get("significant") and ratio > 1:
-            out.append(f"{label}: pays here, {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}{acc}")
+        elif row.get("significant") and speedup > 1:
+            out.append(f"{label}: pays here, {shown} by {by}{acc}")
         elif row.get("significant"):
-            out.append(f"{label}: does not pay here, it is slower: {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}{acc}")
+            out.append(f"{label}: does not pay here, it is slower: {shown} by {by}{acc}")
         else:
-            out.append(f"{label}: does not pay here: {ratio:.2f}x [{low:.2f}, {high:.2f}] by {by}, no significant "
-                       f"difference{acc}")
+            out.append(f"{label}: does not pay here: {shown} by {by}, no significant difference{acc}")
     return out
 
 
 def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, rules: Rules = RULES) -> list[str]:
-    """The field report's distributed decision rules applied to one multi-rank configuration.
+    """The distributed rules of thumb (``docs/rules.md``) applied to one multi-rank configuration.
 
     Args:
-        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.measure.results.compare`) or of a run
+        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.measure.comparison.compare`) or of a run
             result: ``world_size``, ``parallel``, ``grad_compression``, ``comm_share``, ``compression_ratio``.
         graph_bytes: Bytes of the graph's structure and features (what data parallel replicates per rank).
         device_bytes: Memory of one device (GPU memory; on a CPU, the machine's).
@@ -428,7 +430,7 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
             ratio = summary.get("compression_ratio")
             sent = f", {ratio:.1%} of the dense bytes on the wire" if ratio is not None else ""
             verdict = ("worth trying at this share" if share >= rules.compress_at else
-                       f"below {rules.compress_at:.0%}: by the field report's rule not worth its complexity here")
+                       f"below {rules.compress_at:.0%}: by the rule of thumb not worth its complexity here")
             out.append(f"communication is {share:.0%} of the step with {compression} compression{sent}; {verdict}")
         elif share >= rules.compress_at:
             out.append(f"communication is {share:.0%} of the step, at or above {rules.compress_at:.0%}: try gradient "

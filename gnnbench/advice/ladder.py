@@ -1,30 +1,14 @@
 """The out-of-memory ladder: what to give up, in order, until a training step fits a memory budget.
 
-The field report's order when a GNN training step runs out of memory, each
-rung applied on top of the ones before it (:data:`RUNGS`):
+The rungs (:data:`RUNGS`) follow the order of the rules of thumb (``docs/rules.md``), each applied on top
+of the ones before it: halve the fanout, halve the batch, store features in fp16, switch to Cluster-GCN
+subgraphs. :func:`walk` trains the configuration as given, then each rung in turn, and stops at the first
+whose measured step peak (:mod:`gnnbench.measure.step_peak`) is within the budget; the path it took is a
+:class:`LadderResult` of :class:`RungResult` rows (peak, median step time and test metric of a short run,
+or why the rung was skipped). Short runs make the accuracy figures noisy: they say where to look, and
+``gnnbench compare`` measures a cost properly.
 
-1. ``halve_fanout``: halve every hop of the fanout (at least 1; a ``-1`` hop,
-   "all neighbours", stays);
-2. ``halve_batch``: halve ``batch_size``;
-3. ``fp16_features``: store the features in fp16 (``Flags.feature_dtype``;
-   the model computes in fp32 after the gather);
-4. ``cluster_gcn``: subgraph sampling (``batch_source="cluster_gcn"``).
-
-:func:`walk` trains the configuration as given, then each rung in turn, and
-stops at the first whose measured step peak (:mod:`gnnbench.measure.step_peak`) is within
-the budget. On CUDA an actual out-of-memory error also moves to the next rung
-(the memory is freed first). A rung that does not apply to the flags so far
-(halving a fanout of 1, a batch size on full-batch training) is skipped with
-the reason; one that cannot run here is reported unavailable and not kept.
-Every rung that runs records its peak, median step time and test metric of a
-short run (the run's own epochs; the peak is measured over its first
-``probe_steps`` steps, which are also its warm-up, so the tracker's overhead
-stays out of the timings), with the test metric against the configuration as
-given; a rung that itself costs more than :data:`ACCURACY_DROP_PP` points
-against the rung before shows the field report's triage hint.
-
-Short runs make the accuracy figures noisy (a few steps of training): they
-say where to look, and ``gnnbench compare`` measures a cost properly.
+What each rung changes and how a rung is run, skipped or judged: ``docs/advice.md``.
 """
 
 from __future__ import annotations
@@ -39,13 +23,13 @@ from typing import Any, Callable
 import torch
 
 from gnnbench.training import availability
+from gnnbench.training.pipeline import graph_of
 
 from gnnbench.measure import step_peak as memory
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, UnavailableError, format_reasons
-from gnnbench.graphs import generate
 from gnnbench.timing import summarize
-from gnnbench.training.trainer import RunConfig, Trainer
+from gnnbench.training import RunConfig, Trainer
 
 __all__ = ["Rung", "RUNGS", "RungResult", "LadderResult", "walk", "STATUSES", "ACCURACY_DROP_PP",
            "DEFAULT_PROBE_STEPS"]
@@ -64,7 +48,7 @@ class Rung:
         description: What it gives up, in one line.
         change: The ``Flags`` fields it sets, given the flags so far.
         skip: Why it does not apply to the flags so far, or ``None`` when it does.
-        hint: The field report's triage when it costs accuracy.
+        hint: The triage when it costs accuracy.
     """
 
     name: str
@@ -221,11 +205,11 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
     if isinstance(probe_steps, bool) or not isinstance(probe_steps, int) or probe_steps < 1:
         raise ValueError(f"probe_steps must be an integer >= 1 (got {probe_steps!r})")
     device = resolve_device(config.device)
-    given = availability.check(config.flags, config.context(device, graph)) + memory.unavailable(
-        config.flags, config.context(device, graph))
+    given = availability.check(config.flags, availability.run_context(config, device, graph)) + memory.unavailable(
+        config.flags, availability.run_context(config, device, graph))
     if given:  # the configuration as given cannot run: nothing to walk down from
         raise UnavailableError(given)
-    graph = graph if graph is not None else config.build_graph()
+    graph = graph_of(config, graph)[0]
     path: list[RungResult] = []
     flags, given_metric, previous_metric = config.flags, None, None
 
@@ -244,7 +228,7 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
         tried = flags.replace(**rung.change(flags)) if rung is not None else flags
         name, change = (rung.name, _describe(flags, tried)) if rung is not None else ("as given", "-")
         cfg = dataclasses.replace(config, flags=tried, warmup_steps=max(config.warmup_steps, probe_steps))
-        reasons = availability.check(tried, cfg.context(device, graph))
+        reasons = availability.check(tried, availability.run_context(cfg, device, graph))
         if reasons:  # not kept: later rungs build on the flags that ran
             record(RungResult(name, change, tried, "unavailable", note=format_reasons(reasons)))
             continue

@@ -1,20 +1,14 @@
 """``gnnbench tune``: a greedy search over the registry, measured with ``compare``'s statistics.
 
-Locate first (:func:`gnnbench.advice.diagnose.diagnose`): only entries that target a bottleneck taking at least
-:attr:`gnnbench.advice.diagnose.Rules.worth_at` of the step are candidates. Then, round by round, every candidate
-is measured against the flags chosen so far (interleaved rounds, run-level intervals, time to accuracy
-where it was reached, else epoch time); the move with the largest *significant* gain whose accuracy
-change stays within ``max_acc_loss_pp`` is made; candidates whose point estimate did not beat the
-current flags are dropped for the next round, and so are entries that would undo or repeat a choice
-(they set a field a chosen entry set). The search stops when nothing pays or the next round would not fit
-the time budget; the chosen set is then measured against the original baseline in a final sweep.
+:func:`tune` locates first (:func:`gnnbench.advice.diagnose.diagnose`; :func:`candidates_for` keeps the
+entries that target a bottleneck worth optimizing), then measures, round by round, every candidate against
+the flags chosen so far and makes the move with the largest *significant* gain within the accuracy limit.
+Each round also measures **swap moves** (:func:`swap_moves`: a chosen entry replaced by one that paid
+before but conflicts with it), since pure greedy addition can lock out an entry that paid on its own. The
+search stops when nothing pays or the time budget would be exceeded; the chosen set is then measured against
+the original baseline. :func:`format_tune` prints the rounds.
 
-Pure greedy addition is myopic: an early choice can lock out an entry that paid on its own (on this CPU,
-``full_amp`` chosen first excludes ``sparse_agg``, which has no bf16 CSR product). So each round also
-measures **swap moves** (:func:`swap_moves`): for every entry that paid significantly in an earlier round
-but can no longer be added (it cannot run with, or sets a field of, a chosen entry), the chosen set with
-the one conflicting entry replaced by it. A swap is made, like an addition, only when it beats the current
-flags significantly, so the search never goes back to a set it has left; each swap is tried once.
+The search rules in full, with an example of a lock-out: ``docs/advice.md``.
 """
 
 from __future__ import annotations
@@ -28,9 +22,10 @@ from typing import Callable
 from gnnbench import registry
 from gnnbench.advice.diagnose import RULES, Diagnosis, diagnose
 from gnnbench.env import resolve_device
-from gnnbench.measure.results import compare
+from gnnbench.measure.comparison import compare
 from gnnbench.measure.sweep import Entry, run_sweep, sweep_entries
-from gnnbench.training.trainer import RunConfig, config_unavailable
+from gnnbench.text import pp, ratio
+from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune", "swap_moves", "SWAP_PREFIX"]
 
@@ -54,6 +49,7 @@ class TuneResult:
     rounds: list[TuneRound] = field(default_factory=list)
     stop_reason: str = ""
     final: dict | None = None  # the chosen set against the original baseline (a compare row)
+    not_applicable: dict[str, str] = field(default_factory=dict)  # candidates that cannot apply: name -> reason
     diagnosis: dict | None = None
     seconds: float = 0.0
 
@@ -61,23 +57,33 @@ class TuneResult:
         return dataclasses.asdict(self)
 
 
-def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at) -> list[str]:
-    """Registry entries for this task that target a group worth optimizing and can run here."""
+def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at,
+                   not_applicable: dict[str, str] | None = None) -> list[str]:
+    """Registry entries for this task that target a group worth optimizing and can run here; those that cannot
+    apply to ``config`` go into ``not_applicable`` (name -> reason) when given."""
     device = resolve_device(config.device)
     groups = {g for g, s in d.shares.items() if s >= worth_at}
     out = []
     for opt in registry.for_task(config.task):
         if not groups.intersection(opt.targets):
             continue
-        flags = opt.apply(config.flags)
-        if flags == config.flags or config_unavailable(dataclasses.replace(config, flags=flags), device):
+        reason = registry.not_applicable(config, [opt.name])
+        if reason:
+            if not_applicable is not None:
+                not_applicable[opt.name] = reason
+            continue
+        cfg = registry.config_for(config, [opt.name])
+        if cfg.flags == config.flags or config_unavailable(cfg, device):
             continue
         out.append(opt.name)
     return out
 
 
 def _fields(name: str, base) -> set[str]:
-    return set(registry.get(name).changes_for(base))
+    try:
+        return set(registry.get(name).changes_for(base))
+    except registry.NotApplicable:
+        return set()
 
 
 def _conflicts(names: list[str], base: RunConfig, device) -> bool:
@@ -88,7 +94,9 @@ def _conflicts(names: list[str], base: RunConfig, device) -> bool:
         if f & seen:
             return True
         seen |= f
-    return bool(config_unavailable(dataclasses.replace(base, flags=registry.flags_for(names, base.flags)), device))
+    if registry.not_applicable(base, names):
+        return True
+    return bool(config_unavailable(registry.config_for(base, names), device))
 
 
 def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: set[tuple[str, str]] = frozenset(),
@@ -114,7 +122,7 @@ def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: se
 def _swap_entries(base: RunConfig, moves: list[tuple[str, str, list[str]]], repeats: int) -> list[Entry]:
     """Sweep entries for swap moves, paired by round (seed) with :func:`sweep_entries`' baseline."""
     return [Entry(f"{SWAP_PREFIX}{out}->{new_in}",
-                  dataclasses.replace(base, seed=base.seed + r, flags=registry.flags_for(new, base.flags)),
+                  registry.config_for(dataclasses.replace(base, seed=base.seed + r), new),
                   tuple(new), r)
             for r in range(repeats) for out, new_in, new in moves]
 
@@ -127,7 +135,7 @@ def _acc_ok(row: dict, max_acc_loss_pp: float) -> bool:
 def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
          candidates: list[str] | None = None, diagnose_steps: int = 30,
          log: Callable[[str], None] = print, isolate: bool = True) -> TuneResult:
-    """Greedy search (see the module docstring).
+    """Greedy search with swap moves (the rules: ``docs/advice.md``).
 
     Args:
         base: The starting configuration (its flags are the baseline).
@@ -152,12 +160,16 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
     if candidates is None:
         d = diagnose(base, steps=diagnose_steps)
         result.diagnosis = {"bottleneck": d.finding.bottleneck, "shares": d.shares}
-        candidates = candidates_for(d, base)
+        candidates = candidates_for(d, base, not_applicable=result.not_applicable)
         log(f"diagnosis: {d.finding.bottleneck} ({d.finding.share:.0%} of the step); candidates: "
             f"{', '.join(candidates) or 'none'}")
     else:
         for name in candidates:
             registry.get(name)
+        result.not_applicable = {n: r for n in candidates if (r := registry.not_applicable(base, [n]))}
+        candidates = [n for n in candidates if n not in result.not_applicable]
+    for name, reason in result.not_applicable.items():
+        log(f"not applicable: {reason}")
     pool = list(candidates)
     per_run: float | None = None
     device = resolve_device(base.device)
@@ -165,10 +177,11 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
     tried: set[tuple[str, str]] = set()
     k = 0
     while True:
-        current = dataclasses.replace(base, flags=registry.flags_for(result.chosen, base.flags))
+        current = registry.config_for(base, result.chosen)
         taken = set().union(*(_fields(n, base.flags) for n in result.chosen)) if result.chosen else set()
         pool = [n for n in pool if n not in result.chosen and not (_fields(n, current.flags) & taken)
-                and registry.get(n).apply(current.flags) != current.flags]
+                and not registry.not_applicable(current, [n])
+                and registry.config_for(current, [n]).flags != current.flags]
         swaps = swap_moves(result.chosen, sorted(paid, key=lambda n: -paid[n]), base, tried=tried, device=device)
         if not pool and not swaps:
             result.stop_reason = "no candidate left"
@@ -211,8 +224,8 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
             log(f"round {k}: {why}")
             break
         best = max(paying, key=lambda r: r["speedup"])
-        why = (f"{best['label']}: {best['speedup']:.2f}x [{best['speedup_low']:.2f}, {best['speedup_high']:.2f}] by "
-               f"{best['primary']}, accuracy {best['acc_delta'] * 100:+.2f} pp")
+        why = (f"{best['label']}: {ratio(best['speedup'], best['speedup_low'], best['speedup_high'])} by "
+               f"{best['primary']}, accuracy {pp(best['acc_delta'])}")
         result.rounds.append(TuneRound(list(result.chosen), measured, best["label"], why, seconds))
         if best["label"] in swap_sets:
             out, new_in = best["label"][len(SWAP_PREFIX):].split("->")
@@ -243,19 +256,21 @@ def format_tune(r: TuneResult) -> str:
                 lines.append(f"    {m['label']:<20} {m['status']}")
                 continue
             sig = "" if m["significant"] else " (n.s.)"
-            lines.append(f"    {m['label']:<20} {m['speedup']:.2f}x [{m['low']:.2f}, {m['high']:.2f}]{sig} by {m['by']}, "
-                         f"accuracy {m['acc_delta_pp']:+.2f} pp")
+            lines.append(f"    {m['label']:<20} {ratio(m['speedup'], m['low'], m['high'])}{sig} by {m['by']}, "
+                         f"accuracy {pp(m['acc_delta_pp'] / 100)}")
         verb = "swapped " if rnd.added and rnd.added.startswith(SWAP_PREFIX) else "added "
         lines.append(f"  -> {verb + rnd.why if rnd.added else rnd.why}")
+    for name, reason in r.not_applicable.items():
+        lines.append(f"not applicable: {reason}")
     lines.append(f"stopped: {r.stop_reason}")
     if r.chosen and r.final:
         f = r.final
         sig = "" if f.get("significant") else " (no significant difference)"
         lines.append(f"final flag set: {','.join(r.chosen)}")
         if f.get("speedup") is not None:
-            lines.append(f"against the baseline: {f['speedup']:.2f}x [{f['speedup_low']:.2f}, {f['speedup_high']:.2f}]"
-                         f"{sig} by {f['primary']}; accuracy {f['acc_delta'] * 100:+.2f} pp "
-                         f"[{f['acc_delta_low'] * 100:+.2f}, {f['acc_delta_high'] * 100:+.2f}] ({f['acc_verdict']})")
+            lines.append(f"against the baseline: {ratio(f['speedup'], f['speedup_low'], f['speedup_high'])}{sig} by "
+                         f"{f['primary']}; accuracy {pp(f['acc_delta'], f['acc_delta_low'], f['acc_delta_high'])} "
+                         f"({f['acc_verdict']})")
     elif not r.chosen:
         lines.append("final flag set: the baseline (no entry paid here)")
     lines.append(f"total {r.seconds / 60:.1f} min")

@@ -12,13 +12,14 @@ import time
 from gnnbench import registry
 from gnnbench.cli.options import (check_graph_source, clean_from_args, config_from_args, graph_layer_names, graph_name,
                                   parse_size, source_from_args, spec_from_args)
-from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, human_bytes,
-                                 registry_markdown, table)
+from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, registry_markdown,
+                                 table)
 from gnnbench.cli.distributed import run_distributed, with_nproc
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
+from gnnbench.text import human_bytes
 
 __all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_gpu_check", "cmd_profile",
            "cmd_report", "cmd_env", "cmd_flags", "cmd_pipeline", "cmd_cache"]
@@ -123,7 +124,7 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
     from gnnbench.measure.sweep import sweep_entries
 
     base = with_nproc(config_from_args(args, []), args)
@@ -166,7 +167,7 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.advice.diagnose import diagnose, format_diagnosis, verdicts, verify_names
     from gnnbench.flags import UnavailableError
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
     from gnnbench.measure.sweep import sweep_entries
 
     config = config_from_args(args, args.flags)
@@ -219,9 +220,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.results import compare
+    from gnnbench.measure.comparison import compare
     from gnnbench.measure.sweep import run_sweep, sweep_entries
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
     opened = source_from_args(args)
@@ -276,7 +277,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv)
     path = build_report(inputs, args.out)
     asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
-    print(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {len(inputs.runs)} run results, "
+    print(f"wrote {path} ({human_bytes(path.stat().st_size)}): {len(inputs.runs)} run results, "
           f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)")
     return 0
 

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from gnnbench.measure.launch import DEFAULT_TIMEOUT
+from gnnbench.report.distributed_text import advice_lines, detail_lines, share_text, wire_text
+from gnnbench.text import milliseconds, percent
 
-__all__ = ["add_distributed_args", "with_nproc", "run_distributed", "format_distributed"]
+__all__ = ["add_distributed_args", "with_nproc", "run_distributed", "format_ranks"]
 
 
 def _positive_int(text: str) -> int:
@@ -54,22 +56,23 @@ def with_nproc(config: Any, args: argparse.Namespace) -> Any:
     return config if nproc is None else dataclasses.replace(config, nproc=nproc)
 
 
-def format_distributed(d: dict[str, Any]) -> str:
-    """The ``distributed`` block of a result as a few lines."""
+def format_ranks(d: dict[str, Any]) -> str:
+    """The ``distributed`` block of a run result: ranks and mode, each rank's step, then the figures of
+    :mod:`gnnbench.report.distributed_text` (bytes on the wire with the payload's formula, communication share)."""
     lines = [f"ranks: {d['world_size']} ({d['backend']}), parallel={d.get('parallel')}, "
              f"grad_compression={d.get('grad_compression')}"]
     for r in d.get("per_rank", []):
         if r.get("step_median") is None:
             lines.append(f"  rank {r['rank']}: no measured steps")
             continue
-        lines.append(f"  rank {r['rank']}: step {r['step_median'] * 1e3:.1f} ms, compute {r['compute_median'] * 1e3:.1f}"
-                     f" ms, all-reduce {r['allreduce_median'] * 1e3:.1f} ms ({r['comm_share']:.0%} of the step)")
+        lines.append(f"  rank {r['rank']}: step {milliseconds(r['step_median'])}, compute "
+                     f"{milliseconds(r['compute_median'])}, all-reduce {milliseconds(r['allreduce_median'])} "
+                     f"({percent(r['comm_share'], digits=0)} of the step)")
     if d.get("bytes_per_step") is not None:
-        lines.append(f"  bytes on the wire per step and rank: {d['bytes_per_step']:,.0f} "
-                     f"(dense {d['dense_bytes_per_step']:,.0f}, ratio {d['compression_ratio']:.4f}; "
-                     f"{d.get('payload_formula')})")
+        formula = d.get("payload_formula")
+        lines.append(f"  bytes on the wire per step and rank: {wire_text(d)}" + (f"; {formula}" if formula else ""))
     if d.get("comm_share") is not None:
-        lines.append(f"  communication share of the step (mean over ranks): {d['comm_share']:.1%}")
+        lines.append(f"  communication share of the step (mean over ranks): {share_text(d)}")
     return "\n".join(lines)
 
 
@@ -77,6 +80,7 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     """``gnnbench run --nproc N`` (N > 1): launch, then print the result with its distributed figures.
     Exit 1 with the one-line error when the run failed; a configuration that cannot run says why."""
     from gnnbench.cli.tables import format_run
+    from gnnbench.measure.comparison import distributed_summary
     from gnnbench.measure.run import run
     from gnnbench.measure.results import RunResult
 
@@ -93,14 +97,10 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     else:
         print(format_run(RunResult.from_dict(data)))
         if data.get("distributed"):
-            print(format_distributed(data["distributed"]))
-            from gnnbench.advice.diagnose import distributed_advice
-            from gnnbench.env import device_memory_bytes
-            from gnnbench.measure.results import _distributed_summary
-
-            summary = _distributed_summary([data], None)
-            if summary and summary.get("graph_bytes") is not None:
-                for line in distributed_advice(summary, graph_bytes=summary["graph_bytes"],
-                                               device_bytes=device_memory_bytes(str(summary["device"]))):
-                    print(f"  -> {line}")
+            print(format_ranks(data["distributed"]))
+            summary = distributed_summary([data], None)
+            for line in detail_lines(summary):
+                print(f"  {line}")
+            for line in advice_lines(summary):
+                print(f"  -> {line}")
     return 0

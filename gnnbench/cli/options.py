@@ -12,7 +12,7 @@ from gnnbench.models.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models.nets import MODELS
 from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.models.tasks import TASKS
-from gnnbench.training.trainer import LR_SCHEDULES, OPTIMIZERS
+from gnnbench.training import LR_SCHEDULES, OPTIMIZERS
 
 __all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
            "parse_hot_budget", "parse_eval_chunk", "parse_size", "source_from_args", "check_graph_source",
@@ -240,8 +240,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace, names: list[str]):
-    """The :class:`~gnnbench.training.trainer.RunConfig` the run options describe, with ``names`` switched on."""
-    from gnnbench.training.trainer import RunConfig
+    """The :class:`~gnnbench.training.config.RunConfig` the run options describe, with ``names`` switched on."""
+    from gnnbench.training import RunConfig
 
     scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
     base = scenario.flags.to_dict() if scenario else {}

@@ -5,18 +5,13 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.measure.results import RunResult, compression_text, distributed_cells, graph_label, partition_text
+from gnnbench.measure.comparison import BASELINE
+from gnnbench.measure.results import RunResult, graph_label
+from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
+from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio_of, seconds
 
-__all__ = ["human_bytes", "table", "format_graph_report", "format_run", "format_compare", "GPU_COLUMNS",
+__all__ = ["table", "format_graph_report", "format_run", "format_compare", "format_distributed", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    raise AssertionError
 
 
 def table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
@@ -53,9 +48,9 @@ def format_graph_report(r: dict) -> str:
         rows.append((f"index bytes {dtype}", f"{human_bytes(b['total'])}  (COO {human_bytes(b['coo'])}"
                      f" + CSR offsets {human_bytes(b['csr_rowptr'])})"))
     if "generate_seconds" in r:
-        rows.append(("generation time", f"{r['generate_seconds']:.3f} s"))
+        rows.append(("generation time", seconds(r["generate_seconds"], digits=3)))
     if "load_seconds" in r:
-        rows.append(("load time", f"{r['load_seconds']:.3f} s"))
+        rows.append(("load time", seconds(r["load_seconds"], digits=3)))
     if "load_peak_bytes" in r:
         rows.append(("load peak memory", f"+{human_bytes(r['load_peak_bytes'])} above memory before the load "
                      f"(the graph holds {human_bytes(r['graph_bytes'])}: "
@@ -70,15 +65,11 @@ def format_graph_report(r: dict) -> str:
         for note in t.get("notes", []):
             rows.append(("twin note", note))
     p = r["prepare"]
-    rows.append(("preparation (baseline)", f"{p['baseline_seconds']:.3f} s"))
+    rows.append(("preparation (baseline)", seconds(p["baseline_seconds"], digits=3)))
     rows.append((f"preparation ({','.join(p['flags']) or 'none'})",
-                 f"{p['flagged_seconds']:.3f} s; index storage {human_bytes(p['index_bytes_before'])}"
+                 f"{seconds(p['flagged_seconds'], digits=3)}; index storage {human_bytes(p['index_bytes_before'])}"
                  f" at int64 -> {human_bytes(p['index_bytes_after'])}"))
     return _pairs(rows)
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
 
 
 def _format_accuracy(acc: dict) -> str:
@@ -89,7 +80,7 @@ def _format_accuracy(acc: dict) -> str:
 
 def _format_memory(m: dict) -> str:
     """The process's host peak (and the device's), then the compute device's peak outside and during
-    evaluation (results from before the split have neither)."""
+    evaluation (a result without those fields shows neither)."""
     text = f"memory     host peak {human_bytes(m['host_peak_bytes'])}"
     if m.get("device_peak_bytes"):
         text += f", device peak {human_bytes(m['device_peak_bytes'])}"
@@ -109,8 +100,8 @@ def format_run(r: RunResult) -> str:
     cfg, env, g, step = r.config, r.environment, r.graph, r.step_seconds
     lines = [
         f"graph      {graph_label(cfg)}: {g['num_nodes']:,} nodes, {g['num_edges']:,} edges "
-        f"({'loaded' if cfg.get('source') else 'generated'} in {g['generate_seconds']:.2f} s, prepared in {g['prepare_seconds']:.3f} s, "
-        f"pipeline set up in {g['setup_seconds']:.2f} s)",
+        f"({'loaded' if cfg.get('source') else 'generated'} in {seconds(g['generate_seconds'])}, prepared in "
+        f"{seconds(g['prepare_seconds'], digits=3)}, pipeline set up in {seconds(g['setup_seconds'])})",
         f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
         f"{cfg.get('optimizer', 'adam')} lr {cfg.get('lr', 0.01):g}, "
         f"device {env['device']} ({env['device_name']}), {env['threads']} threads",
@@ -129,20 +120,20 @@ def format_run(r: RunResult) -> str:
         lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}"
                      "   in loader workers, per batch on the worker's clock: overlapped, not part of the step")
     lines.append("")
-    busy = (_pct(r.device_busy_fraction) if r.device_busy_fraction is not None
-            else f"n/a ({r.device_busy_reason})")
+    busy = percent(r.device_busy_fraction, missing=f"n/a ({r.device_busy_reason})")
     lines += [
-        f"data wait  {_pct(r.data_wait_fraction)} of a step; compute {_pct(r.compute_fraction)}; device busy {busy}",
-        "epochs     " + ", ".join(f"{e:.2f} s" for e in r.epoch_seconds) + f"; evaluation {r.eval_seconds:.2f} s",
+        f"data wait  {percent(r.data_wait_fraction)} of a step; compute {percent(r.compute_fraction)}; device busy {busy}",
+        "epochs     " + ", ".join(map(seconds, r.epoch_seconds)) + f"; evaluation {seconds(r.eval_seconds)}",
         _format_accuracy(r.accuracy),
         f"transfer   {human_bytes(r.transfer['bytes_h2d_per_batch'])} host->device per batch",
         _format_memory(r.memory),
-        f"overhead   instrumentation {_pct(r.instrumentation_overhead_fraction)} of a step",
+        f"overhead   instrumentation {percent(r.instrumentation_overhead_fraction)} of a step",
     ]
     if r.compile is not None:
         c = r.compile
-        lines.append(f"compile    first step {c.first_step_seconds:.2f} s (~{c.estimated_compile_seconds or 0.0:.2f} s "
-                     f"compiling), {c.unique_graphs} graphs, {c.recompilations} recompilations")
+        lines.append(f"compile    first step {seconds(c.first_step_seconds)} "
+                     f"(~{seconds(c.estimated_compile_seconds or 0.0)} compiling), {c.unique_graphs} graphs, "
+                     f"{c.recompilations} recompilations")
     for w in r.warnings:
         lines.append(f"WARNING    {w}")
     notes = r.graph.get("notes") or []
@@ -159,7 +150,7 @@ def format_run(r: RunResult) -> str:
 # Extra columns of the compare table: (header, width, cell from a row). gpu-check adds GPU_COLUMNS.
 Column = tuple[str, int, Callable[[dict], str]]
 GPU_COLUMNS: list[Column] = [
-    ("GPU busy", 10, lambda r: "n/a" if r["device_busy"] is None else f"{r['device_busy']:.0%}"),
+    ("GPU busy", 10, lambda r: percent(r["device_busy"], digits=0)),
     ("H2D/batch", 12, lambda r: human_bytes(r["h2d_bytes_per_batch"])),
     # CUDA-event phase times: the host-side sampling drifts between configurations sharing one process, so a
     # flag that acts on the GPU is read from its device compute time (forward + backward + optimizer)
@@ -173,29 +164,17 @@ def _device_ms(row: dict, phases: tuple[str, ...]) -> str:
     return "n/a" if not d else f"{sum(d.get(p, 0.0) for p in phases):.1f}"
 
 
-def _ratio(d: dict | None) -> str:
-    if not d:
-        return "-"
-    if d["low"] != d["low"]:
-        return f"{d['ratio']:.2f}x"
-    return f"{d['ratio']:.2f}x [{d['low']:.2f}, {d['high']:.2f}]"
-
-
-def _floor(f: float) -> str:
-    return "n/a" if f != f else f"+-{(f - 1) * 100:.1f}%"
-
-
 def format_compare(comparison, extra: list[Column] = ()) -> str:
-    """The comparison table (:class:`gnnbench.measure.results.Comparison`): the primary speedup (time to accuracy
+    """The comparison table (:class:`gnnbench.measure.comparison.Comparison`): the primary speedup (time to accuracy
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
     c = comparison
     lines = [f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
-             f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {_floor(v)}" for k, v in c.floors.items())]
+             f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())]
     if c.aa is not None and c.aa.get("status") == "ok":
         aa = c.aa.get("epoch_speedup")
         step = c.aa.get("step_speedup")
-        lines.append(f"A/A (baseline against itself): epoch {_ratio(aa)}, step {_ratio(step)}: "
+        lines.append(f"A/A (baseline against itself): epoch {ratio_of(aa)}, step {ratio_of(step)}: "
                      + ("no significant difference" if not (aa and aa["significant"]) and not (step and step["significant"])
                         else "SIGNIFICANT: this machine is too noisy for the effects below"))
     lines.append("time to accuracy: " + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None
@@ -210,7 +189,7 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             lines.append(f"{r['label']:<20}{'-':<24}{'-':<18}" + " " * 34 + f"  {'-':<22}{'-':>9}  {'-':<24}"
                          + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r['status']}: {r['reason']}")
             continue
-        base = r["label"] == "baseline"
+        base = r["label"] == BASELINE
         primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
         notes = []
         if not base and not r["significant"]:
@@ -221,11 +200,10 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append("changes the work per step: no per-step ratio")
         if not base:
             notes.append(r["acc_verdict"])
-        delta = (f"{r['acc_delta'] * 100:+.2f}" + (f" [{r['acc_delta_low'] * 100:+.2f}, {r['acc_delta_high'] * 100:+.2f}]"
-                                                   if r["acc_delta_low"] == r["acc_delta_low"] else ""))
+        delta = pp(r["acc_delta"], r["acc_delta_low"], r["acc_delta_high"], unit="")
         tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
-        lines.append(f"{r['label']:<20}{'-' if base else _ratio(primary):<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
-                     f"{r['setup_s']:>8.2f}{tta:>9}{r['step_ms']:>9.1f}  {'-' if base else _ratio(r['step_speedup']):<22}"
+        lines.append(f"{r['label']:<20}{'-' if base else ratio_of(primary):<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
+                     f"{r['setup_s']:>8.2f}{tta:>9}{r['step_ms']:>9.1f}  {'-' if base else ratio_of(r['step_speedup']):<22}"
                      f"{r['test_acc']:>9.4f}  {'-' if base else delta:<24}"
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     lines += format_distributed(c.rows)
@@ -233,11 +211,9 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
 
 
 def format_distributed(rows: list[dict]) -> list[str]:
-    """The multi-rank configurations of a comparison: ranks, backend, communication share, bytes on the
-    wire, scaling efficiency ``T1 / (N x TN)``, and the field report's decision rules applied to them."""
-    from gnnbench.advice.diagnose import distributed_advice
-    from gnnbench.env import device_memory_bytes
-
+    """The multi-rank configurations of a comparison (:mod:`gnnbench.report.distributed_text`): ranks, backend,
+    communication share, bytes on the wire, scaling efficiency ``T1 / (N x TN)``, the partition or the
+    compression's accuracy, and the distributed rules of thumb (docs/rules.md) applied to them."""
     multi = [r for r in rows if r.get("status") == "ok" and r.get("distributed")]
     if not multi:
         return []
@@ -245,16 +221,9 @@ def format_distributed(rows: list[dict]) -> list[str]:
                  "on the same global batch; 1.0 is perfect scaling):"]
     for r in multi:
         d = r["distributed"]
-        eff_txt, share, wire = distributed_cells(d, human_bytes)
-        lines.append(f"  {r['label']:<20}{d['world_size']} ranks ({d.get('backend')}), communication {share} of the "
-                     f"step, {wire} per step and rank, scaling efficiency {eff_txt}")
-        for extra in (partition_text(d, human_bytes), compression_text(d)):
-            if extra:
-                lines.append(f"      {extra}")
-        if d.get("graph_bytes") is not None:
-            for advice in distributed_advice(d, graph_bytes=d["graph_bytes"],
-                                             device_bytes=device_memory_bytes(str(d.get("device") or "cpu"))):
-                lines.append(f"      -> {advice}")
+        lines.append(f"  {r['label']:<20}{summary_line(d)}")
+        lines += [f"      {text}" for text in detail_lines(d)]
+        lines += [f"      -> {advice}" for advice in advice_lines(d)]
     return lines
 
 
@@ -282,7 +251,7 @@ def format_ladder(result) -> str:
              "step ms": "-" if r.step_seconds is None else f"{1e3 * r.step_seconds:.1f}",
              "test": "-" if r.test_metric is None else f"{r.test_metric:.4f}",
              "vs given": "-" if r.accuracy_delta_pp is None or r.rung == "as given"
-             else f"{r.accuracy_delta_pp:+.1f} pp", "note": r.note} for r in result.path]
+             else pp(r.accuracy_delta_pp / 100, digits=1), "note": r.note} for r in result.path]
     keys = ["rung", "change", "status", "peak", "step ms", "test", "vs given"]
     widths = {k: max(len(k), *(len(row[k]) for row in rows)) for k in keys}
     lines.append("  ".join(k.ljust(widths[k]) for k in keys) + "  note")

@@ -1,30 +1,15 @@
 """Feature placement: where node features live and how a batch's rows reach the device.
 
-Placements (``Flags.feature_placement``), one class each in :data:`PLACEMENTS`:
+Placements (``Flags.feature_placement``) are the classes of :data:`PLACEMENTS`: ``host`` (the baseline:
+gathered on the host, copied per batch), ``device`` (resident on the device), ``hot_cold`` (the most-read
+rows on the device, chosen by :func:`hot_set_chooser`, the rest in pinned host memory) and ``uva``
+(zero-copy reads of pinned host memory). :func:`features_for` builds the run's store from its flags
+(placement, pinning, storage dtype, :func:`prefetch_features`); every store counts the bytes it moves host
+-> device and its hot-hit rate (:class:`TransferStats`). The placements other than ``host`` need CUDA:
+:func:`unavailable` says so, and building one that cannot run raises
+:class:`~gnnbench.flags.UnavailableError` naming the field.
 
-- ``host`` (baseline): all features in host memory; each batch's rows are
-  gathered on the host and copied to the device (pinned first when
-  ``pin_memory``);
-- ``device``: all features resident on the device; gathered there;
-- ``hot_cold``: the most-read rows ("hot") resident on the device, the rest
-  ("cold") in pinned host memory, copied per batch. The hot set is chosen by
-  :func:`hot_set_chooser` under a budget of rows (:func:`hot_budget_rows`):
-  ranked by access frequency counted over one profiled epoch of the run's own
-  kind of batch source (``Flags.hot_rank="access"``), or by degree (``"degree"``,
-  the cheap fallback, also the tie-break);
-- ``uva``: all features in pinned host memory, read by the device directly
-  (zero-copy over the interconnect through unified virtual addressing).
-
-The table is stored as ``Flags.feature_dtype`` (``float16`` halves it, the
-gathered rows and the bytes copied; the models compute in fp32 after the
-gather). The placements other than ``host`` need CUDA; this layer answers for its
-fields (``feature_placement``, ``pin_memory``, ``feature_prefetch``) in
-:func:`unavailable`, and building a placement that cannot run raises
-:class:`~gnnbench.flags.UnavailableError` naming the field, so nothing is
-silently measured as a no-op. Bytes moved host -> device are counted, and so
-is the hot-hit rate: the share of gathered rows read from device memory
-(``host`` 0, ``device`` 1, ``uva`` 0 since zero-copy reads host memory,
-``hot_cold`` the measured share).
+Each placement, the hot set's ranking and what is counted: ``docs/data-pipeline.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +27,7 @@ from gnnbench.sampling.sources import make_batch_source
 from gnnbench.timing import NullTimer
 
 __all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
-           "place_features", "unavailable", "TransferStats", "prefetch_features", "uva_view", "choose_hot_rows",
+           "place_features", "features_for", "unavailable", "TransferStats", "prefetch_features", "uva_view", "choose_hot_rows",
            "access_counts", "out_degrees", "hot_budget_rows", "hot_set_chooser", "HotSetChooser", "hit_rate",
            "FEATURE_DTYPES"]
 
@@ -131,6 +116,7 @@ class PlacedFeatures:
     """
 
     name = ""
+    prefetch = False  # gather the next batch's features on a side stream (features_for sets it from the flags)
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
@@ -158,6 +144,21 @@ class PlacedFeatures:
     def device_bytes(self) -> int:
         """Feature bytes resident on the device (excluding per-batch buffers)."""
         return 0
+
+    def feed(self, batches: Iterable) -> Iterator[tuple]:
+        """``(batch, features or None)`` per batch: with :attr:`prefetch` the next batch's features are gathered
+        on a side stream while this one computes (:func:`prefetch_features`); otherwise ``None``, and the step
+        gathers them. Closing the iterator closes ``batches``."""
+        if self.prefetch:
+            yield from prefetch_features(batches, self)
+            return
+        try:
+            for batch in batches:
+                yield batch, None
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
 
     def gather(self, n_id: Tensor, timer=None) -> Tensor:
         """Rows ``x[n_id]`` on the device; records the host -> device bytes.
@@ -359,6 +360,23 @@ def place_features(x: Tensor, device: torch.device | str, placement: str = "host
         raise ValueError(f"features do not fit feature_dtype={dtype!r}, which holds |x| <= {limit:g} (got a largest "
                          f"|x| of {largest:g}); scale the features or keep 'float32'")
     return PLACEMENTS[placement](x.to(FEATURE_DTYPES[dtype]), device, hot_nodes=hot_nodes, pin_memory=pin_memory)
+
+
+def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
+                 hot_nodes: HotNodes | None = None) -> PlacedFeatures:
+    """The run's feature store (the layer's factory): :func:`place_features` with the flags' placement, pinning
+    and storage dtype, prefetching with ``flags.feature_prefetch``.
+
+    Args:
+        x: ``[N, F]`` host features.
+        flags: The run's flags.
+        device: Where batches are computed.
+        hot_nodes: See :class:`HotColdFeatures` (:func:`hot_set_chooser` makes it).
+    """
+    store = place_features(x, device, flags.feature_placement, hot_nodes=hot_nodes, pin_memory=flags.pin_memory,
+                           dtype=flags.feature_dtype)
+    store.prefetch = flags.feature_prefetch
+    return store
 
 
 # ------------------------------------------------------------------ the hot set of hot_cold

@@ -21,13 +21,7 @@ class SelfLoops(str, Enum):
 
 @dataclass(frozen=True)
 class CleanOptions:
-    """How raw edges are cleaned before they become a :class:`~gnnbench.graphs.Graph`.
-
-    Args:
-        dedupe: Drop repeated ``(src, dst)`` pairs (default ``True``).
-        to_undirected: Add the reverse of every edge (default ``False``).
-        self_loops: ``"keep"`` (default), ``"remove"`` or ``"add"``.
-    """
+    """How raw edges are cleaned before they become a :class:`~gnnbench.graphs.Graph`."""
 
     dedupe: bool = True  # drop repeated (src, dst) pairs
     to_undirected: bool = False  # add the reverse of every edge

@@ -1,31 +1,13 @@
 """Edge-list files (``.csv`` / ``.tsv`` / ``.txt``) with optional ``.npy`` features, labels and masks beside them.
 
-Accepted edge list: one edge per line, two integer columns ``src dst`` (node ids from 0), separated by a
-comma, a tab or spaces (the first data line decides: a comma means comma-separated, anything else
-whitespace); an optional single header line (a first line whose fields are not numbers, such as
-``src,dst``); ``#`` starts a comment (whole lines or the rest of a line); blank lines are skipped.
+:func:`load_edge_list` reads one edge per line, two integer columns ``src dst`` (comma, tab or space
+separated, an optional header line, ``#`` comments; :func:`read_edge_list`), and the features, labels and
+split masks found beside it in ``.npy`` files (:func:`side_files`: :data:`FEATURE_NAMES`,
+:data:`LABEL_NAMES`, :data:`MASK_NAMES`). Missing features or labels are substituted, from the in-degree
+and a fixed seed, so that training still runs, and the substitution is recorded in ``graph.meta``
+(accuracy on substituted labels is meaningless). Parsing is numpy's C reader (``np.loadtxt``).
 
-Files read beside ``DIR/STEM.csv`` (first match wins; two matches for one role are refused):
-
-- features: ``STEM.features.npy`` or ``STEM_x.npy``: float ``[N, F]``;
-- labels: ``STEM.labels.npy`` or ``STEM_y.npy``: integer ``[N]`` (or ``[N, 1]``);
-- splits: ``STEM.train_mask.npy``, ``STEM.val_mask.npy``, ``STEM.test_mask.npy``: bool ``[N]``, all three
-  or none (none: a random split drawn with ``split_seed``).
-
-``N`` is the features' (or labels') row count when given, else ``max id + 1``.
-
-Substitutes, so that training still runs (recorded in ``graph.meta``):
-
-- no features: ``x = [log(1 + in-degree), 15 standard-normal columns]`` (width
-  :data:`SUBSTITUTE_FEATURE_DIM` = 16, drawn with seed :data:`SUBSTITUTE_SEED` = 0, in-degree of the
-  cleaned graph); ``meta["substituted"]`` lists ``"features"``;
-- no labels: :data:`SUBSTITUTE_CLASSES` = 4 classes, the node's in-degree quartile (ties broken by a
-  permutation seeded with :data:`SUBSTITUTE_SEED`); ``meta["labels_substituted"] = True`` and
-  ``meta["notes"]`` says that accuracy is meaningless.
-
-Parsing is numpy's C reader (``np.loadtxt``, numpy >= 1.23), measured fastest with the lowest peak on a
-20M-edge file: 0.8 s and 320 MB (its output) against pandas' C engine 0.8 s / 900 MB, pandas' pyarrow
-engine 0.8-1.2 s / 900-1230 MB and ``pyarrow.csv`` 1.5 s / 1070 MB.
+The accepted format in full, the substitutes and the parser measurement: ``docs/graphs.md``.
 """
 
 from __future__ import annotations
@@ -171,7 +153,7 @@ def load_edge_list(
     path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
     allow_empty_edges: bool = False,
 ) -> Graph:
-    """Load an edge-list file and the ``.npy`` files beside it (see the module docstring for names).
+    """Load an edge-list file and the ``.npy`` files beside it (names: ``docs/graphs.md``).
 
     Args:
         path: The ``.csv`` / ``.tsv`` / ``.txt`` edge list.

@@ -1,21 +1,12 @@
 """Vectorized generator of degree-corrected SBM graphs with power-law degrees.
 
-Model (Karrer & Newman's degree-corrected stochastic block model, sampled the
-way fast DC-SBM generators do it):
+:func:`generate` turns a :class:`~gnnbench.graphs.spec.GraphSpec` into an undirected :class:`Graph`:
+Karrer & Newman's degree-corrected stochastic block model with Pareto degree propensities
+(:func:`power_law_propensities`), a ``homophily`` share of intra-class edges, and features that are a
+class mean plus Gaussian noise. Everything is tensor code (inverse-CDF sampling with ``searchsorted``,
+dedupe with a sort of 64-bit pair keys), and the same spec (seed included) gives identical tensors.
 
-1. every node gets a class uniformly at random and a degree propensity
-   ``theta ~ Pareto(exponent)``, capped at the spec's degree cap;
-2. each of ``m = num_nodes * avg_degree / 2`` undirected edges picks its first
-   endpoint with probability proportional to ``theta``; with probability
-   ``homophily`` the second endpoint is drawn (again by ``theta``) from the same
-   class, otherwise from the other classes;
-3. self loops and duplicates are dropped, and the shortfall is re-drawn (a few
-   bounded rounds) so the graph lands on the target edge count;
-4. features are a class mean of norm ``feature_snr`` plus unit Gaussian noise.
-
-Everything is tensor code: inverse-CDF sampling with ``searchsorted``, dedupe
-with a sort of 64-bit pair keys. The same spec (seed included) gives identical
-tensors.
+The sampling model step by step: ``docs/graphs.md``.
 """
 
 from __future__ import annotations

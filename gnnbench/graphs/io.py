@@ -33,8 +33,8 @@ _NPZ_OPTIONAL = ("train_mask", "val_mask", "test_mask", "num_nodes", "lp_val_pos
 def _read_stored(archive: Any, name: str, path: Path) -> np.ndarray | None:
     """An uncompressed ``.npy`` member read straight from the file with one ``np.fromfile``, CRC checked.
 
-    ``NpzFile[name]`` copies a stored member through 256 KiB reads and buffers (about 1.3 s of a 1.6 s
-    load on ``medium``); this reads it in place. ``None`` (use ``NpzFile``) for compressed, encrypted,
+    ``NpzFile[name]`` copies a stored member through 256 KiB reads and buffers (most of a load's time:
+    ``docs/graphs.md``); this reads it in place. ``None`` (use ``NpzFile``) for compressed, encrypted,
     object or unusual members; a short or CRC-mismatched member is refused.
     """
     try:

@@ -1,21 +1,13 @@
 """A user's graph as the source of a run: a file or a dataset, identified by its content.
 
-A generated graph is named by its :class:`~gnnbench.graphs.GraphSpec` (equal
-specs generate identical graphs). A loaded graph is named by a
-:class:`GraphSource`: where it came from (a file path or a dataset name), how
-it was cleaned and split, and a **content fingerprint** (a hash of the cleaned
-structure, features, labels, splits and held-out edges). Results, resume and
-the batch cache key on the fingerprint, so a changed file is never mistaken for
-the old one.
+A loaded graph is named by a :class:`GraphSource`: where it came from (a file path or a dataset name), how
+it was cleaned and split, and a **content fingerprint** (:func:`content_fingerprint`), on which results,
+resume and the batch cache key. Load once, measure many times: :func:`open_source` loads, cleans and
+fingerprints the graph in the parent process and writes a prepared copy; each process of a sweep reads it
+with :func:`load_source`, which memory-maps that copy and uses it only when it still hashes to the
+fingerprint.
 
-Load once, measure many times. :func:`open_source` loads and cleans the graph
-in the parent process (``run``, ``compare``, ``diagnose``), fingerprints it and
-writes a **prepared copy** (``<cache>/graphs/<fingerprint>.pt``, the cleaned
-tensors, written atomically). Each configuration of a sweep runs in its own
-process and :func:`load_source` memory-maps that copy (``torch.load(mmap=True)``:
-no parsing, no cleaning), re-hashes it and uses it only when the hash matches; a
-missing or corrupt copy is rebuilt from the original file, and a file whose
-content changed since the sweep began is refused.
+Why the fingerprint, and how the prepared copy is kept honest: ``docs/graphs.md``.
 """
 
 from __future__ import annotations
@@ -95,8 +87,9 @@ class GraphSource:
 
 
 def _hasher():
-    """xxh3-128 where the ``xxhash`` package is installed (about 20x faster), else BLAKE2b; the algorithm is
-    part of the fingerprint, so the two never compare equal by accident."""
+    """xxh3-128 where the ``xxhash`` package is installed (an order of magnitude faster than BLAKE2b:
+    ``docs/data-pipeline.md``), else BLAKE2b; the algorithm is part of the fingerprint, so the two never
+    compare equal by accident."""
     try:
         import xxhash
 
@@ -223,7 +216,7 @@ def open_source(kind: str, location: str, *, root: str | None = None, clean: Cle
 
     Returns:
         ``(source, graph)``: the source (with fingerprint and size) to put in each
-        :class:`~gnnbench.training.trainer.RunConfig`, and the loaded graph.
+        :class:`~gnnbench.training.config.RunConfig`, and the loaded graph.
 
     Raises:
         GraphError: for a missing, unreadable or malformed file or an unknown or unfetched dataset

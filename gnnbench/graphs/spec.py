@@ -18,50 +18,24 @@ __all__ = ["GraphSpec", "PRESETS"]
 class GraphSpec:
     """A degree-corrected stochastic block model with power-law propensities.
 
-    Args:
-        num_nodes: Number of nodes.
-        avg_degree: Mean number of neighbours per node; the undirected graph
-            stores ``num_nodes * avg_degree`` directed edges (before the few
-            duplicates the sampler cannot place are topped up).
-        exponent: Exponent ``gamma`` of the power-law degree propensities,
-            ``P(theta) ~ theta^-gamma``. Must be in ``(2, 5]``.
-        num_classes: Number of node classes (blocks).
-        homophily: Fraction of edges whose endpoints share a class. The default
-            (0.55, with ``feature_snr`` 1.0) keeps node classification
-            unsaturated, so accuracy changes stay visible.
-        feature_dim: Node feature dimension.
-        feature_snr: Norm of each class's feature mean, in units of the
-            per-dimension noise standard deviation. Lower is harder for a
-            features-only model.
-        max_degree: Cap on a node's expected degree. ``None`` (default) uses
-            the structural cutoff ``sqrt(num_nodes * avg_degree)``.
-        train_frac: Fraction of nodes in the training split.
-        val_frac: Fraction of nodes in the validation split; the rest is test.
-        lp_val_frac: Fraction of undirected edges held out as validation
-            positives for link prediction.
-        lp_test_frac: Fraction of undirected edges held out as test positives.
-        seed: Seed of every random draw.
-        name: Preset name this spec came from, or ``"custom"``.
+    The defaults of ``homophily`` and ``feature_snr`` keep node classification unsaturated, so accuracy
+    changes stay visible (the calibration: ``docs/graphs.md``).
     """
 
     num_nodes: int = 10_000  # nodes
-    avg_degree: float = 20.0  # mean neighbours per node
-    exponent: float = 2.3  # power-law exponent of degree propensities
+    avg_degree: float = 20.0  # mean neighbours per node: the graph stores num_nodes * avg_degree directed edges
+    exponent: float = 2.3  # gamma of the power-law degree propensities, P(theta) ~ theta^-gamma; in (2, 5]
     num_classes: int = 10  # blocks / label classes
-    # homophily and feature_snr are calibrated so node classification is not saturated: the baseline GCN
-    # (RunConfig defaults, 2 epochs) scores ~81-85% test accuracy on `small` (seeds 0-2) and ~70% on `tiny`
-    # in tests/test_accuracy_regression.py, against ~33% from features alone, so accuracy gains and losses both
-    # show. At the former 0.8 / 1.0 most configurations scored 98%+. One pair for every preset, so presets compare.
-    homophily: float = 0.55  # fraction of intra-class edges
+    homophily: float = 0.55  # fraction of edges whose endpoints share a class
     feature_dim: int = 32  # node feature width
-    feature_snr: float = 1.0  # class-mean norm / noise std
-    max_degree: int | None = None  # expected-degree cap; None -> sqrt(n * avg_degree)
-    train_frac: float = 0.2  # training nodes
-    val_frac: float = 0.1  # validation nodes (rest: test)
-    lp_val_frac: float = 0.05  # held-out validation positive edges
-    lp_test_frac: float = 0.1  # held-out test positive edges
-    seed: int = 0  # seed of all random draws
-    name: str = "custom"  # preset name, or "custom"
+    feature_snr: float = 1.0  # class-mean norm / per-dimension noise std (lower is harder from features alone)
+    max_degree: int | None = None  # expected-degree cap; None -> max(sqrt(n * avg_degree), 2 * avg_degree)
+    train_frac: float = 0.2  # fraction of nodes in the training split
+    val_frac: float = 0.1  # fraction of nodes in the validation split (rest: test)
+    lp_val_frac: float = 0.05  # fraction of undirected edges held out as link-prediction validation positives
+    lp_test_frac: float = 0.1  # fraction of undirected edges held out as link-prediction test positives
+    seed: int = 0  # seed of every random draw
+    name: str = "custom"  # preset name this spec came from, or "custom"
 
     def __post_init__(self) -> None:
         def bad(field: str, accepted: str) -> ValueError:

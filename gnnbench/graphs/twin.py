@@ -1,18 +1,12 @@
 """Synthetic twin of a graph: the closest preset and the generator overrides that mimic the graph.
 
-Four statistics describe a graph here (see :mod:`gnnbench.graphs.stats`): its size ``N`` (nodes), its
-average degree ``D`` (stored directed edges per node, as :class:`GraphSpec.avg_degree` counts them),
-its degree tail exponent ``gamma`` (Hill estimate) and its edge homophily ``h``. A preset's values are
-its spec's ``num_nodes``, ``avg_degree``, ``exponent`` and ``homophily`` (the generator's Hill estimate
-and homophily land within about 0.2 and 0.03 of the spec's on ``tiny``, and closer on larger graphs).
+Four statistics describe a graph (:func:`graph_signature`, from :mod:`gnnbench.graphs.stats`): its size,
+its average degree (stored directed edges per node, as :class:`GraphSpec.avg_degree` counts them), its
+degree tail exponent (Hill estimate) and its edge homophily. :func:`closest_preset` picks the preset
+nearest by :func:`preset_distance` and the overrides that mimic the graph; :func:`twin_spec` is the
+resulting :class:`GraphSpec`.
 
-Distance to a preset (:func:`preset_distance`)::
-
-    d = |log10(N / N_p)| + |log10(D / D_p)| + |gamma - gamma_p| / 2 + |h - h_p|
-
-so a factor of 10 in size or degree, an exponent gap of 2 and the whole homophily range each cost 1.
-A term whose statistic is undefined (no edges: no degree or homophily; too few nodes for a Hill
-estimate) is left out.
+How far the generator's own statistics sit from its spec: ``docs/graphs.md``.
 """
 
 from __future__ import annotations
@@ -49,7 +43,15 @@ def _spec_signature(spec: GraphSpec) -> dict[str, float]:
 
 
 def preset_distance(signature: dict[str, float], spec: GraphSpec) -> float:
-    """Distance (module docstring) between a graph's :func:`graph_signature` and a preset's spec."""
+    """Distance between a graph's :func:`graph_signature` and a preset's spec (its ``num_nodes``,
+    ``avg_degree``, ``exponent`` and ``homophily``)::
+
+        d = |log10(N / N_p)| + |log10(D / D_p)| + |gamma - gamma_p| / 2 + |h - h_p|
+
+    so a factor of 10 in size or degree, an exponent gap of 2 and the whole homophily range each cost 1.
+    A term whose statistic is undefined (no edges: no degree or homophily; too few nodes for a Hill
+    estimate) is left out.
+    """
     ref = _spec_signature(spec)
     terms = [abs(math.log10(signature["num_nodes"] / ref["num_nodes"]))]
     if signature["avg_degree"] > 0:
@@ -101,7 +103,7 @@ def closest_preset(graph: Graph, *, calibrate: bool = False, pilot_nodes: int = 
         graph: The graph to mimic.
         calibrate: Generate one pilot twin (at most ``pilot_nodes`` nodes) and correct the exponent
             and homophily overrides by what the pilot missed: the generator's realized Hill estimate
-            and homophily sit slightly off its spec on small graphs (about +0.2 and -0.02 on ``tiny``).
+            and homophily sit slightly off its spec on small graphs (``docs/graphs.md``).
         pilot_nodes: Node cap of the pilot graph.
 
     Returns:

@@ -1,30 +1,14 @@
 """Launch one configuration on N ranks through torchrun, and collect its one result.
 
-:func:`launch` runs::
+:func:`launch` starts ``torchrun`` on the loopback interface with ``N`` ranks of
+:mod:`gnnbench.measure.worker`; every rank runs the ordinary ``Trainer.steps()`` loop
+(:func:`gnnbench.measure.run.run`) and rank 0 writes the one result atomically. The backend is gloo
+on CPU and NCCL on CUDA, with the process-group ``timeout`` given here. A failed run (a rank that
+died, a collective that timed out, the wall timeout) raises :class:`DistributedRunError` with one
+line, leaves no result file and no process behind. :func:`run_local` runs a function on spawned gloo
+ranks in-process (tests, experiments).
 
-    python -m torch.distributed.run --nnodes 1 --nproc-per-node N --master-addr 127.0.0.1 \\
-        --master-port PORT --local-addr 127.0.0.1 --max-restarts 0 --monitor-interval 0.2 \\
-        -m gnnbench.measure.worker CONFIG.json OUT.json --timeout S --error-dir DIR
-
-on the loopback interface (gloo is pinned to ``lo`` with ``GLOO_SOCKET_IFNAME``). Every rank runs
-the ordinary ``Trainer.steps()`` loop (:func:`gnnbench.measure.run.run`); rank 0 gathers the per-rank
-figures and writes the ONE result atomically (:mod:`gnnbench.measure.worker`). The backend is
-gloo on CPU and NCCL on CUDA, with the process-group ``timeout`` given here.
-
-Failure: a rank that dies ends the run (``--max-restarts 0``: torchrun's elastic agent stops the
-other ranks); a collective that waits for a dead or stalled rank fails when the process-group
-timeout runs out. :func:`launch` then raises :class:`DistributedRunError` with one line (the first
-rank's error, or its exit code / signal), removes any result file, and checks that no process of
-the run is left (any straggler is killed and named in the error).
-
-Several machines (each runs the same command; ``HOST`` is one of them, reachable from the others)::
-
-    torchrun --nnodes 2 --nproc-per-node G --rdzv-backend c10d --rdzv-endpoint HOST:PORT \\
-        --rdzv-id JOB -m gnnbench.measure.worker CONFIG.json OUT.json --timeout 60
-
-``CONFIG.json`` is ``RunConfig.to_dict()`` with ``nproc`` = 2 x G (the world size) and the result is
-written by global rank 0 on its machine. With NCCL, pick the network interface with
-``NCCL_SOCKET_IFNAME`` (gloo: ``GLOO_SOCKET_IFNAME``).
+The command line, the failure handling and the multi-machine form: ``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -138,7 +122,7 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
     """Run ``config`` on ``nproc`` local ranks (default ``config.nproc``) through torchrun; return the result.
 
     Args:
-        config: A :class:`~gnnbench.training.trainer.RunConfig` (or its dict).
+        config: A :class:`~gnnbench.training.config.RunConfig` (or its dict).
         out: Where rank 0 writes the result JSON (atomically; never left behind on failure).
         nproc: Ranks (default: ``config.nproc``).
         timeout: Process-group timeout in seconds: the longest a collective or the rendezvous waits.
@@ -147,6 +131,7 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
         python: The interpreter (default: this one).
 
     Raises:
+        ValueError: ``nproc`` below 1 or a ``timeout`` that is not positive.
         DistributedRunError: a rank failed or died, a collective timed out, or the run outlived
             ``wall_timeout``; the message is one line.
     """

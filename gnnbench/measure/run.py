@@ -33,7 +33,7 @@ from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
 from gnnbench.measure.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
 from gnnbench.timing import PHASES, PhaseTimer, summarize
-from gnnbench.training.trainer import RunConfig, Trainer, config_unavailable
+from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["run", "main"]
 
@@ -106,10 +106,10 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
         accuracy = last.metrics
     else:  # the loop ended without a validation point at its last step
         accuracy, seconds = trainer.evaluate()
-        trainer.eval_seconds += seconds
+        trainer.evaluation.seconds += seconds
     if after is not None:
         after(trainer)
-    result = _assemble(trainer, env, nvml, accuracy, trainer.eval_seconds, losses)
+    result = _assemble(trainer, env, nvml, accuracy, trainer.evaluation.seconds, losses)
     if out:
         write_json_atomic(out, result.to_dict())
     return result
@@ -150,15 +150,16 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
     compute = sum(phase_stats[p]["median"] for p in ("forward", "backward", "optimizer"))
     overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
     compile_metrics = None
-    if trainer.dynamo_counters is not None:
-        graphs = int(trainer.dynamo_counters["stats"].get("unique_graphs", 0))
+    pipe = trainer.pipeline
+    if pipe.dynamo_counters is not None:
+        graphs = int(pipe.dynamo_counters["stats"].get("unique_graphs", 0))
         first = trainer.first_step_seconds
         compile_metrics = CompileMetrics(
             first_step_seconds=first,
             estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
             unique_graphs=graphs, recompilations=max(0, graphs - 1))
-    cache = getattr(trainer.source, "cache", None)
-    features = trainer.features
+    cache = pipe.batches.cache
+    features = pipe.features
     warnings = []
     if not measured:
         warnings.append(f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
@@ -166,9 +167,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
     epochs_run = len(trainer.epoch_seconds)
     if cache is not None and epochs_run > config.epochs:  # Trainer.steps ran the source's min_epochs
         warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
-    if hasattr(trainer.source, "measured_steps") and epochs_run > config.epochs:
+    if pipe.batches.measured_steps is not None and epochs_run > config.epochs:
         warnings.append(f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
-                        f"{trainer.source.measured_steps} steps are measured after the warm-up")
+                        f"{pipe.batches.measured_steps} steps are measured after the warm-up")
     if config.flags.grad_compression == "topk" and config.optimizer == "adam":
         warnings.append("top-k compression with Adam: error feedback sends each residual late and in sum, which "
                         "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
@@ -179,25 +180,25 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
     return RunResult(
         schema_version=SCHEMA_VERSION, status="ok", environment=env, config=config.to_dict(),
         timing_mode=timer.mode,
-        graph={"num_nodes": trainer.graph.num_nodes, "num_edges": trainer.graph.num_edges,
-               "generate_seconds": trainer.generate_seconds, "prepare_seconds": trainer.prepared.prepare_seconds,
-               "setup_seconds": trainer.setup_seconds, "index_bytes": trainer.prepared.index_bytes_after,
-               "index_bytes_int64": trainer.prepared.index_bytes_before,
-               "widened_index_bytes_per_step": (trainer.widened_index_bytes / trainer.steps_taken
+        graph={"num_nodes": pipe.graph.num_nodes, "num_edges": pipe.graph.num_edges,
+               "generate_seconds": pipe.graph_seconds, "prepare_seconds": pipe.prepared.prepare_seconds,
+               "setup_seconds": pipe.setup_seconds, "index_bytes": pipe.prepared.index_bytes_after,
+               "index_bytes_int64": pipe.prepared.index_bytes_before,
+               "widened_index_bytes_per_step": (trainer.step.widened_index_bytes / trainer.steps_taken
                                                 if trainer.steps_taken else 0.0),
-               "narrowed_index_bytes_per_step": (trainer.narrowed_index_bytes / trainer.steps_taken
+               "narrowed_index_bytes_per_step": (trainer.step.narrowed_index_bytes / trainer.steps_taken
                                                  if trainer.steps_taken else 0.0),
                # a loaded graph: where it came from, its content fingerprint, how this process read it, and
                # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
-               **{k: trainer.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes", "link_holdout",
+               **{k: pipe.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes", "link_holdout",
                                                       "substituted", "labels_substituted")
-                  if k in trainer.graph.meta}},
+                  if k in pipe.graph.meta}},
         steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
                "total": trainer.steps_taken},
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
         device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
                          if timer.device_ms else None),
-        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, setup_seconds=trainer.setup_clock,
+        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, setup_seconds=pipe.setup_clock,
         train_seconds=trainer.train_seconds,
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],
@@ -216,8 +217,8 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
                   "hot_hit_rate": features.stats.hot_hit_rate},
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
         # the process's host peak; the device's; and the compute device's peak outside and during evaluation
-        memory={"host_peak_bytes": peak_bytes(), "device_peak_bytes": trainer.peaks.device_peak(),
-                **trainer.peaks.summary()},
+        memory={"host_peak_bytes": peak_bytes(), "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
+                **trainer.evaluation.peaks.summary()},
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,
     )

@@ -1,52 +1,13 @@
-"""Process-level significance for speedups.
+"""Process-level significance for speedups: paired ratios over interleaved rounds, and the noise floor.
 
-Step times within one process are not independent of the process: each process
-gets its own offset (memory layout, clock state, allocator and cache luck), so
-resampling single steps of one process per configuration is overconfident. Two
-runs of the identical configuration can differ by well over 10% and a per-step
-bootstrap calls that significant. Following Kalibera & Jones (2013, "Rigorous
-benchmarking in reasonable time"), the unit of repetition here is the process:
-``compare`` runs every configuration in ``R`` separate processes, in
-interleaved rounds (each round runs the baseline and every configuration once,
-order shuffled per round), summarizes each process by its median step time,
-and :func:`paired_ratio` forms the per-round log ratios ``log(base_i /
-other_i)`` and a Student-t interval with ``R - 1`` degrees of freedom. Pairing
-by round cancels drift shared by a round (thermal state, background load).
+The unit of repetition is the process, not the step (each process has its own offset: memory layout, clock
+state, allocator luck). ``compare`` runs every configuration in ``R`` processes in interleaved rounds and
+summarizes each by its median step time; :func:`paired_ratio` gives the ratio of two configurations with a
+paired Student-t interval over the per-round log ratios, and :func:`noise_floor` the smallest speedup ``R``
+rounds can resolve. :data:`DEFAULT_REPEATS` comes from the simulation of :func:`simulate_calibration`.
 
-Calibration (:func:`simulate_calibration`: lognormal steps with AR(1) noise,
-coefficient 0.5 and stationary sd 0.05; per-process offsets with sd drawn
-uniformly in 5-8% per trial; shared round drift sd 0.02; 40 steps per process;
-95% level). Figures are the fraction of 4000 simulated comparisons called
-significant, reproduced by
-``simulate_calibration(rounds=R, true_ratio=T, trials=4000, seed=0)``, and in
-the last two columns with ``process_sd=(0.08, 0.08)`` added (every process
-offset at the top of the range, the worst case):
-
-===  ==============  ===========  ==============  ===========
-R    A/A (T=1)       power 1.25x  A/A, sd 8%      power, sd 8%
-===  ==============  ===========  ==============  ===========
-3    5.0%            58.8%        4.7%            45.2%
-4    5.4%            86.1%        5.4%            74.0%
-5    5.1%            96.6%        5.2%            89.7%
-6    5.5%            99.2%        5.6%            96.4%
-===  ==============  ===========  ==============  ===========
-
-(With ``trials=400, seed=0`` the A/A rates are 4.5%, 7.5%, 6.5% and 4.75%:
-400 trials carry about +-1.1% of Monte Carlo error at 5%.)
-
-:data:`DEFAULT_REPEATS` is the smallest ``R`` with at most 7% A/A false
-positives and at least 80% power for a true 1.25x both over the 5-8% range
-and at its 8% end: 5. (Averaged over the range alone, 4 would pass with 86%,
-but at 8% process spread it detects a 1.25x only 74% of the time.)
-
-The per-step bootstrap this replaces (``bootstrap_ratio``, kept in ``tests/test_stats.py``,
-on the pooled steps of 5 processes per configuration) calls about 66% of the
-simulated A/A comparisons significant (``simulate_step_times(rounds=5,
-trials=1000, seed=0)``, 1000 resamples): it treats steps as independent and so
-ignores the process offsets.
-
-Pure numpy and the standard library (Student-t quantiles are computed here, by
-bisection on an incomplete beta function, so scipy is not needed).
+Pure numpy and the standard library (:func:`t_quantile` needs no scipy). The rationale and the calibration
+table: ``docs/statistics.md``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """Peak memory of training steps, measured: what a memory budget is compared with.
 
-- On CUDA: ``torch.cuda.reset_peak_memory_stats`` before the region and
-  ``torch.cuda.max_memory_allocated`` after it, so the peak is everything
-  allocated on the device during the region, the resident state included
-  (model, optimizer state, device-resident features): what the device must hold.
-- On a CPU, process RSS includes the interpreter, the graph and setup, so it
-  is not a step's memory. :class:`AllocationTracker` counts tensor storages
-  instead: a ``TorchDispatchMode`` sees every ATen operator called in the
-  region (the backward pass included) and adds the bytes of each output
-  storage that did not exist before it (a view or an in-place result shares
-  an input's storage and is not counted again); a ``weakref.finalize`` on the
-  storage subtracts them when it is freed. The peak of that running total is
-  the memory the steps allocate on top of what already existed: the graph,
-  the feature table and the model's parameters are not in it.
+:func:`step_peak` gives the context manager that measures a region (:class:`StepPeak`). On CUDA it is the
+allocator's peak over the region, the resident state (model, optimizer state, device-resident features)
+included: what the device must hold. On a CPU the process's resident set is not a step's memory, so
+:class:`AllocationTracker`, a ``TorchDispatchMode``, counts the tensor storages the region's operators
+create and free: the memory the steps allocate on top of what already existed. The tracker costs a
+Python call per operator, so measure a few steps outside timed ones.
 
-What the CPU tracker does not see: tensors made without an operator
-(``torch.tensor`` from Python data, ``torch.from_numpy``), and batches built
-in DataLoader worker processes (they arrive through shared memory). It costs
-a Python call per operator, so measure a few steps, outside timed ones
-(:mod:`gnnbench.advice.ladder` tracks the warm-up steps).
+What the CPU tracker sees and does not see: ``docs/memory.md``.
 """
 
 from __future__ import annotations
@@ -105,7 +94,7 @@ def _storage(x) -> torch.UntypedStorage | None:
 
 @dataclass
 class StepPeak:
-    """``with StepPeak(device) as m: ...`` then ``m.peak_bytes``: the region's peak (see the module docstring).
+    """``with StepPeak(device) as m: ...`` then ``m.peak_bytes``: the region's peak (see ``docs/memory.md``).
 
     Args:
         device: Where the steps run: CUDA reads the caching allocator's peak, anything else is tracked by

@@ -28,9 +28,11 @@ from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.env import environment, resolve_device
 from gnnbench.measure.run import run
-from gnnbench.measure.results import AA_LABEL, BASELINE, E2E_BASELINE, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE
+from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.stats import DEFAULT_REPEATS
-from gnnbench.training.trainer import RunConfig, config_unavailable
+from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.training.pipeline import graph_of
 
 __all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "validate_base", "ALL_RECOMMENDED", "BASELINE",
            "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
@@ -47,6 +49,7 @@ class Entry:
     config: RunConfig
     optimizations: tuple[str, ...]
     round: int = 0  # interleaved round (its seed is base.seed + round)
+    not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
 
     def key(self) -> str:
         blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str).encode()
@@ -93,15 +96,16 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     names = list(names) if names is not None else registry.names()
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     device = resolve_device(base.device)
+    inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
     if include_all_recommended:
         rec = [o.name for o in registry.REGISTRY.values()
-               if o.recommended and o.unavailable(device) is None
-               and not config_unavailable(_ranks(dataclasses.replace(base, flags=o.apply(base.flags))), device)]
+               if o.recommended and o.unavailable(device) is None and not registry.not_applicable(base, [o.name])
+               and not config_unavailable(_ranks(registry.config_for(base, [o.name])), device)]
     # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
     # are compared with an end-to-end copy of the baseline in the same round.
-    overlap = [n for n in names if any(registry.get(p).overlap for p in parts[n]) and not config_unavailable(
-        _ranks(dataclasses.replace(base, flags=registry.flags_for(parts[n], base.flags))), device)]
+    overlap = [n for n in names if not inapplicable[n] and any(registry.get(p).overlap for p in parts[n])
+               and not config_unavailable(_ranks(registry.config_for(base, parts[n])), device)]
     entries = []
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
@@ -111,13 +115,15 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         if overlap and base.sync_phases:
             entries.append(Entry(E2E_BASELINE, _ranks(dataclasses.replace(b, sync_phases=False)), (), r))
         for n in names:
-            cfg = dataclasses.replace(b, flags=registry.flags_for(parts[n], b.flags))
+            if inapplicable[n]:  # listed as not applicable, with the reason, instead of measured
+                entries.append(Entry(n, _ranks(b), parts[n], r, not_applicable=inapplicable[n]))
+                continue
+            cfg = registry.config_for(b, parts[n])
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
             entries.append(Entry(n, _ranks(cfg), parts[n], r))
         if include_all_recommended:
-            entries.append(Entry(ALL_RECOMMENDED, _ranks(dataclasses.replace(b, flags=registry.flags_for(rec, b.flags))),
-                                 tuple(rec), r))
+            entries.append(Entry(ALL_RECOMMENDED, _ranks(registry.config_for(b, rec)), tuple(rec), r))
     return entries
 
 
@@ -196,6 +202,12 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
 
 def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
     path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
+    if entry.not_applicable:
+        data = RunResult(status="unavailable", config=entry.config.to_dict(),
+                         environment=environment(resolve_device(entry.config.device)),
+                         unavailable={"not applicable": entry.not_applicable}).to_dict()
+        write_json_atomic(path, data)
+        return data
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
         write_json_atomic(cfg_path, entry.config.to_dict())
@@ -212,6 +224,6 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
     key = entry.config.graph_key()
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
-        graphs[key] = entry.config.build_graph()
+        graphs[key] = graph_of(entry.config)[0]
     result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
     return (load_result(path) if path.exists() else None) or result.to_dict()

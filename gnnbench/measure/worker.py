@@ -1,32 +1,16 @@
 """One rank of a multi-rank run, as torchrun starts it.
 
 ``python -m gnnbench.measure.worker CONFIG.json OUT.json [--timeout S] [--error-dir DIR]``
-(started by :func:`gnnbench.measure.launch.launch`; see there for the multi-machine form).
+(started by :func:`gnnbench.measure.launch.launch`).
 
-Each rank joins the process group (gloo on CPU, NCCL on CUDA, with the process-group
-``timeout``), runs the ordinary ``Trainer.steps()`` loop through :func:`gnnbench.measure.run.run`,
-and contributes its figures: step median, compute (step minus all-reduce), all-reduce seconds
-and payload bytes per step. Global rank 0 gathers them and writes the one result atomically,
-the single-process result plus ``distributed``::
+Each rank joins the process group (gloo on CPU, NCCL on CUDA), runs the ordinary training loop
+through :func:`gnnbench.measure.run.run` and contributes its figures (:func:`rank_figures`: step,
+compute and all-reduce medians, payload bytes per step); global rank 0 gathers them into the
+result's ``distributed`` block (:func:`combine`) and writes the one result atomically. A failing
+rank writes one line to ``DIR/rank<R>.error`` and exits non-zero.
 
-    {"world_size", "backend", "grad_compression", "timeout_seconds", "payload_formula",
-     "per_rank": [{"rank", "step_median", "compute_median", "allreduce_median", "comm_share",
-                   "bytes_per_step", "dense_bytes_per_step", "steps_measured", "train_seconds"}],
-     "comm_share", "bytes_per_step", "dense_bytes_per_step", "compression_ratio", "partition"}
-
-``partition`` (partition parallelism, else ``None``): the partitioner, its seconds (rank 0's), edge cut,
-node and edge balance, mean halo, and per step (means over ranks) the halo rows, halo and gradient bytes
-sent and seconds; the communication then counts the halo exchanges (forward and backward) and the
-gradient all-reduce (:class:`gnnbench.parallel.partition_parallel.PartitionComm`).
-
-``allreduce_median`` is the union of the buckets' [hook call, future completed] spans per step,
-so it includes waiting for the slowest rank and any overlap with the rest of backward;
-``compute_median`` is the step minus that (so overlap counts as communication, not compute).
-``comm_share`` is ``allreduce_median / step_median``. Bytes are the payload formula of
-:mod:`gnnbench.parallel.compression`, per step and rank.
-
-On failure a rank writes one line to ``DIR/rank<R>.error`` and exits non-zero; torchrun then
-stops the other ranks, and rank 0 writes nothing.
+The ``distributed`` block field by field, and how the all-reduce time is measured:
+``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -135,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace, rank: int) -> int:
     from gnnbench.measure.run import run
     from gnnbench.measure.results import write_json_atomic
-    from gnnbench.training.trainer import RunConfig
+    from gnnbench.training import RunConfig
 
     config = RunConfig.from_dict(json.loads(Path(args.config).read_text()))
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -151,8 +135,9 @@ def _run(args: argparse.Namespace, rank: int) -> int:
     holder: dict[str, Any] = {}
 
     def keep(trainer: Any) -> None:
-        holder["comm"] = trainer.comm
-        holder["part"] = trainer.partition.summary() if trainer.partition is not None else None
+        pipe = trainer.pipeline
+        holder["comm"] = pipe.comm
+        holder["part"] = pipe.partition.summary() if pipe.partition is not None else None
 
     result = run(config, after=keep).to_dict()
     recorder = holder.get("comm")

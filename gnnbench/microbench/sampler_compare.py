@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.graphs import GraphSpec, generate
+from gnnbench.text import ratio
 
 __all__ = ["torch_sparse_sampler", "pyg_lib_sampler", "compare_samplers", "add_arguments", "run_from_args", "main"]
 
@@ -189,8 +190,8 @@ def run_from_args(args: argparse.Namespace) -> int:
           f"batch {r['batch_size']}, fanouts {r['fanouts']}, {r['threads']} threads")
     print(f"{'sampler':<14}{'seeds/s (median)':>18}{'min-max':>24}{'gnnbench speedup':>28}")
     for name, s in r["samplers"].items():
-        sp = s.get("speedup_of_gnnbench")
-        sp_txt = f"{sp['median']:.1f}x [{sp['min']:.1f}, {sp['max']:.1f}]" if sp else "-"
+        sp = s.get("speedup_of_gnnbench") or {}
+        sp_txt = ratio(sp.get("median"), sp.get("min"), sp.get("max"), digits=1)
         print(f"{name:<14}{s['seeds_per_s']:>18,.0f}{s['min']:>12,.0f}-{s['max']:<11,.0f}{sp_txt:>28}")
     if len(r["samplers"]) == 1:
         print(f"(no peer installed: build torch-sparse with `{TORCH_SPARSE_INSTALL}` to compare)")

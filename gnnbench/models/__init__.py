@@ -2,8 +2,8 @@
 policy, the training tasks (loss, evaluation) and layer-wise full-neighbourhood inference."""
 
 from gnnbench.models.aggregation import AggregationPolicy, Aggregator, unavailable
-from gnnbench.models.nets import MODELS, GCN, GraphSAGE, build_model, compile_model
+from gnnbench.models.nets import MODELS, GCN, GraphSAGE, build_model, compile_model, model_for
 from gnnbench.models.precision import Precision
 
 __all__ = ["AggregationPolicy", "Aggregator", "GCN", "GraphSAGE", "MODELS", "Precision", "build_model",
-           "compile_model", "unavailable"]
+           "compile_model", "model_for", "unavailable"]

@@ -30,8 +30,8 @@ def _csr(crow: Tensor, col: Tensor, values: Tensor, size: tuple[int, int]) -> Te
 def _csr_product(adj: Tensor, h: Tensor) -> Tensor:
     """``adj @ h`` for a CSR ``adj``. On CPU through ``addmm`` into an uninitialized output with ``beta=0``
     (the input is then ignored, NaN included): ``torch.sparse.mm`` zero-fills its output first and copies
-    around the MKL call, 2.3x slower here on a batch-sized product (120k rows, 900k nonzeros, F=64:
-    112 ms against 48 ms, int32 indices). On CUDA ``torch.sparse.mm`` (cuSPARSE) as it is."""
+    around the MKL call, which is slower (measured in ``docs/models.md``). On CUDA ``torch.sparse.mm``
+    (cuSPARSE) as it is."""
     if h.device.type != "cpu":
         return torch.sparse.mm(adj, h)
     return torch.addmm(h.new_empty(adj.size(0), h.size(1)), adj, h, beta=0)
@@ -72,10 +72,9 @@ def scatter_index(index: Tensor) -> Tensor:
 
     On CUDA both kernels take int32 as it is. ATen's CPU ``index_add_`` (which is also the backward of
     ``index_select``) takes its parallel fast path, through ``scatter_add``, only for int64 indices; with
-    int32 it adds slice by slice, serially: 3.5x slower here on a batch's unsorted source ids (69k x 64
-    rows, 241k edges, one thread: 91 ms against 26 ms). So on CPU the scatter path widens each int32
-    index once per batch (``Aggregator.widened_bytes`` counts it), and int32 pays where the CPU kernel
-    takes it natively: the CSR product (MKL's 32-bit indices: 2x forward, 3x forward + backward here).
+    int32 it adds slice by slice, serially, several times slower. So on CPU the scatter path widens each
+    int32 index once per batch (``Aggregator.widened_bytes`` counts it), and int32 pays where the CPU
+    kernel takes it natively: the CSR product (MKL's 32-bit indices). Measurements: ``docs/models.md``.
     """
     if index.dtype == torch.int32 and index.device.type == "cpu":
         return index.to(torch.int64)
@@ -264,14 +263,13 @@ class AggregationPolicy:
     - the estimator (``norm_estimator``, and always for GraphSAINT batches): each sampled edge keeps its
       full-graph coefficient, rescaled by ``deg / sampled`` of its target, so the sum over sampled
       neighbours estimates the full-neighbourhood sum. It is a different model from the baseline's (costs
-      accuracy). GraphSAINT's own per-edge ``alpha_uv``, estimated from a 20x-coverage pre-pass, made
-      training diverge to chance accuracy here (too much variance on hub edges), so its batches use this.
+      accuracy). GraphSAINT batches use it instead of GraphSAINT's own per-edge ``alpha_uv``, whose variance
+      on hub edges makes training diverge (``docs/models.md``).
     - source degrees (``source_norm="source_degree"``, link-prediction batches): as the baseline, except that
       each edge's *source* factor is the source's full-graph ``(d + 1)^-1/2`` instead of its degree in the
       batch (1 for the outermost sampled nodes, whose own neighbours are not in the batch). Per-batch
-      normalization inflates those nodes' messages by up to ``sqrt(d + 1)``, and a dot-product link decoder
-      reads the resulting scale: a GCN trained that way on ``tiny`` ranks held-out edges *below* chance under
-      full-neighbourhood evaluation (AUC 0.26 at fanout 10,5; 0.74 with source degrees).
+      normalization inflates those nodes' messages, and a dot-product link decoder reads the resulting scale
+      (held-out AUC below chance without source degrees: ``docs/models.md``).
 
     Args:
         mode: ``"scatter"`` or ``"sparse"`` (``Flags.aggregation``).

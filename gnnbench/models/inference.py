@@ -1,20 +1,14 @@
 """Layer-wise full-neighbourhood inference, a chunk of target nodes at a time (PyG's layer-wise inference).
 
-Running the whole model on the whole graph materializes an ``edges x features`` message tensor per layer:
-20M x 64 fp32 = 5 GB on ``medium``, 51 GB on ``large``. Here each layer computes the next representation of
-every node before the following layer starts, a chunk of target nodes at a time:
+Running the whole model on the whole graph materializes an ``edges x features`` message tensor per layer.
+:class:`LayerwiseInference` instead computes each layer for every node before the next layer starts, the
+aggregation a chunk of target nodes at a time (a chunk's in-edges are a contiguous slice of the
+target-sorted graph), so memory is node-sized plus one chunk's temporaries, which :func:`plan_chunks` keeps
+within a byte budget (:class:`ChunkPlan`). The precision policy applies as in training, and GCN's
+normalization uses full-graph degrees, bit-identical to :func:`~gnnbench.graphs.norm.gcn_norm` on the whole
+graph.
 
-1. the node-wise part of the layer (GCN's linear transform, GraphSAGE's input), for every node, chunk by chunk;
-2. for each chunk of targets ``[lo, hi)``, the aggregation of its own in-edges only: the graph is stored
-   sorted by target, so they are the contiguous slice ``rowptr[lo]:rowptr[hi]``, aggregated sparsely (the
-   run's scatter or CSR path), and the rest of the layer for those targets.
-
-Memory is node-sized (a layer's messages and its output for every node: the input is let go once the
-messages exist) plus one chunk's temporaries, which :class:`ChunkPlan` keeps within a byte budget. The model's precision policy applies as in training
-(:class:`~gnnbench.models.precision.Precision`), and GCN's normalization uses full-graph degrees: the run's cached
-full-graph coefficients where the policy holds them, else ``D^-1/2`` computed once per evaluation over the
-chunks and each chunk's edge weights formed from it (bit-identical to :func:`~gnnbench.graphs.norm.gcn_norm`
-on the whole graph).
+The two passes per layer, the sizes involved and where GCN's coefficients come from: ``docs/memory.md``.
 """
 
 from __future__ import annotations

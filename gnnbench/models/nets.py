@@ -1,10 +1,11 @@
 """The networks: GCN and GraphSAGE (node classification, and link prediction through the task's decoder),
 the dropout kernels, and ``torch.compile``.
 
-Layers use PyG's building blocks (``torch_geometric.nn.Linear``,
-``torch_geometric.utils.scatter`` and ``spmm``); the split between transform
-and aggregation is explicit so that the precision policy can keep the
-aggregation in fp32 (``partial``) or not (``full``).
+Layers use PyG's ``torch_geometric.nn.Linear`` for the transforms and an
+:class:`~gnnbench.models.aggregation.Aggregator` (``index_add_`` scatter or a
+CSR product) for the aggregation; the split between transform and aggregation
+is explicit so that the precision policy can keep the aggregation in fp32
+(``partial``) or not (``full``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from gnnbench.models.aggregation import Aggregator
     from gnnbench.models.precision import Precision
 
-__all__ = ["uniform_dropout", "DROPOUTS", "GCN", "GraphSAGE", "MODELS", "build_model", "compile_model"]
+__all__ = ["uniform_dropout", "DROPOUTS", "GCN", "GraphSAGE", "MODELS", "build_model", "model_for", "compile_model"]
 
 
 def uniform_dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
@@ -30,9 +31,9 @@ def uniform_dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 
     ``rand_like(x) >= p`` keeps each element with probability ``1 - p``, independently: the same
     distribution as :func:`torch.nn.functional.dropout`'s mask (a different random stream, so not the same
-    bits). On CPU ATen's ``bernoulli_(p)`` draws element by element: 42 ms for a 69k x 64 batch on this
-    2-core machine against 9 ms for the uniform draw, and dropout was about 40% of the baseline GCN step
-    on ``small``. CUDA's fused dropout is already vectorized, so there it gains nothing.
+    bits). On CPU ATen's ``bernoulli_(p)`` draws element by element, several times slower than one uniform
+    draw (measured in ``docs/models.md``). CUDA's fused dropout is already vectorized, so there it gains
+    nothing.
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability must be in [0, 1] (got {p})")
@@ -155,6 +156,12 @@ def build_model(name: str, in_dim: int, hidden: int, out_dim: int, num_layers: i
         raise ValueError(f"dropout_kernel must be one of {', '.join(map(repr, DROPOUT_KERNELS))} "
                          f"(got {dropout_kernel!r})")
     return MODELS[name](in_dim, hidden, out_dim, num_layers, dropout, dropout_kernel)
+
+
+def model_for(name: str, flags: Flags, in_dim: int, hidden: int, out_dim: int) -> nn.Module:
+    """The run's network (the layer's factory): one layer per hop of ``flags.fanout``, the dropout kernel of
+    ``flags.dropout_kernel``; see :func:`build_model`."""
+    return build_model(name, in_dim, hidden, out_dim, len(flags.fanout), dropout_kernel=flags.dropout_kernel)
 
 
 def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None]:

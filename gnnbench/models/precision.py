@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from gnnbench.flags import PRECISIONS
+from gnnbench.flags import PRECISIONS, Flags
 
 __all__ = ["Precision"]
 
@@ -27,6 +27,11 @@ class Precision:
     def __post_init__(self) -> None:
         if self.mode not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))} (got {self.mode!r})")
+
+    @classmethod
+    def for_flags(cls, flags: Flags, device: torch.device) -> "Precision":
+        """The run's precision policy (the layer's factory): ``flags.precision`` on ``device``'s type."""
+        return cls(flags.precision, device.type)
 
     @property
     def low_dtype(self) -> torch.dtype:

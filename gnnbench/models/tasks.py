@@ -90,8 +90,7 @@ class LinkPrediction:
     never message-passing edges either; evaluation negatives are not edges of
     the full graph. Link batches weigh GCN messages by each source's full-graph
     degree (``LinkBatches.norm_mode``), so the sampled model computes at the
-    scale full-neighbourhood evaluation does (without it a sampled GCN scored
-    held-out edges below chance: AUC 0.26 on ``tiny``).
+    scale full-neighbourhood evaluation does (``docs/models.md``).
     """
 
     name = "link"

@@ -2,28 +2,13 @@
 
 Each ``Flags.grad_compression`` value is a row of :data:`HOOKS`: a state factory, the DDP
 communication hook, and the payload formula (bytes this rank puts into collectives for one
-bucket). :func:`timed_hook` wraps any of them: it records, per bucket, the seconds from the
-hook's call until its future completes (on CPU / gloo the collective runs on gloo's own
-thread, so this is the all-reduce's wall time, overlap with the rest of backward included)
-and the payload bytes; :class:`CommRecorder` folds them into per-step figures.
+bucket): ``none`` (dense all-reduce), ``topk`` (Deep Gradient Compression with error
+feedback, :class:`TopKState`), ``fp16`` and ``powersgd`` (PyTorch's hooks). :func:`make_hook`
+builds the row of a run's flags; :func:`timed_hook` wraps its hook to record, per bucket, the
+seconds from the hook's call until its future completes and the payload bytes, and
+:class:`CommRecorder` folds them into per-step figures.
 
-Payload per bucket of ``n`` fp32 gradient entries (what each rank contributes; a ring
-all-reduce moves ``2 (W - 1) / W`` of its payload per rank, an all-gather receives ``W - 1``
-payloads per rank, with ``W`` the world size):
-
-- ``none`` (dense all-reduce, DDP's default): ``4 n`` bytes.
-- ``topk`` (Lin et al., ICLR 2018, "Deep Gradient Compression", with error feedback): per
-  parameter of ``n_p`` entries (DGC selects per layer), ``k_p = max(1, ceil(topk_ratio * n_p))``
-  values (fp32) and their indices (int32) are all-gathered: ``8 * sum k_p`` bytes, about
-  ``2 * topk_ratio`` of dense (1%: 2%, plus one entry per small tensor such as a bias). With
-  ``optimizer="sgd"`` the hook applies DGC's momentum correction and momentum factor masking
-  (:class:`TopKState`); DGC's sparsity warm-up and local gradient clipping are not applied.
-- ``fp16`` (``default_hooks.fp16_compress_hook``): ``2 n`` bytes.
-- ``powersgd`` (``powerSGD_hook.powerSGD_hook``, Vogels et al., NeurIPS 2019): each
-  gradient viewed as an ``a x b`` matrix with ``r = min(a, b, powersgd_rank)`` is sent as
-  ``P`` (``a r``) and ``Q`` (``b r``) when ``(a + b) r * 2 < a b`` (PyTorch's
-  ``min_compression_rate`` 2), else dense: ``4 * sum`` of those element counts; the first
-  ``POWERSGD_START_ITER`` steps are vanilla all-reduce (``4 n``).
+The payload formula of each value and what the timing includes: ``docs/distributed.md``.
 """
 
 import math

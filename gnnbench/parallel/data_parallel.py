@@ -5,7 +5,7 @@
 DDP all-reduces the gradients during backward, through the hook ``Flags.grad_compression``
 selects (:mod:`gnnbench.parallel.compression`), timed and counted per step.
 
-:func:`wrap_model` is the model layer's factory for this: the trainer calls it and never reads
+:func:`wrap_model` is the parallel layer's factory for this: the trainer calls it and never reads
 the flag. :func:`unavailable` answers for ``parallel``, ``partitioner``, ``grad_compression``
 and ``topk_ratio``.
 """
@@ -21,7 +21,7 @@ from torch import nn
 from gnnbench.parallel.compression import CommRecorder, make_hook
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 
-__all__ = ["wrap_model", "unavailable", "world_size_for", "NoComm", "NO_COMM"]
+__all__ = ["wrap_model", "moves_momentum_into_hook", "unavailable", "world_size_for", "NoComm", "NO_COMM"]
 
 
 class NoComm:
@@ -69,6 +69,13 @@ def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext,
     state, hook, recorder = make_hook(flags, world, momentum)
     ddp.register_comm_hook(state, hook)
     return ddp, recorder
+
+
+def moves_momentum_into_hook(flags: Flags) -> bool:
+    """Whether the gradient hook :func:`wrap_model` registers applies SGD's momentum itself (DGC's momentum
+    correction): top-k's error feedback is exact in sum only for a linear update, so under top-k compression
+    the momentum moves into the hook and the optimizer steps plain SGD."""
+    return flags.parallel == "data" and flags.grad_compression == "topk"
 
 
 def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:

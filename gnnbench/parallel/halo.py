@@ -1,36 +1,16 @@
 """Partition-parallel aggregation: each rank owns one part and fetches its halo from the others.
 
-Rank ``r`` owns the nodes of part ``r`` (:class:`~gnnbench.parallel.partition.Partition`)
-and aggregates over the in-edges of those nodes. The sources of those edges are either its
-own nodes or *halo* nodes owned by peers. Every step, each rank sends each peer the rows of
-its own nodes that the peer's halo holds, in one ``all_to_all_single``; then it aggregates
-locally over ``[own rows; halo rows]``.
+Rank ``r`` owns the nodes of part ``r`` (:class:`~gnnbench.parallel.partition.Partition`) and
+aggregates over their in-edges, whose sources are its own nodes or *halo* nodes owned by peers.
+:class:`HaloPlan` (built once, no communication) holds one rank's owned ids, halo ids, per-peer
+send lists and local edges; :class:`HaloExchange` sends every peer the owned rows its halo holds
+in one ``all_to_all_single`` and records each call (:class:`HaloStep`), optionally reusing a halo
+for ``cache_steps`` calls (stale rows); :func:`partition_aggregate` is the exchange plus
+:func:`aggregate_local`, equal for the owned rows to aggregation over the whole graph on one
+process. The process group is the caller's: gloo for CPU tensors, NCCL for CUDA (:func:`backend_for`).
 
-- :class:`HaloPlan` (pure tensor code, no communication) holds, for one rank, the owned
-  ids, the halo ids grouped by owner, the per-peer send lists and the local edges. Every
-  rank builds its plan from the same graph and partition, so the send list of rank ``a``
-  for peer ``b`` is by construction the receive list of ``b`` from ``a`` (both ascending
-  global ids), and the counts need no exchange; :class:`HaloExchange` checks them with
-  one small ``all_to_all_single`` at setup (``verify=True``).
-- :class:`HaloExchange` runs the exchange and records every step (:class:`HaloStep`: rows
-  and bytes sent and received, seconds in the collective, whether the halo came from the
-  cache).
-- :func:`partition_aggregate` = exchange + :func:`aggregate_local`; for the owned rows it
-  equals sum or mean aggregation over the whole graph on one process.
-
-Backends: gloo for CPU tensors, NCCL for CUDA tensors (:func:`backend_for`); the process
-group is the caller's (``torch.distributed.init_process_group``). On CUDA the collective
-is timed between two ``torch.cuda.synchronize`` calls (breakdown mode).
-
-Halo cache (``cache_steps=K``, default 0 = off): after an exchange, the next ``K`` calls
-with the same ``key`` (one key per layer, say) return the same halo rows without
-communicating, so the rows are up to ``K`` steps **stale** (exact for fixed inputs such as
-the raw features of a first layer, approximate for hidden layers during training). Every
-rank must use the same ``K`` and the same keys in the same order: the ranks skip the
-collective on the same calls. A cached halo carries no gradient back to its owners.
-
-:class:`HaloStep` records cover the forward exchanges; the reverse all-to-all that carries
-the halo's gradient back in backward (when the input requires grad) is not recorded.
+How the plans agree without an exchange, what is recorded and the halo cache's staleness:
+``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -173,7 +153,7 @@ class HaloExchange:
         device: Device of the rows exchanged (default CPU); the plan moves there. NCCL
             needs CUDA, gloo CPU.
         cache_steps: Reuse an exchanged halo for this many following calls with the same key
-            (stale rows, see the module docstring). Default 0: exchange on every call.
+            (stale rows, see ``docs/distributed.md``). Default 0: exchange on every call.
         verify: Exchange the per-peer counts once at setup and check that every peer
             expects what this rank sends (one small collective). Default True.
 

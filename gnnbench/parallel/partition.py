@@ -1,47 +1,14 @@
 """Node partitions of a graph for partition-parallel training: METIS and degree buckets.
 
-A partition gives every node one owner part. A part aggregates over the in-edges of the
-nodes it owns, so it needs the features of its own nodes plus its *halo*: the sources of
-those edges owned by other parts (see :mod:`gnnbench.parallel.halo`). Two costs follow:
+:func:`partition` gives every node one owner part and returns a :class:`Partition` with the
+costs that partition implies: the **edge cut** (it sets the halo, so the bytes exchanged every
+step, :mod:`gnnbench.parallel.halo`) and the **balance** (it sets the slowest rank). The
+partitioners are the ``METHODS`` table: ``metis`` (pymetis k-way: small cut, slow to compute)
+and ``degree`` (degree buckets dealt evenly over the parts, ``round_robin`` by default or
+``block``: deterministic and fast, no look at the structure beyond the degree). Everything is
+tensor code: no Python loop over nodes or edges.
 
-- the **edge cut** (stored directed edges whose endpoints lie in different parts) sets the
-  halo, so the bytes exchanged every step;
-- the **balance** (largest part over the mean part, by nodes and by in-edges) sets the
-  slowest rank, since every rank waits for the others at each exchange.
-
-Methods (the ``METHODS`` table):
-
-``metis``
-    pymetis k-way on the symmetric adjacency (self loops dropped, duplicates merged; the
-    same call Cluster-GCN uses, :func:`gnnbench.sampling.subgraph.metis_partition`). Small
-    cut, balanced nodes (METIS's default 3% imbalance), slow to compute.
-
-``degree``
-    Degree buckets, no look at the structure beyond the degree. The rule: node ``v`` with
-    in-degree ``d`` falls into bucket ``b = bit_length(d)`` (0 for ``d = 0``, 1 for
-    ``d = 1``, 2 for ``d`` in 2-3, 3 for 4-7, ..., i.e. ``floor(log2 d) + 1``), so the
-    degrees inside a bucket differ by less than 2x. Every bucket is spread evenly over the
-    parts, so every part gets the same mix of hubs and leaves and the in-edge balance
-    follows from the node balance. Two ways to deal a bucket (``deal=``):
-
-    - ``"round_robin"`` (default): buckets from the highest degree down, nodes inside a
-      bucket by decreasing degree (ties by id); the ``i``-th node of this order goes to part
-      ``i mod num_parts``, the deal running on from one bucket to the next. Node counts
-      differ by at most one, and a part's in-edge excess over the lightest part is at most
-      the largest degree (each round of ``num_parts`` nodes is in decreasing degree).
-    - ``"block"``: inside each bucket, nodes in id order are cut into ``num_parts``
-      contiguous blocks (position ``i`` of a bucket of size ``s`` goes to part
-      ``floor(i * num_parts / s)``). Keeps runs of consecutive ids together, which lowers
-      the cut only when ids carry locality (a graph stored in a BFS or community order);
-      node counts differ by at most one per bucket, and the in-edge balance is looser
-      because degrees inside a bucket are not sorted.
-
-    Round robin is the default: on the generated graphs ids carry no locality (classes
-    are drawn independently per node), so both deals cut about ``1 - 1/num_parts`` of
-    the edges, and round robin balances the edges better (``scripts/bench_partition.py``
-    prints both). ``seed`` does not change a degree partition (it is deterministic).
-
-Everything is tensor code: no Python loop over nodes or edges.
+How the degree buckets are dealt and why round robin is the default: ``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -206,8 +173,8 @@ def partition(graph: Graph, num_parts: int, method: str, *, seed: int = 0, deal:
         num_parts: Number of parts, in ``[2, num_nodes]``.
         method: A key of :data:`METHODS`: ``"metis"`` or ``"degree"``.
         seed: METIS's seed (the degree partition is deterministic). Default 0.
-        deal: For ``"degree"``: ``"round_robin"`` (default) or ``"block"`` (see the module
-            docstring). Ignored by METIS.
+        deal: For ``"degree"``: ``"round_robin"`` (default) or ``"block"`` (see
+            ``docs/distributed.md``). Ignored by METIS.
 
     Returns:
         A :class:`Partition`, ``seconds`` holding the partitioner's wall time.

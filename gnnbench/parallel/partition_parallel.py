@@ -1,39 +1,22 @@
 """Partition-parallel training (``Flags.parallel="partition"``): each rank trains on its own part of the graph.
 
-The field report's case for a graph too large for one device: split the nodes into ``N`` parts
-(:func:`gnnbench.parallel.partition.partition`, METIS or degree buckets), give each rank one part
-and exchange, at every layer, the rows of the nodes whose edges cross parts.
+The case for a graph too large for one device (``docs/rules.md``): split the nodes into ``N`` parts
+(:func:`gnnbench.parallel.partition.partition`), give each rank one part and exchange, at every
+layer, the rows of the nodes whose edges cross parts. :func:`partition_for` is the layer's factory;
+:class:`PartitionParallel` holds this rank's part and runs the step's collectives (a halo exchange per
+layer, forward and backward, then one all-reduce of the gradients and the loss), and
+:class:`PartitionComm` records them per step. A step is full-graph training, one step per epoch, and
+computes the same as single-process full-batch training.
 
-What one step does on rank ``r`` (full-graph training, one step per epoch, as ``batch_source="full"``):
-
-1. every layer ``i``: the node-wise part of the layer on the owned rows (``model.messages``: dropout,
-   and GCN's ``x W``), then one ``all_to_all_single`` that sends each peer the owned rows its halo holds
-   and receives this rank's halo rows (:class:`~gnnbench.parallel.halo.HaloPlan`), then aggregation
-   over the owned nodes' in-edges from ``[own rows; halo rows]`` (``model.combine``);
-2. the loss on the owned training nodes, ``sum / (training nodes of the whole graph)``;
-3. backward: the halo's gradient goes back to its owners by the reverse ``all_to_all_single``;
-4. one ``all_reduce`` (sum) of every gradient and the loss, flattened into one buffer, so every rank
-   applies the gradient of the whole graph's mean loss and the parameters stay identical.
-
-The result is the same computation as single-process full-batch training (tested to float tolerance
-for GCN and GraphSAGE, both partitioners). GCN coefficients are the whole graph's, computed once at
-setup (exact: the graph never changes, as with ``cached_norm`` on full batches).
-
-Setup: rank 0 partitions the graph and broadcasts the owner vector (its partition time is the run's);
-every rank builds its :class:`HaloPlan`, checked once against its peers. Each rank loads the whole graph
-to do this, and evaluation runs on the whole graph on every rank (the parameters are identical), so this
-measures partition-parallel *training* (its communication and its step) rather than the memory saving.
-
-Communication is recorded per step in a :class:`PartitionComm`: the forward and backward halo exchanges
-and the gradient all-reduce, each as a [start, end] interval (their union is the step's communication
-time) with the bytes this rank sent.
+The step layer by layer, the setup and what the run measures (training, not the memory saving):
+``docs/distributed.md``.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -49,7 +32,7 @@ from gnnbench.graphs.norm import GCNNorm
 from gnnbench.models.aggregation import Aggregator
 from gnnbench.models.precision import Precision
 
-__all__ = ["PartitionComm", "PartitionParallel", "FORMULA"]
+__all__ = ["PartitionComm", "PartitionParallel", "FORMULA", "partition_for"]
 
 FORMULA = ("halo rows x row bytes sent per layer in forward and again in backward (all_to_all_single), plus "
            "the fp32 gradients and the loss in one all_reduce")
@@ -212,3 +195,21 @@ class PartitionParallel:
         p = self.partition
         return {**p.summary(), "halo_rows": self.plan.num_halo, "owned_rows": self.plan.num_owned,
                 "send_rows": int(self.plan.send_index.numel())}
+
+
+def partition_for(graph: Any, norm: Callable[[], GCNNorm], flags: Flags, device: torch.device,
+                  precision: Precision, *, seed: int = 0) -> PartitionParallel | None:
+    """This rank's part when ``flags.parallel`` is ``"partition"``, else ``None`` (the layer's factory).
+
+    Args:
+        graph: The whole prepared graph.
+        norm: Gives the whole graph's GCN coefficients (called only when partitioning).
+        flags: The run's flags.
+        device: This rank's device.
+        precision: The run's precision policy.
+        seed: METIS's seed.
+    """
+    if flags.parallel != "partition":
+        return None
+    return PartitionParallel(graph, norm(), flags, device, precision, seed=seed)
+

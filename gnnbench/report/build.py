@@ -1,6 +1,6 @@
 """Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed).
 
-Each sweep section is a :func:`gnnbench.measure.results.compare` of the sweep's runs:
+Each sweep section is a :func:`gnnbench.measure.comparison.compare` of the sweep's runs:
 configurations ranked by their primary speedup (time to accuracy where every
 round reached the target, else epoch time) with run-level 95% intervals, the
 sweep's noise floor beside the table, and the paired accuracy delta. The page
@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
+from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare
+from gnnbench.measure.results import graph_label
+from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.measure.results import (AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare, compression_text, distributed_cells,
-                              graph_label, partition_text)
+from gnnbench.text import absent, noise_floor, pp, ratio, ratio_of, seconds
 from gnnbench.timing import PHASES
 
 __all__ = ["build_report"]
@@ -53,10 +54,6 @@ def _esc(x) -> str:
     return html.escape(str(x))
 
 
-def _nan(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _figure_html(fig, div_id: str) -> str:
     import plotly.io as pio
 
@@ -79,19 +76,15 @@ def _environment_table(runs: list[dict]) -> str:
 
 # ------------------------------------------------------------------ formatting
 def _ratio_text(d: dict | None) -> str:
-    """``1.23x [1.10, 1.38]`` (no interval with one round)."""
-    if not d or _nan(d.get("ratio")):
-        return "-"
-    if _nan(d.get("low")):
-        return f"{d['ratio']:.2f}x (one round: no interval)"
-    return f"{d['ratio']:.2f}x [{d['low']:.2f}, {d['high']:.2f}]"
+    """``1.23x [1.10, 1.38]``; with one round, ``1.23x (one round: no interval)``."""
+    return ratio_of(d, one_round=True)
 
 
 def _floor_text(f: float | None) -> str:
     """``1.04x (+-4.0%)``; a factor of 2 or more as the factor alone."""
-    if _nan(f):
+    if absent(f):
         return "not estimable (fewer than 2 rounds)"
-    return f"{f:.2f}x (&plusmn;{(f - 1) * 100:.1f}%)" if f < 2 else f"{f:.3g}x"
+    return f"{ratio(f)} ({noise_floor(f)})" if f < 2 else f"{f:.3g}x"
 
 
 def _primary_floor(r: dict, floors: dict) -> float | None:
@@ -100,14 +93,10 @@ def _primary_floor(r: dict, floors: dict) -> float | None:
 
 def _below_floor(r: dict, floors: dict) -> bool:
     """The primary effect is not resolvable: its interval contains 1, or its ratio is within the noise floor."""
-    if not r.get("significant") or _nan(r.get("speedup")):
+    if not r.get("significant") or absent(r.get("speedup")):
         return True
     floor = _primary_floor(r, floors)
-    return not _nan(floor) and max(r["speedup"], 1 / r["speedup"]) < floor
-
-
-def _pp(x: float) -> str:
-    return f"{x * 100:+.2f}"
+    return not absent(floor) and max(r["speedup"], 1 / r["speedup"]) < floor
 
 
 # ------------------------------------------------------------------ A/A check (top of the page)
@@ -145,7 +134,7 @@ def _speedup_cell(r: dict, floors: dict) -> str:
         return "<td class='num muted'>1.00x (reference)</td>"
     primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
     text = _esc(_ratio_text(primary))
-    if primary and _nan(primary.get("low")):
+    if primary and absent(primary.get("low")):
         return f"<td class='num muted'>{text}<br><small>not resolvable: below the noise floor</small></td>"
     if not r["significant"]:
         return f"<td class='num muted'>no significant difference<br><small>{text}; below the noise floor</small></td>"
@@ -158,7 +147,7 @@ def _speedup_cell(r: dict, floors: dict) -> str:
 def _tta_cell(r: dict, c: Comparison) -> str:
     if c.target is None:
         return "<td class='muted'>not measured (no validation curve in these results)</td>"
-    value = "" if r["tta_s"] is None else f"{r['tta_s']:.2f} s"
+    value = "" if r["tta_s"] is None else seconds(r["tta_s"])
     if r["tta_note"]:
         reached = f"{value} in {r['tta_reached']} rounds; " if value else ""
         return f"<td class='na'>{_esc(reached + r['tta_note'])}</td>"
@@ -174,10 +163,8 @@ def _step_cell(r: dict) -> str:
 def _acc_cell(r: dict, metric: str) -> str:
     if r["label"] == BASELINE:
         return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}</td>"
-    interval = ("" if _nan(r["acc_delta_low"])
-                else f" [{_pp(r['acc_delta_low'])}, {_pp(r['acc_delta_high'])}]")
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
-    return (f"<td class='num'>{_pp(r['acc_delta'])} pp{interval}<br>"
+    return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
             f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small></td>")
 
 
@@ -233,8 +220,8 @@ def _sweep_notes(c: Comparison, index: int) -> str:
 # ------------------------------------------------------------------ sweep charts
 def _error_bars(values: list, lows: list, highs: list) -> dict:
     return {"type": "data", "symmetric": False,
-            "array": [None if _nan(h) or _nan(v) else h - v for v, h in zip(values, highs)],
-            "arrayminus": [None if _nan(lo) or _nan(v) else v - lo for v, lo in zip(values, lows)]}
+            "array": [None if absent(h) or absent(v) else h - v for v, h in zip(values, highs)],
+            "arrayminus": [None if absent(lo) or absent(v) else v - lo for v, lo in zip(values, lows)]}
 
 
 def _speedup_chart(ranked: list[dict], floors: dict):
@@ -290,46 +277,39 @@ def _phase_chart(measured: list[dict]):
 
 def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
     measured = [r for r in c.rows if r["status"] == "ok"]
-    ranked = [r for r in measured if r["label"] != BASELINE and not _nan(r.get("speedup"))]
+    ranked = [r for r in measured if r["label"] != BASELINE and not absent(r.get("speedup"))]
     return (_figure_html(_speedup_chart(ranked, c.floors), f"speedup-{index}")
             + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
             + _figure_html(_phase_chart(measured), f"phases-{index}"))
 
 
 def _distributed_html(c: Comparison) -> str:
-    """Multi-rank configurations: scaling efficiency, communication share, bytes on the wire and the field
-    report's decision rules (:func:`gnnbench.advice.diagnose.distributed_advice`) applied to each."""
-    from gnnbench.advice.diagnose import distributed_advice
-    from gnnbench.env import device_memory_bytes
-
+    """Multi-rank configurations (:mod:`gnnbench.report.distributed_text`): scaling efficiency, communication
+    share, bytes on the wire and the distributed rules of thumb (docs/rules.md) applied to each."""
     rows = [r for r in c.rows if r.get("status") == "ok" and r.get("distributed")]
     if not rows:
         return ""
     cells = []
     for r in rows:
         d = r["distributed"]
-        eff_txt, share, wire = distributed_cells(d, lambda b: f"{b / 2**10:,.1f} KiB")
-        advice = (distributed_advice(d, graph_bytes=d["graph_bytes"], device_bytes=device_memory_bytes(str(d["device"])))
-                  if d.get("graph_bytes") is not None else [])
         cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
-                     f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{share}</td><td>{wire}</td>"
-                     f"<td>{eff_txt}</td><td>{'<br>'.join(_esc(a) for a in advice)}</td></tr>")
-        for extra in (partition_text(d, lambda b: f"{b / 2**10:,.1f} KiB"), compression_text(d)):
-            if extra:
-                cells.append(f"<tr><td></td><td colspan='6'>{_esc(extra)}</td></tr>")
+                     f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{_esc(share_text(d))}</td>"
+                     f"<td>{_esc(wire_text(d))}</td><td>{_esc(efficiency_text(d))}</td>"
+                     f"<td>{'<br>'.join(_esc(a) for a in advice_lines(d))}</td></tr>")
+        cells += [f"<tr><td></td><td colspan='6'>{_esc(text)}</td></tr>" for text in detail_lines(d)]
     return ("<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
             "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
             "interval; partition-parallel steps are full-graph steps, so theirs is against the sweep's "
-            "<code>full_batch</code> entry. Communication share: the all-reduce's time (from the communication "
-            "hook) over the step, plus the halo exchanges for partition parallelism. "
+            "single-process full-batch configuration. Communication share: the all-reduce's time (from the "
+            "communication hook) over the step, plus the halo exchanges for partition parallelism. "
             "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
             "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
-            "<th>scaling efficiency</th><th>the field report's rules</th></tr>" + "".join(cells) + "</table>")
+            "<th>scaling efficiency</th><th>rules of thumb</th></tr>" + "".join(cells) + "</table>")
 
 
 def _optimizer_text(cfg: dict) -> str:
     """``adam (lr 0.01), fanout [15, 10, 5], batch 1024`` / ``sgd (lr 0.05, momentum 0.9, cosine schedule), ...``
-    from a stored config (older results: Adam)."""
+    from a stored config (one that names no optimizer trained with Adam)."""
     name, lr = cfg.get("optimizer", "adam"), cfg.get("lr", 0.01)
     parts = [f"lr {lr:g}"] + ([f"momentum {cfg.get('momentum', 0.9):g}"] if name == "sgd" else [])
     if cfg.get("lr_schedule", "constant") != "constant":

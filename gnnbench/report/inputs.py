@@ -114,7 +114,7 @@ def _load_run(f: Path, root: Path) -> dict | None:
 
 
 def _fill_optimizations(runs: list[dict]) -> None:
-    from gnnbench.measure.results import BASELINE
+    from gnnbench.measure.comparison import BASELINE
 
     base_flags = {}
     for r in runs:

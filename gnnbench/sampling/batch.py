@@ -1,15 +1,16 @@
 """``Batch``: the one mini-batch type every batch source yields and the
-training loop consumes (neighbour-sampled, Cluster-GCN or GraphSAINT)."""
+training loop consumes (neighbour-sampled, Cluster-GCN or GraphSAINT), and
+``BatchSource``: what every batch source gives the trainer."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from torch import Tensor
 
-__all__ = ["Batch", "target_rowptr"]
+__all__ = ["Batch", "BatchSource", "target_rowptr"]
 
 
 def target_rowptr(dst: Tensor, num_nodes: int) -> Tensor:
@@ -108,3 +109,33 @@ class Batch:
 
     def nbytes(self) -> int:
         return sum(v.nbytes for v in self.to_dict().values() if isinstance(v, Tensor))
+
+
+class BatchSource:
+    """What every batch source gives the trainer; each source derives from this class.
+
+    Attributes:
+        norm_mode: How its batches are GCN-normalized, read by the model layer's
+            :class:`~gnnbench.models.aggregation.AggregationPolicy`: ``"batch"`` (each batch subgraph on its
+            own), ``"source_degree"``, ``"full"`` (the batch is the whole graph) or ``"estimator"``.
+        cache: The :class:`~gnnbench.sampling.cache.BatchCache` the batches replay from, or ``None``.
+        measured_steps: For a source of one step per epoch (full batch), the steps a run measures after its
+            warm-up; ``None`` otherwise.
+    """
+
+    norm_mode: str = "batch"
+    cache: Any = None
+    measured_steps: int | None = None
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        """The batches of epoch ``epoch`` (closing the iterator releases its loader and workers)."""
+        raise NotImplementedError
+
+    def min_epochs(self, warmup_steps: int) -> int:
+        """The epochs a run needs at least to show this source's regime: 1, or for one step per epoch the
+        warm-up plus :attr:`measured_steps`."""
+        return 1 if self.measured_steps is None else warmup_steps + self.measured_steps
+
+    def close(self) -> None:
+        """Release what the source holds (loader workers, temporary files); nothing by default."""
+

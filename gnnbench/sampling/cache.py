@@ -1,25 +1,13 @@
 """On-disk cache of sampled mini-batches, reused for K epochs then regenerated.
 
-The measured regime is "sample once, replay K - 1 epochs" from a cold start:
-by default each run gets a fresh temporary directory (``root=None``), removed
-by :meth:`BatchCache.close`, so a result measures the flag and not what an
-earlier run left on disk. Passing a directory (``--cache-dir``) shares
-batches across runs and processes, keyed as below.
+:class:`BatchCache` measures the regime "sample once, replay K - 1 epochs" from a cold start: by default
+each run gets a fresh temporary directory, removed by :meth:`BatchCache.close`; a shared directory
+(``--cache-dir``, :func:`default_cache_dir`) reuses batches across runs. Every window of batches carries a
+manifest of checksums (:func:`checksum`) and is keyed by everything that determines its batches, the code
+included (:func:`sampling_code_version`), so a changed input misses and a corrupt or incomplete window is
+rebuilt instead of replayed. :func:`cache_size` and :func:`clean_cache` manage a shared directory.
 
-Layout: ``<root>/<key>/window-<w>/`` holds one file per batch and a
-``manifest.json`` written last (atomically) with each file's size and
-checksum (:func:`checksum`: xxh3-128, about 35x faster than SHA-256 here, so a
-replayed batch is not slower to verify than to sample; it guards against
-corruption, not tampering). The key
-hashes the graph's content fingerprint, the sampling flags, the seed, the
-format version and the code version (:func:`sampling_code_version`: the
-sources of ``gnnbench/sampling`` and ``gnnbench/graphs`` and the versions of
-torch and PyG), so a change to any of them misses instead of serving stale
-batches.
-A window without a manifest is incomplete (an interrupted epoch) and is
-rebuilt; a window with any entry whose checksum does not verify is never
-used: it is rebuilt and the epoch gets freshly sampled batches. An epoch cut
-short by its consumer is not cached (a partial window would replay as whole).
+The layout, the key and the integrity rules: ``docs/data-pipeline.md``.
 """
 
 from __future__ import annotations
@@ -45,7 +33,7 @@ from gnnbench.sampling.batch import Batch
 __all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache",
            "sampling_code_version", "tensor_digest", "checksum"]
 
-FORMAT_VERSION = 2  # 2: xxh3-128 checksums (1: SHA-256), so an older cache is rebuilt
+FORMAT_VERSION = 2  # of the batch files and manifest (xxh3-128 checksums); a window of another format is rebuilt
 _MARKER = "gnnbench-batch-cache.json"
 _PACKAGE = Path(__file__).resolve().parent.parent  # gnnbench/
 _CODE_GLOBS = ("sampling/*.py", "graphs/*.py")  # the code that produces batches

@@ -1,20 +1,11 @@
-"""A vectorized, exact multi-hop neighbour sampler over CSR.
+"""A vectorized, exact multi-hop neighbour sampler over CSR (:class:`NeighborSampleCore`), on any device.
 
-Per hop, every frontier node draws ``min(deg, k)`` distinct neighbours. Nodes
-with ``deg <= k`` take all of them; the others run Robert Floyd's algorithm,
-vectorized across nodes: ``k`` steps, each drawing ``t`` uniform in ``[0, j]``
-for ``j = deg - k + step`` and keeping ``t`` unless it was already drawn, in
-which case ``j`` is kept. Floyd's algorithm returns every k-subset of the
-``deg`` neighbours with equal probability, so the sampler is exactly uniform
-without replacement (torch-sparse 0.6.18's sampler is not: with degree 2 and
-fanout 1 it always returns the first neighbour). With ``replace=True`` each of
-the ``k`` draws is independent and uniform.
-
-Relabelling to local ids uses two scratch tensors of size ``num_nodes`` that
-are reset after each batch (``O(touched)`` work, never ``O(num_nodes)``), so the
-same code runs on CPU and CUDA tensors. The sampler object is therefore not
-safe to share between threads; PyTorch's loader workers are processes, each
-with its own copy.
+Per hop, every frontier node draws ``min(deg, k)`` distinct neighbours, each k-subset equally likely, in work
+linear in ``k`` per node (:func:`sample_positions`); ``replace=True`` draws ``k`` independent neighbours.
+Draws come out grouped by target, so a batch's CSR over targets is a cumulative count. Relabelling to local
+ids uses two scratch tensors of ``num_nodes`` that are reset after each batch (``O(touched)`` work), so one
+sampler object is not safe to share between threads; loader workers are processes, each with its own copy.
+How the draws are made, and why they are exact: ``docs/data-pipeline.md``.
 """
 
 from __future__ import annotations
@@ -25,7 +16,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions"]
+__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions"]
 
 
 def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
@@ -55,14 +46,6 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
     small = deg <= k
     own_a, pos_a = _take_all(torch.where(small, deg, torch.zeros_like(deg)))
     big = (~small).nonzero().view(-1)
-    d = deg.index_select(0, big)
-    # All k uniforms at once; only the "already drawn?" test is sequential.
-    j = d.unsqueeze(1) + torch.arange(-k, 0, device=device)  # j_step = deg - k + step, shape [B, k]
-    u = torch.rand(big.numel(), k, device=device, generator=generator, dtype=torch.float64)
-    chosen = torch.minimum((u * (j + 1)).to(torch.int64), j)  # t_step uniform in [0, j_step]
-    for step in range(1, k):
-        seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
-        chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
     # Lay the draws out grouped by owner, owners ascending (no sort: each owner's slot range is known),
     # so the caller's edges come out sorted by target and a CSR over targets is a cumulative count.
     count = torch.where(small, deg, torch.full_like(deg, k))
@@ -70,9 +53,66 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
     owner = torch.repeat_interleave(torch.arange(m, device=device), count)
     pos = torch.empty_like(owner)
     pos.index_copy_(0, start.index_select(0, own_a) + pos_a, pos_a)
-    pos.index_copy_(0, (start.index_select(0, big).unsqueeze(1) + torch.arange(k, device=device)).view(-1),
-                    chosen.view(-1))
+    if big.numel():
+        chosen = distinct_positions(deg.index_select(0, big), k, generator)
+        pos.index_copy_(0, (start.index_select(0, big).unsqueeze(1) + torch.arange(k, device=device)).view(-1),
+                        chosen.view(-1))
     return owner, pos
+
+
+def distinct_positions(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """``[B, k]`` distinct positions in ``[0, deg[i])`` per row, each k-subset equally likely (``deg > k``).
+
+    Rows with ``deg <= 2k`` keep the ``k`` smallest of ``deg`` uniform keys; the others keep the first ``k``
+    distinct of positions drawn with replacement (see the module docstring). Both are linear in ``k`` per row.
+    """
+    out = torch.empty((deg.numel(), k), dtype=torch.int64, device=deg.device)
+    near = deg <= 2 * k
+    rows = near.nonzero().view(-1)
+    if rows.numel():
+        out.index_copy_(0, rows, _smallest_keys(deg.index_select(0, rows), k, generator))
+    rows = (~near).nonzero().view(-1)
+    if rows.numel():
+        out.index_copy_(0, rows, _first_distinct(deg.index_select(0, rows), k, generator))
+    return out
+
+
+def _smallest_keys(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """The positions of the ``k`` smallest of ``deg`` uniform keys per row (a uniform random k-subset)."""
+    width = int(deg.max())
+    keys = torch.rand(deg.numel(), width, device=deg.device, generator=generator, dtype=torch.float64)
+    keys.masked_fill_(torch.arange(width, device=deg.device) >= deg.unsqueeze(1), float("inf"))
+    return keys.topk(k, dim=1, largest=False, sorted=False).indices
+
+
+def _first_distinct(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """Per row, the first ``k`` distinct of positions drawn uniformly with replacement (``deg > 2k``).
+
+    Keeping the first ``k`` distinct values of an i.i.d. uniform sequence is sampling without replacement, so
+    every k-subset is equally likely; a row whose draws hold fewer than ``k`` distinct values draws again from
+    scratch (the event is symmetric in the positions, so the kept subsets stay uniform).
+    """
+    device = deg.device
+    out = torch.empty((deg.numel(), k), dtype=torch.int64, device=device)
+    todo = torch.arange(deg.numel(), device=device)
+    while todo.numel():
+        d = deg.index_select(0, todo)
+        # expected distinct of r draws from d: d (1 - exp(-r / d)) >= k with room when r = k + 2k^2/d + 2
+        r = k + -(-2 * k * k // int(d.min())) + 2
+        u = torch.rand(todo.numel(), r, device=device, generator=generator, dtype=torch.float64)
+        draws = torch.minimum((u * d.unsqueeze(1)).to(torch.int64), (d - 1).unsqueeze(1))
+        values, order = torch.sort(draws, dim=1, stable=True)  # equal values keep draw order: first comes first
+        first_sorted = torch.ones_like(values, dtype=torch.bool)
+        first_sorted[:, 1:] = values[:, 1:] != values[:, :-1]
+        first = torch.empty_like(first_sorted).scatter_(1, order, first_sorted)
+        rank = torch.cumsum(first, dim=1)
+        done = rank[:, -1] >= k
+        keep = first & (rank <= k)
+        rows = done.nonzero().view(-1)
+        out.index_copy_(0, todo.index_select(0, rows), draws.index_select(0, rows)[keep.index_select(0, rows)]
+                        .view(-1, k))
+        todo = todo.index_select(0, (~done).nonzero().view(-1))
+    return out
 
 
 def _take_all(deg: Tensor) -> tuple[Tensor, Tensor]:

@@ -204,7 +204,8 @@ SAMPLER_BACKENDS = {"gnnbench": GnnbenchNeighborSampler, "pyg": _pyg_native_samp
 
 def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "gnnbench", replace: bool = False,
                           seed: int = 0, negatives: NegativeSampler | None = None) -> BaseSampler:
-    """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison)."""
+    """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison; it takes
+    neither ``seed`` nor ``negatives``: both are ignored for it)."""
     if backend not in SAMPLER_BACKENDS:
         raise ValueError(f"unknown sampler backend {backend!r}; accepted: {', '.join(map(repr, SAMPLER_BACKENDS))}")
     return SAMPLER_BACKENDS[backend](prepared, fanouts, replace=replace, seed=seed, negatives=negatives)

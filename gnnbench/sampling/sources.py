@@ -14,14 +14,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Iterator
 
 import torch
 from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.batch import Batch, BatchSource
 from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
 from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
@@ -30,14 +30,8 @@ __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", 
            "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SeedShards",
            "ShardedNeighborBatches", "SHARDED_SOURCES", "rank_and_world"]
 
-# Flags that determine which batches are sampled (and so key the batch cache).
-SAMPLING_FIELDS = ("index_dtype", "fanout", "sample_replace", "sampler_backend", "batch_size", "batch_source",
-                   "cluster_size", "clusters_per_batch", "repartition_every", "saint_roots", "saint_walk_length",
-                   "negative_mode", "negative_strict", "negative_ratio")
-
-
-class BatchSource(Protocol):
-    def epoch(self, epoch: int) -> Iterator[Batch]: ...
+# Flags that determine which batches are sampled (and so key the batch cache), as declared on the fields.
+SAMPLING_FIELDS = Flags.batch_key_fields()
 
 
 def graph_fingerprint(prepared: PreparedGraph) -> str:
@@ -100,16 +94,16 @@ class SaintSource(SaintRandomWalkBatches):
 FULL_BATCH_MEASURED_STEPS = 10  # full-batch runs last at least warm-up + 10 epochs: 10 measured steps
 
 
-class FullGraphSource:
+class FullGraphSource(BatchSource):
     """Full-batch training: every epoch is one step on the whole graph, the loss on the training nodes.
 
-    The field report's "node classification on a small or medium graph" case, where the bottleneck is the
+    The "node classification on a small or medium graph" case of the rules of thumb (``docs/rules.md``), where the bottleneck is the
     kernels, not sampling. Batch ids are global ids; with ``keep_csr`` the batch carries the graph's own CSR
     (its edges are stored sorted by target), so sparse aggregation never sorts.
     """
 
     norm_mode = "full"  # the batch is the whole graph: cached coefficients are exact (GCNConv(cached=True))
-    measured_steps = FULL_BATCH_MEASURED_STEPS  # one step per epoch: the trainer runs warm-up + this many epochs
+    measured_steps = FULL_BATCH_MEASURED_STEPS  # one step per epoch: a run lasts warm-up + this many epochs
 
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
@@ -226,21 +220,23 @@ def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[
     return out
 
 
-class CachedBatches:
+class CachedBatches(BatchSource):
     """Any batch source behind a :class:`BatchCache` of ``flags.batch_cache_epochs`` epochs."""
 
     def __init__(self, source: BatchSource, cache: BatchCache) -> None:
         self.source = source
         self.cache = cache
-        self.norm_mode = getattr(source, "norm_mode", "batch")
-        self.min_epochs = cache.min_epochs  # K + 1: the trainer runs at least this many epochs by default
+        self.norm_mode = source.norm_mode
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         return self.cache.epoch(epoch, lambda: self.source.epoch(epoch))
 
+    def min_epochs(self, warmup_steps: int) -> int:
+        """K + 1: K - 1 epochs replay (the cache's window)."""
+        return self.cache.min_epochs
+
     def close(self) -> None:
-        if hasattr(self.source, "close"):
-            self.source.close()
+        self.source.close()
         self.cache.close()  # a per-run temporary cache directory goes with the run
 
 

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from gnnbench.graphs.csr import CSR
 from gnnbench.graphs.index import check_index_fits
-from gnnbench.sampling.batch import Batch, target_rowptr
+from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 
 __all__ = ["induced_subgraph", "metis_partition", "ClusterGCNBatches", "SaintRandomWalkBatches"]
 
@@ -91,7 +91,7 @@ def metis_partition(csr: CSR, num_parts: int, seed: int = 0) -> Tensor:
     return torch.as_tensor(np.asarray(membership), dtype=torch.int64)
 
 
-class ClusterGCNBatches:
+class ClusterGCNBatches(BatchSource):
     """Cluster-GCN batches: METIS parts of about ``cluster_size`` nodes,
     ``clusters_per_batch`` random parts merged per batch, edges between them kept.
 
@@ -150,7 +150,7 @@ class ClusterGCNBatches:
             yield _batch(self.csr, nodes, edge_index, e_id, target, self.emit_csr)
 
 
-class SaintRandomWalkBatches:
+class SaintRandomWalkBatches(BatchSource):
     """GraphSAINT random-walk subgraphs with its normalization.
 
     Each subgraph is the node set visited by ``num_roots`` walks of
@@ -158,18 +158,19 @@ class SaintRandomWalkBatches:
     those nodes. The walks are vectorized: one gather per step for all walks.
     With ``coverage > 0`` subgraphs are pre-sampled to estimate GraphSAINT's
     loss normalization (``node_norm``, so the loss is an unbiased estimate of
-    the mean over training nodes). The aggregation is corrected by the
-    runner (per-target ``deg / sampled`` rescaling of full-graph GCN weights),
-    not by GraphSAINT's per-edge ``alpha_uv``: estimated from such a pre-pass
-    it has too much variance on hub edges and made training diverge here.
+    the mean over training nodes). The aggregation is corrected by the model
+    layer's estimator (:class:`~gnnbench.models.aggregation.AggregationPolicy`:
+    per-target ``deg / sampled`` rescaling of full-graph GCN weights), not by
+    GraphSAINT's per-edge ``alpha_uv``, whose variance on hub edges makes
+    training diverge (``docs/models.md``).
 
     Args:
         csr: In-neighbour CSR.
         train_mask: ``[N]`` bool; training nodes are the loss targets.
         num_roots: Walks per subgraph.
         walk_length: Steps per walk.
-        batches_per_epoch: Subgraphs per epoch (default: enough to cover the
-            training nodes once in expectation, ``ceil(N / (roots * (length + 1)))``).
+        batches_per_epoch: Subgraphs per epoch (default: as many as make ``N``
+            walk visits in all, ``ceil(N / (roots * (length + 1)))``).
         coverage: Pre-sampled subgraphs per node for the normalization estimate
             (GraphSAINT's ``sample_coverage``; 0 disables normalization).
         seed: Seed of the walks.

@@ -1,0 +1,155 @@
+"""What one measured run is: :class:`RunConfig`, the configuration every layer is assembled from, with its
+validation and its serialized form (results carry it; sweeps key stored results by it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gnnbench.flags import Flags
+from gnnbench.graphs import GraphSpec
+from gnnbench.graphs.source import GraphSource
+from gnnbench.models.inference import DEFAULT_CHUNK_BYTES, check_chunk_bytes
+from gnnbench.models.nets import MODELS
+from gnnbench.models.tasks import TASKS
+
+__all__ = ["RunConfig", "OPTIMIZERS", "LR_SCHEDULES"]
+
+OPTIMIZERS = ("adam", "sgd")
+LR_SCHEDULES = ("constant", "cosine")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One configuration to measure.
+
+    Args:
+        spec: The graph to generate (``None`` when ``source`` is given).
+        source: A user's graph (a file or a dataset, identified by its content
+            fingerprint; :func:`gnnbench.graphs.source.open_source` makes one).
+            Given, it replaces ``spec``.
+        flags: The optimizations switched on (``Flags()`` = baseline).
+        task: ``"node"`` (classification, accuracy) or ``"link"`` (prediction on
+            held-out edges, AUC and Hits@50).
+        model: ``"gcn"`` or ``"sage"``; its depth is ``len(flags.fanout)``.
+        num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
+        hidden: Hidden width.
+        epochs: Training epochs.
+        max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
+        warmup_steps: Steps excluded from steady-state timings.
+        lr: Learning rate of the optimizer.
+        optimizer: ``"adam"`` (default) or ``"sgd"`` (with ``momentum``). Top-k gradient
+            compression's error feedback is exact in sum only for SGD's linear update: with
+            ``"sgd"`` and ``grad_compression="topk"`` the momentum moves into the hook (DGC's
+            momentum correction) and the optimizer steps plain SGD on the averaged sparse update.
+        momentum: SGD momentum (``optimizer="sgd"``), in [0, 1).
+        lr_schedule: ``"constant"`` (default) or ``"cosine"``: the learning rate of epoch ``e`` of
+            ``E`` is ``lr (1 + cos(pi e / E)) / 2`` (runs cycling epochs forever keep ``lr``).
+        seed: Seed of the model, sampler and shuffles.
+        device: ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
+        sync_phases: Synchronize at phase boundaries (per-phase numbers); off =
+            end-to-end step times only.
+        cache_dir: Batch-cache directory shared across runs (default ``None``:
+            a fresh temporary directory per run, removed at ``Trainer.close()``).
+        eval_every: Validation points for time to accuracy: every N steps and
+            at the end (``None``: at the end of every epoch). Evaluation runs
+            outside the training clock.
+        eval_chunk_bytes: Memory budget of one chunk of target nodes in
+            full-neighbourhood evaluation, which runs layer by layer a chunk at
+            a time (:mod:`gnnbench.models.inference`; default 256 MiB, at least 64 KiB).
+        nproc: Ranks training together (default 1). With ``nproc > 1``
+            :func:`gnnbench.measure.run.run` launches the run through torchrun
+            (:mod:`gnnbench.measure.launch`); it needs a parallel mode
+            (``Flags.parallel``).
+    """
+
+    spec: GraphSpec | None = field(default_factory=lambda: GraphSpec.preset("small"))
+    source: GraphSource | None = None  # a loaded graph (file or dataset); replaces spec
+    flags: Flags = field(default_factory=Flags)
+    task: str = "node"  # "node" classification | "link" prediction
+    model: str = "gcn"  # "gcn" | "sage"
+    num_layers: int | None = None  # None: follows the fanout
+    hidden: int = 64  # hidden width
+    epochs: int = 2  # training epochs
+    max_steps_per_epoch: int | None = None  # cap steps per epoch
+    warmup_steps: int = 3  # excluded from steady-state timings
+    lr: float = 0.01  # learning rate
+    optimizer: str = "adam"  # "adam" | "sgd" (momentum below)
+    momentum: float = 0.9  # optimizer="sgd": momentum (top-k compression: applied in the hook, DGC)
+    lr_schedule: str = "constant"  # "constant" | "cosine" (per epoch, down to 0 at the last)
+    seed: int = 0  # model / sampler / shuffle seed
+    device: str = "cpu"  # cpu | cuda | cuda:N | auto
+    sync_phases: bool = True  # per-phase sync (True) or end-to-end only
+    cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
+    eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
+    eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
+    nproc: int = 1  # ranks training together (torchrun, gnnbench.measure.launch); 1 = this process
+
+    def __post_init__(self) -> None:
+        if self.source is not None:
+            if not isinstance(self.source, GraphSource):
+                raise ValueError(f"RunConfig.source must be a GraphSource (got {type(self.source).__name__})")
+            object.__setattr__(self, "spec", None)  # one graph per configuration: the loaded one
+        elif not isinstance(self.spec, GraphSpec):
+            raise ValueError("RunConfig needs a graph: a GraphSpec (spec=...) or a loaded GraphSource (source=...)")
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; accepted: {', '.join(map(repr, TASKS))}")
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; accepted: {', '.join(MODELS)}")
+        if self.num_layers is not None and self.num_layers != len(self.flags.fanout):
+            raise ValueError(
+                f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
+                f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
+        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0), ("nproc", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        check_chunk_bytes(self.eval_chunk_bytes, "RunConfig.eval_chunk_bytes")
+        if self.eval_every is not None and (not isinstance(self.eval_every, int) or self.eval_every < 1):
+            raise ValueError(f"RunConfig.eval_every must be None or an integer >= 1 (got {self.eval_every!r})")
+        if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
+            raise ValueError(f"RunConfig.max_steps_per_epoch must be None or >= 1 (got {self.max_steps_per_epoch})")
+        if not self.lr > 0:
+            raise ValueError(f"RunConfig.lr must be > 0 (got {self.lr})")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; accepted: {', '.join(map(repr, OPTIMIZERS))}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; accepted: "
+                             f"{', '.join(map(repr, LR_SCHEDULES))}")
+        if not isinstance(self.momentum, (int, float)) or not 0 <= self.momentum < 1:
+            raise ValueError(f"RunConfig.momentum must be a number in [0, 1) (got {self.momentum!r})")
+
+    @property
+    def graph_size(self) -> tuple[int, int]:
+        """``(nodes, stored edges)`` of the graph this configuration trains on (before any link split)."""
+        if self.source is not None:
+            return self.source.num_nodes, self.source.num_edges
+        return self.spec.num_nodes, self.spec.num_edges
+
+    @property
+    def graph_name(self) -> str:
+        """The preset's name, or the loaded file's / dataset's name with its fingerprint's head."""
+        return self.source.label if self.source is not None else self.spec.name
+
+    def graph_key(self) -> str:
+        """Identifies the graph: equal keys, identical graphs (the spec, or the source's fingerprint)."""
+        return (f"source:{self.source.fingerprint}" if self.source is not None
+                else "spec:" + json.dumps(self.spec.to_dict(), sort_keys=True))
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["spec"] = self.spec.to_dict() if self.spec is not None else None
+        d["source"] = self.source.to_dict() if self.source is not None else None
+        d["flags"] = self.flags.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunConfig":
+        d = {k: v for k, v in d.items() if k in {f.name for f in dataclasses.fields(cls)}}
+        d["spec"] = GraphSpec(**d["spec"]) if d.get("spec") is not None else None
+        d["source"] = GraphSource.from_dict(d["source"]) if d.get("source") is not None else None
+        d["flags"] = Flags.from_dict(d["flags"])
+        return cls(**d)
