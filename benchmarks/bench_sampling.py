@@ -1,4 +1,7 @@
-"""Neighbour sampling (ours against torch-sparse when installed) and negative sampling."""
+"""Neighbour sampling (ours against torch-sparse when installed; per sampled edge across fanouts) and negative
+sampling."""
+
+import time
 
 import torch
 
@@ -30,6 +33,35 @@ class NeighborSampler:
 
     def time_sample_batch_1024(self, sampler, fanout):
         self.fn(self.seeds)
+
+
+DENSE_SPEC = GraphSpec(num_nodes=50_000, avg_degree=150.0)  # every row of a hop really chooses among its neighbours
+
+
+class NeighborSamplerFanout:
+    """One hop from a second hop's frontier (16,384 nodes) at growing fanouts: the time per sampled edge stays
+    flat when drawing distinct neighbours costs work linear in the fanout."""
+
+    params = [[5, 15, 40, 100]]
+    param_names = ["fanout"]
+
+    def setup(self, fanout):
+        g = common.graph(DENSE_SPEC)
+        self.seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:16_384]
+        self.core = NeighborSampleCore(g.rowptr, g.edge_index[0].contiguous(), (fanout,))
+        self.edges = self.core.sample(self.seeds).edge.numel()
+
+    def time_one_hop(self, fanout):
+        self.core.sample(self.seeds)
+
+    def track_ns_per_sampled_edge(self, fanout):
+        reps = 5
+        start = time.perf_counter()
+        for _ in range(reps):
+            self.core.sample(self.seeds)
+        return 1e9 * (time.perf_counter() - start) / reps / self.edges
+
+    track_ns_per_sampled_edge.unit = "ns"
 
 
 class Negatives:

@@ -15,8 +15,17 @@ def subset_counts(degree: int, fanout: int, num_centers: int, seed: int = 0):
     return subset_frequencies(degree, fanout, num_centers, seed=seed)
 
 
+@pytest.fixture(params=["floyd", "reject"])
+def far_method(request, monkeypatch):
+    """Rows of degree > 2k draw with Floyd's algorithm up to FLOYD_MAX_FANOUT, by rejection above: force each."""
+    import gnnbench.sampling.neighbor as neighbor
+
+    monkeypatch.setattr(neighbor, "FLOYD_MAX_FANOUT", 10**9 if request.param == "floyd" else 0)
+    return request.param
+
+
 @pytest.mark.parametrize("degree,fanout", [(2, 1), (5, 2), (6, 3), (7, 6), (30, 1)])
-def test_without_replacement_is_uniform_over_subsets(degree, fanout):
+def test_without_replacement_is_uniform_over_subsets(degree, fanout, far_method):
     from math import comb
 
     num_centers = 4000 * comb(degree, fanout) if comb(degree, fanout) < 50 else 60_000
@@ -30,9 +39,10 @@ def test_without_replacement_is_uniform_over_subsets(degree, fanout):
 
 
 @pytest.mark.parametrize("degree,fanout", [(8, 4), (9, 4), (7, 3)])
-def test_both_draw_regimes_are_uniform_over_subsets(degree, fanout):
-    """deg <= 2k keeps the k smallest uniform keys; deg > 2k keeps the first k distinct of draws with
-    replacement (with redraws of rows that fall short, frequent at deg = 2k + 1): both exactly uniform."""
+def test_every_draw_regime_is_uniform_over_subsets(degree, fanout, far_method):
+    """deg <= 2k keeps the k smallest uniform keys; deg > 2k draws with Floyd's algorithm, or keeps the first k
+    distinct of draws with replacement (with redraws of rows that fall short, frequent at deg = 2k + 1): all
+    exactly uniform."""
     from math import comb
 
     categories = comb(degree, fanout)
@@ -55,6 +65,7 @@ def test_rows_that_draw_too_few_distinct_positions_draw_again(monkeypatch):
         return out
 
     monkeypatch.setattr(neighbor.torch, "rand", rand)
+    monkeypatch.setattr(neighbor, "FLOYD_MAX_FANOUT", 0)  # rows of degree > 2k draw by rejection
     deg = torch.full((500,), 40)
     pos = neighbor.distinct_positions(deg, 5, torch.Generator().manual_seed(0))
     assert len(calls) >= 2, "the rows drew again"
@@ -62,7 +73,7 @@ def test_rows_that_draw_too_few_distinct_positions_draw_again(monkeypatch):
     assert all(row.unique().numel() == 5 for row in pos)
 
 
-def test_single_positions_are_uniform_for_large_degree():
+def test_single_positions_are_uniform_for_large_degree(far_method):
     # Position marginals for degree 30, fanout 4: each position chosen with probability 4/30.
     rowptr, col = star_forest(20_000, 30)
     out = NeighborSampleCore(rowptr, col, (4,), seed=5).sample(torch.arange(20_000))

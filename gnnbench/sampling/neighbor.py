@@ -1,7 +1,8 @@
 """A vectorized, exact multi-hop neighbour sampler over CSR (:class:`NeighborSampleCore`), on any device.
 
-Per hop, every frontier node draws ``min(deg, k)`` distinct neighbours, each k-subset equally likely, in work
-linear in ``k`` per node (:func:`sample_positions`); ``replace=True`` draws ``k`` independent neighbours.
+Per hop, every frontier node draws ``min(deg, k)`` distinct neighbours, each k-subset equally likely, with
+the work per sampled edge bounded as ``k`` grows (:func:`sample_positions`); ``replace=True`` draws ``k``
+independent neighbours.
 Draws come out grouped by target, so a batch's CSR over targets is a cumulative count. Relabelling to local
 ids uses two scratch tensors of ``num_nodes`` that are reset after each batch (``O(touched)`` work), so one
 sampler object is not safe to share between threads; loader workers are processes, each with its own copy.
@@ -16,7 +17,12 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions"]
+__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions", "FLOYD_MAX_FANOUT"]
+
+# Up to this fanout, rows of degree > 2k draw with Floyd's algorithm (k / 2 comparisons per sampled edge, k
+# kernel launches); above it, with rejection and one row-wise sort (linear in k). Where the two cross on a
+# 2-core CPU (scripts/sampler_fanout.py --method, docs/data-pipeline.md).
+FLOYD_MAX_FANOUT = 48
 
 
 def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
@@ -63,18 +69,37 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
 def distinct_positions(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
     """``[B, k]`` distinct positions in ``[0, deg[i])`` per row, each k-subset equally likely (``deg > k``).
 
-    Rows with ``deg <= 2k`` keep the ``k`` smallest of ``deg`` uniform keys; the others keep the first ``k``
-    distinct of positions drawn with replacement (see the module docstring). Both are linear in ``k`` per row.
+    Rows with ``deg <= 2k`` keep the ``k`` smallest of ``deg`` uniform keys (:func:`_smallest_keys`); the
+    others draw with Floyd's algorithm up to :data:`FLOYD_MAX_FANOUT` (:func:`_floyd`), above it keep the
+    first ``k`` distinct of positions drawn with replacement (:func:`_first_distinct`).
     """
-    out = torch.empty((deg.numel(), k), dtype=torch.int64, device=deg.device)
+    far = _floyd if k <= FLOYD_MAX_FANOUT else _first_distinct
     near = deg <= 2 * k
     rows = near.nonzero().view(-1)
-    if rows.numel():
-        out.index_copy_(0, rows, _smallest_keys(deg.index_select(0, rows), k, generator))
+    if rows.numel() == 0:
+        return far(deg, k, generator)
+    if rows.numel() == deg.numel():
+        return _smallest_keys(deg, k, generator)
+    out = torch.empty((deg.numel(), k), dtype=torch.int64, device=deg.device)
+    out.index_copy_(0, rows, _smallest_keys(deg.index_select(0, rows), k, generator))
     rows = (~near).nonzero().view(-1)
-    if rows.numel():
-        out.index_copy_(0, rows, _first_distinct(deg.index_select(0, rows), k, generator))
+    out.index_copy_(0, rows, far(deg.index_select(0, rows), k, generator))
     return out
+
+
+def _floyd(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """Robert Floyd's algorithm, vectorized across rows: ``k`` steps, each drawing ``t`` uniform in ``[0, j]``
+    for ``j = deg - k + step`` and keeping ``t`` unless an earlier step drew it, else ``j``. Exact; its
+    membership test costs ``step`` comparisons, so ``k^2 / 2`` per row in ``k`` kernel launches: used up to
+    :data:`FLOYD_MAX_FANOUT`, where that is still cheaper than a sort."""
+    device = deg.device
+    j = deg.unsqueeze(1) + torch.arange(-k, 0, device=device)  # j_step = deg - k + step, shape [B, k]
+    u = torch.rand(deg.numel(), k, device=device, generator=generator, dtype=torch.float64)
+    chosen = torch.minimum((u * (j + 1)).to(torch.int64), j)  # t_step uniform in [0, j_step]
+    for step in range(1, k):
+        seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
+        chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
+    return chosen
 
 
 def _smallest_keys(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:

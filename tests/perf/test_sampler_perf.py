@@ -46,3 +46,26 @@ def test_torch_sparse_sampler(benchmark, sampling_graph):
     except ImportError as exc:
         pytest.skip(f"peer sampler: {exc}")
     _run(benchmark, sample, seeds, g, "torch_sparse")
+
+
+@pytest.fixture(scope="module")
+def dense_frontier(request):
+    from tests.perf.conftest import measuring
+
+    enabled = measuring(request.config)
+    g = generate(GraphSpec(num_nodes=50_000 if enabled else 5_000, avg_degree=150.0 if enabled else 60.0))
+    frontier = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:16_384 if enabled else 512]
+    return g, frontier
+
+
+@pytest.mark.parametrize("fanout", [5, 15, 40, 100])
+def test_sampler_time_per_sampled_edge(benchmark, dense_frontier, fanout):
+    """One hop from a second hop's frontier: compare the groups' means divided by ``extra_info['edges']``
+    across fanouts (flat: drawing distinct neighbours costs work linear in the fanout)."""
+    g, frontier = dense_frontier
+    core = NeighborSampleCore(g.rowptr, g.edge_index[0].contiguous(), (fanout,))
+    edges = core.sample(frontier).edge.numel()
+    benchmark.group = f"neighbor_sample one hop n={g.num_nodes} frontier={frontier.numel()}"
+    benchmark.extra_info.update({"fanout": fanout, "edges": edges, "threads": torch.get_num_threads()})
+    benchmark.pedantic(core.sample, args=(frontier,), rounds=10, warmup_rounds=2, iterations=1)
+
