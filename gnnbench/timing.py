@@ -20,6 +20,7 @@ import torch
 
 __all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize"]
 
+PHASE_RANGE = "phase:"  # prefix of the profiler range of a phase (PhaseTimer.label)
 PHASES = ("sample", "negatives", "gather", "transfer", "forward", "backward", "optimizer")
 
 
@@ -47,6 +48,7 @@ class PhaseTimer:
     step_seconds: list[float] = field(default_factory=list)
     device_ms: list[dict[str, float]] = field(default_factory=list)
     apart: list[dict[str, float]] = field(default_factory=list)  # per recorded step: work done in loader workers
+    label: bool = False  # mark each phase as a profiler range ("phase:<name>"), to attribute operators to phases
     _current: dict[str, float] | None = None
     _apart: dict[str, float] | None = None
     _events: list | None = None
@@ -70,7 +72,15 @@ class PhaseTimer:
     @contextmanager
     def phase(self, name: str):
         """Time one phase: CUDA events on the device always; in ``sync`` mode also the host clock, with the
-        device synchronized at both boundaries (end to end: no synchronization inside the step)."""
+        device synchronized at both boundaries (end to end: no synchronization inside the step). With
+        :attr:`label` the phase is also a profiler range named ``phase:<name>`` (:data:`PHASE_RANGE`)."""
+        if self.label:
+            with torch.profiler.record_function(PHASE_RANGE + name):
+                yield from self._timed(name)
+            return
+        yield from self._timed(name)
+
+    def _timed(self, name: str):
         if self._current is None:
             yield
             return

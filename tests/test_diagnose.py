@@ -6,13 +6,16 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import assume, given, settings, strategies as st
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import (PHASE_GROUPS, RULES, Diagnosis, Finding, Rules, classify, diagnose, format_diagnosis,
-                               group_shares, recommend, verdicts, verify_names)
+from gnnbench.advice.diagnose import (OUTSIDE, PHASE_GROUPS, RULES, Diagnosis, Finding, Rules, attribute_ops,
+                                      classify, diagnose, format_diagnosis, group_shares, recommend, verdicts,
+                                      verify_names)
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.advice.scenarios import SCENARIOS, get_scenario
+from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig
 
 TINY = GraphSpec.preset("tiny")
@@ -184,3 +187,71 @@ def test_an_entry_that_cannot_apply_is_listed_with_its_reason(capsys):
                   memory={"host_peak_bytes": 1})
     assert "fanout" not in d.recommended
     assert "does not apply to this configuration:\n  - fanout: fanout does not apply here" in format_diagnosis(d)
+
+
+def test_every_hot_operator_is_attributed_or_listed_as_untargeted():
+    """A constructed profile: a sampler operator nobody targets is listed with its share and phase, beside a
+    kernel operator with the entries that remove it; operators below 5% are not listed."""
+    shares = {"aten::eq": 0.13, "aten::scatter_add_": 0.15, "aten::relu": 0.02}
+    phases = {"aten::eq": {"sample": 0.13}, "aten::scatter_add_": {"forward": 0.05, "backward": 0.10},
+              "aten::relu": {"forward": 0.02}}
+    hot = attribute_ops(shares, phases, "node")
+    assert [h.op for h in hot] == ["aten::scatter_add_", "aten::eq"]
+    assert "sparse_agg" in hot[0].entries and list(hot[0].phases) == ["backward", "forward"]
+    assert hot[1].entries == () and hot[1].phases == {"sample": 0.13}
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
+    finding = Finding("kernels", 0.6, None, None, 0.6, "compute phases", "")
+    d = Diagnosis(config=config.to_dict(), device="cpu", steps=1, step_ms={"mean": 10.0, "median": 10.0,
+                  "min": 10.0, "max": 10.0}, phase_ms={"forward": 6.0}, shares={"kernels": 0.6},
+                  data_wait_share=0.0, finding=finding, expected="", memory={"host_peak_bytes": 1}, hot_ops=hot)
+    text = format_diagnosis(d)
+    assert "aten::eq 13% (sample 13%): no entry targets it" in text
+    assert "aten::scatter_add_ 15% (backward 10%, forward 5%): sparse_agg" in text and "aten::relu" not in text
+
+
+def test_the_profiled_steps_attribute_operators_to_phases():
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64), warmup_steps=1, hidden=16)
+    d = diagnose(config, steps=3, profile_steps=2)
+    assert d.hot_ops and all(set(h.phases) <= set(PHASES) | {OUTSIDE} for h in d.hot_ops)
+    assert any("forward" in h.phases or "backward" in h.phases for h in d.hot_ops)
+    assert sum(h.share for h in d.hot_ops) <= 1.0 + 1e-9
+
+
+SMALL = GraphSpec.preset("tiny", num_nodes=1500)
+# entries a user may already have on (device-independent, single process)
+ALREADY_ON = [o.name for o in registry.REGISTRY.values() if o.nproc == 1 and not o.unavailable("cpu")]
+
+
+@st.composite
+def user_configs(draw):
+    fanout = tuple(draw(st.lists(st.integers(1, 12), min_size=1, max_size=3)))
+    task = draw(st.sampled_from(["node", "link"]))
+    on = draw(st.lists(st.sampled_from(ALREADY_ON), max_size=2, unique=True))
+    flags = Flags(fanout=fanout, batch_size=draw(st.sampled_from([16, 64, 256])))
+    try:
+        flags = registry.flags_for(on, flags)
+    except registry.NotApplicable:
+        assume(False)
+    depth = draw(st.booleans())
+    return RunConfig(spec=SMALL, flags=flags, task=task, model=draw(st.sampled_from(["gcn", "sage"])),
+                     num_layers=len(flags.fanout) if depth else None, hidden=draw(st.sampled_from([4, 16, 32])),
+                     epochs=1, max_steps_per_epoch=4, warmup_steps=1)
+
+
+@settings(max_examples=12, deadline=None)
+@given(user_configs())
+def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
+    """diagnose always prints a bottleneck and a ranked list (or says nothing targets it), and compare's entry
+    derivation never raises: an entry that cannot apply is listed as such."""
+    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.training import config_unavailable
+
+    assume(not config_unavailable(config))
+    entries = sweep_entries(config, repeats=1, include_all_recommended=True)
+    assert {e.label for e in entries} >= set(registry.names())
+    assert all(e.not_applicable or e.config.num_layers in (None, len(e.config.flags.fanout)) for e in entries)
+    d = diagnose(config, steps=2, profile_steps=1)
+    text = format_diagnosis(d)
+    assert "bottleneck: " in text
+    assert "try, in this order:" in text or "nothing in the registry targets it" in text
+

@@ -28,11 +28,12 @@ from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.registry import BOTTLENECKS
 from gnnbench.text import human_bytes, pp, ratio
-from gnnbench.timing import PHASES
+from gnnbench.timing import PHASE_RANGE, PHASES
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
-           "diagnose", "format_diagnosis", "expectation", "distributed_advice"]
+           "diagnose", "format_diagnosis", "expectation", "distributed_advice", "HotOp", "HOT_OP_SHARE",
+           "attribute_ops", "op_profile"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -93,6 +94,19 @@ class Recommendation:
     not_applicable: str | None = None  # why it cannot apply to this configuration (listed, never measured)
 
 
+@dataclass(frozen=True)
+class HotOp:
+    """An operator above :data:`HOT_OP_SHARE` of the profiled step, where it ran and what targets it."""
+
+    op: str  # profiler operator name (aten::...)
+    share: float  # of the profiled step's operator time
+    phases: dict[str, float]  # share of the profiled step per phase it ran in ("outside" a timed phase)
+    entries: tuple[str, ...]  # registry entries that remove or shrink it (their ``ops`` name it)
+
+
+HOT_OP_SHARE = 0.05  # an operator above this share of the profiled step is listed, attributed or not
+
+
 @dataclass
 class Diagnosis:
     """What ``diagnose`` measured and concluded (``to_dict`` for ``--json``)."""
@@ -109,6 +123,7 @@ class Diagnosis:
     recommendations: list[Recommendation] = field(default_factory=list)
     memory: dict[str, Any] = field(default_factory=dict)
     top_ops: list[tuple[str, float]] = field(default_factory=list)  # (operator, share of the profiled step)
+    hot_ops: list[HotOp] = field(default_factory=list)  # every operator above HOT_OP_SHARE, attributed
 
     @property
     def recommended(self) -> list[str]:
@@ -239,28 +254,69 @@ def _first_sentence(text: str) -> str:
     return text if end < 0 else text[:end + 1]
 
 
-def op_profile(trainer_steps, steps: int, device: torch.device) -> dict[str, float]:
-    """Share of the profiled steps' operator self time per ``aten::`` operator (device time on CUDA)."""
+OUTSIDE = "outside"  # an operator's time outside every timed phase (between steps, the loop itself)
+
+
+def op_profile(trainer_steps, steps: int, device: torch.device,
+               timer: Any = None) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """``(shares, phases)`` of the profiled steps: each operator's share of the operator self time (device
+    time on CUDA), and per operator its share in each phase it ran in. Phases come from the profiler ranges
+    that ``timer`` (a :class:`~gnnbench.timing.PhaseTimer`) marks while profiling (:attr:`PhaseTimer.label`)."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        for _ in range(steps):
-            if next(trainer_steps, None) is None:
-                break
+    if timer is not None:
+        timer.label = True
+    try:
+        with profile(activities=activities) as prof:
+            for _ in range(steps):
+                if next(trainer_steps, None) is None:
+                    break
+    finally:
+        if timer is not None:
+            timer.label = False
     key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
-    times = {e.key: float(getattr(e, key, 0.0) or 0.0) for e in prof.key_averages()}
-    total = sum(times.values())
-    return {k: v / total for k, v in times.items() if total > 0 and v > 0}
+    per_phase: dict[str, dict[str, float]] = {}
+    for e in prof.events():
+        if e.name.startswith(PHASE_RANGE):
+            continue
+        t = float(getattr(e, key, 0.0) or 0.0)
+        if t <= 0:
+            continue
+        parent = e.cpu_parent
+        while parent is not None and not parent.name.startswith(PHASE_RANGE):
+            parent = parent.cpu_parent
+        phase = parent.name[len(PHASE_RANGE):] if parent is not None else OUTSIDE
+        by_phase = per_phase.setdefault(e.name, {})
+        by_phase[phase] = by_phase.get(phase, 0.0) + t
+    total = sum(sum(p.values()) for p in per_phase.values())
+    if total <= 0:
+        return {}, {}
+    shares = {op: sum(p.values()) / total for op, p in per_phase.items()}
+    return shares, {op: {ph: t / total for ph, t in p.items()} for op, p in per_phase.items()}
+
+
+def attribute_ops(op_shares: dict[str, float], op_phases: dict[str, dict[str, float]], task: str, *,
+                  threshold: float = HOT_OP_SHARE) -> list[HotOp]:
+    """Every operator above ``threshold`` of the profiled step, largest first: the phases it ran in and the
+    registry entries for ``task`` that remove or shrink it (an empty tuple: no entry targets it)."""
+    out = []
+    for op, share in sorted(op_shares.items(), key=lambda kv: -kv[1]):
+        if share < threshold:
+            break
+        entries = tuple(o.name for o in registry.for_task(task) if op in o.ops)
+        phases = dict(sorted(op_phases.get(op, {}).items(), key=lambda kv: -kv[1]))
+        out.append(HotOp(op, share, phases, entries))
+    return out
 
 
 def _run_template(config: RunConfig, steps: int, graph: Any,
-                  profile_steps: int) -> tuple[Trainer, BusySampler, dict[str, float]]:
+                  profile_steps: int) -> tuple[Trainer, BusySampler, tuple[dict, dict]]:
     """The quick template: ``steps`` measured steps (after warm-up), then ``profile_steps`` more under the
     operator profiler (kept out of the timings)."""
     trainer = Trainer(config, graph)
     busy = BusySampler(trainer.device)  # NVML missing: the compute phases stand for the busy share
-    op_shares: dict[str, float] = {}
+    op_shares: tuple[dict[str, float], dict[str, dict[str, float]]] = ({}, {})
     loop = trainer.steps(epochs=float("inf"))
     try:
         for _ in loop:
@@ -269,7 +325,7 @@ def _run_template(config: RunConfig, steps: int, graph: Any,
                 break
         if profile_steps:
             recorded = len(trainer.timer.step_seconds)
-            op_shares = op_profile(loop, profile_steps, trainer.device)
+            op_shares = op_profile(loop, profile_steps, trainer.device, trainer.timer)
             del trainer.timer.step_seconds[recorded:], trainer.timer.steps[recorded:]  # profiled: not timed
     finally:
         loop.close()
@@ -291,7 +347,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
     device = resolve_device(config.device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    trainer, busy, op_shares = _run_template(config, steps, graph, profile_steps)
+    trainer, busy, (op_shares, op_phases) = _run_template(config, steps, graph, profile_steps)
     timer = trainer.timer
     n = len(timer.step_seconds)
     mean_step = statistics.fmean(timer.step_seconds)
@@ -308,6 +364,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
         recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules),
         top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
+        hot_ops=attribute_ops(op_shares, op_phases, config.task),
         memory={"host_peak_bytes": peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
     )
@@ -332,7 +389,14 @@ def format_diagnosis(d: Diagnosis) -> str:
     if mem.get("device_peak_bytes") is not None:
         mem_txt += f", device peak {human_bytes(mem['device_peak_bytes'])}"
     lines.append(f"memory: {mem_txt}")
-    if d.top_ops:
+    if d.hot_ops:
+        lines.append(f"operators above {HOT_OP_SHARE:.0%} of the profiled steps, where they ran and what targets them:")
+        for h in d.hot_ops:
+            shown = [(p, s) for i, (p, s) in enumerate(h.phases.items()) if i == 0 or s >= 0.005]
+            where = ", ".join(f"{p} {s:.0%}" for p, s in shown)
+            target = ", ".join(h.entries) if h.entries else "no entry targets it"
+            lines.append(f"  {h.op} {h.share:.0%} ({where}): {target}")
+    elif d.top_ops:
         lines.append("top operators (profiled steps): " + ", ".join(f"{op} {v:.0%}" for op, v in d.top_ops[:5]))
     lines.append("")
     lines.append(f"bottleneck: {f.bottleneck} ({f.share:.0%} of the step): {f.reason}")
