@@ -23,7 +23,7 @@ import torch
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.flags import format_reasons
+from gnnbench.flags import Flags, format_reasons
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.registry import BOTTLENECKS
@@ -488,8 +488,8 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
             cut = p.get("edge_cut_fraction")
             out.append(f"communication is {share:.0%} of the step{split}: halo rows follow the edge cut"
                        + (f" ({cut:.1%} of edges here)" if cut is not None else "")
-                       + ", so a lower-cut partitioner (partition_metis) cuts them; gradient compression applies to "
-                         "data parallel's all-reduce only")
+                       + f", so a lower-cut partitioner ({_entries(parallel='partition', partitioner='metis')}) cuts "
+                         "them; gradient compression applies to data parallel's all-reduce only")
         elif compression != "none":
             ratio = summary.get("compression_ratio")
             sent = f", {ratio:.1%} of the dense bytes on the wire" if ratio is not None else ""
@@ -498,16 +498,29 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
             out.append(f"communication is {share:.0%} of the step with {compression} compression{sent}; {verdict}")
         elif share >= rules.compress_at:
             out.append(f"communication is {share:.0%} of the step, at or above {rules.compress_at:.0%}: try gradient "
-                       "compression (topk_compression, powersgd, fp16_compression)")
+                       f"compression ({_entries(parallel='data', grad_compression=lambda v: v != 'none')})")
         else:
             out.append(f"communication is {share:.0%} of the step, below {rules.compress_at:.0%}: gradient "
                        "compression is not worth its complexity here (the all-reduce is not the bottleneck)")
     fits = graph_bytes <= rules.fits_device_at * device_bytes
     size = f"graph and features take {graph_bytes / 2**30:.2f} GiB of one device's {device_bytes / 2**30:.0f} GiB"
     if summary.get("parallel") == "partition":
-        out.append(f"{size}: " + ("it fits, so replicate it and train data parallel (data_parallel) instead of "
+        out.append(f"{size}: " + (f"it fits, so replicate it and train data parallel "
+                                  f"({_entries(parallel='data', grad_compression='none')}) instead of "
                                   "partitioning: no halo exchange" if fits else
                                   "it does not fit one device: partitioning is the way to scale"))
     elif summary.get("parallel") == "data" and not fits:
-        out.append(f"{size}: too big to replicate on every rank; partition it (partition_metis, partition_degree)")
+        out.append(f"{size}: too big to replicate on every rank; partition it ({_entries(parallel='partition')})")
     return out
+
+
+def _entries(**fields) -> str:
+    """The registry entries whose change, applied to the baseline, sets each field as asked (a value, or a
+    predicate on the value), in registry order: advice names entries by what they do, never by a hard-coded
+    name."""
+    names = []
+    for opt in registry.REGISTRY.values():
+        flags = opt.apply(Flags())
+        if all(want(getattr(flags, f)) if callable(want) else getattr(flags, f) == want for f, want in fields.items()):
+            names.append(opt.name)
+    return ", ".join(names)
