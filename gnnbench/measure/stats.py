@@ -61,14 +61,19 @@ class RatioInterval:
     method: str = METHOD
 
 
-def _check_level(level: float) -> float:
+def _open_unit(value: float, name: str, what: str = "a number") -> float:
+    """``value`` as a float strictly inside (0, 1), or a ValueError naming ``name`` and the bad value."""
     try:
-        lv = float(level)
+        v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}") from None
-    if not 0.0 < lv < 1.0:
-        raise ValueError(f"level must be in (0, 1), got {level!r}")
-    return lv
+        raise ValueError(f"{name} must be {what} in (0, 1), got {value!r}") from None
+    if not 0.0 < v < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return v
+
+
+def _check_level(level: float) -> float:
+    return _open_unit(level, "level")
 
 
 def _positive_logs(values: Sequence[float], name: str) -> list[float]:
@@ -236,12 +241,7 @@ def t_quantile(p: float, df: int) -> float:
     Raises:
         ValueError: If ``p`` is not in (0, 1) or ``df`` is not positive and finite.
     """
-    try:
-        pf = float(p)
-    except (TypeError, ValueError):
-        raise ValueError(f"p must be a probability in (0, 1), got {p!r}") from None
-    if not 0.0 < pf < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
+    pf = _open_unit(p, "p", "a probability")
     try:
         dff = float(df)
     except (TypeError, ValueError):
