@@ -10,24 +10,22 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec, generate
+from gnnbench.graphs import GraphSpec
 from gnnbench.graphs.prepare import prepare
 from gnnbench.sampling.batch import BatchSource
 from gnnbench.sampling.sources import SHARDED_SOURCES, SOURCES, CachedBatches, make_batch_source
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training import Trainer
 from gnnbench.training.evaluation import Evaluator
 from gnnbench.training.pipeline import assemble
 from gnnbench.training.steps import PartitionStep, SampledStep, TrainStep, step_for
+from tests.conftest import QUICK
 
 TRAINING = Path(__file__).resolve().parents[1] / "gnnbench" / "training"
-SPEC = GraphSpec.preset("tiny", num_nodes=3000)
-QUICK = RunConfig(spec=SPEC, flags=Flags(fanout=(5, 3), batch_size=96), epochs=1, max_steps_per_epoch=6,
-                  warmup_steps=2, hidden=16)
 
 
 @pytest.fixture(scope="module")
-def graph():
-    return generate(SPEC)
+def graph(quick_graph):
+    return quick_graph
 
 
 def test_every_batch_source_follows_the_protocol():
