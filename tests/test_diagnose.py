@@ -135,7 +135,8 @@ def test_verdicts_say_whether_each_recommendation_pays():
         {"label": "uva", "status": "unavailable", "reason": "needs CUDA"},
     ])
     assert lines[0].startswith("fast_dropout: pays here, 1.30x")
-    assert lines[1].startswith("int32: does not pay here") and "no significant difference" in lines[1]
+    assert lines[1].startswith("int32: no significant difference: 0.97x [0.90, 1.04]")
+    assert "admits a gain of up to 4%" in lines[1] and "does not pay" not in lines[1]
     assert lines[2].startswith("compile: does not pay here, it is slower")
     assert lines[3] == "uva: not measured (needs CUDA)"
 
@@ -254,4 +255,18 @@ def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
     text = format_diagnosis(d)
     assert "bottleneck: " in text
     assert "try, in this order:" in text or "nothing in the registry targets it" in text
+
+
+def test_a_result_inside_the_noise_floor_is_not_resolved_never_does_not_pay():
+    """[0.95, 1.04] under a +-8% floor: any gain it admits is below the floor, so it is not resolved; the same
+    interval under a +-2% floor admits a gain the floor could resolve: no significant difference."""
+    row = {"status": "ok", "primary": "time to accuracy", "acc_delta": 0.0, "acc_verdict": "no accuracy cost",
+           "label": "int32", "speedup": 0.99, "speedup_low": 0.95, "speedup_high": 1.04, "significant": False}
+    wide = verdicts([row], {"time_to_accuracy": 1.08})[0]
+    assert wide.startswith("int32: not resolved: any effect is below the +-8.0% floor")
+    narrow = verdicts([row], {"time_to_accuracy": 1.02})[0]
+    assert narrow.startswith("int32: no significant difference") and "up to 4%" in narrow
+    epoch = verdicts([{**row, "primary": "epoch time"}], {"time_to_accuracy": 1.08, "epoch": 1.10})[0]
+    assert "below the +-10.0% floor" in epoch
+    assert not any("does not pay" in line for line in (wide, narrow, epoch))
 

@@ -14,6 +14,7 @@ The template, the phase groups and how recommendations are ranked: ``docs/advice
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import statistics
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from gnnbench.flags import Flags, format_reasons
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.registry import BOTTLENECKS
-from gnnbench.text import human_bytes, pp, ratio
+from gnnbench.text import human_bytes, noise_floor, pp, ratio
 from gnnbench.timing import PHASE_RANGE, PHASES
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
@@ -226,7 +227,7 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
                 continue
             reason = registry.not_applicable(config, [opt.name])
             if reason:
-                ranked.append(Recommendation(opt.name, group, group_motivation, _first_sentence(opt.expected_effect),
+                ranked.append(Recommendation(opt.name, group, group_motivation, opt.expected_effect,
                                              opt.costs_accuracy, not_applicable=reason))
                 continue
             derived = registry.config_for(config, [opt.name])
@@ -240,18 +241,13 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
                 listed = ", ".join(f"{op} {v:.0%}" for op, v in sorted(ops.items(), key=lambda kv: -kv[1]))
                 motivation = f"its operators take {evidence:.0%} of the profiled step ({listed}); {group_motivation}"
             reasons = config_unavailable(derived, device)
-            ranked.append(Recommendation(opt.name, group, motivation, _first_sentence(opt.expected_effect),
+            ranked.append(Recommendation(opt.name, group, motivation, opt.expected_effect,
                                          opt.costs_accuracy, format_reasons(reasons) if reasons else None,
                                          evidence, _worker_caveat(config, flags, rules, cores)))
         ranked.sort(key=lambda r: (r.not_applicable is not None, r.caveat is not None, r.costs_accuracy,
                                    r.op_share is None, -(r.op_share or 0.0)))
         out.extend(ranked)
     return out
-
-
-def _first_sentence(text: str) -> str:
-    end = text.find(". ")
-    return text if end < 0 else text[:end + 1]
 
 
 OUTSIDE = "outside"  # an operator's time outside every timed phase (between steps, the loop itself)
@@ -440,9 +436,18 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
     return labels
 
 
-def verdicts(rows: Iterable[dict]) -> list[str]:
+_FLOOR_OF = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}  # a row's primary -> its floor
+
+
+def verdicts(rows: Iterable[dict], floors: dict[str, float] | None = None) -> list[str]:
     """One line per measured recommendation (rows of :func:`gnnbench.measure.comparison.compare`): does it pay
-    here?"""
+    here?
+
+    An interval that contains 1 is never "does not pay": with the noise floor of its metric (``floors``, from
+    :class:`~gnnbench.measure.comparison.Comparison`) it is "not resolved" when every gain it admits is below
+    the floor, and "no significant difference" (more rounds would tell) when it admits a gain above it. Only a
+    significant slowdown does not pay."""
+    floors = floors or {}
     out = []
     for row in rows:
         label = row.get("label")
@@ -462,7 +467,15 @@ def verdicts(rows: Iterable[dict]) -> list[str]:
         elif row.get("significant"):
             out.append(f"{label}: does not pay here, it is slower: {shown} by {by}{acc}")
         else:
-            out.append(f"{label}: does not pay here: {shown} by {by}, no significant difference{acc}")
+            floor = floors.get(_FLOOR_OF.get(by, ""))
+            high = row.get("speedup_high")
+            if floor is not None and math.isfinite(floor) and high is not None and high <= floor:
+                out.append(f"{label}: not resolved: any effect is below the {noise_floor(floor)} floor "
+                           f"({shown} by {by}){acc}")
+            else:
+                admits = (f", the interval admits a gain of up to {high - 1:.0%}; more rounds would tell"
+                          if high is not None and math.isfinite(high) and high > 1 else "")
+                out.append(f"{label}: no significant difference: {shown} by {by}{admits}{acc}")
     return out
 
 

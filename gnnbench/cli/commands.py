@@ -193,11 +193,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             results = _sweep_with_bar(entries, out_dir)
             comparison = compare(results)
             out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
-                             "verdicts": verdicts(comparison.rows)}
+                             "verdicts": verdicts(comparison.rows, comparison.floors)}
             if not args.json:
                 print(format_compare(comparison))
                 print("\nverdict:")
-                for line in verdicts(comparison.rows):
+                for line in verdicts(comparison.rows, comparison.floors):
                     print(f"  {line}")
     if args.json:
         print(json.dumps(out, indent=1, default=str))
