@@ -48,6 +48,14 @@ def uniform_dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
 DROPOUTS: dict[str, Callable[..., Tensor]] = {"bernoulli": F.dropout, "uniform": uniform_dropout}
 
 
+def _dropped(model: nn.Module, i: int, x: Tensor) -> Tensor:
+    """Layer ``i``'s input in fp32, with dropout on hidden representations only (``i > 0``): as PyG's own
+    models (``torch_geometric.nn.models.BasicGNN``) apply it, after each hidden layer's activation. Dropping the
+    raw input features too slows convergence per epoch on features of few dimensions (``docs/models.md``)."""
+    x = x.float()
+    return model.drop(x, model.dropout, model.training) if i > 0 else x
+
+
 class GCN(nn.Module):
     """Kipf & Welling's GCN: ``H' = D^-1/2 (A+I) D^-1/2 H W`` per layer.
 
@@ -72,9 +80,9 @@ class GCN(nn.Module):
         return len(self.lins)
 
     def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums); fp16-stored input
-        features (``Flags.feature_dtype``) are upcast here, so the fp32 copy lives only until dropout."""
-        x = self.drop(x.float(), self.dropout, self.training)
+        """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums; no dropout on the raw input
+        features, see :func:`_dropped`); fp16-stored input features (``Flags.feature_dtype``) are upcast here."""
+        x = _dropped(self, i, x)
         with precision.linear_context():
             return self.lins[i](x)
 
@@ -87,7 +95,7 @@ class GCN(nn.Module):
         # the same computation as messages() then combine() per layer, written inline: torch.compile traces this
         # loop, and routing it through the two methods adds graph breaks and changes the compiled training step
         for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
-            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
+            x = _dropped(self, i, x)  # fp16-stored features upcast (see messages)
             with precision.linear_context():
                 h = lin(x)
             x = agg.gcn(h).float() + bias
@@ -117,8 +125,9 @@ class GraphSAGE(nn.Module):
         return len(self.lin_l)
 
     def messages(self, i: int, x: Tensor, precision: Precision) -> Tensor:
-        """Layer ``i``'s node-wise part: ``dropout(x)`` (fp16-stored input features upcast first, as in GCN)."""
-        return self.drop(x.float(), self.dropout, self.training)
+        """Layer ``i``'s node-wise part: ``dropout(x)`` between layers (fp16-stored input features upcast, as in
+        GCN; see :func:`_dropped`)."""
+        return _dropped(self, i, x)
 
     def combine(self, i: int, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
         """Layer ``i`` for ``agg``'s targets from every source's (dropped-out) input ``x``."""
@@ -131,7 +140,7 @@ class GraphSAGE(nn.Module):
     def forward(self, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
         # messages() then combine() per layer, inline for torch.compile (see GCN.forward)
         for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
-            x = self.drop(x.float(), self.dropout, self.training)  # fp16-stored features upcast (see messages)
+            x = _dropped(self, i, x)  # fp16-stored features upcast (see messages)
             neigh = agg.mean(x)
             with precision.linear_context():
                 out = lin_l(neigh) + lin_r(x)
