@@ -27,10 +27,12 @@ from gnnbench.sampling.neighbor import NeighborSampleCore
 METHODS = {"auto": None, "floyd": 10**9, "reject": 0}  # FLOYD_MAX_FANOUT for each --method
 
 
-def measure(nodes: int, avg_degree: float, fanouts: list[int], frontier: int, repeats: int, seed: int = 0) -> list[dict]:
+def measure(nodes: int, avg_degree: float, fanouts: list[int], frontier: int, repeats: int, seed: int = 0,
+            device: str = "cpu") -> list[dict]:
     g = generate(GraphSpec(num_nodes=nodes, avg_degree=avg_degree, seed=seed))
-    rowptr, col = g.rowptr, g.edge_index[0].contiguous()
-    seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(seed))[:frontier]
+    rowptr, col = g.rowptr.to(device), g.edge_index[0].contiguous().to(device)
+    seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(seed))[:frontier].to(device)
+    sync = torch.cuda.synchronize if rowptr.is_cuda else (lambda: None)
     rows = []
     for k in fanouts:
         core = NeighborSampleCore(rowptr, col, (k,), seed=seed)
@@ -38,8 +40,10 @@ def measure(nodes: int, avg_degree: float, fanouts: list[int], frontier: int, re
             out = core.sample(seeds)
         times = []
         for _ in range(repeats):
+            sync()
             t0 = time.perf_counter()
             out = core.sample(seeds)
+            sync()
             times.append(time.perf_counter() - t0)
         edges = out.edge.numel()
         median = statistics.median(times)
@@ -55,11 +59,13 @@ def main() -> None:
     p.add_argument("--frontier", type=int, default=16_384)
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--method", choices=list(METHODS), default="auto")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (the sampler runs on the CSR's device)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
     if METHODS[a.method] is not None:
         neighbor.FLOYD_MAX_FANOUT = METHODS[a.method]
-    rows = measure(a.nodes, a.avg_degree, [int(k) for k in a.fanouts.split(",")], a.frontier, a.repeats)
+    rows = measure(a.nodes, a.avg_degree, [int(k) for k in a.fanouts.split(",")], a.frontier, a.repeats,
+                   device=a.device)
     if a.json:
         print(json.dumps(rows))
         return
