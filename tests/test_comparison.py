@@ -62,3 +62,38 @@ def test_a_compressions_accuracy_is_against_dense_data_parallel_by_its_flags():
     a = rows["sparse grads"]["distributed"]["accuracy_vs_dense"]
     assert a["against"] == "dense" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9
     assert "accuracy_vs_dense" not in rows["dense"]["distributed"]
+
+
+def _env(fingerprint: str, machine: str = "m1") -> dict:
+    return {"code_fingerprint": fingerprint, "machine": machine, "device_name": "cpu", "torch": "2.13.0",
+            "torch_geometric": "2.8.0", "python": "3.11.7", "threads": 2}
+
+
+def _identical(label: str, rnd: int, env: dict, step: float = 0.1, epochs: int = 1) -> dict:
+    r = _run(label, rnd, step, Flags())
+    r["environment"] = env
+    r["config"] = {**r["config"], "epochs": epochs, "seed": rnd, "flags": Flags().to_dict()}
+    return r
+
+
+def test_a_mixed_folder_is_refused_naming_what_differs():
+    """Baseline and int32 identical, plus a second baseline set from another code fingerprint (twice as slow):
+    merged, it would read as a significant gain from nothing; refused, with the fingerprints and counts."""
+    import pytest
+
+    from gnnbench.measure.comparison import MixedSweepError, identity_problem
+
+    one = [r for k in range(3) for r in (_identical("baseline", k, _env("aaaa")), _identical("int32", k, _env("aaaa")))]
+    assert identity_problem(one) is None
+    assert compare(one).rows  # one sweep compares
+    other = [_identical("baseline", k + 3, _env("bbbb"), step=0.2) for k in range(3)]
+    with pytest.raises(MixedSweepError, match=r"code_fingerprint differs \(aaaa in 6, bbbb in 3\)"):
+        compare(one + other)
+    moved = [_identical("baseline", k + 3, _env("aaaa", machine="m2")) for k in range(3)]
+    assert "machine differs (m1 in 6, m2 in 3)" in identity_problem(one + moved)
+    longer = [_identical("baseline", k + 3, _env("aaaa"), epochs=5) for k in range(3)]
+    assert "base configuration's epochs differs" in identity_problem(one + longer)
+    # what an entry or a round sets (flags, seed, nproc, ranks' threads) is not a second identity
+    ranks = _identical("int32", 0, {**_env("aaaa"), "threads": 1})
+    ranks["config"] = {**ranks["config"], "nproc": 2, "flags": Flags(parallel="data").to_dict()}
+    assert identity_problem(one + [ranks]) is None

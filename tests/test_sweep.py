@@ -22,6 +22,11 @@ def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
     assert manifest["order_seed"] == 7 and len(manifest["rounds"]) == 3
     assert all(sorted(r) == sorted(["baseline", AA_LABEL, "int32", "pin_memory"]) for r in manifest["rounds"])
     assert len({tuple(r) for r in manifest["rounds"]}) > 1, "each round is shuffled anew"
+    # the sweep's identity: code, machine, environment, base configuration
+    ok = next(r for r in results if r["status"] == "ok")
+    assert manifest["code_fingerprint"] == ok["environment"]["code_fingerprint"] and manifest["machine"]
+    assert manifest["environment"]["torch"] == ok["environment"]["torch"]
+    assert manifest["base_config"] == entries[0].config.to_dict() and manifest["sweep"] == tmp_path.name
     assert [r["label"] for r in results] == [e.label for e in entries], "results come back in entry order"
     assert results.measured == 12 and results.kept == 0
 

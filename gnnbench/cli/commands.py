@@ -116,11 +116,14 @@ def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
 
 
 def default_runs_dir(preset: str, device: str) -> str:
-    """``results/runs/<date>-<preset>-<device>-<commit>``: a fresh folder per day and commit, never a reference."""
+    """``results/runs/<date>-<time>-<preset>-<device>-<commit>[+dirty]``: a fresh folder per invocation (one
+    sweep, one identity), never a reference; ``--out-dir`` names an existing one to resume it."""
     from gnnbench.env import environment
 
-    commit = (environment("cpu").get("commit") or "nocommit")[:7]
-    return f"results/runs/{time.strftime('%Y%m%d')}-{preset}-{device.replace(':', '')}-{commit}"
+    commit = environment("cpu").get("commit") or "nocommit"
+    head, dirty = commit.partition("+")[::2]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"results/runs/{stamp}-{preset}-{device.replace(':', '')}-{head[:10]}{'+' + dirty if dirty else ''}"
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -11,7 +11,9 @@ result carries), never by a registry entry's name.
 
 from __future__ import annotations
 
+import json
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,7 @@ from gnnbench.flags import format_reasons
 from gnnbench.measure.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
+           "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
            "NO_COST_PP"]
 
 BASELINE = "baseline"
@@ -128,6 +131,32 @@ def _reference(by_label: dict[str, list[dict]], label: str, **what: Any) -> str 
     return min(found)[1] if found else None
 
 
+# What one sweep shares: the environment (threads excepted: multi-rank entries run 1-thread ranks) and the
+# base configuration (every config field but those an entry or a round sets).
+IDENTITY_KEYS = ("code_fingerprint", "machine", "device_name", "torch", "torch_geometric", "python")
+PER_ENTRY_FIELDS = ("flags", "seed", "sync_phases", "nproc", "num_layers")
+
+
+class MixedSweepError(ValueError):
+    """Results that are not one sweep (different code, machine, environment or base configuration)."""
+
+
+def identity_problem(results: list[dict]) -> str | None:
+    """What makes ``results`` more than one sweep, naming each field that differs and its values (with how
+    many results carry each), or ``None`` when they share one identity."""
+    problems = []
+    for key in IDENTITY_KEYS:
+        seen = Counter(str(r["environment"].get(key)) for r in results if r.get("environment"))
+        if len(seen) > 1:
+            problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
+    bases = [{k: v for k, v in r["config"].items() if k not in PER_ENTRY_FIELDS} for r in results if r.get("config")]
+    fields = sorted({k for b in bases for k in b if len({json.dumps(x.get(k), sort_keys=True) for x in bases}) > 1})
+    for k in fields:
+        seen = Counter(json.dumps(b.get(k), sort_keys=True) for b in bases)
+        problems.append(f"the base configuration's {k} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common(3))})")
+    return "; ".join(problems) or None
+
+
 def compare(results: list[dict], *, target_acc: float | None = None) -> Comparison:
     """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
     epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta.
@@ -137,7 +166,15 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
         target_acc: Validation target for time to accuracy; default the
             baseline's best validation metric minus 1 pp (the lowest of its
             per-round bests, so the baseline itself reaches it in every round).
+
+    Raises:
+        MixedSweepError: when the results are not one sweep (:func:`identity_problem` names what differs).
+        ValueError: when there is no measured baseline.
     """
+    problem = identity_problem(results)
+    if problem:
+        raise MixedSweepError(f"these results are not one sweep, so they are not compared: {problem}; compare "
+                              "each sweep's folder on its own")
     by_label: dict[str, list[dict]] = {}
     for r in results:
         by_label.setdefault(r["label"], []).append(r)

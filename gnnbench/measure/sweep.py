@@ -20,13 +20,14 @@ import random
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Iterable
 
 from gnnbench import registry
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
-from gnnbench.env import environment, resolve_device
+from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
 from gnnbench.measure.run import run
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE
 from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
@@ -166,9 +167,13 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     out_dir.mkdir(parents=True, exist_ok=True)
     env = environment(resolve_device(entries[0].config.device)) if entries else {}
     orders = _round_orders(entries, order_seed)
+    base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
     write_json_atomic(out_dir / MANIFEST, {
+        "sweep": out_dir.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "order_seed": order_seed, "rounds": [[entries[i].label for i in order] for order in orders],
-        "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate})
+        "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate,
+        "machine": env.get("machine"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
+        "base_config": base.to_dict() if base is not None else None})
     results: list[dict | None] = [None] * len(entries)
     outcome = SweepResults()
     graphs: dict = {}
