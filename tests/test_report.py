@@ -72,6 +72,10 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
     floor = re.search(r"<p class='floor' id='noise-floor-0'>(.*?)</p>", text, re.S).group(1)
     assert "Noise floor" in floor and "step " in floor and "epoch " in floor and "2 baseline processes" in floor
     assert "Ranked by</b> the primary speedup: time to accuracy" in text
+    identity = re.search(r"<p class='identity' id='identity-0'>(.*?)</p>", text, re.S).group(1)
+    from gnnbench.env import code_fingerprint
+    assert f"code fingerprint <code>{code_fingerprint()}</code>" in identity and "machine <code>" in identity
+    assert re.search(r"threads \d", identity)
     summary = _summary(text)
     assert "<th>ranked by</th>" in summary and "time to accuracy (setup included)" in summary
     fanout = _row(summary, "fanout")

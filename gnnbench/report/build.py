@@ -330,9 +330,21 @@ def _sweep_section(s: _Sweep, index: int) -> str:
             f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
             f"optimizer {_esc(_optimizer_text(cfg))}, "
             f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
-            f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>")
+            f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>"
+            + _identity_html(base, s.runs, index))
     return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
             + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
+
+
+def _identity_html(base: dict, runs: list[dict], index: int) -> str:
+    """The sweep's identity: commit, code fingerprint, machine and threads (the ranks' where they differ)."""
+    env = base.get("environment") or {}
+    threads = sorted({(r.get("environment") or {}).get("threads") for r in runs} - {None})
+    shown = ", ".join(map(str, threads)) if threads else "?"
+    return (f"<p class='identity' id='identity-{index}'>Measured at commit <code>{_esc(env.get('commit') or '?')}"
+            f"</code>, code fingerprint <code>{_esc(env.get('code_fingerprint') or '?')}</code>, machine "
+            f"<code>{_esc(env.get('machine') or '?')}</code> ({_esc(env.get('device_name') or '?')}), torch "
+            f"{_esc(env.get('torch') or '?')}, threads {_esc(shown)} (multi-rank entries run 1-thread ranks).</p>")
 
 
 def _sweeps(runs: list[dict]) -> list[_Sweep]:
