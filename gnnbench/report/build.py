@@ -62,12 +62,20 @@ def _figure_html(fig, div_id: str) -> str:
 
 
 def _environment_table(runs: list[dict]) -> str:
-    env = next((r["environment"] for r in runs if r.get("environment")), None)
-    if env is None:
+    """What the runs share; a field whose value differs between runs lists every value (each sweep's own
+    commit, fingerprint and threads are in its section)."""
+    envs = [r["environment"] for r in runs if r.get("environment")]
+    if not envs:
         return "<p class='muted'>No run results given.</p>"
+    env = envs[0]
     keys = ["device", "device_name", "torch", "torch_geometric", "python", "cuda", "threads", "cpu_count",
             "platform", "commit"]
-    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(env.get(k))}</td></tr>" for k in keys)
+
+    def value(k: str) -> str:
+        seen = sorted({str(e.get(k)) for e in envs})
+        return seen[0] if len(seen) == 1 else "differs between runs: " + ", ".join(seen)
+
+    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(value(k))}</td></tr>" for k in keys)
     backends = env.get("optional_backends") or {}
     rows += ("<tr><th>optional backends</th><td>"
              + _esc(", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in backends.items())) + "</td></tr>")
