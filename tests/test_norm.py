@@ -70,3 +70,16 @@ def test_norm_matches_pyg(add_self_loops):
     ref.index_put_((ref_ei[1], ref_ei[0]), ref_w.double(), accumulate=True)
     ours = dense_from_norm(gcn_norm(edge_index, n, add_self_loops=add_self_loops), edge_index, n)
     torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_gcn_norm_traces_as_one_graph_without_breaks():
+    """Static shapes only (no nonzero(), no branch on the data): torch.compile traces it whole, so a compiled
+    GCN forward is not split around it. fullgraph=True raises on any graph break."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    compiled = torch.compile(gcn_norm, backend="eager", fullgraph=True)
+    ei = torch.tensor([[0, 1, 1, 2, 2], [1, 0, 1, 2, 2]])  # node 1 one loop, node 2 two (the last one kept)
+    out, ref = compiled(ei, 4), gcn_norm(ei, 4)
+    assert torch.equal(out.edge_weight, ref.edge_weight) and torch.equal(out.self_weight, ref.self_weight)
+    assert float(ref.edge_weight[3]) == 0.0 and float(ref.self_weight[2]) == 0.0  # the repeated loop is dropped

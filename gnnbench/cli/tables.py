@@ -133,7 +133,8 @@ def format_run(r: RunResult) -> str:
         c = r.compile
         lines.append(f"compile    first step {seconds(c.first_step_seconds)} "
                      f"(~{seconds(c.estimated_compile_seconds or 0.0)} compiling), {c.unique_graphs} graphs, "
-                     f"{c.recompilations} recompilations")
+                     f"{c.recompilations} recompilations"
+                     + (f", {c.graph_breaks} graph breaks" if c.graph_breaks is not None else ""))
     for w in r.warnings:
         lines.append(f"WARNING    {w}")
     notes = r.graph.get("notes") or []

@@ -84,26 +84,25 @@ def gcn_norm(
         edge_weight: Optional ``[E]`` input weights (default all ones).
         dtype: Floating dtype of the result (default float32).
     """
-    # Written out rather than through _loop_weights / _inv_sqrt: this runs inside torch.compile'd training
-    # steps, where a helper call around nonzero() adds graph breaks. The chunk functions below compute the same
-    # (bit for bit, tested).
+    # Written out rather than through _loop_weights / _inv_sqrt, and with static shapes only (no nonzero(), no
+    # branch on the data): this runs inside torch.compile'd training steps, where either breaks the graph. The
+    # chunk functions below compute the same (bit for bit, tested).
     src, dst = edge_index[0], edge_index[1]
     device = edge_index.device
     w = (torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None
          else edge_weight.to(dtype))
-    self_fill = torch.zeros(num_nodes, dtype=dtype, device=device)
     if add_self_loops:
-        self_fill.fill_(1.0)
-        loops = (src == dst).nonzero().view(-1)
-        if loops.numel():
-            # As PyG's add_remaining_self_loops: one loop per node, the last one's weight;
-            # repeated loops of a node are dropped (weight 0).
-            node = dst[loops].to(torch.int64)
-            last = torch.full((num_nodes,), -1, dtype=torch.int64, device=device)
-            last.scatter_reduce_(0, node, loops, reduce="amax")
-            w = w.clone()
-            w[loops[last[node] != loops]] = 0.0
-            self_fill[node] = 0.0  # the kept loop carries the node's self weight
+        # As PyG's add_remaining_self_loops: one loop per node, the last one's weight; repeated loops of a node
+        # are dropped (weight 0), and a node without a loop gets one of weight 1.
+        is_loop = src == dst
+        edge = torch.arange(src.numel(), device=device)
+        target = dst.to(torch.int64)
+        last = torch.full((num_nodes,), -1, dtype=torch.int64, device=device)
+        last.scatter_reduce_(0, target, torch.where(is_loop, edge, torch.full_like(edge, -1)), reduce="amax")
+        w = torch.where(is_loop & (last.index_select(0, target) != edge), torch.zeros_like(w), w)
+        self_fill = (last < 0).to(dtype)  # the kept loop carries the node's self weight
+    else:
+        self_fill = torch.zeros(num_nodes, dtype=dtype, device=device)
     deg = self_fill.clone().index_add_(0, dst, w)
     dinv = torch.where(deg > 0, deg.clamp_min(torch.finfo(dtype).tiny).rsqrt(), torch.zeros_like(deg))
     return GCNNorm(edge_weight=dinv[src] * w * dinv[dst], self_weight=dinv * self_fill * dinv)

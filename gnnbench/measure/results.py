@@ -34,6 +34,7 @@ class CompileMetrics:
     estimated_compile_seconds: float | None  # first step minus the median step
     unique_graphs: int  # graphs dynamo compiled
     recompilations: int  # unique_graphs - 1
+    graph_breaks: int | None = None  # graph breaks dynamo hit (each splits the forward; None: not recorded)
 
 
 @dataclass

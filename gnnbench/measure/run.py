@@ -157,7 +157,8 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         compile_metrics = CompileMetrics(
             first_step_seconds=first,
             estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
-            unique_graphs=graphs, recompilations=max(0, graphs - 1))
+            unique_graphs=graphs, recompilations=max(0, graphs - 1),
+            graph_breaks=int(sum(pipe.dynamo_counters["graph_break"].values())))
     cache = pipe.batches.cache
     features = pipe.features
     warnings = []
