@@ -8,10 +8,14 @@ normalization directly.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+# torch flags index_reduce_ as beta on every call; gcn_norm's self-loop pass uses it on every batch
+warnings.filterwarnings("ignore", message=r"index_reduce\(\) is in beta")
 
 __all__ = ["GCNNorm", "gcn_norm", "gcn_inv_sqrt_degree", "gcn_norm_targets"]
 
@@ -94,12 +98,12 @@ def gcn_norm(
     if add_self_loops:
         # As PyG's add_remaining_self_loops: one loop per node, the last one's weight; repeated loops of a node
         # are dropped (weight 0), and a node without a loop gets one of weight 1.
+        # index_reduce_ takes the batch's index dtype as it is (int32 stays int32; scatter_reduce_ needs int64)
         is_loop = src == dst
-        edge = torch.arange(src.numel(), device=device)
-        target = dst.to(torch.int64)
-        last = torch.full((num_nodes,), -1, dtype=torch.int64, device=device)
-        last.scatter_reduce_(0, target, torch.where(is_loop, edge, torch.full_like(edge, -1)), reduce="amax")
-        w = torch.where(is_loop & (last.index_select(0, target) != edge), torch.zeros_like(w), w)
+        edge = torch.arange(src.numel(), dtype=dst.dtype, device=device)
+        last = torch.full((num_nodes,), -1, dtype=dst.dtype, device=device)
+        last.index_reduce_(0, dst, torch.where(is_loop, edge, torch.full_like(edge, -1)), "amax")
+        w = torch.where(is_loop & (last.index_select(0, dst) != edge), torch.zeros_like(w), w)
         self_fill = (last < 0).to(dtype)  # the kept loop carries the node's self weight
     else:
         self_fill = torch.zeros(num_nodes, dtype=dtype, device=device)

@@ -180,5 +180,6 @@ def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None
     from torch import _dynamo
 
     _dynamo.reset()
+    _dynamo.utils.counters.clear()  # this run's graphs and breaks only (the counters are process-wide)
     return torch.compile(model, dynamic=True), _dynamo.utils.counters
 
