@@ -2,6 +2,7 @@
 resident set on any POSIX system, and how far one call raised the resident set."""
 
 import gc
+import mmap
 import resource
 import time
 
@@ -15,9 +16,15 @@ MiB = 2**20
 
 
 def _hold(nbytes: int, seconds: float = 0.05) -> None:
-    t = torch.ones(nbytes // 4)  # written: resident
+    """Hold ``nbytes`` of freshly mapped, written memory. An anonymous mapping of its own, not the allocator:
+    a free, still-resident chunk that an earlier test left in malloc's heap would serve a tensor without
+    raising the resident set (seen once in CI: a 64 MiB tensor read as a 4 KiB rise)."""
+    region = mmap.mmap(-1, nbytes)
+    view = torch.frombuffer(region, dtype=torch.uint8)
+    view.fill_(1)  # written: resident
     time.sleep(seconds)
-    del t
+    del view
+    region.close()
 
 
 def test_host_peaks_split_without_resetting_the_process_peak():
