@@ -51,7 +51,7 @@ def test_report_lists_every_registry_entry_and_reasons(report):
         import torch
 
         assert torch.cuda.is_available()
-    for div in ("speedup-0", "accuracy-0", "phases-0"):
+    for div in ("speedup-0", "tradeoff-0", "accuracy-0", "phases-0"):
         assert f'id="{div}"' in text
 
 
@@ -71,13 +71,16 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
     text = report.read_text()
     floor = re.search(r"<p class='floor' id='noise-floor-0'>(.*?)</p>", text, re.S).group(1)
     assert "Noise floor" in floor and "step " in floor and "epoch " in floor and "2 baseline processes" in floor
-    assert "Ranked by</b> the primary speedup: time to accuracy" in text
+    assert "Ranked by</b> time to accuracy wherever there is a target" in text
+    assert "rows that reached the target in every round first" in text and "at convergence" in text
     identity = re.search(r"<p class='identity' id='identity-0'>(.*?)</p>", text, re.S).group(1)
     from gnnbench.env import code_fingerprint
     assert f"code fingerprint <code>{code_fingerprint()}</code>" in identity and "machine <code>" in identity
     assert re.search(r"threads \d", identity)
     summary = _summary(text)
     assert "<th>ranked by</th>" in summary and "time to accuracy (setup included)" in summary
+    assert "<th>rounds</th>" in summary and "at convergence (best validation point)" in summary
+    assert re.search(r"reached in \d of 2", summary)
     fanout = _row(summary, "fanout")
     assert "changes the work per step" in fanout
     assert "changes the work per step" not in _row(summary, "int32")
@@ -86,7 +89,7 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
     assert re.search(r"no accuracy cost|costs accuracy|gains accuracy|inconclusive", _row(summary, "int32"))
     for label in ("int32", "sparse_agg", "fanout", "all_recommended"):
         row = _row(summary, label)
-        assert ("below the noise floor" in row) or re.search(r"class='num (gain|loss)'", row), (label, row)
+        assert ("below the noise floor" in row) or re.search(r"class='num (gain|loss|tradeoff|na)'", row), (label, row)
 
 
 def test_effects_within_the_floor_are_below_it():
@@ -100,6 +103,73 @@ def test_effects_within_the_floor_are_below_it():
     assert _below_floor(row | {"speedup": 1.2, "significant": False}, floors)
     assert _below_floor(row | {"speedup": 1.08, "primary": "time to accuracy"}, floors)
     assert not _below_floor(row | {"speedup": 1.2}, {"epoch": float("nan")})
+
+
+# ------------------------------------------------------------------ a constructed sweep (compare() on made-up runs)
+CONFIG = {"epochs": None, "patience": 5.0, "max_epochs": 200, "max_seconds": 18.0, "model": "gcn", "device": "cpu",
+          "spec": {"name": "tiny", "num_nodes": 3000}}
+
+
+@pytest.fixture(scope="module")
+def constructed(tmp_path_factory):
+    """A calibrated sweep run to plateaus: ``fast_lossy`` reaches the target faster in every round but costs 2 pp;
+    ``fast_dropout`` misses it in one round of five (censored at the 18 s budget)."""
+    from gnnbench.report.inputs import ReportInputs
+    from tests.test_sweep import _result, _sweep
+
+    runs = _sweep()
+    for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
+        runs.append(_result("fast_lossy", rnd, 0.05 * n, 1.0 * n, 0.78 + 0.001 * rnd + 0.0002 * (rnd % 2),
+                            [(1.0 * n, 0.795), (2.0 * n, 0.80)], ["sparse_agg"]))
+        last = 0.786 if rnd == 2 else 0.80
+        runs.append(_result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)],
+                            ["fast_dropout"]))
+    for i in range(3):  # calibration: the baseline on seeds no round uses; plateau 0.80, target 0.79, budget 18 s
+        runs.append(_result("calibration", i, 0.1, 2.0, 0.80, [(2.5, 0.70), (4.5, 0.80)]) | {"_seed": 10_000 + i})
+    for r in runs:
+        r["config"] = CONFIG | {"seed": r.pop("_seed", r["round"])}
+        r["stop_reason"] = "plateau"
+    path = tmp_path_factory.mktemp("constructed") / "report.html"
+    return build_report(ReportInputs(runs=runs), path).read_text()
+
+
+def test_a_faster_row_that_costs_accuracy_is_a_tradeoff_never_a_gain(constructed):
+    summary = _summary(constructed)
+    lossy = _row(summary, "fast_lossy")
+    assert "class='num tradeoff'" in lossy and "class='num gain'" not in lossy, lossy
+    assert re.search(r"faster, costs [12]\.\d\d pp", lossy) and "costs accuracy" in lossy
+    assert "class='num gain'" in _row(summary, "sparse_agg"), "a clean gain is still green"
+    assert ".tradeoff{" in constructed, "the trade-off class is styled"
+
+
+def test_a_censored_row_shows_its_bound_and_the_rounds_that_reached(constructed):
+    summary = _summary(constructed)
+    dropout = _row(summary, "fast_dropout")
+    assert "≤ " in dropout and "reached in 4 of 5" in dropout and "censored at their budget" in dropout
+    assert "class='num gain'" not in dropout and "class='num tradeoff'" not in dropout
+    assert "reached in 5 of 5" in _row(summary, "sparse_agg")
+    assert re.search(r"<td class='num'>5<br><small>stopped: plateau 5</small></td>", dropout), "rounds per row"
+    order = [m.group(1) for m in re.finditer(r"<tr><td>([^<]+)</td>", summary)]
+    assert order.index("fast_lossy") < order.index("fast_dropout"), "a row that misses ranks after rows that reach"
+    assert 'id="tradeoff-0"' in constructed and "circle-open" in constructed, "censored rows are hollow"
+
+
+def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
+    target = re.search(r"<p class='floor' id='target-0'>(.*?)</p>", constructed, re.S).group(1)
+    assert "<b>Target</b> 0.7900" in target and "calibrated before the comparison" in target
+    assert "3 baseline run(s) on seeds [10000, 10001, 10002]" in target and "budget 18.0 s" in target
+    assert "validation every 1 steps" in target and "censored" in target
+    head = constructed[constructed.index("<h2>Sweep"):constructed.index("id='identity-0'")]
+    assert "trained to a validation plateau (patience 5 epochs, at most 200 epochs, budget 18.0 s)" in head
+    assert "seeds [0, 1, 2, 3, 4]." in head, "calibration seeds are not rounds"
+
+
+def test_fixed_epoch_runs_keep_their_length_text():
+    from gnnbench.report.build import _length_text
+
+    assert _length_text({"epochs": 30}) == "30 epochs"
+    assert _length_text({"epochs": 30, "max_seconds": 12.0}) == "30 epochs (budget 12.0 s)"
+    assert _length_text({"epochs": None}) == "trained to a validation plateau"
 
 
 def test_schema_v1_results_still_render(tmp_path):

@@ -23,7 +23,8 @@ from gnnbench import registry
 from gnnbench.advice.diagnose import RULES, Diagnosis, diagnose
 from gnnbench.env import resolve_device
 from gnnbench.measure.comparison import compare
-from gnnbench.measure.sweep import Entry, run_sweep, sweep_entries
+from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
+from gnnbench.measure.sweep import Entry, run_calibration, run_sweep, sweep_entries
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
 
@@ -134,7 +135,8 @@ def _acc_ok(row: dict, max_acc_loss_pp: float) -> bool:
 
 def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
          candidates: list[str] | None = None, diagnose_steps: int = 30,
-         log: Callable[[str], None] = print, isolate: bool = True) -> TuneResult:
+         log: Callable[[str], None] = print, isolate: bool = True,
+         calibration_runs: int = DEFAULT_CALIBRATION_RUNS, budget_factor: float = BUDGET_FACTOR) -> TuneResult:
     """Greedy search with swap moves (the rules: ``docs/advice.md``).
 
     Args:
@@ -147,6 +149,10 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         diagnose_steps: Measured steps of the diagnosis that picks the candidates.
         log: Receives one line per event.
         isolate: Run each configuration in its own process (as ``compare`` does).
+        calibration_runs: Baseline runs on their own seeds that fix the accuracy target, the validation
+            cadence and the budget once, before the first round (``out_dir/calibration/``); every round and the
+            final measurement are judged against that one target. 0: no calibration.
+        budget_factor: Each run's budget, in multiples of the calibrated time to the target.
     """
     if budget_s <= 0:
         raise ValueError(f"budget must be positive (got {budget_s} s)")
@@ -170,6 +176,13 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         candidates = [n for n in candidates if n not in result.not_applicable]
     for name, reason in result.not_applicable.items():
         log(f"not applicable: {reason}")
+    calibration, _ = run_calibration(base, out_dir / "calibration", runs=calibration_runs, isolate=isolate,
+                                     budget_factor=budget_factor)
+    if calibration is not None:
+        base = calibration.apply(base)
+        log(f"target: validation {calibration.target:.4f} ({calibration.source}); budget "
+            f"{calibration.budget_seconds:.1f} s per run" if calibration.target is not None
+            else f"target: {calibration.source}")
     pool = list(candidates)
     per_run: float | None = None
     device = resolve_device(base.device)
@@ -203,7 +216,7 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         entries += _swap_entries(base, swaps, repeats)
         runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
         swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
-        rows = [r for r in compare(runs).rows if r["label"] in pool or r["label"] in swap_sets]
+        rows = [r for r in compare(runs, calibration=calibration).rows if r["label"] in pool or r["label"] in swap_sets]
         seconds = time.monotonic() - t0
         per_run = seconds / max(1, len(entries))
         measured = [{"label": r["label"], "status": r.get("status"), "speedup": r.get("speedup"),
@@ -242,7 +255,7 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         log(f"final: {label} against the baseline")
         entries = sweep_entries(base, [label], repeats=repeats, include_all_recommended=False)
         runs = run_sweep(entries, out_dir / "final", isolate=isolate, resume=True)
-        result.final = next((r for r in compare(runs).rows if r["label"] == label), None)
+        result.final = next((r for r in compare(runs, calibration=calibration).rows if r["label"] == label), None)
     result.seconds = time.monotonic() - start
     return result
 

@@ -132,18 +132,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
+    out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
+    options = {"in_process": args.in_process, "resume": not args.no_resume, "dist_timeout": args.dist_timeout}
+    calibration, calibration_runs = _calibrated(base, args, out_dir, **options)
+    if calibration is not None:
+        base = calibration.apply(base)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None))
-    out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
-    results = _sweep_with_bar(entries, out_dir, in_process=args.in_process, resume=not args.no_resume,
-                              order_seed=args.order_seed, dist_timeout=args.dist_timeout)
-    comparison = compare(results, target_acc=args.target_acc)
+    results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, **options)
+    comparison = compare(calibration_runs + list(results), target_acc=args.target_acc)
     if args.json:
         print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
     else:
         print(format_compare(comparison))
     print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
     return 0
+
+
+def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: bool = False, resume: bool = True,
+                **sweep_options):
+    """The sweep's target, fixed before it (:func:`gnnbench.measure.sweep.run_calibration`), printed; and the
+    calibration runs (stored in ``out_dir`` with the sweep)."""
+    from gnnbench.measure.sweep import run_calibration
+
+    runs = args.calibration_runs
+    if runs:
+        print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
+    calibration, results = run_calibration(base, out_dir, runs=runs, target_acc=getattr(args, "target_acc", None),
+                                           budget_factor=args.budget_factor, isolate=not in_process, resume=resume,
+                                           **sweep_options)
+    if calibration is not None and calibration.target is not None:
+        print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
+              f"{calibration.eval_every} steps; budget {calibration.budget_seconds:.1f} s per run "
+              f"({calibration.budget_factor:g}x the calibrated time to the target)", file=sys.stderr, flush=True)
+    return calibration, list(results)
 
 
 def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0,
@@ -192,9 +214,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
                       f"({out_dir})", flush=True)
+            calibration, calibration_runs = _calibrated(config, args, out_dir)
+            if calibration is not None:
+                config = calibration.apply(config)
             entries = sweep_entries(config, labels, repeats=args.repeats, include_all_recommended=False)
-            results = _sweep_with_bar(entries, out_dir)
-            comparison = compare(results)
+            results = _sweep_with_bar(entries, out_dir, calibration=calibration)
+            comparison = compare(calibration_runs + list(results))
             out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
                              "verdicts": verdicts(comparison.rows, comparison.floors)}
             if not args.json:
@@ -215,6 +240,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
         (lambda line: print(line, flush=True))
     result = tune(config, budget_s=60 * args.budget, out_dir=out_dir, repeats=args.repeats,
+                  calibration_runs=args.calibration_runs, budget_factor=args.budget_factor,
                   max_acc_loss_pp=args.max_acc_loss, candidates=args.candidates, log=log)
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else "\n" + format_tune(result))
     print(f"results: {out_dir}", file=sys.stderr)

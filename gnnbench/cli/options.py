@@ -212,7 +212,16 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--hidden", type=int, default=None, help="hidden width (default 64)")
     r.add_argument("--batch-size", type=int, default=None, help="seed nodes per batch (baseline default 1024)")
     r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
-    r.add_argument("--epochs", type=int, default=None, help="training epochs (default 2)")
+    r.add_argument("--epochs", type=int, default=None,
+                   help="training epochs (default: train to a validation plateau, see --patience and --max-epochs)")
+    r.add_argument("--max-epochs", type=int, default=None,
+                   help="budget in epochs of a run to a plateau (default 200)")
+    r.add_argument("--patience", type=float, default=None,
+                   help="a run to a plateau stops after this many epochs (at least 20 steps) without a new best "
+                        "validation metric (default 5)")
+    r.add_argument("--max-seconds", type=float, default=None,
+                   help="budget on the run clock (setup + training, evaluation excluded), for any run (default: "
+                        "none; compare calibrates one per sweep)")
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
     r.add_argument("--optimizer", default=None, choices=list(OPTIMIZERS),
                    help="adam (default) or sgd with --momentum; top-k compression's error feedback wants sgd "
@@ -236,7 +245,22 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
                    help="full-neighbourhood evaluation runs layer by layer, a chunk of target nodes at a time: "
                         "memory budget of one chunk, e.g. 64MiB (default 256MiB, at least 64KiB)")
     r.add_argument("--eval-every", type=int, default=None,
-                   help="validation every N steps for time to accuracy (default: every epoch); off the clock")
+                   help="validation every N steps, off the clock (default: 4 points per epoch in a run to a "
+                        "plateau, else every epoch; compare calibrates it: 10 points before the target)")
+
+
+def add_calibration_args(p: argparse.ArgumentParser) -> None:
+    """The target of a sweep, fixed before it (gnnbench.measure.calibration): compare, diagnose --verify, tune."""
+    from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
+
+    p.add_argument("--calibration-runs", type=int, default=DEFAULT_CALIBRATION_RUNS,
+                   help=f"baseline runs on seeds no measured round uses, trained to a plateau before the "
+                        f"comparison; the target is their median plateau minus {100 * TARGET_MARGIN:g} pp (default "
+                        f"{DEFAULT_CALIBRATION_RUNS}; 0: no calibration, the target is then read from the measured "
+                        "baseline itself)")
+    p.add_argument("--budget-factor", type=float, default=BUDGET_FACTOR,
+                   help=f"every configuration may train for this many times the calibrated baseline's time to the "
+                        f"target; a round still short of it is censored there (default {BUDGET_FACTOR:g})")
 
 
 def config_from_args(args: argparse.Namespace, names: list[str]):
@@ -257,7 +281,7 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
     if getattr(args, "hot_rank", None):
         base["hot_rank"] = args.hot_rank
     # given on the command line > the scenario's > the defaults
-    defaults = {"task": "node", "model": "gcn", "hidden": 64, "epochs": 2, "warmup": 3}
+    defaults = {"task": "node", "model": "gcn", "hidden": 64, "epochs": None, "warmup": 3}
     if scenario:
         defaults.update(task=scenario.task, model=scenario.model, hidden=scenario.hidden, epochs=scenario.epochs,
                         warmup=scenario.warmup_steps)
@@ -265,6 +289,7 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
     # the optimizer options given; the rest keep RunConfig's defaults
     optimizer = {k: getattr(args, k) for k in ("optimizer", "lr", "momentum", "lr_schedule")
                  if getattr(args, k, None) is not None}
+    stopping = {k: getattr(args, k) for k in ("max_epochs", "patience", "max_seconds") if getattr(args, k, None) is not None}
     if "momentum" in optimizer and optimizer.get("optimizer", RunConfig.optimizer) != "sgd":
         raise ValueError(f"--momentum {optimizer['momentum']} applies to --optimizer sgd only "
                          f"(got optimizer {optimizer.get('optimizer', RunConfig.optimizer)!r}); Adam has no momentum")
@@ -275,5 +300,5 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
                      flags=registry.flags_for(names, Flags.from_dict(base)),
                      task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
                      epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
-                     seed=args.seed or 0, **optimizer, device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
+                     seed=args.seed or 0, **optimizer, **stopping, device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
                      eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import gnnbench.cli.commands as commands
-from gnnbench.cli.options import add_graph_args, add_run_args, graph_layer_names, parse_flags
+from gnnbench.cli.options import add_calibration_args, add_graph_args, add_run_args, graph_layer_names, parse_flags
 from gnnbench.cli.distributed import add_distributed_args
 from gnnbench.microbench import sampler_compare as peers
 from gnnbench.measure.stats import DEFAULT_REPEATS
@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Measure the baseline, baseline + each optimization and all recommended "
                                    "optimizations together, each in its own process, in --repeats interleaved "
                                    "rounds (round r trains with seed --seed + r); print speedups of time to "
-                                   "accuracy (or epoch time) with run-level intervals, the clocks, paired "
+                                   "a target accuracy fixed in advance (calibrated on the baseline's own seeds; a "
+                                   "round that misses it is censored at the budget) with run-level intervals, the clocks, paired "
                                    "accuracy deltas and the machine's noise floor. Results are written "
                                    "atomically per configuration and round; rerunning resumes, reusing a result "
                                    "only when config, code and environment match.")
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--aa", action="store_true",
                    help="also run the baseline against itself (A/A): the machine's noise check")
     p.add_argument("--target-acc", type=float, default=None,
-                   help="validation target for time to accuracy (default: the baseline's best minus 1 pp)")
+                   help="validation target for time to accuracy (default: calibrated, see --calibration-runs)")
+    add_calibration_args(p)
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round run order (recorded)")
     p.add_argument("--out-dir", default=None, help="where per-configuration results go "
                    "(default: results/runs/<date>-<preset>-<device>-<commit>/; references live in "
@@ -100,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"--verify: processes per configuration, interleaved (default {DEFAULT_REPEATS})")
     p.add_argument("--out-dir", default=None, help="--verify: where results go (default: a fresh results/runs/ "
                    "folder)")
+    add_calibration_args(p)
     p.add_argument("--json", action="store_true", help="print the diagnosis (and verification) as JSON")
     p.set_defaults(func=commands.cmd_diagnose)
 
@@ -121,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="entries to consider (default: those targeting a bottleneck the diagnosis found)")
     p.add_argument("--out-dir", default=None, help="where each round's results go (default: a fresh "
                    "results/runs/ folder)")
+    add_calibration_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.cmd_tune)
 

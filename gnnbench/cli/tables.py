@@ -180,14 +180,23 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                         else "SIGNIFICANT: this machine is too noisy for the effects below"))
     lines.append("time to accuracy: " + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None
                                          else c.target_source))
+    cal = c.calibration or {}
+    if cal.get("budget_seconds"):
+        lines.append(f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
+                     f"calibrated time to the target); a round that misses the target is censored there and its "
+                     f"row's ratio is a bound; validation every {cal.get('eval_every')} steps")
+    lines.append("accuracy: test metric at each run's best validation point (at convergence), paired by round; "
+                 "ranked: rows that reached the target in every round first, then significant speedups, no "
+                 "significant difference, significant slowdowns")
     lines.append("")
     head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
+            f"{'reached':>8}"
             f"{'step ms':>9}  {'step x [95% CI]':<22}{'test acc':>9}  {'acc delta pp [95% CI]':<24}"
             + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
     lines += [head, "-" * len(head)]
     for r in c.rows:
         if r["status"] != "ok":
-            lines.append(f"{r['label']:<20}{'-':<24}{'-':<18}" + " " * 34 + f"  {'-':<22}{'-':>9}  {'-':<24}"
+            lines.append(f"{r['label']:<20}{'-':<24}{'-':<18}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
                          + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r['status']}: {r['reason']}")
             continue
         base = r["label"] == BASELINE
@@ -203,8 +212,11 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append(r["acc_verdict"])
         delta = pp(r["acc_delta"], r["acc_delta_low"], r["acc_delta_high"], unit="")
         tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
-        lines.append(f"{r['label']:<20}{'-' if base else ratio_of(primary):<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
-                     f"{r['setup_s']:>8.2f}{tta:>9}{r['step_ms']:>9.1f}  {'-' if base else ratio_of(r['step_speedup']):<22}"
+        bound = {"at most": "<=", "at least": ">="}.get((primary or {}).get("bound"), "")
+        shown = "-" if base else (bound + ratio_of(primary) if (primary or {}).get("bound") != "unknown"
+                                  else "bound unknown")
+        lines.append(f"{r['label']:<20}{shown:<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
+                     f"{r['setup_s']:>8.2f}{tta:>9}{r.get('tta_reached') or '-':>8}{r['step_ms']:>9.1f}  {'-' if base else ratio_of(r['step_speedup']):<22}"
                      f"{r['test_acc']:>9.4f}  {'-' if base else delta:<24}"
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     lines += format_distributed(c.rows)

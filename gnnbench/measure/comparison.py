@@ -1,7 +1,12 @@
 """The comparison of a sweep (``gnnbench compare``, the report, diagnose ``--verify``, tune): per configuration,
 paired by round against the baseline of the same sweep, the speedups of the step, epoch and time-to-accuracy
 clocks with run-level intervals (:func:`gnnbench.measure.stats.paired_ratio`), the setup clock, the paired
-accuracy delta and the noise floor.
+accuracy delta at convergence and the noise floor.
+
+Time to accuracy is read against a target fixed before the comparison (:mod:`gnnbench.measure.calibration`).
+A round that never reached it is censored at its budget: the row says "reached in k of R", its ratio is a
+bound, and it keeps time to accuracy as its metric. Accuracy is each run's test metric at its best validation
+point (accuracy at convergence), paired by round.
 
 Multi-rank configurations also carry their ``distributed`` figures: communication share, bytes on the wire,
 scaling efficiency, a partition's efficiency against single-process full-batch training and a gradient
@@ -19,11 +24,12 @@ from typing import Any
 
 from gnnbench import registry
 from gnnbench.flags import format_reasons
+from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, censor_at, time_to
 from gnnbench.measure.stats import noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
-           "NO_COST_PP"]
+           "NO_COST_PP", "converged_test"]
 
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
@@ -41,6 +47,7 @@ class Comparison:
     target_source: str  # how the target was chosen
     floors: dict[str, float]  # metric -> smallest resolvable factor (from the baseline's process spread)
     aa: dict[str, Any] | None = None  # the A/A row, when the sweep ran one
+    calibration: dict[str, Any] | None = None  # the target's calibration (Calibration.to_dict()), when one ran
 
 
 def _ok(r: dict) -> bool:
@@ -61,30 +68,17 @@ def _epoch_time(r: dict) -> float:
     return statistics.mean(e) if e else float("nan")
 
 
-def _last_epoch(r: dict) -> int | None:
+def converged_test(r: dict) -> float:
+    """Test metric at convergence: at the run's best validation point (its ``converged`` block, else read off
+    its curve; the final evaluation for a run without a curve). Runs of any length and any number of
+    optimizer steps per epoch (full batch, partitions) are compared where each converged."""
+    best = r.get("converged")
+    if best:
+        return float(best["test"])
     curve = r.get("curve") or []
-    return curve[-1]["epoch"] if curve else None
-
-
-def _test_at(r: dict, epoch: int | None) -> float:
-    """Test metric at the end of ``epoch``, so a run extended past the baseline's epochs (batch_cache's K+1)
-    is compared at equal epochs; the final one when the run has no later point."""
-    curve = r.get("curve") or []
-    if epoch is not None and curve and curve[-1]["epoch"] > epoch:
-        at = [p for p in curve if p["epoch"] == epoch]
-        if at:
-            return float(at[-1]["test"])
+    if curve:
+        return float(max(curve, key=lambda p: p["val"])["test"])
     return float(r["accuracy"]["test"])
-
-
-def _time_to(r: dict, target: float | None) -> float | None:
-    """Setup + training clock when validation first reached ``target`` (``None``: not reached)."""
-    if target is None:
-        return None
-    for point in r.get("curve") or []:
-        if point["val"] >= target - 1e-12:
-            return float(point["seconds"])
-    return None
 
 
 def _interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -149,7 +143,9 @@ def identity_problem(results: list[dict]) -> str | None:
         seen = Counter(str(r["environment"].get(key)) for r in results if r.get("environment"))
         if len(seen) > 1:
             problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
-    bases = [{k: v for k, v in r["config"].items() if k not in PER_ENTRY_FIELDS} for r in results if r.get("config")]
+    # calibration runs train the base configuration before its cadence and budget were fixed
+    bases = [{k: v for k, v in r["config"].items() if k not in PER_ENTRY_FIELDS} for r in results
+             if r.get("config") and r.get("label") != CALIBRATION]
     fields = sorted({k for b in bases for k in b if len({json.dumps(x.get(k), sort_keys=True) for x in bases}) > 1})
     for k in fields:
         seen = Counter(json.dumps(b.get(k), sort_keys=True) for b in bases)
@@ -157,15 +153,21 @@ def identity_problem(results: list[dict]) -> str | None:
     return "; ".join(problems) or None
 
 
-def compare(results: list[dict], *, target_acc: float | None = None) -> Comparison:
+def compare(results: list[dict], *, target_acc: float | None = None,
+            calibration: Calibration | None = None) -> Comparison:
     """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
-    epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta.
+    epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta
+    at convergence.
 
     Args:
-        results: Sweep results (dicts with ``label`` and ``round``).
-        target_acc: Validation target for time to accuracy; default the
-            baseline's best validation metric minus 1 pp (the lowest of its
-            per-round bests, so the baseline itself reaches it in every round).
+        results: Sweep results (dicts with ``label`` and ``round``); calibration runs (label ``calibration``)
+            fix the target (:func:`gnnbench.measure.calibration.calibrate`) and are not rows.
+        target_acc: Validation target for time to accuracy, replacing the calibrated one.
+        calibration: A calibration made elsewhere (tune calibrates once for all its rounds); it replaces the
+            calibration runs among ``results``.
+
+    Without calibration or ``target_acc`` the target falls back to the measured baseline's own plateau minus
+    1 pp, and :attr:`Comparison.target_source` says that the baseline then reaches it by construction.
 
     Raises:
         MixedSweepError: when the results are not one sweep (:func:`identity_problem` names what differs).
@@ -178,6 +180,7 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
     by_label: dict[str, list[dict]] = {}
     for r in results:
         by_label.setdefault(r["label"], []).append(r)
+    calibration_runs = by_label.pop(CALIBRATION, [])
     base_runs = by_label.get(BASELINE, [])
     base = _by_round(base_runs)
     e2e_base = _by_round(by_label.get(E2E_BASELINE, []))
@@ -186,20 +189,25 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
               [str(r.get("unavailable") or r.get("error")) for r in base_runs]
         raise ValueError("the sweep has no measured baseline run to compare against"
                          + (f": {'; '.join(why)}" if why else ""))
-    best = [max(p["val"] for p in r["curve"]) for r in base.values() if r.get("curve")]
     meaningless = any(r.get("graph", {}).get("labels_substituted") for r in base.values())
+    if calibration is None and calibration_runs:
+        calibration = calibrate(calibration_runs, target_acc=target_acc)
     if meaningless:  # a loaded graph without labels: gnnbench made some up, so only the clocks mean anything
         target, source = None, "none: the graph's labels were substituted (accuracy is meaningless), epoch time only"
     elif target_acc is not None:
-        target, source = target_acc, "given"
-    elif best:  # the lowest of the baseline's per-round bests, so the baseline reaches it in every round
-        target, source = min(best) - 0.01, "baseline's best validation (lowest over rounds) - 1 pp"
+        target, source = target_acc, "given (--target-acc)"
+    elif calibration is not None and calibration.target is not None:
+        target, source = calibration.target, calibration.source
     else:
-        target, source = None, "no validation curve in these results"
+        fallback = calibrate(list(base.values()))
+        target = fallback.target
+        source = ("not calibrated: the measured baseline's own median plateau minus 1 pp, read from the runs it "
+                  "judges (run compare with --calibration-runs >= 1 for a target fixed in advance)"
+                  if target is not None else "no validation curve in these results")
     rounds = sorted(base)
     floors = {"step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
               "epoch": noise_floor([_epoch_time(base[k]) for k in rounds])}
-    base_tta = [_time_to(base[k], target) for k in rounds]
+    base_tta = [time_to(base[k], target) for k in rounds]
     if target is not None and all(t is not None for t in base_tta):
         floors["time_to_accuracy"] = noise_floor(base_tta)
     rows = [_row(label, runs, e2e_base if _end_to_end(runs) and e2e_base else base, target)
@@ -212,12 +220,25 @@ def compare(results: list[dict], *, target_acc: float | None = None) -> Comparis
     _compression_accuracy(rows, by_label)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
     head = [r for r in rows if r["label"] == BASELINE]
-    # Time to accuracy first (a configuration that never reaches the target ranks after those that do),
-    # then epoch time; unmeasured rows last.
-    rest = sorted((r for r in rows if r["label"] != BASELINE),
-                  key=lambda r: (r["status"] != "ok", r.get("primary") != "time to accuracy",
-                                 -(r.get("speedup") or 0.0)))
-    return Comparison(head + rest, len(rounds), target, source, floors, aa)
+    rest = sorted((r for r in rows if r["label"] != BASELINE), key=rank_key)
+    return Comparison(head + rest, len(rounds), target, source, floors, aa,
+                      calibration.to_dict() if calibration is not None else None)
+
+
+def rank_key(row: dict) -> tuple:
+    """The ranking: measured rows first; among them, rows that reached the target in every round before rows
+    that missed it in some; then significant speedups, then no significant difference, then significant
+    slowdowns; within each class by the speedup. A significant slowdown never ranks above a significant
+    speedup, nor a row that misses above one that reaches."""
+    if row["status"] != "ok":
+        return (1, 0, 0, 0.0)
+    low, high = row.get("speedup_low"), row.get("speedup_high")
+    cls = 1
+    if row.get("significant") and low is not None and low > 1:
+        cls = 0
+    elif high is not None and high < 1:
+        cls = 2
+    return (0, 1 if row.get("censored") else 0, cls, -(row.get("speedup") or 0.0))
 
 
 def _partition_efficiency(rows: list[dict], by_label: dict[str, list[dict]]) -> None:
@@ -257,7 +278,7 @@ def _acc_verdict(low: float, high: float) -> str:
 
 def _compression_accuracy(rows: list[dict], by_label: dict[str, list[dict]]) -> None:
     """A gradient-compression configuration's test accuracy against dense data parallel (the sweep's data-parallel
-    configuration without compression, paired by round, at equal epochs): ``distributed["accuracy_vs_dense"]``,
+    configuration without compression, paired by round, each at convergence): ``distributed["accuracy_vs_dense"]``,
     set in place."""
     for row in rows:
         d = row.get("distributed")
@@ -270,12 +291,12 @@ def _compression_accuracy(rows: list[dict], by_label: dict[str, list[dict]]) -> 
         ks = [k for k in sorted(mine) if k in dense]
         if not ks:
             continue
-        deltas = [_test_at(mine[k], _last_epoch(dense[k])) - dense[k]["accuracy"]["test"] for k in ks]
+        deltas = [converged_test(mine[k]) - converged_test(dense[k]) for k in ks]
         mean, low, high = _interval(deltas)
         d["accuracy_vs_dense"] = {"against": ref, "delta": mean, "low": low, "high": high,
                                   "rounds": len(ks), "verdict": _acc_verdict(low, high),
-                                  "test": statistics.mean(_test_at(mine[k], _last_epoch(dense[k])) for k in ks),
-                                  "dense_test": statistics.mean(dense[k]["accuracy"]["test"] for k in ks)}
+                                  "test": statistics.mean(converged_test(mine[k]) for k in ks),
+                                  "dense_test": statistics.mean(converged_test(dense[k]) for k in ks)}
 
 
 def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None) -> dict[str, Any]:
@@ -300,32 +321,32 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     same_work = not _changes_work(optimizations)
     step = _ratio_dict([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
     epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
-    tta_b = [_time_to(r, target) for r in b]
-    tta_m = [_time_to(r, target) for r in m]
-    reached = sum(t is not None for t in tta_m)
-    tta = None
-    if target is not None and reached == len(m) and all(t is not None for t in tta_b):
-        tta = _ratio_dict(tta_b, tta_m)
-    deltas = [(_test_at(y, _last_epoch(x)) - x["accuracy"]["test"]) for x, y in zip(b, m)]
+    tta = _tta(b, m, target)
+    deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
     d_mean, d_low, d_high = _interval(deltas)
     verdict = _acc_verdict(d_low, d_high)
     primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
-    epochs = m[0]["config"]["epochs"]
+    # a bound is significant only in the direction it bounds: an upper bound on a speedup can show a slowdown
+    significant = bool(primary and primary["significant"])
+    if tta is not None and tta["bound"] == "at most":
+        significant = significant and primary["high"] < 1
+    elif tta is not None and tta["bound"] == "at least":
+        significant = significant and primary["low"] > 1
+    elif tta is not None and tta["bound"] == "unknown":
+        significant = False
     row.update(
         status="ok", rounds=len(rounds), same_work=same_work,
         step_ms=1e3 * statistics.median(r["step_seconds"]["median"] for r in m),
         step_speedup=step if same_work else None,
         epoch_s=statistics.median(_epoch_time(r) for r in m), epoch_speedup=epoch,
         setup_s=statistics.median(r.get("setup_seconds") or r["graph"].get("setup_seconds", 0.0) for r in m),
-        tta_s=statistics.median(t for t in tta_m if t is not None) if reached else None,
-        tta_reached=f"{reached}/{len(m)}", tta_speedup=tta,
-        tta_note=(None if tta is not None or target is None
-                  else f"not reached within {epochs} epochs in {len(m) - reached} of {len(m)} rounds"
-                  if reached < len(m) else "baseline did not reach the target in every round"),
+        tta_s=tta["seconds"] if tta else None, tta_reached=tta["reached_text"] if tta else None,
+        tta_speedup=tta, censored=bool(tta and tta["censored"]), tta_note=tta["note"] if tta else None,
         primary=primary_name, speedup=primary["ratio"] if primary else None,
         speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
-        significant=bool(primary and primary["significant"]),
-        test_acc=statistics.mean(_test_at(y, _last_epoch(x)) for x, y in zip(b, m)),
+        significant=significant, acc_point="at convergence (test at the best validation point)",
+        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
+        test_acc=statistics.mean(converged_test(y) for y in m),
         acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
         acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0, acc_verdict=verdict,
         seeds=len(m), phases={p: v["median"] for p, v in m[0]["phases"].items()},
@@ -339,6 +360,34 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         distributed=distributed_summary(m, step if same_work else None),  # efficiency needs the same work
     )
     return row
+
+
+def _tta(b: list[dict], m: list[dict], target: float | None) -> dict[str, Any] | None:
+    """Time to the target, paired by round, with censoring: a round that never reached the target counts at its
+    budget (:func:`gnnbench.measure.calibration.censor_at`), which makes the ratio a bound: ``"at most"`` when
+    only this configuration missed rounds (its true time is longer), ``"at least"`` when only the baseline did,
+    ``"unknown"`` when both did (``None`` without a target)."""
+    if target is None:
+        return None
+    tb, tm = [time_to(r, target) for r in b], [time_to(r, target) for r in m]
+    cb = [t if t is not None else censor_at(r) for t, r in zip(tb, b)]
+    cm = [t if t is not None else censor_at(r) for t, r in zip(tm, m)]
+    ratio = _ratio_dict(cb, cm)
+    if ratio is None:
+        return None
+    missed_m, missed_b = sum(t is None for t in tm), sum(t is None for t in tb)
+    bound = ("unknown" if missed_m and missed_b else "at most" if missed_m else "at least" if missed_b else None)
+    reached = len(m) - missed_m
+    notes = []
+    if missed_m:
+        notes.append(f"reached the target in {reached} of {len(m)} rounds; the others are censored at their budget, "
+                     f"so the speedup is {bound} this")
+    if missed_b:
+        notes.append(f"the baseline missed the target in {missed_b} of {len(b)} rounds (censored at its budget)")
+    reached_times = [t for t in tm if t is not None]
+    return {**ratio, "bound": bound, "censored": bool(missed_m), "reached": reached, "rounds": len(m),
+            "reached_text": f"{reached}/{len(m)}", "seconds": statistics.median(reached_times) if reached_times else None,
+            "note": "; ".join(notes) or None}
 
 
 def distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] | None:

@@ -86,7 +86,7 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     losses: list[float] = []
-    total = config.epochs * (config.max_steps_per_epoch or 0)
+    total = (config.epochs or 0) * (config.max_steps_per_epoch or 0)
     if profiler is not None:
         profiler.__enter__()
     try:
@@ -139,6 +139,16 @@ def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
     return {p: summarize([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
 
 
+def converged_point(curve: list) -> dict | None:
+    """The curve's best validation point (the first, on ties), with its test metric: the accuracy at
+    convergence that comparisons pair (early stopping's choice, read off the validation split only)."""
+    if not curve:
+        return None
+    best = max(range(len(curve)), key=lambda i: (curve[i].val, -i))
+    p = curve[best]
+    return {"val": p.val, "test": p.test, "step": p.step, "epoch": p.epoch, "seconds": p.seconds}
+
+
 def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float,
               losses: list[float]) -> RunResult:
     config, timer, device = trainer.config, trainer.timer, trainer.device
@@ -166,11 +176,15 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         warnings.append(f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
                         "are warm-up; run more epochs, fewer warm-up steps or smaller batches")
     epochs_run = len(trainer.epoch_seconds)
-    if cache is not None and epochs_run > config.epochs:  # Trainer.steps ran the source's min_epochs
+    fixed = config.epochs if config.epochs is not None else epochs_run
+    if cache is not None and epochs_run > fixed:  # Trainer.steps ran the source's min_epochs
         warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
-    if pipe.batches.measured_steps is not None and epochs_run > config.epochs:
+    if pipe.batches.measured_steps is not None and epochs_run > fixed:
         warnings.append(f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
                         f"{pipe.batches.measured_steps} steps are measured after the warm-up")
+    if config.to_plateau and trainer.stop_reason == "max_epochs":
+        warnings.append(f"no validation plateau within max_epochs={config.max_epochs}: accuracy may still be "
+                        "rising (raise --max-epochs)")
     if config.flags.grad_compression == "topk" and config.optimizer == "adam":
         warnings.append("top-k compression with Adam: error feedback sends each residual late and in sum, which "
                         "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
@@ -203,7 +217,7 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         train_seconds=trainer.train_seconds,
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],
-        eval_seconds=eval_seconds,
+        eval_seconds=eval_seconds, stop_reason=trainer.stop_reason, converged=converged_point(trainer.curve),
         worker_phases=_worker_phases(timer),
         # waiting for data: sampling plus the negatives drawn inside it (in this process)
         data_wait_fraction=(summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"]

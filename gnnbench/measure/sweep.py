@@ -5,7 +5,11 @@ Each round runs the baseline and every configuration once, each in its own
 process, in an order shuffled per round from a recorded seed, so drift and a
 slow process hit all configurations alike; round ``r`` trains with seed
 ``base.seed + r``, so timings and accuracies are paired by round (and by
-seed). Results are written atomically, one file per configuration and round;
+seed). The A/A copy of the baseline trains on its own seed stream
+(``base.seed + AA_SEED_OFFSET + r``), so it shows the seed-to-seed spread too.
+Before the rounds, :func:`run_calibration` trains the baseline on seeds no
+round uses and fixes the accuracy target, the validation cadence and the
+budget of every configuration (:mod:`gnnbench.measure.calibration`). Results are written atomically, one file per configuration and round;
 an interrupted sweep resumes, but a stored result is reused only when its
 config, the code fingerprint and the environment all match
 (:func:`gnnbench.measure.results.reuse_problem`); anything else is measured again.
@@ -29,14 +33,16 @@ from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
 from gnnbench.measure.run import run
+from gnnbench.measure.calibration import (AA_SEED_OFFSET, BUDGET_FACTOR, CALIBRATION, CALIBRATION_SEED_OFFSET,
+                                          DEFAULT_CALIBRATION_RUNS, Calibration, calibrate)
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE
 from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.pipeline import graph_of
 
-__all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "validate_base", "ALL_RECOMMENDED", "BASELINE",
-           "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
+__all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "run_calibration", "validate_base",
+           "ALL_RECOMMENDED", "BASELINE", "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
 
 ALL_RECOMMENDED = "all_recommended"
 MANIFEST = "sweep.json"
@@ -74,11 +80,12 @@ class SweepResults(list):
 
 def validate_base(base: RunConfig) -> None:
     """Refuse, before running anything, a sweep whose configuration cannot produce a measured step."""
-    if base.max_steps_per_epoch is not None and base.warmup_steps >= base.epochs * base.max_steps_per_epoch:
+    epochs = base.epochs if base.epochs is not None else base.max_epochs
+    if base.max_steps_per_epoch is not None and base.warmup_steps >= epochs * base.max_steps_per_epoch:
         raise ValueError(
-            f"no step would be measured: {base.epochs} epoch(s) x {base.max_steps_per_epoch} steps with "
-            f"{base.warmup_steps} warm-up steps; lower --warmup below {base.epochs * base.max_steps_per_epoch} "
-            "or raise --epochs / --max-steps")
+            f"no step would be measured: {epochs} epoch(s) x {base.max_steps_per_epoch} steps with "
+            f"{base.warmup_steps} warm-up steps; lower --warmup below {epochs * base.max_steps_per_epoch} "
+            "or raise --epochs / --max-epochs / --max-steps")
 
 
 def _ranks(cfg: RunConfig) -> RunConfig:
@@ -111,8 +118,9 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
         entries.append(Entry(BASELINE, _ranks(b), (), r))
-        if aa:
-            entries.append(Entry(AA_LABEL, _ranks(b), (), r))
+        if aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
+            entries.append(Entry(AA_LABEL, _ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)),
+                                 (), r))
         if overlap and base.sync_phases:
             entries.append(Entry(E2E_BASELINE, _ranks(dataclasses.replace(b, sync_phases=False)), (), r))
         for n in names:
@@ -150,8 +158,26 @@ def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
     return orders
 
 
+def run_calibration(base: RunConfig, out_dir: str | Path, *, runs: int = DEFAULT_CALIBRATION_RUNS,
+                    target_acc: float | None = None, budget_factor: float = BUDGET_FACTOR,
+                    **sweep_options) -> tuple[Calibration | None, SweepResults]:
+    """Train the baseline ``runs`` times on seeds no round uses (``base.seed + CALIBRATION_SEED_OFFSET + i``),
+    stored in ``out_dir`` beside the sweep (resumed like it), and fix the sweep's target, cadence and budget
+    (:func:`gnnbench.measure.calibration.calibrate`). ``runs=0``: no calibration (``(None, [])``); the
+    comparison then falls back to a target read off the measured baseline, and says so."""
+    if not isinstance(runs, int) or runs < 0:
+        raise ValueError(f"calibration runs must be an integer >= 0 (got {runs!r})")
+    validate_base(base)
+    if runs == 0:
+        return None, SweepResults()
+    entries = [Entry(CALIBRATION, _ranks(dataclasses.replace(base, seed=base.seed + CALIBRATION_SEED_OFFSET + i)),
+                     (), i) for i in range(runs)]
+    results = run_sweep(entries, out_dir, **sweep_options)
+    return calibrate(results, target_acc=target_acc, budget_factor=budget_factor), results
+
+
 def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
-              dist_timeout: float = DEFAULT_TIMEOUT,
+              dist_timeout: float = DEFAULT_TIMEOUT, calibration: Calibration | None = None,
               order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
@@ -159,7 +185,8 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     atomically; with ``resume`` a stored file is kept only when its config,
     code fingerprint and environment match this run (a missing, partial,
     failed or stale file is measured again). The order of every round and its
-    seed are recorded in ``out_dir/sweep.json``. With ``isolate`` each
+    seed are recorded in ``out_dir/sweep.json``, with the ``calibration`` (target, cadence, budget) when given.
+    With ``isolate`` each
     configuration runs in a fresh process (clean peak memory, no state shared
     between runs, and process-to-process variance measured as it should be).
     """
@@ -173,7 +200,8 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
         "order_seed": order_seed, "rounds": [[entries[i].label for i in order] for order in orders],
         "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate,
         "machine": env.get("machine"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
-        "base_config": base.to_dict() if base is not None else None})
+        "base_config": base.to_dict() if base is not None else None,
+        "calibration": calibration.to_dict() if calibration is not None else None})
     results: list[dict | None] = [None] * len(entries)
     outcome = SweepResults()
     graphs: dict = {}

@@ -1,10 +1,12 @@
 """Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed).
 
-Each sweep section is a :func:`gnnbench.measure.comparison.compare` of the sweep's runs:
-configurations ranked by their primary speedup (time to accuracy where every
-round reached the target, else epoch time) with run-level 95% intervals, the
-sweep's noise floor beside the table, and the paired accuracy delta. The page
-opens with the A/A check (the baseline against itself) or says none was run.
+Each sweep section is a :func:`gnnbench.measure.comparison.compare` of the sweep's runs: the time-to-accuracy
+speedup against a target fixed in advance by calibration (epoch time where no target exists), with run-level 95%
+intervals; rounds that missed the target by their budget are censored, so the row shows a bound ("reached in k of
+R") and ranks after rows that reached in every round. Beside it: the noise floor, the paired accuracy delta at
+convergence (test at the best validation point) and a speed/accuracy trade-off chart. A speedup is painted as a
+gain only when it is significant, reached in every round and costs no accuracy. The page opens with the A/A check
+(the baseline against itself) or says none was run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
+from gnnbench.measure.calibration import CALIBRATION
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare
 from gnnbench.measure.results import graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
@@ -32,12 +35,15 @@ table{border-collapse:collapse;margin:8px 0;font-size:14px;width:100%}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#777} .gain{color:#0a6b2d;font-weight:600} .loss{color:#a11} .na{color:#8a6d00}
+.tradeoff{color:#b35c00;font-weight:600;background:#fff4e0}
 .aa{padding:8px 12px;border-left:4px solid #4a6fa5;background:#f5f8fc} .aa.bad{border-color:#a11;background:#fcf5f5}
 .floor{font-size:13px;color:#555} small{color:#777}
 """
 
 _FLOOR_KEY = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}
-_COLUMNS = 10  # of the summary table
+_COLUMNS = 11  # of the summary table
+_BOUND_SIGN = {"at most": "≤ ", "at least": "≥ "}  # a censored time-to-accuracy ratio is a bound
+_CHART_COLOR = {"gain": "#2a9d5b", "tradeoff": "#e08e0b", "loss": "#c0392b", "na": "#c9b458", "muted": "#9aa5b1"}
 
 
 @dataclass
@@ -137,29 +143,97 @@ def _aa_summary(sweeps: list[_Sweep]) -> str:
 
 
 # ------------------------------------------------------------------ sweep table
+def _bound(r: dict) -> str | None:
+    """The bound a censored time-to-accuracy ratio is (``at most``, ``at least``, ``unknown``), else ``None``."""
+    if r.get("primary") != "time to accuracy":
+        return None
+    return (r.get("tta_speedup") or {}).get("bound")
+
+
+def _speedup_text(r: dict) -> str:
+    """The primary ratio with its interval; a censored one as its bound: ``≤ 1.31x [1.10, 1.50]``."""
+    primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
+    text = _ratio_text(primary)
+    if _bound(r) == "unknown":
+        return f"bound unknown (censored ratio {text})"
+    return _BOUND_SIGN.get(_bound(r), "") + text
+
+
+def _reached_every_round(r: dict) -> bool:
+    """Whether the row reached the target in every round (a row without a target has nothing to miss)."""
+    tta = r.get("tta_speedup")
+    return not r.get("censored") and (tta is None or tta.get("reached") == tta.get("rounds"))
+
+
+def _cost_text(r: dict) -> str:
+    """``faster, costs 1.20 pp`` (the accuracy lost at convergence)."""
+    return f"faster, costs {-100 * r['acc_delta']:.2f} pp"
+
+
+def _effect(r: dict, floors: dict) -> str:
+    """How a row's primary speedup is painted: ``gain`` (significant, reached in every round, no accuracy cost),
+    ``tradeoff`` (a significant speedup that costs accuracy), ``loss`` (a significant slowdown), ``na`` (censored
+    or a bound with no direction) or ``muted`` (not resolvable). A censored row is never a gain."""
+    if r.get("status") != "ok" or r["label"] == BASELINE or absent(r.get("speedup")):
+        return "muted"
+    if _bound(r) == "unknown":
+        return "na"
+    if _below_floor(r, floors):
+        return "na" if r.get("censored") else "muted"
+    low, high = r.get("speedup_low"), r.get("speedup_high")
+    if not absent(high) and high < 1:
+        return "loss"
+    if absent(low) or low <= 1 or not _reached_every_round(r):
+        return "na"
+    return "tradeoff" if r.get("acc_verdict") == "costs accuracy" else "gain"
+
+
 def _speedup_cell(r: dict, floors: dict) -> str:
     if r["label"] == BASELINE:
         return "<td class='num muted'>1.00x (reference)</td>"
     primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
-    text = _esc(_ratio_text(primary))
+    text, effect, bound = _esc(_speedup_text(r)), _effect(r, floors), _bound(r)
     if primary and absent(primary.get("low")):
         return f"<td class='num muted'>{text}<br><small>not resolvable: below the noise floor</small></td>"
+    if bound == "unknown":
+        return (f"<td class='num na'>{text}<br><small>this row and the baseline both missed the target in some "
+                "rounds: no direction can be claimed</small></td>")
     if not r["significant"]:
-        return f"<td class='num muted'>no significant difference<br><small>{text}; below the noise floor</small></td>"
+        why = {"at most": "censored: an upper bound on the speedup shows no gain",
+               "at least": "the baseline missed rounds: a lower bound"}.get(bound, "below the noise floor")
+        return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
     if _below_floor(r, floors):
-        return (f"<td class='num muted'>{text}<br><small>below the noise floor "
+        return (f"<td class='num {effect}'>{text}<br><small>below the noise floor "
                 f"({_floor_text(_primary_floor(r, floors))})</small></td>")
-    return f"<td class='num {'gain' if r['speedup'] > 1 else 'loss'}'>{text}</td>"
+    if effect == "tradeoff":
+        cost = _esc(_cost_text(r))
+        return (f"<td class='num tradeoff' title='{cost} of test accuracy at convergence'>{text}<br>"
+                f"<small>trade-off: {cost}</small></td>")
+    if effect == "na":
+        return (f"<td class='num na'>{text}<br><small>reached the target in {_esc(_reached_text(r))} rounds: "
+                "not a clean gain</small></td>")
+    return f"<td class='num {effect}'>{text}</td>"
+
+
+def _reached_text(r: dict) -> str:
+    """``4 of 5`` (rounds that reached the target, of the row's rounds)."""
+    tta = r.get("tta_speedup") or {}
+    if "reached" in tta:
+        return f"{tta['reached']} of {tta['rounds']}"
+    return str(r.get("tta_reached") or "?").replace("/", " of ")
 
 
 def _tta_cell(r: dict, c: Comparison) -> str:
     if c.target is None:
         return "<td class='muted'>not measured (no validation curve in these results)</td>"
-    value = "" if r["tta_s"] is None else seconds(r["tta_s"])
+    if r.get("tta_reached") is None:
+        return "<td class='muted'>not measured (no time to the target in these rounds)</td>"
+    value = "never" if r["tta_s"] is None else seconds(r["tta_s"])
+    reached = _esc(f"reached in {_reached_text(r)}")
     if r["tta_note"]:
-        reached = f"{value} in {r['tta_reached']} rounds; " if value else ""
-        return f"<td class='na'>{_esc(reached + r['tta_note'])}</td>"
-    return f"<td class='num'>{_esc(value)} <small>({_esc(r['tta_reached'])})</small></td>"
+        median = " (median of the rounds that reached)" if r["tta_s"] is not None else ""
+        return f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r['tta_note'])}</small></td>"
+    return f"<td class='num'>{_esc(value)} <small>({reached})</small></td>"
 
 
 def _step_cell(r: dict) -> str:
@@ -170,7 +244,7 @@ def _step_cell(r: dict) -> str:
 
 def _acc_cell(r: dict, metric: str) -> str:
     if r["label"] == BASELINE:
-        return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}</td>"
+        return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}<br><small>at convergence</small></td>"
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
     return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
             f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small></td>")
@@ -185,12 +259,19 @@ def _expected(label: str) -> str:
     return _esc(opt.expected_effect) if opt else "(combination)"
 
 
+def _rounds_cell(r: dict) -> str:
+    """The rounds the row was paired over, and why its runs stopped (``plateau 4, max_seconds 1``)."""
+    reasons = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
+    why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+    return f"<td class='num'>{r['rounds']}" + (f"<br><small>stopped: {_esc(why)}</small>" if why else "") + "</td>"
+
+
 def _row_html(r: dict, c: Comparison, metric: str) -> str:
     label = f"<td>{_esc(r['label'])}</td>"
     if r["status"] != "ok":
         return (f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r['status'])}: {_esc(r['reason'])}</td>"
                 f"<td>{_expected(r['label'])}</td></tr>")
-    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r['primary'])}</td>"
+    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r['primary'])}</td>{_rounds_cell(r)}"
             f"<td class='num'>{r['epoch_s']:.3f}</td><td class='num'>{r['setup_s']:.3f}</td>{_tta_cell(r, c)}"
             f"{_step_cell(r)}<td class='num'>{r['step_ms']:.1f}</td>{_acc_cell(r, metric)}"
             f"<td>{_expected(r['label'])}</td></tr>")
@@ -204,25 +285,52 @@ def _sweep_table(c: Comparison, metric: str, index: int) -> str:
               f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
               for name, opt in registry.REGISTRY.items() if name not in measured]
     return (f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
-            "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>epoch s</th><th>setup s</th>"
+            "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
             "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
-            f"<th>test {_esc(metric)} delta, pp [95% paired interval]</th>"
+            f"<th>test {_esc(metric)} at convergence (best validation point): delta, pp [95% paired interval]</th>"
             f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>")
+
+
+def _target_text(c: Comparison) -> str:
+    """The target and how it was fixed: the calibration's seeds, plateaus, cadence and budget where one ran, else
+    the target's source; then the censoring rule (escaped HTML)."""
+    if c.target is None:
+        return f"Time to accuracy: not measured: {_esc(c.target_source)}."
+    text = (f"<b>Target</b> {c.target:.4f} on the validation metric: {_esc(c.target_source)}. Time to accuracy is "
+            "the setup + training clock at the first validation point at or above it (setup: preparation, CSR, "
+            "normalization, METIS, cache building).")
+    cal = c.calibration
+    if cal:
+        seeds, plateaus = cal.get("seeds") or [], ", ".join(f"{v:.4f}" for v in cal.get("plateaus") or [])
+        text += (f" <b>Calibration</b>, before any measured round: {len(seeds)} baseline run(s) on seeds "
+                 f"{_esc(seeds)} (no measured round uses them) trained to validation plateaus {_esc(plateaus)}; "
+                 f"margin {100 * cal.get('margin', 0.0):g} pp")
+        if cal.get("eval_every"):
+            text += f"; validation every {cal['eval_every']} steps"
+        if cal.get("budget_seconds"):
+            text += (f"; budget {cal['budget_seconds']:.1f} s for every configuration ({cal['budget_factor']:g}x "
+                     "the slowest calibration run's time to the target)")
+        text += "."
+    return text + (" A round that has not reached the target by its budget (the end of its run where it has "
+                   "none) is censored there: its row says <i>reached in k of R</i> and its speedup is a bound "
+                   "(&le; when the row missed rounds, &ge; when the baseline did).")
 
 
 def _sweep_notes(c: Comparison, index: int) -> str:
     """The noise floor, the time-to-accuracy target and the ranking rule, printed beside the table."""
     floors = ", ".join(f"{k.replace('_', ' ')} {_floor_text(v)}" for k, v in c.floors.items())
-    target = (f"the first validation point at or above {c.target:.4f} ({_esc(c.target_source)}), on the setup + "
-              "training clock: setup (preparation, CSR, normalization, METIS, cache building) included"
-              if c.target is not None else f"not measured: {_esc(c.target_source)}")
     return (f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
             f"spread of {c.rounds} baseline processes): {floors}. Effects whose interval contains 1 or whose "
             "ratio lies within the floor are marked <i>below the noise floor</i>.</p>"
-            f"<p class='floor'><b>Ranked by</b> the primary speedup: time to accuracy where every round reached "
-            f"the target, else epoch time (column <i>ranked by</i>). Time to accuracy: {target}. Accuracy: "
-            f"paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> only when it lies within "
-            f"&plusmn;{NO_COST_PP} pp.</p>")
+            f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
+            "<p class='floor'><b>Ranked by</b> time to accuracy wherever there is a target, epoch time otherwise "
+            "(column <i>ranked by</i>): rows that reached the target in every round first, rows censored in some "
+            "after them; within each, significant speedups, then no significant difference, then significant "
+            "slowdowns. <span class='gain'>Green</span>: a significant speedup that reached the target in every "
+            "round at no accuracy cost; <span class='tradeoff'>amber</span>: a significant speedup that costs "
+            "accuracy (a trade-off); a censored row is never green. Accuracy: the test metric at convergence (each "
+            "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "
+            f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>")
 
 
 # ------------------------------------------------------------------ sweep charts
@@ -232,21 +340,60 @@ def _error_bars(values: list, lows: list, highs: list) -> dict:
             "arrayminus": [None if absent(lo) or absent(v) else v - lo for v, lo in zip(values, lows)]}
 
 
-def _speedup_chart(ranked: list[dict], floors: dict):
+def _speedup_chart(ranked: list[dict], floors: dict, primary: str):
+    """The speedups of the rows ranked by ``primary`` (one metric per chart: never two on one axis); censored
+    bars are faded and outlined, their bound in the hover text."""
     import plotly.graph_objects as go
 
-    colors = ["#9aa5b1" if _below_floor(r, floors) else "#2a9d5b" if r["speedup"] > 1 else "#c0392b"
-              for r in ranked]
     fig = go.Figure(go.Bar(
-        x=[r["speedup"] for r in ranked], y=[r["label"] for r in ranked], orientation="h", marker_color=colors,
+        x=[r["speedup"] for r in ranked], y=[r["label"] for r in ranked], orientation="h",
+        marker={"color": [_CHART_COLOR[_effect(r, floors)] for r in ranked],
+                "opacity": [0.45 if _bound(r) else 1.0 for r in ranked],
+                "line": {"color": "#333", "width": [2 if _bound(r) else 0 for r in ranked]}},
         error_x=_error_bars([r["speedup"] for r in ranked], [r["speedup_low"] for r in ranked],
                             [r["speedup_high"] for r in ranked]),
-        customdata=[r["primary"] for r in ranked], hovertemplate="%{y}: %{x:.2f}x (%{customdata})<extra></extra>"))
+        hovertext=[_esc(f"{r['label']}: {_speedup_text(r)}") for r in ranked], hoverinfo="text"))
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
-    fig.update_layout(title="Primary speedup over the baseline (time to accuracy where measured, else epoch time; "
-                            "95% run-level interval; grey: below the noise floor)",
+    fig.update_layout(title=f"{primary.capitalize()} speedup over the baseline (95% run-level interval)<br><sup>"
+                            "green: gain, amber: faster but costs accuracy, red: slower, grey: below the noise floor; "
+                            "faded and outlined: censored, a bound</sup>",
                       xaxis_title="speedup (x)", yaxis={"autorange": "reversed"},
                       height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
+    return fig
+
+
+def _tradeoff_chart(rows: list[dict], floors: dict, metric: str):
+    """Speed against accuracy: time-to-accuracy speedup (log axis) against the accuracy delta at convergence (pp),
+    with both intervals; censored rows hollow, their bound in the hover text."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for name, part, symbol in (("reached the target in every round", [r for r in rows if not r.get("censored")],
+                                "circle"),
+                               ("censored (a bound)", [r for r in rows if r.get("censored")], "circle-open")):
+        if not part:
+            continue
+        tta = [r["tta_speedup"] for r in part]
+        x, y = [t["ratio"] for t in tta], [100 * r["acc_delta"] for r in part]
+        fig.add_scatter(
+            x=x, y=y, mode="markers+text", name=name, text=[_esc(r["label"]) for r in part],
+            textposition="top center",
+            marker={"symbol": symbol, "size": 12, "line": {"width": 2},
+                    "color": [_CHART_COLOR[_effect(r, floors)] for r in part]},
+            error_x=_error_bars(x, [t["low"] for t in tta], [t["high"] for t in tta]) | {"color": "#777"},
+            error_y=_error_bars(y, [100 * r["acc_delta_low"] for r in part],
+                                [100 * r["acc_delta_high"] for r in part]) | {"color": "#777"},
+            hovertext=[_esc(f"{r['label']}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
+                            f"{metric} {pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])} at "
+                            f"convergence ({r['acc_verdict']})") for r in part], hoverinfo="text")
+    fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
+    fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
+    ticks = [2.0 ** k for k in range(-8, 9)]
+    fig.update_layout(title=f"Trade-off: time-to-accuracy speedup against test {metric} change at convergence<br>"
+                            "<sup>95% intervals; hollow: censored, the speedup is a bound (see the hover text)</sup>",
+                      xaxis={"type": "log", "title": "time-to-accuracy speedup (x, log scale)", "tickvals": ticks,
+                             "ticktext": [f"{v:g}x" for v in ticks]},
+                      yaxis_title="accuracy delta at convergence (pp)", height=480)
     return fig
 
 
@@ -259,8 +406,8 @@ def _accuracy_chart(ranked: list[dict], metric: str):
         error_x=_error_bars(deltas, [100 * r["acc_delta_low"] for r in ranked],
                             [100 * r["acc_delta_high"] for r in ranked])))
     fig.add_vrect(x0=-NO_COST_PP, x1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.08, line_width=0)
-    fig.update_layout(title=f"Test {metric} change against the baseline (pp, 95% paired interval over rounds; "
-                            f"band: +-{NO_COST_PP} pp)",
+    fig.update_layout(title=f"Test {metric} change at convergence against the baseline<br><sup>pp, 95% paired "
+                            f"interval over rounds; band: +-{NO_COST_PP} pp</sup>",
                       xaxis_title="pp", yaxis={"autorange": "reversed"},
                       height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
     return fig
@@ -286,8 +433,13 @@ def _phase_chart(measured: list[dict]):
 def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
     measured = [r for r in c.rows if r["status"] == "ok"]
     ranked = [r for r in measured if r["label"] != BASELINE and not absent(r.get("speedup"))]
-    return (_figure_html(_speedup_chart(ranked, c.floors), f"speedup-{index}")
-            + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
+    primaries = sorted({r["primary"] for r in ranked}, key=["time to accuracy", "epoch time"].index) or ["epoch time"]
+    charts = "".join(_figure_html(_speedup_chart([r for r in ranked if r["primary"] == p], c.floors, p),
+                                  f"speedup-{index}" + (f"-{k}" if k else "")) for k, p in enumerate(primaries))
+    tradeoff = [r for r in ranked if r["primary"] == "time to accuracy" and not absent(r.get("acc_delta"))]
+    charts += (_figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}") if tradeoff else
+               "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>")
+    return (charts + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
             + _figure_html(_phase_chart(measured), f"phases-{index}"))
 
 
@@ -327,6 +479,18 @@ def _optimizer_text(cfg: dict) -> str:
     return f"{name} ({', '.join(parts)}){batch}"
 
 
+def _length_text(cfg: dict) -> str:
+    """How long the runs trained: ``30 epochs``, or ``trained to a validation plateau (patience 5 epochs, at most
+    200 epochs, budget 12.0 s)`` for a run to a plateau (``epochs`` None), from the config fields present."""
+    budget = cfg.get("max_seconds")
+    if cfg.get("epochs") is not None:
+        return f"{cfg['epochs']} epochs" + (f" (budget {budget:.1f} s)" if budget else "")
+    parts = ([f"patience {cfg['patience']:g} epochs"] if cfg.get("patience") is not None else []) \
+        + ([f"at most {cfg['max_epochs']} epochs"] if cfg.get("max_epochs") is not None else []) \
+        + ([f"budget {budget:.1f} s"] if budget else [])
+    return "trained to a validation plateau" + (f" ({', '.join(parts)})" if parts else "")
+
+
 def _sweep_section(s: _Sweep, index: int) -> str:
     if s.comparison is None:
         return f"<h2>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
@@ -337,8 +501,9 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
             f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
             f"optimizer {_esc(_optimizer_text(cfg))}, "
-            f"device {_esc(cfg['device'])}, {cfg['epochs']} epochs, {s.comparison.rounds} round(s) "
-            f"(one process per configuration and round), seeds {sorted({r['config']['seed'] for r in s.runs})}.</p>"
+            f"device {_esc(cfg['device'])}, {_esc(_length_text(cfg))}, {s.comparison.rounds} round(s) "
+            "(one process per configuration and round), seeds "
+            f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
             + _identity_html(base, s.runs, index))
     return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
             + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
@@ -423,10 +588,16 @@ _METHOD = (
     "Every configuration ran in separate processes, in interleaved rounds (each round runs the baseline and every "
     "configuration once, in a shuffled order; round r trains with seed base + r). Speedups are paired by round "
     "against the baseline of the same sweep: the geometric mean of the per-round ratios with a 95% Student-t "
-    "interval over rounds; an interval containing 1 is reported as no significant difference. The primary speedup "
-    "is time to accuracy (setup included) where every round reached the target, else epoch time; the per-step "
-    "ratio is shown only where an optimization leaves the work per step unchanged. Accuracy comes from "
-    "full-neighbourhood evaluation.")
+    "interval over rounds; an interval containing 1 is reported as no significant difference. Runs train to a "
+    "validation plateau unless a sweep fixes its epochs (each section says which). The accuracy target is fixed "
+    "before the comparison by calibration: the baseline trained to its plateau on seeds no measured round uses, "
+    "its median plateau minus a stated margin; calibration also sets the validation cadence and one run-clock "
+    "budget for every configuration (each section states its own, or why its target was not calibrated). The "
+    "primary speedup is time to accuracy (setup included) wherever there is a target, else epoch time. A round "
+    "that missed the target by its budget is censored there: the row says reached in k of R, its speedup is a "
+    "bound (≤ or ≥), and it ranks after the rows that reached the target in every round. The per-step ratio is "
+    "shown only where an optimization leaves the work per step unchanged. Accuracy is read at convergence: the "
+    "test metric at each run's best validation point (full-neighbourhood evaluation), paired by round.")
 
 
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:

@@ -131,6 +131,11 @@ class BatchSource:
         """The batches of epoch ``epoch`` (closing the iterator releases its loader and workers)."""
         raise NotImplementedError
 
+    def steps_per_epoch(self) -> int | None:
+        """Batches in one epoch when known before it runs (the plateau rule's patience and evaluation cadence
+        are in epochs); ``None`` by default: the trainer then learns it from the first epoch."""
+        return None
+
     def min_epochs(self, warmup_steps: int) -> int:
         """The epochs a run needs at least to show this source's regime: 1, or for one step per epoch the
         warm-up plus :attr:`measured_steps`."""

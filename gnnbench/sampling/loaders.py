@@ -70,6 +70,9 @@ class NeighborBatches(BatchSource):
     def __len__(self) -> int:
         return len(self.loader)
 
+    def steps_per_epoch(self) -> int | None:
+        return len(self.loader)
+
     def epoch(self, epoch: int) -> Iterator[Batch]:
         for data in self.loader:
             yield Batch.from_pyg(data, csr=self.csr)
@@ -152,6 +155,9 @@ class LinkBatches(BatchSource):
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
         )
+
+    def steps_per_epoch(self) -> int | None:
+        return len(self.loader)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         for data in self.loader:

@@ -118,6 +118,9 @@ class FullGraphSource(BatchSource):
                            e_id=torch.arange(g.num_edges, dtype=idx), target=target,
                            rowptr=g.rowptr.to(idx) if flags.keep_csr else None)
 
+    def steps_per_epoch(self) -> int | None:
+        return 1
+
     def epoch(self, epoch: int) -> Iterator[Batch]:
         yield self.batch
 
@@ -230,6 +233,9 @@ class CachedBatches(BatchSource):
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         return self.cache.epoch(epoch, lambda: self.source.epoch(epoch))
+
+    def steps_per_epoch(self) -> int | None:
+        return self.source.steps_per_epoch()
 
     def min_epochs(self, warmup_steps: int) -> int:
         """K + 1: K - 1 epochs replay (the cache's window)."""

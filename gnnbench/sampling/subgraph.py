@@ -135,6 +135,9 @@ class ClusterGCNBatches(BatchSource):
     def part_sizes(self) -> Tensor:
         return self.part_ptr.diff()
 
+    def steps_per_epoch(self) -> int | None:
+        return math.ceil(self.num_parts / self.clusters_per_batch)
+
     def epoch(self, epoch: int) -> Iterator[Batch]:
         """The batches of ``epoch`` (re-partitioning first when due)."""
         generation = epoch // self.repartition_every if self.repartition_every else 0
@@ -225,6 +228,9 @@ class SaintRandomWalkBatches(BatchSource):
         self.node_norm = torch.where(node_count > 0, num_samples / (node_count.clamp_min(1) * n_train),
                                      torch.zeros_like(node_count)).float()
         self.norm_samples = num_samples
+
+    def steps_per_epoch(self) -> int | None:
+        return self.batches_per_epoch
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)

@@ -37,7 +37,16 @@ class RunConfig:
         model: ``"gcn"`` or ``"sage"``; its depth is ``len(flags.fanout)``.
         num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
         hidden: Hidden width.
-        epochs: Training epochs.
+        epochs: Training epochs; ``None``: train to a validation plateau (:mod:`gnnbench.training.stopping`:
+            stop once the best validation metric has not risen by ``min_delta`` for ``patience`` epochs, or at
+            the budget ``max_epochs`` / ``max_seconds``), evaluating ``EVALS_PER_EPOCH`` times per epoch unless
+            ``eval_every`` says otherwise.
+        max_epochs: Budget in epochs of a run to a plateau (``epochs=None``).
+        max_seconds: Budget on the run clock (setup + training, evaluation excluded), for any run: training
+            stops at the first step past it. ``None``: no time budget.
+        patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a new
+            best validation metric before a run to a plateau stops.
+        min_delta: The rise of the validation metric that counts as a new best.
         max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
         warmup_steps: Steps excluded from steady-state timings.
         lr: Learning rate of the optimizer.
@@ -73,7 +82,11 @@ class RunConfig:
     model: str = "gcn"  # "gcn" | "sage"
     num_layers: int | None = None  # None: follows the fanout
     hidden: int = 64  # hidden width
-    epochs: int = 2  # training epochs
+    epochs: int | None = 2  # training epochs; None: to a validation plateau (patience, min_delta, max_epochs)
+    max_epochs: int = 200  # epochs=None: budget in epochs
+    max_seconds: float | None = None  # budget on the run clock (setup + training), any run; None: none
+    patience: float = 5.0  # epochs=None: epochs without a new best validation before stopping
+    min_delta: float = 0.001  # epochs=None: the rise that counts as a new best
     max_steps_per_epoch: int | None = None  # cap steps per epoch
     warmup_steps: int = 3  # excluded from steady-state timings
     lr: float = 0.01  # learning rate
@@ -103,10 +116,20 @@ class RunConfig:
             raise ValueError(
                 f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
                 f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
-        for name, low in (("hidden", 1), ("epochs", 1), ("warmup_steps", 0), ("nproc", 1)):
+        for name, low in (("hidden", 1), ("max_epochs", 1), ("warmup_steps", 0), ("nproc", 1)):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < low:
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
+        if self.epochs is not None and (not isinstance(self.epochs, int) or isinstance(self.epochs, bool)
+                                        or self.epochs < 1):
+            raise ValueError(f"RunConfig.epochs must be None (train to a plateau) or an integer >= 1 "
+                             f"(got {self.epochs!r})")
+        if self.max_seconds is not None and not (isinstance(self.max_seconds, (int, float)) and self.max_seconds > 0):
+            raise ValueError(f"RunConfig.max_seconds must be None or a number of seconds > 0 (got {self.max_seconds!r})")
+        if not (isinstance(self.patience, (int, float)) and self.patience > 0):
+            raise ValueError(f"RunConfig.patience must be a number of epochs > 0 (got {self.patience!r})")
+        if not (isinstance(self.min_delta, (int, float)) and 0 <= self.min_delta < 1):
+            raise ValueError(f"RunConfig.min_delta must be a number in [0, 1) (got {self.min_delta!r})")
         check_chunk_bytes(self.eval_chunk_bytes, "RunConfig.eval_chunk_bytes")
         if self.eval_every is not None and (not isinstance(self.eval_every, int) or self.eval_every < 1):
             raise ValueError(f"RunConfig.eval_every must be None or an integer >= 1 (got {self.eval_every!r})")
@@ -121,6 +144,11 @@ class RunConfig:
                              f"{', '.join(map(repr, LR_SCHEDULES))}")
         if not isinstance(self.momentum, (int, float)) or not 0 <= self.momentum < 1:
             raise ValueError(f"RunConfig.momentum must be a number in [0, 1) (got {self.momentum!r})")
+
+    @property
+    def to_plateau(self) -> bool:
+        """Whether the run trains to a validation plateau (``epochs=None``) rather than a fixed length."""
+        return self.epochs is None
 
     @property
     def graph_size(self) -> tuple[int, int]:

@@ -4,7 +4,7 @@
 time the same ``steps()``. The trainer builds its pipeline once (:func:`~gnnbench.training.pipeline.assemble`),
 then steps; it never reads a flag value. Reading the loop::
 
-    for each epoch:                       (forever when epochs is None)
+    for each epoch:                       (epochs=None: until a validation plateau or the budget)
         batches = batch source's epoch    (features gathered per batch, or prefetched)
         for each batch (up to max_steps_per_epoch):
             sample -> gather -> transfer -> forward -> backward -> optimizer
@@ -28,6 +28,7 @@ from gnnbench.training.evaluation import EvalPoint, Evaluator
 from gnnbench.training.optim import schedule_lr
 from gnnbench.training.pipeline import Pipeline, assemble
 from gnnbench.training.steps import TrainStep, step_for
+from gnnbench.training.stopping import Plateau, eval_interval
 
 __all__ = ["Trainer", "Step"]
 
@@ -59,6 +60,8 @@ class Trainer:
         train_seconds: The training clock: inside ``steps()``, evaluation and the consumer excluded.
         epoch_seconds: Each epoch on the training clock (worker start and first batch included).
         first_step_seconds: Wall time of the first step (compilation included), or ``None``.
+        stop_reason: Why the last ``steps()`` ended: ``"epochs"`` (fixed length), ``"plateau"``,
+            ``"max_epochs"`` or ``"max_seconds"`` (the budgets).
 
     Raises:
         UnavailableError: when a flag cannot run on this device or setup (each layer names its field and why).
@@ -75,6 +78,8 @@ class Trainer:
         self.train_seconds = 0.0
         self.epoch_seconds: list[float] = []
         self.first_step_seconds: float | None = None
+        self.stop_reason: str | None = None  # why steps() ended (gnnbench.training.stopping.STOP_REASONS)
+        self._last_eval_step = -1
 
     @property
     def curve(self) -> list[EvalPoint]:
@@ -89,28 +94,48 @@ class Trainer:
         Args:
             epochs: Epochs to run (default ``config.epochs``, raised to what the batch source needs to show
                 its regime, :meth:`~gnnbench.sampling.batch.BatchSource.min_epochs`: the batch cache's
-                ``K + 1``, so K - 1 epochs replay; full batch's warm-up + 10, one step per epoch). Pass
-                ``float("inf")`` to cycle epochs forever, as the asv and pytest-benchmark suites do (they pull
-                one step at a time).
+                ``K + 1``, so K - 1 epochs replay; full batch's warm-up + 10, one step per epoch). With
+                ``config.epochs=None`` the run goes on to a validation plateau within ``config.max_epochs``
+                (:mod:`gnnbench.training.stopping`; needs ``evaluate``). Pass ``float("inf")`` to cycle epochs
+                forever, as the asv and pytest-benchmark suites do (they pull one step at a time).
             max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).
             evaluate: Record validation points (:attr:`curve`) every ``config.eval_every`` steps and at the
-                end, or at every epoch end; evaluation is kept off the training clock.
+                end, or at every epoch end (a run to a plateau: ``EVALS_PER_EPOCH`` per epoch); evaluation is
+                kept off the training clock.
 
-        Closing the generator (or leaving a ``for`` loop over it) releases the current epoch's loader
-        iterator and its workers. Time spent by the consumer between steps is not on the training clock.
+        ``config.max_seconds`` stops any run at the first step past it on the run clock (setup + training).
+        :attr:`stop_reason` says why the loop ended. Closing the generator (or leaving a ``for`` loop over it)
+        releases the current epoch's loader iterator and its workers. Time spent by the consumer between steps
+        is not on the training clock.
         """
         cfg, pipe = self.config, self.pipeline
+        plateau = None
         if epochs is None:
-            epochs = max(cfg.epochs, pipe.batches.min_epochs(cfg.warmup_steps))
+            floor = pipe.batches.min_epochs(cfg.warmup_steps)
+            if cfg.to_plateau:
+                if not evaluate:
+                    raise ValueError("a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
+                                     "the plateau is read from the validation curve")
+                epochs = max(cfg.max_epochs, floor)
+                plateau = Plateau(cfg.patience, cfg.min_delta)
+            else:
+                epochs = max(cfg.epochs, floor)
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
+        per_epoch = pipe.batches.steps_per_epoch()
+        if cap is not None and per_epoch is not None:
+            per_epoch = min(per_epoch, cap)
         every = cfg.eval_every if evaluate else None
+        if plateau is not None and every is None:
+            every = eval_interval(per_epoch)  # None until the first epoch tells its length
+        self.stop_reason = "max_epochs" if plateau is not None else "epochs"
         timer = self.timer
         epoch = 0
+        stop = False
         resumed = time.perf_counter()
-        while epoch < epochs:
+        while epoch < epochs and not stop:
             epoch_start = self.train_seconds  # the clock since `resumed` lands in this epoch: epochs tile the clock
             pipe.model.train()
-            schedule_lr(pipe.optimizer, cfg, epoch, epochs)
+            schedule_lr(pipe.optimizer, cfg, epoch, epochs if plateau is None else cfg.max_epochs)
             batches = pipe.features.feed(pipe.batches.epoch(epoch))
             taken = 0
             try:
@@ -134,23 +159,42 @@ class Trainer:
                     self.steps_taken += 1
                     taken += 1
                     self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
-                    if every is not None and self.steps_taken % every == 0:
-                        self._record_eval(epoch)
+                    over = cfg.max_seconds is not None and pipe.setup_clock + self.train_seconds >= cfg.max_seconds
+                    if every is not None and self.steps_taken % every == 0 or evaluate and over:
+                        if self._record_eval(epoch, plateau, per_epoch):
+                            stop, self.stop_reason = True, "plateau"
+                    if over and not stop:
+                        stop, self.stop_reason = True, "max_seconds"
                     yield step
                     resumed = time.perf_counter()
+                    if stop:
+                        break
             finally:
                 batches.close()  # an epoch cut short must release its loader iterator (and its workers)
             self.train_seconds += time.perf_counter() - resumed
             self.epoch_seconds.append(self.train_seconds - epoch_start)
-            if evaluate and taken and (every is None or (epoch + 1 >= epochs and self.steps_taken % every)):
-                self._record_eval(epoch)
+            if per_epoch is None and taken and plateau is not None:  # the first epoch told the epoch's length
+                per_epoch = taken
+                if cfg.eval_every is None:
+                    every = eval_interval(per_epoch)
+            last = epoch + 1 >= epochs or stop
+            if evaluate and taken and self._last_eval_step != self.steps_taken and (
+                    every is None or last or (plateau is not None and epoch == 0)):
+                if self._record_eval(epoch, plateau, per_epoch) and not stop:
+                    stop, self.stop_reason = True, "plateau"
             if taken == 0 and epochs == float("inf"):
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
             epoch += 1
             resumed = time.perf_counter()
 
-    def _record_eval(self, epoch: int) -> None:
-        self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
+    def _record_eval(self, epoch: int, plateau: Plateau | None = None, per_epoch: int | None = None) -> bool:
+        """Record a validation point now; whether it leaves the plateau rule's patience exhausted."""
+        point = self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
+        self._last_eval_step = self.steps_taken
+        if plateau is None:
+            return False
+        plateau.update(point.val, point.step)
+        return plateau.reached(point.step, per_epoch)
 
     def _account_negatives(self, batch: Batch) -> None:
         """Link prediction's negatives are drawn inside the sampler, so inside ``sample``: in this process

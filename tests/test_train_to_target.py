@@ -1,0 +1,151 @@
+"""Training to a target: the plateau rule and its budgets, the target calibrated on seeds no round uses, and the
+A/A row's own seed stream."""
+
+import dataclasses
+import json
+
+import pytest
+
+from gnnbench.measure.calibration import (AA_SEED_OFFSET, CALIBRATION, CALIBRATION_SEED_OFFSET,
+                                          MIN_POINTS_BEFORE_TARGET, calibrate, censor_at, plateau_level)
+from gnnbench.measure.comparison import AA_LABEL, compare
+from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
+from gnnbench.training import RunConfig, Trainer
+from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
+from tests.conftest import QUICK
+
+
+# ------------------------------------------------------------------ the plateau rule
+def test_plateau_waits_patience_epochs_and_at_least_the_minimum_steps():
+    p = Plateau(patience=2, min_delta=0.01)
+    assert not p.reached(100, None), "never before the epoch's length is known"
+    p.update(0.50, 10)
+    p.update(0.505, 20)  # a rise below min_delta: not a new best's step
+    assert p.best == pytest.approx(0.505) and p.best_step == 10
+    wait = max(MIN_PATIENCE_STEPS, 2 * 30)
+    assert not p.reached(10 + wait - 1, 30) and p.reached(10 + wait, 30)
+    p.update(0.52, 80)  # a real rise restarts the patience
+    assert p.best_step == 80 and not p.reached(80 + wait - 1, 30)
+    # one step per epoch (full batch): the patience is at least MIN_PATIENCE_STEPS steps, not 2
+    q = Plateau(patience=2, min_delta=0.0)
+    q.update(0.9, 5)
+    assert not q.reached(5 + MIN_PATIENCE_STEPS - 1, 1) and q.reached(5 + MIN_PATIENCE_STEPS, 1)
+    q.update(float("nan"), 6)
+    assert q.best == 0.9, "a NaN point is ignored"
+
+
+def test_eval_interval_gives_four_points_per_epoch():
+    assert eval_interval(None) is None and eval_interval(2) == 1 and eval_interval(20) == 5 and eval_interval(21) == 6
+
+
+def test_run_config_checks_the_stopping_fields():
+    for bad, match in (({"epochs": 0}, "epochs must be None"), ({"max_seconds": -1.0}, "max_seconds"),
+                       ({"patience": 0}, "patience"), ({"min_delta": 1.5}, "min_delta"),
+                       ({"max_epochs": 0}, "max_epochs")):
+        with pytest.raises(ValueError, match=match):
+            dataclasses.replace(QUICK, **bad)
+    assert dataclasses.replace(QUICK, epochs=None).to_plateau and not QUICK.to_plateau
+
+
+def test_a_run_to_a_plateau_stops_on_it_and_records_why():
+    cfg = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=60, patience=3)
+    t = Trainer(cfg)
+    try:
+        steps = list(t.steps(evaluate=True))
+    finally:
+        t.close()
+    assert t.stop_reason in ("plateau", "max_epochs")
+    if t.stop_reason == "plateau":
+        best = max(t.curve, key=lambda p: p.val)
+        per_epoch = t.pipeline.batches.steps_per_epoch()
+        assert t.steps_taken - best.step >= max(MIN_PATIENCE_STEPS, 3 * per_epoch)
+    # validation points: at the plateau cadence, the last one at the last step
+    assert len(t.curve) >= 10 and t.curve[-1].step == len(steps) == t.steps_taken
+    with pytest.raises(ValueError, match="needs evaluate=True"):
+        next(Trainer(cfg).steps(evaluate=False))
+
+
+def test_a_time_budget_stops_any_run_at_the_first_step_past_it():
+    cfg = dataclasses.replace(QUICK, epochs=50, max_steps_per_epoch=None, max_seconds=0.3)
+    t = Trainer(cfg)
+    try:
+        list(t.steps(evaluate=True))
+    finally:
+        t.close()
+    assert t.stop_reason == "max_seconds" and len(t.epoch_seconds) < 50
+    assert t.pipeline.setup_clock + t.train_seconds >= 0.3
+    assert t.curve and t.curve[-1].step == t.steps_taken, "the run ends on a validation point"
+
+
+# ------------------------------------------------------------------ calibration
+def _run(seed, vals, every=2, seconds_per_step=0.5):
+    curve = [{"step": every * (i + 1), "epoch": i, "seconds": seconds_per_step * every * (i + 1), "val": v,
+              "test": v - 0.01} for i, v in enumerate(vals)]
+    return {"label": CALIBRATION, "round": seed, "status": "ok", "config": {"seed": seed}, "curve": curve}
+
+
+def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
+    runs = [_run(10_000, [0.5, 0.7, 0.85, 0.90, 0.89, 0.90, 0.88]),
+            _run(10_001, [0.4, 0.6, 0.80, 0.86, 0.88, 0.87, 0.86]),
+            _run(10_002, [0.6, 0.8, 0.88, 0.91, 0.90, 0.92, 0.90, 0.91])]
+    assert plateau_level(runs[0]["curve"]) == pytest.approx(0.895)  # median from the best point on
+    cal = calibrate(runs, margin=0.01, budget_factor=3.0)
+    plateaus = sorted(cal.plateaus)
+    assert cal.target == pytest.approx(plateaus[1] - 0.01) and cal.seeds == [10_000, 10_001, 10_002]
+    assert "minus 1 pp" in cal.source and "10000" in cal.source
+    first = [s for s in cal.steps_to_target if s is not None]
+    assert cal.eval_every == max(1, int(min(first)) // MIN_POINTS_BEFORE_TARGET)
+    ends = [s if s is not None else censor_at(r) for s, r in zip(cal.seconds_to_target, runs)]
+    assert cal.budget_seconds == pytest.approx(3.0 * max(ends))
+    applied = cal.apply(QUICK)
+    assert applied.max_seconds == cal.budget_seconds and applied.eval_every == cal.eval_every
+    kept = cal.apply(dataclasses.replace(QUICK, eval_every=7, max_seconds=99.0))
+    assert (kept.eval_every, kept.max_seconds) == (7, 99.0), "the user's own cadence and budget win"
+    given = calibrate(runs, target_acc=0.95)
+    assert given.target == 0.95 and given.source.startswith("given") and given.steps_to_target == [None] * 3
+    with pytest.raises(ValueError, match="margin"):
+        calibrate(runs, margin=1.5)
+    with pytest.raises(ValueError, match="budget factor"):
+        calibrate(runs, budget_factor=0.5)
+
+
+def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
+    def result(label, rnd, vals):
+        r = _run(rnd, vals)
+        r.update(label=label, round=rnd, optimizations=[], step_seconds_all=[0.1] * 4, step_seconds={"median": 0.1},
+                 epoch_seconds=[1.0], setup_seconds=0.1, accuracy={"test": vals[-1] - 0.01},
+                 phases={"sample": {"median": 0.05}}, transfer={"bytes_h2d_per_batch": 0}, graph={})
+        r["config"] = {"seed": rnd, "epochs": None}
+        return r
+
+    measured = [result("baseline", r, [0.6, 0.80, 0.82]) for r in range(3)]
+    calibration = [result(CALIBRATION, 10_000 + i, [0.6, 0.85, 0.90, 0.90]) for i in range(3)]
+    c = compare(measured + calibration)
+    assert c.target == pytest.approx(0.89) and c.target_source.startswith("calibrated")
+    assert c.calibration["seeds"] == [10_000, 10_001, 10_002]
+    base = c.rows[0]
+    assert base["label"] == "baseline" and base["tta_reached"] == "0/3", \
+        "a target fixed in advance: the baseline is not guaranteed to reach it"
+    assert [r["label"] for r in c.rows] == ["baseline"], "calibration runs are not rows"
+
+
+def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(tmp_path):
+    base = dataclasses.replace(QUICK, epochs=3)
+    cal, runs = run_calibration(base, tmp_path, runs=2, isolate=False)
+    assert [r["config"]["seed"] for r in runs] == [base.seed + CALIBRATION_SEED_OFFSET + i for i in range(2)]
+    assert cal is not None and cal.target is not None and cal.budget_seconds > 0
+    assert sorted(p.name.split("-r")[0] for p in tmp_path.glob("calibration-r*.json")) == [CALIBRATION] * 2
+    entries = sweep_entries(cal.apply(base), [], repeats=2, include_all_recommended=False, aa=True)
+    seeds = {(e.label, e.round): e.config.seed for e in entries}
+    assert seeds[("baseline", 1)] == base.seed + 1 and seeds[(AA_LABEL, 1)] == base.seed + AA_SEED_OFFSET + 1
+    results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["calibration"]["target"] == cal.target
+    c = compare(list(runs) + list(results))
+    assert c.target == pytest.approx(cal.target) and c.aa is not None
+    assert all(r["config"]["max_seconds"] == cal.budget_seconds for r in results)
+    again, _ = run_calibration(base, tmp_path, runs=2, isolate=False)
+    assert again == cal, "a resumed sweep reuses its calibration runs"
+    assert run_calibration(base, tmp_path, runs=0) == (None, [])
+    with pytest.raises(ValueError, match="calibration runs"):
+        run_calibration(base, tmp_path, runs=-1)
