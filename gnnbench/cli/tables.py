@@ -188,6 +188,8 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
     lines.append("accuracy: test metric at each run's best validation point (at convergence), paired by round; "
                  "ranked: rows that reached the target in every round first, then significant speedups, no "
                  "significant difference, significant slowdowns")
+    if c.family:
+        lines.append(c.family)
     lines.append("")
     head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
             f"{'reached':>8}"
@@ -203,7 +205,8 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
         primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
         notes = []
         if not base and not r["significant"]:
-            notes.append("no significant difference")
+            notes.append("significant alone, not family-wise (Holm)" if r.get("significant_per_row")
+                         else "no significant difference")
         if r["tta_note"]:
             notes.append(r["tta_note"])
         if not r["same_work"]:

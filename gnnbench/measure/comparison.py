@@ -25,7 +25,7 @@ from typing import Any
 from gnnbench import registry
 from gnnbench.flags import format_reasons
 from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, censor_at, time_to
-from gnnbench.measure.stats import noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
@@ -48,6 +48,7 @@ class Comparison:
     floors: dict[str, float]  # metric -> smallest resolvable factor (from the baseline's process spread)
     aa: dict[str, Any] | None = None  # the A/A row, when the sweep ran one
     calibration: dict[str, Any] | None = None  # the target's calibration (Calibration.to_dict()), when one ran
+    family: str = ""  # how significance is controlled across the rows, in words
 
 
 def _ok(r: dict) -> bool:
@@ -97,7 +98,8 @@ def _ratio_dict(base: list[float], other: list[float]) -> dict[str, Any] | None:
     if not pairs:
         return None
     ri = paired_ratio([b for b, _ in pairs], [o for _, o in pairs])
-    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "significant": ri.significant, "rounds": ri.rounds}
+    return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "significant": ri.significant, "rounds": ri.rounds,
+            "p": ri.p_value}
 
 
 def _changes_work(optimizations: list[str]) -> bool:
@@ -218,11 +220,34 @@ def compare(results: list[dict], *, target_acc: float | None = None,
                 row["acc_verdict"] = "n/a: labels substituted"
     _partition_efficiency(rows, by_label)
     _compression_accuracy(rows, by_label)
+    family = _family_wise(rows)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
     head = [r for r in rows if r["label"] == BASELINE]
     rest = sorted((r for r in rows if r["label"] != BASELINE), key=rank_key)
     return Comparison(head + rest, len(rounds), target, source, floors, aa,
-                      calibration.to_dict() if calibration is not None else None)
+                      calibration.to_dict() if calibration is not None else None, family)
+
+
+FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
+NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
+
+
+def _family_wise(rows: list[dict]) -> str:
+    """Holm's procedure over the primary p-values of every measured row but the baseline and the A/A check: a
+    row stays ``significant`` only when Holm rejects it too, so with 25 rows sharing a baseline the chance that
+    any "significant" row is noise stays at 5% (per-row tests alone: about 72% for 25 independent nulls).
+    Each row keeps its 95% interval, ``p_value`` and ``significant_per_row``; returns the rule in words."""
+    family = [r for r in rows if r.get("status") == "ok" and r["label"] not in NOT_IN_FAMILY]
+    ps = []
+    for r in family:
+        primary = r["tta_speedup"] if r.get("primary") == "time to accuracy" else r.get("epoch_speedup")
+        ps.append(float(primary["p"]) if primary and primary.get("p") is not None else float("nan"))
+    keep = holm(ps, FAMILY_ALPHA)
+    for r, p, k in zip(family, ps, keep):
+        r["p_value"], r["significant_per_row"] = p, r["significant"]
+        r["significant"] = bool(r["significant"] and k)
+    return (f"significance is family-wise: Holm's procedure over the {len(family)} rows' p-values keeps the chance "
+            f"that any row called significant is noise at or below {FAMILY_ALPHA:.0%}; intervals are per row (95%)")
 
 
 def rank_key(row: dict) -> tuple:

@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_REPEATS",
     "RatioInterval",
     "paired_ratio",
+    "holm",
     "noise_floor",
     "t_quantile",
     "simulate_step_times",
@@ -50,6 +51,8 @@ class RatioInterval:
         significant: True when the interval excludes 1.
         level: Confidence level, e.g. 0.95.
         method: How the interval was computed.
+        p_value: Two-sided p-value of the paired t-test of "no difference" (nan with fewer than 2 rounds);
+            :func:`holm` turns a family of them into family-wise decisions.
     """
 
     ratio: float
@@ -59,6 +62,7 @@ class RatioInterval:
     significant: bool
     level: float
     method: str = METHOD
+    p_value: float = float("nan")
 
 
 def _open_unit(value: float, name: str, what: str = "a number") -> float:
@@ -135,7 +139,30 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], *, level: float 
         return RatioInterval(math.exp(mean), nan, nan, n, False, lv)
     half = t_quantile((1.0 + lv) / 2.0, n - 1) * sd / math.sqrt(n)
     low, high = math.exp(mean - half), math.exp(mean + half)
-    return RatioInterval(math.exp(mean), low, high, n, not (low <= 1.0 <= high), lv)
+    if sd > 0:
+        p = min(1.0, 2.0 * _t_upper_tail(abs(mean) / (sd / math.sqrt(n)), n - 1))
+    else:
+        p = 1.0 if mean == 0 else 0.0
+    return RatioInterval(math.exp(mean), low, high, n, not (low <= 1.0 <= high), lv, METHOD, p)
+
+
+def holm(p_values: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down procedure: which of ``p_values`` are rejected with the family-wise error rate (the
+    chance that any rejection is a false one) at most ``alpha``, whatever the dependence between the tests.
+
+    The ``m`` p-values are sorted; the k-th smallest (k from 0) is rejected while ``p <= alpha / (m - k)``;
+    the first that is not stops the procedure. NaN p-values (fewer than 2 rounds) are never rejected and do not
+    count in ``m``.
+    """
+    a = _open_unit(alpha, "alpha")
+    finite = sorted((p, i) for i, p in enumerate(p_values) if p == p)
+    out = [False] * len(p_values)
+    m = len(finite)
+    for k, (p, i) in enumerate(finite):
+        if p > a / (m - k):
+            break
+        out[i] = True
+    return out
 
 
 def noise_floor(base_runs: Sequence[float], *, rounds: int | None = None, level: float = 0.95) -> float:

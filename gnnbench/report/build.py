@@ -200,7 +200,9 @@ def _speedup_cell(r: dict, floors: dict) -> str:
                 "rounds: no direction can be claimed</small></td>")
     if not r["significant"]:
         why = {"at most": "censored: an upper bound on the speedup shows no gain",
-               "at least": "the baseline missed rounds: a lower bound"}.get(bound, "below the noise floor")
+               "at least": "the baseline missed rounds: a lower bound"}.get(
+            bound, "significant alone, not after Holm's family-wise correction" if r.get("significant_per_row")
+            else "below the noise floor")
         return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
     if _below_floor(r, floors):
         return (f"<td class='num {effect}'>{text}<br><small>below the noise floor "
@@ -330,7 +332,9 @@ def _sweep_notes(c: Comparison, index: int) -> str:
             "round at no accuracy cost; <span class='tradeoff'>amber</span>: a significant speedup that costs "
             "accuracy (a trade-off); a censored row is never green. Accuracy: the test metric at convergence (each "
             "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "
-            f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>")
+            f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>"
+            + (f"<p class='floor' id='family-{index}'><b>Many rows, one baseline:</b> {_esc(c.family)}.</p>"
+               if c.family else ""))
 
 
 # ------------------------------------------------------------------ sweep charts
