@@ -159,7 +159,7 @@ def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
     assert "<b>Target</b> 0.7900" in target and "calibrated before the comparison" in target
     assert "3 baseline run(s) on seeds [10000, 10001, 10002]" in target and "budget 18.0 s" in target
     assert "validation every 1 steps" in target and "censored" in target
-    head = constructed[constructed.index("<h2>Sweep"):constructed.index("id='identity-0'")]
+    head = constructed[constructed.index("<h2 id='sweep-0'>Sweep"):constructed.index("id='identity-0'")]
     assert "trained to a validation plateau (patience 5 epochs, at most 200 epochs, budget 18.0 s)" in head
     assert "seeds [0, 1, 2, 3, 4]." in head, "calibration seeds are not rounds"
 
@@ -298,3 +298,12 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert colors is not None and len(colors) > 50, "the page is not blank"
     non_white = sum(c for c, rgb in colors if rgb != (255, 255, 255))
     assert non_white > 0.02 * img.width * img.height
+
+
+def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
+    top = constructed[constructed.index("<section id='what-pays'>"):constructed.index("</section>")]
+    assert constructed.index("id='what-pays'") < constructed.index("id='sweep-0'"), "before every sweep's table"
+    assert "Measured best here: <b>sparse_agg</b>" in top and "no accuracy cost" in top
+    listed = top[top.index("<ul>"):top.index("</ul>")]
+    assert "Trade-off: <b>fast_lossy</b>" in listed and "fast_dropout" not in listed, "a censored row never headlines"
+    assert 'id="tradeoff-top"' in top and "Pareto front" in top

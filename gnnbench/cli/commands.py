@@ -141,12 +141,33 @@ def cmd_compare(args: argparse.Namespace) -> int:
                             include_all_recommended=not (args.aa and args.flags is None))
     results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, **options)
     comparison = compare(calibration_runs + list(results), target_acc=args.target_acc)
+    _store_outcome(out_dir, comparison)
     if args.json:
         print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
     else:
         print(format_compare(comparison))
     print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
     return 0
+
+
+def _store_outcome(out_dir: str, comparison) -> None:
+    """Record in the sweep's manifest what it measured best (and the trade-offs), with the target it used."""
+    from pathlib import Path
+
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.comparison import measured_best, tradeoffs
+    from gnnbench.measure.sweep import MANIFEST
+
+    path = Path(out_dir) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    best = measured_best(comparison)
+    manifest["outcome"] = {
+        "measured_best": best["label"] if best else None, "tradeoffs": [r["label"] for r in tradeoffs(comparison)],
+        "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
+    write_json_atomic(path, manifest)
 
 
 def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: bool = False, resume: bool = True,

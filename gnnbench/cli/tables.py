@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.measure.comparison import BASELINE
+from gnnbench.measure.comparison import BASELINE, STATIC_LIST, measured_best, tradeoffs
 from gnnbench.measure.results import RunResult, graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
-from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio_of, seconds
+from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
 
 __all__ = ["table", "format_graph_report", "format_run", "format_compare", "format_distributed", "GPU_COLUMNS",
            "registry_markdown", "format_ladder"]
@@ -190,6 +190,7 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                  "significant difference, significant slowdowns")
     if c.family:
         lines.append(c.family)
+    lines += headline(c)
     lines.append("")
     head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
             f"{'reached':>8}"
@@ -224,6 +225,24 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     lines += format_distributed(c.rows)
     return "\n".join(lines)
+
+
+def headline(c) -> list[str]:
+    """What pays here, from this sweep's measurement: the measured best at no accuracy cost, the trade-offs, and
+    what the registry's static list measured (a guess, never the headline)."""
+    def effect(r: dict) -> str:
+        return (f"{ratio(r['speedup'], r['speedup_low'], r['speedup_high'])} by {r['primary']}, accuracy "
+                f"{pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])} ({r['acc_verdict']})")
+
+    best = measured_best(c)
+    lines = ["", "measured best here: " + (f"{best['label']}: {effect(best)}" if best else
+                                           "nothing measured pays at no accuracy cost on this machine")]
+    lines += [f"trade-off: {r['label']}: {effect(r)}" for r in tradeoffs(c)]
+    static = next((r for r in c.rows if r["label"] == STATIC_LIST and r.get("status") == "ok"), None)
+    if static is not None and static is not best:
+        lines.append(f"{STATIC_LIST} (the registry's static list: a guess, not a recommendation) measured "
+                     f"{effect(static)}")
+    return lines
 
 
 def format_distributed(rows: list[dict]) -> list[str]:

@@ -29,7 +29,9 @@ from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
-           "NO_COST_PP", "converged_test"]
+           "NO_COST_PP", "converged_test", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
+
+STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entries: a guess, never a headline
 
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
@@ -226,6 +228,37 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     rest = sorted((r for r in rows if r["label"] != BASELINE), key=rank_key)
     return Comparison(head + rest, len(rounds), target, source, floors, aa,
                       calibration.to_dict() if calibration is not None else None, family)
+
+
+def _pays(r: dict) -> bool:
+    """A row that pays: significant (family-wise), faster, reached the target in every round."""
+    return (r.get("status") == "ok" and r["label"] not in NOT_IN_FAMILY and bool(r.get("significant"))
+            and (r.get("speedup_low") or 0) > 1 and not r.get("censored"))
+
+
+def measured_best(c: Comparison) -> dict | None:
+    """The configuration this sweep measured best on this machine: the top-ranked row that pays (significant
+    after Holm, faster, reached the target in every round) at no accuracy cost; ``None`` when nothing does.
+    Chosen from measurement only: the registry's static list competes as one measured row like any other."""
+    return next((r for r in c.rows if _pays(r) and r.get("acc_verdict") in ("no accuracy cost", "gains accuracy")),
+                None)
+
+
+def tradeoffs(c: Comparison) -> list[dict]:
+    """Rows that pay in time but not in accuracy: significantly faster, yet their accuracy at convergence is
+    significantly lower or not shown to be within the no-cost band."""
+    return [r for r in c.rows if _pays(r) and r.get("acc_verdict") not in ("no accuracy cost", "gains accuracy")]
+
+
+def pareto_front(rows: list[dict]) -> list[str]:
+    """Labels of the rows no other row beats in both time-to-accuracy speedup and accuracy delta (rows censored
+    in some round are left out: their speedup is only a bound); the baseline (1x, 0 pp) competes too."""
+    pts = [(r["label"], r["tta_speedup"]["ratio"], r["acc_delta"]) for r in rows
+           if r.get("status") == "ok" and r.get("tta_speedup") and not r.get("censored")
+           and r.get("acc_delta") == r.get("acc_delta") and r["label"] not in NOT_IN_FAMILY]
+    pts.append((BASELINE, 1.0, 0.0))
+    front = [a for a in pts if not any(b[1] >= a[1] and b[2] >= a[2] and (b[1] > a[1] or b[2] > a[2]) for b in pts)]
+    return [label for label, _, _ in sorted(front, key=lambda p: p[1])]
 
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls

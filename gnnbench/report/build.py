@@ -19,7 +19,8 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.measure.calibration import CALIBRATION
-from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, compare
+from gnnbench.measure.comparison import (AA_LABEL, BASELINE, NO_COST_PP, STATIC_LIST, Comparison, compare,
+                                         measured_best, pareto_front, tradeoffs)
 from gnnbench.measure.results import graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.inputs import ReportInputs, asv_series
@@ -390,6 +391,13 @@ def _tradeoff_chart(rows: list[dict], floors: dict, metric: str):
             hovertext=[_esc(f"{r['label']}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
                             f"{metric} {pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])} at "
                             f"convergence ({r['acc_verdict']})") for r in part], hoverinfo="text")
+    front = pareto_front(rows)
+    by_label = {r["label"]: r for r in rows}
+    pts = [(1.0, 0.0) if label == BASELINE else (by_label[label]["tta_speedup"]["ratio"],
+                                                 100 * by_label[label]["acc_delta"]) for label in front]
+    if len(pts) > 1:
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name="Pareto front",
+                        line={"color": "#2a9d5b", "width": 1, "dash": "dot"}, hoverinfo="skip")
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
     ticks = [2.0 ** k for k in range(-8, 9)]
@@ -432,6 +440,45 @@ def _phase_chart(measured: list[dict]):
     fig.update_layout(barmode="stack", title="Phase breakdown per configuration (median ms per step)",
                       yaxis_title="ms", height=420)
     return fig
+
+
+def _headline(sweeps: list[_Sweep]) -> str:
+    """The first screen: per sweep, what pays here and at what accuracy (from measurement), and the first
+    sweep's trade-off chart."""
+    parts, chart = [], ""
+    for i, s in enumerate(sweeps):
+        c = s.comparison
+        if c is None:
+            continue
+        base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
+        metric = (base.get("accuracy") or {}).get("metric", "accuracy")
+
+        def effect(r: dict) -> str:
+            return (f"<b>{_esc(r['label'])}</b> {_esc(_speedup_text(r))} by {_esc(r['primary'])}, {metric} "
+                    f"{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))} at convergence "
+                    f"({_esc(r['acc_verdict'])})")
+
+        best = measured_best(c)
+        items = [f"<li class='gain'>Measured best here: {effect(best)}</li>" if best else
+                 "<li>Nothing measured pays at no accuracy cost on this machine.</li>"]
+        items += [f"<li class='tradeoff'>Trade-off: {effect(r)}</li>" for r in tradeoffs(c)]
+        static = next((r for r in c.rows if r["label"] == STATIC_LIST and r.get("status") == "ok"), None)
+        if static is not None and static is not best:
+            items.append(f"<li class='muted'>The registry's static list ({effect(static)}) is a guess, not a "
+                         "recommendation.</li>")
+        parts.append(f"<p><a href='#sweep-{i}'>{_esc(s.title)}</a> ({_esc(graph_label(base['config']))}, "
+                     f"{_esc(base['config'].get('device', 'cpu'))}):</p><ul>{''.join(items)}</ul>")
+        if not chart:
+            ranked = [r for r in c.rows if r["status"] == "ok" and r["label"] != BASELINE
+                      and r.get("primary") == "time to accuracy" and not absent(r.get("acc_delta"))]
+            if ranked:
+                chart = _figure_html(_tradeoff_chart(ranked, c.floors, metric), "tradeoff-top")
+    if not parts:
+        return ""
+    return ("<section id='what-pays'><h2>What pays here, at what accuracy</h2>" + "".join(parts) + chart
+            + "<p class='muted'>Measured on this machine: a gain is significant after Holm's family-wise "
+              "correction, reached the target in every round and costs no accuracy at convergence; the dotted "
+              "line is the Pareto front (no row beats it in both speed and accuracy).</p></section>")
 
 
 def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
@@ -497,12 +544,12 @@ def _length_text(cfg: dict) -> str:
 
 def _sweep_section(s: _Sweep, index: int) -> str:
     if s.comparison is None:
-        return f"<h2>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
+        return f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
     base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
     metric = (base.get("accuracy") or {}).get("metric", "accuracy")
     cfg = base["config"]
     nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
-    head = (f"<h2>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
+    head = (f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
             f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
             f"optimizer {_esc(_optimizer_text(cfg))}, "
             f"device {_esc(cfg['device'])}, {_esc(_length_text(cfg))}, {s.comparison.rounds} round(s) "
@@ -613,7 +660,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
         "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps)
+        f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps) + _headline(sweeps)
         + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). {_METHOD}</p>"
         + "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
         + _asv_section(inputs) + _pytest_benchmark_section(inputs) + _registry_section()
