@@ -61,7 +61,8 @@ class OptimizationResults:
         self.result = results[name]
 
     def track_accuracy(self, results, name):
-        return 100.0 * self.result.accuracy["test"]
+        """Test metric at the best validation point of a run that reached its plateau (not mid-training)."""
+        return 100.0 * (self.result.converged or self.result.accuracy)["test"]
 
     track_accuracy.unit = "%"
 
