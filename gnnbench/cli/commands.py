@@ -21,7 +21,8 @@ from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
 from gnnbench.text import human_bytes
 
-__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_gpu_check", "cmd_profile",
+__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", "cmd_gpu_check",
+           "cmd_profile",
            "cmd_report", "cmd_env", "cmd_flags", "cmd_pipeline", "cmd_cache"]
 
 
@@ -266,6 +267,36 @@ def cmd_tune(args: argparse.Namespace) -> int:
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else "\n" + format_tune(result))
     print(f"results: {out_dir}", file=sys.stderr)
     return 0
+
+
+def cmd_regress(args: argparse.Namespace) -> int:
+    """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.regress`); exit 1 on a
+    regression, 2 when the two trees cannot be compared."""
+    from gnnbench.flags import Flags
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.measure.regress import default_benches, format_gate, gate, trees_for
+    from gnnbench.training import RunConfig
+
+    base = RunConfig(spec=GraphSpec.preset(args.preset), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
+                     max_steps_per_epoch=args.steps + args.warmup, warmup_steps=args.warmup, hidden=32,
+                     device=args.device)
+    try:
+        benches = default_benches(base, args.bench)
+        with trees_for(args.base, args.head) as trees:
+            def progress(r, rounds, role):
+                print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
+
+            result = gate(trees, benches, rounds=args.rounds, threads=args.threads, order_seed=args.order_seed,
+                          labels=(args.base, args.head), progress=progress)
+    except ValueError as exc:
+        print(f"gnnbench regress: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        from gnnbench.atomic import write_json_atomic
+
+        write_json_atomic(args.out, result.to_dict())
+    print(json.dumps(result.to_dict(), indent=1) if args.json else format_gate(result))
+    return 1 if result.regressed else 0
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:

@@ -32,6 +32,15 @@ def parse_flags(text: str) -> list[str]:
     return names
 
 
+def parse_benches(text: str) -> list[str]:
+    """``regress --bench``: registry entries (``a+b`` combinations too) and ``baseline``."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    parse_flags(",".join(n for n in names if n != "baseline"))
+    if not names:
+        raise argparse.ArgumentTypeError("--bench needs at least one name (baseline or a registry entry)")
+    return names
+
+
 def parse_size(text: str, *, option: str = "the size") -> int:
     """Bytes in ``text``: a size with its unit (``2GiB``, ``512MiB``, ``1.5GB``; units of :data:`_SIZE_UNITS`,
     any case) or plain bytes (``2147483648``).

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 import gnnbench.cli.commands as commands
-from gnnbench.cli.options import add_calibration_args, add_graph_args, add_run_args, graph_layer_names, parse_flags
+from gnnbench.cli.options import (add_calibration_args, add_graph_args, add_run_args, graph_layer_names,
+                                  parse_benches, parse_flags)
 from gnnbench.cli.distributed import add_distributed_args
 from gnnbench.microbench import sampler_compare as peers
 from gnnbench.measure.stats import DEFAULT_REPEATS
@@ -127,6 +128,32 @@ def build_parser() -> argparse.ArgumentParser:
     add_calibration_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.cmd_tune)
+
+    p = sub.add_parser("regress", help="the regression gate: two commits in alternating processes, per benchmark "
+                       "ratio, phase and accuracy; exit 1 on a regression",
+                       description="Check out BASE and HEAD side by side (temporary git worktrees; HEAD '.' is the "
+                                   "working tree as it is), run the baseline and every registry entry that runs "
+                                   "here for a fixed number of steps in alternating processes (one per tree and "
+                                   "round, order shuffled per round, one thread each), and compare them paired "
+                                   "by round: step ratio with its interval, Holm across the set, the phase that "
+                                   "moved, accuracy on the same seeds. Exit status 1 on a regression: a "
+                                   "family-wise significant slowdown beyond max(3%, the benchmark's noise floor), "
+                                   "or an accuracy drop beyond 1 pp; 2 when the trees cannot be compared "
+                                   "(different dependencies).")
+    p.add_argument("base", help="the good commit (any git revision)")
+    p.add_argument("head", nargs="?", default=".", help="the commit to check (default '.': the working tree)")
+    p.add_argument("--bench", type=parse_benches, default=None, metavar="NAMES",
+                   help="benchmarks: baseline and registry entries (default: all that run here)")
+    p.add_argument("--rounds", type=int, default=5, help="alternating processes per tree (default 5)")
+    p.add_argument("--steps", type=int, default=20, help="measured steps per benchmark (default 20)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up steps per benchmark (default 3)")
+    p.add_argument("--threads", type=int, default=1, help="threads per process (default 1)")
+    p.add_argument("--preset", default="tiny", help="graph preset (default tiny)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round order (recorded)")
+    p.add_argument("--out", default=None, help="write the gate's JSON here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the gate's JSON (for CI)")
+    p.set_defaults(func=commands.cmd_regress)
 
     p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
                        description="Run the baseline, every registered optimization and all recommended ones on "

@@ -1,0 +1,352 @@
+"""The regression gate: two commits (or two source trees) compared the way ``compare`` compares two flags.
+
+``gnnbench regress BASE [HEAD]`` makes both commits runnable side by side without touching the user's checkout
+(``git worktree add --detach`` into a temporary folder; ``HEAD`` defaults to ``.``, the working tree as it is,
+uncommitted changes included). The package is pure Python, so one environment serves both: each process runs
+with its tree first on ``PYTHONPATH``. Two trees whose declared dependencies differ (``pyproject.toml``) are
+refused with the difference named: they need two environments.
+
+Each round runs one process per tree, in an order shuffled per round (recorded), with one thread each. A
+process trains every benchmark of the set (the baseline and each registry entry that runs here, on a small
+graph, a fixed number of steps on the round's seed) and writes each one's median step time, phase medians and
+final test accuracy. Per benchmark, paired by round (:func:`gnnbench.measure.stats.paired_ratio`): the step
+ratio ``BASE / HEAD`` (below 1: HEAD is slower) with its interval; Holm's family-wise control across the set;
+the phase that moved most, with its own ratio; and the accuracy delta on the same seeds, gated at
+:data:`ACC_BOUND_PP`. A regression is a step slowdown that Holm keeps *and* that is larger than the practical
+threshold: the larger of :data:`MIN_THRESHOLD` and the benchmark's own noise floor (from the base tree's
+process-to-process spread). Exit status 1 when there is one (``gnnbench regress``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from gnnbench.atomic import write_json_atomic
+from gnnbench.measure.stats import holm, noise_floor, paired_ratio
+
+__all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
+           "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
+
+MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
+ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
+FAMILY_ALPHA = 0.05
+WORKING_TREE = "."
+
+# The worker runs inside each tree's own gnnbench: the driver writes it to a temporary file, so the tree under
+# test needs no file of this version, only the API it calls (RunConfig, measure.run.run, graphs.generate).
+WORKER = r'''
+import json, sys, time
+import torch
+torch.set_num_threads(int(sys.argv[3]))
+from gnnbench.graphs import GraphSpec, generate
+from gnnbench.measure.run import run
+from gnnbench.training import RunConfig
+
+spec = json.loads(open(sys.argv[1]).read())
+graph = generate(GraphSpec(**spec["graph"]))
+out = {}
+for name, cfg in spec["benches"].items():
+    config = RunConfig.from_dict(cfg)
+    t0 = time.perf_counter()
+    r = run(config, graph=graph)
+    if r.status != "ok":
+        out[name] = {"status": r.status, "reason": str(r.unavailable or r.error)}
+        continue
+    out[name] = {"status": "ok", "step": r.step_seconds["median"],
+                 "phases": {p: v["median"] for p, v in r.phases.items()},
+                 "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
+open(sys.argv[2], "w").write(json.dumps(out))
+'''
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One benchmark of the gate: a configuration trained for a fixed number of steps."""
+
+    name: str
+    config: Any  # RunConfig (seed set per round)
+
+
+@dataclass
+class BenchVerdict:
+    """One benchmark's figures: ratios are ``BASE / HEAD`` (below 1: HEAD is slower)."""
+
+    name: str
+    status: str
+    reason: str | None = None
+    ratio: float | None = None
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    threshold: float | None = None  # the practical threshold (a factor >= MIN_THRESHOLD)
+    significant: bool = False  # after Holm across the set
+    regression: bool = False
+    improvement: bool = False
+    phase: str | None = None  # the phase that moved most
+    phase_ratio: dict[str, float] | None = None  # its ratio with interval
+    acc_delta_pp: float | None = None
+    acc_low_pp: float | None = None
+    acc_high_pp: float | None = None
+    acc_regression: bool = False
+    base_ms: float | None = None
+    head_ms: float | None = None
+
+
+@dataclass
+class GateResult:
+    """The gate's outcome: per benchmark, and whether anything regressed."""
+
+    base: str
+    head: str
+    rounds: int
+    threads: int
+    orders: list[list[str]]
+    benches: list[BenchVerdict] = field(default_factory=list)
+    seconds: float = 0.0
+    family: str = ""
+
+    @property
+    def regressed(self) -> list[BenchVerdict]:
+        return [b for b in self.benches if b.regression or b.acc_regression]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
+                "orders": self.orders, "seconds": self.seconds, "family": self.family,
+                "regression": bool(self.regressed), "benches": [asdict(b) for b in self.benches]}
+
+
+def default_benches(base_config: Any, names: list[str] | None = None) -> list[Bench]:
+    """The baseline and every registry entry that runs here on ``base_config`` (or ``names`` among them;
+    ``"baseline"`` is the base configuration itself)."""
+    from gnnbench import registry
+    from gnnbench.env import resolve_device
+    from gnnbench.training import config_unavailable
+
+    device = resolve_device(base_config.device)
+    wanted = ["baseline"] + registry.names() if names is None else list(names)
+    benches = []
+    for name in wanted:
+        if name == "baseline":
+            benches.append(Bench(name, base_config))
+            continue
+        parts = registry.combination(name)
+        if registry.not_applicable(base_config, parts):
+            continue
+        config = registry.config_for(base_config, parts)
+        if config.nproc > 1 or config_unavailable(config, device):
+            continue
+        benches.append(Bench(name, config))
+    if not benches:
+        raise ValueError(f"no benchmark of {wanted} runs here")
+    return benches
+
+
+# ------------------------------------------------------------------ trees
+def _git(args: list[str], cwd: Path | str) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise ValueError(f"git {' '.join(args)} failed in {cwd}: {out.stderr.strip() or out.stdout.strip()}")
+    return out.stdout.strip()
+
+
+@contextmanager
+def trees_for(base: str, head: str = WORKING_TREE, *, repo: str | Path = ".") -> Iterator[dict[str, Path]]:
+    """``{"base": path, "head": path}``: each commit checked out in a temporary worktree (``"."``: the working
+    tree itself, as it is), removed afterwards; the user's checkout is never touched."""
+    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
+    tmp = Path(tempfile.mkdtemp(prefix="gnnbench-regress-"))
+    made: list[Path] = []
+    try:
+        trees = {}
+        for role, rev in (("base", base), ("head", head)):
+            if rev == WORKING_TREE:
+                trees[role] = repo
+                continue
+            commit = _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], repo)
+            path = tmp / role
+            _git(["worktree", "add", "--detach", str(path), commit], repo)
+            made.append(path)
+            trees[role] = path
+        for role, path in trees.items():
+            if not (path / "gnnbench" / "__init__.py").is_file():
+                raise ValueError(f"{role} ({base if role == 'base' else head}) has no gnnbench package at its root")
+        yield trees
+    finally:
+        for path in made:
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=repo, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _dependencies(tree: Path) -> dict[str, Any]:
+    try:
+        project = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{tree / 'pyproject.toml'} cannot be read: {exc}") from None
+    return {"dependencies": sorted(project.get("dependencies", [])),
+            "requires-python": project.get("requires-python"),
+            **{f"optional {k}": sorted(v) for k, v in sorted(project.get("optional-dependencies", {}).items())}}
+
+
+def dependency_difference(base: Path, head: Path) -> str | None:
+    """What the two trees declare differently in ``pyproject.toml`` (dependencies, optional groups, Python), or
+    ``None``: one environment cannot serve two trees that need different packages."""
+    a, b = _dependencies(base), _dependencies(head)
+    diffs = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            only_a = sorted(set(a.get(key) or []) - set(b.get(key) or [])) if key != "requires-python" else a.get(key)
+            only_b = sorted(set(b.get(key) or []) - set(a.get(key) or [])) if key != "requires-python" else b.get(key)
+            diffs.append(f"{key}: base {only_a}, head {only_b}")
+    return "; ".join(diffs) or None
+
+
+# ------------------------------------------------------------------ the gate
+def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
+    import dataclasses
+
+    graph = benches[0].config.spec
+    spec = {"graph": dataclasses.asdict(graph),
+            "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches}}
+    path = folder / f"spec-{seed}.json"
+    write_json_atomic(path, spec)
+    return path
+
+
+def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    proc = subprocess.run([sys.executable, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the benchmark process of {tree} failed: {proc.stderr.strip()[-2000:]}")
+    return json.loads(out.read_text())
+
+
+def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threads: int = 1, order_seed: int = 0,
+         timeout: float = 1800.0, labels: tuple[str, str] = ("base", "head"),
+         progress: Callable[[int, int, str], None] | None = None) -> GateResult:
+    """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
+    judge every benchmark (see the module docstring).
+
+    Raises:
+        ValueError: for fewer than 2 rounds, or trees that declare different dependencies.
+    """
+    if not isinstance(rounds, int) or rounds < 2:
+        raise ValueError(f"the gate needs at least 2 rounds for an interval (got {rounds!r})")
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1 (got {threads!r})")
+    problem = dependency_difference(trees["base"], trees["head"])
+    if problem:
+        raise ValueError(f"the two trees need different dependencies ({problem}): one environment cannot run "
+                         "both; compare them with two environments instead")
+    if any(b.config.spec is None for b in benches):
+        raise ValueError("the gate runs on a generated graph (a GraphSpec), not a loaded one")
+    t0 = time.perf_counter()
+    data: dict[str, list[dict]] = {"base": [], "head": []}
+    orders = []
+    with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
+        folder = Path(tmp)
+        worker = folder / "gate_worker.py"
+        worker.write_text(WORKER)
+        for r in range(rounds):
+            spec = _spec_file(benches, r, folder)
+            order = ["base", "head"]
+            random.Random(order_seed * 1_000_003 + r).shuffle(order)
+            orders.append(order)
+            for role in order:
+                if progress:
+                    progress(r, rounds, role)
+                data[role].append(_run_tree(trees[role], spec, folder / f"{role}-{r}.json", threads, worker,
+                                            timeout))
+    result = GateResult(labels[0], labels[1], rounds, threads, orders)
+    result.benches = [_verdict(b.name, [d.get(b.name, {}) for d in data["base"]],
+                               [d.get(b.name, {}) for d in data["head"]]) for b in benches]
+    measured = [v for v in result.benches if v.status == "ok" and v.p_value is not None]
+    keep = holm([v.p_value for v in measured], FAMILY_ALPHA)
+    for v, k in zip(measured, keep):
+        v.significant = bool(k)
+        slower, faster = v.ratio < 1 / v.threshold, v.ratio > v.threshold
+        v.regression = v.significant and slower and v.high < 1
+        v.improvement = v.significant and faster and v.low > 1
+    result.family = (f"Holm over {len(measured)} benchmarks: the chance that any is flagged by noise is at most "
+                     f"{FAMILY_ALPHA:.0%}")
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
+    bad = next((d for d in base + head if d.get("status") != "ok"), None)
+    if bad is not None:
+        return BenchVerdict(name, bad.get("status", "missing"), bad.get("reason", "no result"))
+    ri = paired_ratio([d["step"] for d in base], [d["step"] for d in head])
+    floor = noise_floor([d["step"] for d in base])
+    threshold = max(MIN_THRESHOLD, floor if floor == floor else MIN_THRESHOLD)
+    v = BenchVerdict(name, "ok", ratio=ri.ratio, low=ri.low, high=ri.high, p_value=ri.p_value, threshold=threshold,
+                     base_ms=1e3 * statistics.median(d["step"] for d in base),
+                     head_ms=1e3 * statistics.median(d["step"] for d in head))
+    moved = []
+    for phase in base[0]["phases"]:
+        b = [d["phases"].get(phase, 0.0) for d in base]
+        h = [d["phases"].get(phase, 0.0) for d in head]
+        if min(b + h) <= 0:
+            continue
+        pr = paired_ratio(b, h)
+        share = statistics.median(h) / (1e-3 * v.head_ms) if v.head_ms else 0.0
+        # the phase whose change explains most of the step's change: its share times its log ratio
+        moved.append((abs(share * (1 / pr.ratio - 1)), phase, pr))
+    if moved:
+        _, phase, pr = max(moved)
+        v.phase, v.phase_ratio = phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high,
+                                         "significant": pr.significant}
+    deltas = [100 * (h["test"] - b["test"]) for b, h in zip(base, head)]
+    mean = statistics.mean(deltas)
+    if len(set(deltas)) == 1:
+        low = high = mean
+    else:
+        from gnnbench.measure.stats import t_quantile
+
+        half = t_quantile(0.975, len(deltas) - 1) * statistics.stdev(deltas) / len(deltas) ** 0.5
+        low, high = mean - half, mean + half
+    v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean, low, high
+    v.acc_regression = mean < -ACC_BOUND_PP and high < 0
+    return v
+
+
+def format_gate(r: GateResult) -> str:
+    """The gate's table, its rule and its verdict."""
+    lines = [f"regression gate: {r.base} (base) against {r.head} (head), {r.rounds} rounds of alternating "
+             f"processes ({r.threads} thread each), {r.seconds:.0f} s",
+             f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
+             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), or an accuracy "
+             f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds", ""]
+    head = f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}  {'phase that moved':<30}{'acc pp':>8}  verdict"
+    lines += [head, "-" * len(head)]
+    for b in r.benches:
+        if b.status != "ok":
+            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}  {'-':<30}{'-':>8}  {b.status}: {b.reason}")
+            continue
+        ratio = f"{b.ratio:.3f}x [{b.low:.3f}, {b.high:.3f}]"
+        phase = (f"{b.phase} {b.phase_ratio['ratio']:.3f}x [{b.phase_ratio['low']:.2f}, {b.phase_ratio['high']:.2f}]"
+                 if b.phase else "-")
+        verdict = ("REGRESSION" if b.regression else "improvement" if b.improvement else
+                   "significant, within the threshold" if b.significant else "no significant difference")
+        if b.acc_regression:
+            verdict += "; ACCURACY REGRESSION"
+        lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x  {phase:<30}"
+                     f"{b.acc_delta_pp:>+8.2f}  {verdict}")
+    bad = r.regressed
+    lines += ["", f"REGRESSION in {len(bad)} benchmark(s): {', '.join(b.name for b in bad)}" if bad
+              else "no regression"]
+    return "\n".join(lines)
