@@ -101,3 +101,26 @@ def test_cli_smoke_head_against_the_working_tree_says_no_regression():
     bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "no-such-rev"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no-such-rev" in bad.stderr
+
+
+def test_bisect_names_the_first_bad_commit_of_a_constructed_history(tmp_path):
+    from gnnbench.measure.regress import bisect
+
+    repo = tmp_path / "history"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    commits = []
+    for i in range(9):  # commit 5 makes the step slow, and it stays slow
+        (repo / "speed.txt").write_text("slow" if i >= 5 else f"fast {i}")
+        _git(repo, "add", "-A")
+        _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", f"c{i}", "--allow-empty")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+
+    def is_bad(commit):
+        return _git(repo, "show", f"{commit}:speed.txt") == "slow"
+
+    first, tests = bisect(commits[0], commits[-1], is_bad, repo=repo)
+    assert first == commits[5] and tests <= 3, "log2(8) tests"
+    assert bisect(commits[4], commits[5], is_bad, repo=repo) == (commits[5], 0)
+    with pytest.raises(ValueError, match="not an ancestor"):
+        bisect(commits[-1], commits[0], is_bad, repo=repo)

@@ -274,7 +274,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
     regression, 2 when the two trees cannot be compared."""
     from gnnbench.flags import Flags
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.regress import default_benches, format_gate, gate, trees_for
+    from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, trees_for
     from gnnbench.training import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset(args.preset), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
@@ -291,11 +291,33 @@ def cmd_regress(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
+    out = result.to_dict()
+    if not args.json:
+        print(format_gate(result), flush=True)
+    if args.bisect and result.regressed:
+        if args.head == ".":
+            print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
+                  file=sys.stderr)
+        else:
+            regressed = [b.name for b in result.regressed]
+            suspects = [b for b in benches if b.name in regressed]
+
+            def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
+                with trees_for(args.base, commit) as pair:
+                    return bool(gate(pair, suspects, rounds=args.rounds, threads=args.threads,
+                                     order_seed=args.order_seed).regressed)
+
+            log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
+            first, tests = bisect(args.base, args.head, is_bad, log=log)
+            out["first_bad_commit"] = first
+            if not args.json:
+                print(f"first bad commit: {first} ({tests} gate runs over {', '.join(regressed)})")
     if args.out:
         from gnnbench.atomic import write_json_atomic
 
-        write_json_atomic(args.out, result.to_dict())
-    print(json.dumps(result.to_dict(), indent=1) if args.json else format_gate(result))
+        write_json_atomic(args.out, out)
+    if args.json:
+        print(json.dumps(out, indent=1))
     return 1 if result.regressed else 0
 
 

@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="tiny", help="graph preset (default tiny)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round order (recorded)")
+    p.add_argument("--bisect", action="store_true",
+                   help="on a regression, binary-search BASE..HEAD (first-parent line) with the same gate over the "
+                        "regressed benchmarks and name the first bad commit")
     p.add_argument("--out", default=None, help="write the gate's JSON here (atomically)")
     p.add_argument("--json", action="store_true", help="print the gate's JSON (for CI)")
     p.set_defaults(func=commands.cmd_regress)

@@ -38,7 +38,7 @@ from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
-           "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
+           "bisect", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
@@ -322,6 +322,34 @@ def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
     v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean, low, high
     v.acc_regression = mean < -ACC_BOUND_PP and high < 0
     return v
+
+
+def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Path = ".",
+           log: Callable[[str], None] = lambda line: None) -> tuple[str, int]:
+    """The first bad commit between ``good`` (known good) and ``bad`` (known bad) on ``bad``'s first-parent
+    line, by binary search with ``is_bad(commit)`` (the gate against the good end, for ``regress --bisect``);
+    returns ``(commit, tests run)``.
+
+    Raises:
+        ValueError: when ``good`` is not an ancestor of ``bad``.
+    """
+    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
+    good_c = _git(["rev-parse", "--verify", f"{good}^{{commit}}"], repo)
+    bad_c = _git(["rev-parse", "--verify", f"{bad}^{{commit}}"], repo)
+    if subprocess.run(["git", "merge-base", "--is-ancestor", good_c, bad_c], cwd=repo).returncode != 0:
+        raise ValueError(f"{good} is not an ancestor of {bad}: nothing to bisect")
+    line = _git(["rev-list", "--first-parent", "--reverse", f"{good_c}..{bad_c}"], repo).split()
+    lo, hi, tests = 0, len(line) - 1, 0  # line[hi] is bad; everything before lo is good
+    while lo < hi:
+        mid = (lo + hi) // 2
+        tests += 1
+        verdict = is_bad(line[mid])
+        log(f"{line[mid][:10]}: {'bad' if verdict else 'good'}")
+        if verdict:
+            hi = mid
+        else:
+            lo = mid + 1
+    return line[hi], tests
 
 
 def format_gate(r: GateResult) -> str:
