@@ -307,3 +307,19 @@ def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
     listed = top[top.index("<ul>"):top.index("</ul>")]
     assert "Trade-off: <b>fast_lossy</b>" in listed and "fast_dropout" not in listed, "a censored row never headlines"
     assert 'id="tradeoff-top"' in top and "Pareto front" in top
+
+
+def test_asv_history_lists_its_change_points(tmp_path):
+    from gnnbench.measure.history import available
+    from gnnbench.report.inputs import ReportInputs
+
+    if available():
+        pytest.skip(available())
+    docs = []
+    for i in range(16):  # the baseline's step goes from 10 ms to 13 ms at the 9th commit
+        value = (0.010 if i < 9 else 0.013) * (1 + 0.003 * ((-1) ** i))
+        docs.append({"commit_hash": f"{i:02d}" * 20, "date": i, "result_columns": ["result", "params"],
+                     "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]}})
+    text = build_report(ReportInputs(asv={"benchmarks": {}, "results": docs}), tmp_path / "r.html").read_text()
+    table = text[text.index("id='change-points'"):]
+    assert "<code>09090909</code>" in table and re.search(r"1\.[23]\d\dx \[1\.2\d\d, 1\.3\d\d\]", table)

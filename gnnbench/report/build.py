@@ -608,7 +608,32 @@ def _asv_section(inputs: ReportInputs) -> str:
     with_ci = sum(p[3] is not None for p in shown)
     return (f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
             f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
-            "have one (asv records none for a single repeat).</p>" + _figure_html(fig, "history"))
+            "have one (asv records none for a single repeat).</p>" + _figure_html(fig, "history")
+            + _change_points_html(series, wanted))
+
+
+def _change_points_html(series: dict, wanted: list[str]) -> str:
+    """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.history`)."""
+    from gnnbench.measure.history import available, change_points
+
+    why = available()
+    if why:
+        return f"<p class='muted' id='change-points'>Change points not computed: {_esc(why)}.</p>"
+    rows = []
+    for key in wanted:
+        pts = series[key]
+        for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
+            interval = "" if cp.low is None else f" [{cp.low:.3f}, {cp.high:.3f}]"
+            kind = "loss" if cp.ratio > 1 else "gain"
+            rows.append(f"<tr><td>{_esc(key.split('.')[-1])}</td><td><code>{_esc(cp.commit)}</code></td>"
+                        f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
+                        f"<td class='num {kind}'>{cp.ratio:.3f}x{interval}</td></tr>")
+    if not rows:
+        return ("<p id='change-points'>Change points (asv's step detection, steps of 5% or more): none in the "
+                "series shown.</p>")
+    return ("<p id='change-points'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
+            "before, above 1 is slower, 95% Welch interval over the two segments' points):</p><table><tr>"
+            "<th>series</th><th>from commit</th><th>ms</th><th>ratio</th></tr>" + "".join(rows) + "</table>")
 
 
 def _pytest_benchmark_section(inputs: ReportInputs) -> str:
