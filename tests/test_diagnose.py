@@ -270,3 +270,19 @@ def test_a_result_inside_the_noise_floor_is_not_resolved_never_does_not_pay():
     assert "below the +-10.0% floor" in epoch
     assert not any("does not pay" in line for line in (wide, narrow, epoch))
 
+
+
+def test_diagnose_reports_what_compile_built():
+    import dataclasses
+
+    from gnnbench import registry
+    from gnnbench.advice.diagnose import diagnose, format_diagnosis
+    from tests.conftest import QUICK
+
+    plain = diagnose(QUICK, steps=2, profile_steps=0)
+    assert plain.compile is None and "\ncompile: " not in format_diagnosis(plain)
+    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(["compile"], QUICK.flags))
+    d = diagnose(cfg, steps=2, profile_steps=0)
+    assert d.compile["graphs"] >= 1 and d.compile["graph_breaks"] == 0, d.compile
+    assert d.compile["recompilations"] == d.compile["graphs"] - 1 and d.compile["first_step_seconds"] > 0
+    assert f"\ncompile: {d.compile['graphs']} graph(s), 0 graph break(s)" in format_diagnosis(d)

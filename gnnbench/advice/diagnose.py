@@ -125,6 +125,8 @@ class Diagnosis:
     memory: dict[str, Any] = field(default_factory=dict)
     top_ops: list[tuple[str, float]] = field(default_factory=list)  # (operator, share of the profiled step)
     hot_ops: list[HotOp] = field(default_factory=list)  # every operator above HOT_OP_SHARE, attributed
+    # torch.compile's work when the configuration compiles: graphs, graph breaks, recompilations, first step
+    compile: dict[str, Any] | None = None
 
     @property
     def recommended(self) -> list[str]:
@@ -363,7 +365,20 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         hot_ops=attribute_ops(op_shares, op_phases, config.task),
         memory={"host_peak_bytes": peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+        compile=_compile_figures(trainer),
     )
+
+
+def _compile_figures(trainer: Trainer) -> dict[str, Any] | None:
+    """What ``torch.compile`` built for this run (its own dynamo counters), or ``None`` without compile."""
+    counters = trainer.pipeline.dynamo_counters
+    if counters is None:
+        return None
+    graphs = int(counters["stats"].get("unique_graphs", 0))
+    return {"graphs": graphs, "recompilations": max(0, graphs - 1),
+            "graph_breaks": int(sum(counters["graph_break"].values())),
+            "break_reasons": sorted(str(k) for k in counters["graph_break"])[:5],
+            "first_step_seconds": trainer.first_step_seconds}
 
 
 def format_diagnosis(d: Diagnosis) -> str:
@@ -385,6 +400,11 @@ def format_diagnosis(d: Diagnosis) -> str:
     if mem.get("device_peak_bytes") is not None:
         mem_txt += f", device peak {human_bytes(mem['device_peak_bytes'])}"
     lines.append(f"memory: {mem_txt}")
+    if d.compile is not None:
+        c = d.compile
+        lines.append(f"compile: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), {c['recompilations']} "
+                     f"recompilation(s); first step {c['first_step_seconds'] or 0:.1f} s (compilation included)"
+                     + (f"; breaks: {'; '.join(c['break_reasons'])}" if c["break_reasons"] else ""))
     if d.hot_ops:
         lines.append(f"operators above {HOT_OP_SHARE:.0%} of the profiled steps, where they ran and what targets them:")
         for h in d.hot_ops:
