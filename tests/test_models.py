@@ -164,3 +164,14 @@ def test_sampler_csr_backward_shares_one_transposed_csr_per_batch(dtype):
     assert agg.narrowed_bytes == (0 if dtype == torch.int32 else rowptr.numel() * 4 + e * 4)
     agg.gcn(h).sum().backward()
     assert agg._t is built  # reused, not rebuilt
+
+
+def test_mean_degree_is_bincount_with_a_static_shape():
+    import torch
+
+    from gnnbench.models.aggregation import Aggregator
+
+    for dtype in (torch.int64, torch.int32):
+        edge_index = torch.tensor([[0, 1, 2, 3, 4, 1], [1, 1, 0, 3, 3, 1]], dtype=dtype)
+        deg = Aggregator(edge_index, 6, mode="scatter").degree()
+        assert deg.dtype == torch.int64 and torch.equal(deg, torch.bincount(edge_index[1].long(), minlength=6))

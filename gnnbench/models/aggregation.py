@@ -154,10 +154,16 @@ class Aggregator:
                 self._col = self.src.index_select(0, self._perm)
 
     def degree(self) -> Tensor:
-        """In-degree of every node in this batch (number of its edges)."""
+        """In-degree of every node in this batch (number of its edges), int64. Counted with ``index_add_`` into
+        ``num_nodes`` zeros, not ``bincount`` (whose output shape depends on the data, so ``torch.compile``
+        broke the graph there): the same counts, a static shape."""
         if self._deg is None:
-            self._deg = (self._crow.diff() if self.mode == "sparse"
-                         else torch.bincount(self._dst_native, minlength=self.num_nodes))
+            if self.mode == "sparse":
+                self._deg = self._crow.diff()
+            else:
+                dst = self._dst_native
+                self._deg = torch.zeros(self.num_nodes, dtype=torch.int64, device=dst.device).index_add_(
+                    0, dst, torch.ones(dst.numel(), dtype=torch.int64, device=dst.device))
         return self._deg
 
     def _transposed(self) -> tuple[Tensor, Tensor, Tensor]:
