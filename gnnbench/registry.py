@@ -281,6 +281,17 @@ _ENTRIES = (
         targets=('features',),
     ),
     Optimization(
+        name="fp16_features",
+        recommended=False,  # pays where moving or caching features is the bottleneck (a GPU); on a CPU it upcasts
+        changes={"feature_dtype": "float16"},
+        description="Store node features in fp16 (half the bytes gathered, copied and cached); the model upcasts "
+        "each batch to fp32 and computes in fp32.",
+        expected_effect="Halves host-to-device feature traffic and feature-cache bytes; SALIENT stores features "
+        "in half precision for this reason (Kaler et al., MLSys 2022). Accuracy: features rounded to fp16.",
+        layer="gnnbench.features.placement",
+        targets=('features',),
+    ),
+    Optimization(
         name="hot_cold",
         recommended=False,  # an alternative placement to features_on_device
         changes={"feature_placement": "hot_cold"},
