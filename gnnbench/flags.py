@@ -49,7 +49,7 @@ _CHOICES = {
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
                   "negative_ratio", "powersgd_rank")
-_NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes")
+_NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes", "pipeline_depth")
 _KEYS_BATCHES = "keys_batches"  # field metadata: the field's value changes the sampled batches
 
 
@@ -88,6 +88,7 @@ class Flags:
     # --- features (gnnbench.features.placement) ---
     feature_placement: str = "host"  # "host" | "device" | "hot_cold" (most-read rows on device) | "uva" (zero-copy)
     feature_prefetch: bool = False  # gather the next batch's features on a side CUDA stream
+    pipeline_depth: int = 0  # batches sampled and gathered ahead by a background thread (0: off; the pipelined loader)
     hot_rank: str = "access"  # hot_cold: rank rows by "access" (counted over one profiled epoch) | "degree"
     hot_budget_fraction: float = 0.25  # hot_cold: share of the feature rows kept on the device (at most half free)
     hot_budget_bytes: int = 0  # hot_cold: device bytes for the hot rows, replacing the fraction (0 = use it)

@@ -325,6 +325,18 @@ _ENTRIES = (
         targets=('features',),
     ),
     Optimization(
+        name="pipelined_loader",
+        recommended=False,  # on a 2-core CPU the producer thread competes with the step's own threads
+        changes={"pipeline_depth": 2},
+        description="A background thread samples the next 2 batches and gathers their features (on a side CUDA "
+        "stream on a GPU) while the current batch computes.",
+        expected_effect="Overlaps sampling and feature fetch with compute, as DGL's GraphBolt pipeline and "
+        "SALIENT do (Kaler et al., MLSys 2022): at best the step shrinks to its largest stage.",
+        layer="gnnbench.features.placement",
+        overlap=True,
+        targets=('sampling', 'features'),
+    ),
+    Optimization(
         name="sparse_agg",
         changes={"aggregation": "sparse"},
         description="Aggregate with one CSR sparse-matrix product instead of gathering messages per edge "

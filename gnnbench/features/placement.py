@@ -117,6 +117,7 @@ class PlacedFeatures:
 
     name = ""
     prefetch = False  # gather the next batch's features on a side stream (features_for sets it from the flags)
+    pipeline_depth = 0  # batches sampled and gathered ahead by a background thread (0: off)
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
@@ -151,6 +152,9 @@ class PlacedFeatures:
         gathers them. Closing the iterator closes ``batches``."""
         if self.prefetch:
             yield from prefetch_features(batches, self)
+            return
+        if self.pipeline_depth:
+            yield from pipelined(batches, self, self.pipeline_depth)
             return
         try:
             for batch in batches:
@@ -331,8 +335,12 @@ def _field_reasons(placement: str, pin_memory: bool, prefetch: bool, device: tor
 
 def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     """This layer's answer: which of its fields ``flags`` sets to something ``ctx.device`` cannot run."""
-    return [Unavailable(f, r) for f, r in _field_reasons(flags.feature_placement, flags.pin_memory,
-                                                         flags.feature_prefetch, ctx.device)]
+    out = [Unavailable(f, r) for f, r in _field_reasons(flags.feature_placement, flags.pin_memory,
+                                                        flags.feature_prefetch, ctx.device)]
+    if flags.pipeline_depth and flags.feature_prefetch:
+        out.append(Unavailable("pipeline_depth", "the pipelined loader already gathers the next batches' features "
+                               "ahead; feature_prefetch does the same on a side stream: choose one"))
+    return out
 
 
 def place_features(x: Tensor, device: torch.device | str, placement: str = "host", *,
@@ -376,6 +384,7 @@ def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
     store = place_features(x, device, flags.feature_placement, hot_nodes=hot_nodes, pin_memory=flags.pin_memory,
                            dtype=flags.feature_dtype)
     store.prefetch = flags.feature_prefetch
+    store.pipeline_depth = flags.pipeline_depth
     return store
 
 
@@ -519,6 +528,90 @@ def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
     """``table[ids]`` gathered straight into a (pinned, when asked) host buffer: one copy, not two."""
     out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, pin_memory=pinned)
     return torch.index_select(table, 0, ids, out=out)
+
+
+_DONE = object()
+
+
+def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
+    """The pipelined loader: ``(batch, features)`` in the source's order, with up to ``depth`` batches sampled and
+    their features gathered ahead by a background thread while the consumer computes.
+
+    The thread owns the source iterator (sampling runs there, and with loader workers it pulls from them) and
+    the feature gather (on CUDA on a side stream, the consumer's stream waiting on an event per batch, as
+    :func:`prefetch_features` does). The consumer's "sample" phase is then its wait for the queue: the data
+    wait left after the overlap. An exception in the thread is raised in the consumer at the batch it belongs
+    to; closing the iterator stops the thread, which closes the source. Timed end to end (the registry marks
+    the entry as overlap). Device-agnostic: on a CPU the overlap is what the cores allow.
+    """
+    import queue
+    import threading
+
+    if not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"pipeline depth must be an integer >= 1 (got {depth!r})")
+    device = store.device
+    cuda = device.type == "cuda"
+    side = torch.cuda.Stream(device=device) if cuda else None
+    if cuda:
+        side.wait_stream(torch.cuda.current_stream(device))
+    ready_q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                ready_q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        it = iter(batches)
+        try:
+            for batch in it:
+                if stop.is_set():
+                    break
+                if cuda:
+                    with torch.cuda.device(device), torch.cuda.stream(side):
+                        feats = store.gather(n_id_of(batch))
+                        event = torch.cuda.Event()
+                        event.record(side)
+                else:
+                    feats, event = store.gather(n_id_of(batch)), None
+                if not put((batch, feats, event)):
+                    break
+            put(_DONE)
+        except BaseException as exc:  # raised in the consumer, at the batch it belongs to
+            put(exc)
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="gnnbench-pipeline", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready_q.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            batch, feats, event = item
+            if event is not None:
+                consumer = torch.cuda.current_stream(device)
+                consumer.wait_event(event)
+                feats.record_stream(consumer)
+            yield batch, feats
+    finally:
+        stop.set()
+        while thread.is_alive():  # unblock a producer waiting on a full queue, then let it close the source
+            try:
+                ready_q.get_nowait()
+            except queue.Empty:
+                pass
+            thread.join(timeout=0.05)
 
 
 def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
