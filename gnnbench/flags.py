@@ -23,6 +23,7 @@ SAMPLER_BACKENDS = ("gnnbench", "pyg")
 BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw", "full")
 FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
 FEATURE_DTYPES = ("float32", "float16")
+SAMPLER_DEVICES = ("host", "device", "uva")
 HOT_RANKS = ("access", "degree")
 NEGATIVE_MODES = ("uniform", "degree")
 AGGREGATIONS = ("scatter", "sparse")
@@ -38,6 +39,7 @@ _CHOICES = {
     "batch_source": BATCH_SOURCES,
     "feature_placement": FEATURE_PLACEMENTS,
     "feature_dtype": FEATURE_DTYPES,
+    "sampler_device": SAMPLER_DEVICES,
     "hot_rank": HOT_RANKS,
     "negative_mode": NEGATIVE_MODES,
     "aggregation": AGGREGATIONS,
@@ -71,6 +73,7 @@ class Flags:
     # --- sampling (gnnbench.sampling) ---
     fanout: tuple[int, ...] = _batch_key((15, 10, 5))  # neighbours per hop (-1 = all); the model depth follows its length
     sample_replace: bool = _batch_key(False)  # draw neighbours with replacement
+    sampler_device: str = _batch_key("host")  # neighbour sampling on "host" | "device" (CSR on the GPU) | "uva" (pinned CSR)
     sampler_backend: str = _batch_key("gnnbench")  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
     batch_size: int = _batch_key(1024)  # seed nodes per neighbour-sampled mini-batch
     batch_source: str = _batch_key("neighbor")  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)

@@ -22,7 +22,10 @@ from typing import Callable, Iterator, TypeVar
 
 import torch
 
-__all__ = ["PeakMemory", "RssSampler", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes", "peak_bytes", "measure_peak"]
+from gnnbench.flags import Unavailable, UnavailableError
+
+__all__ = ["PeakMemory", "RssSampler", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes", "peak_bytes", "measure_peak",
+           "uva_view"]
 
 T = TypeVar("T")
 
@@ -196,3 +199,43 @@ class PeakMemory:
         scope = "CUDA allocated memory" if self.cuda else "host resident set"
         return {"train_peak_bytes": train, "eval_peak_bytes": self.eval_peak, "eval_rise_bytes": self.eval_rise,
                 "peak_method": f"{scope}; evaluation: {self.eval_method or 'no evaluation ran'}"}
+
+
+# ------------------------------------------------------------------ zero-copy views of pinned host memory
+class _CudaArrayView:
+    """Expose a pinned host buffer through ``__cuda_array_interface__``.
+
+    Under unified virtual addressing, memory from ``cudaHostAlloc`` (which
+    PyTorch's pinned allocator uses) is addressable by kernels at its host
+    address, so a CUDA tensor over that address reads host memory directly.
+    """
+
+    _TYPESTR = {torch.float32: "<f4", torch.float16: "<f2", torch.int32: "<i4", torch.int64: "<i8"}
+
+    def __init__(self, host: torch.Tensor) -> None:
+        if host.dtype not in self._TYPESTR:
+            raise TypeError(f"uva_view supports float32, float16, int32 and int64 tensors (got {host.dtype})")
+        self._host = host
+        self.__cuda_array_interface__ = {
+            "shape": tuple(host.shape), "typestr": self._TYPESTR[host.dtype], "data": (host.data_ptr(), False),
+            "version": 3, "strides": None,
+        }
+
+
+def uva_view(host: torch.Tensor, device: torch.device, field: str = "feature_placement") -> torch.Tensor:
+    """A zero-copy CUDA view of the pinned, contiguous tensor ``host`` (features, or a CSR's offsets and
+    columns); keep ``host`` alive. Raises :class:`~gnnbench.flags.UnavailableError` (field ``field``) when torch
+    copies instead of viewing, or the view reads other values than host memory."""
+    if not host.is_pinned() or not host.is_contiguous():
+        raise ValueError("uva_view needs pinned, contiguous host memory (call .contiguous().pin_memory() first)")
+    view = torch.as_tensor(_CudaArrayView(host), device=device)
+    if view.data_ptr() != host.data_ptr():
+        # torch copied the buffer instead of viewing it (e.g. pinned under another current device).
+        raise UnavailableError([Unavailable(
+            field, f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made "
+            "a device copy instead")])
+    probe = min(host.size(0), 4)
+    if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
+        raise UnavailableError([Unavailable(
+            field, "zero-copy (UVA) access returned different values than host memory on this system")])
+    return view

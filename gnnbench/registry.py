@@ -325,6 +325,31 @@ _ENTRIES = (
         targets=('features',),
     ),
     Optimization(
+        name="gpu_sampling",
+        recommended=False,  # an alternative to uva_sampling, chosen by whether the graph fits the device
+        changes={"sampler_device": "device"},
+        description="Keep the CSR on the GPU and draw the neighbour samples there: batch ids, edges and CSR never "
+        "visit the host (refused, naming uva_sampling, when the CSR does not fit).",
+        expected_effect="Removes the CPU sampler from the step; DGL's GPU sampling reports several-fold faster "
+        "sampling than CPU sampling on graphs that fit the GPU (DGL user guide: Using GPU for Neighborhood "
+        "Sampling).",
+        layer="gnnbench.sampling.sources",
+        targets=('sampling',),
+        tasks=("node",),  # link batches are drawn by the link loader on the host
+    ),
+    Optimization(
+        name="uva_sampling",
+        recommended=False,
+        changes={"sampler_device": "uva"},
+        description="Keep the CSR in pinned host memory and sample with GPU kernels reading it zero-copy (UVA): "
+        "GPU sampling for graphs larger than device memory.",
+        expected_effect="Most of GPU sampling's gain without the CSR in device memory; DGL samples over a pinned "
+        "graph this way (DGL user guide: Using GPU for Neighborhood Sampling, UVA).",
+        layer="gnnbench.sampling.sources",
+        targets=('sampling',),
+        tasks=("node",),  # link batches are drawn by the link loader on the host
+    ),
+    Optimization(
         name="pipelined_loader",
         recommended=False,  # on a 2-core CPU the producer thread competes with the step's own threads
         changes={"pipeline_depth": 2},

@@ -59,7 +59,8 @@ def test_expected_effects_are_short_and_name_their_source():
 
 def test_cuda_only_entries_say_why_on_cpu():
     cuda_only = {o.name for o in registry.REGISTRY.values() if o.requires}
-    assert cuda_only == {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch"}
+    assert cuda_only == {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling",
+                         "uva_sampling"}
     for name in cuda_only:
         assert "cpu" in registry.get(name).unavailable("cpu")
 

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
+from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.sources import make_batch_source
 from gnnbench.timing import NullTimer
@@ -62,41 +63,6 @@ class TransferStats:
         return self.rows_device / self.rows if self.rows else 0.0
 
 
-class _CudaArrayView:
-    """Expose a pinned host buffer through ``__cuda_array_interface__``.
-
-    Under unified virtual addressing, memory from ``cudaHostAlloc`` (which
-    PyTorch's pinned allocator uses) is addressable by kernels at its host
-    address, so a CUDA tensor over that address reads host memory directly.
-    """
-
-    _TYPESTR = {torch.float32: "<f4", torch.float16: "<f2"}
-
-    def __init__(self, host: Tensor) -> None:
-        if host.dtype not in self._TYPESTR:
-            raise TypeError(f"uva_view supports float32 and float16 features (got {host.dtype})")
-        self._host = host
-        self.__cuda_array_interface__ = {
-            "shape": tuple(host.shape), "typestr": self._TYPESTR[host.dtype], "data": (host.data_ptr(), False),
-            "version": 3, "strides": None,
-        }
-
-
-def uva_view(host: Tensor, device: torch.device) -> Tensor:
-    """A zero-copy CUDA view of the pinned, contiguous tensor ``host``; keep ``host`` alive."""
-    if not host.is_pinned() or not host.is_contiguous():
-        raise ValueError("uva_view needs pinned, contiguous host memory (call .contiguous().pin_memory() first)")
-    view = torch.as_tensor(_CudaArrayView(host), device=device)
-    if view.data_ptr() != host.data_ptr():
-        # torch copied the buffer instead of viewing it (e.g. pinned under another current device).
-        raise UnavailableError([Unavailable(
-            "feature_placement", f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made "
-            "a device copy instead")])
-    probe = min(host.size(0), 4)
-    if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
-        raise UnavailableError([Unavailable(
-            "feature_placement", "zero-copy (UVA) access returned different values than host memory on this system")])
-    return view
 
 
 def _needs_cuda(what: str, device: torch.device) -> str | None:

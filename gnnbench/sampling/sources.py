@@ -20,15 +20,17 @@ import torch
 from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable
+from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.sampling.batch import Batch, BatchSource
+from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
 from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
+from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
 __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
            "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SeedShards",
-           "ShardedNeighborBatches", "SHARDED_SOURCES", "rank_and_world"]
+           "ShardedNeighborBatches", "SHARDED_SOURCES", "rank_and_world", "DeviceNeighborBatches"]
 
 # Flags that determine which batches are sampled (and so key the batch cache), as declared on the fields.
 SAMPLING_FIELDS = Flags.batch_key_fields()
@@ -211,7 +213,7 @@ def rank_and_world() -> tuple[int, int]:
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
     """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
     kind = kind or flags.batch_source
-    out = SOURCES[kind].unavailable(flags, ctx)
+    out = SOURCES[kind].unavailable(flags, ctx) + _device_sampling_reasons(flags, ctx, kind)
     if flags.parallel == "data":
         if kind not in SHARDED_SOURCES:
             out.append(Unavailable("parallel", f"data parallel splits neighbour-sampled seed batches across ranks; "
@@ -221,6 +223,90 @@ def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[
             out.append(Unavailable("batch_size", f"data parallel splits each batch of {flags.batch_size} seeds across "
                                    f"{ctx.world_size} ranks; it needs a batch size >= the number of ranks"))
     return out
+
+
+class DeviceNeighborBatches(BatchSource):
+    """Neighbour-sampled node batches drawn where the model computes (``Flags.sampler_device``): the CSR on the
+    device (``"device"``), or in pinned host memory read by device kernels (``"uva"``, for a graph larger than
+    device memory), sampled by :class:`~gnnbench.sampling.neighbor.NeighborSampleCore` (device-agnostic torch);
+    the seeds are shuffled on the device per epoch. Ids, edges and the batch's CSR never visit the host (the
+    features do only when they live there: ``feature_placement``).
+
+    Args:
+        prepared: The prepared graph.
+        flags: Sampling flags (``fanout``, ``batch_size``, ``sample_replace``, ``keep_csr``, ``sampler_device``).
+        device: Where sampling runs.
+        input_nodes: Seed nodes (default: the training nodes).
+        seed: Seed of the sampler and of the per-epoch shuffle.
+    """
+
+    norm_mode = "batch"
+
+    def __init__(self, prepared: PreparedGraph, flags: Flags, *, device: torch.device | str,
+                 input_nodes: Tensor | None = None, seed: int = 0) -> None:
+        self.device = torch.device(device)
+        csr = prepared.neighbours()
+        if flags.sampler_device == "uva":
+            self._pinned = (csr.rowptr.contiguous().pin_memory(), csr.col.contiguous().pin_memory())
+            rowptr, col = (uva_view(t, self.device, "sampler_device") for t in self._pinned)
+        else:
+            rowptr, col = csr.rowptr.to(self.device), csr.col.to(self.device)
+        self.core = NeighborSampleCore(rowptr, col, flags.fanout, replace=flags.sample_replace, seed=seed)
+        seeds = input_nodes if input_nodes is not None else prepared.graph.train_mask.nonzero().view(-1)
+        self.seeds = seeds.to(self.device, rowptr.dtype)
+        self.batch_size = flags.batch_size
+        self.csr = flags.keep_csr
+        self.seed = seed
+
+    def steps_per_epoch(self) -> int | None:
+        return -(-self.seeds.numel() // self.batch_size)
+
+    def epoch(self, epoch: int) -> Iterator[Batch]:
+        g = torch.Generator(device=self.device)
+        g.manual_seed(self.seed * 1_000_003 + epoch)
+        perm = torch.randperm(self.seeds.numel(), generator=g, device=self.device)
+        for chunk in perm.split(self.batch_size):
+            seeds = self.seeds.index_select(0, chunk)
+            out = self.core.sample(seeds)
+            n = out.node.numel()
+            yield Batch(n_id=out.node, edge_index=torch.stack([out.row, out.col]), e_id=out.edge,
+                        target=torch.arange(seeds.numel(), dtype=out.node.dtype, device=self.device),
+                        num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
+                        rowptr=target_rowptr(out.col, n) if self.csr else None)
+
+
+def _device_sampling_reasons(flags: Flags, ctx: RunContext, kind: str) -> list[Unavailable]:
+    """Why ``flags.sampler_device`` cannot run here (empty for ``"host"``)."""
+    if flags.sampler_device == "host":
+        return []
+    what = {"device": "gpu_sampling keeps the CSR on a CUDA device and samples there",
+            "uva": "uva_sampling maps the pinned CSR into a CUDA device's address space"}[flags.sampler_device]
+    out = []
+    device = torch.device(ctx.device)
+    if device.type != "cuda":
+        out.append(f"{what}; on a CPU host and device memory are the same (device is {device.type})")
+    if kind != "neighbor":
+        out.append(f"sampling on the device draws neighbour-sampled node batches (batch_source='neighbor', node "
+                   f"classification); this run's batches are {kind!r}")
+    if flags.sampler_backend != "gnnbench":
+        out.append(f"sampling on the device is gnnbench's sampler (device-agnostic torch); got "
+                   f"sampler_backend={flags.sampler_backend!r}")
+    if flags.num_workers:
+        out.append(f"loader workers are CPU processes; sampling on the device runs in the training process "
+                   f"(num_workers=0, got {flags.num_workers})")
+    if flags.batch_cache_epochs:
+        out.append("the batch cache stores host batches; sampling on the device keeps them on the device "
+                   "(batch_cache_epochs=0)")
+    if flags.parallel != "none":
+        out.append(f"sampling on the device has no per-rank split (parallel={flags.parallel!r})")
+    if (flags.sampler_device == "device" and device.type == "cuda" and torch.cuda.is_available()
+            and ctx.num_nodes and ctx.num_edges):
+        need = (ctx.num_nodes + 1 + ctx.num_edges) * (4 if flags.index_dtype == "int32" else 8)
+        free = torch.cuda.mem_get_info(device)[0]
+        if need > free // 2:
+            out.append(f"the CSR needs {need / 2**30:.1f} GiB, more than half the free device memory "
+                       f"({free / 2**30:.1f} GiB): use uva_sampling (the CSR stays in pinned host memory)")
+    return [Unavailable("sampler_device", r) for r in out]
 
 
 class CachedBatches(BatchSource):
@@ -247,7 +333,8 @@ class CachedBatches(BatchSource):
 
 
 def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0,
-                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None) -> BatchSource:
+                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None,
+                      device: torch.device | str | None = None) -> BatchSource:
     """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches), with
     ``parallel="data"`` this rank's share of each global batch (:class:`SeedShards`, rank and world size
     from the initialized process group), wrapped in the batch cache when ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or,
@@ -263,6 +350,10 @@ def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None
         shard = [rank, world]
         source = SHARDED_SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed, rank=rank,
                                        world_size=world)
+    elif flags.sampler_device != "host" and kind == "neighbor":  # sampled where the model computes
+        if device is None:
+            raise ValueError(f"sampler_device={flags.sampler_device!r} needs the device to sample on")
+        source = DeviceNeighborBatches(prepared, flags, device=device, input_nodes=input_nodes, seed=seed)
     else:
         source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
     if flags.batch_cache_epochs > 0:
