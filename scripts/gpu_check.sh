@@ -5,7 +5,10 @@
 #      sampler's time per sampled edge on the GPU for both far-row methods (about 20 s);
 #   2. every registered flag on the medium preset, one round in one process (a first look, not a verdict):
 #      one table of step time, speedup, accuracy delta, GPU busy %, H2D bytes per batch and the
-#      CUDA-event sample and compute (forward + backward + optimizer) milliseconds.
+#      CUDA-event sample and compute (forward + backward + optimizer) milliseconds;
+#   3. three GPU data-path recipes (gpu_sampling / uva_sampling, resident features, pipelined_loader) against
+#      the baseline with `compare --device cuda` (interleaved processes, intervals, GPU busy share).
+# Not yet run on hardware with step 3 (no GPU in the session that wrote it): budget about 12 minutes.
 # Uses the machine's own torch / torch-geometric (no network needed). pymetis is optional there:
 # without it Cluster-GCN is reported unavailable with the reason. To include it, carry a cp312 wheel
 # in .whl/ (see the device tool's README); it is installed into /tmp/site below.
@@ -33,4 +36,11 @@ echo "== every flag on the GPU =="
 # go into one archive under $OUT (the device tool brings back at most 8 files).
 timeout "${CHECK_LIMIT:-330}" python3 -m gnnbench.cli gpu-check --preset "${PRESET:-medium}" --steps "${STEPS:-40}" \
   --out-dir "$out/gpu-check" 2>&1
-if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-check-results.tar.gz" -C "$out" gpu-check && echo "results: gpu-check-results.tar.gz"; fi
+echo "== the data-path recipes against the baseline, interleaved, with intervals =="
+# Issue 24's targets: device busy >= 70% on medium with the best recipe, its time to accuracy >= 4x the
+# baseline's. Three recipes that keep the GPU fed (sampling on the device, features resident, the pipelined
+# loader), 3 rounds each in separate processes, a fixed epoch budget so the call fits (RECIPE_EPOCHS).
+timeout "${RECIPE_LIMIT:-420}" python3 -m gnnbench.cli compare --device cuda --preset "${PRESET:-medium}" \
+  --flags "gpu_sampling+features_on_device,gpu_sampling+features_on_device+pipelined_loader,uva_sampling+uva+pipelined_loader" \
+  --repeats "${RECIPE_ROUNDS:-3}" --epochs "${RECIPE_EPOCHS:-3}" --calibration-runs 1 --out-dir "$out/recipes" 2>&1 | tail -30
+if [ -n "${OUT:-}" ]; then tar -czf "$OUT/gpu-check-results.tar.gz" -C "$out" gpu-check recipes 2>/dev/null && echo "results: gpu-check-results.tar.gz"; fi
