@@ -220,3 +220,20 @@ def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
     assert store.stats.hot_hit_rate == pytest.approx(hit_rate(hot, batches, graph.num_nodes))
     assert store.stats.hot_hit_rate >= hit_rate(graph.train_mask.nonzero().view(-1)[:hot.numel()], batches,
                                                 graph.num_nodes)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_full_batch_on_a_gpu_copies_the_host_features_once():
+    import dataclasses
+
+    from gnnbench import registry
+    from gnnbench.measure.run import run
+    from tests.conftest import QUICK
+
+    cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(["full_batch"], QUICK.flags))
+    r = run(cfg)
+    assert r.status == "ok"
+    table = r.graph["num_nodes"] * cfg.spec.feature_dim * 4
+    assert r.transfer["bytes_h2d_total"] == table, "the table crosses the bus once, not once per step"
+    assert r.transfer["device_feature_bytes"] == table
