@@ -237,3 +237,19 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
     table = r.graph["num_nodes"] * cfg.spec.feature_dim * 4
     assert r.transfer["bytes_h2d_total"] == table, "the table crosses the bus once, not once per step"
     assert r.transfer["device_feature_bytes"] == table
+
+
+def test_hit_rates_are_kept_per_epoch_in_every_result():
+    from gnnbench.features.placement import TransferStats
+    from gnnbench.measure.run import run
+    from tests.conftest import QUICK
+
+    s = TransferStats()
+    s.new_epoch()
+    s.record(0, 10, 2)
+    s.record(0, 10, 8)
+    s.new_epoch()
+    s.record(0, 4, 4)
+    assert s.hit_rate_per_epoch == [0.5, 1.0] and s.hot_hit_rate == pytest.approx(14 / 24)
+    r = run(QUICK)
+    assert r.transfer["hot_hit_rate_per_epoch"] == [0.0] * r.epochs_run, "host features: no row from the device"

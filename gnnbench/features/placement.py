@@ -15,7 +15,7 @@ Each placement, the hot set's ranking and what is counted: ``docs/data-pipeline.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Union
 
 import torch
@@ -45,6 +45,8 @@ class TransferStats:
     last_bytes_h2d: int = 0  # bytes moved by the latest gather
     rows: int = 0  # feature rows gathered (every id of every batch's n_id)
     rows_device: int = 0  # of those, rows read from device-resident memory
+    # per epoch fed (PlacedFeatures.feed starts one): [rows, rows_device], so hit rates show per epoch
+    epochs: list = field(default_factory=list)
 
     def record(self, nbytes: int, rows: int = 0, rows_device: int = 0) -> None:
         self.batches += 1
@@ -52,6 +54,17 @@ class TransferStats:
         self.last_bytes_h2d = nbytes
         self.rows += rows
         self.rows_device += rows_device
+        if self.epochs:
+            self.epochs[-1][0] += rows
+            self.epochs[-1][1] += rows_device
+
+    def new_epoch(self) -> None:
+        self.epochs.append([0, 0])
+
+    @property
+    def hit_rate_per_epoch(self) -> list[float]:
+        """Per epoch fed, the share of its gathered rows served from device memory (hot_cold's cache hits)."""
+        return [d / r if r else 0.0 for r, d in self.epochs]
 
     @property
     def mean_bytes_per_batch(self) -> float:
@@ -116,7 +129,8 @@ class PlacedFeatures:
     def feed(self, batches: Iterable) -> Iterator[tuple]:
         """``(batch, features or None)`` per batch: with :attr:`prefetch` the next batch's features are gathered
         on a side stream while this one computes (:func:`prefetch_features`); otherwise ``None``, and the step
-        gathers them. Closing the iterator closes ``batches``."""
+        gathers them. Closing the iterator closes ``batches``. Each call is one epoch of :attr:`stats`."""
+        self.stats.new_epoch()
         if self.prefetch:
             yield from prefetch_features(batches, self)
             return

@@ -229,7 +229,8 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         transfer={"bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
                   "bytes_h2d_total": features.stats.bytes_h2d, "device_feature_bytes": features.device_bytes(),
                   "rows_gathered": features.stats.rows, "rows_from_device": features.stats.rows_device,
-                  "hot_hit_rate": features.stats.hot_hit_rate},
+                  "hot_hit_rate": features.stats.hot_hit_rate,
+                  "hot_hit_rate_per_epoch": features.stats.hit_rate_per_epoch},
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
         # the process's host peak; the device's; and the compute device's peak outside and during evaluation
         memory={"host_peak_bytes": peak_bytes(), "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
