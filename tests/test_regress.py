@@ -124,3 +124,22 @@ def test_bisect_names_the_first_bad_commit_of_a_constructed_history(tmp_path):
     assert bisect(commits[4], commits[5], is_bad, repo=repo) == (commits[5], 0)
     with pytest.raises(ValueError, match="not an ancestor"):
         bisect(commits[-1], commits[0], is_bad, repo=repo)
+
+
+def test_two_environments_on_one_commit_and_different_dependencies_allowed_across_them(tmp_path):
+    """--base-python / --head-python: each side runs with its own interpreter (here the same one twice, named
+    apart), so HEAD against itself compares environments; trees with different declared dependencies are
+    refused in one environment only."""
+    a = _tree(tmp_path / "a", ["torch>=2.4"])
+    b = _tree(tmp_path / "b", ["torch>=2.5"])
+    with pytest.raises(ValueError, match="different dependencies"):
+        gate({"base": a, "head": b}, [Bench("baseline", QUICK)], rounds=2)
+    with trees_for("HEAD", ".", repo=ROOT) as trees:
+        exe = Path(sys.executable)
+        other = f"{exe.parent}/./{exe.name}"  # the same environment, named apart
+        result = gate(trees, [Bench("baseline", QUICK)], rounds=2, pythons={"base": sys.executable, "head": other})
+    assert result.pythons == {"base": sys.executable, "head": other}
+    assert result.benches[0].status == "ok" and not result.regressed
+    bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--head-python", "/no/python"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "/no/python" in bad.stderr

@@ -272,6 +272,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def cmd_regress(args: argparse.Namespace) -> int:
     """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.regress`); exit 1 on a
     regression, 2 when the two trees cannot be compared."""
+    import shutil
+    from pathlib import Path
+
     from gnnbench.flags import Flags
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, trees_for
@@ -286,8 +289,12 @@ def cmd_regress(args: argparse.Namespace) -> int:
             def progress(r, rounds, role):
                 print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
 
+            pythons = {"base": args.base_python or sys.executable, "head": args.head_python or sys.executable}
+            for role, exe in pythons.items():
+                if not shutil.which(exe) and not Path(exe).is_file():
+                    raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
             result = gate(trees, benches, rounds=args.rounds, threads=args.threads, order_seed=args.order_seed,
-                          labels=(args.base, args.head), progress=progress)
+                          labels=(args.base, args.head), pythons=pythons, progress=progress)
     except ValueError as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
@@ -305,7 +312,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
             def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
                 with trees_for(args.base, commit) as pair:
                     return bool(gate(pair, suspects, rounds=args.rounds, threads=args.threads,
-                                     order_seed=args.order_seed).regressed)
+                                     order_seed=args.order_seed, pythons=pythons).regressed)
 
             log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
             first, tests = bisect(args.base, args.head, is_bad, log=log)

@@ -151,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="tiny", help="graph preset (default tiny)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round order (recorded)")
+    p.add_argument("--base-python", default=None, metavar="EXE",
+                   help="run the base side with this interpreter (another virtual environment: two torch or PyG "
+                        "versions; BASE and HEAD may then be the same commit)")
+    p.add_argument("--head-python", default=None, metavar="EXE", help="run the head side with this interpreter")
     p.add_argument("--bisect", action="store_true",
                    help="on a regression, binary-search BASE..HEAD (first-parent line) with the same gate over the "
                         "regressed benchmarks and name the first bad commit")

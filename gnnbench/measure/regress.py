@@ -117,6 +117,7 @@ class GateResult:
     benches: list[BenchVerdict] = field(default_factory=list)
     seconds: float = 0.0
     family: str = ""
+    pythons: dict[str, str] | None = None  # each side's interpreter, when they differ (two environments)
 
     @property
     def regressed(self) -> list[BenchVerdict]:
@@ -124,6 +125,7 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
+                "pythons": self.pythons,
                 "orders": self.orders, "seconds": self.seconds, "family": self.family,
                 "regression": bool(self.regressed), "benches": [asdict(b) for b in self.benches]}
 
@@ -225,9 +227,10 @@ def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
     return path
 
 
-def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float) -> dict:
+def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float,
+              python: str = sys.executable) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    proc = subprocess.run([sys.executable, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
+    proc = subprocess.run([python, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
                           capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"the benchmark process of {tree} failed: {proc.stderr.strip()[-2000:]}")
@@ -236,19 +239,25 @@ def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, tim
 
 def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threads: int = 1, order_seed: int = 0,
          timeout: float = 1800.0, labels: tuple[str, str] = ("base", "head"),
+         pythons: dict[str, str] | None = None,
          progress: Callable[[int, int, str], None] | None = None) -> GateResult:
     """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
     judge every benchmark (see the module docstring).
 
+    ``pythons`` (``{"base": exe, "head": exe}``) runs each side with its own interpreter: two environments (two
+    torch or PyG versions) on one commit or two, the check that catches a library upgrade's slowdown. Trees
+    that declare different dependencies are compared only that way.
+
     Raises:
-        ValueError: for fewer than 2 rounds, or trees that declare different dependencies.
+        ValueError: for fewer than 2 rounds, or trees that declare different dependencies in one environment.
     """
     if not isinstance(rounds, int) or rounds < 2:
         raise ValueError(f"the gate needs at least 2 rounds for an interval (got {rounds!r})")
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1 (got {threads!r})")
+    pythons = pythons or {"base": sys.executable, "head": sys.executable}
     problem = dependency_difference(trees["base"], trees["head"])
-    if problem:
+    if problem and pythons["base"] == pythons["head"]:
         raise ValueError(f"the two trees need different dependencies ({problem}): one environment cannot run "
                          "both; compare them with two environments instead")
     if any(b.config.spec is None for b in benches):
@@ -269,8 +278,9 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                 if progress:
                     progress(r, rounds, role)
                 data[role].append(_run_tree(trees[role], spec, folder / f"{role}-{r}.json", threads, worker,
-                                            timeout))
-    result = GateResult(labels[0], labels[1], rounds, threads, orders)
+                                            timeout, pythons[role]))
+    result = GateResult(labels[0], labels[1], rounds, threads, orders,
+                        pythons=pythons if pythons["base"] != pythons["head"] else None)
     result.benches = [_verdict(b.name, [d.get(b.name, {}) for d in data["base"]],
                                [d.get(b.name, {}) for d in data["head"]]) for b in benches]
     measured = [v for v in result.benches if v.status == "ok" and v.p_value is not None]
@@ -354,8 +364,9 @@ def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Pa
 
 def format_gate(r: GateResult) -> str:
     """The gate's table, its rule and its verdict."""
+    envs = (f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else "")
     lines = [f"regression gate: {r.base} (base) against {r.head} (head), {r.rounds} rounds of alternating "
-             f"processes ({r.threads} thread each), {r.seconds:.0f} s",
+             f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}",
              f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
              f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), or an accuracy "
              f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds", ""]
