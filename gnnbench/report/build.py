@@ -166,9 +166,14 @@ def _reached_every_round(r: dict) -> bool:
     return not r.get("censored") and (tta is None or tta.get("reached") == tta.get("rounds"))
 
 
+_NO_COST = ("no accuracy cost", "gains accuracy", "n/a: labels substituted")
+
+
 def _cost_text(r: dict) -> str:
-    """``faster, costs 1.20 pp`` (the accuracy lost at convergence)."""
-    return f"faster, costs {-100 * r['acc_delta']:.2f} pp"
+    """``faster, costs 1.20 pp`` (the accuracy lost at convergence), or why no cost is shown."""
+    if r.get("acc_verdict") == "costs accuracy":
+        return f"faster, costs {-100 * r['acc_delta']:.2f} pp"
+    return f"faster; accuracy {r.get('acc_verdict')}: not shown to cost nothing"
 
 
 def _effect(r: dict, floors: dict) -> str:
@@ -186,7 +191,7 @@ def _effect(r: dict, floors: dict) -> str:
         return "loss"
     if absent(low) or low <= 1 or not _reached_every_round(r):
         return "na"
-    return "tradeoff" if r.get("acc_verdict") == "costs accuracy" else "gain"
+    return "gain" if r.get("acc_verdict") in _NO_COST else "tradeoff"
 
 
 def _speedup_cell(r: dict, floors: dict) -> str:
