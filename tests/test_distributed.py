@@ -255,3 +255,47 @@ def test_nccl_ranks_need_one_gpu_each(monkeypatch):
     assert unavailable(Flags(parallel="data"), ctx) == []
     cpu = dataclasses.replace(ctx, device=torch.device("cpu"))
     assert unavailable(Flags(parallel="data"), cpu) == []
+
+
+def _agree(rank: int, port: int, flags: list, out) -> None:
+    import torch.distributed as dist
+
+    from gnnbench.training.trainer import _any_rank
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                            timeout=__import__("datetime").timedelta(seconds=TIMEOUT))
+    try:
+        out.put((rank, [_any_rank(f) for f in flags[rank]]))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ranks_take_the_decision_to_stop_together():
+    """A time budget is read on each rank's own clock, so one rank can cross it a step before the other; the
+    stop is agreed (any rank's stop stops all), or the rank still training waits in its all-reduce forever."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    flags = [[False, True, False], [False, False, True]]
+    procs = [ctx.Process(target=_agree, args=(r, port, flags, out)) for r in range(2)]
+    for p in procs:
+        p.start()
+    got = dict(out.get(timeout=60) for _ in procs)
+    for p in procs:
+        p.join(timeout=30)
+    assert got == {0: [False, True, True], 1: [False, True, True]}
+    assert all(p.exitcode == 0 for p in procs)
+
+
+def test_a_two_rank_run_with_a_time_budget_stops_both_ranks_at_one_step(tmp_path):
+    config = dataclasses.replace(_config(), epochs=50, max_steps_per_epoch=None, max_seconds=2.0)
+    data = launch(config, tmp_path / "budget.json", timeout=TIMEOUT)
+    assert data["status"] == "ok" and data["stop_reason"] == "max_seconds"
+    steps = {r["rank"]: r["steps_measured"] for r in data["distributed"]["per_rank"]}
+    assert steps[0] == steps[1] > 0, steps

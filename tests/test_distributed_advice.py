@@ -152,7 +152,7 @@ def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
     assert a["verdict"] == "no accuracy cost" and abs(a["dense_test"] - 0.801) < 1e-9
     assert "accuracy_vs_dense" not in rows["data_parallel"]["distributed"]
     text = "\n".join(format_distributed(list(rows.values())))
-    assert "test accuracy 80.00% against 80.10% with dense data_parallel at equal epochs: -0.10 pp" in text
+    assert "test accuracy 80.00% against 80.10% with dense data_parallel, each at convergence: -0.10 pp" in text
     assert "over 3 paired round(s): no accuracy cost" in text
     # without a data_parallel entry the row has no such figure (its delta against the baseline still stands)
     alone = [r for r in runs if r["label"] != "data_parallel"]

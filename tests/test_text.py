@@ -125,7 +125,7 @@ def test_compression_text():
     a = {"against": "dp", "delta": -0.001, "low": -0.004, "high": 0.002, "rounds": 3, "verdict": "no accuracy cost",
          "test": 0.8, "dense_test": 0.801}
     assert compression_text(_block(accuracy_vs_dense=a)) == (
-        "test accuracy 80.00% against 80.10% with dense dp at equal epochs: -0.10 pp [-0.40, +0.20] over 3 "
+        "test accuracy 80.00% against 80.10% with dense dp, each at convergence: -0.10 pp [-0.40, +0.20] over 3 "
         "paired round(s): no accuracy cost")
     one = compression_text(_block(accuracy_vs_dense={**a, "low": NAN, "high": NAN, "rounds": 1}))
     assert "-0.10 pp over 1 paired round(s)" in one

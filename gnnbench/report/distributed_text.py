@@ -70,7 +70,7 @@ def compression_text(d: dict[str, Any]) -> str | None:
     if not a:
         return None
     return (f"test accuracy {percent(a['test'], digits=2)} against {percent(a['dense_test'], digits=2)} with dense "
-            f"{a['against']} at equal epochs: {pp(a['delta'], a['low'], a['high'])} over {a['rounds']} paired "
+            f"{a['against']}, each at convergence: {pp(a['delta'], a['low'], a['high'])} over {a['rounds']} paired "
             f"round(s): {a['verdict']}")
 
 

@@ -17,6 +17,8 @@ then steps; it never reads a flag value. Reading the loop::
 from __future__ import annotations
 
 import time
+
+import torch
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -42,6 +44,20 @@ class Step:
     loss: float  # training loss
     measured: bool  # False during burn-in (the first warmup_steps steps)
     seconds: float  # wall time of the step, sample to optimizer
+
+
+def _any_rank(flag: bool) -> bool:
+    """``flag`` agreed across the ranks of an initialized process group (true if any rank's is): a decision to
+    stop is taken together, or the ranks still training would wait for the others forever. Called between
+    steps, off the training clock; ``flag`` itself outside a process group."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return bool(flag)
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
 
 
 class Trainer:
@@ -160,8 +176,10 @@ class Trainer:
                     taken += 1
                     self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
                     over = cfg.max_seconds is not None and pipe.setup_clock + self.train_seconds >= cfg.max_seconds
+                    if cfg.max_seconds is not None:
+                        over = _any_rank(over)  # ranks stop together: one rank's clock alone would hang the rest
                     if every is not None and self.steps_taken % every == 0 or evaluate and over:
-                        if self._record_eval(epoch, plateau, per_epoch):
+                        if _any_rank(self._record_eval(epoch, plateau, per_epoch)):
                             stop, self.stop_reason = True, "plateau"
                     if over and not stop:
                         stop, self.stop_reason = True, "max_seconds"
@@ -180,7 +198,7 @@ class Trainer:
             last = epoch + 1 >= epochs or stop
             if evaluate and taken and self._last_eval_step != self.steps_taken and (
                     every is None or last or (plateau is not None and epoch == 0)):
-                if self._record_eval(epoch, plateau, per_epoch) and not stop:
+                if _any_rank(self._record_eval(epoch, plateau, per_epoch)) and not stop:
                     stop, self.stop_reason = True, "plateau"
             if taken == 0 and epochs == float("inf"):
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
