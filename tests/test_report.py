@@ -14,7 +14,7 @@ from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
 from gnnbench.measure.results import SCHEMA_VERSION
 
-REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference" / "compare-small-cpu"
+REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference" / "compare-tiny-cpu"
 V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files written with result schema 1
 
 

@@ -232,7 +232,7 @@ def headline(c) -> list[str]:
     what the registry's static list measured (a guess, never the headline)."""
     def effect(r: dict) -> str:
         return (f"{ratio(r['speedup'], r['speedup_low'], r['speedup_high'])} by {r['primary']}, accuracy "
-                f"{pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])} ({r['acc_verdict']})")
+                f"{pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])}: {r['acc_verdict']}")
 
     best = measured_best(c)
     lines = ["", "measured best here: " + (f"{best['label']}: {effect(best)}" if best else
