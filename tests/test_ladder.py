@@ -106,3 +106,12 @@ def test_run_memory_budget_prints_the_path_and_exits_1_when_nothing_fits(capsys)
     for rung in RUNG_NAMES:
         assert rung in out
     assert "nothing fits 1 B" in out
+
+
+def test_a_ladder_on_a_run_to_a_plateau_reads_accuracy_at_its_best_point(config, tiny_graph):
+    """The CLI's default is a run to a validation plateau (epochs=None): each rung trains to it, evaluating on
+    the way, and its accuracy is the test metric at the best validation point (no refusal, no traceback)."""
+    plateau = dataclasses.replace(config, epochs=None, max_epochs=3, max_steps_per_epoch=4)
+    result = walk(plateau, 2**40, graph=tiny_graph, probe_steps=2, rungs=RUNGS[:1])
+    first = result.path[0]
+    assert first.status == "fits" and 0 < first.test_metric <= 1, first

@@ -271,10 +271,12 @@ def _try(name: str, change: str, cfg: RunConfig, graph: Any, budget: int, probe_
 
 
 def _short_run(cfg: RunConfig, graph: Any, probe_steps: int) -> tuple[int, float, float]:
-    """``(peak bytes of the first probe_steps steps, median step seconds of the rest, test metric)``."""
+    """``(peak bytes of the first probe_steps steps, median step seconds of the rest, test metric)``; a run to a
+    plateau (``epochs=None``, the CLI default) evaluates on the way and reads the test metric at its best
+    validation point."""
     trainer = Trainer(cfg, graph)
     try:
-        steps = trainer.steps()
+        steps = trainer.steps(evaluate=cfg.to_plateau)
         try:
             with memory.step_peak(trainer.device) as peak:
                 for _ in itertools.islice(steps, probe_steps):
@@ -283,7 +285,10 @@ def _short_run(cfg: RunConfig, graph: Any, probe_steps: int) -> tuple[int, float
                 pass
         finally:
             steps.close()
-        metrics, _ = trainer.evaluate()
+        if cfg.to_plateau and trainer.curve:
+            metric = max(trainer.curve, key=lambda p: p.val).test
+        else:
+            metric = float(trainer.evaluate()[0]["test"])
     finally:
         trainer.close()
-    return peak.peak_bytes, summarize(trainer.timer.step_seconds)["median"], float(metrics["test"])
+    return peak.peak_bytes, summarize(trainer.timer.step_seconds)["median"], float(metric)
