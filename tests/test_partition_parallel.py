@@ -107,3 +107,13 @@ def test_partition_refusals_name_the_reason():
     placed = dataclasses.replace(base, flags=dataclasses.replace(base.flags, pin_memory=True))
     assert "feature placement, pinning and prefetch apply to sampled batches" in \
         config_unavailable(placed)["feature_placement"]
+
+
+def test_partition_parallel_refuses_the_sampled_batch_feature_store_options():
+    from gnnbench.flags import Flags, RunContext
+    from gnnbench.parallel.data_parallel import unavailable
+
+    ctx = RunContext(device="cpu", world_size=2)
+    for changes, field in (({"pipeline_depth": 2}, "pipeline_depth"), ({"feature_dtype": "float16"}, "feature_dtype")):
+        flags = Flags(parallel="partition", batch_source="full", **changes)
+        assert any(u.field == field and "sampled batches" in u.reason for u in unavailable(flags, ctx)), changes

@@ -29,7 +29,7 @@ from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
-           "NO_COST_PP", "converged_test", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
+           "NO_COST_PP", "converged_test", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
 
 STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entries: a guess, never a headline
 
@@ -84,7 +84,7 @@ def converged_test(r: dict) -> float:
     return float(r["accuracy"]["test"])
 
 
-def _interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
+def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
     """Mean with a t-interval (nan bounds for fewer than 2 values)."""
     if not values:
         return float("nan"), float("nan"), float("nan")
@@ -350,7 +350,7 @@ def _compression_accuracy(rows: list[dict], by_label: dict[str, list[dict]]) -> 
         if not ks:
             continue
         deltas = [converged_test(mine[k]) - converged_test(dense[k]) for k in ks]
-        mean, low, high = _interval(deltas)
+        mean, low, high = mean_interval(deltas)
         d["accuracy_vs_dense"] = {"against": ref, "delta": mean, "low": low, "high": high,
                                   "rounds": len(ks), "verdict": _acc_verdict(low, high),
                                   "test": statistics.mean(converged_test(mine[k]) for k in ks),
@@ -381,7 +381,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
     tta = _tta(b, m, target)
     deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
-    d_mean, d_low, d_high = _interval(deltas)
+    d_mean, d_low, d_high = mean_interval(deltas)
     verdict = _acc_verdict(d_low, d_high)
     primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
     # a bound is significant only in the direction it bounds: an upper bound on a speedup can show a slowdown

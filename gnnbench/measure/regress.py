@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from gnnbench.atomic import write_json_atomic
+from gnnbench.measure.comparison import mean_interval
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
@@ -320,17 +321,9 @@ def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
         _, phase, pr = max(moved)
         v.phase, v.phase_ratio = phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high,
                                          "significant": pr.significant}
-    deltas = [100 * (h["test"] - b["test"]) for b, h in zip(base, head)]
-    mean = statistics.mean(deltas)
-    if len(set(deltas)) == 1:
-        low = high = mean
-    else:
-        from gnnbench.measure.stats import t_quantile
-
-        half = t_quantile(0.975, len(deltas) - 1) * statistics.stdev(deltas) / len(deltas) ** 0.5
-        low, high = mean - half, mean + half
-    v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean, low, high
-    v.acc_regression = mean < -ACC_BOUND_PP and high < 0
+    v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
+                                                                 for b, h in zip(base, head)])
+    v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
     return v
 
 

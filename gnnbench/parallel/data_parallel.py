@@ -110,6 +110,10 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         if flags.feature_placement != "host" or flags.pin_memory or flags.feature_prefetch:
             out.append(Unavailable("feature_placement", "a part's features live on its rank's device from "
                                    "setup; feature placement, pinning and prefetch apply to sampled batches"))
+        if flags.pipeline_depth or flags.feature_dtype != "float32":
+            out.append(Unavailable("pipeline_depth" if flags.pipeline_depth else "feature_dtype",
+                                   "a part's features are set up once on its rank; the pipelined loader and fp16 "
+                                   "feature storage apply to the feature store of sampled batches"))
         if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
             out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
     elif flags.partitioner != "metis":
