@@ -2,7 +2,7 @@
 # The prepared GPU check: on a CUDA machine, in one call (about 6 minutes on an H200, 2026-11-30:
 # the tests 20 s, every flag once on medium about 5 minutes, Cluster-GCN's METIS partition 90 s of it),
 #   1. the CUDA-only tests (feature placements, UVA, side-stream prefetch, sampler on CUDA), then the
-#      sampler's time per sampled edge on the GPU for both far-row methods (about 20 s);
+#      sampler's time per sampled edge on the GPU for both Floyd variants (about 20 s);
 #   2. every registered flag on the medium preset, one round in one process (a first look, not a verdict):
 #      one table of step time, speedup, accuracy delta, GPU busy %, H2D bytes per batch and the
 #      CUDA-event sample and compute (forward + backward + optimizer) milliseconds;
@@ -24,10 +24,10 @@ python3 -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'; pr
 echo "== CUDA tests =="
 timeout "${TEST_LIMIT:-180}" python3 -m pytest -q -rfE -p no:cacheprovider -m cuda tests/ > "${OUT:-/tmp}/cuda-tests.log" 2>&1
 tail -40 "${OUT:-/tmp}/cuda-tests.log"  # the whole log is in $OUT/cuda-tests.log when $OUT is set
-echo "== sampler per sampled edge on the GPU: Floyd against rejection for rows of degree > 2k =="
-# FLOYD_MAX_FANOUT (gnnbench/sampling/neighbor.py) was set where the two cross on a 2-core CPU; on a GPU,
-# Floyd's k kernel launches per hop may move the crossover (docs/data-pipeline.md).
-for method in floyd reject; do
+echo "== sampler per sampled edge on the GPU: Floyd step by step against Floyd with one sort (rows of degree > 2k) =="
+# FLOYD_LOOP_MAX_FANOUT (gnnbench/sampling/neighbor.py) was set where the two cross on a 2-core CPU; on a GPU,
+# the loop's k kernel launches per hop may move the crossover (docs/data-pipeline.md).
+for method in loop sorted; do
   timeout "${SAMPLER_LIMIT:-60}" python3 scripts/sampler_fanout.py --device cuda --method "$method" \
     --fanouts 5,15,40,100 2>&1 | sed "s/^/$method  /"
 done

@@ -7,8 +7,9 @@ nanoseconds per edge across fanouts mean the work per row is linear in the fanou
     python scripts/sampler_fanout.py [--nodes 50000 --avg-degree 150 --fanouts 5,15,40,100 --frontier 16384]
 
 Run it in two checkouts (e.g. ``git worktree add``), alternating, to compare two versions of the sampler.
-``--method floyd`` or ``--method reject`` forces one draw method for rows of degree > 2k (default: the
-sampler's own choice by ``FLOYD_MAX_FANOUT``), to see where the two cross.
+``--method loop`` or ``--method sorted`` forces one variant of Floyd's algorithm for rows of degree > 2k (step
+by step, or with one sort; default: the sampler's own choice by ``FLOYD_LOOP_MAX_FANOUT``), to see where the
+two cross.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from gnnbench.graphs import GraphSpec, generate
 from gnnbench.sampling import neighbor
 from gnnbench.sampling.neighbor import NeighborSampleCore
 
-METHODS = {"auto": None, "floyd": 10**9, "reject": 0}  # FLOYD_MAX_FANOUT for each --method
+METHODS = {"auto": None, "loop": 10**9, "sorted": 0}  # FLOYD_LOOP_MAX_FANOUT for each --method
 
 
 def measure(nodes: int, avg_degree: float, fanouts: list[int], frontier: int, repeats: int, seed: int = 0,
@@ -58,12 +59,15 @@ def main() -> None:
     p.add_argument("--fanouts", default="5,15,40,100")
     p.add_argument("--frontier", type=int, default=16_384)
     p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     p.add_argument("--method", choices=list(METHODS), default="auto")
     p.add_argument("--device", default="cpu", help="cpu or cuda (the sampler runs on the CSR's device)")
     p.add_argument("--json", action="store_true")
     a = p.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     if METHODS[a.method] is not None:
-        neighbor.FLOYD_MAX_FANOUT = METHODS[a.method]
+        neighbor.FLOYD_LOOP_MAX_FANOUT = METHODS[a.method]
     rows = measure(a.nodes, a.avg_degree, [int(k) for k in a.fanouts.split(",")], a.frontier, a.repeats,
                    device=a.device)
     if a.json:

@@ -15,12 +15,13 @@ def subset_counts(degree: int, fanout: int, num_centers: int, seed: int = 0):
     return subset_frequencies(degree, fanout, num_centers, seed=seed)
 
 
-@pytest.fixture(params=["floyd", "reject"])
+@pytest.fixture(params=["loop", "sorted"])
 def far_method(request, monkeypatch):
-    """Rows of degree > 2k draw with Floyd's algorithm up to FLOYD_MAX_FANOUT, by rejection above: force each."""
+    """Rows of degree > 2k run Floyd's algorithm step by step up to FLOYD_LOOP_MAX_FANOUT, with one sort above:
+    force each."""
     import gnnbench.sampling.neighbor as neighbor
 
-    monkeypatch.setattr(neighbor, "FLOYD_MAX_FANOUT", 10**9 if request.param == "floyd" else 0)
+    monkeypatch.setattr(neighbor, "FLOYD_LOOP_MAX_FANOUT", 10**9 if request.param == "loop" else 0)
     return request.param
 
 
@@ -40,9 +41,8 @@ def test_without_replacement_is_uniform_over_subsets(degree, fanout, far_method)
 
 @pytest.mark.parametrize("degree,fanout", [(8, 4), (9, 4), (7, 3)])
 def test_every_draw_regime_is_uniform_over_subsets(degree, fanout, far_method):
-    """deg <= 2k keeps the k smallest uniform keys; deg > 2k draws with Floyd's algorithm, or keeps the first k
-    distinct of draws with replacement (with redraws of rows that fall short, frequent at deg = 2k + 1): all
-    exactly uniform."""
+    """deg <= 2k keeps the k smallest uniform keys; deg > 2k runs Floyd's algorithm, step by step or with one
+    sort: all exactly uniform."""
     from math import comb
 
     categories = comb(degree, fanout)
@@ -51,26 +51,35 @@ def test_every_draw_regime_is_uniform_over_subsets(degree, fanout, far_method):
     assert chisquare(observed.double().numpy()).pvalue > 1e-3
 
 
-def test_rows_that_draw_too_few_distinct_positions_draw_again(monkeypatch):
-    """The rejection path's redraw: force the first round of draws to repeat one position per row."""
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 60), rows=st.lists(st.integers(0, 200), min_size=1, max_size=40),
+       seed=st.integers(0, 2**31 - 1))
+def test_floyd_sorted_gives_the_loops_positions(k, rows, seed):
+    """The sort-based Floyd resolves every step's membership test at once: from the same random numbers it
+    keeps exactly what the step-by-step loop keeps (degrees just above 2k make the j-pointer chains common)."""
     import gnnbench.sampling.neighbor as neighbor
 
-    real_rand, calls = torch.rand, []
+    deg = torch.tensor([2 * k + 1 + r for r in rows])
+    loop = neighbor._floyd(deg, k, torch.Generator().manual_seed(seed))
+    fast = neighbor._floyd_sorted(deg, k, torch.Generator().manual_seed(seed))
+    assert torch.equal(loop, fast)
+    assert all(row.unique().numel() == k for row in fast)
+    assert bool((fast < deg.unsqueeze(1)).all()) and int(fast.min()) >= 0
 
-    def rand(*size, **kw):
-        out = real_rand(*size, **kw)
-        if not calls and kw.get("dtype") == torch.float64 and len(size) == 2:
-            out[:, :] = out[:, :1]  # every draw of a row equal: one distinct position, fewer than k
-        calls.append(size)
-        return out
 
-    monkeypatch.setattr(neighbor.torch, "rand", rand)
-    monkeypatch.setattr(neighbor, "FLOYD_MAX_FANOUT", 0)  # rows of degree > 2k draw by rejection
-    deg = torch.full((500,), 40)
-    pos = neighbor.distinct_positions(deg, 5, torch.Generator().manual_seed(0))
-    assert len(calls) >= 2, "the rows drew again"
-    assert pos.shape == (500, 5) and int(pos.min()) >= 0 and int(pos.max()) < 40
-    assert all(row.unique().numel() == 5 for row in pos)
+def test_floyd_sorted_follows_chains_of_kept_js():
+    """Rows where step s draws the j an earlier step kept, whose own t was a repeat: the loop's answer needs
+    the pointer followed, not only the duplicate test."""
+    import gnnbench.sampling.neighbor as neighbor
+
+    k, deg = 8, torch.full((20_000,), 17)  # deg = 2k + 1: t often lands on an earlier j
+    gen_seed = 3
+    loop = neighbor._floyd(deg, k, torch.Generator().manual_seed(gen_seed))
+    j, t = neighbor._floyd_draws(deg, k, torch.Generator().manual_seed(gen_seed))
+    kept_j = loop == j
+    repeat = torch.tensor([[bool((t[r, :s] == t[r, s]).any()) for s in range(k)] for r in range(200)])
+    assert bool((kept_j[:200] & ~repeat).any()), "some steps kept j without a repeated t (a followed pointer)"
+    assert torch.equal(loop, neighbor._floyd_sorted(deg, k, torch.Generator().manual_seed(gen_seed)))
 
 
 def test_single_positions_are_uniform_for_large_degree(far_method):

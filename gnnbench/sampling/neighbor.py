@@ -17,12 +17,13 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions", "FLOYD_MAX_FANOUT"]
+__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions",
+           "FLOYD_LOOP_MAX_FANOUT"]
 
-# Up to this fanout, rows of degree > 2k draw with Floyd's algorithm (k / 2 comparisons per sampled edge, k
-# kernel launches); above it, with rejection and one row-wise sort (linear in k). Where the two cross on a
-# 2-core CPU (scripts/sampler_fanout.py --method, docs/data-pipeline.md).
-FLOYD_MAX_FANOUT = 48
+# Up to this fanout, rows of degree > 2k run Floyd's algorithm step by step (at most 12 comparisons per sampled
+# edge); above it, with one row-wise sort (O(k log k) per row). Same positions either way; the two cost the
+# same near k = 24 on one core of this 2-core CPU (scripts/sampler_fanout.py --method, docs/data-pipeline.md).
+FLOYD_LOOP_MAX_FANOUT = 24
 
 
 def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
@@ -70,10 +71,11 @@ def distinct_positions(deg: Tensor, k: int, generator: torch.Generator | None) -
     """``[B, k]`` distinct positions in ``[0, deg[i])`` per row, each k-subset equally likely (``deg > k``).
 
     Rows with ``deg <= 2k`` keep the ``k`` smallest of ``deg`` uniform keys (:func:`_smallest_keys`); the
-    others draw with Floyd's algorithm up to :data:`FLOYD_MAX_FANOUT` (:func:`_floyd`), above it keep the
-    first ``k`` distinct of positions drawn with replacement (:func:`_first_distinct`).
+    others run Robert Floyd's algorithm: step by step up to :data:`FLOYD_LOOP_MAX_FANOUT` (:func:`_floyd`),
+    above it with every step's membership test resolved at once (:func:`_floyd_sorted`). The two give the
+    same positions from the same random numbers.
     """
-    far = _floyd if k <= FLOYD_MAX_FANOUT else _first_distinct
+    far = _floyd if k <= FLOYD_LOOP_MAX_FANOUT else _floyd_sorted
     near = deg <= 2 * k
     rows = near.nonzero().view(-1)
     if rows.numel() == 0:
@@ -87,19 +89,52 @@ def distinct_positions(deg: Tensor, k: int, generator: torch.Generator | None) -
     return out
 
 
-def _floyd(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
-    """Robert Floyd's algorithm, vectorized across rows: ``k`` steps, each drawing ``t`` uniform in ``[0, j]``
-    for ``j = deg - k + step`` and keeping ``t`` unless an earlier step drew it, else ``j``. Exact; its
-    membership test costs ``step`` comparisons, so ``k^2 / 2`` per row in ``k`` kernel launches: used up to
-    :data:`FLOYD_MAX_FANOUT`, where that is still cheaper than a sort."""
+def _floyd_draws(deg: Tensor, k: int, generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+    """Floyd's random numbers: ``(j, t)``, ``[B, k]`` each, ``j[:, s] = deg - k + s`` and ``t[:, s]`` uniform in
+    ``[0, j[:, s]]``."""
     device = deg.device
-    j = deg.unsqueeze(1) + torch.arange(-k, 0, device=device)  # j_step = deg - k + step, shape [B, k]
+    j = deg.unsqueeze(1) + torch.arange(-k, 0, device=device)
     u = torch.rand(deg.numel(), k, device=device, generator=generator, dtype=torch.float64)
-    chosen = torch.minimum((u * (j + 1)).to(torch.int64), j)  # t_step uniform in [0, j_step]
+    return j, torch.minimum((u * (j + 1)).to(torch.int64), j)
+
+
+def _floyd(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """Robert Floyd's algorithm, vectorized across rows: ``k`` steps, step ``s`` keeping ``t_s`` unless an
+    earlier step chose it, else ``j_s``. Its membership test costs ``s`` comparisons, so ``k / 2`` per sampled
+    edge in ``k`` kernel launches: the cheapest method while ``k`` is small."""
+    j, chosen = _floyd_draws(deg, k, generator)
     for step in range(1, k):
         seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
         chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
     return chosen
+
+
+def _floyd_sorted(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
+    """Floyd's algorithm with every step's membership test resolved at once: one row-wise sort and a few
+    gathers, ``O(k log k)`` per row in a fixed number of launches.
+
+    Step ``s`` finds ``t_s`` already chosen exactly when an earlier step drew the same ``t`` (whatever it then
+    kept, that value is in the set), or when step ``i = t_s - (deg - k) < s`` found its own ``t_i`` chosen and
+    kept ``j_i = t_s``. The first is a duplicate among the ``t`` (the sort); the second a pointer to an earlier
+    step's outcome, followed until nothing changes (chains are rare: ``t_s`` must hit one value of ``deg``).
+    Same numbers in, same positions out as :func:`_floyd` (tested).
+    """
+    j, t = _floyd_draws(deg, k, generator)
+    values, order = torch.sort(t, dim=1, stable=True)
+    repeat_sorted = torch.zeros_like(values, dtype=torch.bool)
+    repeat_sorted[:, 1:] = values[:, 1:] == values[:, :-1]  # a later draw of a value an earlier step drew
+    seen = repeat_sorted.scatter(1, order, repeat_sorted)
+    back = t - (deg - k).unsqueeze(1)  # the step whose j equals t, where 0 <= back < s
+    points = (back >= 0) & (back < torch.arange(k, device=deg.device))
+    if bool(points.any()):
+        back.clamp_(0, k - 1)
+        repeated = seen
+        while True:
+            following = repeated | (points & seen.gather(1, back))
+            if torch.equal(following, seen):
+                break
+            seen = following
+    return torch.where(seen, j, t)
 
 
 def _smallest_keys(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
@@ -108,36 +143,6 @@ def _smallest_keys(deg: Tensor, k: int, generator: torch.Generator | None) -> Te
     keys = torch.rand(deg.numel(), width, device=deg.device, generator=generator, dtype=torch.float64)
     keys.masked_fill_(torch.arange(width, device=deg.device) >= deg.unsqueeze(1), float("inf"))
     return keys.topk(k, dim=1, largest=False, sorted=False).indices
-
-
-def _first_distinct(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
-    """Per row, the first ``k`` distinct of positions drawn uniformly with replacement (``deg > 2k``).
-
-    Keeping the first ``k`` distinct values of an i.i.d. uniform sequence is sampling without replacement, so
-    every k-subset is equally likely; a row whose draws hold fewer than ``k`` distinct values draws again from
-    scratch (the event is symmetric in the positions, so the kept subsets stay uniform).
-    """
-    device = deg.device
-    out = torch.empty((deg.numel(), k), dtype=torch.int64, device=device)
-    todo = torch.arange(deg.numel(), device=device)
-    while todo.numel():
-        d = deg.index_select(0, todo)
-        # expected distinct of r draws from d: d (1 - exp(-r / d)) >= k with room when r = k + 2k^2/d + 2
-        r = k + -(-2 * k * k // int(d.min())) + 2
-        u = torch.rand(todo.numel(), r, device=device, generator=generator, dtype=torch.float64)
-        draws = torch.minimum((u * d.unsqueeze(1)).to(torch.int64), (d - 1).unsqueeze(1))
-        values, order = torch.sort(draws, dim=1, stable=True)  # equal values keep draw order: first comes first
-        first_sorted = torch.ones_like(values, dtype=torch.bool)
-        first_sorted[:, 1:] = values[:, 1:] != values[:, :-1]
-        first = torch.empty_like(first_sorted).scatter_(1, order, first_sorted)
-        rank = torch.cumsum(first, dim=1)
-        done = rank[:, -1] >= k
-        keep = first & (rank <= k)
-        rows = done.nonzero().view(-1)
-        out.index_copy_(0, todo.index_select(0, rows), draws.index_select(0, rows)[keep.index_select(0, rows)]
-                        .view(-1, k))
-        todo = todo.index_select(0, (~done).nonzero().view(-1))
-    return out
 
 
 def _take_all(deg: Tensor) -> tuple[Tensor, Tensor]:
