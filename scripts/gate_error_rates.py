@@ -2,24 +2,32 @@
 
 In a temporary clone of this repository, commits are made on top of BASE (default HEAD):
 
-- **null**: a comment added to the sampler (the code fingerprint changes, the step does not);
-- **slow-<path>-<pct>**: one code path made ``pct`` percent slower by a wrapper that sleeps for that share of
-  the wrapped call's own time: the sampler (``NeighborSampleCore.sample``, phase ``sample``), the feature
-  gather (``HostFeatures.gather``, phase ``gather``), the aggregation (``Aggregator.gcn``, phases
+- **null-comment**: a comment added to the sampler (the code fingerprint changes, the step does not);
+- **null-rename**: a private helper of the sampler renamed (``_take_all``), every use with it;
+- **slow-<path>-<pct>**: the step made ``pct`` percent slower, all of it in one code path: a wrapper busy-waits
+  after each call for ``pct / share`` of the call's own time, where ``share`` is the path's share of the
+  baseline's step, measured first in this process (:func:`path_share`; a spin, not ``time.sleep``, whose
+  overshoot of tens of microseconds would make a short call far slower than stated): the sampler (``NeighborSampleCore.sample``, phase ``sample``), the
+  feature gather (``HostFeatures.gather``, phase ``gather``), the aggregation (``Aggregator.gcn``, phases
   ``forward``/``backward``) or the optimizer (``torch.optim.Adam.step``, phase ``optimizer``).
 
-The gate (:func:`gnnbench.measure.regress.gate`) then compares BASE against each commit ``--repeats`` times
-(fresh processes each time), and the script reports the false-alarm rate on null commits and, per path and
-size, the detection rate and how often the phase it names is the right one. Results are written atomically to
-``--out`` with the machine, the settings and the wall time.
+The gate (:func:`gnnbench.measure.regress.gate`) compares BASE against each commit ``--repeats`` times (fresh
+processes each time). Null commits run the gate's default set (every entry that runs here, Holm across it:
+the family-wise false-alarm rate of one default gate run) with ``--null-bench``; slow commits run ``--bench``
+(the baseline: the detection rate per path and size, and how often the phase the gate names is the right
+one). Results are written atomically to ``--out`` after every commit, with the machine, the settings and the
+wall time; a rerun with the same settings resumes where the last one stopped.
 
-    python scripts/gate_error_rates.py [--repeats 10] [--sizes 5,10,20] [--paths sample,gather,aggregation,optimizer]
-        [--bench baseline] [--rounds 5] [--steps 20] [--out results/reference/gate-error-rates.json]
+    python scripts/gate_error_rates.py [--repeats 8] [--null-repeats 6] [--sizes 5,10,20]
+        [--paths sample,gather,aggregation,optimizer] [--bench baseline] [--null-bench default]
+        [--rounds 5] [--steps 20] [--out results/reference/gate-error-rates.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import subprocess
 import tempfile
 import time
@@ -27,10 +35,7 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
-from gnnbench.flags import Flags
-from gnnbench.graphs import GraphSpec
-from gnnbench.measure.regress import default_benches, gate, trees_for
-from gnnbench.training import RunConfig
+from gnnbench.measure.regress import default_benches, gate, gate_config, trees_for
 
 # path -> (module file, class, method, import line, phases the gate should name)
 PATHS = {
@@ -53,7 +58,10 @@ _gate_orig = {cls}.{method}
 def _gate_slow(*args, **kwargs):
     t0 = _gate_time.perf_counter()
     out = _gate_orig(*args, **kwargs)
-    _gate_time.sleep({frac} * (_gate_time.perf_counter() - t0))
+    t1 = _gate_time.perf_counter()
+    until = t1 + {frac} * (t1 - t0)
+    while _gate_time.perf_counter() < until:  # spin: exact to a microsecond, and busy like slower code
+        pass
     return out
 
 
@@ -72,13 +80,77 @@ def _commit(clone: Path, base: str, name: str, edit) -> str:
     return _git(clone, "rev-parse", "HEAD")
 
 
+def _resolve(cls: str):
+    """The class named in :data:`PATHS` (``torch.optim.Adam`` or a gnnbench class of the path's module)."""
+    import importlib
+
+    if cls.startswith("torch."):
+        module, _, name = cls.rpartition(".")
+        return getattr(importlib.import_module(module), name)
+    for path, (file, c, *_rest) in PATHS.items():
+        if c == cls:
+            return getattr(importlib.import_module(file[:-3].replace("/", ".")), cls)
+    raise KeyError(cls)
+
+
+def path_share(config, path: str, steps: int = 40) -> float:
+    """The share of the training loop's time spent in ``path``'s wrapped call, measured in this process over
+    ``steps`` steps of ``config`` (evaluation excluded): a slowdown of ``pct`` percent of the step is the
+    path made ``pct / share`` percent slower."""
+    from gnnbench.training import Trainer
+
+    _, cls, method, _, _ = PATHS[path]
+    target = _resolve(cls)
+    orig = getattr(target, method)
+    spent = [0.0]
+
+    def timed(*args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            spent[0] += time.perf_counter() - t0
+
+    setattr(target, method, timed)
+    try:
+        trainer = Trainer(config)
+        t0 = time.perf_counter()
+        for i, _ in enumerate(trainer.steps(epochs=float("inf"))):
+            if i == 2:  # after the first steps' one-off costs
+                t0, spent[0] = time.perf_counter(), 0.0
+            if i == steps + 2:
+                break
+        total = time.perf_counter() - t0
+    finally:
+        setattr(target, method, orig)
+    if spent[0] <= 0:
+        raise SystemExit(f"the {path} path ({cls}.{method}) is not called by the benchmark's step")
+    return spent[0] / total
+
+
+def _edit_append(file: str, text: str):
+    return lambda c: (c / file).write_text((c / file).read_text() + text)
+
+
+def _edit_rename(file: str, old: str, new: str):
+    def edit(c: Path) -> None:
+        text = (c / file).read_text()
+        if old not in text:
+            raise SystemExit(f"null-rename: {old!r} is not in {file}; choose another private name")
+        (c / file).write_text(text.replace(old, new))
+    return edit
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", default="HEAD")
-    p.add_argument("--repeats", type=int, default=10, help="gate runs per commit")
+    p.add_argument("--repeats", type=int, default=8, help="gate runs per slow commit")
+    p.add_argument("--null-repeats", type=int, default=6, help="gate runs per null commit")
     p.add_argument("--sizes", default="5,10,20", help="slowdowns in percent")
     p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--bench", default="baseline", help="benchmarks of each gate run")
+    p.add_argument("--bench", default="baseline", help="benchmarks of each gate run on a slow commit")
+    p.add_argument("--null-bench", default="default",
+                   help="benchmarks of each gate run on a null commit ('default': the gate's default set)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
@@ -86,41 +158,77 @@ def main() -> None:
     t_start = time.perf_counter()
     repo = Path(_git(Path("."), "rev-parse", "--show-toplevel"))
     base_commit = _git(repo, "rev-parse", a.base)
-    config = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
-                       max_steps_per_epoch=a.steps + 3, warmup_steps=3, hidden=32)
-    benches = default_benches(config, a.bench.split(","))
+    settings = {k: v for k, v in vars(a).items() if k != "out"}
+    out = Path(a.out)
     results: dict[str, dict] = {}
+    shares: dict[str, float] = {}  # each path's share of the baseline's step (measured once, kept on resume)
+    spent = 0.0
+    if out.is_file():  # resume: same base and settings, keep what is done
+        try:
+            old = json.loads(out.read_text())
+        except ValueError:
+            old = {}
+        if old.get("base") == base_commit and old.get("settings") == settings:
+            results, spent = old.get("results", {}), float(old.get("wall_seconds", 0.0))
+            shares = old.get("shares", {})
+            print(f"resuming: {len(results)} commit(s) already measured in {out}", flush=True)
+    config = gate_config("tiny")
+    benches = default_benches(config, a.bench.split(","), steps=a.steps)
+    null_benches = default_benches(config, None if a.null_bench == "default" else a.null_bench.split(","),
+                                   steps=a.steps)
+    env = environment("cpu")
+
+    def save(done: bool) -> None:
+        write_json_atomic(out, {"machine": env.get("machine"), "threads": env.get("threads"), "base": base_commit,
+                                "settings": settings, "complete": done,
+                                "benches": {"null": [b.name for b in null_benches],
+                                            "slow": [b.name for b in benches]},
+                                "shares": shares, "wall_seconds": spent + time.perf_counter() - t_start, "results": results})
+
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-rates-") as tmp:
         clone = Path(tmp) / "clone"
         _git(repo, "clone", "-q", "--no-hardlinks", str(repo), str(clone))
-        commits = {"null": _commit(clone, base_commit, "null: a comment", lambda c: (
-            c / PATHS["sample"][0]).write_text((c / PATHS["sample"][0]).read_text() + "\n# a comment\n"))}
+        sampler = PATHS["sample"][0]
+        edits = {"null-comment": _edit_append(sampler, "\n# a comment\n"),
+                 "null-rename": _edit_rename(sampler, "_take_all", "_take_every")}
         for path in a.paths.split(","):
             file, cls, method, imports, _ = PATHS[path]
+            if path not in shares:
+                shares[path] = statistics.median(path_share(benches[0].config, path) for _ in range(3))
             for pct in (int(s) for s in a.sizes.split(",")):
-                text = SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=pct / 100)
-                commits[f"slow-{path}-{pct}"] = _commit(clone, base_commit, f"{path} {pct}% slower", lambda c, f=file,
-                                                        t=text: (c / f).write_text((c / f).read_text() + t))
-        for name, commit in commits.items():
-            flagged, right_phase, ratios = 0, 0, []
-            for k in range(a.repeats):
+                # the step pct% slower, all of it in this path: the path slower by pct / its share of the step
+                text = SLOW.format(pct=pct, imports=imports, cls=cls, method=method,
+                                   frac=round(pct / 100 / shares[path], 4))
+                edits[f"slow-{path}-{pct}"] = _edit_append(file, text)
+        for name, edit in edits.items():
+            if name in results:
+                continue
+            commit = _commit(clone, base_commit, name, edit)
+            null = name.startswith("null")
+            flagged, right_phase, runs = 0, 0, []
+            for k in range(a.null_repeats if null else a.repeats):
                 with trees_for(base_commit, commit, repo=clone) as trees:
-                    r = gate(trees, benches, rounds=a.rounds, order_seed=k)
+                    r = gate(trees, null_benches if null else benches, rounds=a.rounds, order_seed=k)
+                hits = [b.name for b in r.regressed]
                 b = r.benches[0]
-                ratios.append(b.ratio)
-                if r.regressed:
+                if hits:
                     flagged += 1
-                    expected = PATHS[name.split("-")[1]][4] if name != "null" else ()
-                    right_phase += b.phase in expected
-            results[name] = {"commit": commit, "runs": a.repeats, "flagged": flagged,
-                             "rate": flagged / a.repeats, "right_phase": right_phase, "ratios": ratios}
-            print(f"{name:<22} flagged {flagged}/{a.repeats}"
-                  + (f", right phase {right_phase}/{flagged}" if name != "null" and flagged else ""), flush=True)
-    env = environment("cpu")
-    write_json_atomic(a.out, {"machine": env.get("machine"), "threads": env.get("threads"), "base": base_commit,
-                              "settings": vars(a), "wall_seconds": time.perf_counter() - t_start,
-                              "results": results})
-    print(f"wrote {a.out} ({time.perf_counter() - t_start:.0f} s)")
+                    expected = () if null else PATHS[name.split("-")[1]][4]
+                    right_phase += b.phase in expected and b.name in hits
+                runs.append({"seconds": r.seconds, "flagged": hits, "ratio": b.ratio, "low": b.low, "high": b.high,
+                             "p_value": b.p_value, "phase_ratio": b.phase_ratio,
+                             "threshold": b.threshold, "phase": b.phase,
+                             "measured": sum(v.status == "ok" for v in r.benches),
+                             "per_bench": {v.name: [v.ratio, v.low, v.high, v.threshold, v.p_value] for v in r.benches
+                                           if v.status == "ok"} if null else None})
+            results[name] = {"commit": commit, "runs": len(runs), "flagged": flagged,
+                             "rate": flagged / len(runs), "right_phase": right_phase, "detail": runs}
+            print(f"{name:<22} flagged {flagged}/{len(runs)}"
+                  + (f", right phase {right_phase}/{flagged}" if not null and flagged else "")
+                  + f"  (gate run {statistics.median(x['seconds'] for x in runs):.0f} s)", flush=True)
+            save(False)
+    save(True)
+    print(f"wrote {out} ({spent + time.perf_counter() - t_start:.0f} s)")
 
 
 if __name__ == "__main__":

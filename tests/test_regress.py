@@ -143,3 +143,32 @@ def test_two_environments_on_one_commit_and_different_dependencies_allowed_acros
     bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--head-python", "/no/python"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "/no/python" in bad.stderr
+
+
+def test_every_default_benchmark_measures_the_steps_asked_for():
+    """A Cluster-GCN epoch on tiny is 2 batches and a full-batch epoch 1: a fixed one-epoch run measured none of
+    their steps after the warm-up (their median was nan and the default gate crashed). Epochs are fitted per
+    benchmark, never cut short."""
+    import dataclasses
+
+    from gnnbench.graphs import generate
+    from gnnbench.measure.regress import default_benches, gate_config
+    from gnnbench.measure.run import run
+
+    base = gate_config("tiny")
+    benches = {b.name: b for b in default_benches(base, ["baseline", "cluster_gcn", "full_batch", "batch_cache"],
+                                                  steps=6)}
+    assert all(b.config.max_steps_per_epoch is None for b in benches.values())
+    graph = generate(base.spec)
+    for name in ("cluster_gcn", "baseline"):
+        r = run(dataclasses.replace(benches[name].config, seed=0), graph=graph)
+        assert r.status == "ok" and r.step_seconds["n"] >= 6, (name, r.step_seconds)
+    assert benches["full_batch"].config.epochs >= base.warmup_steps + 6
+    with pytest.raises(ValueError, match="at least 2 measured steps"):
+        default_benches(base, ["baseline"], steps=1)
+
+
+def test_a_benchmark_without_measured_steps_is_reported_not_summarized():
+    v = _verdict("x", [{"status": "ok", "step": 0.01, "phases": {}, "test": 0.5}],
+                 [{"status": "no measured steps", "reason": "the run ended within its warm-up"}])
+    assert v.status == "no measured steps" and "warm-up" in v.reason

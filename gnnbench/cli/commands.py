@@ -275,16 +275,11 @@ def cmd_regress(args: argparse.Namespace) -> int:
     import shutil
     from pathlib import Path
 
-    from gnnbench.flags import Flags
-    from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, trees_for
-    from gnnbench.training import RunConfig
+    from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, gate_config, trees_for
 
-    base = RunConfig(spec=GraphSpec.preset(args.preset), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
-                     max_steps_per_epoch=args.steps + args.warmup, warmup_steps=args.warmup, hidden=32,
-                     device=args.device)
     try:
-        benches = default_benches(base, args.bench)
+        base = gate_config(args.preset, warmup=args.warmup, device=args.device)
+        benches = default_benches(base, args.bench, steps=args.steps)
         with trees_for(args.base, args.head) as trees:
             def progress(r, rounds, role):
                 print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)

@@ -34,12 +34,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from gnnbench import text
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.comparison import mean_interval
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
-           "bisect", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
+           "bisect", "gate_config", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
@@ -66,7 +67,10 @@ for name, cfg in spec["benches"].items():
     if r.status != "ok":
         out[name] = {"status": r.status, "reason": str(r.unavailable or r.error)}
         continue
-    out[name] = {"status": "ok", "step": r.step_seconds["median"],
+    if not r.step_seconds.get("n"):
+        out[name] = {"status": "no measured steps", "reason": "the run ended within its warm-up"}
+        continue
+    out[name] = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
                  "phases": {p: v["median"] for p, v in r.phases.items()},
                  "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
 open(sys.argv[2], "w").write(json.dumps(out))
@@ -131,30 +135,75 @@ class GateResult:
                 "regression": bool(self.regressed), "benches": [asdict(b) for b in self.benches]}
 
 
-def default_benches(base_config: Any, names: list[str] | None = None) -> list[Bench]:
+def gate_config(preset: str = "tiny", *, warmup: int = 3, device: str = "cpu") -> Any:
+    """The gate's base configuration: ``preset``'s graph, fanout 10,5, batch 256, hidden 32 (epochs are fitted
+    per benchmark by :func:`default_benches`)."""
+    from gnnbench.flags import Flags
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.training import RunConfig
+
+    return RunConfig(spec=GraphSpec.preset(preset), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
+                     warmup_steps=warmup, hidden=32, device=device)
+
+
+def default_benches(base_config: Any, names: list[str] | None = None, *, steps: int | None = None) -> list[Bench]:
     """The baseline and every registry entry that runs here on ``base_config`` (or ``names`` among them;
-    ``"baseline"`` is the base configuration itself)."""
+    ``"baseline"`` is the base configuration itself).
+
+    With ``steps``, each benchmark's epochs are fitted so that it measures at least ``steps`` steps after its
+    warm-up, whatever its batches per epoch (a neighbour epoch on ``tiny`` is 8 batches, a Cluster-GCN epoch
+    2, a full-batch epoch 1); epochs are never cut short, since a cut epoch changes a source's regime (the
+    batch cache does not keep it).
+    """
     from gnnbench import registry
     from gnnbench.env import resolve_device
     from gnnbench.training import config_unavailable
 
     device = resolve_device(base_config.device)
     wanted = ["baseline"] + registry.names() if names is None else list(names)
+    graph = None
+    if steps is not None:
+        if not isinstance(steps, int) or steps < 2:
+            raise ValueError(f"the gate needs at least 2 measured steps per benchmark (got {steps!r})")
+        from gnnbench.graphs import generate
+
+        graph = generate(base_config.spec)
     benches = []
     for name in wanted:
         if name == "baseline":
-            benches.append(Bench(name, base_config))
-            continue
-        parts = registry.combination(name)
-        if registry.not_applicable(base_config, parts):
-            continue
-        config = registry.config_for(base_config, parts)
-        if config.nproc > 1 or config_unavailable(config, device):
-            continue
+            config = base_config
+        else:
+            parts = registry.combination(name)
+            if registry.not_applicable(base_config, parts):
+                continue
+            config = registry.config_for(base_config, parts)
+            if config.nproc > 1 or config_unavailable(config, device):
+                continue
+        if steps is not None:
+            config = _fit_steps(config, graph, steps)
         benches.append(Bench(name, config))
     if not benches:
         raise ValueError(f"no benchmark of {wanted} runs here")
     return benches
+
+
+def _fit_steps(config: Any, graph: Any, steps: int) -> Any:
+    """``config`` with enough whole epochs for ``steps`` measured steps after ``config.warmup_steps``."""
+    import dataclasses
+    import math
+
+    from gnnbench.training.pipeline import assemble
+
+    pipe = assemble(dataclasses.replace(config, epochs=1, max_steps_per_epoch=None), graph)
+    try:
+        per_epoch = pipe.batches.steps_per_epoch()
+        if per_epoch is None:  # a source that learns its length by running: count one epoch's batches
+            per_epoch = sum(1 for _ in pipe.batches.epoch(0))
+        floor = pipe.batches.min_epochs(config.warmup_steps)
+    finally:
+        pipe.batches.close()
+    epochs = max(floor, math.ceil((steps + config.warmup_steps) / max(per_epoch, 1)))
+    return dataclasses.replace(config, epochs=epochs, max_steps_per_epoch=None)
 
 
 # ------------------------------------------------------------------ trees
@@ -369,9 +418,8 @@ def format_gate(r: GateResult) -> str:
         if b.status != "ok":
             lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}  {'-':<30}{'-':>8}  {b.status}: {b.reason}")
             continue
-        ratio = f"{b.ratio:.3f}x [{b.low:.3f}, {b.high:.3f}]"
-        phase = (f"{b.phase} {b.phase_ratio['ratio']:.3f}x [{b.phase_ratio['low']:.2f}, {b.phase_ratio['high']:.2f}]"
-                 if b.phase else "-")
+        ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
+        phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
         verdict = ("REGRESSION" if b.regression else "improvement" if b.improvement else
                    "significant, within the threshold" if b.significant else "no significant difference")
         if b.acc_regression:

@@ -642,11 +642,10 @@ def _change_points_html(series: dict, wanted: list[str]) -> str:
     for key in wanted:
         pts = series[key]
         for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
-            interval = "" if cp.low is None else f" [{cp.low:.3f}, {cp.high:.3f}]"
             kind = "loss" if cp.ratio > 1 else "gain"
             rows.append(f"<tr><td>{_esc(key.split('.')[-1])}</td><td><code>{_esc(cp.commit)}</code></td>"
                         f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
-                        f"<td class='num {kind}'>{cp.ratio:.3f}x{interval}</td></tr>")
+                        f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>")
     if not rows:
         return ("<p id='change-points'>Change points (asv's step detection, steps of 5% or more): none in the "
                 "series shown.</p>")
