@@ -218,12 +218,12 @@ class RunContext:
         world_size: Processes training together (``RunConfig.nproc``; 1 = one process).
     """
 
-    device: torch.device = torch.device("cpu")  # compute device
-    task: str = "node"  # "node" | "link"
-    model: str = "gcn"  # "gcn" | "sage"
-    num_nodes: int | None = None  # graph size when known
-    num_edges: int | None = None  # directed edges when known
-    world_size: int = 1  # ranks training together (RunConfig.nproc)
+    device: torch.device = torch.device("cpu")
+    task: str = "node"
+    model: str = "gcn"
+    num_nodes: int | None = None
+    num_edges: int | None = None
+    world_size: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "device", torch.device(self.device))

@@ -62,6 +62,9 @@ class Optimization:
         nproc: The world size it is measured with (``RunConfig.nproc``; 1 = one
             process). Entries of several ranks run through
             :mod:`gnnbench.measure.launch`; with fewer ranks they say why.
+        oom_rung: Its place on the out-of-memory ladder after halving the fanout
+            and the batch (:mod:`gnnbench.advice.ladder`; 1 = first), or ``None``.
+        oom_hint: The ladder's triage when this rung costs accuracy.
     """
 
     name: str
@@ -77,6 +80,8 @@ class Optimization:
     targets: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     nproc: int = 1
+    oom_rung: int | None = None
+    oom_hint: str = ""
 
     def __post_init__(self) -> None:
         self.apply(Flags())  # validates field names and values early
@@ -245,6 +250,9 @@ _ENTRIES = (
         recommended=False,
         changes_work=True,
         targets=('sampling', 'features'),
+        oom_rung=2,
+        oom_hint="bigger or overlapping subgraphs: raise clusters_per_batch or cluster_size, or re-partition "
+        "(repartition_every) so batches mix across epochs",
     ),
     Optimization(
         name="graphsaint",
@@ -290,6 +298,8 @@ _ENTRIES = (
         "in half precision for this reason (Kaler et al., MLSys 2022). Accuracy: features rounded to fp16.",
         layer="gnnbench.features.placement",
         targets=('features',),
+        oom_rung=1,
+        oom_hint="keep aggregation in fp32: only the stored features are fp16 here (avoid precision='full')",
     ),
     Optimization(
         name="hot_cold",
@@ -608,6 +618,11 @@ def not_applicable(base: RunConfig, opt_names: Iterable[str]) -> str | None:
     except NotApplicable as exc:
         return str(exc)
     return None
+
+
+def oom_rungs() -> list[Optimization]:
+    """The entries on the out-of-memory ladder, in its order (:attr:`Optimization.oom_rung`)."""
+    return sorted((o for o in REGISTRY.values() if o.oom_rung is not None), key=lambda o: o.oom_rung)
 
 
 def for_task(task: str) -> list[Optimization]:

@@ -36,8 +36,10 @@ def main() -> None:
     p.add_argument("before")
     p.add_argument("after")
     p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("run_args", nargs="*", default=["--preset", "tiny"])
-    a = p.parse_args()
+    argv = sys.argv[1:]
+    run_args = argv[argv.index("--") + 1:] if "--" in argv else ["--preset", "tiny"]
+    a = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    a.run_args = run_args
     if a.rounds < 2:
         p.error(f"--rounds must be at least 2 for an interval (got {a.rounds})")
     trees = {"before": Path(a.before).resolve(), "after": Path(a.after).resolve()}

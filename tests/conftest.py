@@ -100,3 +100,14 @@ def skip_unless_runs(what: RunConfig | Flags | str, *, device: str | torch.devic
     why = unavailable_here(what, device=device, **context)
     if why is not None:
         pytest.skip(why)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The one CUDA gate: a test marked ``cuda`` is skipped, with that reason, where no CUDA device is present
+    (``scripts/gpu_check.sh`` runs ``pytest -m cuda`` on one)."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA (marked cuda)")
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)

@@ -64,7 +64,6 @@ def test_device_sampling_is_refused_with_reasons_where_it_cannot_run():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("name", ["gpu_sampling", "uva_sampling"])
 def test_training_with_sampling_on_the_device(name):
     import dataclasses

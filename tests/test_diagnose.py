@@ -188,6 +188,9 @@ def test_an_entry_that_cannot_apply_is_listed_with_its_reason(capsys):
                   memory={"host_peak_bytes": 1})
     assert "fanout" not in d.recommended
     assert "does not apply to this configuration:\n  - fanout: fanout does not apply here" in format_diagnosis(d)
+    from gnnbench.advice.diagnose import verify_names
+
+    assert "fanout" not in verify_names(d, top=len(recs))  # --verify measures what applies, lists the rest
 
 
 def test_every_hot_operator_is_attributed_or_listed_as_untargeted():

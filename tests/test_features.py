@@ -112,11 +112,8 @@ def test_prefetch_unavailable_on_cpu(graph):
         next(prefetch_features([], store))
 
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-
 
 @pytest.mark.cuda
-@cuda
 @pytest.mark.parametrize("placement,pin", [("host", False), ("host", True), ("device", False),
                                            ("hot_cold", False), ("uva", False)])
 def test_cuda_placements_gather_exact_rows(graph, placement, pin):
@@ -144,7 +141,6 @@ def test_cuda_placements_gather_exact_rows(graph, placement, pin):
 
 
 @pytest.mark.cuda
-@cuda
 def test_side_stream_prefetch_yields_exact_features(graph):
     store = place_features(graph.x, "cuda", "host", pin_memory=True)
     batches = [torch.randint(0, graph.num_nodes, (500,)) for _ in range(5)]
@@ -155,7 +151,6 @@ def test_side_stream_prefetch_yields_exact_features(graph):
 
 
 @pytest.mark.cuda
-@cuda
 def test_prefetch_overlaps_a_slow_gather_with_compute(graph):
     """With a deliberately slow host gather (sleep) and a GPU step of similar length, prefetching makes the
     step time clearly shorter than the sum of its parts; without it the parts add up."""
@@ -207,7 +202,6 @@ def test_prefetch_overlaps_a_slow_gather_with_compute(graph):
 
 
 @pytest.mark.cuda
-@cuda
 def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
     flags = Flags(feature_placement="hot_cold", fanout=(3, 2), batch_size=256)
     store = place_features(graph.x, "cuda", "hot_cold", hot_nodes=hot_set_chooser(prepared, flags, seed=0))
@@ -223,7 +217,6 @@ def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_full_batch_on_a_gpu_copies_the_host_features_once():
     import dataclasses
 

@@ -66,7 +66,7 @@ def test_rungs_that_do_not_apply_are_skipped_with_the_reason(config, tiny_graph)
     assert "cannot be halved" in skip["halve_fanout"](Flags(fanout=(1, -1)))
     assert "batch_size 1 cannot be halved" == skip["halve_batch"](Flags(batch_size=1))
     assert "does not sample neighbours" in skip["halve_batch"](Flags(batch_source="full"))
-    assert "already stored in fp16" in skip["fp16_features"](Flags(feature_dtype="float16"))
+    assert "fp16_features is already on" in skip["fp16_features"](Flags(feature_dtype="float16"))
     ones = dataclasses.replace(config, flags=BASE.replace(fanout=(1, 1)))
     result = walk(ones, 1, graph=tiny_graph, probe_steps=2, rungs=RUNGS[:1])
     assert [(r.rung, r.status) for r in result.path] == [("as given", "over"), ("halve_fanout", "skipped")]

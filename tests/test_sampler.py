@@ -215,7 +215,6 @@ def test_native_backend_selection():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_same_code_runs_on_cuda():
     g = generate(GraphSpec.preset("tiny", num_nodes=3000))
     csr = g.csr

@@ -85,7 +85,6 @@ def test_compiled_models_are_refused_off_cuda():
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_step_peak_on_cuda_reads_the_allocator():
     dev = torch.device("cuda")
     with step_peak(dev) as m:

@@ -230,6 +230,11 @@ def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
     row = next(r for r in results if r["label"] == "fanout")
     assert row["status"] == "unavailable" and "has only one" in row["unavailable"]["not applicable"]
     assert next(r for r in results if r["label"] == "baseline")["status"] == "ok"
+    # the report lists it as not applicable, with the reason, beside the measured baseline
+    from gnnbench.report import build_report, load_inputs
+
+    html = build_report(load_inputs(runs=[tmp_path]), tmp_path / "report.html").read_text()
+    assert re.search(r"<tr><td>fanout</td>[^\n]*not applicable: [^<]*has only one", html)
 
 
 def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines():

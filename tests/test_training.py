@@ -132,7 +132,6 @@ def _cpu_accuracy(cfg: RunConfig) -> float:
 
 
 @pytest.mark.cuda
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("names", [[], ["features_on_device"], ["hot_cold"], ["uva"], ["feature_prefetch"],
                                    ["pin_memory"], ["partial_amp"], ["full_amp"], ["sparse_agg"],
                                    ["cached_norm", "int32", "csr"]])

@@ -31,6 +31,17 @@ def test_candidates_are_the_entries_targeting_a_bottleneck_worth_optimizing():
     assert {"workers", "batch_cache"} <= set(sampling)
 
 
+def test_an_entry_that_cannot_apply_is_set_aside_with_its_reason():
+    """A single-hop base: the fanout entry cannot drop a hop. It is no candidate, its reason is kept (tune
+    prints it), and the other candidates stay."""
+    base = dataclasses.replace(BASE, flags=BASE.flags.replace(fanout=(5,)))
+    reasons = {}
+    names = candidates_for(_diagnosis({"sampling": 0.6, "negatives": 0.0, "features": 0.0, "kernels": 0.4}), base,
+                           not_applicable=reasons)
+    assert "fanout" not in names and "has only one" in reasons["fanout"]
+    assert {"workers", "batch_cache"} <= set(names)
+
+
 def test_greedy_path_and_final_measurement(tmp_path):
     lines = []
     r = tune(BASE, budget_s=900, out_dir=tmp_path, repeats=2, candidates=["partial_amp", "full_amp"],

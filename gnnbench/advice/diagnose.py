@@ -536,7 +536,7 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
             out.append(f"communication is {share:.0%} of the step, below {rules.compress_at:.0%}: gradient "
                        "compression is not worth its complexity here (the all-reduce is not the bottleneck)")
     fits = graph_bytes <= rules.fits_device_at * device_bytes
-    size = f"graph and features take {graph_bytes / 2**30:.2f} GiB of one device's {device_bytes / 2**30:.0f} GiB"
+    size = f"graph and features take {human_bytes(graph_bytes)} of one device's {human_bytes(device_bytes)}"
     if summary.get("parallel") == "partition":
         out.append(f"{size}: " + (f"it fits, so replicate it and train data parallel "
                                   f"({_entries(parallel='data', grad_compression='none')}) instead of "

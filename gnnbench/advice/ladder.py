@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch
 
+from gnnbench import registry
 from gnnbench.training import availability
 from gnnbench.training.pipeline import graph_of
 
@@ -57,6 +58,15 @@ class Rung:
     skip: Callable[[Flags], str | None]
     hint: str
 
+    @classmethod
+    def of_entry(cls, opt: Any) -> "Rung":
+        """A rung that switches a registry entry on (:attr:`~gnnbench.registry.Optimization.oom_rung`): its
+        change, its description, its hint; skipped when the flags so far already have it."""
+        def skip(flags: Flags) -> str | None:
+            return f"{opt.name} is already on: {opt.description}" if opt.apply(flags) == flags else None
+
+        return cls(opt.name, opt.description, opt.changes_for, skip, opt.oom_hint)
+
 
 def _neighbour_sampled(what: str) -> Callable[[Flags], str | None]:
     def reason(flags: Flags) -> str | None:
@@ -87,15 +97,7 @@ RUNGS: tuple[Rung, ...] = (
     Rung("halve_batch", "halve the seed nodes per batch",
          lambda f: {"batch_size": max(1, f.batch_size // 2)}, _skip_batch,
          "smaller batches give noisier gradients: lower the learning rate or train more steps"),
-    Rung("fp16_features", "store node features in fp16 (the model computes in fp32 after the gather)",
-         lambda f: {"feature_dtype": "float16"},
-         lambda f: "features are already stored in fp16" if f.feature_dtype == "float16" else None,
-         "keep aggregation in fp32: only the stored features are fp16 here (avoid precision='full')"),
-    Rung("cluster_gcn", "subgraph sampling: Cluster-GCN batches of METIS parts",
-         lambda f: {"batch_source": "cluster_gcn"},
-         lambda f: "batches are already Cluster-GCN subgraphs" if f.batch_source == "cluster_gcn" else None,
-         "bigger or overlapping subgraphs: raise clusters_per_batch or cluster_size, or re-partition "
-         "(repartition_every) so batches mix across epochs"),
+    *(Rung.of_entry(o) for o in registry.oom_rungs()),
 )
 
 

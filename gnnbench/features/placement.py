@@ -97,7 +97,7 @@ class PlacedFeatures:
     name = ""
     prefetch = False  # gather the next batch's features on a side stream (features_for sets it from the flags)
     pipeline_depth = 0  # batches sampled and gathered ahead by a background thread (0: off)
-    full_batch = False  # full-batch training (the pipeline sets it): every step reads every row in order
+    full_batch = False  # full-batch training (features_for sets it): every step reads every row in order
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
@@ -371,7 +371,7 @@ def place_features(x: Tensor, device: torch.device | str, placement: str = "host
 
 
 def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
-                 hot_nodes: HotNodes | None = None) -> PlacedFeatures:
+                 hot_nodes: HotNodes | None = None, full_batch: bool = False) -> PlacedFeatures:
     """The run's feature store (the layer's factory): :func:`place_features` with the flags' placement, pinning
     and storage dtype, prefetching with ``flags.feature_prefetch``.
 
@@ -380,11 +380,14 @@ def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
         flags: The run's flags.
         device: Where batches are computed.
         hot_nodes: See :class:`HotColdFeatures` (:func:`hot_set_chooser` makes it).
+        full_batch: The run trains full batch: every step reads every row in order (host features are then
+            kept on the device after the first step).
     """
     store = place_features(x, device, flags.feature_placement, hot_nodes=hot_nodes, pin_memory=flags.pin_memory,
                            dtype=flags.feature_dtype)
     store.prefetch = flags.feature_prefetch
     store.pipeline_depth = flags.pipeline_depth
+    store.full_batch = full_batch
     return store
 
 
@@ -515,8 +518,7 @@ class HotSetChooser:
         try:
             return access_counts(counted(source.epoch(0)), self.prepared.num_nodes)
         finally:
-            if hasattr(source, "close"):
-                source.close()
+            source.close()
 
 
 def hot_set_chooser(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None,

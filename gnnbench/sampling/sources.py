@@ -19,6 +19,7 @@ from typing import Iterator
 import torch
 from torch import Tensor
 
+from gnnbench.text import human_bytes
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
@@ -304,8 +305,8 @@ def _device_sampling_reasons(flags: Flags, ctx: RunContext, kind: str) -> list[U
         need = (ctx.num_nodes + 1 + ctx.num_edges) * (4 if flags.index_dtype == "int32" else 8)
         free = torch.cuda.mem_get_info(device)[0]
         if need > free // 2:
-            out.append(f"the CSR needs {need / 2**30:.1f} GiB, more than half the free device memory "
-                       f"({free / 2**30:.1f} GiB): use uva_sampling (the CSR stays in pinned host memory)")
+            out.append(f"the CSR needs {human_bytes(need)}, more than half the free device memory "
+                       f"({human_bytes(free)}): use uva_sampling (the CSR stays in pinned host memory)")
     return [Unavailable("sampler_device", r) for r in out]
 
 

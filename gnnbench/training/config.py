@@ -76,30 +76,30 @@ class RunConfig:
     """
 
     spec: GraphSpec | None = field(default_factory=lambda: GraphSpec.preset("small"))
-    source: GraphSource | None = None  # a loaded graph (file or dataset); replaces spec
+    source: GraphSource | None = None
     flags: Flags = field(default_factory=Flags)
-    task: str = "node"  # "node" classification | "link" prediction
-    model: str = "gcn"  # "gcn" | "sage"
-    num_layers: int | None = None  # None: follows the fanout
-    hidden: int = 64  # hidden width
-    epochs: int | None = 2  # training epochs; None: to a validation plateau (patience, min_delta, max_epochs)
-    max_epochs: int = 200  # epochs=None: budget in epochs
-    max_seconds: float | None = None  # budget on the run clock (setup + training), any run; None: none
-    patience: float = 5.0  # epochs=None: epochs without a new best validation before stopping
-    min_delta: float = 0.001  # epochs=None: the rise that counts as a new best
-    max_steps_per_epoch: int | None = None  # cap steps per epoch
-    warmup_steps: int = 3  # excluded from steady-state timings
-    lr: float = 0.01  # learning rate
-    optimizer: str = "adam"  # "adam" | "sgd" (momentum below)
-    momentum: float = 0.9  # optimizer="sgd": momentum (top-k compression: applied in the hook, DGC)
-    lr_schedule: str = "constant"  # "constant" | "cosine" (per epoch, down to 0 at the last)
-    seed: int = 0  # model / sampler / shuffle seed
-    device: str = "cpu"  # cpu | cuda | cuda:N | auto
-    sync_phases: bool = True  # per-phase sync (True) or end-to-end only
-    cache_dir: str | None = None  # batch-cache directory shared across runs (None: fresh per run)
-    eval_every: int | None = None  # evaluate every N steps (None: at every epoch end), outside the training clock
-    eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES  # evaluation: one chunk of target nodes' temporaries (layer-wise)
-    nproc: int = 1  # ranks training together (torchrun, gnnbench.measure.launch); 1 = this process
+    task: str = "node"
+    model: str = "gcn"
+    num_layers: int | None = None
+    hidden: int = 64
+    epochs: int | None = 2
+    max_epochs: int = 200
+    max_seconds: float | None = None
+    patience: float = 5.0
+    min_delta: float = 0.001
+    max_steps_per_epoch: int | None = None
+    warmup_steps: int = 3
+    lr: float = 0.01
+    optimizer: str = "adam"
+    momentum: float = 0.9
+    lr_schedule: str = "constant"
+    seed: int = 0
+    device: str = "cpu"
+    sync_phases: bool = True
+    cache_dir: str | None = None
+    eval_every: int | None = None
+    eval_chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    nproc: int = 1
 
     def __post_init__(self) -> None:
         if self.source is not None:

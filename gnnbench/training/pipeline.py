@@ -109,9 +109,8 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     prepared = prepare(train_graph, flags)
     t0 = time.perf_counter()
     kind = task.source_kind(flags)
-    features = features_for(train_graph.x, flags, device,
+    features = features_for(train_graph.x, flags, device, full_batch=kind == "full",
                             hot_nodes=hot_set_chooser(prepared, flags, kind=kind, seed=seed))
-    features.full_batch = kind == "full"  # host features: kept on the device after the first full-batch step
     batches = make_batch_source(prepared, flags, kind=kind, seed=seed, device=device,
                                 cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
     model = model_for(config.model, flags, train_graph.num_features, config.hidden,
