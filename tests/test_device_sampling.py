@@ -47,6 +47,24 @@ def test_device_batches_are_valid_samples_covering_every_seed(quick_graph, devic
         prepared, flags, device=device).epoch(0))), "the same seed, the same batches"
 
 
+def test_seeds_are_checked_once_at_construction_and_batches_sample_unchecked(quick_graph, monkeypatch):
+    """Per batch the device source samples without reading device values back (``check=False``); the seeds it
+    draws from are checked once, when it is built."""
+    flags = Flags(fanout=(5, 3), batch_size=128, sampler_device="device")
+    prepared = prepare(quick_graph, flags)
+    n = quick_graph.num_nodes
+    with pytest.raises(ValueError, match=rf"node ids in \[0, {n - 1}\]"):
+        DeviceNeighborBatches(prepared, flags, device="cpu", input_nodes=torch.tensor([0, n]))
+    with pytest.raises(ValueError, match="distinct"):
+        DeviceNeighborBatches(prepared, flags, device="cpu", input_nodes=torch.tensor([3, 3]))
+    source = DeviceNeighborBatches(prepared, flags, device="cpu")
+    checks = []
+    real = source.core.sample
+    monkeypatch.setattr(source.core, "sample", lambda seeds, check=True: checks.append(check) or real(seeds,
+                                                                                                  check=check))
+    assert len(list(source.epoch(0))) == source.steps_per_epoch() and not any(checks)
+
+
 def test_device_sampling_is_refused_with_reasons_where_it_cannot_run():
     cpu = RunContext(device=torch.device("cpu"))
     reasons = {u.reason for u in unavailable(Flags(sampler_device="device"), cpu)}

@@ -254,7 +254,13 @@ class DeviceNeighborBatches(BatchSource):
             rowptr, col = csr.rowptr.to(self.device), csr.col.to(self.device)
         self.core = NeighborSampleCore(rowptr, col, flags.fanout, replace=flags.sample_replace, seed=seed)
         seeds = input_nodes if input_nodes is not None else prepared.graph.train_mask.nonzero().view(-1)
-        self.seeds = seeds.to(self.device, rowptr.dtype)
+        n = rowptr.numel() - 1
+        if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= n):
+            raise ValueError(f"input_nodes must be node ids in [0, {n - 1}] "
+                             f"(got min {int(seeds.min())}, max {int(seeds.max())})")
+        if seeds.unique().numel() != seeds.numel():
+            raise ValueError("input_nodes must be distinct (got repeated ids)")
+        self.seeds = seeds.to(self.device, rowptr.dtype)  # checked once: batches sample them unchecked
         self.batch_size = flags.batch_size
         self.csr = flags.keep_csr
         self.seed = seed
@@ -268,7 +274,7 @@ class DeviceNeighborBatches(BatchSource):
         perm = torch.randperm(self.seeds.numel(), generator=g, device=self.device)
         for chunk in perm.split(self.batch_size):
             seeds = self.seeds.index_select(0, chunk)
-            out = self.core.sample(seeds)
+            out = self.core.sample(seeds, check=False)  # a slice of a permutation of the source's own seeds
             n = out.node.numel()
             yield Batch(n_id=out.node, edge_index=torch.stack([out.row, out.col]), e_id=out.edge,
                         target=torch.arange(seeds.numel(), dtype=out.node.dtype, device=self.device),
