@@ -35,6 +35,7 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
+from gnnbench.measure.gate_rates import format_rates, summarize
 from gnnbench.measure.regress import default_benches, gate, gate_config, trees_for
 
 # path -> (module file, class, method, import line, phases the gate should name)
@@ -229,6 +230,7 @@ def main() -> None:
             save(False)
     save(True)
     print(f"wrote {out} ({spent + time.perf_counter() - t_start:.0f} s)")
+    print(format_rates(summarize(json.loads(out.read_text()))))
 
 
 if __name__ == "__main__":

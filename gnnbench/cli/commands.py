@@ -379,7 +379,12 @@ def cmd_profile(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from gnnbench.report import build_report, load_inputs
 
-    inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv)
+    try:
+        inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv,
+                             gate_rates=args.gate_rates)
+    except ValueError as exc:
+        print(f"gnnbench report: {exc}", file=sys.stderr)
+        return 2
     path = build_report(inputs, args.out)
     asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
     print(f"wrote {path} ({human_bytes(path.stat().st_size)}): {len(inputs.runs)} run results, "

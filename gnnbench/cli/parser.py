@@ -191,6 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pytest-benchmark", action="append", default=[], metavar="JSON",
                    help="a pytest-benchmark --benchmark-json file (repeatable)")
     p.add_argument("--asv", default="results/asv", help="asv results directory (default results/asv)")
+    p.add_argument("--gate-rates", default=None, metavar="JSON",
+                   help="the regression gate's measured error rates (scripts/gate_error_rates.py's output, e.g. "
+                        "results/reference/gate-error-rates.json)")
     p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
     p.set_defaults(func=commands.cmd_report)
 

@@ -26,12 +26,15 @@ class ReportInputs:
             interleaved sweeps, ``round``, and ``_group`` (its sweep directory).
         pytest_benchmarks: pytest-benchmark ``--benchmark-json`` documents.
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
+        gate_rates: The regression gate's measured error rates, summarized
+            (:func:`gnnbench.measure.gate_rates.summarize`).
         sources: The files read.
     """
 
     runs: list[dict] = field(default_factory=list)
     pytest_benchmarks: list[dict] = field(default_factory=list)
     asv: dict | None = None
+    gate_rates: dict | None = None
     sources: list[str] = field(default_factory=list)
 
 
@@ -127,7 +130,7 @@ def _fill_optimizations(runs: list[dict]) -> None:
 
 
 def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str | Path] = (),
-                asv_results: str | Path | None = None) -> ReportInputs:
+                asv_results: str | Path | None = None, gate_rates: str | Path | None = None) -> ReportInputs:
     """Read result files and directories (directories are searched recursively).
 
     Files that are not valid JSON of the expected kind are skipped (a sweep may
@@ -152,6 +155,15 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
             out.sources.append(str(f))
     if asv_results is not None:
         out.asv = _load_asv(Path(asv_results))
+    if gate_rates is not None:
+        from gnnbench.measure.gate_rates import summarize
+
+        doc = _read_json(Path(gate_rates))
+        if doc is None:
+            raise ValueError(f"--gate-rates {str(gate_rates)!r} is not a readable JSON file (expected the output of "
+                             "scripts/gate_error_rates.py)")
+        out.gate_rates = summarize(doc)
+        out.sources.append(str(gate_rates))
     return out
 
 

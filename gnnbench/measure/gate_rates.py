@@ -1,0 +1,115 @@
+"""The regression gate's measured error rates (``scripts/gate_error_rates.py``), summarized with intervals.
+
+A document of that script holds, per throwaway commit (``null-*``: nothing changed; ``slow-<path>-<pct>``: the
+step ``pct`` percent slower, all of it in one code path), every gate run's verdict. :func:`summarize` turns it
+into rates with 95% Wilson intervals: the family-wise false-alarm rate of a default gate run (null commits run
+the whole default set, Holm across it), the per-benchmark false-alarm rate, and per slowdown size (and path) the
+detection rate and how often the named phase was the right one. Slow commits run the baseline alone; their
+detection is also read at the default set's strictest Holm step (``alpha / m`` for ``m`` benchmarks), the
+power a regression in one benchmark of a default run is sure to have at least. ``gnnbench report --gate-rates``
+shows it; ``docs/regression-gate.md`` discusses it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["wilson", "summarize", "format_rates", "TARGETS"]
+
+# issue 23's targets on a 2-core machine: false alarms per default gate run, detection at 10% and 5%, right phase
+TARGETS = {"false_alarm": 0.05, "detect_10": 0.90, "detect_5": 0.50, "right_phase": 0.90}
+
+
+def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``k / n`` (``(nan, nan)`` for ``n = 0``)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    if not 0 <= k <= n:
+        raise ValueError(f"k must be in [0, n] (got k={k}, n={n})")
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    low, high = wilson(k, n)
+    return {"k": k, "n": n, "rate": k / n if n else float("nan"), "low": low, "high": high}
+
+
+def _strict_detect(run: dict, m: int, alpha: float) -> bool:
+    """Whether a slow commit's baseline verdict would be flagged at Holm's first step among ``m`` benchmarks."""
+    p, ratio, high, threshold = run.get("p_value"), run.get("ratio"), run.get("high"), run.get("threshold")
+    if None in (p, ratio, high, threshold) or p != p:
+        return False
+    return p <= alpha / m and ratio < 1 / threshold and high < 1
+
+
+def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
+    """Rates of a ``gate_error_rates.py`` document (see the module docstring).
+
+    Raises:
+        ValueError: when the document holds no gate runs.
+    """
+    results = doc.get("results") or {}
+    if not results:
+        raise ValueError("the document holds no gate runs (is it scripts/gate_error_rates.py's output?)")
+    m = max(1, len((doc.get("benches") or {}).get("null") or []))
+    null_runs = [r for name, res in results.items() if name.startswith("null") for r in res["detail"]]
+    per_bench = [(name in r["flagged"]) for r in null_runs for name in (r.get("per_bench") or {})]
+    out: dict[str, Any] = {
+        "machine": doc.get("machine"), "base": doc.get("base"), "settings": doc.get("settings"),
+        "wall_seconds": doc.get("wall_seconds"), "complete": doc.get("complete", False), "default_set": m,
+        "shares": doc.get("shares") or {},
+        "false_alarm": _rate(sum(bool(r["flagged"]) for r in null_runs), len(null_runs)),
+        "false_alarm_per_bench": _rate(sum(per_bench), len(per_bench)),
+        "null_gate_seconds": (sorted(r["seconds"] for r in null_runs)[len(null_runs) // 2] if null_runs else None),
+        "sizes": {}, "paths": {},
+    }
+    for name, res in results.items():
+        if not name.startswith("slow-"):
+            continue
+        _, path, pct = name.split("-")
+        runs = res["detail"]
+        row = {"detect": _rate(res["flagged"], len(runs)),
+               "right_phase": _rate(res["right_phase"], res["flagged"]),
+               "detect_in_default_set": _rate(sum(_strict_detect(r, m, alpha) for r in runs), len(runs)),
+               "median_ratio": sorted(r["ratio"] for r in runs)[len(runs) // 2]}
+        out["paths"].setdefault(path, {})[int(pct)] = row
+        size = out["sizes"].setdefault(int(pct), {"flagged": 0, "runs": 0, "right": 0, "strict": 0})
+        size["flagged"] += res["flagged"]
+        size["runs"] += len(runs)
+        size["right"] += res["right_phase"]
+        size["strict"] += sum(_strict_detect(r, m, alpha) for r in runs)
+    out["sizes"] = {pct: {"detect": _rate(s["flagged"], s["runs"]), "right_phase": _rate(s["right"], s["flagged"]),
+                          "detect_in_default_set": _rate(s["strict"], s["runs"])}
+                    for pct, s in sorted(out["sizes"].items())}
+    return out
+
+
+def _pct(r: dict) -> str:
+    if not r["n"]:
+        return "n/a"
+    return f"{r['k']}/{r['n']} = {r['rate']:.0%} [{r['low']:.0%}, {r['high']:.0%}]"
+
+
+def format_rates(s: dict) -> str:
+    """The summary as text: one line per rate, each with its count and 95% interval."""
+    lines = [f"gate error rates on {s['machine']} (base {str(s['base'])[:10]}, "
+             f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
+             f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
+             f" (target <= {TARGETS['false_alarm']:.0%})",
+             f"  false alarms per benchmark: {_pct(s['false_alarm_per_bench'])}"]
+    for pct, r in s["sizes"].items():
+        lines.append(f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
+                     f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}")
+    for path, sizes in s["paths"].items():
+        share = s["shares"].get(path)
+        lines.append(f"  {path}" + (f" ({share:.0%} of the step)" if share else "") + ": " + "; ".join(
+            f"{pct}%: {r['detect']['k']}/{r['detect']['n']} (right phase {r['right_phase']['k']})"
+            for pct, r in sorted(sizes.items())))
+    return "\n".join(lines)
