@@ -32,6 +32,7 @@ def _pytest(args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="gate on median, percent (default 25)")
+    p.add_argument("--out", default=None, help="also write the per-benchmark changes here (JSON, atomically)")
     p.add_argument("extra", nargs="*", help="extra pytest arguments (after --)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,6 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     worst_med = max((abs(r[2]) for r in rows), default=float("nan"))
     print(f"\nA/A over {len(rows)} benchmarks: largest |change| of min {worst_min:.1f}%, of median {worst_med:.1f}%; "
           f"gate median:{args.threshold:g}% {'passed (no false alarm)' if gate == 0 else 'FAILED (false alarm)'}")
+    if args.out:
+        from gnnbench.atomic import write_json_atomic
+        from gnnbench.env import environment
+
+        write_json_atomic(args.out, {"machine": environment("cpu").get("machine"), "threshold_pct": args.threshold,
+                                     "gate_passed": gate == 0, "benchmarks": [
+                                         {"name": n, "min_change_pct": a, "median_change_pct": b}
+                                         for n, a, b in rows]})
     return 0 if gate == 0 else 1
 
 

@@ -172,3 +172,28 @@ def test_a_benchmark_without_measured_steps_is_reported_not_summarized():
     v = _verdict("x", [{"status": "ok", "step": 0.01, "phases": {}, "test": 0.5}],
                  [{"status": "no measured steps", "reason": "the run ended within its warm-up"}])
     assert v.status == "no measured steps" and "warm-up" in v.reason
+
+
+def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_path):
+    """The sampler, gather and aggregation paths timed alone, in both trees, with no accuracy to gate; a
+    micro-benchmark whose code fails in a tree (an older tree without the API) is reported unavailable with the
+    error instead of failing the gate."""
+    import json
+
+    from gnnbench.cli.options import parse_benches
+    from gnnbench.measure.regress import MICRO, WORKER, _run_tree, _spec_file, default_benches, gate_config
+
+    benches = default_benches(gate_config("tiny"), list(MICRO) + ["baseline"], steps=3)
+    assert [b.name for b in benches] == list(MICRO) + ["baseline"]
+    with trees_for("HEAD", ".", repo=ROOT) as trees:
+        r = gate(trees, benches[:3], rounds=2)
+    for v in r.benches:
+        assert v.status == "ok" and v.base_ms > 0 and v.acc_delta_pp is None and not v.acc_regression, v
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    spec = _spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)
+    out = _run_tree(ROOT, spec, tmp_path / "out.json", 1, worker, 120)
+    assert out["micro:missing"]["status"] == "unavailable" and "micro:missing" in out["micro:missing"]["reason"]
+    assert json.loads((tmp_path / "out.json").read_text()) == out
+    with pytest.raises(Exception, match="unknown micro-benchmark 'micro:nope'"):
+        parse_benches("micro:nope")

@@ -33,11 +33,18 @@ def parse_flags(text: str) -> list[str]:
 
 
 def parse_benches(text: str) -> list[str]:
-    """``regress --bench``: registry entries (``a+b`` combinations too) and ``baseline``."""
+    """``regress --bench``: registry entries (``a+b`` combinations too), ``baseline`` and the micro-benchmarks
+    (``micro:sampler``, ``micro:gather``, ``micro:aggregation``)."""
+    from gnnbench.measure.regress import MICRO
+
     names = [t.strip() for t in text.split(",") if t.strip()]
-    parse_flags(",".join(n for n in names if n != "baseline"))
+    bad = [n for n in names if n.startswith("micro:") and n not in MICRO]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown micro-benchmark {bad[0]!r}; accepted: {', '.join(MICRO)}")
+    parse_flags(",".join(n for n in names if n != "baseline" and n not in MICRO))
     if not names:
-        raise argparse.ArgumentTypeError("--bench needs at least one name (baseline or a registry entry)")
+        raise argparse.ArgumentTypeError("--bench needs at least one name (baseline, a registry entry or a "
+                                         f"micro-benchmark: {', '.join(MICRO)})")
     return names
 
 

@@ -143,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("base", help="the good commit (any git revision)")
     p.add_argument("head", nargs="?", default=".", help="the commit to check (default '.': the working tree)")
     p.add_argument("--bench", type=parse_benches, default=None, metavar="NAMES",
-                   help="benchmarks: baseline and registry entries (default: all that run here)")
+                   help="benchmarks: baseline, registry entries, micro:sampler, micro:gather, micro:aggregation "
+                        "(default: all that run here)")
     p.add_argument("--rounds", type=int, default=5, help="alternating processes per tree (default 5)")
     p.add_argument("--steps", type=int, default=20, help="measured steps per benchmark (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up steps per benchmark (default 3)")

@@ -1,20 +1,12 @@
 """The regression gate: two commits (or two source trees) compared the way ``compare`` compares two flags.
 
-``gnnbench regress BASE [HEAD]`` makes both commits runnable side by side without touching the user's checkout
-(``git worktree add --detach`` into a temporary folder; ``HEAD`` defaults to ``.``, the working tree as it is,
-uncommitted changes included). The package is pure Python, so one environment serves both: each process runs
-with its tree first on ``PYTHONPATH``. Two trees whose declared dependencies differ (``pyproject.toml``) are
-refused with the difference named: they need two environments.
-
-Each round runs one process per tree, in an order shuffled per round (recorded), with one thread each. A
-process trains every benchmark of the set (the baseline and each registry entry that runs here, on a small
-graph, a fixed number of steps on the round's seed) and writes each one's median step time, phase medians and
-final test accuracy. Per benchmark, paired by round (:func:`gnnbench.measure.stats.paired_ratio`): the step
-ratio ``BASE / HEAD`` (below 1: HEAD is slower) with its interval; Holm's family-wise control across the set;
-the phase that moved most, with its own ratio; and the accuracy delta on the same seeds, gated at
-:data:`ACC_BOUND_PP`. A regression is a step slowdown that Holm keeps *and* that is larger than the practical
-threshold: the larger of :data:`MIN_THRESHOLD` and the benchmark's own noise floor (from the base tree's
-process-to-process spread). Exit status 1 when there is one (``gnnbench regress``).
+``gnnbench regress BASE [HEAD]`` checks both out side by side (``git worktree``; ``HEAD`` defaults to ``.``, the
+working tree), refuses trees whose declared dependencies differ in one environment, and runs a benchmark set
+(:func:`default_benches`) in alternating processes, one per tree and round, one thread each. Per benchmark,
+paired by round: the step ratio ``BASE / HEAD`` with its interval, Holm across the set, the phase that moved
+most and the accuracy delta on the same seeds. A regression is a Holm-significant slowdown beyond the larger of
+:data:`MIN_THRESHOLD` and the benchmark's noise floor, or an accuracy drop beyond :data:`ACC_BOUND_PP`.
+The method, its measured error rates and what it takes to go lower: ``docs/regression-gate.md``.
 """
 
 from __future__ import annotations
@@ -40,8 +32,9 @@ from gnnbench.measure.comparison import mean_interval
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
-           "bisect", "gate_config", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
+           "bisect", "gate_config", "MICRO", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
 
+MICRO = ("micro:sampler", "micro:gather", "micro:aggregation")  # code paths timed alone (the worker's micro())
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
 FAMILY_ALPHA = 0.05
@@ -60,7 +53,64 @@ from gnnbench.training import RunConfig
 spec = json.loads(open(sys.argv[1]).read())
 graph = generate(GraphSpec(**spec["graph"]))
 out = {}
+
+
+def micro(name, seed):
+    """One code path alone, many calls: the neighbour sampler (a batch of the baseline's source), the feature
+    gather (host rows of 16 batches) or the GCN aggregation (one batch, scatter). Median seconds per call."""
+    import statistics
+    from gnnbench.flags import Flags
+    from gnnbench.graphs.prepare import prepare
+    from gnnbench.sampling.sources import make_batch_source
+    flags = Flags(fanout=(10, 5), batch_size=256)
+    source = make_batch_source(prepare(graph, flags), flags, seed=seed)
+
+    def cycle():
+        epoch = 0
+        while True:
+            yield from source.epoch(epoch)
+            epoch += 1
+
+    batches = cycle()
+    batch = next(batches)
+    if name == "micro:sampler":
+        fn = lambda: next(batches)
+    elif name == "micro:gather":
+        from gnnbench.features.placement import place_features
+        store = place_features(graph.x, "cpu", "host")
+        ids = torch.cat([batch.n_id] + [next(batches).n_id for _ in range(15)])  # 16 batches' rows: ~0.3 ms
+        fn = lambda: store.gather(ids)
+    elif name == "micro:aggregation":
+        from gnnbench.graphs.norm import gcn_norm
+        from gnnbench.models.aggregation import Aggregator
+        n = int(batch.n_id.numel())
+        weights = gcn_norm(batch.edge_index, n)
+        h = torch.randn(n, 32, generator=torch.Generator().manual_seed(seed))
+        fn = lambda: Aggregator(batch.edge_index, n, gcn_weights=lambda: weights).gcn(h)
+    else:
+        raise ValueError(f"unknown micro-benchmark {name!r}")
+    for _ in range(5):
+        fn()
+    times = []
+    for _ in range(spec.get("micro_calls", 60)):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    source.close()
+    return statistics.median(times), len(times)
+
+
 for name, cfg in spec["benches"].items():
+    if name.startswith("micro:"):
+        t0 = time.perf_counter()
+        try:
+            median, calls = micro(name, spec["seed"])
+        except Exception as exc:  # an older tree without this API: reported, never a crash
+            out[name] = {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
+            continue
+        out[name] = {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
+                     "seconds": time.perf_counter() - t0}
+        continue
     config = RunConfig.from_dict(cfg)
     t0 = time.perf_counter()
     r = run(config, graph=graph)
@@ -160,7 +210,7 @@ def default_benches(base_config: Any, names: list[str] | None = None, *, steps: 
     from gnnbench.training import config_unavailable
 
     device = resolve_device(base_config.device)
-    wanted = ["baseline"] + registry.names() if names is None else list(names)
+    wanted = ["baseline"] + registry.names() + list(MICRO) if names is None else list(names)
     graph = None
     if steps is not None:
         if not isinstance(steps, int) or steps < 2:
@@ -170,6 +220,9 @@ def default_benches(base_config: Any, names: list[str] | None = None, *, steps: 
         graph = generate(base_config.spec)
     benches = []
     for name in wanted:
+        if name in MICRO:  # one code path alone, on the base configuration's graph
+            benches.append(Bench(name, base_config))
+            continue
         if name == "baseline":
             config = base_config
         else:
@@ -270,7 +323,7 @@ def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
     import dataclasses
 
     graph = benches[0].config.spec
-    spec = {"graph": dataclasses.asdict(graph),
+    spec = {"graph": dataclasses.asdict(graph), "seed": seed,
             "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches}}
     path = folder / f"spec-{seed}.json"
     write_json_atomic(path, spec)
@@ -370,9 +423,10 @@ def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
         _, phase, pr = max(moved)
         v.phase, v.phase_ratio = phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high,
                                          "significant": pr.significant}
-    v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
-                                                                 for b, h in zip(base, head)])
-    v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
+    if all(d.get("test") is not None for d in base + head):  # micro-benchmarks train nothing
+        v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
+                                                                     for b, h in zip(base, head)])
+        v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
     return v
 
 
@@ -424,8 +478,9 @@ def format_gate(r: GateResult) -> str:
                    "significant, within the threshold" if b.significant else "no significant difference")
         if b.acc_regression:
             verdict += "; ACCURACY REGRESSION"
+        acc = "-" if b.acc_delta_pp is None else f"{b.acc_delta_pp:+.2f}"
         lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x  {phase:<30}"
-                     f"{b.acc_delta_pp:>+8.2f}  {verdict}")
+                     f"{acc:>8}  {verdict}")
     bad = r.regressed
     lines += ["", f"REGRESSION in {len(bad)} benchmark(s): {', '.join(b.name for b in bad)}" if bad
               else "no regression"]
