@@ -70,3 +70,26 @@ def test_the_report_shows_the_rates_and_refuses_a_file_that_is_not_json(tmp_path
     bad.write_text("{not json")
     assert main(["report", "--gate-rates", str(bad), "--out", str(out)]) == 2
     assert "is not a readable JSON file" in capsys.readouterr().err
+
+
+def test_change_points_over_stored_gate_runs_name_the_commit(tmp_path):
+    """Stored gate runs (regress --out) over 10 commits, the head step 30% slower from the 6th: the report's
+    history finds the step at that commit; runs are ordered by when they finished, not by file name."""
+    import random
+
+    from gnnbench.report import build_report, load_inputs
+
+    rng = random.Random(0)
+    folder = tmp_path / "gates"
+    folder.mkdir()
+    for i in range(10):
+        ms = (10.0 if i < 5 else 13.0) * (1 + 0.01 * rng.uniform(-1, 1))
+        doc = {"base": "main", "head": ".", "rounds": 5, "threads": 1, "orders": [], "seconds": 1.0,
+               "finished": f"2026-12-01T10:{i:02d}:00Z", "commits": {"base": "a" * 40, "head": f"{i:02d}" * 20},
+               "regression": False, "benches": [{"name": "baseline", "status": "ok", "head_ms": ms, "base_ms": ms}]}
+        (folder / f"run-{9 - i}.json").write_text(json.dumps(doc))  # file names in the reverse order
+    inputs = load_inputs(gate_runs=[folder])
+    assert [d["finished"][14:16] for d in inputs.gate_runs] == [f"{i:02d}" for i in range(10)]
+    html = build_report(inputs, tmp_path / "report.html").read_text()
+    section = html[html.index("id='gate-change-points'"):]
+    assert "<td>baseline</td><td><code>050505050505</code></td>" in section

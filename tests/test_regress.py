@@ -189,6 +189,8 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
         r = gate(trees, benches[:3], rounds=2)
     for v in r.benches:
         assert v.status == "ok" and v.base_ms > 0 and v.acc_delta_pp is None and not v.acc_regression, v
+    # a stored run says which commits it compared and when it ended (the report's gate history orders by it)
+    assert len(r.commits["base"]) == 40 and r.commits["head"].split("+")[0] and r.finished.endswith("Z")
     worker = tmp_path / "worker.py"
     worker.write_text(WORKER)
     spec = _spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)

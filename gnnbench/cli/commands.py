@@ -381,7 +381,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv,
-                             gate_rates=args.gate_rates)
+                             gate_rates=args.gate_rates, gate_runs=args.gate_runs)
     except ValueError as exc:
         print(f"gnnbench report: {exc}", file=sys.stderr)
         return 2

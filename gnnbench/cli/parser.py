@@ -195,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gate-rates", default=None, metavar="JSON",
                    help="the regression gate's measured error rates (scripts/gate_error_rates.py's output, e.g. "
                         "results/reference/gate-error-rates.json)")
+    p.add_argument("--gate-runs", action="append", default=[], metavar="PATH",
+                   help="stored gate runs (gnnbench regress --out files, or a folder of them; repeatable): change "
+                        "points over their head step times")
     p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
     p.set_defaults(func=commands.cmd_report)
 

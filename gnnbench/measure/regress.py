@@ -11,6 +11,7 @@ The method, its measured error rates and what it takes to go lower: ``docs/regre
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import random
@@ -173,6 +174,8 @@ class GateResult:
     seconds: float = 0.0
     family: str = ""
     pythons: dict[str, str] | None = None  # each side's interpreter, when they differ (two environments)
+    commits: dict[str, str] | None = None  # each side's full commit ("<sha>+dirty": a working tree), when known
+    finished: str = ""  # UTC time the gate ended (orders stored gate runs into a history)
 
     @property
     def regressed(self) -> list[BenchVerdict]:
@@ -181,8 +184,9 @@ class GateResult:
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
                 "pythons": self.pythons,
-                "orders": self.orders, "seconds": self.seconds, "family": self.family,
-                "regression": bool(self.regressed), "benches": [asdict(b) for b in self.benches]}
+                "orders": self.orders, "seconds": self.seconds, "family": self.family, "commits": self.commits,
+                "finished": self.finished, "regression": bool(self.regressed),
+                "benches": [asdict(b) for b in self.benches]}
 
 
 def gate_config(preset: str = "tiny", *, warmup: int = 3, device: str = "cpu") -> Any:
@@ -295,6 +299,17 @@ def trees_for(base: str, head: str = WORKING_TREE, *, repo: str | Path = ".") ->
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _commit_of(tree: Path) -> str | None:
+    """The commit checked out in ``tree``, ``+dirty`` when it has uncommitted changes (``None`` outside git)."""
+    try:
+        sha = _git(["rev-parse", "HEAD"], tree)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return sha + ("+dirty" if dirty else "")
+
+
 def _dependencies(tree: Path) -> dict[str, Any]:
     try:
         project = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {})
@@ -396,6 +411,8 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
     result.family = (f"Holm over {len(measured)} benchmarks: the chance that any is flagged by noise is at most "
                      f"{FAMILY_ALPHA:.0%}")
     result.seconds = time.perf_counter() - t0
+    result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    result.commits = {role: _commit_of(tree) for role, tree in trees.items()}
     return result
 
 

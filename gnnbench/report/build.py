@@ -678,13 +678,29 @@ def _asv_section(inputs: ReportInputs) -> str:
             + _change_points_html(series, wanted))
 
 
-def _change_points_html(series: dict, wanted: list[str]) -> str:
+def _gate_history_section(inputs: ReportInputs) -> str:
+    """Change points over stored gate runs: each run's head step time per benchmark, in the order they ran."""
+    if not inputs.gate_runs:
+        return ""
+    series: dict[str, list] = {}
+    for doc in inputs.gate_runs:
+        head = (doc.get("commits") or {}).get("head") or doc.get("head")
+        for b in doc["benches"]:
+            if b.get("status") == "ok" and b.get("head_ms"):
+                series.setdefault(f"gate.{b['name']}", []).append(
+                    (doc["finished"], str(head)[:12], 1e-3 * b["head_ms"], None, None))
+    return (f"<h3>Stored gate runs</h3><p>{len(inputs.gate_runs)} run(s) of <code>gnnbench regress --out</code>, "
+            f"oldest first; the series are each benchmark's head step time.</p>"
+            + _change_points_html(series, sorted(series), anchor="gate-change-points"))
+
+
+def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "change-points") -> str:
     """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.history`)."""
     from gnnbench.measure.history import available, change_points
 
     why = available()
     if why:
-        return f"<p class='muted' id='change-points'>Change points not computed: {_esc(why)}.</p>"
+        return f"<p class='muted' id='{anchor}'>Change points not computed: {_esc(why)}.</p>"
     rows = []
     for key in wanted:
         pts = series[key]
@@ -694,9 +710,9 @@ def _change_points_html(series: dict, wanted: list[str]) -> str:
                         f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
                         f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>")
     if not rows:
-        return ("<p id='change-points'>Change points (asv's step detection, steps of 5% or more): none in the "
+        return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more): none in the "
                 "series shown.</p>")
-    return ("<p id='change-points'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
+    return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
             "before, above 1 is slower, 95% Welch interval over the two segments' points):</p><table><tr>"
             "<th>series</th><th>from commit</th><th>ms</th><th>ratio</th></tr>" + "".join(rows) + "</table>")
 
@@ -753,7 +769,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
         f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps) + _headline(sweeps)
         + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). {_METHOD}</p>"
         + "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
-        + _asv_section(inputs) + _gate_rates_section(inputs) + _pytest_benchmark_section(inputs)
+        + _asv_section(inputs) + _gate_history_section(inputs) + _gate_rates_section(inputs) + _pytest_benchmark_section(inputs)
         + _registry_section()
     )
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"

@@ -28,6 +28,8 @@ class ReportInputs:
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
         gate_rates: The regression gate's measured error rates, summarized
             (:func:`gnnbench.measure.gate_rates.summarize`).
+        gate_runs: Stored gate runs (``gnnbench regress --out``), oldest first: their head step times over
+            commits are a history of their own.
         sources: The files read.
     """
 
@@ -35,6 +37,7 @@ class ReportInputs:
     pytest_benchmarks: list[dict] = field(default_factory=list)
     asv: dict | None = None
     gate_rates: dict | None = None
+    gate_runs: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
 
@@ -130,7 +133,8 @@ def _fill_optimizations(runs: list[dict]) -> None:
 
 
 def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str | Path] = (),
-                asv_results: str | Path | None = None, gate_rates: str | Path | None = None) -> ReportInputs:
+                asv_results: str | Path | None = None, gate_rates: str | Path | None = None,
+                gate_runs: Iterable[str | Path] = ()) -> ReportInputs:
     """Read result files and directories (directories are searched recursively).
 
     Files that are not valid JSON of the expected kind are skipped (a sweep may
@@ -164,6 +168,14 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
                              "scripts/gate_error_rates.py)")
         out.gate_rates = summarize(doc)
         out.sources.append(str(gate_rates))
+    for root in gate_runs:
+        root = Path(root)
+        for f in sorted(root.rglob("*.json")) if root.is_dir() else [root]:
+            doc = _read_json(f)
+            if doc and "benches" in doc and "orders" in doc and doc.get("finished"):
+                out.gate_runs.append(doc)
+                out.sources.append(str(f))
+    out.gate_runs.sort(key=lambda d: d["finished"])
     return out
 
 
