@@ -77,6 +77,22 @@ def test_recommend_ranks_kernel_entries_by_their_operators_share():
     assert "fast_dropout" not in [r.name for r in on]
 
 
+def test_an_entry_is_credited_only_with_its_operators_time_in_the_phases_it_targets():
+    """The sampler's own sort (phase sample) is not evidence for csr, which removes the aggregation's per-batch
+    sort (kernels); neither is it listed as something csr removes."""
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
+    finding = Finding("kernels", 0.9, None, None, 0.9, "compute phases", "")
+    shares = {"aten::sort": 0.08, "aten::scatter_add_": 0.15}
+    phases = {"aten::sort": {"sample": 0.07, "forward": 0.01}, "aten::scatter_add_": {"forward": 0.15}}
+    recs = {r.name: r for r in recommend(finding, {"kernels": 0.9}, 10.0, config, torch.device("cpu"), shares,
+                                         op_phases=phases)}
+    assert recs["csr"].op_share == pytest.approx(0.01) and "aten::sort 1%" in recs["csr"].motivation
+    only_sampler = {"aten::sort": {"sample": 0.08}, "aten::scatter_add_": {"forward": 0.15}}
+    hot = attribute_ops(shares, only_sampler, "node")
+    assert next(h for h in hot if h.op == "aten::sort").entries == ()
+    assert "csr" not in [h.entries for h in hot if h.op == "aten::sort"][0]
+
+
 def test_loader_workers_rank_last_without_spare_cores():
     config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
     finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")

@@ -207,14 +207,32 @@ def _worker_caveat(config: RunConfig, flags, rules: Rules, cores: tuple[int, int
             f"(lower torch.set_num_threads, or use a machine with >= {threads + rules.worker_spare_cores} cores)")
 
 
+def _credited(opt: Any, op_shares: dict[str, float], op_phases: dict[str, dict[str, float]] | None
+              ) -> dict[str, float]:
+    """The share of the profiled step each of ``opt``'s operators takes in the phases of the bottlenecks it
+    targets (the sampler's ``aten::sort`` is not credited to an entry that removes the aggregation's sort);
+    without per-phase figures, the operators' whole shares."""
+    phases = {ph for group in opt.targets for ph in PHASE_GROUPS[group]}
+    out = {}
+    for op in opt.ops:
+        if op_phases and op in op_phases:
+            share = sum(v for ph, v in op_phases[op].items() if ph in phases)
+        else:
+            share = op_shares.get(op, 0.0)
+        if share > 0:
+            out[op] = share
+    return out
+
+
 def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
               device: torch.device, op_shares: dict[str, float] | None = None, rules: Rules = RULES,
-              cores: tuple[int, int] | None = None) -> list[Recommendation]:
+              cores: tuple[int, int] | None = None,
+              op_phases: dict[str, dict[str, float]] | None = None) -> list[Recommendation]:
     """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries whose
-    operators (``Optimization.ops``) took a measured share of the profiled step first, largest share first;
-    then the others in registry order; entries that may cost accuracy after those that should not; entries
-    with a caveat on this machine (loader workers without spare cores, ``cores`` = :func:`spare_cores`) last.
-    Entries that cannot run here come with their reason."""
+    operators (``Optimization.ops``) took a measured share of the profiled step in the phases they target
+    first, largest share first; then the others in registry order; entries that may cost accuracy after those
+    that should not; entries with a caveat on this machine (loader workers without spare cores, ``cores`` =
+    :func:`spare_cores`) last. Entries that cannot run here come with their reason."""
     op_shares = op_shares or {}
     cores = cores or spare_cores()
     out: list[Recommendation] = []
@@ -236,7 +254,7 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
             flags = derived.flags
             if flags == config.flags:
                 continue  # already on in this configuration
-            ops = {op: op_shares[op] for op in opt.ops if op_shares.get(op, 0.0) > 0}
+            ops = _credited(opt, op_shares, op_phases)
             evidence = sum(ops.values()) if ops else None
             motivation = group_motivation
             if ops:
@@ -297,13 +315,15 @@ def op_profile(trainer_steps, steps: int, device: torch.device,
 def attribute_ops(op_shares: dict[str, float], op_phases: dict[str, dict[str, float]], task: str, *,
                   threshold: float = HOT_OP_SHARE) -> list[HotOp]:
     """Every operator above ``threshold`` of the profiled step, largest first: the phases it ran in and the
-    registry entries for ``task`` that remove or shrink it (an empty tuple: no entry targets it)."""
+    registry entries for ``task`` that remove or shrink it where it runs (an entry whose targets' phases the
+    operator never ran in is not listed; an empty tuple: no entry targets it)."""
     out = []
     for op, share in sorted(op_shares.items(), key=lambda kv: -kv[1]):
         if share < threshold:
             break
-        entries = tuple(o.name for o in registry.for_task(task) if op in o.ops)
         phases = dict(sorted(op_phases.get(op, {}).items(), key=lambda kv: -kv[1]))
+        entries = tuple(o.name for o in registry.for_task(task) if op in o.ops
+                        and (not phases or any(ph in phases for g in o.targets for ph in PHASE_GROUPS[g])))
         out.append(HotOp(op, share, phases, entries))
     return out
 
@@ -360,7 +380,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
         data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
         expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
-        recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules),
+        recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules, op_phases=op_phases),
         top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
         hot_ops=attribute_ops(op_shares, op_phases, config.task),
         memory={"host_peak_bytes": peak_bytes(),
