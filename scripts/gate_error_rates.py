@@ -4,12 +4,14 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
 
 - **null-comment**: a comment added to the sampler (the code fingerprint changes, the step does not);
 - **null-rename**: a private helper of the sampler renamed (``_take_all``), every use with it;
-- **slow-<path>-<pct>**: the step made ``pct`` percent slower, all of it in one code path: a wrapper busy-waits
-  after each call for ``pct / share`` of the call's own time, where ``share`` is the path's share of the
-  baseline's step, measured first in this process (:func:`path_share`; a spin, not ``time.sleep``, whose
-  overshoot of tens of microseconds would make a short call far slower than stated): the sampler (``NeighborSampleCore.sample``, phase ``sample``), the
-  feature gather (``HostFeatures.gather``, phase ``gather``), the aggregation (``Aggregator.gcn``, phases
-  ``forward``/``backward``) or the optimizer (``torch.optim.Adam.step``, phase ``optimizer``).
+- **slow-<path>-<pct>**: the step made ``pct`` percent slower, all of it in one code path: the sampler
+  (``NeighborSampleCore.sample``, phase ``sample``), the feature gather (``HostFeatures.gather``, phase
+  ``gather``), the aggregation (``Aggregator.gcn``, phases ``forward``/``backward``) or the optimizer
+  (``torch.optim.Adam.step``, phase ``optimizer``). A wrapper busy-waits after each call for ``pct / share`` of
+  the call's own time, ``share`` being the path's share of the baseline's step, measured first in this process
+  (:func:`path_share`). It spins rather than sleeps: ``time.sleep`` overshoots by tens of microseconds, which
+  would make a short call far slower than stated. The gather times its phase inside the method, so it is
+  slowed in its timed statement instead (:data:`INSIDE`).
 
 The gate (:func:`gnnbench.measure.regress.gate`) compares BASE against each commit ``--repeats`` times (fresh
 processes each time). Null commits run the gate's default set (every entry that runs here, Holm across it:
@@ -67,6 +69,30 @@ def _gate_slow(*args, **kwargs):
 
 
 {cls}.{method} = _gate_slow
+'''
+
+# A path whose phase is timed inside the method (the feature gather times ``gather`` around its own
+# index_select): a wrapper's spin after the call would land outside that phase, so the slowdown goes into the
+# timed statement itself. path -> (the statement as written, its slowed replacement).
+INSIDE = {
+    "gather": ("rows = self._host.index_select(0, ids)\n            self.stats.record(0, ids.numel())",
+               "rows = _gate_slow_rows(self._host, ids)\n            self.stats.record(0, ids.numel())"),
+}
+
+SLOW_INSIDE = '''
+
+# --- injected by scripts/gate_error_rates.py: {pct}% slower ---
+import time as _gate_time
+
+
+def _gate_slow_rows(table, ids):
+    t0 = _gate_time.perf_counter()
+    out = table.index_select(0, ids)
+    t1 = _gate_time.perf_counter()
+    until = t1 + {frac} * (t1 - t0)
+    while _gate_time.perf_counter() < until:
+        pass
+    return out
 '''
 
 
@@ -127,6 +153,15 @@ def path_share(config, path: str, steps: int = 40) -> float:
     if spent[0] <= 0:
         raise SystemExit(f"the {path} path ({cls}.{method}) is not called by the benchmark's step")
     return spent[0] / total
+
+
+def _edit_inside(file: str, old: str, new: str, text: str):
+    def edit(c: Path) -> None:
+        source = (c / file).read_text()
+        if old not in source:
+            raise SystemExit(f"{file} no longer holds the statement to slow ({old.splitlines()[0]!r}): update INSIDE")
+        (c / file).write_text(source.replace(old, new) + text)
+    return edit
 
 
 def _edit_append(file: str, text: str):
@@ -198,9 +233,13 @@ def main() -> None:
                 shares[path] = statistics.median(path_share(benches[0].config, path) for _ in range(3))
             for pct in (int(s) for s in a.sizes.split(",")):
                 # the step pct% slower, all of it in this path: the path slower by pct / its share of the step
-                text = SLOW.format(pct=pct, imports=imports, cls=cls, method=method,
-                                   frac=round(pct / 100 / shares[path], 4))
-                edits[f"slow-{path}-{pct}"] = _edit_append(file, text)
+                frac = round(pct / 100 / shares[path], 4)
+                if path in INSIDE:
+                    edits[f"slow-{path}-{pct}"] = _edit_inside(file, *INSIDE[path],
+                                                               SLOW_INSIDE.format(pct=pct, frac=frac))
+                else:
+                    text = SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac)
+                    edits[f"slow-{path}-{pct}"] = _edit_append(file, text)
         for name, edit in edits.items():
             if name in results:
                 continue
