@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gnnbench.text import percent
+
 __all__ = ["wilson", "summarize", "format_rates", "TARGETS"]
 
 # issue 23's targets on a 2-core machine: false alarms per default gate run, detection at 10% and 5%, right phase
@@ -94,7 +96,8 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
 def _pct(r: dict) -> str:
     if not r["n"]:
         return "n/a"
-    return f"{r['k']}/{r['n']} = {r['rate']:.0%} [{r['low']:.0%}, {r['high']:.0%}]"
+    return (f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
+            f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]")
 
 
 def format_rates(s: dict) -> str:
@@ -102,14 +105,14 @@ def format_rates(s: dict) -> str:
     lines = [f"gate error rates on {s['machine']} (base {str(s['base'])[:10]}, "
              f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
              f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
-             f" (target <= {TARGETS['false_alarm']:.0%})",
+             f" (target <= {percent(TARGETS['false_alarm'], digits=0)})",
              f"  false alarms per benchmark: {_pct(s['false_alarm_per_bench'])}"]
     for pct, r in s["sizes"].items():
         lines.append(f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
                      f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}")
     for path, sizes in s["paths"].items():
         share = s["shares"].get(path)
-        lines.append(f"  {path}" + (f" ({share:.0%} of the step)" if share else "") + ": " + "; ".join(
+        lines.append(f"  {path}" + (f" ({percent(share, digits=0)} of the step)" if share else "") + ": " + "; ".join(
             f"{pct}%: {r['detect']['k']}/{r['detect']['n']} (right phase {r['right_phase']['k']})"
             for pct, r in sorted(sizes.items())))
     return "\n".join(lines)
