@@ -157,7 +157,7 @@ def test_a_censored_row_shows_its_bound_and_the_rounds_that_reached(constructed)
 def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
     target = re.search(r"<p class='floor' id='target-0'>(.*?)</p>", constructed, re.S).group(1)
     assert "<b>Target</b> 0.7900" in target and "calibrated before the comparison" in target
-    assert "3 baseline run(s) on seeds [10000, 10001, 10002]" in target and "budget 18.0 s" in target
+    assert "3 baseline run(s) on seeds [10000, 10001, 10002]" in target and "budget of 18.0 s" in target and "stops no run" in target
     assert "validation every 1 steps" in target and "censored" in target
     head = constructed[constructed.index("<h2 id='sweep-0'>Sweep"):constructed.index("id='identity-0'")]
     assert "trained to a validation plateau (patience 5 epochs, at most 200 epochs, budget 18.0 s)" in head

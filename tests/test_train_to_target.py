@@ -20,11 +20,11 @@ def test_plateau_waits_patience_epochs_and_at_least_the_minimum_steps():
     p = Plateau(patience=2, min_delta=0.01)
     assert not p.reached(100, None), "never before the epoch's length is known"
     p.update(0.50, 10)
-    p.update(0.505, 20)  # a rise below min_delta: not a new best's step
-    assert p.best == pytest.approx(0.505) and p.best_step == 10
+    assert not p.update(0.505, 20)  # a rise below min_delta moves nothing: the reference stays
+    assert p.best == pytest.approx(0.50) and p.best_step == 10
     wait = max(MIN_PATIENCE_STEPS, 2 * 30)
     assert not p.reached(10 + wait - 1, 30) and p.reached(10 + wait, 30)
-    p.update(0.52, 80)  # a real rise restarts the patience
+    assert p.update(0.52, 80)  # a qualifying rise restarts the patience
     assert p.best_step == 80 and not p.reached(80 + wait - 1, 30)
     # one step per epoch (full batch): the patience is at least MIN_PATIENCE_STEPS steps, not 2
     q = Plateau(patience=2, min_delta=0.0)
@@ -32,6 +32,54 @@ def test_plateau_waits_patience_epochs_and_at_least_the_minimum_steps():
     assert not q.reached(5 + MIN_PATIENCE_STEPS - 1, 1) and q.reached(5 + MIN_PATIENCE_STEPS, 1)
     q.update(float("nan"), 6)
     assert q.best == 0.9, "a NaN point is ignored"
+    # never before min_steps, however flat
+    r = Plateau(patience=1, min_delta=0.01, min_steps=200)
+    r.update(0.9, 1)
+    assert not r.reached(150, 10) and r.reached(200, 10)
+
+
+def test_a_slow_steady_climb_is_not_stopped():
+    """+0.05 pp per point for 200 points (10 pp in all): each rise is below min_delta, but they add up to it
+    every few points, and each time the patience restarts. The rule of issue 29 moved its best on every small
+    rise without restarting the patience, so it stopped mid-climb."""
+    p = Plateau(patience=1, min_delta=0.001, granularity=0.0)
+    stopped_at = None
+    for i in range(200):
+        step = 5 * (i + 1)
+        p.update(0.5 + 0.0005 * i, step)
+        if p.reached(step, 20):
+            stopped_at = step
+            break
+    assert stopped_at is None, f"a steady climb was stopped at step {stopped_at}"
+    assert p.best >= 0.5 + 0.0005 * 190
+
+
+@pytest.mark.parametrize("n_val", [1000, 997, 3333])
+@pytest.mark.parametrize("k", [850, 857, 899, 903])
+def test_a_one_node_rise_counts_whatever_the_rounding(n_val, k):
+    """min_delta equal to one validation node: a rise of exactly one node qualifies whatever float32 rounding
+    the two accuracies carry, and no change never does."""
+    import numpy as np
+
+    k = min(k, n_val - 1)
+    before, after = float(np.float32(k / n_val)), float(np.float32((k + 1) / n_val))
+    p = Plateau(patience=1, min_delta=1 / n_val, granularity=1 / n_val)
+    p.update(before, 10)
+    assert not p.update(before, 20), "no rise must not qualify"
+    assert p.update(after, 30), f"a one-node rise {before} -> {after} must qualify"
+    # min_delta below the granularity is raised to it: a rise smaller than one node cannot exist, and one node
+    # is the smallest that qualifies
+    q = Plateau(patience=1, min_delta=1e-6, granularity=1 / n_val)
+    assert q.threshold == pytest.approx(1 / n_val)
+    q.update(before, 10)
+    assert q.update(after, 20)
+
+
+def test_the_node_task_reports_one_validation_node_as_its_granularity(quick_graph):
+    from gnnbench.models.tasks import NodeClassification
+
+    task = NodeClassification(quick_graph, "cpu")
+    assert task.val_granularity == pytest.approx(1 / int(quick_graph.val_mask.sum()))
 
 
 def test_eval_interval_gives_four_points_per_epoch():
@@ -55,14 +103,38 @@ def test_a_run_to_a_plateau_stops_on_it_and_records_why():
     finally:
         t.close()
     assert t.stop_reason in ("plateau", "max_epochs")
-    if t.stop_reason == "plateau":
-        best = max(t.curve, key=lambda p: p.val)
+    if t.stop_reason == "plateau":  # replayed: the last qualifying rise is at least the patience back
+        replay = Plateau(cfg.patience, cfg.min_delta, granularity=t.pipeline.task.val_granularity)
+        for point in t.curve:
+            replay.update(point.val, point.step)
         per_epoch = t.pipeline.batches.steps_per_epoch()
-        assert t.steps_taken - best.step >= max(MIN_PATIENCE_STEPS, 3 * per_epoch)
+        assert t.steps_taken - replay.best_step >= max(MIN_PATIENCE_STEPS, 3 * per_epoch)
     # validation points: at the plateau cadence, the last one at the last step
     assert len(t.curve) >= 10 and t.curve[-1].step == len(steps) == t.steps_taken
     with pytest.raises(ValueError, match="needs evaluate=True"):
         next(Trainer(cfg).steps(evaluate=False))
+
+
+def test_a_step_budget_stops_a_run_to_a_plateau_and_says_it_did_not_converge():
+    cfg = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=60, max_steps=9,
+                              min_steps=9)
+    t = Trainer(cfg)
+    try:
+        list(t.steps(evaluate=True))
+    finally:
+        t.close()
+    assert t.stop_reason == "max_steps" and t.steps_taken == 9
+    assert t.curve[-1].step == 9, "the run ends on a validation point"
+
+
+def test_the_censoring_budget_stops_nothing():
+    cfg = dataclasses.replace(QUICK, epochs=3, max_steps_per_epoch=None, censor_seconds=0.01)
+    t = Trainer(cfg)
+    try:
+        list(t.steps(evaluate=True))
+    finally:
+        t.close()
+    assert t.stop_reason == "epochs" and len(t.epoch_seconds) == 3
 
 
 def test_a_time_budget_stops_any_run_at_the_first_step_past_it():
@@ -97,10 +169,17 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
     assert cal.eval_every == max(1, int(min(first)) // MIN_POINTS_BEFORE_TARGET)
     ends = [s if s is not None else censor_at(r) for s, r in zip(cal.seconds_to_target, runs)]
     assert cal.budget_seconds == pytest.approx(3.0 * max(ends))
+    # the time budget censors, it stops nothing: accuracy runs go on within a step budget, never stopping
+    # before twice the slowest calibration run's steps to the target
     applied = cal.apply(QUICK)
-    assert applied.max_seconds == cal.budget_seconds and applied.eval_every == cal.eval_every
-    kept = cal.apply(dataclasses.replace(QUICK, eval_every=7, max_seconds=99.0))
-    assert (kept.eval_every, kept.max_seconds) == (7, 99.0), "the user's own cadence and budget win"
+    assert applied.censor_seconds == cal.budget_seconds and applied.max_seconds is None
+    assert applied.eval_every == cal.eval_every
+    assert cal.steps_to_plateau == [14, 14, 16] and cal.min_steps == 2 * max(first)
+    assert applied.max_steps == cal.step_budget == max(4 * 16, 2 * cal.min_steps)
+    assert applied.min_steps == cal.min_steps
+    kept = cal.apply(dataclasses.replace(QUICK, eval_every=7, censor_seconds=99.0, max_steps=500))
+    assert (kept.eval_every, kept.censor_seconds, kept.max_steps) == (7, 99.0, 500), \
+        "the user's own cadence and budgets win"
     given = calibrate(runs, target_acc=0.95)
     assert given.target == 0.95 and given.source.startswith("given") and given.steps_to_target == [None] * 3
     with pytest.raises(ValueError, match="margin"):
@@ -143,7 +222,8 @@ def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(t
     assert manifest["calibration"]["target"] == cal.target
     c = compare(list(runs) + list(results))
     assert c.target == pytest.approx(cal.target) and c.aa is not None
-    assert all(r["config"]["max_seconds"] == cal.budget_seconds for r in results)
+    assert all(r["config"]["censor_seconds"] == cal.budget_seconds and r["config"]["max_seconds"] is None
+               and r["config"]["max_steps"] == cal.step_budget for r in results)
     again, _ = run_calibration(base, tmp_path, runs=2, isolate=False)
     assert again == cal, "a resumed sweep reuses its calibration runs"
     assert run_calibration(base, tmp_path, runs=0) == (None, [])

@@ -185,8 +185,10 @@ def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: boo
                                            **sweep_options)
     if calibration is not None and calibration.target is not None:
         print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
-              f"{calibration.eval_every} steps; budget {calibration.budget_seconds:.1f} s per run "
-              f"({calibration.budget_factor:g}x the calibrated time to the target)", file=sys.stderr, flush=True)
+              f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per run "
+              f"({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops nothing); "
+              f"step budget {calibration.step_budget}, no plateau stop before step {calibration.min_steps}",
+              file=sys.stderr, flush=True)
     return calibration, list(results)
 
 

@@ -183,11 +183,14 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
     cal = c.calibration or {}
     if cal.get("budget_seconds"):
         lines.append(f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
-                     f"calibrated time to the target); a round that misses the target is censored there and its "
-                     f"row's ratio is a bound; validation every {cal.get('eval_every')} steps")
-    lines.append("accuracy: test metric at each run's best validation point (at convergence), paired by round; "
-                 "ranked: rows that reached the target in every round first, then significant speedups, no "
-                 "significant difference, significant slowdowns")
+                     f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
+                     f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
+                     f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
+                     f"{cal.get('min_steps')}; validation every {cal.get('eval_every')} steps")
+    lines.append("accuracy: test metric at each run's best validation point, paired by round: at convergence "
+                 "where every run of the pair converged, else at equal steps (said in the note); ranked: rows "
+                 "that reached the target in every round first, then family-wise significant speedups, no "
+                 "significant difference, family-wise significant slowdowns")
     if c.family:
         lines.append(c.family)
     lines += headline(c)
@@ -214,6 +217,11 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append("changes the work per step: no per-step ratio")
         if not base:
             notes.append(r["acc_verdict"])
+        if not r.get("converged", True):
+            notes.append(r["acc_point"])
+        stops = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
+        if stops:
+            notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
         delta = pp(r["acc_delta"], r["acc_delta_low"], r["acc_delta_high"], unit="")
         tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
         bound = {"at most": "<=", "at least": ">="}.get((primary or {}).get("bound"), "")

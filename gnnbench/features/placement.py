@@ -21,6 +21,7 @@ from typing import Callable, Iterable, Iterator, Union
 import torch
 from torch import Tensor
 
+from gnnbench.background import BackgroundWork
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
@@ -114,6 +115,8 @@ class PlacedFeatures:
             raise ValueError(f"feature placement takes host features (got a tensor on {x.device})")
         self.pin_memory = pin_memory
         self.staging_pinned = False  # set by prefetch: asynchronous copies need pinned staging
+        # the run's background producers, paused while the training loop evaluates (the trainer sets it)
+        self.background: BackgroundWork | None = None
         self.num_nodes, self.num_features = x.shape
         self.stats = TransferStats()
         self._host = x
@@ -559,6 +562,15 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
     ready_q: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
+    def gather(batch) -> tuple:
+        if cuda:
+            with torch.cuda.device(device), torch.cuda.stream(side):
+                feats = store.gather(n_id_of(batch))
+                event = torch.cuda.Event()
+                event.record(side)
+            return feats, event
+        return store.gather(n_id_of(batch)), None
+
     def put(item) -> bool:
         while not stop.is_set():
             try:
@@ -568,19 +580,27 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
                 continue
         return False
 
+    work = getattr(store, "background", None) or BackgroundWork()  # a store outside a trainer: its own
+
     def produce() -> None:
         it = iter(batches)
         try:
-            for batch in it:
+            while True:
+                work.wait_if_paused(stop)  # nothing new starts while the training loop evaluates
                 if stop.is_set():
                     break
-                if cuda:
-                    with torch.cuda.device(device), torch.cuda.stream(side):
-                        feats = store.gather(n_id_of(batch))
-                        event = torch.cuda.Event()
-                        event.record(side)
+                if work.has_processes:  # loader workers sample (suspended during evaluation): this thread waits
+                    batch = next(it, _DONE)
+                    if batch is _DONE:
+                        break
+                    with work.busy():
+                        feats, event = gather(batch)
                 else:
-                    feats, event = store.gather(n_id_of(batch)), None
+                    with work.busy():  # sampling and gather: work of this thread
+                        batch = next(it, _DONE)
+                        if batch is _DONE:
+                            break
+                        feats, event = gather(batch)
                 if not put((batch, feats, event)):
                     break
             put(_DONE)
@@ -636,8 +656,10 @@ def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b
     side.wait_stream(torch.cuda.current_stream(device))  # resident tables were made on the consumer's stream
     store.staging_pinned = True
 
+    work = getattr(store, "background", None) or BackgroundWork()  # a store outside a trainer: its own
+
     def prepare(batch):  # runs in the worker thread; the stream context is thread-local
-        with torch.cuda.device(device), torch.cuda.stream(side):
+        with work.busy(), torch.cuda.device(device), torch.cuda.stream(side):
             feats = store.gather(n_id_of(batch))
             ready = torch.cuda.Event()
             ready.record(side)

@@ -6,9 +6,16 @@ Calibration also sets how the measured runs are judged:
 - **evaluation cadence**: every ``eval_every`` steps, chosen so the baseline's curve has at least
   :data:`MIN_POINTS_BEFORE_TARGET` points before it reaches the target (the fastest calibration run's steps to
   the target, divided by that number);
-- **budget**: every configuration gets the same run-clock budget to reach the target, ``budget_factor`` times
-  the slowest calibration run's time to the target. A round that has not reached the target by then is
-  censored at the budget (``gnnbench.measure.comparison``): its time is a bound, and its row keeps its metric.
+- **time budget**: every configuration gets the same run-clock budget to reach the target, ``budget_factor``
+  times the slowest calibration run's time to the target. A round that has not reached the target by then
+  (or reached it only after) is censored at the budget (``gnnbench.measure.comparison``): its time is a bound,
+  and its row keeps its metric. The time budget censors time to accuracy only; it stops no run
+  (``RunConfig.censor_seconds``), so a slow configuration cannot lose accuracy to the clock;
+- **step budget**: the run that judges accuracy goes on to its plateau within ``STEP_BUDGET_FACTOR`` times the
+  most steps a calibration run took to its plateau (``RunConfig.max_steps``); a run that exhausts it is "not
+  converged" and compared with the baseline at equal steps;
+- **no early stop**: no run stops on the plateau rule before twice the most steps a calibration run needed to
+  reach the target (``RunConfig.min_steps``).
 
 Calibration runs are stored beside the sweep's results (label ``calibration``, round ``i`` = seed
 ``base.seed + CALIBRATION_SEED_OFFSET + i``), so a resumed sweep reuses them and ``compare`` and the report read
@@ -23,7 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["CALIBRATION", "CALIBRATION_SEED_OFFSET", "AA_SEED_OFFSET", "TARGET_MARGIN", "BUDGET_FACTOR",
-           "DEFAULT_CALIBRATION_RUNS", "MIN_POINTS_BEFORE_TARGET", "Calibration", "calibrate", "plateau_level",
+           "DEFAULT_CALIBRATION_RUNS", "MIN_POINTS_BEFORE_TARGET", "STEP_BUDGET_FACTOR", "MIN_STEPS_FACTOR",
+           "censor_budget", "Calibration", "calibrate", "plateau_level",
            "time_to", "censor_at"]
 
 CALIBRATION = "calibration"  # the label of calibration runs in a sweep's folder
@@ -31,6 +39,8 @@ CALIBRATION_SEED_OFFSET = 10_000  # calibration run i trains with seed base.seed
 AA_SEED_OFFSET = 20_000  # the A/A copy of round r trains with seed base.seed + 20_000 + r: its own seed stream
 TARGET_MARGIN = 0.01  # target = the baseline's median plateau - 1 pp
 BUDGET_FACTOR = 4.0  # every configuration may train for 4x the baseline's time to the target
+STEP_BUDGET_FACTOR = 4  # accuracy runs may take 4x the steps the baseline took to its plateau
+MIN_STEPS_FACTOR = 2  # no plateau stop before 2x the calibrated steps to the target
 DEFAULT_CALIBRATION_RUNS = 3
 MIN_POINTS_BEFORE_TARGET = 10
 
@@ -45,23 +55,35 @@ def plateau_level(curve: list[dict]) -> float | None:
     return statistics.median(vals[best:])
 
 
+def censor_budget(run: dict) -> float | None:
+    """The run-clock budget of a run's time to accuracy: ``config.censor_seconds`` (what a sweep sets), else its
+    hard stop ``config.max_seconds``; ``None`` without either."""
+    cfg = run.get("config") or {}
+    budget = cfg.get("censor_seconds") or cfg.get("max_seconds")
+    return float(budget) if budget else None
+
+
 def time_to(run: dict, target: float | None, key: str = "seconds") -> float | None:
     """The run clock (``key="seconds"``) or steps (``key="step"``) at the first validation point at or above
-    ``target``; ``None`` when it never got there."""
+    ``target`` within the run's time budget (:func:`censor_budget`); ``None`` when it never got there in time
+    (a point past the budget is censored, however close)."""
     if target is None:
         return None
+    budget = censor_budget(run)
     for point in run.get("curve") or []:
+        if budget is not None and float(point["seconds"]) > budget:
+            return None
         if point["val"] >= target - 1e-12:
             return float(point[key])
     return None
 
 
 def censor_at(run: dict) -> float | None:
-    """Where a round that missed the target is censored: its run-clock budget (``config.max_seconds``), or,
+    """Where a round that missed the target is censored: its run-clock budget (:func:`censor_budget`), or,
     without one, the end of its run (the last validation point's clock)."""
-    budget = (run.get("config") or {}).get("max_seconds")
+    budget = censor_budget(run)
     if budget:
-        return float(budget)
+        return budget
     curve = run.get("curve") or []
     return float(curve[-1]["seconds"]) if curve else None
 
@@ -78,17 +100,35 @@ class Calibration:
     steps_to_target: list[float | None]
     seconds_to_target: list[float | None]
     eval_every: int | None  # the measured runs' validation cadence (None: unchanged)
-    budget_seconds: float | None  # the measured runs' run-clock budget (None: none)
+    budget_seconds: float | None  # the run-clock budget that censors time to accuracy (None: none)
     budget_factor: float
+    steps_to_plateau: list[int] = dataclasses.field(default_factory=list)  # each run's steps when it stopped
+    step_budget: int | None = None  # accuracy runs stop here at the latest (RunConfig.max_steps)
+    min_steps: int = 0  # no plateau stop before this (RunConfig.min_steps)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Calibration":
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    @property
+    def median_steps_to_target(self) -> float | None:
+        """The calibrated steps to the target: the median over the calibration runs that reached it (a
+        same-trajectory entry's derived time to accuracy reads it); ``None`` when none did."""
+        reached = [s for s in self.steps_to_target if s is not None]
+        return statistics.median(reached) if reached else None
+
     def apply(self, base: Any) -> Any:
-        """``base`` (a RunConfig) with the calibrated cadence and budget, where ``base`` does not set its own."""
+        """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget and
+        minimum steps, where ``base`` does not set its own."""
         return dataclasses.replace(
             base, eval_every=base.eval_every if base.eval_every is not None else self.eval_every,
-            max_seconds=base.max_seconds if base.max_seconds is not None else self.budget_seconds)
+            censor_seconds=base.censor_seconds if base.censor_seconds is not None else self.budget_seconds,
+            max_steps=base.max_steps if base.max_steps is not None else self.step_budget,
+            min_steps=max(base.min_steps, self.min_steps))
 
 
 def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: float = TARGET_MARGIN,
@@ -125,4 +165,9 @@ def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: floa
     ends = [s if s is not None else censor_at(r) for s, r in zip(secs, ok)]
     ends = [e for e in ends if e is not None]
     budget = budget_factor * max(ends) if ends and target is not None else None
-    return Calibration(target, source, margin, seeds, plateaus, steps, secs, eval_every, budget, budget_factor)
+    stopped = [int((r.get("steps") or {}).get("total") or (r["curve"][-1]["step"])) for r in ok]
+    min_steps = int(MIN_STEPS_FACTOR * max(reached_steps)) if reached_steps else 0
+    step_budget = (max(STEP_BUDGET_FACTOR * max(stopped), 2 * min_steps) if stopped and target is not None
+                   else None)
+    return Calibration(target, source, margin, seeds, plateaus, steps, secs, eval_every, budget, budget_factor,
+                       stopped, step_budget, min_steps)

@@ -26,10 +26,11 @@ from gnnbench import registry
 from gnnbench.flags import format_reasons
 from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, censor_at, time_to
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.training.stopping import CONVERGED_REASONS
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
-           "NO_COST_PP", "converged_test", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
+           "NO_COST_PP", "converged_test", "equal_steps_test", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
 
 STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entries: a guess, never a headline
 
@@ -82,6 +83,45 @@ def converged_test(r: dict) -> float:
     if curve:
         return float(max(curve, key=lambda p: p["val"])["test"])
     return float(r["accuracy"]["test"])
+
+
+def _test_at_steps(r: dict, steps: int) -> float:
+    """Test metric at the best validation point among the first ``steps`` steps of a run's curve (early
+    stopping's choice within an equal step count)."""
+    points = [p for p in r.get("curve") or [] if p["step"] <= steps]
+    if not points:
+        return float("nan")
+    return float(max(points, key=lambda p: (p["val"], -p["step"]))["test"])
+
+
+def equal_steps_test(b: dict, m: dict) -> tuple[float, float, int]:
+    """``(baseline test, other test, steps)``: both runs read at their best validation point within the steps
+    both trained (the smaller of their last validation steps): the accuracy comparison of a pair of runs
+    that did not both converge."""
+    last = [max((p["step"] for p in r.get("curve") or []), default=0) for r in (b, m)]
+    steps = min(last)
+    return _test_at_steps(b, steps), _test_at_steps(m, steps), steps
+
+
+def _converged(r: dict) -> bool:
+    """Whether a run was measured to its end (its plateau or its fixed length), not cut by a budget; a result
+    that records no stop reason (built by hand, or before stop reasons were recorded) is read as measured to
+    its end."""
+    return r.get("stop_reason") is None or r.get("stop_reason") in CONVERGED_REASONS
+
+
+def _not_converged_text(runs: list[dict]) -> str:
+    """Why some of ``runs`` did not converge, in words: ``not converged within 480 steps (2 of 5 rounds)``."""
+    cut = [r for r in runs if not _converged(r)]
+    reasons = Counter(r.get("stop_reason") or "?" for r in cut)
+    parts = []
+    for reason, n in reasons.most_common():
+        cfg = next(r.get("config") or {} for r in cut if (r.get("stop_reason") or "?") == reason)
+        within = {"max_steps": f"within {cfg.get('max_steps')} steps", "max_epochs":
+                  f"within {cfg.get('max_epochs')} epochs", "max_seconds": f"within the {cfg.get('max_seconds')} s "
+                  "hard stop"}.get(reason, f"({reason})")
+        parts.append(f"not converged {within} ({n} of {len(runs)} rounds)")
+    return "; ".join(parts)
 
 
 def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:
@@ -291,10 +331,10 @@ def rank_key(row: dict) -> tuple:
     if row["status"] != "ok":
         return (1, 0, 0, 0.0)
     low, high = row.get("speedup_low"), row.get("speedup_high")
-    cls = 1
+    cls = 1  # both directions on the family-wise verdict (Holm), never on a per-row interval alone
     if row.get("significant") and low is not None and low > 1:
         cls = 0
-    elif high is not None and high < 1:
+    elif row.get("significant") and high is not None and high < 1:
         cls = 2
     return (0, 1 if row.get("censored") else 0, cls, -(row.get("speedup") or 0.0))
 
@@ -380,7 +420,17 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     step = _ratio_dict([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
     epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
     tta = _tta(b, m, target)
-    deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
+    converged = all(_converged(r) for r in b + m)
+    if converged:  # every run of the pair measured to its end: accuracy at convergence
+        deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
+        acc_point, convergence = "at convergence (test at the best validation point)", None
+    else:  # a budget cut some run short: both read within the steps both trained, never "at convergence"
+        pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
+        deltas = [t_m - t_b for t_b, t_m, _ in pairs]
+        convergence = "; ".join(t for t in (_not_converged_text(m), _not_converged_text(b) and
+                                            f"baseline {_not_converged_text(b)}") if t)
+        acc_point = (f"at equal steps ({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}; test at the best "
+                     f"validation point within them): {convergence}")
     d_mean, d_low, d_high = mean_interval(deltas)
     verdict = _acc_verdict(d_low, d_high)
     primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
@@ -402,7 +452,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         tta_speedup=tta, censored=bool(tta and tta["censored"]), tta_note=tta["note"] if tta else None,
         primary=primary_name, speedup=primary["ratio"] if primary else None,
         speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
-        significant=significant, acc_point="at convergence (test at the best validation point)",
+        significant=significant, acc_point=acc_point, converged=converged, convergence=convergence,
         stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
         test_acc=statistics.mean(converged_test(y) for y in m),
         acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,

@@ -68,7 +68,9 @@ class RunResult:
     train_seconds: float | None = None  # training clock: every step and per-epoch cost, evaluation excluded
     curve: list[dict[str, Any]] = field(default_factory=list)  # validation points: seconds, step, epoch, val, test
     eval_seconds: float | None = None  # all evaluations together (off the clocks)
-    stop_reason: str | None = None  # why training stopped: epochs | plateau | max_epochs | max_seconds
+    stop_reason: str | None = None  # why training stopped: epochs | plateau | max_epochs | max_steps | max_seconds
+    # background producer work done during evaluations, charged back to the training clock (gnnbench.background)
+    eval_charged_seconds: float | None = None
     converged: dict[str, Any] | None = None  # the best validation point (val, test, step, epoch, seconds)
     data_wait_fraction: float | None = None
     compute_fraction: float | None = None

@@ -185,6 +185,9 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
     if config.to_plateau and trainer.stop_reason == "max_epochs":
         warnings.append(f"no validation plateau within max_epochs={config.max_epochs}: accuracy may still be "
                         "rising (raise --max-epochs)")
+    if config.to_plateau and trainer.stop_reason == "max_steps":
+        warnings.append(f"no validation plateau within max_steps={config.max_steps}: accuracy may still be "
+                        "rising; it is compared at equal steps, not at convergence")
     if config.flags.grad_compression == "topk" and config.optimizer == "adam":
         warnings.append("top-k compression with Adam: error feedback sends each residual late and in sum, which "
                         "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
@@ -218,6 +221,7 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],
         eval_seconds=eval_seconds, stop_reason=trainer.stop_reason, converged=converged_point(trainer.curve),
+        eval_charged_seconds=pipe.background.charged_seconds,
         worker_phases=_worker_phases(timer),
         # waiting for data: sampling plus the negatives drawn inside it (in this process)
         data_wait_fraction=(summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"]

@@ -194,8 +194,8 @@ def _effect(r: dict, floors: dict) -> str:
     if _below_floor(r, floors):
         return "na" if r.get("censored") else "muted"
     low, high = r.get("speedup_low"), r.get("speedup_high")
-    if not absent(high) and high < 1:
-        return "loss"
+    if not absent(high) and high < 1:  # a slowdown is painted as one only when family-wise significant
+        return "loss" if r.get("significant") else "na"
     if absent(low) or low <= 1 or not _reached_every_round(r):
         return "na"
     return "gain" if r.get("acc_verdict") in _NO_COST else "tradeoff"
@@ -261,8 +261,9 @@ def _acc_cell(r: dict, metric: str) -> str:
     if r["label"] == BASELINE:
         return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}<br><small>at convergence</small></td>"
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
+    where = "" if r.get("converged", True) else f"<br><small class='na'>{_esc(r['acc_point'])}</small>"
     return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
-            f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small></td>")
+            f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small>{where}</td>")
 
 
 def _expected(label: str) -> str:
@@ -323,8 +324,12 @@ def _target_text(c: Comparison) -> str:
         if cal.get("eval_every"):
             text += f"; validation every {cal['eval_every']} steps"
         if cal.get("budget_seconds"):
-            text += (f"; budget {cal['budget_seconds']:.1f} s for every configuration ({cal['budget_factor']:g}x "
-                     "the slowest calibration run's time to the target)")
+            text += (f"; a time-to-accuracy budget of {cal['budget_seconds']:.1f} s for every configuration "
+                     f"({cal['budget_factor']:g}x the slowest calibration run's time to the target), which censors "
+                     "time to accuracy and stops no run")
+        if cal.get("step_budget"):
+            text += (f"; accuracy runs go on to their plateau within {cal['step_budget']} steps and never stop "
+                     f"before {cal.get('min_steps', 0)}")
         text += "."
     return text + (" A round that has not reached the target by its budget (the end of its run where it has "
                    "none) is censored there: its row says <i>reached in k of R</i> and its speedup is a bound "

@@ -38,15 +38,25 @@ class RunConfig:
         num_layers: Optional explicit depth; must equal ``len(flags.fanout)``.
         hidden: Hidden width.
         epochs: Training epochs; ``None``: train to a validation plateau (:mod:`gnnbench.training.stopping`:
-            stop once the best validation metric has not risen by ``min_delta`` for ``patience`` epochs, or at
-            the budget ``max_epochs`` / ``max_seconds``), evaluating ``EVALS_PER_EPOCH`` times per epoch unless
-            ``eval_every`` says otherwise.
+            stop once the validation metric has not risen by ``min_delta`` over its reference best for
+            ``patience`` epochs, or at a budget: ``max_epochs``, ``max_steps``, ``max_seconds``), evaluating
+            ``EVALS_PER_EPOCH`` times per epoch unless ``eval_every`` says otherwise.
         max_epochs: Budget in epochs of a run to a plateau (``epochs=None``).
-        max_seconds: Budget on the run clock (setup + training, evaluation excluded), for any run: training
-            stops at the first step past it. ``None``: no time budget.
-        patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a new
-            best validation metric before a run to a plateau stops.
-        min_delta: The rise of the validation metric that counts as a new best.
+        max_steps: Step budget of a run to a plateau: it stops at this many optimizer steps (stop reason
+            ``"max_steps"``). A sweep sets it from the calibration, so a slow configuration cannot exhaust its
+            accuracy run early. ``None``: no step budget.
+        min_steps: A run to a plateau never stops on the plateau rule before this many steps (a sweep sets
+            twice the calibrated steps to the target). Default 0.
+        max_seconds: Hard stop on the run clock (setup + training, evaluation excluded), for any run: training
+            stops at the first step past it (stop reason ``"max_seconds"``; the run's accuracy is then not "at
+            convergence"). ``None``: no hard stop. A sweep does not set it: see ``censor_seconds``.
+        censor_seconds: The time-to-accuracy budget on the run clock: a run that reaches the target only after
+            it is censored there (its time to accuracy is a bound), but training goes on to its plateau. It
+            never stops a run. ``None``: no censoring budget.
+        patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a
+            qualifying rise of the validation metric before a run to a plateau stops.
+        min_delta: The rise of the validation metric over the reference best that qualifies (never below one
+            validation node: the metric's granularity).
         max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
         warmup_steps: Steps excluded from steady-state timings.
         lr: Learning rate of the optimizer.
@@ -84,7 +94,10 @@ class RunConfig:
     hidden: int = 64
     epochs: int | None = 2
     max_epochs: int = 200
+    max_steps: int | None = None
+    min_steps: int = 0
     max_seconds: float | None = None
+    censor_seconds: float | None = None
     patience: float = 5.0
     min_delta: float = 0.001
     max_steps_per_epoch: int | None = None
@@ -116,7 +129,7 @@ class RunConfig:
             raise ValueError(
                 f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
                 f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
-        for name, low in (("hidden", 1), ("max_epochs", 1), ("warmup_steps", 0), ("nproc", 1)):
+        for name, low in (("hidden", 1), ("max_epochs", 1), ("warmup_steps", 0), ("nproc", 1), ("min_steps", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
@@ -124,8 +137,13 @@ class RunConfig:
                                         or self.epochs < 1):
             raise ValueError(f"RunConfig.epochs must be None (train to a plateau) or an integer >= 1 "
                              f"(got {self.epochs!r})")
-        if self.max_seconds is not None and not (isinstance(self.max_seconds, (int, float)) and self.max_seconds > 0):
-            raise ValueError(f"RunConfig.max_seconds must be None or a number of seconds > 0 (got {self.max_seconds!r})")
+        for name in ("max_seconds", "censor_seconds"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
+                raise ValueError(f"RunConfig.{name} must be None or a number of seconds > 0 (got {value!r})")
+        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
+                                           or self.max_steps < 1):
+            raise ValueError(f"RunConfig.max_steps must be None or an integer >= 1 (got {self.max_steps!r})")
         if not (isinstance(self.patience, (int, float)) and self.patience > 0):
             raise ValueError(f"RunConfig.patience must be a number of epochs > 0 (got {self.patience!r})")
         if not (isinstance(self.min_delta, (int, float)) and 0 <= self.min_delta < 1):

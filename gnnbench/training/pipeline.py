@@ -12,12 +12,13 @@ setup (:attr:`Pipeline.setup_clock`). Nothing here reads a flag value: each fact
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 from torch import nn
 
+from gnnbench.background import BackgroundWork
 from gnnbench.env import resolve_device
 from gnnbench.features.placement import PlacedFeatures, features_for, hot_set_chooser
 from gnnbench.flags import UnavailableError
@@ -61,6 +62,7 @@ class Pipeline:
     optimizer: torch.optim.Optimizer
     scaler: torch.amp.GradScaler
     setup_seconds: float  # the setup clock: from the prepared graph to the first step
+    background: BackgroundWork = field(default_factory=BackgroundWork)  # producers paused during evaluation
 
     @property
     def setup_clock(self) -> float:
@@ -125,7 +127,13 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
         comm = partition.comm
     optimizer = make_optimizer(config, model.parameters())
     scaler = torch.amp.GradScaler(device.type, enabled=precision.needs_grad_scaler)
+    background = BackgroundWork()
+    features.background = background
+    attach = getattr(batches, "attach_background", None)  # sources with loader workers suspend them in evaluation
+    if attach is not None:
+        attach(background)
     return Pipeline(config=config, device=device, graph_seconds=graph_seconds, task=task, graph=train_graph,
                     prepared=prepared, features=features, batches=batches, model=model, precision=precision,
                     forward=forward, dynamo_counters=dynamo_counters, comm=comm, policy=policy, partition=partition,
-                    optimizer=optimizer, scaler=scaler, setup_seconds=time.perf_counter() - t0)
+                    optimizer=optimizer, scaler=scaler, setup_seconds=time.perf_counter() - t0,
+                    background=background)

@@ -77,7 +77,7 @@ class Trainer:
         epoch_seconds: Each epoch on the training clock (worker start and first batch included).
         first_step_seconds: Wall time of the first step (compilation included), or ``None``.
         stop_reason: Why the last ``steps()`` ended: ``"epochs"`` (fixed length), ``"plateau"``,
-            ``"max_epochs"`` or ``"max_seconds"`` (the budgets).
+            ``"max_epochs"``, ``"max_steps"`` or ``"max_seconds"`` (the budgets).
 
     Raises:
         UnavailableError: when a flag cannot run on this device or setup (each layer names its field and why).
@@ -119,7 +119,9 @@ class Trainer:
                 end, or at every epoch end (a run to a plateau: ``EVALS_PER_EPOCH`` per epoch); evaluation is
                 kept off the training clock.
 
-        ``config.max_seconds`` stops any run at the first step past it on the run clock (setup + training).
+        ``config.max_seconds`` stops any run at the first step past it on the run clock (setup + training);
+        ``config.max_steps`` stops a run to a plateau at that many steps (``config.censor_seconds`` stops
+        nothing: the comparison censors time to accuracy there).
         :attr:`stop_reason` says why the loop ended. Closing the generator (or leaving a ``for`` loop over it)
         releases the current epoch's loader iterator and its workers. Time spent by the consumer between steps
         is not on the training clock.
@@ -133,7 +135,8 @@ class Trainer:
                     raise ValueError("a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
                                      "the plateau is read from the validation curve")
                 epochs = max(cfg.max_epochs, floor)
-                plateau = Plateau(cfg.patience, cfg.min_delta)
+                plateau = Plateau(cfg.patience, cfg.min_delta, granularity=pipe.task.val_granularity,
+                                  min_steps=cfg.min_steps)
             else:
                 epochs = max(cfg.epochs, floor)
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
@@ -178,11 +181,14 @@ class Trainer:
                     over = cfg.max_seconds is not None and pipe.setup_clock + self.train_seconds >= cfg.max_seconds
                     if cfg.max_seconds is not None:
                         over = _any_rank(over)  # ranks stop together: one rank's clock alone would hang the rest
-                    if every is not None and self.steps_taken % every == 0 or evaluate and over:
+                    spent = plateau is not None and cfg.max_steps is not None and self.steps_taken >= cfg.max_steps
+                    if every is not None and self.steps_taken % every == 0 or evaluate and (over or spent):
                         if _any_rank(self._record_eval(epoch, plateau, per_epoch)):
                             stop, self.stop_reason = True, "plateau"
                     if over and not stop:
                         stop, self.stop_reason = True, "max_seconds"
+                    if spent and not stop:  # the same count on every rank: no agreement needed
+                        stop, self.stop_reason = True, "max_steps"
                     yield step
                     resumed = time.perf_counter()
                     if stop:
@@ -206,8 +212,17 @@ class Trainer:
             resumed = time.perf_counter()
 
     def _record_eval(self, epoch: int, plateau: Plateau | None = None, per_epoch: int | None = None) -> bool:
-        """Record a validation point now; whether it leaves the plateau rule's patience exhausted."""
-        point = self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
+        """Record a validation point now; whether it leaves the plateau rule's patience exhausted.
+
+        Background producers are paused while evaluation runs (:class:`~gnnbench.background.BackgroundWork`):
+        the work they still did meanwhile is charged back to the training clock, so an overlap entry gains
+        nothing from evaluation pauses."""
+        work = self.pipeline.background
+        work.pause()
+        try:
+            point = self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
+        finally:
+            self.train_seconds += work.resume()
         self._last_eval_step = self.steps_taken
         if plateau is None:
             return False
