@@ -13,11 +13,12 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["environment", "optional_backends", "resolve_device", "code_fingerprint", "machine_id",
+__all__ = ["environment", "optional_backends", "resolve_device", "code_fingerprint", "machine_id", "hardware_class",
            "device_memory_bytes", "COMPARABLE_KEYS"]
 
 # What must match for a stored result to stand in for a new measurement (besides the config).
-COMPARABLE_KEYS = ("code_fingerprint", "machine", "device_name", "torch", "torch_geometric", "python", "threads")
+COMPARABLE_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python",
+                   "threads")
 
 
 def _git_commit() -> str | None:
@@ -59,8 +60,16 @@ def _cpu_model() -> str:
 
 
 def machine_id() -> str:
-    """This machine as results compare it: host name, CPU model, logical cores."""
+    """This machine: host name, CPU model, logical cores (recorded with every result)."""
     return f"{platform.node()}|{_cpu_model()}|{os.cpu_count()}"
+
+
+def hardware_class() -> str:
+    """The class of machine results compare by: CPU model, logical cores and memory (GiB), without the host
+    name, so a sweep's rounds may run on several identical machines (``compare --executor slurm``) and stay one
+    sweep, while results from machines of another class are refused."""
+    gib = round(device_memory_bytes("cpu") / 2**30) if device_memory_bytes("cpu") else "?"
+    return f"{_cpu_model()}|{os.cpu_count()} cores|{gib} GiB"
 
 
 def optional_backends() -> dict[str, bool]:
@@ -102,6 +111,7 @@ def environment(device: torch.device | str = "cpu") -> dict:
         "commit": _git_commit(),
         "code_fingerprint": code_fingerprint(),
         "machine": machine_id(),
+        "hardware_class": hardware_class(),
         "argv": sys.argv[:],
         "optional_backends": optional_backends(),
     }

@@ -84,9 +84,9 @@ class Flags:
     saint_walk_length: int = _batch_key(2)  # GraphSAINT: steps per walk
     batch_cache_epochs: int = _batch_key(0)  # reuse sampled batches for K epochs, then resample (0 = off)
     # --- loader (PyTorch's DataLoader, driven by PyG's NodeLoader) ---
-    num_workers: int = _batch_key(0)  # loader worker processes
+    num_workers: int = 0  # loader worker processes (their batches are the main process's: keyed by seed and epoch)
     prefetch_factor: int | None = None  # batches each worker prepares ahead (needs num_workers > 0)
-    persistent_workers: bool = _batch_key(False)  # keep workers alive across epochs (needs num_workers > 0)
+    persistent_workers: bool = False  # keep workers alive across epochs (needs num_workers > 0)
     pin_memory: bool = False  # pin loader output in page-locked memory (CUDA only)
     # --- features (gnnbench.features.placement) ---
     feature_placement: str = "host"  # "host" | "device" | "hot_cold" (most-read rows on device) | "uva" (zero-copy)

@@ -65,6 +65,12 @@ class Optimization:
         oom_rung: Its place on the out-of-memory ladder after halving the fanout
             and the batch (:mod:`gnnbench.advice.ladder`; 1 = first), or ``None``.
         oom_hint: The ladder's triage when this rung costs accuracy.
+        same_trajectory: Whether it leaves the training trajectory unchanged: the same batches and the same
+            updates up to floating-point reassociation. Declared only where a test proves it
+            (``tests/test_same_trajectory.py`` trains the baseline and the entry on one seed and requires their
+            validation curves and losses to agree within a stated tolerance); ``compare`` then derives its time
+            to accuracy from its time per step and the baseline's calibrated steps to the target instead of
+            training it to the target (:mod:`gnnbench.measure.derived`).
     """
 
     name: str
@@ -82,6 +88,7 @@ class Optimization:
     nproc: int = 1
     oom_rung: int | None = None
     oom_hint: str = ""
+    same_trajectory: bool = False
 
     def __post_init__(self) -> None:
         self.apply(Flags())  # validates field names and values early
@@ -91,6 +98,9 @@ class Optimization:
             raise ValueError(f"Optimization.targets must be a subset of {BOTTLENECKS} (got {self.targets!r})")
         if isinstance(self.nproc, bool) or not isinstance(self.nproc, int) or self.nproc < 1:
             raise ValueError(f"Optimization.nproc must be an integer >= 1 (got {self.nproc!r})")
+        if self.same_trajectory and (self.costs_accuracy or self.changes_work):
+            raise ValueError(f"{self.name}: an entry that may cost accuracy or changes the work per step cannot "
+                             "leave the training trajectory unchanged (same_trajectory=True)")
 
 
     def changes_for(self, base: Flags) -> dict[str, Any]:
@@ -146,6 +156,7 @@ def _drop_last_hop(fanout: tuple[int, ...]) -> tuple[int, ...]:
 _ENTRIES = (
     Optimization(
         name="int32",
+        same_trajectory=True,
         changes={"index_dtype": "int32"},
         description="Store edge indices and CSR offsets as int32, after checking the largest id fits.",
         expected_effect="Half the index bytes, exact while ids fit in 2^31: the choice DGL exposes as a graph's "
@@ -156,6 +167,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="cached_norm",
+        same_trajectory=True,
         changes={"cached_norm": True},
         description="GCN normalization computed once and reused: per graph with full-batch training, per batch "
         "(shared by all layers) on sampled batches; exact either way (zero-degree safe).",
@@ -167,6 +179,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="csr",
+        same_trajectory=True,
         changes={"keep_csr": True},
         description="Keep CSR beside COO, and have the sampler emit each batch's CSR over its targets (its draws are "
         "laid out grouped by target), so sparse aggregation never sorts or builds offsets in the step.",
@@ -191,6 +204,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="workers",
+        same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2)},
         description="Sample in (at least) 2 DataLoader worker processes, overlapping sampling with training.",
         expected_effect="Overlaps sampling with training when sampling is the bottleneck and spare cores exist "
@@ -200,6 +214,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="persistent_workers",
+        same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2), "persistent_workers": True},
         description="Keep (at least) 2 loader workers alive across epochs instead of re-forking them.",
         expected_effect="Saves re-creating the worker processes at every epoch, which matters most for short "
@@ -209,6 +224,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="prefetch",
+        same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2),
                               "prefetch_factor": max(base.prefetch_factor or 2, 4)},
         description="Let each of (at least) 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
@@ -219,6 +235,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="pin_memory",
+        same_trajectory=True,
         changes={"pin_memory": True},
         description="Pin loader output and gathered features in page-locked memory for async copies.",
         expected_effect="Copies from pinned memory are much faster than from pageable memory and can overlap "
@@ -281,6 +298,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="features_on_device",
+        same_trajectory=True,
         changes={"feature_placement": "device"},
         description="Keep all node features resident on the GPU; gather there.",
         expected_effect="No per-batch feature copies, for N x F device memory; DGL advises keeping graph data on "
@@ -303,6 +321,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="hot_cold",
+        same_trajectory=True,
         recommended=False,  # an alternative placement to features_on_device
         changes={"feature_placement": "hot_cold"},
         description="The most-read feature rows on the GPU (25% of rows, ranked by access over one profiled "
@@ -315,6 +334,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="uva",
+        same_trajectory=True,
         recommended=False,  # an alternative placement to features_on_device
         changes={"feature_placement": "uva"},
         description="Features in pinned host memory read by GPU kernels directly (zero-copy, UVA).",
@@ -326,6 +346,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="feature_prefetch",
+        same_trajectory=True,
         changes={"feature_prefetch": True},
         description="Gather and copy the next batch's features on a side CUDA stream during compute.",
         expected_effect="Hides the feature transfer behind compute, at best completely, as SALIENT's pipelining "
@@ -361,6 +382,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="pipelined_loader",
+        same_trajectory=True,
         recommended=False,  # on a 2-core CPU the producer thread competes with the step's own threads
         changes={"pipeline_depth": 2},
         description="A background thread samples the next 2 batches and gathers their features (on a side CUDA "
@@ -373,6 +395,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="sparse_agg",
+        same_trajectory=True,
         changes={"aggregation": "sparse"},
         description="Aggregate with one CSR sparse-matrix product instead of gathering messages per edge "
         "and scatter-adding them.",

@@ -22,8 +22,8 @@ from gnnbench.training import RunConfig
 
 SPEC = GraphSpec.preset("tiny")
 FANOUT, BATCH, HIDDEN, LR, EPOCHS = (10, 5), 256, 64, 0.01, 5
-SEEDS = (0, 1, 2)
-TOLERANCE_PP = 3.0  # per epoch, mean over SEEDS (the seeds' own spread at one epoch is about 2-3 pp)
+SEEDS = (0, 1, 2, 3, 4, 5)
+TOLERANCE_PP = 3.0  # per epoch, mean over SEEDS (one seed's spread at the first epoch, 8 steps in, is about 5 pp: 6 seeds)
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def test_a_compressions_accuracy_is_against_dense_data_parallel_by_its_flags():
 
 
 def _env(fingerprint: str, machine: str = "m1") -> dict:
-    return {"code_fingerprint": fingerprint, "machine": machine, "device_name": "cpu", "torch": "2.13.0",
+    return {"code_fingerprint": fingerprint, "hardware_class": machine, "device_name": "cpu", "torch": "2.13.0",
             "torch_geometric": "2.8.0", "python": "3.11.7", "threads": 2}
 
 
@@ -90,7 +90,10 @@ def test_a_mixed_folder_is_refused_naming_what_differs():
     with pytest.raises(MixedSweepError, match=r"code_fingerprint differs \(aaaa in 6, bbbb in 3\)"):
         compare(one + other)
     moved = [_identical("baseline", k + 3, _env("aaaa", machine="m2")) for k in range(3)]
-    assert "machine differs (m1 in 6, m2 in 3)" in identity_problem(one + moved)
+    assert "hardware_class differs (m1 in 6, m2 in 3)" in identity_problem(one + moved)
+    # another host of the same class is the same sweep (rounds on several identical machines)
+    host = [_identical("baseline", k + 3, {**_env("aaaa"), "machine": "other-host"}) for k in range(3)]
+    assert identity_problem(one + host) is None
     longer = [_identical("baseline", k + 3, _env("aaaa"), epochs=5) for k in range(3)]
     assert "base configuration's epochs differs" in identity_problem(one + longer)
     # what an entry or a round sets (flags, seed, nproc, ranks' threads) is not a second identity

@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gnnbench"
 
 BANDS = (
-    ("shared", ("flags", "env", "atomic", "timing", "host_memory", "text")),
+    ("shared", ("flags", "env", "atomic", "timing", "background", "host_memory", "text")),
     ("graphs", ("graphs",)),
     ("sampling", ("sampling",)),
     ("features", ("features",)),

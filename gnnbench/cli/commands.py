@@ -19,7 +19,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
-from gnnbench.text import human_bytes
+from gnnbench.text import human_bytes, seconds
 
 __all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", "cmd_gpu_check",
            "cmd_profile",
@@ -129,6 +129,7 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from gnnbench.measure.comparison import compare
+    from gnnbench.measure.sequential import StoppingRule
     from gnnbench.measure.sweep import sweep_entries
 
     base = with_nproc(config_from_args(args, []), args)
@@ -138,10 +139,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     calibration, calibration_runs = _calibrated(base, args, out_dir, **options)
     if calibration is not None:
         base = calibration.apply(base)
+    derive = (calibration is not None and not args.no_derive and calibration.steps_per_epoch
+              and calibration.median_steps_to_target is not None)
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
-                            include_all_recommended=not (args.aa and args.flags is None))
-    results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, **options)
-    comparison = compare(calibration_runs + list(results), target_acc=args.target_acc)
+                            include_all_recommended=not (args.aa and args.flags is None),
+                            derive_per_epoch=calibration.steps_per_epoch if derive else None,
+                            also_measured=args.also_measure)
+    rule = None if args.all_rounds or args.repeats < 2 else StoppingRule.for_repeats(args.repeats)
+
+    def after_round(done: list[dict]) -> tuple[set[str], bool]:
+        """The rows whose verdict is settled after this round, and whether every row's is."""
+        try:
+            c = compare(calibration_runs + done, target_acc=args.target_acc, rule=rule)
+        except ValueError:  # no measured baseline yet: nothing is settled
+            return set(), False
+        stopped = {label for label, stop in c.stops.items() if stop is not None}
+        return stopped, bool(c.stops) and len(stopped) == len(c.stops)
+
+    results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, rule=rule,
+                              after_round=after_round if rule is not None else None,
+                              seed_seconds=_run_seconds(calibration_runs), **options)
+    comparison = compare(calibration_runs + list(results), target_acc=args.target_acc, rule=rule)
     _store_outcome(out_dir, comparison)
     if args.json:
         print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
@@ -171,18 +189,38 @@ def _store_outcome(out_dir: str, comparison) -> None:
     write_json_atomic(path, manifest)
 
 
+def _run_seconds(runs: list[dict]) -> float | None:
+    """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
+    guess of the time left, before a sweep run has finished."""
+    d = [(r.get("graph") or {}).get("generate_seconds", 0.0) + (r.get("setup_seconds") or 0.0)
+         + (r.get("train_seconds") or 0.0) + (r.get("eval_seconds") or 0.0) for r in runs if r.get("status") == "ok"]
+    return sum(d) / len(d) if d else None
+
+
 def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: bool = False, resume: bool = True,
                 **sweep_options):
     """The sweep's target, fixed before it (:func:`gnnbench.measure.sweep.run_calibration`), printed; and the
     calibration runs (stored in ``out_dir`` with the sweep)."""
+    from gnnbench.cli.eta import duration
     from gnnbench.measure.sweep import run_calibration
 
     runs = args.calibration_runs
     if runs:
         print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+
+    def progress(done, total, entry, status):
+        if status == "running":
+            return
+        spent = time.perf_counter() - started
+        left = spent / done * (total - done) if done else None
+        print(f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
+              + (f"; calibration left about {duration(left)}, then the "
+              "sweep (its estimate follows)" if left else ""), file=sys.stderr, flush=True)
+
     calibration, results = run_calibration(base, out_dir, runs=runs, target_acc=getattr(args, "target_acc", None),
                                            budget_factor=args.budget_factor, isolate=not in_process, resume=resume,
-                                           **sweep_options)
+                                           progress=progress, **sweep_options)
     if calibration is not None and calibration.target is not None:
         print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
               f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per run "
@@ -193,24 +231,35 @@ def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: boo
 
 
 def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0,
-                    **sweep_options):
-    """``run_sweep`` with a progress bar on stderr (compare, diagnose --verify)."""
+                    seed_seconds: float | None = None, **sweep_options):
+    """``run_sweep`` with a progress line on stderr (compare, diagnose --verify): runs done, the entry running,
+    and an estimate of the time left (:class:`gnnbench.cli.eta.Eta`: each remaining run at the mean duration of
+    its label's runs so far, else of all; settled rows' rounds drop out as they settle)."""
     from tqdm import tqdm
 
+    from gnnbench.cli.eta import Eta
     from gnnbench.measure.sweep import run_sweep
 
-    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None)
+    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None,
+               bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}")
+    eta = Eta([e.label for e in entries], seed_seconds=seed_seconds)
 
     def progress(done, total, entry, status):
+        eta.update(entry.label, status)
         bar.n = done
-        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}")
+        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
         bar.refresh()
+        if bar.disable:  # not a terminal: one line per finished run, for logs
+            if status != "running":
+                print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
+                      f"{status}; {eta.text()}", file=sys.stderr, flush=True)
 
     try:
         return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, order_seed=order_seed,
                          progress=progress, **sweep_options)
     finally:
         bar.close()
+
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

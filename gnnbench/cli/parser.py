@@ -66,13 +66,23 @@ def build_parser() -> argparse.ArgumentParser:
                         "'+' to measure them together as one configuration, e.g. csr+sparse_agg "
                         "(default: all registered)")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
-                   help=f"processes per configuration, in interleaved rounds (default {DEFAULT_REPEATS}: the "
-                        "smallest that keeps A/A false positives <= 7%% and detects a 1.25x >= 80%% of the time)")
+                   help=f"at most this many processes per configuration, in interleaved rounds (default "
+                        f"{DEFAULT_REPEATS}); after 3 rounds a row whose verdict is settled receives no more "
+                        "(docs/statistics.md, 'Rounds that stop when decided')")
+    p.add_argument("--all-rounds", action="store_true",
+                   help="give every row all --repeats rounds (no stopping rule; Holm at 5%% over the rows)")
     p.add_argument("--aa", action="store_true",
                    help="also run the baseline against itself (A/A): the machine's noise check")
     p.add_argument("--target-acc", type=float, default=None,
                    help="validation target for time to accuracy (default: calibrated, see --calibration-runs)")
     add_calibration_args(p)
+    p.add_argument("--no-derive", action="store_true",
+                   help="train every entry to the target, also those proven to keep the baseline's trajectory "
+                        "(default: those run short and their time to accuracy is derived from their time per "
+                        "step and the calibrated steps to the target)")
+    p.add_argument("--also-measure", type=parse_flags, default=(), metavar="NAMES",
+                   help="derived entries to train to the target as well (rows '<name> (measured)'), to show "
+                        "the derived figure agrees with the measured one")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round run order (recorded)")
     p.add_argument("--out-dir", default=None, help="where per-configuration results go "
                    "(default: results/runs/<date>-<preset>-<device>-<commit>/; references live in "

@@ -217,7 +217,7 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append("changes the work per step: no per-step ratio")
         if not base:
             notes.append(r["acc_verdict"])
-        if not r.get("converged", True):
+        if r.get("converged", True) is not True:  # read at equal steps: derived, or cut by a budget
             notes.append(r["acc_point"])
         stops = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
         if stops:

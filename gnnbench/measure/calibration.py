@@ -105,6 +105,7 @@ class Calibration:
     steps_to_plateau: list[int] = dataclasses.field(default_factory=list)  # each run's steps when it stopped
     step_budget: int | None = None  # accuracy runs stop here at the latest (RunConfig.max_steps)
     min_steps: int = 0  # no plateau stop before this (RunConfig.min_steps)
+    steps_per_epoch: int | None = None  # the baseline's steps per epoch (short runs are sized by it)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -169,5 +170,6 @@ def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: floa
     min_steps = int(MIN_STEPS_FACTOR * max(reached_steps)) if reached_steps else 0
     step_budget = (max(STEP_BUDGET_FACTOR * max(stopped), 2 * min_steps) if stopped and target is not None
                    else None)
+    per_epoch = [int(r["steps_per_epoch"]) for r in ok if r.get("steps_per_epoch")]
     return Calibration(target, source, margin, seeds, plateaus, steps, secs, eval_every, budget, budget_factor,
-                       stopped, step_budget, min_steps)
+                       stopped, step_budget, min_steps, int(statistics.median(per_epoch)) if per_epoch else None)

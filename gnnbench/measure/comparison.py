@@ -17,18 +17,22 @@ result carries), never by a registry entry's name.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gnnbench import registry
 from gnnbench.flags import format_reasons
 from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, censor_at, time_to
+from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds
+from gnnbench.measure.sequential import Stop, StoppingRule, family_p_values, final_alpha, settled
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 from gnnbench.training.stopping import CONVERGED_REASONS
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
+           "MEASURED_SUFFIX", "in_family",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
            "NO_COST_PP", "converged_test", "equal_steps_test", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
 
@@ -37,6 +41,7 @@ STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entr
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
 E2E_BASELINE = "baseline (end-to-end)"  # the baseline timed end to end, for entries whose gain is overlap
+MEASURED_SUFFIX = " (measured)"  # a derived entry also trained to the target: the check of its derived figure
 NO_COST_PP = 0.5  # an accuracy delta whose paired interval lies within +-0.5 pp is "no accuracy cost"
 
 
@@ -52,6 +57,10 @@ class Comparison:
     aa: dict[str, Any] | None = None  # the A/A row, when the sweep ran one
     calibration: dict[str, Any] | None = None  # the target's calibration (Calibration.to_dict()), when one ran
     family: str = ""  # how significance is controlled across the rows, in words
+    # derived rows also trained to the target: their derived and measured speedups and whether they agree
+    derived_checks: list[dict[str, Any]] = field(default_factory=list)
+    rule: dict[str, Any] | None = None  # the stopping rule the sweep ran under (StoppingRule.to_dict())
+    stops: dict[str, dict | None] = field(default_factory=dict)  # per family row: its Stop, or None (open)
 
 
 def _ok(r: dict) -> bool:
@@ -85,10 +94,10 @@ def converged_test(r: dict) -> float:
     return float(r["accuracy"]["test"])
 
 
-def _test_at_steps(r: dict, steps: int) -> float:
+def _test_at_steps(r: dict, steps: int, only: set[int] | None = None) -> float:
     """Test metric at the best validation point among the first ``steps`` steps of a run's curve (early
-    stopping's choice within an equal step count)."""
-    points = [p for p in r.get("curve") or [] if p["step"] <= steps]
+    stopping's choice within an equal step count), among the points at the steps ``only`` when given."""
+    points = [p for p in r.get("curve") or [] if p["step"] <= steps and (only is None or p["step"] in only)]
     if not points:
         return float("nan")
     return float(max(points, key=lambda p: (p["val"], -p["step"]))["test"])
@@ -96,11 +105,14 @@ def _test_at_steps(r: dict, steps: int) -> float:
 
 def equal_steps_test(b: dict, m: dict) -> tuple[float, float, int]:
     """``(baseline test, other test, steps)``: both runs read at their best validation point within the steps
-    both trained (the smaller of their last validation steps): the accuracy comparison of a pair of runs
-    that did not both converge."""
-    last = [max((p["step"] for p in r.get("curve") or []), default=0) for r in (b, m)]
-    steps = min(last)
-    return _test_at_steps(b, steps), _test_at_steps(m, steps), steps
+    both trained (the smaller of their last validation steps), among the validation steps both have (a run to
+    a plateau also evaluates at its first epoch's end): the accuracy comparison of a pair of runs that did not
+    both converge, or of a derived entry's short run against the same-seed baseline."""
+    curves = [r.get("curve") or [] for r in (b, m)]
+    steps = min(max((p["step"] for p in c), default=0) for c in curves)
+    common = {p["step"] for p in curves[0]} & {p["step"] for p in curves[1]}
+    only = common if any(s <= steps for s in common) else None
+    return _test_at_steps(b, steps, only), _test_at_steps(m, steps, only), steps
 
 
 def _converged(r: dict) -> bool:
@@ -136,12 +148,15 @@ def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, floa
 
 
 def _ratio_dict(base: list[float], other: list[float]) -> dict[str, Any] | None:
+    """The paired ratio of two clocks over rounds, with each round's ``log(base / other)`` (``log_ratios``,
+    aligned with the inputs; nan where a pair is missing), which the stopping rule reads."""
     pairs = [(b, o) for b, o in zip(base, other) if b == b and o == o and b > 0 and o > 0]
     if not pairs:
         return None
     ri = paired_ratio([b for b, _ in pairs], [o for _, o in pairs])
+    logs = [math.log(b / o) if b == b and o == o and b > 0 and o > 0 else float("nan") for b, o in zip(base, other)]
     return {"ratio": ri.ratio, "low": ri.low, "high": ri.high, "significant": ri.significant, "rounds": ri.rounds,
-            "p": ri.p_value}
+            "p": ri.p_value, "log_ratios": logs}
 
 
 def _changes_work(optimizations: list[str]) -> bool:
@@ -171,8 +186,9 @@ def _reference(by_label: dict[str, list[dict]], label: str, **what: Any) -> str 
 
 # What one sweep shares: the environment (threads excepted: multi-rank entries run 1-thread ranks) and the
 # base configuration (every config field but those an entry or a round sets).
-IDENTITY_KEYS = ("code_fingerprint", "machine", "device_name", "torch", "torch_geometric", "python")
+IDENTITY_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python")
 PER_ENTRY_FIELDS = ("flags", "seed", "sync_phases", "nproc", "num_layers")
+SHORT_RUN_FIELDS = ("epochs", "max_steps", "min_steps")  # what a derived entry's short run sets apart
 
 
 class MixedSweepError(ValueError):
@@ -188,17 +204,19 @@ def identity_problem(results: list[dict]) -> str | None:
         if len(seen) > 1:
             problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
     # calibration runs train the base configuration before its cadence and budget were fixed
-    bases = [{k: v for k, v in r["config"].items() if k not in PER_ENTRY_FIELDS} for r in results
-             if r.get("config") and r.get("label") != CALIBRATION]
-    fields = sorted({k for b in bases for k in b if len({json.dumps(x.get(k), sort_keys=True) for x in bases}) > 1})
+    bases = [{k: v for k, v in r["config"].items()
+              if k not in PER_ENTRY_FIELDS and not (r.get("derived") and k in SHORT_RUN_FIELDS)}
+             for r in results if r.get("config") and r.get("label") != CALIBRATION]
+    fields = sorted({k for b in bases for k in b
+                     if len({json.dumps(x[k], sort_keys=True) for x in bases if k in x}) > 1})
     for k in fields:
-        seen = Counter(json.dumps(b.get(k), sort_keys=True) for b in bases)
+        seen = Counter(json.dumps(b[k], sort_keys=True) for b in bases if k in b)
         problems.append(f"the base configuration's {k} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common(3))})")
     return "; ".join(problems) or None
 
 
 def compare(results: list[dict], *, target_acc: float | None = None,
-            calibration: Calibration | None = None) -> Comparison:
+            calibration: Calibration | None = None, rule: StoppingRule | None = None) -> Comparison:
     """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
     epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta
     at convergence.
@@ -209,6 +227,9 @@ def compare(results: list[dict], *, target_acc: float | None = None,
         target_acc: Validation target for time to accuracy, replacing the calibrated one.
         calibration: A calibration made elsewhere (tune calibrates once for all its rounds); it replaces the
             calibration runs among ``results``.
+        rule: The stopping rule the sweep ran under (rounds that stop when decided): its stops are replayed
+            from the results (:func:`gnnbench.measure.sequential.settled`) into :attr:`Comparison.stops` and the
+            final significance is the rule's.
 
     Without calibration or ``target_acc`` the target falls back to the measured baseline's own plateau minus
     1 pp, and :attr:`Comparison.target_source` says that the baseline then reaches it by construction.
@@ -254,7 +275,10 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     base_tta = [time_to(base[k], target) for k in rounds]
     if target is not None and all(t is not None for t in base_tta):
         floors["time_to_accuracy"] = noise_floor(base_tta)
-    rows = [_row(label, runs, e2e_base if _end_to_end(runs) and e2e_base else base, target)
+    # a derived row's steps to the target: the calibration's, for the target this comparison reads
+    steps_to_target = (calibration.median_steps_to_target if calibration is not None and target is not None
+                       and calibration.target == target else None)
+    rows = [_row(label, runs, e2e_base if _end_to_end(runs) and e2e_base else base, target, steps_to_target)
             for label, runs in by_label.items()]
     if meaningless:
         for row in rows:
@@ -262,17 +286,46 @@ def compare(results: list[dict], *, target_acc: float | None = None,
                 row["acc_verdict"] = "n/a: labels substituted"
     _partition_efficiency(rows, by_label)
     _compression_accuracy(rows, by_label)
-    family = _family_wise(rows)
+    stops = None
+    if rule is not None:
+        primary_base = base_tta if "time_to_accuracy" in floors else [_epoch_time(base[k]) for k in rounds]
+        floor_by_look = {k: noise_floor(primary_base[:k], rounds=rule.max_rounds) for k in rule.looks
+                         if k <= len(rounds)}
+        stops = settled(rule, round_log_ratios(rows, rounds), floor_by_look)
+    family = _family_wise(rows, rule, stops)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
     head = [r for r in rows if r["label"] == BASELINE]
     rest = sorted((r for r in rows if r["label"] != BASELINE), key=rank_key)
     return Comparison(head + rest, len(rounds), target, source, floors, aa,
-                      calibration.to_dict() if calibration is not None else None, family)
+                      calibration.to_dict() if calibration is not None else None, family, _derived_checks(rows),
+                      rule.to_dict() if rule is not None else None,
+                      {k: (v.to_dict() if v is not None else None) for k, v in (stops or {}).items()})
+
+
+def _derived_checks(rows: list[dict]) -> list[dict[str, Any]]:
+    """Each derived row that was also trained to the target (``"<label> (measured)"``): both speedups, and
+    whether they agree (the measured point estimate inside the derived interval, or the two intervals
+    overlapping)."""
+    by = {r["label"]: r for r in rows if r.get("status") == "ok"}
+    checks = []
+    for label, measured in by.items():
+        if not label.endswith(MEASURED_SUFFIX) or label[:-len(MEASURED_SUFFIX)] not in by:
+            continue
+        derived = by[label[:-len(MEASURED_SUFFIX)]]
+        d, m = derived.get("tta_speedup"), measured.get("tta_speedup")
+        if not derived.get("derived") or not d or not m:
+            continue
+        inside = d["low"] <= m["ratio"] <= d["high"] if d["low"] == d["low"] else False
+        overlap = not (m["high"] < d["low"] or d["high"] < m["low"]) if m["low"] == m["low"] else inside
+        checks.append({"label": derived["label"], "derived": {k: d[k] for k in ("ratio", "low", "high")},
+                       "measured": {k: m[k] for k in ("ratio", "low", "high")}, "measured_inside": inside,
+                       "agrees": bool(inside or overlap), "measured_reached": measured.get("tta_reached")})
+    return checks
 
 
 def _pays(r: dict) -> bool:
     """A row that pays: significant (family-wise), faster, reached the target in every round."""
-    return (r.get("status") == "ok" and r["label"] not in NOT_IN_FAMILY and bool(r.get("significant"))
+    return (r.get("status") == "ok" and in_family(r["label"]) and bool(r.get("significant"))
             and (r.get("speedup_low") or 0) > 1 and not r.get("censored"))
 
 
@@ -295,7 +348,7 @@ def pareto_front(rows: list[dict]) -> list[str]:
     in some round are left out: their speedup is only a bound); the baseline (1x, 0 pp) competes too."""
     pts = [(r["label"], r["tta_speedup"]["ratio"], r["acc_delta"]) for r in rows
            if r.get("status") == "ok" and r.get("tta_speedup") and not r.get("censored")
-           and r.get("acc_delta") == r.get("acc_delta") and r["label"] not in NOT_IN_FAMILY]
+           and r.get("acc_delta") == r.get("acc_delta") and in_family(r["label"])]
     pts.append((BASELINE, 1.0, 0.0))
     front = [a for a in pts if not any(b[1] >= a[1] and b[2] >= a[2] and (b[1] > a[1] or b[2] > a[2]) for b in pts)]
     return [label for label, _, _ in sorted(front, key=lambda p: p[1])]
@@ -305,20 +358,62 @@ FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance call
 NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
 
 
-def _family_wise(rows: list[dict]) -> str:
+def in_family(label: str) -> bool:
+    """Whether a row is a verdict of the sweep's family: not a reference, the noise check, or a derived
+    entry's measured check (which repeats its entry's verdict)."""
+    return label not in NOT_IN_FAMILY and not label.endswith(MEASURED_SUFFIX)
+
+
+def _primary(r: dict) -> dict | None:
+    return r["tta_speedup"] if r.get("primary") == "time to accuracy" else r.get("epoch_speedup")
+
+
+def round_log_ratios(rows: list[dict], rounds: list[int]) -> dict[str, list[float]]:
+    """Per family row, its primary clock's ``log(baseline / row)`` per round of ``rounds`` (the baseline's, in
+    order; nan where the row has no pair), up to its last measured round: the stopping rule's input
+    (:func:`gnnbench.measure.sequential.settled`)."""
+    out = {}
+    for r in rows:
+        primary = _primary(r)
+        if r.get("status") != "ok" or not in_family(r["label"]) or not primary:
+            continue
+        by_round = dict(zip(r.get("primary_rounds") or [], primary.get("log_ratios") or []))
+        last = max((i for i, k in enumerate(rounds) if k in by_round), default=-1)
+        out[r["label"]] = [by_round.get(k, float("nan")) for k in rounds[:last + 1]]
+    return out
+
+
+def _family_wise(rows: list[dict], rule: StoppingRule | None = None,
+                 stops: dict[str, Stop | None] | None = None) -> str:
     """Holm's procedure over the primary p-values of every measured row but the baseline and the A/A check: a
     row stays ``significant`` only when Holm rejects it too, so with 25 rows sharing a baseline the chance that
     any "significant" row is noise stays at 5% (per-row tests alone: about 72% for 25 independent nulls).
+    Under a stopping rule (rounds that stop when decided) Holm runs at the rule's final level over
+    :func:`gnnbench.measure.sequential.family_p_values` (a row stopped as significant enters with 0, one stopped
+    below the floor with 1), so the verdicts are the stops' and the rate stays at 5% over rows and looks.
     Each row keeps its 95% interval, ``p_value`` and ``significant_per_row``; returns the rule in words."""
-    family = [r for r in rows if r.get("status") == "ok" and r["label"] not in NOT_IN_FAMILY]
+    family = [r for r in rows if r.get("status") == "ok" and in_family(r["label"])]
     ps = []
     for r in family:
-        primary = r["tta_speedup"] if r.get("primary") == "time to accuracy" else r.get("epoch_speedup")
+        primary = _primary(r)
         ps.append(float(primary["p"]) if primary and primary.get("p") is not None else float("nan"))
-    keep = holm(ps, FAMILY_ALPHA)
+    if rule is None or stops is None:
+        keep = holm(ps, FAMILY_ALPHA)
+    else:
+        fam = family_p_values({r["label"]: stops.get(r["label"]) for r in family},
+                              {r["label"]: p for r, p in zip(family, ps)})
+        keep = holm(list(fam.values()), final_alpha(rule) or FAMILY_ALPHA)  # one round: no look, no significance
     for r, p, k in zip(family, ps, keep):
         r["p_value"], r["significant_per_row"] = p, r["significant"]
         r["significant"] = bool(r["significant"] and k)
+        if stops is not None and stops.get(r["label"]) is not None:
+            r["stop"] = stops[r["label"]].to_dict()
+    if rule is not None and stops is not None:
+        looks = ", ".join(f"{100 * a:.3g}% after round {k}" for k, a in rule.to_dict()["look_alpha"].items())
+        return (f"significance is family-wise over the {len(family)} rows and every look of the stopping rule: a "
+                f"row stops after round {rule.min_rounds} or later once decided (Holm at {looks}; or its interval "
+                f"lies inside the noise floor), at most {rule.max_rounds} rounds; the chance that any row called "
+                f"significant is noise stays at or below {rule.alpha:.0%}; intervals are per row (95%)")
     return (f"significance is family-wise: Holm's procedure over the {len(family)} rows' p-values keeps the chance "
             f"that any row called significant is noise at or below {FAMILY_ALPHA:.0%}; intervals are per row (95%)")
 
@@ -397,9 +492,11 @@ def _compression_accuracy(rows: list[dict], by_label: dict[str, list[dict]]) -> 
                                   "dense_test": statistics.mean(converged_test(dense[k]) for k in ks)}
 
 
-def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None) -> dict[str, Any]:
+def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None,
+         steps_to_target: float | None = None) -> dict[str, Any]:
     optimizations = runs[0].get("optimizations", [])
-    row: dict[str, Any] = {"label": label, "optimizations": optimizations,
+    derived = bool(runs[0].get("derived"))
+    row: dict[str, Any] = {"label": label, "optimizations": optimizations, "derived": derived,
                            "timing_mode": "end_to_end" if _end_to_end(runs) else "sync"}
     mine = _by_round(runs)
     if not mine:
@@ -419,9 +516,15 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     same_work = not _changes_work(optimizations)
     step = _ratio_dict([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
     epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
-    tta = _tta(b, m, target)
-    converged = all(_converged(r) for r in b + m)
-    if converged:  # every run of the pair measured to its end: accuracy at convergence
+    tta = _derived_tta(b, m, steps_to_target) if derived else _tta(b, m, target)
+    converged = all(_converged(r) for r in b + m) if not derived else None
+    if derived:  # the proof checked again: the short run against the same-seed baseline at equal steps
+        pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
+        deltas = [t_m - t_b for t_b, t_m, _ in pairs]
+        convergence = None
+        acc_point = (f"{DERIVED_LABEL}; test at equal steps ({min(p[2] for p in pairs)}) against the same-seed "
+                     "baseline")
+    elif converged:  # every run of the pair measured to its end: accuracy at convergence
         deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
         acc_point, convergence = "at convergence (test at the best validation point)", None
     else:  # a budget cut some run short: both read within the steps both trained, never "at convergence"
@@ -453,6 +556,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         primary=primary_name, speedup=primary["ratio"] if primary else None,
         speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
         significant=significant, acc_point=acc_point, converged=converged, convergence=convergence,
+        primary_rounds=rounds,  # the rounds primary["log_ratios"] are aligned with (the stopping rule's input)
         stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
         test_acc=statistics.mean(converged_test(y) for y in m),
         acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
@@ -496,6 +600,26 @@ def _tta(b: list[dict], m: list[dict], target: float | None) -> dict[str, Any] |
     return {**ratio, "bound": bound, "censored": bool(missed_m), "reached": reached, "rounds": len(m),
             "reached_text": f"{reached}/{len(m)}", "seconds": statistics.median(reached_times) if reached_times else None,
             "note": "; ".join(notes) or None}
+
+
+def _derived_tta(b: list[dict], m: list[dict], steps_to_target: float | None) -> dict[str, Any] | None:
+    """A same-trajectory entry's time to accuracy, derived per round (:mod:`gnnbench.measure.derived`): its
+    setup plus the calibrated steps to the target times its training clock per step, against the same-round
+    baseline read the same way over as many epochs; ``None`` without calibrated steps to the target."""
+    if steps_to_target is None:
+        return None
+    epochs = [len(r.get("epoch_seconds") or []) for r in m]
+    tm = [derived_seconds(r, steps_to_target) for r in m]
+    tb = [derived_seconds(r, steps_to_target, e) for r, e in zip(b, epochs)]
+    ratio = _ratio_dict([t if t is not None else float("nan") for t in tb],
+                        [t if t is not None else float("nan") for t in tm])
+    if ratio is None:
+        return None
+    reached = [t for t in tm if t is not None]
+    return {**ratio, "bound": None, "censored": False, "reached": len(reached), "rounds": len(m),
+            "reached_text": "derived", "seconds": statistics.median(reached) if reached else None,
+            "note": f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its training "
+                    f"clock per step over {statistics.median(epochs):g} epochs (the baseline's read the same way)"}
 
 
 def distributed_summary(runs: list[dict], step: dict | None) -> dict[str, Any] | None:

@@ -64,6 +64,7 @@ class RunResult:
     worker_phases: dict[str, dict[str, float]] | None = None
     epoch_seconds: list[float] = field(default_factory=list)  # training clock per epoch
     epochs_run: int | None = None  # epochs trained: config.epochs, or more where the source needs them (batch cache)
+    steps_per_epoch: int | None = None  # steps of the first epoch
     setup_seconds: float | None = None  # setup clock: preparation, CSR, normalization, METIS, cache building
     train_seconds: float | None = None  # training clock: every step and per-epoch cost, evaluation excluded
     curve: list[dict[str, Any]] = field(default_factory=list)  # validation points: seconds, step, epoch, val, test
@@ -141,7 +142,7 @@ def load_result(path: str | Path) -> dict[str, Any] | None:
         return None
     try:
         return RunResult.from_dict(data).to_dict() | {k: v for k, v in data.items()
-                                                      if k in ("label", "optimizations", "round")}
+                                                      if k in ("label", "optimizations", "round", "derived")}
     except (TypeError, ValueError):
         return None
 

@@ -216,7 +216,8 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
         device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
                          if timer.device_ms else None),
-        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, setup_seconds=pipe.setup_clock,
+        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, steps_per_epoch=trainer.steps_per_epoch,
+        setup_seconds=pipe.setup_clock,
         train_seconds=trainer.train_seconds,
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],

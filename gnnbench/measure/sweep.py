@@ -35,8 +35,10 @@ from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
 from gnnbench.measure.run import run
 from gnnbench.measure.calibration import (AA_SEED_OFFSET, BUDGET_FACTOR, CALIBRATION, CALIBRATION_SEED_OFFSET,
                                           DEFAULT_CALIBRATION_RUNS, Calibration, calibrate)
-from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE
+from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
+from gnnbench.measure.derived import is_derivable, short_config
 from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.pipeline import graph_of
@@ -57,6 +59,7 @@ class Entry:
     optimizations: tuple[str, ...]
     round: int = 0  # interleaved round (its seed is base.seed + round)
     not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
+    derived: bool = False  # a short run; time to accuracy derived (gnnbench.measure.derived)
 
     def key(self) -> str:
         blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str).encode()
@@ -68,14 +71,17 @@ class Entry:
 
 
 class SweepResults(list):
-    """The results of a sweep (dicts, in entry order) and how many were kept from disk or measured now."""
+    """The results of a sweep (dicts, in entry order), how many were kept from disk or measured now, and how
+    many were not run because their row's verdict was settled (rounds that stop when decided)."""
 
     kept: int = 0
     measured: int = 0
+    skipped: int = 0
 
     def summary(self) -> str:
-        return (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
+        text = (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
                 f"measured {self.measured}")
+        return text + (f", {self.skipped} not run (their verdict was settled)" if self.skipped else "")
 
 
 def validate_base(base: RunConfig) -> None:
@@ -95,14 +101,26 @@ def _ranks(cfg: RunConfig) -> RunConfig:
 
 
 def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
-                  include_all_recommended: bool = True, aa: bool = False) -> list[Entry]:
+                  include_all_recommended: bool = True, aa: bool = False, derive_per_epoch: int | None = None,
+                  also_measured: Iterable[str] = ()) -> list[Entry]:
     """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
-    for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check)."""
+    for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check).
+
+    With ``derive_per_epoch`` (the baseline's steps per epoch, from the calibration) an entry whose every part
+    is declared ``same_trajectory`` runs as a short run (:func:`gnnbench.measure.derived.short_config`) and its
+    time to accuracy is derived; each name in ``also_measured`` is, besides, trained to the target as
+    ``"<name> (measured)"``, to show the derived figure agrees with the measured one."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
     validate_base(base)
     names = list(names) if names is not None else registry.names()
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
+    also = list(also_measured)
+    for n in also:
+        if n not in names or derive_per_epoch is None or not is_derivable(parts[n]):
+            raise ValueError(f"--also-measure {n!r}: only an entry of this sweep whose time to accuracy is derived "
+                             f"(declared same_trajectory, with a calibration) can also be measured directly")
+    derived = {n: derive_per_epoch is not None and is_derivable(parts[n]) for n in names}
     device = resolve_device(base.device)
     inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
@@ -114,6 +132,12 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     # are compared with an end-to-end copy of the baseline in the same round.
     overlap = [n for n in names if not inapplicable[n] and any(registry.get(p).overlap for p in parts[n])
                and not config_unavailable(_ranks(registry.config_for(base, parts[n])), device)]
+    # the end-to-end baseline is only the reference of overlap rows: short too when all of them are derived
+    e2e_short = all(derived[n] and n not in also for n in overlap)
+
+    def short(cfg: RunConfig) -> RunConfig:
+        return short_config(cfg, derive_per_epoch)
+
     entries = []
     for r in range(repeats):
         b = dataclasses.replace(base, seed=base.seed + r)
@@ -122,7 +146,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
             entries.append(Entry(AA_LABEL, _ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)),
                                  (), r))
         if overlap and base.sync_phases:
-            entries.append(Entry(E2E_BASELINE, _ranks(dataclasses.replace(b, sync_phases=False)), (), r))
+            e2e = dataclasses.replace(b, sync_phases=False)
+            entries.append(Entry(E2E_BASELINE, _ranks(short(e2e) if e2e_short else e2e), (), r, derived=e2e_short))
         for n in names:
             if inapplicable[n]:  # listed as not applicable, with the reason, instead of measured
                 entries.append(Entry(n, _ranks(b), parts[n], r, not_applicable=inapplicable[n]))
@@ -130,7 +155,9 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
             cfg = registry.config_for(b, parts[n])
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
-            entries.append(Entry(n, _ranks(cfg), parts[n], r))
+            entries.append(Entry(n, _ranks(short(cfg) if derived[n] else cfg), parts[n], r, derived=derived[n]))
+            if n in also:  # the same entry trained to the target: the derived figure's check
+                entries.append(Entry(f"{n}{MEASURED_SUFFIX}", _ranks(cfg), parts[n], r))
         if include_all_recommended:
             entries.append(Entry(ALL_RECOMMENDED, _ranks(registry.config_for(b, rec)), tuple(rec), r))
     return entries
@@ -178,7 +205,9 @@ def run_calibration(base: RunConfig, out_dir: str | Path, *, runs: int = DEFAULT
 
 def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
               dist_timeout: float = DEFAULT_TIMEOUT, calibration: Calibration | None = None,
-              order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None) -> SweepResults:
+              order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None,
+              rule: StoppingRule | None = None,
+              after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
     Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
@@ -189,26 +218,41 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     With ``isolate`` each
     configuration runs in a fresh process (clean peak memory, no state shared
     between runs, and process-to-process variance measured as it should be).
+
+    Rounds that stop when decided: after each round, ``after_round(results so far)`` returns the labels whose
+    verdict is settled (they receive no further round; a ``"<label> (measured)"`` check follows its entry) and
+    whether the sweep is done; ``rule`` (the :class:`~gnnbench.measure.sequential.StoppingRule` it applies) is
+    recorded in the manifest, with each round's stops. The returned results hold what ran.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = environment(resolve_device(entries[0].config.device)) if entries else {}
     orders = _round_orders(entries, order_seed)
     base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
-    write_json_atomic(out_dir / MANIFEST, {
+    manifest = {
         "sweep": out_dir.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "order_seed": order_seed, "rounds": [[entries[i].label for i in order] for order in orders],
         "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate,
-        "machine": env.get("machine"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
+        "machine": env.get("machine"), "hardware_class": env.get("hardware_class"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
         "base_config": base.to_dict() if base is not None else None,
-        "calibration": calibration.to_dict() if calibration is not None else None})
+        "calibration": calibration.to_dict() if calibration is not None else None,
+        "rule": rule.to_dict() if rule is not None else None}
+    write_json_atomic(out_dir / MANIFEST, manifest)
     results: list[dict | None] = [None] * len(entries)
     outcome = SweepResults()
     graphs: dict = {}
     done = 0
-    for order in orders:
+    settled_labels: set[str] = set()
+    for number, order in enumerate(orders, start=1):
         for i in order:
             entry = entries[i]
+            twin = entry.label[:-len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
+            if entry.label in settled_labels or twin in settled_labels:
+                outcome.skipped += 1
+                done += 1
+                if progress:
+                    progress(done, len(entries), entry, "settled")
+                continue
             path = out_dir / entry.filename()
             data = _stored(path, entry, env) if resume else None
             if data is not None:
@@ -220,7 +264,7 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
                 data = _measure(entry, path, isolate, graphs, dist_timeout)
                 if path.exists():  # the file says which configuration and round it is, for the report
                     data = {**data, "label": entry.label, "round": entry.round,
-                            "optimizations": list(entry.optimizations)}
+                            "optimizations": list(entry.optimizations), "derived": entry.derived}
                     write_json_atomic(path, data)
                 outcome.measured += 1
                 status = data.get("status", "?")
@@ -228,8 +272,21 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
             if progress:
                 progress(done, len(entries), entry, status)
             results[i] = {"label": entry.label, "optimizations": list(entry.optimizations), "round": entry.round,
-                          **data}
-    outcome.extend(results)
+                          "derived": entry.derived, **data}
+        if after_round is not None and number < len(orders):
+            stopped, finished = after_round([r for r in results if r is not None])
+            new = sorted(set(stopped) - settled_labels)
+            settled_labels |= set(stopped)
+            manifest.setdefault("stopped_after_round", {})[str(number)] = new
+            write_json_atomic(out_dir / MANIFEST, manifest)
+            if finished:
+                manifest["finished_after_round"] = number
+                write_json_atomic(out_dir / MANIFEST, manifest)
+                skipped = sum(1 for o in orders[number:] for _ in o)
+                outcome.skipped += skipped
+                done += skipped
+                break
+    outcome.extend(r for r in results if r is not None)
     return outcome
 
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.measure.calibration import CALIBRATION
+from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.measure.comparison import (AA_LABEL, BASELINE, NO_COST_PP, STATIC_LIST, Comparison, compare,
                                          measured_best, pareto_front, tradeoffs)
 from gnnbench.measure.results import graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
-from gnnbench.report.inputs import ReportInputs, asv_series
+from gnnbench.report.inputs import ReportInputs, asv_series, sweep_rule
 from gnnbench.text import absent, noise_floor, percent, pp, ratio, ratio_of, seconds
 from gnnbench.timing import PHASES
 
@@ -244,6 +245,9 @@ def _tta_cell(r: dict, c: Comparison) -> str:
     if r.get("tta_reached") is None:
         return "<td class='muted'>not measured (no time to the target in these rounds)</td>"
     value = "never" if r["tta_s"] is None else seconds(r["tta_s"])
+    if r.get("derived"):
+        return (f"<td class='num'>{_esc(value)}<br><small title='{_esc(r['tta_note'])}'>{_esc(DERIVED_LABEL)}"
+                "</small></td>")
     reached = _esc(f"reached in {_reached_text(r)}")
     if r["tta_note"]:
         median = " (median of the rounds that reached)" if r["tta_s"] is not None else ""
@@ -261,7 +265,7 @@ def _acc_cell(r: dict, metric: str) -> str:
     if r["label"] == BASELINE:
         return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}<br><small>at convergence</small></td>"
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
-    where = "" if r.get("converged", True) else f"<br><small class='na'>{_esc(r['acc_point'])}</small>"
+    where = "" if r.get("converged", True) is True else f"<br><small class='na'>{_esc(r['acc_point'])}</small>"
     return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
             f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small>{where}</td>")
 
@@ -603,7 +607,7 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
     for g, group in sorted(groups.items()):
         title = f"Sweep: {Path(g).name or 'runs'}"
         try:
-            out.append(_Sweep(title, group, compare(group)))
+            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(Path(g)) if g else None)))
         except ValueError as exc:
             out.append(_Sweep(title, group, None, str(exc)))
     return out

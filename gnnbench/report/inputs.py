@@ -62,6 +62,15 @@ def _sweep_dir(f: Path, root: Path) -> Path:
     return f.parent
 
 
+def sweep_rule(group: Path):
+    """The stopping rule a sweep's manifest recorded (:class:`gnnbench.measure.sequential.StoppingRule`), or
+    ``None`` for a sweep that ran every round."""
+    from gnnbench.measure.sequential import StoppingRule
+
+    rule = (_read_json(group / MANIFEST) or {}).get("rule")
+    return StoppingRule.from_dict(rule) if rule else None
+
+
 def _manifest_labels(group: Path) -> set[str]:
     manifest = _read_json(group / MANIFEST) or {}
     return {label for order in manifest.get("rounds") or [] for label in order}

@@ -7,7 +7,7 @@ behaviour is PyTorch's own.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch import Tensor
@@ -20,7 +20,17 @@ from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.sampler import (GnnbenchNeighborSampler, NegativeTiming, make_neighbor_sampler,
                                        native_backend_status)
 
-__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "training_pairs", "shutdown_loader"]
+__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "EpochShuffle", "training_pairs", "shutdown_loader"]
+
+
+def _set_epoch(loader, epoch: int) -> None:
+    """Key ``loader``'s next epoch: its shuffle (:class:`EpochShuffle`, or a data-parallel batch sampler) and its
+    sampler's draws (:meth:`GnnbenchNeighborSampler.set_epoch`), both in this process before the epoch starts,
+    so every batch of epoch ``epoch`` is the same whichever process samples it. PyG's native sampler has no
+    epoch (its draws follow its own random state)."""
+    for part in (loader.batch_sampler, getattr(loader, "node_sampler", None), getattr(loader, "link_sampler", None)):
+        if hasattr(part, "set_epoch"):
+            part.set_epoch(epoch)
 
 
 def shutdown_loader(loader) -> None:
@@ -31,7 +41,59 @@ def shutdown_loader(loader) -> None:
     loader._iterator = None
 
 
-class NeighborBatches(BatchSource):
+class _SuspendableWorkers:
+    """A loader-backed batch source whose worker processes are suspended while the training loop evaluates
+    (:class:`gnnbench.background.BackgroundWork`: otherwise they would sample batches for free meanwhile)."""
+
+    loader: Any
+    _live: Any = None  # the DataLoader iterator of the epoch running now
+
+    def attach_background(self, work) -> None:
+        """Register this source's live worker processes with the run's background work (no-op without
+        workers)."""
+        if self.loader.num_workers > 0:
+            work.suspend_processes(self._live_pids)
+
+    def _live_pids(self) -> list[int]:
+        workers = getattr(self._live, "_workers", None) or getattr(self.loader._iterator, "_workers", None) or []
+        return [w.pid for w in workers if w.pid is not None and w.is_alive()]
+
+    def _iterate(self) -> Iterator:
+        """The loader's batches of this epoch, with its iterator kept where :meth:`_live_pids` finds it."""
+        it = iter(self.loader)
+        self._live = it
+        try:
+            yield from it
+        finally:
+            self._live = None
+
+
+class EpochShuffle:
+    """The loaders' shuffle (a DataLoader ``batch_sampler``): epoch ``e`` cuts ``randperm(n)``, drawn from
+    ``(seed, e)`` alone, into batches of ``batch_size`` (the last one smaller).
+
+    A DataLoader's own ``shuffle=True`` draws from a stream that its iterators also draw a base seed from, one
+    per epoch without persistent workers and only the first with them, so persistent workers would shuffle
+    later epochs differently; keyed by the epoch, the batches are the same with any loader flags.
+    """
+
+    def __init__(self, n: int, batch_size: int, seed: int = 0) -> None:
+        self.n, self.batch_size, self.seed = n, batch_size, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __iter__(self) -> Iterator[list[int]]:
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        for b in torch.randperm(self.n, generator=g).split(self.batch_size):
+            yield b.tolist()
+
+    def __len__(self) -> int:
+        return -(-self.n // self.batch_size)
+
+
+class NeighborBatches(_SuspendableWorkers, BatchSource):
     """Neighbour-sampled batches of the training nodes through PyG's ``NodeLoader``.
 
     Args:
@@ -60,8 +122,11 @@ class NeighborBatches(BatchSource):
         # Features are served by the feature placement, so the loader carries structure only.
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
         self.csr = flags.keep_csr  # batches carry the CSR the sampler's target-sorted edges give for free
+        self.shuffle = EpochShuffle(input_nodes.numel(), flags.batch_size, seed=seed)
+        # The private generator only feeds the DataLoader's per-iterator base seed, which would otherwise be
+        # drawn from the global RNG (and shift the dropout masks by loader flags); the sampler ignores it.
         self.loader = NodeLoader(
-            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_size=flags.batch_size, shuffle=True,
+            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shuffle,
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
@@ -74,7 +139,8 @@ class NeighborBatches(BatchSource):
         return len(self.loader)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
-        for data in self.loader:
+        _set_epoch(self.loader, epoch)
+        for data in self._iterate():
             yield Batch.from_pyg(data, csr=self.csr)
 
     def close(self) -> None:
@@ -102,7 +168,7 @@ def training_pairs(prepared: PreparedGraph) -> Tensor:
     return ei[:, ei[0] < ei[1]]
 
 
-class LinkBatches(BatchSource):
+class LinkBatches(_SuspendableWorkers, BatchSource):
     """Edge mini-batches of positives plus negatives (binary labels), neighbour-sampled around their endpoints.
 
     Every training edge is a positive once per epoch, with ``flags.negative_ratio``
@@ -147,10 +213,11 @@ class LinkBatches(BatchSource):
                                           negatives=self.negatives, exclude_seed_edges=True)
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
         self.csr = flags.keep_csr
+        pairs = training_pairs(prepared)
+        self.shuffle = EpochShuffle(pairs.size(1), flags.batch_size, seed=seed)
         self.loader = TimedLinkLoader(
-            data, link_sampler=sampler, edge_label_index=training_pairs(prepared),
-            neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio), batch_size=flags.batch_size,
-            shuffle=True,
+            data, link_sampler=sampler, edge_label_index=pairs,
+            neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio), batch_sampler=self.shuffle,
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
@@ -160,7 +227,8 @@ class LinkBatches(BatchSource):
         return len(self.loader)
 
     def epoch(self, epoch: int) -> Iterator[Batch]:
-        for data in self.loader:
+        _set_epoch(self.loader, epoch)
+        for data in self._iterate():
             idx = data.n_id.dtype  # the graph's index dtype: pair endpoints follow it
             label_index = data.edge_label_index.to(idx)
             timing = data.negative_timing

@@ -7,6 +7,7 @@ PyG's native sampler (pyg-lib or torch-sparse) for comparison.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +89,8 @@ class GnnbenchNeighborSampler(BaseSampler):
             COO once here (what PyG's samplers do at construction).
         fanouts: Neighbours per hop.
         replace: Sample with replacement.
-        seed: Base seed; loader workers reseed from their own worker seed.
+        seed: Base seed: each batch draws from a stream keyed by it, the epoch (:meth:`set_epoch`) and
+            the batch's input ids, so the draws do not depend on which process samples the batch.
         negatives: Negative sampler used by :meth:`sample_from_edges`.
         device: Where sampling runs (default: where the CSR lives).
         exclude_seed_edges: In :meth:`sample_from_edges`, drop the seed
@@ -108,16 +110,28 @@ class GnnbenchNeighborSampler(BaseSampler):
         self.negatives = negatives
         self.exclude_seed_edges = exclude_seed_edges
         self.seed = seed
-        self._worker_key: tuple[int, int] | None = None
+        # The epoch the loader is in (set_epoch), in shared memory: persistent loader workers keep the copy of
+        # this sampler they were started with, and still read the epoch the main process sets.
+        self._epoch = torch.zeros((), dtype=torch.int64).share_memory_()
 
-    def _reseed_for_worker(self) -> None:
-        info = torch.utils.data.get_worker_info()
-        if info is not None and self._worker_key != (info.id, info.seed):
-            # Each worker process holds a copy of this sampler: give it its own stream.
-            self.core.reseed(info.seed % (2**63))
-            if self.negatives is not None:
-                self.negatives.generator.manual_seed((info.seed + 1) % (2**63))
-            self._worker_key = (info.id, info.seed)
+    def set_epoch(self, epoch: int) -> None:
+        """Key the following batches' draws by ``epoch`` (the batch sources call it before each epoch)."""
+        self._epoch.fill_(int(epoch))
+
+    def _reseed_for_batch(self, input_id: Tensor | None) -> None:
+        """Draw this batch from a stream of its own, keyed by (seed, epoch, the batch's input ids in order).
+
+        So a batch draws the same neighbours (and negatives) whichever process samples it: the main process
+        or any loader worker, persistent or not, however far each worker's copy has got. Within an epoch the
+        batches are disjoint, so their keys differ; the same batch in the same epoch draws the same again.
+        """
+        h = hashlib.blake2b(f"{self.seed}:{int(self._epoch)}:".encode(), digest_size=8)
+        if input_id is not None:
+            h.update(input_id.detach().to("cpu", torch.int64).contiguous().numpy().tobytes())
+        key = int.from_bytes(h.digest(), "little") >> 1  # a seed in [0, 2**63)
+        self.core.reseed(key)
+        if self.negatives is not None:
+            self.negatives.generator.manual_seed(key ^ 1)
 
     def _output(self, seeds: Tensor, metadata: Any) -> SamplerOutput:
         out = self.core.sample(seeds)
@@ -128,7 +142,7 @@ class GnnbenchNeighborSampler(BaseSampler):
         )
 
     def sample_from_nodes(self, index: NodeSamplerInput, **kwargs) -> SamplerOutput:
-        self._reseed_for_worker()
+        self._reseed_for_batch(index.input_id)
         if index.time is not None:
             raise ValueError("temporal sampling is not supported by gnnbench's sampler (got seed times)")
         return self._output(index.node, (index.input_id, index.time))
@@ -144,7 +158,7 @@ class GnnbenchNeighborSampler(BaseSampler):
         :class:`NegativeTiming` (after the entries PyG reads). With
         ``exclude_seed_edges`` the positive edges are removed from the subgraph.
         """
-        self._reseed_for_worker()
+        self._reseed_for_batch(index.input_id)
         if index.time is not None:
             raise ValueError("temporal sampling is not supported by gnnbench's sampler (got edge times)")
         src, dst, label = index.row, index.col, index.label

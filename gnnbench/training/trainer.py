@@ -95,6 +95,7 @@ class Trainer:
         self.epoch_seconds: list[float] = []
         self.first_step_seconds: float | None = None
         self.stop_reason: str | None = None  # why steps() ended (gnnbench.training.stopping.STOP_REASONS)
+        self.steps_per_epoch: int | None = None  # steps of the first epoch, once it ran
         self._last_eval_step = -1
 
     @property
@@ -197,6 +198,8 @@ class Trainer:
                 batches.close()  # an epoch cut short must release its loader iterator (and its workers)
             self.train_seconds += time.perf_counter() - resumed
             self.epoch_seconds.append(self.train_seconds - epoch_start)
+            if epoch == 0 and taken:
+                self.steps_per_epoch = taken  # the first epoch's length (a sweep sizes short runs by it)
             if per_epoch is None and taken and plateau is not None:  # the first epoch told the epoch's length
                 per_epoch = taken
                 if cfg.eval_every is None:

@@ -1,0 +1,258 @@
+"""The stopping rule of ``gnnbench.measure.sequential``: its decisions, its levels and its A/A error rate."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from gnnbench.measure.sequential import (
+    BELOW_FLOOR,
+    MAX_ROUNDS,
+    MIN_ROUNDS,
+    SIGNIFICANT,
+    Stop,
+    StoppingRule,
+    _holm_rows,
+    _sweeps,
+    _t_two_sided,
+    family_p_values,
+    final_alpha,
+    final_significant,
+    open_rows,
+    settled,
+    simulate,
+    simulate_fwer,
+)
+from gnnbench.measure.stats import holm, paired_ratio
+
+# Monte Carlo margin of the A/A tests: 3 standard errors of a rate of 5% over TRIALS sweeps (about 0.65 pp).
+TRIALS = 10_000
+MARGIN = 3 * math.sqrt(0.05 * 0.95 / TRIALS)
+
+log_ratio = st.floats(-1.0, 1.0, allow_nan=False, allow_infinity=False)
+
+
+def _nulls(count: int, rounds: int, seed: int = 0) -> dict[str, list[float]]:
+    rng = np.random.default_rng(seed)
+    return {f"null{i}": list(rng.normal(0.0, 0.09, size=rounds)) for i in range(count)}
+
+
+# --- the rule -----------------------------------------------------------------------------------------
+
+def test_defaults_and_levels():
+    rule = StoppingRule()
+    assert (rule.min_rounds, rule.max_rounds, rule.alpha) == (MIN_ROUNDS, 5, 0.05)
+    assert rule.looks == (3, 4, 5)
+    assert rule.look_alpha(3) == pytest.approx(0.00625) and rule.look_alpha(4) == pytest.approx(0.00625)
+    assert final_alpha(rule) == rule.look_alpha(5) == pytest.approx(0.0375)
+    assert rule.look_alpha(2) == rule.look_alpha(6) == 0.0
+    d = rule.to_dict()
+    assert d["look_alpha"] == {"3": rule.look_alpha(3), "4": rule.look_alpha(4), "5": rule.look_alpha(5)}
+    assert d["max_rounds"] == 5 and "Bonferroni" in d["method"]
+
+
+@given(st.integers(1, 6), st.integers(0, 8), st.floats(0.001, 0.5), st.floats(0.05, 1.0))
+def test_levels_add_up_to_alpha(min_rounds, extra, alpha, share):
+    rule = StoppingRule(min_rounds=min_rounds, max_rounds=min_rounds + extra, alpha=alpha, final_share=share)
+    total = sum(rule.look_alpha(k) for k in rule.looks)
+    assert total == pytest.approx(alpha if rule.looks else 0.0, rel=1e-12)
+    assert all(rule.look_alpha(k) >= 0 for k in range(0, rule.max_rounds + 2))
+
+
+def test_one_look_keeps_the_full_alpha():
+    assert final_alpha(StoppingRule.for_repeats(3)) == 0.05  # repeats <= MIN_ROUNDS: as without the rule
+    assert final_alpha(StoppingRule.for_repeats(2)) == 0.05
+    assert StoppingRule.for_repeats(2).min_rounds == 2
+    assert StoppingRule.for_repeats(10).looks == tuple(range(3, 11))
+    assert StoppingRule(correction="none").look_alpha(3) == 0.05
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"min_rounds": 4, "max_rounds": 3}, ["max_rounds (3)", "min_rounds (4)"]),
+    ({"min_rounds": 0}, ["min_rounds", "0"]),
+    ({"max_rounds": 2.5}, ["max_rounds", "2.5"]),
+    ({"min_rounds": True}, ["min_rounds", "True"]),
+    ({"alpha": 0.0}, ["alpha", "0.0"]),
+    ({"alpha": 1.5}, ["alpha", "1.5"]),
+    ({"alpha": "five"}, ["alpha", "'five'"]),
+    ({"final_share": 0}, ["final_share", "0"]),
+    ({"final_share": 1.2}, ["final_share", "1.2"]),
+    ({"futility": "yes"}, ["futility", "'yes'"]),
+    ({"correction": "pocock"}, ["correction", "'pocock'"]),
+])
+def test_bad_rules_are_refused_naming_the_value(kwargs, words):
+    with pytest.raises(ValueError) as info:
+        StoppingRule(**kwargs)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_bad_inputs_are_refused_naming_the_value():
+    with pytest.raises(ValueError, match=r"'fast'\]\[1\] = inf"):
+        settled(StoppingRule(), {"fast": [0.1, math.inf, 0.1]})
+    with pytest.raises(ValueError, match=r"'x'\]\[0\] = 'a'"):
+        settled(StoppingRule(), {"x": ["a", 0.1, 0.1]})
+    with pytest.raises(ValueError, match="0.9"):
+        settled(StoppingRule(), {"x": [0.0, 0.01, -0.01]}, floor=0.9)
+    with pytest.raises(ValueError, match="effects"):
+        simulate(StoppingRule(), rows=3, effects=4)
+    with pytest.raises(ValueError, match="sigma"):
+        simulate(StoppingRule(), sigma=(0.08, 0.05))
+    with pytest.raises(ValueError, match="floor"):
+        simulate(StoppingRule(), floor=1.0)
+
+
+# --- the decisions --------------------------------------------------------------------------------
+
+@given(st.integers(2, 6), st.data())
+def test_rows_below_min_rounds_never_stop(min_rounds, data):
+    rule = StoppingRule(min_rounds=min_rounds, max_rounds=min_rounds + 2)
+    short = data.draw(st.dictionaries(st.text("abc", min_size=1, max_size=3),
+                                      st.lists(log_ratio, max_size=min_rounds - 1), min_size=1, max_size=5))
+    stops = settled(rule, short, floor=1.5)
+    assert all(s is None for s in stops.values())
+    # a row that lost rounds (nan) waits for min_rounds measured pairs, however large its effect
+    lagging = {"huge": [5.0] + [math.nan] * 2 + [5.01] * (min_rounds - 2), **_nulls(3, min_rounds + 1)}
+    assert settled(rule, lagging)["huge"] is None
+
+
+def test_a_huge_effect_stops_at_min_rounds_as_significant():
+    rows = {"fast": [2.0, 2.01, 1.99], **_nulls(19, 3)}
+    stops = settled(StoppingRule(), rows, floor=1.1)
+    s = stops["fast"]
+    assert isinstance(s, Stop) and s.reason == SIGNIFICANT and s.look == 3 and s.rounds == 3
+    assert s.ratio == pytest.approx(math.exp(2.0)) and s.low > 1 and s.alpha == pytest.approx(0.00625)
+    assert "fast" not in open_rows(stops)
+    assert final_significant(StoppingRule(), rows, floor=1.1)["fast"]
+    slow = settled(StoppingRule(), {"slow": [-2.0, -2.01, -1.99], **_nulls(5, 3)})["slow"]
+    assert slow.reason == SIGNIFICANT and slow.high < 1  # a slowdown is settled as well
+
+
+def test_futility_stops_a_row_inside_the_floor_band():
+    rule = StoppingRule()
+    rows = {"flat": [0.001, -0.001, 0.0005], "noisy": [0.3, -0.3, 0.1]}
+    stops = settled(rule, rows, floor=1.1)
+    assert stops["flat"].reason == BELOW_FLOOR and stops["flat"].look == 3
+    assert 1 / 1.1 < stops["flat"].low and stops["flat"].high < 1.1
+    assert stops["noisy"] is None  # its interval reaches beyond the band: more rounds could resolve it
+    assert settled(rule, rows, floor=None)["flat"] is None  # no floor, no futility
+    assert settled(StoppingRule(futility=False), rows, floor=1.1)["flat"] is None
+    assert settled(rule, rows, floor={4: 1.1})["flat"] is None  # a floor for another look only
+    assert settled(rule, rows, floor=math.nan)["flat"] is None  # no spread to estimate the floor from
+
+
+def test_a_row_below_the_floor_is_never_significant_but_significance_comes_first():
+    # a tight interval that excludes 1 yet lies inside the band: among 20 rows Holm does not reject it at the
+    # first look, so it stops below the floor and enters every later Holm with p = 1
+    rows = {"tiny": [0.02, 0.021, 0.019], **_nulls(19, 3)}
+    stops = settled(StoppingRule(), rows, floor=1.1)
+    assert stops["tiny"].reason == BELOW_FLOOR and stops["tiny"].p_value < 0.05
+    assert family_p_values(stops, {"tiny": stops["tiny"].p_value})["tiny"] == 1.0
+    assert not final_significant(StoppingRule(), rows, floor=1.1)["tiny"]
+    alone = settled(StoppingRule(), {"tiny": rows["tiny"]}, floor=1.1)["tiny"]
+    assert alone.reason == SIGNIFICANT  # alone, Holm rejects it: efficacy is decided before futility
+
+
+def test_everything_stops_at_max_rounds():
+    rule = StoppingRule(max_rounds=4)
+    rows = _nulls(6, 4, seed=3)
+    stops = settled(rule, rows)
+    assert all(s is not None for s in stops.values()) and open_rows(stops) == []
+    assert {s.reason for s in stops.values()} == {MAX_ROUNDS} and {s.look for s in stops.values()} == {4}
+    assert all(s is None for s in settled(rule, {k: v[:3] for k, v in rows.items()}).values())
+
+
+def test_settled_is_a_replay_a_stopped_row_keeps_its_stop():
+    rule = StoppingRule()
+    rows = {"fast": [2.0, 2.01, 1.99], **_nulls(4, 3, seed=1)}
+    first = settled(rule, rows)
+    later = {k: (v if first[k] is not None else v + [0.01, -0.02]) for k, v in rows.items()}
+    again = settled(rule, later)
+    assert again["fast"] == first["fast"]
+    assert all(again[k] is not None for k in again)  # round 5 = max_rounds
+
+
+def test_family_p_values():
+    stops = {"a": Stop(SIGNIFICANT, 3, 3, 2.0, 1.5, 2.5, 1e-4, 0.006),
+             "b": Stop(BELOW_FLOOR, 4, 4, 1.0, 0.98, 1.02, 0.5, 0.006),
+             "c": Stop(MAX_ROUNDS, 5, 5, 1.1, 0.9, 1.3, 0.2, 0.04), "d": None}
+    assert family_p_values(stops, {"a": 1e-4, "b": 0.5, "c": 0.2, "d": 0.01}) == {
+        "a": 0.0, "b": 1.0, "c": 0.2, "d": 0.01}
+    assert math.isnan(family_p_values({"e": None}, {})["e"])
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8), st.floats(0.0, 0.8))
+def test_stopped_significant_rows_are_the_final_verdict(seed, n_rows, effect):
+    rule = StoppingRule()
+    rng = np.random.default_rng(seed)
+    rows = {f"r{i}": list(rng.normal(effect * (i % 2), 0.08, size=5)) for i in range(n_rows)}
+    stops = settled(rule, rows, floor=1.1)
+    final = final_significant(rule, rows, floor=1.1)
+    assert {k for k, s in stops.items() if s.reason == SIGNIFICANT} == {k for k, v in final.items() if v}
+
+
+# --- the vectorized pieces against the reference ones --------------------------------------------
+
+@given(st.floats(0.0, 200.0), st.integers(1, 12))
+def test_closed_form_t_tail_matches_paired_ratio(t, df):
+    # paired_ratio's p-value for n = df + 1 rounds whose mean / se is t
+    n = df + 1
+    base = np.array([1.0 if i % 2 else -1.0 for i in range(n)])
+    base -= base.mean()
+    base *= 1.0 / (base.std(ddof=1) or 1.0)  # sd 1
+    logs = base + t / math.sqrt(n)
+    ref = paired_ratio(list(np.exp(logs)), [1.0] * n).p_value
+    assert float(_t_two_sided(np.array(t), df)) == pytest.approx(ref, rel=1e-7, abs=1e-12)
+
+
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan)), min_size=1, max_size=12),
+       st.floats(0.001, 0.5))
+def test_vectorized_holm_matches_holm(ps, alpha):
+    assert list(_holm_rows(np.array([ps]), alpha)[0]) == holm(ps, alpha)
+
+
+@pytest.mark.parametrize("rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5)])
+def test_the_simulation_applies_settled(rule):
+    out = _sweeps(rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02,
+                  floor="measured", seed=7)
+    codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS}
+    for t in range(150):
+        floors = {k: float(out["floor"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
+        # each row's log ratios up to its stop, as a real sweep hands them over
+        rows = {f"r{i}": list(out["d"][t, i, :out["look"][t, i]]) for i in range(6)}
+        stops = settled(rule, rows, floor=floors)
+        assert [stops[f"r{i}"].reason for i in range(6)] == [codes[c] for c in out["reason"][t]]
+        assert [stops[f"r{i}"].look for i in range(6)] == list(out["look"][t])
+        final = final_significant(rule, rows, floor=floors)
+        assert [final[f"r{i}"] for i in range(6)] == list(out["final"][t])
+
+
+# --- the A/A error rate, power and rounds saved ---------------------------------------------------
+
+@pytest.mark.parametrize("max_rounds", [5, 10])
+def test_aa_family_wise_rate_is_at_most_alpha(max_rounds):
+    for rows in (1, 20):
+        rate = simulate_fwer(StoppingRule(max_rounds=max_rounds), rows=rows, trials=TRIALS, seed=0)
+        assert rate <= 0.05 + MARGIN, (rows, rate)
+
+
+@pytest.mark.parametrize("max_rounds", [5, 10])
+def test_without_the_correction_the_rate_exceeds_alpha(max_rounds):
+    # the same simulation with alpha at every look: repeated looks inflate the family-wise rate
+    rate = simulate_fwer(StoppingRule(max_rounds=max_rounds, correction="none"), rows=20, trials=TRIALS, seed=0)
+    assert rate > 0.05 + MARGIN, rate
+    fixed = simulate_fwer(StoppingRule(min_rounds=max_rounds, max_rounds=max_rounds), rows=20, trials=TRIALS)
+    assert fixed <= 0.05 + MARGIN  # one look: the simulation itself is calibrated
+
+
+def test_large_effects_save_rounds_and_keep_their_power():
+    fixed = simulate(StoppingRule(min_rounds=10, max_rounds=10), rows=20, effects=20, true_ratio=2.0, trials=2000)
+    rule = simulate(StoppingRule(max_rounds=10), rows=20, effects=20, true_ratio=2.0, trials=2000)
+    assert fixed.power == rule.power == 1.0
+    assert rule.rounds_effect < 6 and rule.saved > 0.4 and fixed.saved == 0.0
+    some = simulate(StoppingRule(), rows=20, effects=1, true_ratio=1.5, trials=4000)
+    base = simulate(StoppingRule(min_rounds=5, max_rounds=5), rows=20, effects=1, true_ratio=1.5, trials=4000)
+    assert base.power - 0.1 < some.power <= base.power + 0.01  # the split costs some power at the last look
+    assert 0 < some.below_floor < 1 and some.rounds_null < 5
