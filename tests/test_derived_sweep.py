@@ -55,6 +55,15 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
     check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
     assert set(check) >= {"derived", "measured", "agrees", "measured_inside"}
     assert next(r for r in c.rows if r["label"] == "fanout")["derived"] is False
+    # the report says which rows are derived, shows the check, and keeps the method below the tables
+    from gnnbench.cli import main
+
+    report = tmp_path / "report.html"
+    assert main(["report", str(tmp_path), "--asv", str(tmp_path / "no-asv"), "--out", str(report)]) == 0
+    html = report.read_text()
+    assert DERIVED_LABEL in html and "Derived against measured" in html
+    assert html.index("id='method'") > html.index("Derived against measured") > html.index("id='sweep-0'")
+    assert "the method, below the tables" in html
 
 
 def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_path):

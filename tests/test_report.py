@@ -148,7 +148,7 @@ def test_a_censored_row_shows_its_bound_and_the_rounds_that_reached(constructed)
     assert "≤ " in dropout and "reached in 4 of 5" in dropout and "censored at their budget" in dropout
     assert "class='num gain'" not in dropout and "class='num tradeoff'" not in dropout
     assert "reached in 5 of 5" in _row(summary, "sparse_agg")
-    assert re.search(r"<td class='num'>5<br><small>stopped: plateau 5</small></td>", dropout), "rounds per row"
+    assert re.search(r"<td class='num'>5<br><small>runs stopped: plateau 5</small></td>", dropout), "rounds per row"
     order = [m.group(1) for m in re.finditer(r"<tr><td>([^<]+)</td>", summary)]
     assert order.index("fast_lossy") < order.index("fast_dropout"), "a row that misses ranks after rows that reach"
     assert 'id="tradeoff-0"' in constructed and "circle-open" in constructed, "censored rows are hollow"

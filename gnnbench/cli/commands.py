@@ -136,6 +136,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     options = {"in_process": args.in_process, "resume": not args.no_resume, "dist_timeout": args.dist_timeout}
+    if args.executor:  # rounds as submitit jobs on identical machines
+        from pathlib import Path
+
+        from gnnbench.measure.executors import RoundExecutor
+
+        options["executor"] = RoundExecutor(
+            args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
+            slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
     calibration, calibration_runs = _calibrated(base, args, out_dir, **options)
     if calibration is not None:
         base = calibration.apply(base)

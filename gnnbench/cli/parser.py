@@ -83,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--also-measure", type=parse_flags, default=(), metavar="NAMES",
                    help="derived entries to train to the target as well (rows '<name> (measured)'), to show "
                         "the derived figure agrees with the measured one")
+    p.add_argument("--executor", choices=("local", "slurm"), default=None,
+                   help="run the rounds as submitit jobs, each round whole on one machine: 'slurm' on a Slurm "
+                        "cluster of identical machines (the sweep folder on a shared file system), 'local' as "
+                        "processes here (for trying it); default: here, one round after another")
+    p.add_argument("--machines", type=int, default=2, help="with --executor: rounds at once (default 2)")
+    p.add_argument("--slurm-partition", default=None, help="with --executor slurm: the partition")
+    p.add_argument("--job-timeout", type=int, default=240, help="with --executor: a round job's limit, minutes")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round run order (recorded)")
     p.add_argument("--out-dir", default=None, help="where per-configuration results go "
                    "(default: results/runs/<date>-<preset>-<device>-<commit>/; references live in "

@@ -38,6 +38,7 @@ from gnnbench.measure.calibration import (AA_SEED_OFFSET, BUDGET_FACTOR, CALIBRA
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.derived import is_derivable, short_config
 from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.executors import RoundExecutor
 from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.training import RunConfig, config_unavailable
@@ -77,11 +78,14 @@ class SweepResults(list):
     kept: int = 0
     measured: int = 0
     skipped: int = 0
+    discarded: int = 0  # measured on another machine beside the round that settled their row
 
     def summary(self) -> str:
         text = (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
                 f"measured {self.measured}")
-        return text + (f", {self.skipped} not run (their verdict was settled)" if self.skipped else "")
+        text += f", {self.skipped} not run (their verdict was settled)" if self.skipped else ""
+        return text + (f", {self.discarded} discarded (measured beside the round that settled their row)"
+                       if self.discarded else "")
 
 
 def validate_base(base: RunConfig) -> None:
@@ -207,7 +211,8 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
               dist_timeout: float = DEFAULT_TIMEOUT, calibration: Calibration | None = None,
               order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None,
               rule: StoppingRule | None = None,
-              after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None) -> SweepResults:
+              after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
+              executor: RoundExecutor | None = None) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
     Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
@@ -223,6 +228,11 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     verdict is settled (they receive no further round; a ``"<label> (measured)"`` check follows its entry) and
     whether the sweep is done; ``rule`` (the :class:`~gnnbench.measure.sequential.StoppingRule` it applies) is
     recorded in the manifest, with each round's stops. The returned results hold what ran.
+
+    With an ``executor`` (:class:`~gnnbench.measure.executors.RoundExecutor`: submitit, on Slurm or local
+    processes) up to ``executor.machines`` rounds run at once, each whole on one machine; the stopping rule is
+    then applied round by round after each batch, and a round measured beside the one that settled its row is
+    discarded, so the verdicts are those of the same sweep run one round at a time.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -237,57 +247,104 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
         "base_config": base.to_dict() if base is not None else None,
         "calibration": calibration.to_dict() if calibration is not None else None,
         "rule": rule.to_dict() if rule is not None else None}
+    if executor is not None:
+        manifest["executor"] = executor.describe()
     write_json_atomic(out_dir / MANIFEST, manifest)
     results: list[dict | None] = [None] * len(entries)
     outcome = SweepResults()
     graphs: dict = {}
     done = 0
     settled_labels: set[str] = set()
-    for number, order in enumerate(orders, start=1):
-        for i in order:
-            entry = entries[i]
-            twin = entry.label[:-len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
-            if entry.label in settled_labels or twin in settled_labels:
-                outcome.skipped += 1
-                done += 1
+
+    def settled(entry: Entry) -> bool:
+        twin = entry.label[:-len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
+        return entry.label in settled_labels or twin in settled_labels
+
+    def finish(i: int, data: dict, status: str | None = None) -> None:
+        nonlocal done
+        entry, path = entries[i], out_dir / entries[i].filename()
+        if status is None:  # measured now: the file says which configuration and round it is, for the report
+            if path.exists():
+                data = {**data, "label": entry.label, "round": entry.round,
+                        "optimizations": list(entry.optimizations), "derived": entry.derived}
+                write_json_atomic(path, data)
+            outcome.measured += 1
+            status = data.get("status", "?")
+        done += 1
+        if progress:
+            progress(done, len(entries), entry, status)
+        results[i] = {"label": entry.label, "optimizations": list(entry.optimizations), "round": entry.round,
+                      "derived": entry.derived, **data}
+
+    per_batch = executor.machines if executor is not None else 1  # rounds measured at once, one per machine
+    number = 0
+    while number < len(orders):
+        batch = orders[number:number + per_batch]
+        plan: list[list[int]] = []  # per round of the batch: the entries to measure, in the round's order
+        for order in batch:
+            todo = []
+            for i in order:
+                if settled(entries[i]):
+                    outcome.skipped += 1
+                    done += 1
+                    if progress:
+                        progress(done, len(entries), entries[i], "settled")
+                    continue
+                data = _stored(out_dir / entries[i].filename(), entries[i], env) if resume else None
+                if data is not None:
+                    outcome.kept += 1
+                    finish(i, data, "kept")
+                else:
+                    todo.append(i)
+            plan.append(todo)
+        if executor is None:
+            for i in plan[0]:
                 if progress:
-                    progress(done, len(entries), entry, "settled")
+                    progress(done, len(entries), entries[i], "running")
+                finish(i, _measure(entries[i], out_dir / entries[i].filename(), isolate, graphs, dist_timeout))
+        else:  # each round whole on one machine: pairing stays within a machine
+            jobs = [([entries[i] for i in todo], str(out_dir), isolate, dist_timeout) for todo in plan]
+            for todo, measured in zip(plan, executor.map(run_round, jobs)):
+                for i, data in zip(todo, measured):
+                    finish(i, data)
+        finished = False
+        for j, order in enumerate(batch):
+            k = number + j + 1
+            if j:  # measured beside an earlier round of this batch that settled its row: not part of the sweep
+                for i in order:
+                    if results[i] is not None and settled(entries[i]):
+                        results[i] = None
+                        outcome.discarded += 1
+            if after_round is None or k >= len(orders):
                 continue
-            path = out_dir / entry.filename()
-            data = _stored(path, entry, env) if resume else None
-            if data is not None:
-                outcome.kept += 1
-                status = "kept"
-            else:
-                if progress:
-                    progress(done, len(entries), entry, "running")
-                data = _measure(entry, path, isolate, graphs, dist_timeout)
-                if path.exists():  # the file says which configuration and round it is, for the report
-                    data = {**data, "label": entry.label, "round": entry.round,
-                            "optimizations": list(entry.optimizations), "derived": entry.derived}
-                    write_json_atomic(path, data)
-                outcome.measured += 1
-                status = data.get("status", "?")
-            done += 1
-            if progress:
-                progress(done, len(entries), entry, status)
-            results[i] = {"label": entry.label, "optimizations": list(entry.optimizations), "round": entry.round,
-                          "derived": entry.derived, **data}
-        if after_round is not None and number < len(orders):
             stopped, finished = after_round([r for r in results if r is not None])
-            new = sorted(set(stopped) - settled_labels)
+            manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - settled_labels)
             settled_labels |= set(stopped)
-            manifest.setdefault("stopped_after_round", {})[str(number)] = new
-            write_json_atomic(out_dir / MANIFEST, manifest)
             if finished:
-                manifest["finished_after_round"] = number
-                write_json_atomic(out_dir / MANIFEST, manifest)
-                skipped = sum(1 for o in orders[number:] for _ in o)
-                outcome.skipped += skipped
-                done += skipped
+                manifest["finished_after_round"] = k
+                for later in batch[j + 1:]:  # rounds measured beside the last one needed
+                    for i in later:
+                        if results[i] is not None:
+                            results[i] = None
+                            outcome.discarded += 1
                 break
+        write_json_atomic(out_dir / MANIFEST, manifest)
+        number += len(batch)
+        if finished:
+            skipped = sum(len(o) for o in orders[number:])
+            outcome.skipped += skipped
+            done += skipped
+            break
     outcome.extend(r for r in results if r is not None)
     return outcome
+
+
+def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: float) -> list[dict]:
+    """One round's entries measured in order on this machine (a job of
+    :class:`~gnnbench.measure.executors.RoundExecutor`): each writes its result file into ``out_dir`` (shared
+    by the machines) and its result is returned."""
+    graphs: dict = {}
+    return [_measure(e, Path(out_dir) / e.filename(), isolate, graphs, dist_timeout) for e in entries]
 
 
 def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:

@@ -283,7 +283,11 @@ def _rounds_cell(r: dict) -> str:
     """The rounds the row was paired over, and why its runs stopped (``plateau 4, max_seconds 1``)."""
     reasons = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-    return f"<td class='num'>{r['rounds']}" + (f"<br><small>stopped: {_esc(why)}</small>" if why else "") + "</td>"
+    stop = r.get("stop")  # the stopping rule's: when the row's verdict settled
+    settled = (f"<br><small>rounds ended after round {stop['look']}: {_esc(stop['reason'])}</small>"
+               if stop else "")
+    return (f"<td class='num'>{r['rounds']}" + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
+            + settled + "</td>")
 
 
 def _row_html(r: dict, c: Comparison, metric: str) -> str:
@@ -482,8 +486,11 @@ def _headline(sweeps: list[_Sweep]) -> str:
         metric = (base.get("accuracy") or {}).get("metric", "accuracy")
 
         def effect(r: dict) -> str:
+            where = "at convergence" if r.get("converged", True) is True else (
+                "(same trajectory as the baseline, proven by test; time to accuracy derived)" if r.get("derived")
+                else "at equal steps (some runs did not converge)")
             return (f"<b>{_esc(r['label'])}</b> {_esc(_speedup_text(r))} by {_esc(r['primary'])}, {metric} "
-                    f"{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))} at convergence: "
+                    f"{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))} {where}: "
                     f"{_esc(r['acc_verdict'])}")
 
         best = measured_best(c)
@@ -584,8 +591,28 @@ def _sweep_section(s: _Sweep, index: int) -> str:
             "(one process per configuration and round), seeds "
             f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
             + _identity_html(base, s.runs, index))
-    return (head + _sweep_notes(s.comparison, index) + _sweep_table(s.comparison, metric, index)
+    return (head + f"<p class='muted'>How to read the table (noise floor, target, budgets, ranking, what is "
+                   f"derived): <a href='#notes-{index}'>the notes below it</a>.</p>"
+            + _sweep_table(s.comparison, metric, index) + _derived_checks_html(s.comparison)
+            + f"<div id='notes-{index}'>" + _sweep_notes(s.comparison, index) + "</div>"
             + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
+
+
+def _derived_checks_html(c: Comparison) -> str:
+    """Derived entries that were also trained to the target: both speedups, and whether they agree."""
+    if not c.derived_checks:
+        return ""
+    rows = "".join(
+        f"<tr><td>{_esc(ch['label'])}</td><td class='num'>{_esc(ratio_of(ch['derived']))}</td>"
+        f"<td class='num'>{_esc(ratio_of(ch['measured']))} <small>(reached {_esc(ch.get('measured_reached'))})"
+        f"</small></td><td class='{'gain' if ch['agrees'] else 'loss'}'>"
+        f"{'agree' if ch['agrees'] else 'DISAGREE'}"
+        f"{' (the measured ratio lies inside the derived interval)' if ch['measured_inside'] else ''}</td></tr>"
+        for ch in c.derived_checks)
+    return ("<p><b>Derived against measured.</b> Entries proven to keep the baseline's trajectory are judged by "
+            "their time per step (their time to accuracy is derived); these were also trained to the target, as "
+            "a check that the derived figure holds:</p><table><tr><th>entry</th><th>derived speedup [95%]</th>"
+            f"<th>measured speedup [95%]</th><th>agreement</th></tr>{rows}</table>")
 
 
 def _identity_html(base: dict, runs: list[dict], index: int) -> str:
@@ -757,13 +784,20 @@ _METHOD = (
     "interval over rounds; an interval containing 1 is reported as no significant difference. Runs train to a "
     "validation plateau unless a sweep fixes its epochs (each section says which). The accuracy target is fixed "
     "before the comparison by calibration: the baseline trained to its plateau on seeds no measured round uses, "
-    "its median plateau minus a stated margin; calibration also sets the validation cadence and one run-clock "
-    "budget for every configuration (each section states its own, or why its target was not calibrated). The "
-    "primary speedup is time to accuracy (setup included) wherever there is a target, else epoch time. A round "
-    "that missed the target by its budget is censored there: the row says reached in k of R, its speedup is a "
-    "bound (≤ or ≥), and it ranks after the rows that reached the target in every round. The per-step ratio is "
-    "shown only where an optimization leaves the work per step unchanged. Accuracy is read at convergence: the "
-    "test metric at each run's best validation point (full-neighbourhood evaluation), paired by round.")
+    "its median plateau minus a stated margin; calibration also sets the validation cadence, one run-clock "
+    "budget for every configuration's time to accuracy (it censors, it stops no run) and a step budget within "
+    "which accuracy runs go on to their plateau (each section states its own, or why its target was not "
+    "calibrated). The primary speedup is time to accuracy (setup included) wherever there is a target, else "
+    "epoch time. A round that missed the target by its budget is censored there: the row says reached in k of R, "
+    "its speedup is a bound (≤ or ≥), and it ranks after the rows that reached the target in every round. An "
+    "entry proven by test to leave the training trajectory unchanged runs a short run instead: its time to "
+    "accuracy is derived as its setup plus the calibrated steps to the target times its training clock per step "
+    "(labelled derived), against the same-round baseline read the same way. Rounds stop when decided: after 3 "
+    "rounds a row whose verdict is settled receives no more (Holm at each look's share of 5%, or an interval "
+    "inside the noise floor; docs/statistics.md). The per-step ratio is shown only where an optimization leaves "
+    "the work per step unchanged. Accuracy is read at convergence (the test metric at each run's best validation "
+    "point, full-neighbourhood evaluation, paired by round) where every run of the pair converged, else at equal "
+    "steps, as each row says.")
 
 
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:
@@ -776,10 +810,12 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (
         f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps) + _headline(sweeps)
-        + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). {_METHOD}</p>"
+        + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). How these figures were "
+          "measured: <a href='#method'>the method, below the tables</a>.</p>"
         + "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
         + _asv_section(inputs) + _gate_history_section(inputs) + _gate_rates_section(inputs) + _pytest_benchmark_section(inputs)
         + _registry_section()
+        + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"
     )
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
             f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
