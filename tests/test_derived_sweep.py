@@ -108,3 +108,13 @@ def test_compare_replays_the_stopping_rule_and_judges_at_its_final_level():
     plain = compare(runs, target_acc=0.85)
     assert plain.stops == {} and plain.rule is None
     assert calibrate([], target_acc=0.9).median_steps_to_target is None
+
+
+def test_a_base_whose_short_run_would_change_the_trajectory_derives_nothing():
+    """A cosine schedule's horizon follows the run's length, so a short run would not train as the baseline
+    does: nothing is derived, and --also-measure is refused."""
+    cosine = dataclasses.replace(QUICK, lr_schedule="cosine")
+    entries = sweep_entries(cosine, ["int32"], repeats=1, include_all_recommended=False, derive_per_epoch=7)
+    assert not any(e.derived for e in entries)
+    with pytest.raises(ValueError, match="also-measure 'int32'"):
+        sweep_entries(cosine, ["int32"], repeats=1, derive_per_epoch=7, also_measured=["int32"])

@@ -229,3 +229,13 @@ def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(t
     assert run_calibration(base, tmp_path, runs=0) == (None, [])
     with pytest.raises(ValueError, match="calibration runs"):
         run_calibration(base, tmp_path, runs=-1)
+
+
+def test_min_delta_is_rounded_up_to_whole_validation_nodes():
+    """1,500 validation nodes and min_delta 0.1 pp: one node (0.067 pp) is below min_delta and must not
+    qualify; two nodes (0.133 pp) do."""
+    g = 1 / 1500
+    p = Plateau(patience=1, min_delta=0.001, granularity=g)
+    assert p.threshold == pytest.approx(2 * g)
+    p.update(900 * g, 10)
+    assert not p.update(901 * g, 20) and p.update(902 * g, 30)

@@ -153,7 +153,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                             include_all_recommended=not (args.aa and args.flags is None),
                             derive_per_epoch=calibration.steps_per_epoch if derive else None,
                             also_measured=args.also_measure)
-    rule = None if args.all_rounds or args.repeats < 2 else StoppingRule.for_repeats(args.repeats)
+    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
+    fixed_target = args.target_acc is not None or (calibration is not None and calibration.target is not None)
+    rule = (None if args.all_rounds or args.repeats < 2 or not fixed_target
+            else StoppingRule.for_repeats(args.repeats))
 
     def after_round(done: list[dict]) -> tuple[set[str], bool]:
         """The rows whose verdict is settled after this round, and whether every row's is."""

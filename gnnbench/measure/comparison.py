@@ -288,9 +288,14 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     _compression_accuracy(rows, by_label)
     stops = None
     if rule is not None:
-        primary_base = base_tta if "time_to_accuracy" in floors else [_epoch_time(base[k]) for k in rounds]
-        floor_by_look = {k: noise_floor(primary_base[:k], rounds=rule.max_rounds) for k in rule.looks
-                         if k <= len(rounds)}
+        floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
+        for k in rule.looks:
+            if k > len(rounds):
+                break
+            tta_k = base_tta[:k]
+            primary_base = tta_k if all(t is not None for t in tta_k) and target is not None else \
+                [_epoch_time(base[j]) for j in rounds[:k]]
+            floor_by_look[k] = noise_floor(primary_base, rounds=rule.max_rounds)
         stops = settled(rule, round_log_ratios(rows, rounds), floor_by_look)
     family = _family_wise(rows, rule, stops)
     aa = next((r for r in rows if r["label"] == AA_LABEL), None)
@@ -315,11 +320,14 @@ def _derived_checks(rows: list[dict]) -> list[dict[str, Any]]:
         d, m = derived.get("tta_speedup"), measured.get("tta_speedup")
         if not derived.get("derived") or not d or not m:
             continue
-        inside = d["low"] <= m["ratio"] <= d["high"] if d["low"] == d["low"] else False
-        overlap = not (m["high"] < d["low"] or d["high"] < m["low"]) if m["low"] == m["low"] else inside
+        if d["low"] != d["low"] or m["low"] != m["low"]:  # one round: no interval to agree within
+            inside = agrees = None
+        else:
+            inside = d["low"] <= m["ratio"] <= d["high"]
+            agrees = inside or not (m["high"] < d["low"] or d["high"] < m["low"])
         checks.append({"label": derived["label"], "derived": {k: d[k] for k in ("ratio", "low", "high")},
                        "measured": {k: m[k] for k in ("ratio", "low", "high")}, "measured_inside": inside,
-                       "agrees": bool(inside or overlap), "measured_reached": measured.get("tta_reached")})
+                       "agrees": agrees, "measured_reached": measured.get("tta_reached")})
     return checks
 
 

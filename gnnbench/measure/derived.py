@@ -62,7 +62,7 @@ def per_step_seconds(run: dict, epochs: int | None = None) -> float | None:
     e = run.get("epoch_seconds") or []
     epochs = len(e) if epochs is None else epochs
     spe = run.get("steps_per_epoch")
-    if not e or len(e) < epochs or not spe:
+    if not e or not epochs or len(e) < epochs or not spe:
         return None
     steps = (run.get("steps") or {}).get("total")
     if epochs == len(e) and steps:

@@ -121,10 +121,14 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     also = list(also_measured)
     for n in also:
-        if n not in names or derive_per_epoch is None or not is_derivable(parts[n]):
+        if n not in names or derive_per_epoch is None or not is_derivable(parts[n]) or not (
+                base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"):
             raise ValueError(f"--also-measure {n!r}: only an entry of this sweep whose time to accuracy is derived "
                              f"(declared same_trajectory, with a calibration) can also be measured directly")
-    derived = {n: derive_per_epoch is not None and is_derivable(parts[n]) for n in names}
+    # a short run keeps the trajectory only with a constant learning rate (a cosine horizon follows the run's
+    # length) and gnnbench's sampler (PyG's native one draws from each worker's own state)
+    derivable_base = base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"
+    derived = {n: derive_per_epoch is not None and derivable_base and is_derivable(parts[n]) for n in names}
     device = resolve_device(base.device)
     inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
@@ -317,7 +321,8 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
                         outcome.discarded += 1
             if after_round is None or k >= len(orders):
                 continue
-            stopped, finished = after_round([r for r in results if r is not None])
+            # only rounds up to k: a round measured beside it must not decide k's stops
+            stopped, finished = after_round([r for r in results if r is not None and r["round"] < k])
             manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - settled_labels)
             settled_labels |= set(stopped)
             if finished:

@@ -605,8 +605,8 @@ def _derived_checks_html(c: Comparison) -> str:
     rows = "".join(
         f"<tr><td>{_esc(ch['label'])}</td><td class='num'>{_esc(ratio_of(ch['derived']))}</td>"
         f"<td class='num'>{_esc(ratio_of(ch['measured']))} <small>(reached {_esc(ch.get('measured_reached'))})"
-        f"</small></td><td class='{'gain' if ch['agrees'] else 'loss'}'>"
-        f"{'agree' if ch['agrees'] else 'DISAGREE'}"
+        f"</small></td><td class='{'gain' if ch['agrees'] else 'muted' if ch['agrees'] is None else 'loss'}'>"
+        f"{'agree' if ch['agrees'] else 'undetermined (one round)' if ch['agrees'] is None else 'DISAGREE'}"
         f"{' (the measured ratio lies inside the derived interval)' if ch['measured_inside'] else ''}</td></tr>"
         for ch in c.derived_checks)
     return ("<p><b>Derived against measured.</b> Entries proven to keep the baseline's trajectory are judged by "

@@ -330,6 +330,12 @@ class CachedBatches(BatchSource):
     def steps_per_epoch(self) -> int | None:
         return self.source.steps_per_epoch()
 
+    def attach_background(self, work) -> None:
+        """Its source's loader workers are suspended during evaluation too."""
+        attach = getattr(self.source, "attach_background", None)
+        if attach is not None:
+            attach(work)
+
     def min_epochs(self, warmup_steps: int) -> int:
         """K + 1: K - 1 epochs replay (the cache's window)."""
         return self.cache.min_epochs

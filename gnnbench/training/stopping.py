@@ -64,8 +64,10 @@ class Plateau:
 
     @property
     def threshold(self) -> float:
-        """The rise that qualifies: ``min_delta``, never below the metric's granularity."""
-        return max(self.min_delta, self.granularity)
+        """The rise that qualifies: ``min_delta`` rounded up to whole validation nodes (at least one)."""
+        if self.granularity <= 0:
+            return self.min_delta
+        return max(1, math.ceil(self.min_delta / self.granularity - 1e-9)) * self.granularity
 
     @property
     def tolerance(self) -> float:

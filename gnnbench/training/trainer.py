@@ -221,8 +221,8 @@ class Trainer:
         the work they still did meanwhile is charged back to the training clock, so an overlap entry gains
         nothing from evaluation pauses."""
         work = self.pipeline.background
-        work.pause()
         try:
+            work.pause()
             point = self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
         finally:
             self.train_seconds += work.resume()
