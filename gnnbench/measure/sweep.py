@@ -120,15 +120,14 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     names = list(names) if names is not None else registry.names()
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     also = list(also_measured)
-    for n in also:
-        if n not in names or derive_per_epoch is None or not is_derivable(parts[n]) or not (
-                base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"):
-            raise ValueError(f"--also-measure {n!r}: only an entry of this sweep whose time to accuracy is derived "
-                             f"(declared same_trajectory, with a calibration) can also be measured directly")
     # a short run keeps the trajectory only with a constant learning rate (a cosine horizon follows the run's
     # length) and gnnbench's sampler (PyG's native one draws from each worker's own state)
     derivable_base = base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"
     derived = {n: derive_per_epoch is not None and derivable_base and is_derivable(parts[n]) for n in names}
+    for n in also:
+        if not derived.get(n):
+            raise ValueError(f"--also-measure {n!r}: only an entry of this sweep whose time to accuracy is derived "
+                             f"(declared same_trajectory, with a calibration) can also be measured directly")
     device = resolve_device(base.device)
     inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
