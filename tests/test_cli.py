@@ -99,8 +99,24 @@ def test_run_command_errors(capsys):
     assert "has 2 hops but the model has 3 layers" in capsys.readouterr().err
     assert main(["run", "--preset", "tiny", "--fanout", "5,x"]) == 2
     assert "--fanout must be comma-separated integers" in capsys.readouterr().err
-    assert main(["run", "--preset", "tiny", "--flags", "uva", "--epochs", "1"]) == 0
-    assert "unavailable" in capsys.readouterr().out
+    import torch
+
+    if not torch.cuda.is_available():  # README: CUDA-only flags on a CPU are refused, exit 2 with the reason
+        assert main(["run", "--preset", "tiny", "--flags", "uva", "--epochs", "1"]) == 2
+        captured = capsys.readouterr()
+        assert "unavailable" in captured.out and "cannot run here" in captured.err and "CUDA" in captured.err
+
+
+def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_entry_does_not(capsys):
+    from gnnbench.cli.commands import _failures
+    from gnnbench.measure.sweep import SweepResults
+
+    results = SweepResults([{"label": "baseline", "round": 0, "status": "ok"},
+                            {"label": "uva", "round": 0, "status": "unavailable", "unavailable": {"x": "CUDA"}}])
+    assert results.failed() == [] and _failures(results, "compare") == 0
+    results.append({"label": "sparse_agg", "round": 1, "status": "failed", "error": "RuntimeError: broken kernel"})
+    assert _failures(results, "compare") == 1
+    assert "gnnbench compare: run failed: sparse_agg (round 1): RuntimeError: broken kernel" in capsys.readouterr().err
 
 
 def test_compare_command_table(tmp_path, capsys):

@@ -2,6 +2,7 @@
 need different dependencies, alternating paired processes, Holm across the set, the phase that moved, the
 accuracy gate, and the CLI's smoke run (HEAD against the working tree: no regression)."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -78,8 +79,13 @@ def test_a_slower_phase_is_named_and_an_accuracy_drop_is_gated():
     assert v.acc_delta_pp < -ACC_BOUND_PP and v.acc_regression
     same = _verdict("baseline", base, base)
     assert same.ratio == pytest.approx(1.0) and not same.acc_regression and same.acc_delta_pp == 0.0
-    missing = _verdict("x", base, [{"status": "unavailable", "reason": "needs CUDA"}] * 5)
-    assert missing.status == "unavailable" and missing.reason == "needs CUDA"
+    lost = _verdict("x", base, [{"status": "unavailable", "reason": "needs CUDA"}] * 5)
+    assert lost.status == "unavailable" and lost.lost and "fine in base" in lost.reason and "needs CUDA" in lost.reason
+    both = _verdict("x", [{"status": "unavailable", "reason": "needs CUDA"}] * 5,
+                    [{"status": "unavailable", "reason": "needs CUDA"}] * 5)
+    assert both.status == "unavailable" and not both.lost and "base: needs CUDA" in both.reason
+    new = _verdict("x", [{"status": "failed", "reason": "old API"}] * 5, base)
+    assert new.status == "failed" and not new.lost, "a benchmark BASE could not run is reported, never a failure"
 
 
 def test_the_gate_alternates_paired_processes_and_finds_no_regression_against_itself():
@@ -92,12 +98,16 @@ def test_the_gate_alternates_paired_processes_and_finds_no_regression_against_it
     assert not result.regressed and result.to_dict()["regression"] is False
 
 
-def test_cli_smoke_head_against_the_working_tree_says_no_regression():
+def test_cli_smoke_run_is_inconclusive_not_a_pass():
+    """The in-suite smoke run (2 rounds of 3 steps, no extra rounds) proves the command runs end to end; it
+    cannot see a 10% slowdown (its t quantile alone is 12.7), so it says so and exits 3, never 'no
+    regression'."""
     out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--bench", "baseline",
-                          "--rounds", "2", "--steps", "3", "--warmup", "1"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stderr
-    assert "no regression" in out.stdout and "Holm over 1 benchmarks" in out.stdout
+                          "--rounds", "2", "--steps", "3", "--warmup", "1", "--budget", "0"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 3, (out.stdout, out.stderr)
+    assert "inconclusive here" in out.stdout and "Holm over 1 benchmarks" in out.stdout
+    assert "no regression (" not in out.stdout
     bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "no-such-rev"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no-such-rev" in bad.stderr
@@ -199,3 +209,190 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
     assert json.loads((tmp_path / "out.json").read_text()) == out
     with pytest.raises(Exception, match="unknown micro-benchmark 'micro:nope'"):
         parse_benches("micro:nope")
+
+
+# ------------------------------------------------------------ failures, sensitivity, setup and epoch time
+def _copy_tree(tmp_path: Path, name: str) -> Path:
+    """A copy of this project's package beside the checkout (a HEAD to break on purpose)."""
+    import shutil
+
+    tree = tmp_path / name
+    shutil.copytree(ROOT / "gnnbench", tree / "gnnbench", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    return tree
+
+
+def _head_first_seed() -> int:
+    """An order seed whose first round runs head before base (a crash there stops the gate at once)."""
+    import random
+
+    return next(s for s in range(100) if (o := ["base", "head"], random.Random(s * 1_000_003).shuffle(o), o)[2][0]
+                == "head")
+
+
+def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gate(tmp_path):
+    """The issue's case: HEAD's sparse-aggregation kernel raises. The benchmark is lost (fine in BASE), the gate
+    fails (exit 1) and names it with the error; the baseline beside it is still judged."""
+    from gnnbench import registry
+    from gnnbench.measure.regress import format_gate
+
+    head = _copy_tree(tmp_path, "head")
+    agg = head / "gnnbench" / "models" / "aggregation.py"
+    src = agg.read_text()
+    marker = "def _csr_product(adj: Tensor, h: Tensor) -> Tensor:\n"
+    assert marker in src
+    agg.write_text(src.replace(marker, marker + "    raise RuntimeError('broken sparse kernel')\n"))
+    benches = [Bench("baseline", QUICK), Bench("sparse_agg", registry.config_for(QUICK, ["sparse_agg"]))]
+    result = gate({"base": ROOT, "head": head}, benches, rounds=2)
+    base_v, sparse_v = result.benches
+    assert base_v.status == "ok" and not base_v.lost
+    assert sparse_v.lost and sparse_v.status == "failed" and "broken sparse kernel" in sparse_v.reason
+    assert result.regressed == [sparse_v] and result.exit_status == 1 and result.failure is None
+    text = format_gate(result)
+    assert "LOST in head: sparse_agg" in text and "broken sparse kernel" in text
+
+
+def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(tmp_path):
+    from gnnbench.measure.regress import format_gate
+
+    head = _copy_tree(tmp_path, "head")
+    init = head / "gnnbench" / "__init__.py"
+    init.write_text("import os, sys\nsys.stderr.write('segfault in a kernel\\n'); sys.stderr.flush(); os._exit(139)\n"
+                    + init.read_text())
+    result = gate({"base": ROOT, "head": head}, [Bench("baseline", QUICK)], rounds=2, order_seed=_head_first_seed())
+    f = result.failure
+    assert f is not None and (f.side, f.kind, f.round, f.returncode) == ("head", "crashed", 0, 139)
+    assert "segfault in a kernel" in f.stderr_tail
+    assert result.exit_status == 2 and result.benches[0].status == "not judged"
+    doc = result.to_dict()
+    assert doc["failure"]["side"] == "head" and doc["exit_status"] == 2
+    text = format_gate(result)
+    assert "GATE FAILED: head's benchmark process crashed in round 1 (exit 139)" in text and "segfault" in text
+
+
+def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
+    """A head that never finishes (here an interpreter that hangs) is killed at the timeout, with what it
+    started, and the gate reports it instead of waiting or raising."""
+    from gnnbench.measure.regress import format_gate
+
+    hang = tmp_path / "hang-python"
+    pid_file = tmp_path / "child.pid"
+    hang.write_text(f"#!/bin/sh\necho 'stuck in a kernel' >&2\nsleep 120 &\necho $! > {pid_file}\nwait\n")
+    hang.chmod(0o755)
+    result = gate({"base": ROOT, "head": ROOT}, [Bench("baseline", QUICK)], rounds=2, order_seed=_head_first_seed(),
+                  pythons={"base": sys.executable, "head": str(hang)}, timeout=3)
+    f = result.failure
+    assert f is not None and (f.side, f.kind, f.returncode) == ("head", "timed out", None)
+    assert "stuck in a kernel" in f.stderr_tail and result.exit_status == 2
+    child = int(pid_file.read_text())
+    try:  # its child was killed with it: gone, or a zombie awaiting its reaper
+        assert "State:\tZ" in Path(f"/proc/{child}/status").read_text()
+    except FileNotFoundError:
+        pass
+    assert "timed out in round 1" in format_gate(result)
+
+
+def _fake_runner(step_noise: dict[str, float], *, slow: dict[str, float] | None = None,
+                 setup_slow: float = 1.0, calls: list | None = None):
+    """A benchmark process without processes: per side, each benchmark's median step is 10 ms times a
+    round effect of ``step_noise[role]`` (a fixed pattern, so the spread is known), ``slow[name]`` slower on the head side; setup 0.5 s
+    (its preparation ``setup_slow`` slower on head) and an epoch of 8 steps."""
+    import json
+    import random
+
+    def runner(role, spec, out):
+        doc = json.loads(Path(spec).read_text())
+        if calls is not None:
+            calls.append((role, doc["seed"], sorted(doc["benches"])))
+        res = {}
+        for name in doc["benches"]:
+            rng = random.Random(f"{role}-{name}-{doc['seed']}")
+            # a fixed spread: round effects of +-1 and +-2 times the noise, in turn
+            step = 0.010 * math.exp(step_noise[role] * (1, -2, 2, -1)[(doc["seed"] + (role == "head")) % 4])
+            if role == "head":
+                step *= (slow or {}).get(name, 1.0)
+            prepare = 0.3 * math.exp(rng.gauss(0, 0.01)) * (setup_slow if role == "head" else 1.0)
+            assemble = 0.2 * math.exp(rng.gauss(0, 0.01))
+            res[name] = {"status": "ok", "step": step, "steps": 20, "phases": {"sample": step / 2, "forward": step / 2},
+                         "test": 0.8, "seconds": 0.01, "setup": prepare + assemble,
+                         "setup_phases": {"prepare": prepare, "assemble": assemble},
+                         "epoch": 8 * step, "epoch_phases": {"steps": 8 * step, "per-epoch cost": 1e-4}}
+        return res
+    return runner
+
+
+def _bench_pair(tmp_path):
+    tree = _tree(tmp_path / "t", ["torch"])
+    return {"base": tree, "head": tree}, [Bench("baseline", QUICK), Bench("other", QUICK)]
+
+
+def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
+    from gnnbench.measure.regress import DEFAULT_SENSITIVITY, format_gate
+
+    trees, benches = _bench_pair(tmp_path)
+    quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
+    assert all(b.status == "ok" and not b.inconclusive and b.detectable <= 1 + DEFAULT_SENSITIVITY
+               for b in quiet.benches), [(b.name, b.detectable) for b in quiet.benches]
+    assert quiet.exit_status == 0 and "no regression (every benchmark could see a 10% slowdown)" in format_gate(quiet)
+    noisy = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.25}))
+    assert all(b.inconclusive and b.detectable > 1.10 and not b.regression for b in noisy.benches)
+    assert noisy.exit_status == 3 and not noisy.regressed
+    text = format_gate(noisy)
+    assert "inconclusive here" in text and "no regression (" not in text
+    # with a budget, rounds are added to the inconclusive benchmark only, until max_rounds
+    calls: list = []
+    mixed = gate(trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=_mixed_runner(calls))
+    assert mixed.rounds == 9 and mixed.extra_rounds == {"other": 4}
+    assert [names for role, seed, names in calls if seed >= 5] == [["other"]] * 8
+    by = {b.name: b for b in mixed.benches}
+    assert by["baseline"].rounds == 5 and by["other"].rounds == 9
+    # a budget that holds no further round adds none
+    none = gate(trees, benches, rounds=5, budget_seconds=0, runner=_mixed_runner([]))
+    assert none.rounds == 5 and none.extra_rounds == {} and none.exit_status == 3
+
+
+def _mixed_runner(calls):
+    quiet = _fake_runner({"base": 0.005, "head": 0.005})
+    noisy = _fake_runner({"base": 0.005, "head": 0.3}, calls=calls)
+
+    def runner(role, spec, out):
+        res = quiet(role, spec, out)
+        res.update({k: v for k, v in noisy(role, spec, out).items() if k == "other"})
+        return res
+    return runner
+
+
+def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_extend_nothing(tmp_path):
+    trees, benches = _bench_pair(tmp_path)
+    r = gate(trees, benches, rounds=5, budget_seconds=600,
+             runner=_fake_runner({"base": 0.005, "head": 0.005}, slow={"other": 1.12}))
+    by = {b.name: b for b in r.benches}
+    assert by["other"].regression and by["other"].phase in ("sample", "forward")
+    assert not by["baseline"].regression and r.extra_rounds == {} and r.exit_status == 1
+
+
+def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
+    from gnnbench.measure.regress import format_gate
+
+    trees, benches = _bench_pair(tmp_path)
+    r = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
+    for b in r.benches:
+        assert not b.regression, "the step did not move"
+        assert b.setup.regression and b.setup.phase == "prepare" and b.setup.ratio < 0.5
+        assert b.epoch is not None and not b.epoch.regression
+    assert r.exit_status == 1 and {b.name for b in r.regressed} == {"baseline", "other"}
+    assert "  setup" in format_gate(r)
+
+
+def test_entries_the_gate_cannot_run_here_are_listed_with_the_reason():
+    import torch
+
+    from gnnbench.measure.regress import default_benches, gate_config
+
+    skipped: dict[str, str] = {}
+    names = [b.name for b in default_benches(gate_config("tiny"), skipped=skipped)]
+    assert "baseline" in names and "data_parallel" not in names
+    assert "multi-rank" in skipped["data_parallel"] and "multi-rank" in skipped["partition_metis"]
+    if not torch.cuda.is_available():
+        assert "pin_memory" in skipped and "CUDA" in skipped["pin_memory"]
+    assert not set(skipped) & set(names)

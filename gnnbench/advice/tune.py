@@ -53,6 +53,7 @@ class TuneResult:
     not_applicable: dict[str, str] = field(default_factory=dict)  # candidates that cannot apply: name -> reason
     diagnosis: dict | None = None
     seconds: float = 0.0
+    failed: list[str] = field(default_factory=list)  # runs that failed (SweepResults.failed), every round
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -215,6 +216,7 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         entries = sweep_entries(current, pool, repeats=repeats, include_all_recommended=False)
         entries += _swap_entries(base, swaps, repeats)
         runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
+        result.failed += runs.failed()
         swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
         rows = [r for r in compare(runs, calibration=calibration).rows if r["label"] in pool or r["label"] in swap_sets]
         seconds = time.monotonic() - t0
@@ -255,6 +257,7 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         log(f"final: {label} against the baseline")
         entries = sweep_entries(base, [label], repeats=repeats, include_all_recommended=False)
         runs = run_sweep(entries, out_dir / "final", isolate=isolate, resume=True)
+        result.failed += runs.failed()
         result.final = next((r for r in compare(runs, calibration=calibration).rows if r["label"] == label), None)
     result.seconds = time.monotonic() - start
     return result

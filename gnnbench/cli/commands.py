@@ -99,7 +99,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else format_run(result))
+    if result.status == "unavailable":  # refused here, with the reason (format_run printed it)
+        why = "; ".join(f"{k}: {v}" for k, v in (result.unavailable or {}).items())
+        print(f"gnnbench run: this configuration cannot run here: {why}", file=sys.stderr)
+        return 2
+    if result.status != "ok":
+        print(f"gnnbench run: the run failed: {result.error}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _failures(results, command: str) -> int:
+    """1 (and the failed runs on stderr) when a measured run of ``results`` failed, else 0: an entry that
+    cannot run here is reported as unavailable and is not a failure."""
+    failed = results.failed()
+    for line in failed:
+        print(f"gnnbench {command}: run failed: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
@@ -177,7 +193,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     else:
         print(format_compare(comparison))
     print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
-    return 0
+    return _failures(results, "compare")
 
 
 def _store_outcome(out_dir: str, comparison) -> None:
@@ -287,6 +303,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
         return 2
     out: dict = {"diagnosis": d.to_dict()}
+    status = 0
     if not args.json:
         print(format_diagnosis(d))
     if args.verify:
@@ -311,9 +328,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
                 print("\nverdict:")
                 for line in verdicts(comparison.rows, comparison.floors):
                     print(f"  {line}")
+            status = _failures(results, "diagnose --verify")
     if args.json:
         print(json.dumps(out, indent=1, default=str))
-    return 0
+    return status
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -328,20 +346,26 @@ def cmd_tune(args: argparse.Namespace) -> int:
                   max_acc_loss_pp=args.max_acc_loss, candidates=args.candidates, log=log)
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else "\n" + format_tune(result))
     print(f"results: {out_dir}", file=sys.stderr)
-    return 0
+    for line in result.failed:
+        print(f"gnnbench tune: run failed: {line}", file=sys.stderr)
+    return 1 if result.failed else 0
 
 
 def cmd_regress(args: argparse.Namespace) -> int:
-    """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.regress`); exit 1 on a
-    regression, 2 when the two trees cannot be compared."""
+    """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.regress`). Exit 1 on a
+    regression or a benchmark lost in HEAD; 2 when the trees cannot be compared or a benchmark process crashed
+    or timed out (the JSON says which side, with its stderr's tail); 3 when no regression was seen but the
+    machine was too noisy to see one of ``--sensitivity``; 0 otherwise."""
     import shutil
     from pathlib import Path
 
     from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, gate_config, trees_for
 
+    budget = None if args.budget <= 0 else args.budget
+    skipped: dict[str, str] = {}
     try:
         base = gate_config(args.preset, warmup=args.warmup, device=args.device)
-        benches = default_benches(base, args.bench, steps=args.steps)
+        benches = default_benches(base, args.bench, steps=args.steps, skipped=skipped)
         with trees_for(args.base, args.head) as trees:
             def progress(r, rounds, role):
                 print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
@@ -350,15 +374,17 @@ def cmd_regress(args: argparse.Namespace) -> int:
             for role, exe in pythons.items():
                 if not shutil.which(exe) and not Path(exe).is_file():
                     raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
-            result = gate(trees, benches, rounds=args.rounds, threads=args.threads, order_seed=args.order_seed,
-                          labels=(args.base, args.head), pythons=pythons, progress=progress)
-    except ValueError as exc:
+            options = dict(rounds=args.rounds, threads=args.threads, order_seed=args.order_seed, pythons=pythons,
+                           sensitivity=args.sensitivity, budget_seconds=budget, max_rounds=args.max_rounds)
+            result = gate(trees, benches, labels=(args.base, args.head), skipped=skipped, progress=progress,
+                          **options)
+    except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
     out = result.to_dict()
     if not args.json:
         print(format_gate(result), flush=True)
-    if args.bisect and result.regressed:
+    if args.bisect and result.regressed and result.failure is None:
         if args.head == ".":
             print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
                   file=sys.stderr)
@@ -368,8 +394,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
 
             def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
                 with trees_for(args.base, commit) as pair:
-                    return bool(gate(pair, suspects, rounds=args.rounds, threads=args.threads,
-                                     order_seed=args.order_seed, pythons=pythons).regressed)
+                    return bool(gate(pair, suspects, **options).regressed)
 
             log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
             first, tests = bisect(args.base, args.head, is_bad, log=log)
@@ -382,7 +407,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
         write_json_atomic(args.out, out)
     if args.json:
         print(json.dumps(out, indent=1))
-    return 1 if result.regressed else 0
+    return result.exit_status
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
@@ -412,7 +437,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
           "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
           "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals).")
     print(f"total {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
-    return 0
+    return _failures(results, "gpu-check")
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

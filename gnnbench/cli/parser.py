@@ -153,16 +153,27 @@ def build_parser() -> argparse.ArgumentParser:
                                    "here for a fixed number of steps in alternating processes (one per tree and "
                                    "round, order shuffled per round, one thread each), and compare them paired "
                                    "by round: step ratio with its interval, Holm across the set, the phase that "
-                                   "moved, accuracy on the same seeds. Exit status 1 on a regression: a "
-                                   "family-wise significant slowdown beyond max(3%, the benchmark's noise floor), "
-                                   "or an accuracy drop beyond 1 pp; 2 when the trees cannot be compared "
-                                   "(different dependencies).")
+                                   "moved, accuracy on the same seeds; setup and epoch time gated beside the "
+                                   "step. Exit status 1 on a regression (a family-wise significant slowdown "
+                                   "beyond max(3%, the benchmark's noise floor), or an accuracy drop beyond 1 "
+                                   "pp) or a benchmark fine in BASE that HEAD lost; 2 when the trees cannot be "
+                                   "compared (different dependencies) or a benchmark process crashed or timed "
+                                   "out; 3 when no regression was seen but some benchmark could not have seen a "
+                                   "slowdown of --sensitivity (rounds are added to those within --budget "
+                                   "first).")
     p.add_argument("base", help="the good commit (any git revision)")
     p.add_argument("head", nargs="?", default=".", help="the commit to check (default '.': the working tree)")
     p.add_argument("--bench", type=parse_benches, default=None, metavar="NAMES",
                    help="benchmarks: baseline, registry entries, micro:sampler, micro:gather, micro:aggregation "
                         "(default: all that run here)")
     p.add_argument("--rounds", type=int, default=5, help="alternating processes per tree (default 5)")
+    p.add_argument("--sensitivity", type=float, default=0.10,
+                   help="the step slowdown every benchmark must be able to see before 'no regression' is said "
+                        "(default 0.10: 10%%); a benchmark that cannot reads 'inconclusive here'")
+    p.add_argument("--budget", type=float, default=600.0, metavar="SECONDS",
+                   help="wall-clock budget of the gate: inconclusive benchmarks get extra rounds while the next "
+                        "one fits (default 600; 0: no extra rounds)")
+    p.add_argument("--max-rounds", type=int, default=20, help="extra rounds stop here (default 20)")
     p.add_argument("--steps", type=int, default=20, help="measured steps per benchmark (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up steps per benchmark (default 3)")
     p.add_argument("--threads", type=int, default=1, help="threads per process (default 1)")

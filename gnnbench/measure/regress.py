@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import random
 import shutil
@@ -30,21 +31,30 @@ from typing import Any, Callable, Iterator
 from gnnbench import text
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.comparison import mean_interval
-from gnnbench.measure.stats import holm, noise_floor, paired_ratio
+from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 
-__all__ = ["Bench", "GateResult", "BenchVerdict", "gate", "trees_for", "dependency_difference", "default_benches",
-           "bisect", "gate_config", "MICRO", "MIN_THRESHOLD", "ACC_BOUND_PP", "WORKER"]
+__all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate", "trees_for",
+           "dependency_difference", "default_benches", "bisect", "gate_config", "format_gate", "MICRO",
+           "MIN_THRESHOLD", "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "DEFAULT_BUDGET_SECONDS", "POWER",
+           "WORKER"]
 
 MICRO = ("micro:sampler", "micro:gather", "micro:aggregation")  # code paths timed alone (the worker's micro())
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
 FAMILY_ALPHA = 0.05
+# the family-wise 5% split across the gated figures (Bonferroni between them, Holm within each): the step holds
+# most of it, setup and epoch time (per-epoch costs) share the rest, so gating them costs the step little power
+ALPHAS = {"step": 0.04, "setup": 0.005, "epoch": 0.005}
+DEFAULT_SENSITIVITY = 0.10  # the slowdown a run must be able to see before "no regression" is said
+POWER = 0.8  # "could detect": flagged with this probability at the run's own spread
+DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
+MAX_ROUNDS = 20  # extra rounds stop here whatever the budget
 WORKING_TREE = "."
 
 # The worker runs inside each tree's own gnnbench: the driver writes it to a temporary file, so the tree under
 # test needs no file of this version, only the API it calls (RunConfig, measure.run.run, graphs.generate).
 WORKER = r'''
-import json, sys, time
+import json, os, statistics, sys, time, traceback
 import torch
 torch.set_num_threads(int(sys.argv[3]))
 from gnnbench.graphs import GraphSpec, generate
@@ -56,10 +66,21 @@ graph = generate(GraphSpec(**spec["graph"]))
 out = {}
 
 
+class UnknownBench(Exception):
+    pass
+
+
+def save():
+    """The results so far, replaced whole after every benchmark: a crash later keeps what was measured."""
+    part = sys.argv[2] + ".part"
+    with open(part, "w") as f:
+        f.write(json.dumps(out))
+    os.replace(part, sys.argv[2])
+
+
 def micro(name, seed):
     """One code path alone, many calls: the neighbour sampler (a batch of the baseline's source), the feature
     gather (host rows of 16 batches) or the GCN aggregation (one batch, scatter). Median seconds per call."""
-    import statistics
     from gnnbench.flags import Flags
     from gnnbench.graphs.prepare import prepare
     from gnnbench.sampling.sources import make_batch_source
@@ -89,7 +110,7 @@ def micro(name, seed):
         h = torch.randn(n, 32, generator=torch.Generator().manual_seed(seed))
         fn = lambda: Aggregator(batch.edge_index, n, gcn_weights=lambda: weights).gcn(h)
     else:
-        raise ValueError(f"unknown micro-benchmark {name!r}")
+        raise UnknownBench(f"unknown micro-benchmark {name!r}")
     for _ in range(5):
         fn()
     times = []
@@ -101,30 +122,45 @@ def micro(name, seed):
     return statistics.median(times), len(times)
 
 
-for name, cfg in spec["benches"].items():
+def bench(name, cfg):
+    t0 = time.perf_counter()
     if name.startswith("micro:"):
-        t0 = time.perf_counter()
         try:
             median, calls = micro(name, spec["seed"])
-        except Exception as exc:  # an older tree without this API: reported, never a crash
-            out[name] = {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
-            continue
-        out[name] = {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
-                     "seconds": time.perf_counter() - t0}
-        continue
-    config = RunConfig.from_dict(cfg)
-    t0 = time.perf_counter()
-    r = run(config, graph=graph)
+        except (ImportError, UnknownBench) as exc:  # a tree without this API or this micro-benchmark
+            return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
+        return {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
+                "seconds": time.perf_counter() - t0}
+    r = run(RunConfig.from_dict(cfg), graph=graph)
     if r.status != "ok":
-        out[name] = {"status": r.status, "reason": str(r.unavailable or r.error)}
-        continue
+        return {"status": r.status, "reason": str(r.unavailable or r.error)}
     if not r.step_seconds.get("n"):
-        out[name] = {"status": "no measured steps", "reason": "the run ended within its warm-up"}
-        continue
-    out[name] = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
-                 "phases": {p: v["median"] for p, v in r.phases.items()},
-                 "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
-open(sys.argv[2], "w").write(json.dumps(out))
+        return {"status": "no measured steps", "reason": "the run ended within its warm-up"}
+    epochs = list(r.epoch_seconds)
+    epochs = epochs[1:] if len(epochs) > 1 else epochs  # the first epoch holds the warm-up steps
+    epoch = statistics.median(epochs) if epochs else None
+    prepare = float(r.graph.get("prepare_seconds") or 0.0)
+    res = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
+           "phases": {p: v["median"] for p, v in r.phases.items()},
+           "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
+    if r.setup_seconds:  # the setup clock: the graph's preparation, then the pipeline's assembly
+        res["setup"] = r.setup_seconds
+        res["setup_phases"] = {"prepare": prepare, "assemble": r.setup_seconds - prepare}
+    if epoch:  # an epoch's steps and what the epoch costs beside them (loader start-up, cache building)
+        steps = r.step_seconds["median"] * (r.steps_per_epoch or 0)
+        res["epoch"] = epoch
+        res["epoch_phases"] = {"steps": steps, "per-epoch cost": epoch - steps}
+    return res
+
+
+for name, cfg in spec["benches"].items():
+    try:
+        out[name] = bench(name, cfg)
+    except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
+        out[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc()[-2000:]}
+    save()
+save()
 '''
 
 
@@ -137,20 +173,49 @@ class Bench:
 
 
 @dataclass
+class MetricVerdict:
+    """One gated figure of a benchmark beside its step (setup, epoch): ratio ``BASE / HEAD`` with its interval,
+    Holm within its own family (:data:`ALPHAS`), its threshold and the part of it that moved most."""
+
+    metric: str
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    threshold: float
+    detectable: float  # the smallest slowdown factor this run resolves with POWER (inf: it cannot)
+    base_ms: float
+    head_ms: float
+    rounds: int = 0
+    log_sd: float | None = None  # the spread of the per-round log ratios
+    significant: bool = False
+    regression: bool = False
+    improvement: bool = False
+    phase: str | None = None
+    phase_ratio: dict[str, float] | None = None
+
+
+@dataclass
 class BenchVerdict:
-    """One benchmark's figures: ratios are ``BASE / HEAD`` (below 1: HEAD is slower)."""
+    """One benchmark's figures: ratios are ``BASE / HEAD`` (below 1: HEAD is slower). The step's figures are
+    the top-level fields; ``setup`` and ``epoch`` are gated beside it (:class:`MetricVerdict`)."""
 
     name: str
     status: str
     reason: str | None = None
+    rounds: int = 0  # paired rounds behind the figures
     ratio: float | None = None
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
     threshold: float | None = None  # the practical threshold (a factor >= MIN_THRESHOLD)
+    detectable: float | None = None  # the smallest step slowdown this run resolves with POWER (inf: none)
+    log_sd: float | None = None  # the spread of the step's per-round log ratios
     significant: bool = False  # after Holm across the set
     regression: bool = False
     improvement: bool = False
+    inconclusive: bool = False  # no regression seen, but this run could not have seen one of the sensitivity
+    lost: bool = False  # fine in BASE, not in HEAD (refused, failed, no measured steps, crashed): a failure
     phase: str | None = None  # the phase that moved most
     phase_ratio: dict[str, float] | None = None  # its ratio with interval
     acc_delta_pp: float | None = None
@@ -159,11 +224,28 @@ class BenchVerdict:
     acc_regression: bool = False
     base_ms: float | None = None
     head_ms: float | None = None
+    setup: MetricVerdict | None = None
+    epoch: MetricVerdict | None = None
+
+    def metrics(self) -> list[MetricVerdict]:
+        return [m for m in (self.setup, self.epoch) if m is not None]
+
+
+@dataclass
+class WorkerFailure:
+    """A benchmark process that did not finish: it crashed (non-zero exit) or ran past the timeout."""
+
+    side: str  # "base" | "head"
+    round: int
+    kind: str  # "crashed" | "timed out"
+    returncode: int | None
+    stderr_tail: str
 
 
 @dataclass
 class GateResult:
-    """The gate's outcome: per benchmark, and whether anything regressed."""
+    """The gate's outcome: per benchmark, whether anything regressed or was lost, and whether the run could
+    see a slowdown of ``sensitivity``."""
 
     base: str
     head: str
@@ -176,16 +258,41 @@ class GateResult:
     pythons: dict[str, str] | None = None  # each side's interpreter, when they differ (two environments)
     commits: dict[str, str] | None = None  # each side's full commit ("<sha>+dirty": a working tree), when known
     finished: str = ""  # UTC time the gate ended (orders stored gate runs into a history)
+    sensitivity: float = DEFAULT_SENSITIVITY
+    budget_seconds: float | None = None
+    extra_rounds: dict[str, int] = field(default_factory=dict)  # rounds added per benchmark beyond ``rounds``
+    failure: WorkerFailure | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # benchmarks the gate cannot run here -> why
 
     @property
     def regressed(self) -> list[BenchVerdict]:
-        return [b for b in self.benches if b.regression or b.acc_regression]
+        """Benchmarks that fail the gate: a regression (step, setup, epoch or accuracy) or lost in HEAD."""
+        return [b for b in self.benches
+                if b.regression or b.acc_regression or b.lost or any(m.regression for m in b.metrics())]
+
+    @property
+    def inconclusive(self) -> list[BenchVerdict]:
+        return [b for b in self.benches if b.inconclusive]
+
+    @property
+    def exit_status(self) -> int:
+        """2: a benchmark process crashed or timed out; 1: a regression or a lost benchmark; 3: no regression
+        seen, but some benchmark could not have seen a slowdown of ``sensitivity`` (too noisy here); 0."""
+        if self.failure is not None:
+            return 2
+        if self.regressed:
+            return 1
+        return 3 if self.inconclusive else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
                 "pythons": self.pythons,
                 "orders": self.orders, "seconds": self.seconds, "family": self.family, "commits": self.commits,
                 "finished": self.finished, "regression": bool(self.regressed),
+                "inconclusive": [b.name for b in self.inconclusive], "exit_status": self.exit_status,
+                "sensitivity": self.sensitivity, "budget_seconds": self.budget_seconds,
+                "extra_rounds": self.extra_rounds, "skipped": self.skipped,
+                "failure": asdict(self.failure) if self.failure else None,
                 "benches": [asdict(b) for b in self.benches]}
 
 
@@ -200,9 +307,12 @@ def gate_config(preset: str = "tiny", *, warmup: int = 3, device: str = "cpu") -
                      warmup_steps=warmup, hidden=32, device=device)
 
 
-def default_benches(base_config: Any, names: list[str] | None = None, *, steps: int | None = None) -> list[Bench]:
+def default_benches(base_config: Any, names: list[str] | None = None, *, steps: int | None = None,
+                    skipped: dict[str, str] | None = None) -> list[Bench]:
     """The baseline and every registry entry that runs here on ``base_config`` (or ``names`` among them;
-    ``"baseline"`` is the base configuration itself).
+    ``"baseline"`` is the base configuration itself). Each entry left out is put in ``skipped`` (when given)
+    with the reason: it does not apply to the gate's workload, needs several processes, or cannot run on this
+    device.
 
     With ``steps``, each benchmark's epochs are fitted so that it measures at least ``steps`` steps after its
     warm-up, whatever its batches per epoch (a neighbour epoch on ``tiny`` is 8 batches, a Cluster-GCN epoch
@@ -231,10 +341,16 @@ def default_benches(base_config: Any, names: list[str] | None = None, *, steps: 
             config = base_config
         else:
             parts = registry.combination(name)
-            if registry.not_applicable(base_config, parts):
-                continue
-            config = registry.config_for(base_config, parts)
-            if config.nproc > 1 or config_unavailable(config, device):
+            why = registry.not_applicable(base_config, parts)
+            if why is None:
+                config = registry.config_for(base_config, parts)
+                refused = config_unavailable(config, device)
+                multi = config.nproc > 1 or config.flags.parallel != "none"
+                why = ("a multi-rank entry (torch.distributed): the gate times one process per tree" if multi else
+                       "; ".join(f"{k}: {v}" for k, v in refused.items()) if refused else None)
+            if why is not None:
+                if skipped is not None:
+                    skipped[name] = why
                 continue
         if steps is not None:
             config = _fit_steps(config, graph, steps)
@@ -345,26 +461,81 @@ def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
     return path
 
 
+class _WorkerFailed(Exception):
+    def __init__(self, kind: str, returncode: int | None, stderr: str, partial: dict) -> None:
+        super().__init__(kind)
+        self.kind, self.returncode, self.stderr, self.partial = kind, returncode, stderr, partial
+
+
+def _tail(text_: str | bytes | None, limit: int = 2000) -> str:
+    if isinstance(text_, bytes):
+        text_ = text_.decode(errors="replace")
+    return (text_ or "").strip()[-limit:]
+
+
 def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float,
               python: str = sys.executable) -> dict:
+    """One benchmark process in ``tree``: its results per benchmark. Raises :class:`_WorkerFailed` (with what
+    the process had written before it stopped and the end of its output) when it exits non-zero or runs past
+    ``timeout``; a process that runs past it is killed with everything it started (loader workers)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    proc = subprocess.run([python, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the benchmark process of {tree} failed: {proc.stderr.strip()[-2000:]}")
-    return json.loads(out.read_text())
+    log = out.with_suffix(".log")
+
+    def partial() -> dict:
+        try:
+            return json.loads(out.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    with open(log, "w") as sink:
+        proc = subprocess.Popen([python, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise _WorkerFailed("timed out", None, _tail(log.read_text(errors="replace"))
+                                or f"no output within {timeout:g} s", partial()) from None
+        except BaseException:  # interrupted: leave nothing running behind
+            _kill_group(proc)
+            raise
+    if returncode != 0:
+        raise _WorkerFailed("crashed", returncode, _tail(log.read_text(errors="replace")), partial())
+    return partial()
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+Runner = Callable[[str, Path, Path], dict]  # (role, spec file, output file) -> results per benchmark
 
 
 def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threads: int = 1, order_seed: int = 0,
          timeout: float = 1800.0, labels: tuple[str, str] = ("base", "head"),
-         pythons: dict[str, str] | None = None,
+         pythons: dict[str, str] | None = None, sensitivity: float = DEFAULT_SENSITIVITY,
+         budget_seconds: float | None = None, max_rounds: int = MAX_ROUNDS,
+         skipped: dict[str, str] | None = None, runner: Runner | None = None,
          progress: Callable[[int, int, str], None] | None = None) -> GateResult:
     """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
     judge every benchmark (see the module docstring).
 
+    With ``budget_seconds`` (the whole gate's wall-clock budget), benchmarks still inconclusive after
+    ``rounds`` (their detectable slowdown above ``1 + sensitivity``) get further rounds, only they, while the
+    next round is predicted to fit the budget and up to ``max_rounds``. A benchmark process that crashes or
+    times out stops the gate: :attr:`GateResult.failure` holds the side, the round and its stderr's tail, and
+    the benchmarks it had not reached read "not judged" (or lost, where BASE measured them).
+
     ``pythons`` (``{"base": exe, "head": exe}``) runs each side with its own interpreter: two environments (two
     torch or PyG versions) on one commit or two, the check that catches a library upgrade's slowdown. Trees
-    that declare different dependencies are compared only that way.
+    that declare different dependencies are compared only that way. ``runner`` replaces the benchmark process
+    (tests).
 
     Raises:
         ValueError: for fewer than 2 rounds, or trees that declare different dependencies in one environment.
@@ -373,6 +544,10 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
         raise ValueError(f"the gate needs at least 2 rounds for an interval (got {rounds!r})")
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1 (got {threads!r})")
+    if not (isinstance(sensitivity, (int, float)) and 0 < sensitivity < 1):
+        raise ValueError(f"sensitivity must be a fraction in (0, 1), e.g. 0.1 for 10% (got {sensitivity!r})")
+    if budget_seconds is not None and not budget_seconds >= 0:
+        raise ValueError(f"budget_seconds must be None or >= 0 (got {budget_seconds!r})")
     pythons = pythons or {"base": sys.executable, "head": sys.executable}
     problem = dependency_difference(trees["base"], trees["head"])
     if problem and pythons["base"] == pythons["head"]:
@@ -381,65 +556,180 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
     if any(b.config.spec is None for b in benches):
         raise ValueError("the gate runs on a generated graph (a GraphSpec), not a loaded one")
     t0 = time.perf_counter()
-    data: dict[str, list[dict]] = {"base": [], "head": []}
-    orders = []
+    # per benchmark, per side: one result per round it ran in (rounds pair by position)
+    data: dict[str, dict[str, list[dict]]] = {b.name: {"base": [], "head": []} for b in benches}
+    orders: list[list[str]] = []
+    failure: WorkerFailure | None = None
+    seconds: dict[str, list[float]] = {b.name: [] for b in benches}  # each benchmark's own seconds per process
+    overhead: list[float] = []  # each process's wall time beyond its benchmarks (start, imports, the graph)
+    result = GateResult(labels[0], labels[1], rounds, threads, orders,
+                        pythons=pythons if pythons["base"] != pythons["head"] else None,
+                        sensitivity=sensitivity, budget_seconds=budget_seconds, skipped=dict(skipped or {}))
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
         folder = Path(tmp)
         worker = folder / "gate_worker.py"
         worker.write_text(WORKER)
-        for r in range(rounds):
-            spec = _spec_file(benches, r, folder)
+
+        def default_runner(role: str, spec: Path, out: Path) -> dict:
+            return _run_tree(trees[role], spec, out, threads, worker, timeout, pythons[role])
+
+        run_one = runner or default_runner
+        todo = list(benches)
+        r = 0
+        while todo:
+            spec = _spec_file(todo, r, folder)
             order = ["base", "head"]
             random.Random(order_seed * 1_000_003 + r).shuffle(order)
             orders.append(order)
+            ran: dict[str, dict] = {}
             for role in order:
                 if progress:
-                    progress(r, rounds, role)
-                data[role].append(_run_tree(trees[role], spec, folder / f"{role}-{r}.json", threads, worker,
-                                            timeout, pythons[role]))
-    result = GateResult(labels[0], labels[1], rounds, threads, orders,
-                        pythons=pythons if pythons["base"] != pythons["head"] else None)
-    result.benches = [_verdict(b.name, [d.get(b.name, {}) for d in data["base"]],
-                               [d.get(b.name, {}) for d in data["head"]]) for b in benches]
-    measured = [v for v in result.benches if v.status == "ok" and v.p_value is not None]
-    keep = holm([v.p_value for v in measured], FAMILY_ALPHA)
-    for v, k in zip(measured, keep):
-        v.significant = bool(k)
-        slower, faster = v.ratio < 1 / v.threshold, v.ratio > v.threshold
-        v.regression = v.significant and slower and v.high < 1
-        v.improvement = v.significant and faster and v.low > 1
-    result.family = (f"Holm over {len(measured)} benchmarks: the chance that any is flagged by noise is at most "
-                     f"{FAMILY_ALPHA:.0%}")
+                    progress(r, max(rounds, r + 1), role)
+                started = time.perf_counter()
+                try:
+                    ran[role] = run_one(role, spec, folder / f"{role}-{r}.json")
+                except _WorkerFailed as exc:
+                    failure = WorkerFailure(role, r, exc.kind, exc.returncode, exc.stderr)
+                    why = (f"{role}'s benchmark process {exc.kind} in round {r + 1}"
+                           + (f" (exit {exc.returncode})" if exc.returncode is not None else ""))
+                    ran[role] = {**{b.name: {"status": exc.kind, "reason": why} for b in todo}, **exc.partial}
+                    break
+                wall = time.perf_counter() - started
+                overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
+            for b in todo:
+                for role in ("base", "head"):
+                    got = ran.get(role, {}).get(b.name, {"status": "not run",
+                                                          "reason": "the round stopped before this side ran"})
+                    data[b.name][role].append(got)
+                    if got.get("seconds"):
+                        seconds[b.name].append(got["seconds"])
+            r += 1
+            if failure is not None:
+                break
+            if r < rounds:
+                continue
+            result.benches = _judge(benches, data, sensitivity)
+            if budget_seconds is None or r >= max_rounds:
+                break
+            todo = [b for b, v in zip(benches, result.benches) if v.inconclusive]
+            predicted = 2 * statistics.median(overhead or [0.0]) + 2 * sum(
+                statistics.median(seconds[b.name] or [0.0]) for b in todo)
+            if todo and time.perf_counter() - t0 + predicted > budget_seconds:
+                break
+            for b in todo:
+                result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
+    result.benches = _judge(benches, data, sensitivity)
+    if failure is not None:
+        result.failure = failure
+    result.rounds = r
+    m = sum(1 for v in result.benches if v.status == "ok" and v.p_value is not None)
+    result.family = (f"Holm over {m} benchmarks per figure, at {ALPHAS['step']:.0%} for the step and "
+                     f"{ALPHAS['setup']:.1%} each for setup and epoch time: the chance that any is flagged by "
+                     f"noise is at most {sum(ALPHAS.values()):.0%}")
     result.seconds = time.perf_counter() - t0
     result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     result.commits = {role: _commit_of(tree) for role, tree in trees.items()}
     return result
 
 
-def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
-    bad = next((d for d in base + head if d.get("status") != "ok"), None)
-    if bad is not None:
-        return BenchVerdict(name, bad.get("status", "missing"), bad.get("reason", "no result"))
-    ri = paired_ratio([d["step"] for d in base], [d["step"] for d in head])
-    floor = noise_floor([d["step"] for d in base])
-    threshold = max(MIN_THRESHOLD, floor if floor == floor else MIN_THRESHOLD)
-    v = BenchVerdict(name, "ok", ratio=ri.ratio, low=ri.low, high=ri.high, p_value=ri.p_value, threshold=threshold,
-                     base_ms=1e3 * statistics.median(d["step"] for d in base),
-                     head_ms=1e3 * statistics.median(d["step"] for d in head))
+def _judge(benches: list[Bench], data: dict[str, dict[str, list[dict]]], sensitivity: float) -> list[BenchVerdict]:
+    """Every benchmark's verdict from the rounds so far: Holm per figure across the set, thresholds, what each
+    could detect, and which are inconclusive at ``sensitivity``."""
+    verdicts = [_verdict(b.name, data[b.name]["base"], data[b.name]["head"]) for b in benches]
+    measured = [v for v in verdicts if v.status == "ok" and v.p_value is not None]
+    m = len(measured)
+    for v, keep in zip(measured, holm([v.p_value for v in measured], ALPHAS["step"])):
+        v.significant = bool(keep)
+        v.regression = v.significant and v.ratio < 1 / v.threshold and v.high < 1
+        v.improvement = v.significant and v.ratio > v.threshold and v.low > 1
+        v.detectable = max(v.threshold, _detectable(v.rounds, v.log_sd, ALPHAS["step"] / m))
+        v.inconclusive = not (v.regression or v.improvement) and v.detectable > 1 + sensitivity + 1e-12
+    for metric in ("setup", "epoch"):
+        judged = [getattr(v, metric) for v in measured if getattr(v, metric) is not None]
+        for mv, keep in zip(judged, holm([mv.p_value for mv in judged], ALPHAS[metric])):
+            mv.significant = bool(keep)
+            mv.regression = mv.significant and mv.ratio < 1 / mv.threshold and mv.high < 1
+            mv.improvement = mv.significant and mv.ratio > mv.threshold and mv.low > 1
+            mv.detectable = max(mv.threshold, _detectable(mv.rounds, mv.log_sd, ALPHAS[metric] / len(judged)))
+    return verdicts
+
+
+def _detectable(rounds: int, log_sd: float, alpha: float) -> float:
+    """The smallest slowdown factor a paired-t test at two-sided ``alpha`` flags with probability :data:`POWER`
+    from ``rounds`` paired rounds whose log ratios spread by ``log_sd``."""
+    if rounds < 2 or not log_sd == log_sd:
+        return math.inf
+    t = t_quantile(1 - alpha / 2, rounds - 1) + t_quantile(POWER, rounds - 1)
+    return math.exp(t * log_sd / math.sqrt(rounds))
+
+
+def _ratio_of(base: list[float], head: list[float]) -> tuple[Any, float, float]:
+    """The paired ratio, the spread of its per-round log ratios and the threshold (``MIN_THRESHOLD`` or the
+    base side's noise floor, whichever is larger)."""
+    ri = paired_ratio(base, head)
+    logs = [math.log(b / h) for b, h in zip(base, head)]
+    sd = statistics.stdev(logs) if len(logs) > 1 else math.nan
+    floor = noise_floor(base)
+    return ri, sd, max(MIN_THRESHOLD, floor if floor == floor else MIN_THRESHOLD)
+
+
+def _moved(base: list[dict], head: list[dict], key: str, head_total: float) -> tuple[str, dict] | None:
+    """The part of a figure whose change explains most of its change (its share times its log ratio)."""
     moved = []
-    for phase in base[0]["phases"]:
-        b = [d["phases"].get(phase, 0.0) for d in base]
-        h = [d["phases"].get(phase, 0.0) for d in head]
+    for phase in base[0].get(key) or {}:
+        b = [d[key].get(phase, 0.0) for d in base]
+        h = [d[key].get(phase, 0.0) for d in head]
         if min(b + h) <= 0:
             continue
         pr = paired_ratio(b, h)
-        share = statistics.median(h) / (1e-3 * v.head_ms) if v.head_ms else 0.0
-        # the phase whose change explains most of the step's change: its share times its log ratio
+        share = statistics.median(h) / head_total if head_total else 0.0
         moved.append((abs(share * (1 / pr.ratio - 1)), phase, pr))
+    if not moved:
+        return None
+    _, phase, pr = max(moved)
+    return phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high, "significant": pr.significant}
+
+
+def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
+    """One benchmark from its rounds (``base[i]`` pairs with ``head[i]``). Fine in BASE and not in HEAD is
+    lost (a failure of the gate); not fine in BASE is reported and judged no further."""
+    def bad_of(side: list[dict]) -> dict | None:
+        return next((d for d in side if d.get("status", "missing") not in ("ok", "not run")), None)
+
+    bad_base, bad_head = bad_of(base), bad_of(head)
+    if bad_base is not None:
+        reason = f"base: {bad_base.get('reason', 'no result')}"
+        if bad_head is not None:
+            reason += f"; head: {bad_head.get('reason', 'no result')}"
+        return BenchVerdict(name, bad_base.get("status", "missing"), reason)
+    if bad_head is not None and not any(d.get("status") == "ok" for d in base):
+        return BenchVerdict(name, "not judged", f"base did not run it; head: {bad_head.get('reason', 'no result')}")
+    if bad_head is not None:
+        return BenchVerdict(name, bad_head.get("status", "missing"),
+                            f"fine in base, {bad_head.get('status', 'missing')} in head: "
+                            f"{bad_head.get('reason', 'no result')}", lost=True)
+    pairs = [(b, h) for b, h in zip(base, head) if b.get("status") == "ok" and h.get("status") == "ok"]
+    if len(pairs) < 2:
+        return BenchVerdict(name, "not judged", f"{len(pairs)} paired round(s): an interval needs 2",
+                            rounds=len(pairs))
+    base, head = [b for b, _ in pairs], [h for _, h in pairs]
+    ri, sd, threshold = _ratio_of([d["step"] for d in base], [d["step"] for d in head])
+    v = BenchVerdict(name, "ok", rounds=len(pairs), ratio=ri.ratio, low=ri.low, high=ri.high, p_value=ri.p_value,
+                     threshold=threshold, log_sd=sd, base_ms=1e3 * statistics.median(d["step"] for d in base),
+                     head_ms=1e3 * statistics.median(d["step"] for d in head))
+    moved = _moved(base, head, "phases", 1e-3 * v.head_ms)
     if moved:
-        _, phase, pr = max(moved)
-        v.phase, v.phase_ratio = phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high,
-                                         "significant": pr.significant}
+        v.phase, v.phase_ratio = moved
+    for metric in ("setup", "epoch"):
+        if all((d.get(metric) or 0) > 0 for d in base + head):
+            mri, msd, mthr = _ratio_of([d[metric] for d in base], [d[metric] for d in head])
+            mv = MetricVerdict(metric, mri.ratio, mri.low, mri.high, mri.p_value, mthr, math.inf,
+                               1e3 * statistics.median(d[metric] for d in base),
+                               1e3 * statistics.median(d[metric] for d in head), rounds=len(pairs), log_sd=msd)
+            moved = _moved(base, head, f"{metric}_phases", 1e-3 * mv.head_ms)
+            if moved:
+                mv.phase, mv.phase_ratio = moved
+            setattr(v, metric, mv)
     if all(d.get("test") is not None for d in base + head):  # micro-benchmarks train nothing
         v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
                                                                      for b, h in zip(base, head)])
@@ -478,27 +768,80 @@ def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Pa
 def format_gate(r: GateResult) -> str:
     """The gate's table, its rule and its verdict."""
     envs = (f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else "")
+    extra = (f"; rounds added to {len(r.extra_rounds)} inconclusive benchmark(s) within the "
+             f"{r.budget_seconds:.0f} s budget" if r.extra_rounds else "")
     lines = [f"regression gate: {r.base} (base) against {r.head} (head), {r.rounds} rounds of alternating "
-             f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}",
+             f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
              f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
-             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), or an accuracy "
-             f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds", ""]
-    head = f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}  {'phase that moved':<30}{'acc pp':>8}  verdict"
+             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), an accuracy "
+             f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds, or a benchmark fine in base that head lost; "
+             f"'detects' is the smallest slowdown this run flags {POWER:.0%} of the time (above "
+             f"{1 + r.sensitivity:.2f}x: inconclusive here)", ""]
+    head = (f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}"
+            f"{'detects':>9}  {'phase that moved':<30}{'acc pp':>8}  verdict")
     lines += [head, "-" * len(head)]
     for b in r.benches:
         if b.status != "ok":
-            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}  {'-':<30}{'-':>8}  {b.status}: {b.reason}")
+            verdict = f"LOST: {b.reason}" if b.lost else f"{b.status}: {b.reason}"
+            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}{'-':>9}  {'-':<30}{'-':>8}  {verdict}")
             continue
         ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
         phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
-        verdict = ("REGRESSION" if b.regression else "improvement" if b.improvement else
-                   "significant, within the threshold" if b.significant else "no significant difference")
-        if b.acc_regression:
-            verdict += "; ACCURACY REGRESSION"
-        acc = "-" if b.acc_delta_pp is None else f"{b.acc_delta_pp:+.2f}"
-        lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x  {phase:<30}"
-                     f"{acc:>8}  {verdict}")
+        lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x"
+                     f"{_factor(b.detectable):>9}  {phase:<30}"
+                     f"{'-' if b.acc_delta_pp is None else f'{b.acc_delta_pp:+.2f}':>8}  {_verdict_text(b)}")
+        for m in b.metrics():
+            if m.significant or m.regression:
+                mphase = f"{m.phase} {text.ratio_of(m.phase_ratio, digits=2)}" if m.phase else "-"
+                lines.append(f"{'  ' + m.metric:<22}{m.base_ms:>9.1f}{m.head_ms:>9.1f}  "
+                             f"{text.ratio(m.ratio, m.low, m.high, digits=3):<24}{m.threshold:>9.3f}x"
+                             f"{_factor(m.detectable):>9}  {mphase:<30}{'':>8}  {_verdict_text(m)}")
+    judged = [m for b in r.benches for m in b.metrics()]
+    if judged and not any(m.significant for m in judged):
+        lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
+    lines.append("")
+    if r.skipped:
+        lines.append("not run here: " + "; ".join(f"{k} ({v})" for k, v in r.skipped.items()))
+    if r.failure is not None:
+        f = r.failure
+        code = f" (exit {f.returncode})" if f.returncode is not None else ""
+        tail = "\n".join("    " + line for line in (f.stderr_tail or "(no output)").splitlines()[-15:])
+        lines.append(f"GATE FAILED: {f.side}'s benchmark process {f.kind} in round {f.round + 1}{code}; the end "
+                     f"of its stderr:\n{tail}")
     bad = r.regressed
-    lines += ["", f"REGRESSION in {len(bad)} benchmark(s): {', '.join(b.name for b in bad)}" if bad
-              else "no regression"]
+    if bad:
+        lost = [b.name for b in bad if b.lost]
+        slow = [b.name for b in bad if not b.lost]
+        if slow:
+            lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
+        if lost:
+            lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
+    elif r.inconclusive:
+        worst = max(b.detectable for b in r.inconclusive)
+        lines.append(f"no regression seen, but inconclusive here: {len(r.inconclusive)} benchmark(s) could not "
+                     f"have seen a {r.sensitivity:.0%} slowdown on this machine (they detect {_factor(worst)} at "
+                     f"worst): {', '.join(b.name for b in r.inconclusive)}; more rounds (--rounds, --budget) or a "
+                     f"quieter machine")
+    elif r.failure is None:
+        lines.append(f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)")
     return "\n".join(lines)
+
+
+def _factor(x: float | None) -> str:
+    return "-" if x is None else "none" if math.isinf(x) else f"{x:.2f}x"
+
+
+def _verdict_text(v: BenchVerdict | MetricVerdict) -> str:
+    if v.regression:
+        text_ = "REGRESSION"
+    elif v.improvement:
+        text_ = "improvement"
+    elif v.significant:
+        text_ = "significant, within the threshold"
+    elif getattr(v, "inconclusive", False):
+        text_ = "inconclusive here"
+    else:
+        text_ = "no significant difference"
+    if getattr(v, "acc_regression", False):
+        text_ += "; ACCURACY REGRESSION"
+    return text_

@@ -80,6 +80,12 @@ class SweepResults(list):
     skipped: int = 0
     discarded: int = 0  # measured on another machine beside the round that settled their row
 
+    def failed(self) -> list[str]:
+        """``label (round r): error`` of every run that failed (a crash or an error; an entry unavailable
+        here is not a failure)."""
+        return [f"{r.get('label')} (round {r.get('round')}): {r.get('error') or 'no result'}"
+                for r in self if r and r.get("status") == "failed"]
+
     def summary(self) -> str:
         text = (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
                 f"measured {self.measured}")
