@@ -34,7 +34,7 @@ from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
            "diagnose", "format_diagnosis", "expectation", "distributed_advice", "HotOp", "HOT_OP_SHARE",
-           "attribute_ops", "op_profile"]
+           "attribute_ops", "op_profile", "profile_shares"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -291,6 +291,13 @@ def op_profile(trainer_steps, steps: int, device: torch.device,
     finally:
         if timer is not None:
             timer.label = False
+    return profile_shares(prof, device)
+
+
+def profile_shares(prof: Any, device: torch.device) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """``(shares, phases)`` of a finished ``torch.profiler.profile``: each operator's share of the operator self
+    time (device time on CUDA), and per operator its share in each phase it ran in (the enclosing
+    ``phase:<name>`` profiler range, :data:`OUTSIDE` when none)."""
     key = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     per_phase: dict[str, dict[str, float]] = {}
     for e in prof.events():

@@ -295,6 +295,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.measure.comparison import compare
     from gnnbench.measure.sweep import sweep_entries
 
+    if args.script is not None:
+        return _diagnose_script(args)
     config = config_from_args(args, args.flags)
     try:
         opened = source_from_args(args)
@@ -332,6 +334,24 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return status
+
+
+def _diagnose_script(args: argparse.Namespace) -> int:
+    """``diagnose --script train.py ARGS``: the user's own loop under gnnbench.watch; 1 when the script raised or
+    could not be instrumented (the message says which piece was missing)."""
+    from gnnbench.advice.watch import ScriptError, watch_script
+
+    try:
+        report = watch_script(args.script, steps=args.watch_steps, warmup=args.watch_warmup, sync=args.sync,
+                              device=None if args.device == "cpu" else args.device)
+    except ScriptError as exc:
+        print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.format())
+    return 0
 
 
 def cmd_tune(args: argparse.Namespace) -> int:

@@ -122,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
                    "folder)")
     add_calibration_args(p)
     p.add_argument("--json", action="store_true", help="print the diagnosis (and verification) as JSON")
+    p.add_argument("--watch-steps", type=int, default=30,
+                   help="--script: steps measured after the warm-up (default 30; then 5 profiled, then it stops)")
+    p.add_argument("--watch-warmup", type=int, default=5, help="--script: warm-up steps left out (default 5)")
+    p.add_argument("--sync", action="store_true",
+                   help="--script: synchronize CUDA at every phase boundary (the breakdown mode)")
+    p.add_argument("--script", nargs=argparse.REMAINDER, default=None, metavar="SCRIPT ARGS",
+                   help="diagnose your own training script, unmodified: run it under gnnbench.watch (its "
+                        "loaders, model calls, backward and optimizer steps timed) for --watch-steps steps, "
+                        "then stop it and diagnose; everything after --script goes to the script")
     p.set_defaults(func=commands.cmd_diagnose)
 
     p = sub.add_parser("tune", help="greedy search over the registry within a time budget, measured",

@@ -1,0 +1,320 @@
+"""``gnnbench.watch`` on training loops gnnbench did not write: PyG's own example patterns as a user writes them
+(a NeighborLoader + GraphSAGE loop, a full-batch GCN loop, a LinkNeighborLoader link-prediction loop), a loader
+made slow on purpose (sampling-bound) and a model made heavy on purpose (kernel-bound). The watch must not
+change what the loop computes, must restore everything it patched, and must say which sampling backend the
+user's loader ran on."""
+
+import time
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.loader import LinkNeighborLoader, NeighborLoader
+from torch_geometric.nn import GCN, GraphSAGE
+
+import gnnbench
+from gnnbench.advice.watch import IN_YOUR_LOOP, WatchDone
+from gnnbench.sampling.pyg_fallback import FALLBACK, pyg_backend, pyg_sampling_fallback
+
+# PyG warns that its NeighborSampler without pyg-lib is deprecated: the point here (the fallback) is known
+pytestmark = pytest.mark.filterwarnings("ignore:Using 'NeighborSampler' without a 'pyg-lib':UserWarning")
+
+
+def _data(n=600, e=6000, f=16, classes=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    data = Data(x=torch.randn(n, f, generator=g), edge_index=torch.randint(0, n, (2, e), generator=g),
+                y=torch.randint(0, classes, (n,), generator=g))
+    data.train_mask = torch.rand(n, generator=g) < 0.6
+    return data
+
+
+def _sage_loop(data, model, opt, loader, epochs=1):
+    """PyG's examples/graph_sage_unsup style node classification loop, as a user writes it."""
+    for _ in range(epochs):
+        model.train()
+        for batch in loader:
+            opt.zero_grad()
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+            loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+            loss.backward()
+            opt.step()
+
+
+def _sage_setup(seed=0, **loader_kwargs):
+    torch.manual_seed(seed)
+    data = _data()
+    loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask, shuffle=True,
+                            **loader_kwargs)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    return data, loader, model, opt
+
+
+def test_a_neighbor_loader_graphsage_loop_is_cut_into_its_phases_and_diagnosed():
+    from gnnbench.cli.parser import build_parser
+
+    data, loader, model, opt = _sage_setup()
+    with gnnbench.watch(loader, model, opt, warmup=2, steps=5) as w:
+        _sage_loop(data, model, opt, loader, epochs=2)
+    r = w.report()
+    assert r.steps == 5 and r.warmup == 2 and len(w.records) == 5
+    for phase in ("sample", "gather", "forward", "backward", "optimizer"):
+        assert r.phase_ms[phase] > 0, phase
+    parts = sum(v for k, v in r.phase_ms.items())
+    assert parts == pytest.approx(r.step_ms["median"], rel=0.5), "the phases tile the step"
+    assert r.loader["type"] == "NeighborLoader" and r.loader["num_neighbors"] == [8, 4]
+    assert r.loader["sampling backend"] == pyg_backend() if pyg_backend() != "none" else FALLBACK
+    assert r.finding.bottleneck in ("sampling", "features", "kernels")
+    assert r.advice and all(a.entry in IN_YOUR_LOOP and a.setting for a in r.advice)
+    assert r.overhead is not None and 0 <= r.overhead < 0.02, "the non-synchronizing mode costs under 2%"
+    # the command that verifies the advice on a twin of the user's graph is a real gnnbench command
+    assert r.reproduce.startswith("gnnbench compare --preset")
+    args = build_parser().parse_args(r.reproduce.split()[1:])
+    assert args.fanout == "8,4" and args.batch_size == 64 and args.model == "sage" and args.hidden == 32
+    text = r.format()
+    assert "bottleneck:" in text and "try, in your loop" in text and "instrumentation overhead" in text
+    if pyg_backend() == "none":
+        assert any("gnnbench's sampler" in n for n in r.notes)
+
+
+def test_watching_changes_nothing_the_loop_computes():
+    """The same seed trains the same parameters with and without the watch (the sampler fallback alone stands
+    in for the unwatched loop where PyG has no native backend)."""
+    def train(watched):
+        data, loader, model, opt = _sage_setup(seed=3)
+        ctx = gnnbench.watch(loader, model, opt, warmup=1) if watched else pyg_sampling_fallback()
+        with ctx:
+            _sage_loop(data, model, opt, loader)
+        return [p.detach().clone() for p in model.parameters()]
+
+    for a, b in zip(train(False), train(True)):
+        assert torch.equal(a, b)
+
+
+def test_everything_patched_is_restored_and_hooks_removed():
+    from torch_geometric.data.data import BaseData
+    from torch_geometric.sampler import NeighborSampler
+
+    before = (torch.utils.data.DataLoader.__dict__["__iter__"], BaseData.__dict__["to"], torch.autograd.backward,
+              NeighborSampler.__dict__["_sample"], "to" in torch.Tensor.__dict__, "cuda" in torch.Tensor.__dict__)
+    data, loader, model, opt = _sage_setup()
+    with gnnbench.watch(loader, model, opt, warmup=1) as w:
+        _sage_loop(data, model, opt, loader)
+    after = (torch.utils.data.DataLoader.__dict__["__iter__"], BaseData.__dict__["to"], torch.autograd.backward,
+             NeighborSampler.__dict__["_sample"], "to" in torch.Tensor.__dict__, "cuda" in torch.Tensor.__dict__)
+    assert before == after
+    assert not model._forward_hooks and not model._forward_pre_hooks
+    assert "filter_fn" not in loader.__dict__ and "sample_from_nodes" not in loader.node_sampler.__dict__
+    assert len(w.records) > 0
+
+
+def test_a_full_batch_gcn_loop_is_cut_at_the_optimizer_step():
+    """PyG's examples/gcn.py pattern: no loader, one step per epoch."""
+    torch.manual_seed(0)
+    data = _data(n=500, e=4000)
+    model = GCN(16, 32, num_layers=2, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(None, model, opt, warmup=2, steps=6) as w:
+        for _ in range(12):
+            model.train()
+            opt.zero_grad()
+            out = model(data.x, data.edge_index)
+            loss = F.cross_entropy(out[data.train_mask], data.y[data.train_mask])
+            loss.backward()
+            opt.step()
+    r = w.report()
+    assert r.steps == 6 and r.loader == {"type": "none (full batch)"}
+    assert set(r.phase_ms) >= {"forward", "backward", "optimizer"} and "wait" not in r.phase_ms
+    assert r.finding.bottleneck == "kernels"
+    names = [a.entry for a in r.advice]
+    assert "cached_norm" in names, "a full-batch GCN that does not cache its normalization"
+    assert not {"workers", "fanout", "full_batch", "batch_cache"} & set(names), "no loader to tune"
+
+
+def test_a_link_neighbor_loader_loop_is_watched_as_link_prediction():
+    torch.manual_seed(0)
+    data = _data(n=400, e=3000)
+    loader = LinkNeighborLoader(data, num_neighbors=[5, 3], batch_size=64, neg_sampling_ratio=1.0, shuffle=True)
+    model = GraphSAGE(16, 32, num_layers=2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=4) as w:
+        for batch in loader:
+            opt.zero_grad()
+            h = model(batch.x, batch.edge_index)
+            src, dst = batch.edge_label_index
+            loss = F.binary_cross_entropy_with_logits((h[src] * h[dst]).sum(-1), batch.edge_label)
+            loss.backward()
+            opt.step()
+    r = w.report()
+    assert r.steps == 4 and r.loader["type"] == "LinkNeighborLoader" and r.phase_ms["sample"] > 0
+    assert "--task link" in r.reproduce
+
+
+def test_a_deliberately_slow_loader_is_sampling_bound_and_advised_workers():
+    data, _, model, opt = _sage_setup()
+
+    def slow(batch):  # a transform that sleeps: loader-side work, as a costly user transform is
+        time.sleep(0.3)
+        return batch
+
+    loader = NeighborLoader(data, num_neighbors=[4], batch_size=64, input_nodes=data.train_mask, transform=slow)
+    model = GraphSAGE(16, 8, num_layers=1, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=3) as w:
+        _sage_loop(data, model, opt, loader)
+    r = w.report()
+    assert r.phase_ms["transform"] >= 290, r.phase_ms
+    assert r.finding.bottleneck == "sampling", r.finding
+    assert "workers" in [a.entry for a in r.advice]
+
+
+def test_a_deliberately_heavy_model_is_kernel_bound():
+    torch.manual_seed(0)
+    data = _data(n=400, e=2000, f=256)
+    loader = NeighborLoader(data, num_neighbors=[3], batch_size=32, input_nodes=data.train_mask)
+    model = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Linear(256, 256), torch.nn.ReLU())],
+                                torch.nn.Linear(256, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=3) as w:
+        for batch in loader:
+            opt.zero_grad()
+            x = batch.x.repeat(40, 1)  # a heavy forward: many rows through six 256-wide layers
+            loss = F.cross_entropy(model(x), batch.y.repeat(40))
+            loss.backward()
+            opt.step()
+    r = w.report()
+    assert r.finding.bottleneck == "kernels" and r.shares["kernels"] > 0.5, r.shares
+    assert any(a.entry == "partial_amp" for a in r.advice)
+
+
+def test_stop_after_ends_the_loop_cleanly_at_a_step_boundary():
+    data, loader, model, opt = _sage_setup()
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=3, stop_after=True) as w:
+        _sage_loop(data, model, opt, loader, epochs=5)
+        raise AssertionError("the watch stops the loop")  # pragma: no cover
+    assert len(w.records) == 3 and w.seen == 4
+
+
+def test_bad_options_and_too_few_steps_say_what_is_accepted():
+    with pytest.raises(ValueError, match="steps must be None or an integer >= 2"):
+        gnnbench.watch(steps=1)
+    with pytest.raises(ValueError, match="warmup must be an integer >= 0"):
+        gnnbench.watch(warmup=-1)
+    with pytest.raises(ValueError, match="profile_steps .* give steps too"):
+        gnnbench.watch(profile_steps=3)
+    with pytest.raises(ValueError, match="stop_after needs a number of steps"):
+        gnnbench.watch(stop_after=True)
+    data, loader, model, opt = _sage_setup()
+    with gnnbench.watch(loader, model, opt, warmup=50) as w:
+        _sage_loop(data, model, opt, loader)
+    with pytest.raises(ValueError, match="measured 0 step"):
+        w.report()
+    with pytest.raises(WatchDone.__mro__[1]):  # WatchDone is an Exception
+        raise WatchDone("x")
+
+
+def test_the_profile_attributes_hot_operators_to_the_loops_phases():
+    data, loader, model, opt = _sage_setup()
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=3, profile_steps=2) as w:
+        _sage_loop(data, model, opt, loader)
+    r = w.report()
+    assert r.hot_ops and all(op.share >= 0.05 for op in r.hot_ops)
+    assert any(set(op.phases) & {"forward", "backward"} for op in r.hot_ops)
+
+
+def test_every_registry_entry_has_a_setting_in_the_users_terms():
+    from gnnbench import registry
+
+    assert set(IN_YOUR_LOOP) == set(registry.names())
+
+
+def test_the_fallback_refuses_what_it_cannot_sample_with_the_reason():
+    if pyg_backend() != "none":
+        pytest.skip("a native PyG sampler is installed: nothing is replaced")
+    data = _data(n=100, e=500)
+    data.edge_time = torch.arange(500)
+    data.time = torch.zeros(100, dtype=torch.long)
+    with pyg_sampling_fallback():
+        loader = NeighborLoader(data, num_neighbors=[3], batch_size=16, time_attr="time")
+        with pytest.raises(ImportError, match="temporal sampling"):
+            next(iter(loader))
+
+
+@pytest.mark.cuda
+def test_the_breakdown_mode_synchronizes_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    torch.manual_seed(0)
+    data = _data()
+    loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask,
+                            pin_memory=True)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(loader, model, opt, warmup=2, steps=4, sync=True) as w:
+        for batch in loader:
+            batch = batch.to("cuda", non_blocking=True)
+            opt.zero_grad()
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+            F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+            opt.step()
+    r = w.report()
+    assert r.mode == "sync" and r.device.startswith("cuda") and r.phase_ms["transfer"] > 0
+
+
+SCRIPT = '''
+import argparse
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.loader import NeighborLoader
+from torch_geometric.nn import GraphSAGE
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--epochs", type=int, default=3)
+args = parser.parse_args()
+torch.manual_seed(0)
+n = 500
+data = Data(x=torch.randn(n, 16), edge_index=torch.randint(0, n, (2, 5000)), y=torch.randint(0, 4, (n,)))
+loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, shuffle=True)
+model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+for epoch in range(args.epochs):
+    for batch in loader:
+        optimizer.zero_grad()
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+        loss.backward()
+        optimizer.step()
+    print(f"epoch {epoch} done", flush=True)
+open(args.__dict__.get("marker", "/dev/null"), "a").close()
+'''
+
+
+def test_diagnose_script_runs_an_unmodified_script_and_stops_it_cleanly(tmp_path, capsys):
+    from gnnbench.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    code = main(["diagnose", "--watch-steps", "3", "--watch-warmup", "1", "--script", str(script), "--epochs", "50"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "gnnbench watch: 3 measured steps after 1 warm-up" in out and "bottleneck:" in out
+    assert "epoch 1 done" not in out, "stopped after 1 + 3 + 5 profiled steps, inside the first epoch"
+    assert "operators above 5%" in out
+
+
+def test_diagnose_script_says_which_piece_it_could_not_find(tmp_path, capsys):
+    from gnnbench.cli import main
+
+    no_step = tmp_path / "no_step.py"
+    no_step.write_text("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n    m(torch.randn(3, 4)).sum().backward()\n")
+    assert main(["diagnose", "--script", str(no_step)]) == 1
+    err = capsys.readouterr().err
+    assert "never showed" in err and "an optimizer step" in err and "a model forward" not in err
+    raising = tmp_path / "raising.py"
+    raising.write_text("raise RuntimeError('CUDA out of memory in my loop')\n")
+    assert main(["diagnose", "--script", str(raising)]) == 1
+    assert "raised RuntimeError: CUDA out of memory in my loop" in capsys.readouterr().err
+    assert main(["diagnose", "--script", str(tmp_path / "missing.py")]) == 1
+    assert "is not a file" in capsys.readouterr().err
