@@ -14,12 +14,13 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-__all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS",
+__all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS", "SAMPLERS",
            "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES", "PARALLEL_MODES",
            "PARTITIONERS", "GRAD_COMPRESSIONS"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
+SAMPLERS = ("neighbor", "labor")  # independent per-target draws | LABOR-0 (one variate per source, shared)
 BATCH_SOURCES = ("neighbor", "cluster_gcn", "saint_rw", "full")
 FEATURE_PLACEMENTS = ("host", "device", "hot_cold", "uva")
 FEATURE_DTYPES = ("float32", "float16")
@@ -36,6 +37,7 @@ GRAD_COMPRESSIONS = ("none", "topk", "fp16", "powersgd")
 _CHOICES = {
     "index_dtype": INDEX_DTYPES,
     "sampler_backend": SAMPLER_BACKENDS,
+    "sampler": SAMPLERS,
     "batch_source": BATCH_SOURCES,
     "feature_placement": FEATURE_PLACEMENTS,
     "feature_dtype": FEATURE_DTYPES,
@@ -75,6 +77,7 @@ class Flags:
     sample_replace: bool = _batch_key(False)  # draw neighbours with replacement
     sampler_device: str = _batch_key("host")  # neighbour sampling on "host" | "device" (CSR on the GPU) | "uva" (pinned CSR)
     sampler_backend: str = _batch_key("gnnbench")  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
+    sampler: str = _batch_key("neighbor")  # "neighbor" | "labor" (LABOR-0: sources shared by overlapping targets)
     batch_size: int = _batch_key(1024)  # seed nodes per neighbour-sampled mini-batch
     batch_source: str = _batch_key("neighbor")  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)
     cluster_size: int = _batch_key(3000)  # Cluster-GCN: target nodes per METIS part

@@ -203,6 +203,22 @@ _ENTRIES = (
         targets=('sampling', 'features', 'kernels'),
     ),
     Optimization(
+        name="labor",
+        changes={"sampler": "labor"},
+        description="LABOR-0 sampling: one random variate per source vertex shared by every target of the batch, "
+        "each edge kept with probability min(1, fanout / degree), so overlapping neighbourhoods pick the same "
+        "vertices (the base fanout is the per-hop budget).",
+        expected_effect="Layer-neighbour sampling samples up to 7x fewer vertices than neighbour sampling at the "
+        "same fanout with equal quality (Balin and Catalyurek, NeurIPS 2023; DGL GraphBolt's labor sampler), so "
+        "gather and compute shrink with the sampled neighbourhood.",
+        layer="gnnbench.sampling.labor",
+        costs_accuracy=True,
+        recommended=False,
+        tasks=("node",),
+        changes_work=True,
+        targets=('sampling', 'features', 'kernels'),
+    ),
+    Optimization(
         name="workers",
         same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2)},

@@ -318,3 +318,60 @@ def test_diagnose_script_says_which_piece_it_could_not_find(tmp_path, capsys):
     assert "raised RuntimeError: CUDA out of memory in my loop" in capsys.readouterr().err
     assert main(["diagnose", "--script", str(tmp_path / "missing.py")]) == 1
     assert "is not a file" in capsys.readouterr().err
+
+
+def test_a_loop_that_recovers_from_errors_and_steps_two_optimizers_is_cut_right():
+    """A forward that raises (an out-of-memory retry, say) closes its phase; two optimizers stepped in one
+    iteration end one step; the loader's transform is put back afterwards; a loop's `except Exception` does
+    not swallow the watch's stop."""
+    torch.manual_seed(0)
+    data = _data()
+    keep = lambda b: b  # noqa: E731
+    loader = NeighborLoader(data, num_neighbors=[4], batch_size=64, input_nodes=data.train_mask, transform=keep)
+    enc, head = GraphSAGE(16, 16, num_layers=1), torch.nn.Linear(16, 4)
+    model = torch.nn.ModuleDict({"enc": enc, "head": head})
+    opt_a, opt_b = torch.optim.Adam(enc.parameters()), torch.optim.Adam(head.parameters())
+    calls = {"n": 0}
+
+    class Flaky(torch.nn.Module):
+        def forward(self, x, ei):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise RuntimeError("out of memory (simulated)")
+            return head(enc(x, ei))
+
+    flaky = Flaky()
+    with gnnbench.watch(loader, flaky, None, warmup=1, steps=3, stop_after=True) as w:
+        for _ in range(10):
+            for batch in loader:
+                try:
+                    out = flaky(batch.x, batch.edge_index)[:batch.batch_size]
+                except RuntimeError:
+                    continue
+                try:
+                    opt_a.zero_grad(), opt_b.zero_grad()
+                    F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+                    opt_a.step()
+                    opt_b.step()
+                except Exception:  # noqa: BLE001 - a loop that swallows its own errors
+                    pytest.fail("the watch's stop must not be an Exception")
+    # the batch whose forward raised belongs to the step that retried with the next one
+    assert len(w.records) == 3 and [r["batches"] for r in w.records] == [2, 1, 1], w.records
+    assert all(r.get("forward", 0) > 0 and r.get("optimizer", 0) > 0 for r in w.records)
+    assert loader.transform is keep, "the loader's own transform is put back"
+    assert w._phase is None
+
+
+def test_the_reproduce_command_follows_the_fanout_when_the_model_is_deeper():
+    from gnnbench.cli.parser import build_parser
+
+    data, _, _, _ = _sage_setup()
+    loader = NeighborLoader(data, num_neighbors=[6, 3], batch_size=64, input_nodes=data.train_mask)
+    model = GraphSAGE(16, 24, num_layers=3, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=2) as w:
+        _sage_loop(data, model, opt, loader)
+    r = w.report()
+    args = build_parser().parse_args(r.reproduce.split()[1:])
+    assert args.layers == 2 and args.fanout == "6,3" and args.hidden == 24
+    assert any("3 layers over a 2-hop fanout" in n for n in r.notes)

@@ -32,7 +32,7 @@ from gnnbench.text import human_bytes, noise_floor, pp, ratio
 from gnnbench.timing import PHASE_RANGE, PHASES
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
-__all__ = ["PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
+__all__ = ["FEWER_VERTICES", "explosion_finding", "PHASE_GROUPS", "RULES", "Rules", "Finding", "Recommendation", "Diagnosis", "classify", "recommend",
            "diagnose", "format_diagnosis", "expectation", "distributed_advice", "HotOp", "HOT_OP_SHARE",
            "attribute_ops", "op_profile", "profile_shares"]
 
@@ -64,6 +64,9 @@ class Rules:
     # the device's memory), else replicate it and train data parallel
     compress_at: float = 0.40
     fits_device_at: float = 0.5
+    # neighbour explosion: a batch whose sampled neighbourhood covers at least this share of the graph's nodes
+    # computes most of a whole-graph layer per step; with the step kernel-bound, computing fewer vertices pays
+    explosion_at: float = 0.25
 
 
 RULES = Rules()
@@ -127,6 +130,8 @@ class Diagnosis:
     hot_ops: list[HotOp] = field(default_factory=list)  # every operator above HOT_OP_SHARE, attributed
     # torch.compile's work when the configuration compiles: graphs, graph breaks, recompilations, first step
     compile: dict[str, Any] | None = None
+    sampled: dict[str, Any] | None = None  # the batches' neighbour explosion (SampledStats.to_dict)
+    explosion: str | None = None  # the neighbour-explosion finding, when it decides the step
 
     @property
     def recommended(self) -> list[str]:
@@ -393,7 +398,27 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         memory={"host_peak_bytes": peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
         compile=_compile_figures(trainer),
+        sampled=trainer.sampled.to_dict(),
+        explosion=explosion_finding(trainer.sampled.to_dict(), finding, rules),
     )
+
+
+# the entries that compute fewer vertices per step (the answers to neighbour explosion)
+FEWER_VERTICES = ("labor", "fanout", "cluster_gcn", "graphsaint", "full_batch")
+
+
+def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RULES) -> str | None:
+    """The neighbour-explosion finding: a kernel-bound step whose batches' sampled neighbourhoods cover at least
+    ``rules.explosion_at`` of the graph's nodes computes most of a whole-graph layer per step, so entries that
+    speed up data movement are worth little and those that compute fewer vertices are named."""
+    if not sampled or finding.bottleneck != "kernels" or sampled["coverage"] < rules.explosion_at:
+        return None
+    hops = sampled.get("nodes_per_hop") or []
+    growth = (" (" + " -> ".join(f"{v:.0f}" for v in hops) + " nodes per hop)") if len(hops) > 1 else ""
+    return (f"neighbour explosion: a batch's sampled neighbourhood covers {sampled['coverage']:.0%} of the graph's "
+            f"nodes{growth}, at or above {rules.explosion_at:.0%}, and the step is kernel-bound: every step "
+            f"computes most of a whole-graph layer, so computing fewer vertices pays before moving data faster; "
+            f"entries that compute fewer vertices: {', '.join(FEWER_VERTICES)}")
 
 
 def _compile_figures(trainer: Trainer) -> dict[str, Any] | None:
@@ -427,6 +452,11 @@ def format_diagnosis(d: Diagnosis) -> str:
     if mem.get("device_peak_bytes") is not None:
         mem_txt += f", device peak {human_bytes(mem['device_peak_bytes'])}"
     lines.append(f"memory: {mem_txt}")
+    s = d.sampled
+    if s:
+        hops = (" (per hop: " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"]) + ")") if s.get("nodes_per_hop") else ""
+        lines.append(f"sampled: {s['nodes_per_batch']:.0f} nodes per batch{hops}, {s['coverage']:.0%} of the graph's "
+                     f"nodes; {s['edges_per_batch']:.0f} edges")
     if d.compile is not None:
         c = d.compile
         lines.append(f"compile: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), {c['recompilations']} "
@@ -443,6 +473,8 @@ def format_diagnosis(d: Diagnosis) -> str:
         lines.append("top operators (profiled steps): " + ", ".join(f"{op} {v:.0%}" for op, v in d.top_ops[:5]))
     lines.append("")
     lines.append(f"bottleneck: {f.bottleneck} ({f.share:.0%} of the step): {f.reason}")
+    if d.explosion:
+        lines.append(d.explosion)
     if f.secondary:
         lines.append(f"also worth a look: {f.secondary} ({f.secondary_share:.0%})")
     lines.append(f"commonly expected for this case (docs/rules.md): {d.expected}")

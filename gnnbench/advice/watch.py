@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -58,6 +59,8 @@ IN_YOUR_LOOP = {
     "cached_norm": "GCNConv(..., cached=True) in a full-batch loop (the normalization is computed once)",
     "csr": "build the CSR once (T.ToSparseTensor() or data.csr()) instead of converting per batch",
     "fanout": "NeighborLoader(num_neighbors=[...]) with a smaller last hop (fewer sampled nodes per batch)",
+    "labor": "LABOR sampling (DGL GraphBolt's LaborSampler; in PyG, a sampler that shares one variate per "
+             "source across the batch): fewer distinct vertices per batch",
     "workers": "DataLoader / NeighborLoader(num_workers=4): sampling in worker processes",
     "persistent_workers": "persistent_workers=True on the loader (workers kept between epochs)",
     "prefetch": "prefetch_factor=4 on the loader (more batches in flight per worker)",
@@ -94,9 +97,10 @@ IN_YOUR_LOOP = {
 }
 
 
-class WatchDone(Exception):
+class WatchDone(BaseException):
     """Raised from the loop (at a step boundary) once ``stop_after`` steps were measured (``diagnose --script``
-    stops a script this way)."""
+    stops a script this way); a ``BaseException``, like ``SystemExit``, so a loop's ``except Exception`` does not
+    swallow it."""
 
 
 @dataclass
@@ -224,9 +228,15 @@ class Watch:
         self._model_depth = 0
         self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)
         self._inner: list[str] = []  # the loader's parts open inside the wait (sample, gather, transform)
-        self._forward: Any = None  # the open forward phase (its hooks open and close it)
-        self._opt: Any = None  # the open optimizer phase
+        self._forward_opened = False  # the model's pre hook opened the forward phase (its post hook closes it)
+        self._opt_opened = False
         self._prof_left = 0
+        self._pending: float | None = None  # when the last optimizer step returned, until the next step begins
+        self._batches = 0  # loader batches in the current step (gradient accumulation: several)
+        self._range: Any = None  # the profiler range of the open phase
+        self._t_phase = 0.0
+        self._thread = threading.get_ident()
+        self._counted: list[bool] = []  # per open module call (model=None): whether it is the model's
         self.backend: str | None = None
 
     # ------------------------------------------------------------------ clocks
@@ -242,39 +252,65 @@ class Watch:
             torch.cuda.synchronize(self.device)
 
     def _recording(self) -> bool:
-        return self._stack is not None and torch.utils.data.get_worker_info() is None
+        """Only the thread that entered the watch, in the main process, records (a producer thread of the user's
+        own, or a loader worker, runs the patched code too)."""
+        return (self._stack is not None and threading.get_ident() == self._thread
+                and torch.utils.data.get_worker_info() is None)
 
-    @contextmanager
-    def _timed(self, phase: str) -> Iterator[None]:
-        """Time ``phase`` unless a phase is already open (an inner call: its time belongs to the outer one)."""
-        if self._phase is not None or not self._recording():
-            yield
-            return
+    def _open(self, phase: str) -> bool:
+        """Open ``phase`` unless one is already open (an inner call: its time belongs to the outer one); whether
+        this call opened it. A phase that begins a new step first closes the one the optimizer ended."""
+        if not self._recording():
+            return False
         self.events += 1
+        if phase != "optimizer":
+            if self._phase == "optimizer" and phase in ("wait", "forward"):
+                self._close()  # the optimizer step raised: its post hook never closed it
+            if self._pending is not None and self._phase is None:
+                self._close_step()
+        if self._phase is not None:
+            return False
         self.seen_phases[phase] = True
         self._sync()
         self._phase = phase
-        rng = torch.profiler.record_function(f"{PHASE_RANGE}{phase}") if self._prof is not None else None
-        if rng is not None:
-            rng.__enter__()
-        t0 = time.perf_counter()
+        if self._prof is not None:
+            self._range = torch.profiler.record_function(f"{PHASE_RANGE}{phase}")
+            self._range.__enter__()
+        self._t_phase = time.perf_counter()
+        return True
+
+    def _close(self) -> None:
+        if self._phase is None:
+            return
+        self._sync()
+        self._current[self._phase] = self._current.get(self._phase, 0.0) + time.perf_counter() - self._t_phase
+        if self._range is not None:
+            self._range.__exit__(None, None, None)
+            self._range = None
+        self._phase = None
+
+    @contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        opened = self._open(phase)
         try:
             yield
         finally:
-            self._sync()
-            self._current[phase] = self._current.get(phase, 0.0) + time.perf_counter() - t0
-            if rng is not None:
-                rng.__exit__(None, None, None)
-            self._phase = None
+            if opened:
+                self._close()
 
-    def _end_step(self) -> None:
-        """The optimizer's step returned: one training step ends here."""
+    def _step_done(self) -> None:
+        """An optimizer's ``step`` returned: the step ends here unless another optimizer steps before the next
+        batch or forward (several optimizers in one iteration are one step)."""
         if not self._recording():
             return
         self._sync()
-        now = time.perf_counter()
-        record = dict(self._current, step=now - self._t_step)
-        self._current, self._t_step = {}, now
+        self._pending = time.perf_counter()
+
+    def _close_step(self, *, stopping: bool = True) -> None:
+        """Record the step the optimizer ended (at its end time), and stop the loop when the watch is done."""
+        end, self._pending = self._pending, None
+        record = dict(self._current, step=end - self._t_step, batches=self._batches)
+        self._current, self._t_step, self._batches = {}, end, 0
         events, self.events = self.events, 0
         self.seen += 1
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
@@ -288,7 +324,7 @@ class Watch:
             if self._prof_left <= 0:
                 self._stop_profile()
         done = self.steps is not None and len(self.records) >= self.steps and self._prof is None
-        if done and self.stop_after:
+        if done and self.stop_after and stopping:
             raise WatchDone(f"watched {self.steps} steps after {self.warmup} warm-up")
 
     def _start_profile(self) -> None:
@@ -308,6 +344,8 @@ class Watch:
     def __enter__(self) -> "Watch":
         from gnnbench.sampling.pyg_fallback import pyg_sampling_fallback
 
+        self._thread = threading.get_ident()
+        self._phase, self._model_depth, self._inner, self._counted = None, 0, [], []
         self._stack = stack = ExitStack()
         try:
             self.backend = stack.enter_context(pyg_sampling_fallback())
@@ -325,7 +363,11 @@ class Watch:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if self._stack is not None and self._pending is not None:
+            self._close()
+            self._close_step(stopping=False)  # the loop's last step
         stack, self._stack = self._stack, None
+        self._phase = None
         if self._prof is not None:
             self._stop_profile()
         if stack is not None:
@@ -355,19 +397,18 @@ class Watch:
 
         @functools.wraps(original_iter)
         def __iter__(loader_self: Any) -> Any:
-            it = original_iter(loader_self)
             if watch_.loader is not None and loader_self is not watch_.loader:
-                return it
-            if loader_self not in watch_.loaders:
+                return original_iter(loader_self)
+            if loader_self not in watch_.loaders:  # split before the iterator binds filter_fn
                 watch_.loaders.append(loader_self)
                 watch_._split_pyg_loader(loader_self, stack)
-            return _TimedIterator(it, watch_)
+            return _TimedIterator(original_iter(loader_self), watch_)
 
         self._patch(stack, owner, "__iter__", __iter__)
 
     def _split_pyg_loader(self, loader: Any, stack: ExitStack) -> None:
         """A PyG NodeLoader / LinkLoader in the main process: the sampler, ``filter_fn`` (the gather) and the
-        user's ``transform`` timed apart from the rest of the wait."""
+        user's ``transform`` timed apart from the rest of the wait; each restored as it was."""
         sampler = getattr(loader, "node_sampler", None) or getattr(loader, "link_sampler", None)
         if getattr(loader, "num_workers", 0) or sampler is None or not hasattr(loader, "filter_fn"):
             return
@@ -382,14 +423,22 @@ class Watch:
 
             def timed(*args: Any, _fn: Callable = fn, _phase: str = phase, **kwargs: Any) -> Any:
                 return self._inside_wait(_phase, _fn, *args, **kwargs)
+            had, before = name in obj.__dict__, obj.__dict__.get(name)
             obj.__dict__[name] = timed
-            stack.callback(obj.__dict__.pop, name, None)
+
+            def restore(_obj: Any = obj, _name: str = name, _had: bool = had, _before: Any = before) -> None:
+                if _had:
+                    _obj.__dict__[_name] = _before  # an instance attribute (the loader's transform): put back
+                else:
+                    _obj.__dict__.pop(_name, None)  # a method: the class's again
+            stack.callback(restore)
 
     def _inside_wait(self, phase: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         """A part of the loader's ``next()`` timed apart: its time moves from the part that encloses it (the
         wait, or the gather around a transform) to ``phase``."""
         if self._phase != "wait" or not self._recording():
             return fn(*args, **kwargs)
+        self.events += 1
         parent = self._inner[-1] if self._inner else "wait"
         self._inner.append(phase)
         t0 = time.perf_counter()
@@ -409,34 +458,44 @@ class Watch:
 
             def to(obj: Any, *args: Any, _original: Callable = original, **kwargs: Any) -> Any:
                 if self._phase is not None or not self._recording():
+                    self.events += 1  # a call passed through (inside the model): it still costs a check
                     return _original(obj, *args, **kwargs)
                 with self._timed("transfer"):
                     return _original(obj, *args, **kwargs)
             self._patch(stack, owner, name, functools.wraps(original)(to))
 
     def _patch_model(self, stack: ExitStack) -> None:
+        """The forward phase: the watched model's call (with ``model=None``, the outermost call of a module
+        with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
         def pre(module: Any, args: Any) -> None:
-            self._model_depth += 1
-            if self.model is None and self._model_depth == 1 and self.device.type == "cpu" and not self._device_set:
+            self.events += 1
+            if self.model is None and self._model_depth == 0:
                 p = next(iter(module.parameters()), None)
-                if p is not None:
+                if p is None:  # a parameterless module called outside the model (a loss): not the forward
+                    self._counted.append(False)
+                    return
+                if self.device.type == "cpu" and not self._device_set:
                     self.device = p.device
-            if self._model_depth == 1 and self._phase is None and self._recording():
-                self._forward = self._timed("forward")
-                self._forward.__enter__()
+            self._counted.append(True)
+            self._model_depth += 1
+            if self._model_depth == 1:
+                self._forward_opened = self._open("forward")
 
         def post(module: Any, args: Any, output: Any) -> None:
+            if not self._counted or not self._counted.pop():
+                return
             self._model_depth -= 1
-            if self._model_depth == 0 and self._forward is not None:
-                cm, self._forward = self._forward, None
-                cm.__exit__(None, None, None)
+            if self._model_depth == 0 and self._forward_opened:
+                self._forward_opened = False
+                self._close()
 
         if self.model is not None:
-            handles = [self.model.register_forward_pre_hook(pre), self.model.register_forward_hook(post)]
+            handles = [self.model.register_forward_pre_hook(pre),
+                       self.model.register_forward_hook(post, always_call=True)]
         else:
             from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-            handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post)]
+            handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
         for h in handles:
             stack.callback(h.remove)
 
@@ -450,21 +509,20 @@ class Watch:
         self._patch(stack, torch.autograd, "backward", backward)
 
     def _patch_optimizer(self, stack: ExitStack) -> None:
+        def mine(opt: Any) -> bool:
+            return self.optimizer is None or opt is self.optimizer
+
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
-            if self.optimizer is not None and opt is not self.optimizer:
-                return
-            if self._phase is None and self._recording():
-                self._opt = self._timed("optimizer")
-                self._opt.__enter__()
+            if mine(opt):
+                self._opt_opened = self._open("optimizer")
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
-            if self.optimizer is not None and opt is not self.optimizer:
+            if not mine(opt):
                 return
-            cm = self._opt
-            if cm is not None:
-                self._opt = None
-                cm.__exit__(None, None, None)
-            self._end_step()
+            if self._opt_opened:
+                self._opt_opened = False
+                self._close()
+            self._step_done()
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -472,16 +530,15 @@ class Watch:
             stack.callback(h.remove)
 
     def _event_cost(self) -> float:
-        """Seconds one instrumented event costs (a phase opened and closed), measured on a dummy phase."""
-        saved = self._current
+        """Seconds one instrumented event costs (a phase opened and closed, the dearest path of a hook),
+        measured on a dummy phase and then forgotten."""
         n = 2000
         t0 = time.perf_counter()
         for _ in range(n):
             with self._timed("other"):
                 pass
         cost = (time.perf_counter() - t0) / n
-        self._current = saved
-        self.events = 0
+        self._current, self.events, self.seen_phases = {}, 0, {}
         return cost
 
     # ------------------------------------------------------------------ the verdict
@@ -496,7 +553,8 @@ class Watch:
         steps = [r["step"] for r in self.records]
         phases = {p: statistics.median(r.get(p, 0.0) for r in self.records) for p in WATCH_PHASES if p != "other"
                   if any(p in r for r in self.records)}
-        other = statistics.median(r["step"] - sum(v for k, v in r.items() if k != "step") for r in self.records)
+        other = statistics.median(r["step"] - sum(v for k, v in r.items() if k in WATCH_PHASES)
+                                  for r in self.records)
         phases["other"] = max(other, 0.0)
         med = statistics.median(steps)
         shares = {g: 0.0 for g in PHASE_GROUPS}
@@ -517,6 +575,10 @@ class Watch:
         if self.backend and self.backend.startswith("gnnbench"):
             report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
                                 "sampler's, not pyg-lib's")
+        per_step = statistics.median(r.get("batches", 0) for r in self.records)
+        if per_step > 1:
+            report.notes.append(f"{per_step:g} loader batches per optimizer step (gradient accumulation): a step "
+                                "here is one optimizer step")
         if "wait" in phases and "sample" not in phases and report.loader.get("workers"):
             report.notes.append("the loader samples in worker processes: 'wait' is the main process's wait for "
                                 "the next batch (the workers' own time overlaps the step)")
@@ -570,7 +632,18 @@ class Watch:
                     "pipelined_loader", "fanout", "cluster_gcn", "graphsaint", "norm_estimator", "feature_prefetch",
                     "gpu_sampling", "uva_sampling", "hot_cold", "uva"}
         if "num_neighbors" not in facts:
-            out.add("fanout")
+            out |= {"fanout", "labor"}
+        from torch_geometric.loader import LinkLoader, NodeLoader
+
+        if self.loaders and not any(isinstance(ld, (NodeLoader, LinkLoader, ClusterLoader, GraphSAINTSampler))
+                                    for ld in self.loaders):  # a plain DataLoader (graph batches, say)
+            out |= _GRAPH_SAMPLING
+        data = getattr(self.loaders[0], "data", None) if self.loaders else None
+        x = getattr(data, "x", None)
+        if isinstance(x, torch.Tensor) and x.device.type != "cpu":
+            out.add("features_on_device")
+        if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16):
+            out.add("fp16_features")
         if not (not self.loaders and any(isinstance(m, GCNConv) and not m.cached for m in self._convs())):
             out.add("cached_norm")  # only a full-batch GCN caches its normalization
         if not any(isinstance(ld, GraphSAINTSampler) for ld in self.loaders):
@@ -614,8 +687,16 @@ class Watch:
         kinds = {type(c) for c in convs}
         if len(kinds) > 1:
             return [], "the model mixes convolution types: the twin trains gnnbench's default model"
-        name = "sage" if SAGEConv in kinds else "gcn" if GCNConv in kinds else None
-        return ["--model", name, "--hidden", str(convs[0].out_channels), "--layers", str(len(convs))], None
+        name = "sage" if SAGEConv in kinds else "gcn"
+        hops = len(self._loader_facts().get("num_neighbors") or []) or len(convs)
+        options = ["--model", name, "--layers", str(hops)]
+        if len(convs) > 1:  # a one-layer model's width is its class count
+            options[2:2] = ["--hidden", str(convs[0].out_channels)]
+        note = None
+        if hops != len(convs):
+            note = (f"the model has {len(convs)} layers over a {hops}-hop fanout; gnnbench's models have one layer "
+                    f"per hop, so the twin trains {hops}")
+        return options, note
 
     def _reproduce(self, report: WatchReport) -> str | None:
         """``gnnbench compare`` on a synthetic twin of the watched loader's graph with the first three entries
@@ -655,6 +736,10 @@ class Watch:
         return " ".join(parts)
 
 
+# entries of node-level graph sampling (a plain DataLoader of small graphs has none of them)
+_GRAPH_SAMPLING = {"labor", "fanout", "cluster_gcn", "graphsaint", "full_batch", "batch_cache", "gpu_sampling",
+                   "uva_sampling", "norm_estimator", "hot_cold", "uva", "features_on_device", "feature_prefetch",
+                   "fp16_features", "int32", "csr", "pipelined_loader"}
 _CUDA_ONLY = {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling",
               "uva_sampling"}
 
@@ -670,7 +755,10 @@ class _TimedIterator:
 
     def __next__(self) -> Any:
         with self._watch._timed("wait"):
-            return next(self._it)
+            item = next(self._it)
+        if self._watch._recording():
+            self._watch._batches += 1
+        return item
 
     def __len__(self) -> int:
         return len(self._it)

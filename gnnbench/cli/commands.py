@@ -395,7 +395,8 @@ def cmd_regress(args: argparse.Namespace) -> int:
                 if not shutil.which(exe) and not Path(exe).is_file():
                     raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
             options = dict(rounds=args.rounds, threads=args.threads, order_seed=args.order_seed, pythons=pythons,
-                           sensitivity=args.sensitivity, budget_seconds=budget, max_rounds=args.max_rounds)
+                           sensitivity=args.sensitivity, budget_seconds=budget, max_rounds=args.max_rounds,
+                           timeout=args.timeout)
             result = gate(trees, benches, labels=(args.base, args.head), skipped=skipped, progress=progress,
                           **options)
     except (ValueError, OSError) as exc:
@@ -404,6 +405,10 @@ def cmd_regress(args: argparse.Namespace) -> int:
     out = result.to_dict()
     if not args.json:
         print(format_gate(result), flush=True)
+    if args.out:
+        from gnnbench.atomic import write_json_atomic
+
+        write_json_atomic(args.out, out)  # kept even if the bisection below fails
     if args.bisect and result.regressed and result.failure is None:
         if args.head == ".":
             print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
@@ -414,17 +419,24 @@ def cmd_regress(args: argparse.Namespace) -> int:
 
             def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
                 with trees_for(args.base, commit) as pair:
-                    return bool(gate(pair, suspects, **options).regressed)
+                    probe = gate(pair, suspects, **options)
+                if probe.failure is not None:  # a commit whose benchmarks crash is bad for the lost ones
+                    print(f"  bisect: {commit[:10]}: its benchmark process {probe.failure.kind}", file=sys.stderr)
+                return bool(probe.regressed) or probe.failure is not None
 
             log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
-            first, tests = bisect(args.base, args.head, is_bad, log=log)
-            out["first_bad_commit"] = first
-            if not args.json:
-                print(f"first bad commit: {first} ({tests} gate runs over {', '.join(regressed)})")
-    if args.out:
-        from gnnbench.atomic import write_json_atomic
+            try:
+                first, tests = bisect(args.base, args.head, is_bad, log=log)
+            except (ValueError, OSError) as exc:
+                print(f"gnnbench regress --bisect: {exc}", file=sys.stderr)
+            else:
+                out["first_bad_commit"] = first
+                if not args.json:
+                    print(f"first bad commit: {first} ({tests} gate runs over {', '.join(regressed)})")
+                if args.out:
+                    from gnnbench.atomic import write_json_atomic
 
-        write_json_atomic(args.out, out)
+                    write_json_atomic(args.out, out)
     if args.json:
         print(json.dumps(out, indent=1))
     return result.exit_status

@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wall-clock budget of the gate: inconclusive benchmarks get extra rounds while the next "
                         "one fits (default 600; 0: no extra rounds)")
     p.add_argument("--max-rounds", type=int, default=20, help="extra rounds stop here (default 20)")
+    p.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                   help="a benchmark process running longer is killed and the gate exits 2 (default 1800)")
     p.add_argument("--steps", type=int, default=20, help="measured steps per benchmark (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up steps per benchmark (default 3)")
     p.add_argument("--threads", type=int, default=1, help="threads per process (default 1)")

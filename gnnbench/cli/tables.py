@@ -93,6 +93,18 @@ def _format_memory(m: dict) -> str:
     return text
 
 
+def _format_sampled(s: dict | None, graph_nodes: int | None) -> list[str]:
+    """The neighbour explosion of a run's batches: nodes, edges, coverage, per hop."""
+    if not s:
+        return []
+    line = (f"sampled    {s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph's "
+            f"{graph_nodes} nodes), {s['edges_per_batch']:.0f} edges")
+    if s.get("nodes_per_hop"):
+        line += ("; per hop: nodes " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"])
+                 + ", edges " + " / ".join(f"{v:.0f}" for v in s["edges_per_hop"]))
+    return [line]
+
+
 def format_run(r: RunResult) -> str:
     """Human-readable phase breakdown of one run result."""
     if not r.ok:
@@ -126,6 +138,7 @@ def format_run(r: RunResult) -> str:
         "epochs     " + ", ".join(map(seconds, r.epoch_seconds)) + f"; evaluation {seconds(r.eval_seconds)}",
         _format_accuracy(r.accuracy),
         f"transfer   {human_bytes(r.transfer['bytes_h2d_per_batch'])} host->device per batch",
+        *_format_sampled(r.sampled, r.graph.get("num_nodes")),
         _format_memory(r.memory),
         f"overhead   instrumentation {percent(r.instrumentation_overhead_fraction)} of a step",
     ]

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 from gnnbench import text
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.comparison import mean_interval
-from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats import detectable_shift, holm, noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate", "trees_for",
            "dependency_difference", "default_benches", "bisect", "gate_config", "format_gate", "MICRO",
@@ -154,6 +154,8 @@ def bench(name, cfg):
 
 
 for name, cfg in spec["benches"].items():
+    out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
+    save()
     try:
         out[name] = bench(name, cfg)
     except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
@@ -275,6 +277,11 @@ class GateResult:
         return [b for b in self.benches if b.inconclusive]
 
     @property
+    def judged(self) -> list[BenchVerdict]:
+        """Benchmarks with a verdict (measured in both trees over at least 2 paired rounds)."""
+        return [b for b in self.benches if b.status == "ok" and b.p_value is not None]
+
+    @property
     def exit_status(self) -> int:
         """2: a benchmark process crashed or timed out; 1: a regression or a lost benchmark; 3: no regression
         seen, but some benchmark could not have seen a slowdown of ``sensitivity`` (too noisy here); 0."""
@@ -282,7 +289,7 @@ class GateResult:
             return 2
         if self.regressed:
             return 1
-        return 3 if self.inconclusive else 0
+        return 3 if self.inconclusive or not self.judged else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
@@ -492,6 +499,7 @@ def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, tim
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             returncode = proc.wait(timeout=timeout)
+            _kill_group(proc)  # whatever it started and left behind (loader workers of a crashed run)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             raise _WorkerFailed("timed out", None, _tail(log.read_text(errors="replace"))
@@ -590,16 +598,24 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                     ran[role] = run_one(role, spec, folder / f"{role}-{r}.json")
                 except _WorkerFailed as exc:
                     failure = WorkerFailure(role, r, exc.kind, exc.returncode, exc.stderr)
-                    why = (f"{role}'s benchmark process {exc.kind} in round {r + 1}"
+                    why = (f"{role}'s benchmark process {exc.kind} in round {r + 1} while running it"
                            + (f" (exit {exc.returncode})" if exc.returncode is not None else ""))
-                    ran[role] = {**{b.name: {"status": exc.kind, "reason": why} for b in todo}, **exc.partial}
+                    # the benchmark it was running is named; those it never reached are not judged on this round
+                    ran[role] = {b.name: {"status": "not reached", "reason": f"{role}'s process stopped before it"}
+                                 for b in todo}
+                    for name, got in exc.partial.items():
+                        ran[role][name] = {"status": exc.kind, "reason": why} if got.get("status") == "running" \
+                            else got
                     break
                 wall = time.perf_counter() - started
                 overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
             for b in todo:
                 for role in ("base", "head"):
-                    got = ran.get(role, {}).get(b.name, {"status": "not run",
-                                                          "reason": "the round stopped before this side ran"})
+                    if role not in ran:
+                        got = {"status": "not run", "reason": "the round stopped before this side ran"}
+                    else:
+                        got = ran[role].get(b.name, {"status": "missing",
+                                                     "reason": "the benchmark process ended without its result"})
                     data[b.name][role].append(got)
                     if got.get("seconds"):
                         seconds[b.name].append(got["seconds"])
@@ -611,7 +627,9 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
             result.benches = _judge(benches, data, sensitivity)
             if budget_seconds is None or r >= max_rounds:
                 break
-            todo = [b for b, v in zip(benches, result.benches) if v.inconclusive]
+            # rounds go to benchmarks whose spread cannot resolve the sensitivity, whatever their ratio: a rule
+            # that also stopped at significance would pick the rounds that make a difference significant
+            todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity)]
             predicted = 2 * statistics.median(overhead or [0.0]) + 2 * sum(
                 statistics.median(seconds[b.name] or [0.0]) for b in todo)
             if todo and time.perf_counter() - t0 + predicted > budget_seconds:
@@ -632,6 +650,11 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
     return result
 
 
+def _needs_rounds(v: BenchVerdict, sensitivity: float) -> bool:
+    """Whether a benchmark's spread leaves it unable to see a slowdown of ``sensitivity`` (its ratio aside)."""
+    return v.status == "ok" and v.detectable is not None and v.detectable > 1 + sensitivity + 1e-12
+
+
 def _judge(benches: list[Bench], data: dict[str, dict[str, list[dict]]], sensitivity: float) -> list[BenchVerdict]:
     """Every benchmark's verdict from the rounds so far: Holm per figure across the set, thresholds, what each
     could detect, and which are inconclusive at ``sensitivity``."""
@@ -642,7 +665,7 @@ def _judge(benches: list[Bench], data: dict[str, dict[str, list[dict]]], sensiti
         v.significant = bool(keep)
         v.regression = v.significant and v.ratio < 1 / v.threshold and v.high < 1
         v.improvement = v.significant and v.ratio > v.threshold and v.low > 1
-        v.detectable = max(v.threshold, _detectable(v.rounds, v.log_sd, ALPHAS["step"] / m))
+        v.detectable = _detectable(v.rounds, v.log_sd, ALPHAS["step"] / m, v.threshold)
         v.inconclusive = not (v.regression or v.improvement) and v.detectable > 1 + sensitivity + 1e-12
     for metric in ("setup", "epoch"):
         judged = [getattr(v, metric) for v in measured if getattr(v, metric) is not None]
@@ -650,17 +673,23 @@ def _judge(benches: list[Bench], data: dict[str, dict[str, list[dict]]], sensiti
             mv.significant = bool(keep)
             mv.regression = mv.significant and mv.ratio < 1 / mv.threshold and mv.high < 1
             mv.improvement = mv.significant and mv.ratio > mv.threshold and mv.low > 1
-            mv.detectable = max(mv.threshold, _detectable(mv.rounds, mv.log_sd, ALPHAS[metric] / len(judged)))
+            mv.detectable = _detectable(mv.rounds, mv.log_sd, ALPHAS[metric] / len(judged), mv.threshold)
     return verdicts
 
 
-def _detectable(rounds: int, log_sd: float, alpha: float) -> float:
-    """The smallest slowdown factor a paired-t test at two-sided ``alpha`` flags with probability :data:`POWER`
-    from ``rounds`` paired rounds whose log ratios spread by ``log_sd``."""
-    if rounds < 2 or not log_sd == log_sd:
+def _detectable(rounds: int, log_sd: float | None, alpha: float, threshold: float) -> float:
+    """The smallest slowdown factor this run flags with probability :data:`POWER`, from ``rounds`` paired
+    rounds whose log ratios spread by ``log_sd`` (an estimate: the spread is itself measured from those rounds).
+
+    A regression needs both a significant paired t test at two-sided ``alpha`` (the noncentral t's power,
+    :func:`~gnnbench.measure.stats.detectable_shift`) and a point estimate beyond ``threshold``; the larger of
+    the two requirements decides."""
+    if rounds < 2 or log_sd is None or not log_sd == log_sd:
         return math.inf
-    t = t_quantile(1 - alpha / 2, rounds - 1) + t_quantile(POWER, rounds - 1)
-    return math.exp(t * log_sd / math.sqrt(rounds))
+    se = log_sd / math.sqrt(rounds)
+    test = math.exp(detectable_shift(rounds - 1, alpha, POWER) * se)
+    beyond = threshold * math.exp(t_quantile(POWER, rounds - 1) * se)
+    return max(test, beyond)
 
 
 def _ratio_of(base: list[float], head: list[float]) -> tuple[Any, float, float]:
@@ -693,8 +722,8 @@ def _moved(base: list[dict], head: list[dict], key: str, head_total: float) -> t
 def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
     """One benchmark from its rounds (``base[i]`` pairs with ``head[i]``). Fine in BASE and not in HEAD is
     lost (a failure of the gate); not fine in BASE is reported and judged no further."""
-    def bad_of(side: list[dict]) -> dict | None:
-        return next((d for d in side if d.get("status", "missing") not in ("ok", "not run")), None)
+    def bad_of(side: list[dict]) -> dict | None:  # a round that never reached the benchmark says nothing of it
+        return next((d for d in side if d.get("status", "missing") not in ("ok", "not run", "not reached")), None)
 
     bad_base, bad_head = bad_of(base), bad_of(head)
     if bad_base is not None:
@@ -768,9 +797,11 @@ def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Pa
 def format_gate(r: GateResult) -> str:
     """The gate's table, its rule and its verdict."""
     envs = (f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else "")
-    extra = (f"; rounds added to {len(r.extra_rounds)} inconclusive benchmark(s) within the "
-             f"{r.budget_seconds:.0f} s budget" if r.extra_rounds else "")
-    lines = [f"regression gate: {r.base} (base) against {r.head} (head), {r.rounds} rounds of alternating "
+    extra = (f"; up to {max(r.extra_rounds.values())} rounds added to {len(r.extra_rounds)} benchmark(s) whose "
+             f"spread could not see {r.sensitivity:.0%}, within the {r.budget_seconds:.0f} s budget"
+             if r.extra_rounds else "")
+    first = r.rounds - (max(r.extra_rounds.values()) if r.extra_rounds else 0)
+    lines = [f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of alternating "
              f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
              f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
              f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), an accuracy "
@@ -816,14 +847,19 @@ def format_gate(r: GateResult) -> str:
             lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
         if lost:
             lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
-    elif r.inconclusive:
+    elif r.inconclusive and r.failure is None:
         worst = max(b.detectable for b in r.inconclusive)
         lines.append(f"no regression seen, but inconclusive here: {len(r.inconclusive)} benchmark(s) could not "
                      f"have seen a {r.sensitivity:.0%} slowdown on this machine (they detect {_factor(worst)} at "
                      f"worst): {', '.join(b.name for b in r.inconclusive)}; more rounds (--rounds, --budget) or a "
                      f"quieter machine")
+    elif r.failure is None and not r.judged:
+        lines.append("nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)")
     elif r.failure is None:
-        lines.append(f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)")
+        unjudged = len(r.benches) - len(r.judged)
+        lines.append(f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)" if not unjudged else
+                     f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
+                     f"slowdown); {unjudged} could not run in both trees (listed above)")
     return "\n".join(lines)
 
 

@@ -83,6 +83,8 @@ class RunResult:
     accuracy: dict[str, Any] | None = None
     memory: dict[str, int | None] | None = None
     batch_cache: dict[str, Any] | None = None  # CacheStats: hits, misses, ..., per_epoch [{epoch, hits, misses}]
+    # the neighbour explosion: nodes and edges per batch (per hop), the share of the graph's nodes a batch covers
+    sampled: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
     # a multi-rank run (gnnbench.measure.worker): world size, backend, per-rank figures, communication share
     distributed: dict[str, Any] | None = None

@@ -218,6 +218,7 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
                          if timer.device_ms else None),
         epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, steps_per_epoch=trainer.steps_per_epoch,
         setup_seconds=pipe.setup_clock,
+        sampled=trainer.sampled.to_dict(),
         train_seconds=trainer.train_seconds,
         curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
                for p in trainer.curve],

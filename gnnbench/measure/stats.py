@@ -26,6 +26,8 @@ __all__ = [
     "holm",
     "noise_floor",
     "t_quantile",
+    "t_test_power",
+    "detectable_shift",
     "simulate_step_times",
     "simulate_calibration",
 ]
@@ -199,6 +201,49 @@ def noise_floor(base_runs: Sequence[float], *, rounds: int | None = None, level:
         return float("nan")
     _, s = _mean_sd(logs)
     return math.exp(t_quantile((1.0 + lv) / 2.0, r - 1) * math.sqrt(2.0) * s / math.sqrt(r))
+
+
+def t_test_power(shift: float, df: int, alpha: float) -> float:
+    """The power of a two-sided one-sample t test at level ``alpha`` with ``df`` degrees of freedom against a
+    true mean of ``shift`` standard errors: ``P(|T'| > t_{1-alpha/2, df})`` for the noncentral ``T'`` with
+    noncentrality ``shift``, by quadrature over ``w = sqrt(V / df)``, ``V ~ chi2(df)`` (numpy only).
+
+    Raises:
+        ValueError: for ``df < 1`` or ``alpha`` outside (0, 1).
+    """
+    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 1:
+        raise ValueError(f"df must be an integer >= 1 (got {df!r})")
+    a = _open_unit(alpha, "alpha")
+    c = t_quantile(1.0 - a / 2.0, int(df))
+    k = float(df)
+    w = np.linspace(1e-9, 1.0 + 12.0 / math.sqrt(k) + 6.0, 3001)
+    # density of w: 2 w * k * chi2_pdf(k w^2; k), in logs (smooth at 0 for every df after the substitution)
+    log_g = (math.log(2.0 * k) + np.log(w) + (k / 2.0 - 1.0) * np.log(k * w * w) - k * w * w / 2.0
+             - (k / 2.0) * math.log(2.0) - math.lgamma(k / 2.0))
+    g = np.exp(log_g)
+    erf = np.vectorize(math.erf)
+    phi = lambda x: 0.5 * (1.0 + erf(x / math.sqrt(2.0)))  # noqa: E731
+    integrand = phi(shift - c * w) + phi(-shift - c * w)
+    return float(np.clip(np.trapezoid(integrand * g, w), 0.0, 1.0))
+
+
+@functools.lru_cache(maxsize=256)
+def detectable_shift(df: int, alpha: float, power: float = 0.8) -> float:
+    """The smallest true mean, in standard errors, that a two-sided t test at ``alpha`` with ``df`` degrees of
+    freedom rejects with probability ``power`` (:func:`t_test_power`, solved by bisection)."""
+    target = _open_unit(power, "power")
+    lo, hi = 0.0, 1.0
+    while t_test_power(hi, df, alpha) < target:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if t_test_power(mid, df, alpha) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 # --- Student t -----------------------------------------------------------------------------------

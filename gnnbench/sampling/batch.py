@@ -4,13 +4,13 @@ training loop consumes (neighbour-sampled, Cluster-GCN or GraphSAINT), and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
 import torch
 from torch import Tensor
 
-__all__ = ["Batch", "BatchSource", "target_rowptr"]
+__all__ = ["Batch", "BatchSource", "SampledStats", "target_rowptr"]
 
 
 def target_rowptr(dst: Tensor, num_nodes: int) -> Tensor:
@@ -24,6 +24,42 @@ def target_rowptr(dst: Tensor, num_nodes: int) -> Tensor:
     rowptr = torch.zeros(num_nodes + 1, dtype=dst.dtype, device=dst.device)
     torch.cumsum(torch.bincount(dst, minlength=num_nodes), 0, out=rowptr[1:])
     return rowptr
+
+
+@dataclass
+class SampledStats:
+    """The neighbour explosion, measured: per batch, the nodes and edges sampled (per hop where the source
+    samples hops) and the share of the graph's nodes a batch's neighbourhood covers.
+
+    Args:
+        graph_nodes: Nodes of the graph the batches come from.
+    """
+
+    graph_nodes: int
+    batches: int = 0
+    nodes: int = 0
+    edges: int = 0
+    hop_nodes: list[int] = field(default_factory=list)  # sums over batches, per hop (hop 0: the seeds)
+    hop_edges: list[int] = field(default_factory=list)
+
+    def add(self, batch: "Batch") -> None:
+        self.batches += 1
+        self.nodes += batch.num_nodes
+        self.edges += batch.num_edges
+        for sums, per_hop in ((self.hop_nodes, batch.num_sampled_nodes), (self.hop_edges, batch.num_sampled_edges)):
+            for i, v in enumerate(per_hop or ()):
+                if i == len(sums):
+                    sums.append(0)
+                sums[i] += int(v)
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """Means per batch (``None`` before the first batch)."""
+        if not self.batches:
+            return None
+        b = self.batches
+        return {"batches": b, "nodes_per_batch": self.nodes / b, "edges_per_batch": self.edges / b,
+                "coverage": self.nodes / b / max(self.graph_nodes, 1),
+                "nodes_per_hop": [v / b for v in self.hop_nodes], "edges_per_hop": [v / b for v in self.hop_edges]}
 
 
 @dataclass
@@ -48,6 +84,9 @@ class Batch:
             the training loop moves them from ``sample`` to ``negatives``.
         sampled_in_worker: Whether a loader worker process produced the batch
             (its negatives then ran overlapped with training, on the worker's clock).
+        edge_weight: ``[e]`` each sampled edge's Horvitz-Thompson weight ``1 / pi`` (LABOR batches: the sum of
+            ``edge_weight * h[source]`` over a target's sampled edges estimates its full-neighbourhood sum
+            without bias), or ``None`` (every edge counts once).
     """
 
     n_id: Tensor
@@ -62,6 +101,7 @@ class Batch:
     rowptr: Tensor | None = None
     negatives_seconds: float = 0.0
     sampled_in_worker: bool = False
+    edge_weight: Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -98,6 +138,7 @@ class Batch:
             num_sampled_nodes=list(data.num_sampled_nodes) if data.num_sampled_nodes is not None else None,
             num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,
             rowptr=target_rowptr(data.edge_index[1], n_id.numel()) if csr else None,
+            edge_weight=getattr(data, "edge_weight", None),
         )
 
     def to(self, device: torch.device, *, edge_ids: bool = True) -> "Batch":

@@ -63,7 +63,8 @@ def keyed_uniform(ids: Tensor, key: Tensor | int) -> Tensor:
         ids: int64 ids (any shape).
         key: int64 key: a 0-d tensor on ``ids``' device, or a Python int in int64 range.
     """
-    z = splitmix64(ids * _GOLDEN + (key + _GOLDEN))
+    offset = _signed(key + _GOLDEN) if isinstance(key, int) else key + _GOLDEN  # a Python int wraps as int64 does
+    z = splitmix64(ids * _GOLDEN + offset)
     return _shr(z, 11).to(torch.float64) * 2.0 ** -53
 
 

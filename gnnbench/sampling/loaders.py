@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import torch
 from torch import Tensor
-from torch_geometric.loader import LinkLoader
+from torch_geometric.loader import LinkLoader, NodeLoader
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
@@ -20,7 +20,7 @@ from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.sampler import (GnnbenchNeighborSampler, NegativeTiming, make_neighbor_sampler,
                                        native_backend_status)
 
-__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "EpochShuffle", "training_pairs", "shutdown_loader"]
+__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "WeightedNodeLoader", "EpochShuffle", "training_pairs", "shutdown_loader"]
 
 
 def _set_epoch(loader, epoch: int) -> None:
@@ -93,6 +93,18 @@ class EpochShuffle:
         return -(-self.n // self.batch_size)
 
 
+class WeightedNodeLoader(NodeLoader):
+    """PyG's ``NodeLoader`` that also hands on a LABOR sample's edge weights as ``data.edge_weight`` (the sampler
+    appends them to the metadata after the entries PyG reads, so they travel from a loader worker too)."""
+
+    def filter_fn(self, out):
+        data = super().filter_fn(out)
+        meta = out.metadata if isinstance(out.metadata, tuple) else ()
+        if len(meta) > 2 and isinstance(meta[2], Tensor):
+            data.edge_weight = meta[2]
+        return data
+
+
 class NeighborBatches(_SuspendableWorkers, BatchSource):
     """Neighbour-sampled batches of the training nodes through PyG's ``NodeLoader``.
 
@@ -113,10 +125,9 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
     def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
                  seed: int = 0) -> None:
         from torch_geometric.data import Data
-        from torch_geometric.loader import NodeLoader
 
         self.sampler = make_neighbor_sampler(prepared, flags.fanout, backend=flags.sampler_backend,
-                                             replace=flags.sample_replace, seed=seed)
+                                             replace=flags.sample_replace, seed=seed, sampler=flags.sampler)
         if input_nodes is None:
             input_nodes = prepared.graph.train_mask.nonzero().view(-1)
         # Features are served by the feature placement, so the loader carries structure only.
@@ -125,7 +136,7 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
         self.shuffle = EpochShuffle(input_nodes.numel(), flags.batch_size, seed=seed)
         # The private generator only feeds the DataLoader's per-iterator base seed, which would otherwise be
         # drawn from the global RNG (and shift the dropout masks by loader flags); the sampler ignores it.
-        self.loader = NodeLoader(
+        self.loader = WeightedNodeLoader(
             data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shuffle,
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,

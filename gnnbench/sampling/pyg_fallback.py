@@ -9,7 +9,10 @@ batches are PyG's, only the draws are gnnbench's (uniform without replacement, o
 draws are seeded from torch's global generator, so ``torch.manual_seed`` in the user's script fixes them.
 
 What it cannot do it refuses with the reason, at the first batch: heterogeneous graphs, temporal and weighted
-sampling, ``disjoint`` and non-directional subgraphs. With pyg-lib or torch-sparse installed nothing is replaced.
+sampling, ``disjoint`` and non-directional subgraphs, hops of 0 neighbours, repeated seeds in a batch. Loader
+workers inherit the replacement by ``fork`` (Linux's default); workers started by ``spawn`` do not, and raise
+PyG's own ``ImportError``. Each batch draws one number from torch's global generator (its seed). With pyg-lib or
+torch-sparse installed nothing is replaced.
 :func:`pyg_backend` names the backend a ``NeighborLoader`` runs on here.
 """
 
@@ -54,6 +57,11 @@ def _refusal(sampler: Any, seed: Any, seed_time: Any) -> str | None:
         return "disjoint=True"
     if sampler.subgraph_type != SubgraphType.directional:
         return f"subgraph_type={sampler.subgraph_type.value!r}"
+    fanouts = list(sampler.num_neighbors.get_mapped_values())
+    if any(int(k) == 0 or int(k) < -1 for k in fanouts):
+        return f"num_neighbors={fanouts} (a hop of 0 neighbours)"
+    if isinstance(seed, torch.Tensor) and seed.numel() != torch.unique(seed).numel():
+        return "repeated seed nodes in one batch (input_nodes with duplicates)"
     return None
 
 

@@ -18,6 +18,7 @@ from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampl
 
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.negative import NegativeSampler
+from gnnbench.sampling.labor import LaborSampleCore, LaborSubgraph
 from gnnbench.sampling.neighbor import NeighborSampleCore, SampledSubgraph
 
 __all__ = ["GnnbenchNeighborSampler", "NegativeTiming", "drop_pair_edges", "make_neighbor_sampler",
@@ -102,10 +103,15 @@ class GnnbenchNeighborSampler(BaseSampler):
 
     def __init__(self, prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
                  negatives: NegativeSampler | None = None, device: torch.device | str | None = None,
-                 exclude_seed_edges: bool = False) -> None:
+                 exclude_seed_edges: bool = False, sampler: str = "neighbor") -> None:
         csr = prepared.neighbours()
         dev = torch.device(device) if device is not None else csr.rowptr.device
-        self.core = NeighborSampleCore(csr.rowptr.to(dev), csr.col.to(dev), fanouts, replace=replace, seed=seed)
+        if sampler not in ("neighbor", "labor"):
+            raise ValueError(f"unknown sampler {sampler!r}; accepted: 'neighbor', 'labor'")
+        if sampler == "labor" and (negatives is not None or exclude_seed_edges):
+            raise ValueError("LABOR samples node batches; link prediction's batches use the neighbour sampler")
+        core = LaborSampleCore if sampler == "labor" else NeighborSampleCore
+        self.core = core(csr.rowptr.to(dev), csr.col.to(dev), fanouts, replace=replace, seed=seed)
         self.num_nodes = prepared.num_nodes
         self.negatives = negatives
         self.exclude_seed_edges = exclude_seed_edges
@@ -134,7 +140,11 @@ class GnnbenchNeighborSampler(BaseSampler):
             self.negatives.generator.manual_seed(key ^ 1)
 
     def _output(self, seeds: Tensor, metadata: Any) -> SamplerOutput:
+        """The sample of ``seeds``; a LABOR sample appends its edge weights to the metadata (after the entries
+        PyG's ``NodeLoader`` reads), which :class:`~gnnbench.sampling.loaders.WeightedNodeLoader` hands on."""
         out = self.core.sample(seeds)
+        if isinstance(out, LaborSubgraph):
+            metadata = (*metadata, out.weight)
         return SamplerOutput(
             node=out.node, row=out.row, col=out.col, edge=out.edge,
             num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
@@ -217,9 +227,15 @@ SAMPLER_BACKENDS = {"gnnbench": GnnbenchNeighborSampler, "pyg": _pyg_native_samp
 
 
 def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "gnnbench", replace: bool = False,
-                          seed: int = 0, negatives: NegativeSampler | None = None) -> BaseSampler:
+                          seed: int = 0, negatives: NegativeSampler | None = None,
+                          sampler: str = "neighbor") -> BaseSampler:
     """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison; it takes
-    neither ``seed`` nor ``negatives``: both are ignored for it)."""
+    neither ``seed`` nor ``negatives``: both are ignored for it). ``sampler="labor"``: gnnbench's LABOR-0."""
     if backend not in SAMPLER_BACKENDS:
         raise ValueError(f"unknown sampler backend {backend!r}; accepted: {', '.join(map(repr, SAMPLER_BACKENDS))}")
+    if sampler != "neighbor":
+        if backend != "gnnbench":
+            raise ValueError(f"sampler={sampler!r} is gnnbench's; got backend={backend!r}")
+        return GnnbenchNeighborSampler(prepared, fanouts, replace=replace, seed=seed, negatives=negatives,
+                                       sampler=sampler)
     return SAMPLER_BACKENDS[backend](prepared, fanouts, replace=replace, seed=seed, negatives=negatives)

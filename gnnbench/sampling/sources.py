@@ -26,6 +26,7 @@ from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
 from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
+from gnnbench.sampling.labor import LaborSampleCore
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
@@ -214,7 +215,7 @@ def rank_and_world() -> tuple[int, int]:
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
     """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
     kind = kind or flags.batch_source
-    out = SOURCES[kind].unavailable(flags, ctx) + _device_sampling_reasons(flags, ctx, kind)
+    out = SOURCES[kind].unavailable(flags, ctx) + _device_sampling_reasons(flags, ctx, kind) + _labor_reasons(flags, kind)
     if flags.parallel == "data":
         if kind not in SHARDED_SOURCES:
             out.append(Unavailable("parallel", f"data parallel splits neighbour-sampled seed batches across ranks; "
@@ -252,7 +253,8 @@ class DeviceNeighborBatches(BatchSource):
             rowptr, col = (uva_view(t, self.device, "sampler_device") for t in self._pinned)
         else:
             rowptr, col = csr.rowptr.to(self.device), csr.col.to(self.device)
-        self.core = NeighborSampleCore(rowptr, col, flags.fanout, replace=flags.sample_replace, seed=seed)
+        core = LaborSampleCore if flags.sampler == "labor" else NeighborSampleCore
+        self.core = core(rowptr, col, flags.fanout, replace=flags.sample_replace, seed=seed)
         seeds = input_nodes if input_nodes is not None else prepared.graph.train_mask.nonzero().view(-1)
         n = rowptr.numel() - 1
         if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= n):
@@ -279,7 +281,24 @@ class DeviceNeighborBatches(BatchSource):
             yield Batch(n_id=out.node, edge_index=torch.stack([out.row, out.col]), e_id=out.edge,
                         target=torch.arange(seeds.numel(), dtype=out.node.dtype, device=self.device),
                         num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
-                        rowptr=target_rowptr(out.col, n) if self.csr else None)
+                        rowptr=target_rowptr(out.col, n) if self.csr else None,
+                        edge_weight=getattr(out, "weight", None))
+
+
+def _labor_reasons(flags: Flags, kind: str) -> list[Unavailable]:
+    """Why ``flags.sampler="labor"`` cannot run with this batch source (empty for the neighbour sampler)."""
+    if flags.sampler == "neighbor":
+        return []
+    out = []
+    if kind != "neighbor":
+        out.append(f"LABOR samples neighbour batches of node classification (batch_source='neighbor'); this run's "
+                   f"batches are {kind!r}")
+    if flags.sampler_backend != "gnnbench":
+        out.append(f"LABOR is gnnbench's sampler; got sampler_backend={flags.sampler_backend!r}")
+    if flags.sample_replace:
+        out.append("LABOR-0 keeps each neighbour at most once (an inclusion probability per edge); "
+                   "sample_replace=True has no LABOR form")
+    return [Unavailable("sampler", r) for r in out]
 
 
 def _device_sampling_reasons(flags: Flags, ctx: RunContext, kind: str) -> list[Unavailable]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 
-from gnnbench.sampling.batch import Batch
+from gnnbench.sampling.batch import Batch, SampledStats
 from gnnbench.timing import PhaseTimer
 from gnnbench.training.config import RunConfig
 from gnnbench.training.evaluation import EvalPoint, Evaluator
@@ -96,6 +96,7 @@ class Trainer:
         self.first_step_seconds: float | None = None
         self.stop_reason: str | None = None  # why steps() ended (gnnbench.training.stopping.STOP_REASONS)
         self.steps_per_epoch: int | None = None  # steps of the first epoch, once it ran
+        self.sampled = SampledStats(self.pipeline.graph.num_nodes)  # the neighbour explosion, per batch
         self._last_eval_step = -1
 
     @property
@@ -168,6 +169,7 @@ class Trainer:
                         timer.end_step(record=False)
                         break
                     self._account_negatives(item[0])
+                    self.sampled.add(item[0])
                     loss = self.step(*item, timer)
                     measured = self.steps_taken >= cfg.warmup_steps  # burn-in: first touch, compilation
                     timer.end_step(record=measured)
