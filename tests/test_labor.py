@@ -261,3 +261,62 @@ def test_same_seed_same_sample_reseed_changes_it():
     assert not torch.equal(core.sample(seeds).edge, a.edge)
     core.reseed(9)
     assert all(torch.equal(x, y) for x, y in zip(fields(a), fields(core.sample(seeds))))
+
+
+# ------------------------------------------------------------ the registry entry and the explosion figures
+def test_the_labor_entry_trains_and_its_batches_carry_their_weights():
+    import dataclasses
+
+    from gnnbench import registry
+    from gnnbench.graphs import generate
+    from gnnbench.graphs.prepare import prepare
+    from gnnbench.measure.run import run
+    from gnnbench.sampling.sources import make_batch_source
+    from tests.conftest import QUICK
+
+    config = registry.config_for(QUICK, ["labor"])
+    assert config.flags.sampler == "labor" and registry.get("labor").costs_accuracy
+    graph = generate(QUICK.spec)
+    r = run(config, graph=graph)
+    assert r.status == "ok" and r.sampled["nodes_per_hop"][0] == QUICK.flags.batch_size
+    base = run(QUICK, graph=graph)
+    assert r.sampled["nodes_per_batch"] < base.sampled["nodes_per_batch"], "fewer distinct vertices per batch"
+    for workers in (0, 1):  # the weights travel in PyG's metadata, from a loader worker too
+        flags = dataclasses.replace(config.flags, num_workers=workers)
+        source = make_batch_source(prepare(graph, flags), flags, seed=0)
+        try:
+            batch = next(iter(source.epoch(0)))
+        finally:
+            source.close()
+        assert batch.edge_weight is not None and batch.edge_weight.numel() == batch.num_edges
+        assert float(batch.edge_weight.min()) >= 1.0
+
+
+def test_labor_is_refused_where_it_has_no_meaning_with_the_reason():
+    import dataclasses
+
+    from gnnbench import registry
+    from gnnbench.training import config_unavailable
+    from tests.conftest import QUICK
+
+    labor = registry.config_for(QUICK, ["labor"])
+    for change, words in (({"sample_replace": True}, "sample_replace=True"),
+                          ({"batch_source": "cluster_gcn"}, "'cluster_gcn'"),
+                          ({"sampler_backend": "pyg"}, "sampler_backend='pyg'")):
+        reasons = config_unavailable(dataclasses.replace(labor, flags=dataclasses.replace(labor.flags, **change)))
+        assert "sampler" in reasons and words in reasons["sampler"], (change, reasons)
+    link = config_unavailable(dataclasses.replace(labor, task="link"))
+    assert "LABOR samples neighbour batches of node classification" in link["sampler"]
+
+
+def test_the_explosion_finding_names_the_entries_that_compute_fewer_vertices():
+    from gnnbench.advice.diagnose import FEWER_VERTICES, RULES, Finding, explosion_finding
+
+    kernels = Finding("kernels", 0.97, None, None, 0.97, "compute phases", "")
+    sampling = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
+    wide = {"coverage": 0.69, "nodes_per_hop": [1024, 14000, 45000, 69000]}
+    text = explosion_finding(wide, kernels)
+    assert "69% of the graph's nodes" in text and all(name in text for name in FEWER_VERTICES)
+    assert explosion_finding({"coverage": RULES.explosion_at - 0.01}, kernels) is None
+    assert explosion_finding(wide, sampling) is None, "a data-bound step is not decided by the explosion"
+    assert explosion_finding(None, kernels) is None
