@@ -79,7 +79,15 @@ def test_cache_command_reports_and_cleans(tmp_path, capsys):
 def test_sampler_compare_command(capsys):
     assert main(["sampler-compare", "--nodes", "3000", "--rounds", "1"]) == 0
     out = capsys.readouterr().out
-    assert "gnnbench" in out and "seeds/s" in out
+    assert "gnnbench" in out and "seeds/s" in out and "nodes/batch" in out
+    from gnnbench.graphs import GraphSpec
+    from gnnbench.microbench.sampler_compare import compare_samplers
+
+    r = compare_samplers(GraphSpec.preset("tiny", num_nodes=3000), batch_size=256, fanouts=(10, 5), rounds=1,
+                         batches_per_round=3)
+    ours, labor = r["samplers"]["gnnbench"], r["samplers"]["gnnbench_labor"]
+    assert labor["nodes_per_batch"] < ours["nodes_per_batch"], "same seeds and budget: fewer distinct vertices"
+    assert labor["speedup_of_gnnbench"]["median"] > 0
 
 
 def test_run_command_prints_phase_breakdown(tmp_path, capsys):

@@ -1,5 +1,7 @@
 """Neighbour-sampler comparison: gnnbench's sampler against torch-sparse's
-``neighbor_sample`` (and pyg-lib's, when installed), measured in one run.
+``neighbor_sample`` (and pyg-lib's, when installed), measured in one run, with gnnbench's LABOR-0 sampler
+(``gnnbench_labor``) beside them: for the same seeds and per-hop budget, each sampler's speed and the nodes
+and edges a batch samples (LABOR's point: fewer distinct vertices for the same budget).
 
 Run: ``gnnbench sampler-compare`` or ``python -m gnnbench.microbench.sampler_compare``
 (see ``--help``). torch-sparse is not a dependency; build it locally to compare
@@ -131,6 +133,16 @@ def _peer_samplers(rowptr: Tensor, col: Tensor, fanouts: Sequence[int]) -> dict[
     return peers
 
 
+def _sizes(name: str, out: Any) -> tuple[int, int]:
+    """``(distinct nodes, edges)`` of one sampler output: gnnbench's subgraph, torch-sparse's
+    ``(node, row, col, edge)`` or pyg-lib's ``(row, col, node, edge, ...)``."""
+    if hasattr(out, "node"):
+        return int(out.node.numel()), int(out.row.numel())
+    if name == "pyg_lib":
+        return int(out[2].numel()), int(out[0].numel())
+    return int(out[0].numel()), int(out[1].numel())
+
+
 def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10), threads: int = 2,
                      rounds: int = 7, batches_per_round: int = 10, seed: int = 0) -> dict:
     """Seeds per second of each available sampler, interleaved round by round.
@@ -140,18 +152,23 @@ def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10
         min-max over rounds, plus each peer's speed ratio (ours / peer) as a
         median and a [min, max] interval over paired rounds.
     """
+    from gnnbench.sampling.labor import LaborSampleCore
     from gnnbench.sampling.neighbor import NeighborSampleCore
 
     torch.set_num_threads(threads)
     graph = generate(spec)
     rowptr, col = graph.rowptr, graph.edge_index[0].contiguous()
     core = NeighborSampleCore(rowptr, col, fanouts, seed=seed)
-    samplers = {"gnnbench": core.sample, **_peer_samplers(rowptr, col, fanouts)}
+    labor = LaborSampleCore(rowptr, col, fanouts, seed=seed)
+    samplers = {"gnnbench": core.sample, "gnnbench_labor": labor.sample, **_peer_samplers(rowptr, col, fanouts)}
     perm = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(seed))
     batches = [perm[i * batch_size:(i + 1) * batch_size] for i in range(batches_per_round)]
-    for fn in samplers.values():  # warm-up, excluded
+    sizes: dict[str, tuple[float, float]] = {}
+    for name, fn in samplers.items():  # warm-up, excluded; the batches' sizes, on the same seeds for every sampler
         for b in batches[:2]:
             fn(b)
+        counted = [_sizes(name, fn(b)) for b in batches]
+        sizes[name] = (statistics.mean(n for n, _ in counted), statistics.mean(e for _, e in counted))
     per_round: dict[str, list[float]] = {name: [] for name in samplers}
     for _ in range(rounds):
         for name, fn in samplers.items():
@@ -162,7 +179,8 @@ def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10
     result = {"graph": {"nodes": graph.num_nodes, "edges": graph.num_edges, "max_degree": int(graph.deg.max())},
               "batch_size": batch_size, "fanouts": list(fanouts), "threads": threads, "samplers": {}}
     for name, values in per_round.items():
-        result["samplers"][name] = {"seeds_per_s": statistics.median(values), "min": min(values), "max": max(values)}
+        result["samplers"][name] = {"seeds_per_s": statistics.median(values), "min": min(values), "max": max(values),
+                                    "nodes_per_batch": sizes[name][0], "edges_per_batch": sizes[name][1]}
         if name != "gnnbench":
             ratios = [a / b for a, b in zip(per_round["gnnbench"], values)]
             result["samplers"][name]["speedup_of_gnnbench"] = {
@@ -188,12 +206,16 @@ def run_from_args(args: argparse.Namespace) -> int:
     g = r["graph"]
     print(f"graph: {g['nodes']:,} nodes, {g['edges']:,} edges, max degree {g['max_degree']:,}; "
           f"batch {r['batch_size']}, fanouts {r['fanouts']}, {r['threads']} threads")
-    print(f"{'sampler':<14}{'seeds/s (median)':>18}{'min-max':>24}{'gnnbench speedup':>28}")
+    print(f"{'sampler':<16}{'seeds/s (median)':>18}{'min-max':>24}{'gnnbench speedup':>28}{'nodes/batch':>13}"
+          f"{'edges/batch':>13}")
     for name, s in r["samplers"].items():
         sp = s.get("speedup_of_gnnbench") or {}
         sp_txt = ratio(sp.get("median"), sp.get("min"), sp.get("max"), digits=1)
-        print(f"{name:<14}{s['seeds_per_s']:>18,.0f}{s['min']:>12,.0f}-{s['max']:<11,.0f}{sp_txt:>28}")
-    if len(r["samplers"]) == 1:
+        print(f"{name:<16}{s['seeds_per_s']:>18,.0f}{s['min']:>12,.0f}-{s['max']:<11,.0f}{sp_txt:>28}"
+              f"{s['nodes_per_batch']:>13,.0f}{s['edges_per_batch']:>13,.0f}")
+    print("gnnbench_labor: LABOR-0 with the same per-hop budget (one variate per source vertex shared by the "
+          "batch); 'gnnbench speedup' is gnnbench's neighbour sampler's seeds/s over each other sampler's")
+    if len(r["samplers"]) == 2:
         print(f"(no peer installed: build torch-sparse with `{TORCH_SPARSE_INSTALL}` to compare)")
     return 0
 
