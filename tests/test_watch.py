@@ -220,7 +220,12 @@ def test_the_profile_attributes_hot_operators_to_the_loops_phases():
         _sage_loop(data, model, opt, loader)
     r = w.report()
     assert r.hot_ops and all(op.share >= 0.05 for op in r.hot_ops)
-    assert any(set(op.phases) & {"forward", "backward"} for op in r.hot_ops)
+    from gnnbench.advice.watch import WATCH_PHASES
+
+    # each hot operator is attributed to the loop's phases it ran in (a quiet machine puts this small loop's
+    # hottest operators in the sampler, a busy one in the model: either way inside a timed phase)
+    assert all(op.phases for op in r.hot_ops)
+    assert any(set(op.phases) & set(WATCH_PHASES) for op in r.hot_ops), [(o.op, o.phases) for o in r.hot_ops]
 
 
 def test_every_registry_entry_has_a_setting_in_the_users_terms():

@@ -217,6 +217,8 @@ class Watch:
         self.seen = 0  # steps ended (warm-up included)
         self.events = 0  # instrumented events in the current step
         self.event_counts: list[int] = []
+        self.passes = 0  # calls of the patched code that passed straight through (a cheap check each)
+        self.pass_counts: list[int] = []
         self.loaders: list[Any] = []  # the loaders iterated while watching
         self._phase: str | None = None  # the phase now open (phases do not nest; inner calls pass through)
         self._current: dict[str, float] = {}
@@ -224,7 +226,7 @@ class Watch:
         self._stack: ExitStack | None = None
         self._prof: Any = None
         self._prof_shares: tuple[dict, dict] | None = None
-        self._per_event: float | None = None
+        self._per_event: tuple[float, float] | None = None  # seconds per phase event, per pass-through
         self._model_depth = 0
         self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)
         self._inner: list[str] = []  # the loader's parts open inside the wait (sample, gather, transform)
@@ -262,14 +264,15 @@ class Watch:
         this call opened it. A phase that begins a new step first closes the one the optimizer ended."""
         if not self._recording():
             return False
-        self.events += 1
         if phase != "optimizer":
             if self._phase == "optimizer" and phase in ("wait", "forward"):
                 self._close()  # the optimizer step raised: its post hook never closed it
             if self._pending is not None and self._phase is None:
                 self._close_step()
         if self._phase is not None:
+            self.passes += 1
             return False
+        self.events += 1
         self.seen_phases[phase] = True
         self._sync()
         self._phase = phase
@@ -312,11 +315,13 @@ class Watch:
         record = dict(self._current, step=end - self._t_step, batches=self._batches)
         self._current, self._t_step, self._batches = {}, end, 0
         events, self.events = self.events, 0
+        passes, self.passes = self.passes, 0
         self.seen += 1
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
         if measuring:
             self.records.append(record)
             self.event_counts.append(events)
+            self.pass_counts.append(passes)
             if self.steps is not None and len(self.records) == self.steps and self.profile_steps:
                 self._start_profile()
         elif self._prof is not None:
@@ -453,12 +458,13 @@ class Watch:
     def _patch_transfer(self, stack: ExitStack) -> None:
         from torch_geometric.data.data import BaseData
 
+        self._unpatched_to = torch.Tensor.to
         for owner, name in ((BaseData, "to"), (torch.Tensor, "to"), (torch.Tensor, "cuda")):
             original = getattr(owner, name)
 
             def to(obj: Any, *args: Any, _original: Callable = original, **kwargs: Any) -> Any:
                 if self._phase is not None or not self._recording():
-                    self.events += 1  # a call passed through (inside the model): it still costs a check
+                    self.passes += 1  # a call passed through (inside the model): it still costs a check
                     return _original(obj, *args, **kwargs)
                 with self._timed("transfer"):
                     return _original(obj, *args, **kwargs)
@@ -468,7 +474,7 @@ class Watch:
         """The forward phase: the watched model's call (with ``model=None``, the outermost call of a module
         with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
         def pre(module: Any, args: Any) -> None:
-            self.events += 1
+            self.passes += 1
             if self.model is None and self._model_depth == 0:
                 p = next(iter(module.parameters()), None)
                 if p is None:  # a parameterless module called outside the model (a loss): not the forward
@@ -529,17 +535,28 @@ class Watch:
         for h in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
             stack.callback(h.remove)
 
-    def _event_cost(self) -> float:
-        """Seconds one instrumented event costs (a phase opened and closed, the dearest path of a hook),
-        measured on a dummy phase and then forgotten."""
+    def _event_cost(self) -> tuple[float, float]:
+        """Seconds one instrumented event costs (a phase opened and closed) and one pass-through (a patched call
+        inside an open phase: the check), each measured on a dummy phase and then forgotten."""
         n = 2000
         t0 = time.perf_counter()
         for _ in range(n):
             with self._timed("other"):
                 pass
         cost = (time.perf_counter() - t0) / n
-        self._current, self.events, self.seen_phases = {}, 0, {}
-        return cost
+        x = torch.zeros(1)
+        original = self._unpatched_to
+        t0 = time.perf_counter()
+        for _ in range(n):
+            original(x, "cpu")
+        plain = time.perf_counter() - t0
+        with self._timed("other"):  # inside an open phase the patched Tensor.to passes through: its extra cost
+            t0 = time.perf_counter()
+            for _ in range(n):
+                x.to("cpu")
+            through = max(0.0, time.perf_counter() - t0 - plain) / n
+        self._current, self.events, self.passes, self.seen_phases = {}, 0, 0, {}
+        return cost, through
 
     # ------------------------------------------------------------------ the verdict
     def report(self) -> WatchReport:
@@ -570,7 +587,9 @@ class Watch:
             report.hot_ops = attribute_ops(*self._prof_shares, self._task(), threshold=HOT_OP_SHARE)
         report.advice = self._advice(finding, report.hot_ops)
         if self._per_event is not None:
-            report.overhead = self._per_event * statistics.median(self.event_counts) / med
+            cost, through = self._per_event
+            report.overhead = (cost * statistics.median(self.event_counts)
+                               + through * statistics.median(self.pass_counts)) / med
         report.reproduce = self._reproduce(report)
         if self.backend and self.backend.startswith("gnnbench"):
             report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
