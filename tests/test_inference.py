@@ -53,7 +53,8 @@ def test_layerwise_equals_whole_graph_forward(tiny_graph, model_name, aggregatio
     prepared, precision, policy, model = _setup(tiny_graph, model_name, flags, precision_mode,
                                                 source_norm="full" if cached else "batch")
     assert (policy.norm is not None) == cached
-    ref = _whole_graph(prepared, precision, policy, model)
+    # evaluation aggregates with its own kernel (AggregationPolicy.evaluation_mode): the reference uses it too
+    ref = _whole_graph(prepared, precision, dataclasses.replace(policy, mode=policy.evaluation_mode("cpu")), model)
     infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)
     got = infer(model, prepared.graph.x, precision)
     assert infer.plan(max(model.dims)).num_chunks > 10
@@ -92,7 +93,10 @@ class _Observer(TorchDispatchMode):
 
 
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])
-def test_layerwise_respects_the_precision_policy(tiny_graph, model_name):
+def test_layerwise_respects_the_precision_policy(tiny_graph, model_name, monkeypatch):
+    # observed on the scatter path (its index_add shows the aggregation dtype): evaluation's own kernel choice
+    # (AggregationPolicy.evaluation_mode) is set aside here; tests/test_time_to_accuracy_rounds.py covers it
+    monkeypatch.setattr(AggregationPolicy, "evaluation_mode", lambda self, device_type: self.mode)
     for mode, agg_dtype in (("off", torch.float32), ("partial", torch.float32), ("full", torch.bfloat16)):
         prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(), mode)
         linears = []

@@ -325,3 +325,50 @@ def test_asv_history_lists_its_change_points(tmp_path):
     text = build_report(ReportInputs(asv={"benchmarks": {}, "results": docs}), tmp_path / "r.html").read_text()
     table = text[text.index("id='change-points'"):]
     assert "<code>09090909</code>" in table and re.search(r"1\.[23]\d\dx \[1\.2\d\d, 1\.3\d\d\]", table)
+
+
+def test_asv_history_splits_series_across_environments(tmp_path):
+    """Points from two environments (or machines) are never one line: each series names its environment."""
+    from gnnbench.report.inputs import ReportInputs
+
+    def doc(commit, date, env, machine, value):
+        return {"commit_hash": commit * 40, "date": date, "env_name": env, "params": {"machine": machine},
+                "result_columns": ["result", "params"],
+                "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]}}
+
+    asv = {"benchmarks": {}, "results": [doc("a", 1, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5),
+                                         doc("b", 2, "existing-py_venv", "ci-2core", 0.3),
+                                         doc("c", 3, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5)]}
+    s = asv_series(asv)
+    assert set(s) == {"bench.Opt.time_step(baseline) [ci-2core/virtualenv-py3.11-torch2.13.0]",
+                      "bench.Opt.time_step(baseline) [ci-2core/existing-py_venv]"}
+    assert [p[1] for p in s["bench.Opt.time_step(baseline) [ci-2core/virtualenv-py3.11-torch2.13.0]"]] == [
+        "aaaaaaaa", "cccccccc"]
+    one = {"benchmarks": {}, "results": [asv["results"][0], asv["results"][2]]}
+    assert set(asv_series(one)) == {"bench.Opt.time_step(baseline)"}, "one environment: plain names"
+    text = build_report(ReportInputs(asv=asv), tmp_path / "r.html").read_text()
+    assert "existing-py_venv]" in text and "virtualenv-py3.11-torch2.13.0]" in text, "two series, each named"
+
+
+def _chromium() -> str | None:
+    import shutil
+
+    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine")
+def test_the_reports_history_renders_its_series_in_headless_chromium(tmp_path):
+    """The report works offline: headless Chromium, with no network, runs its inline plotly and draws the
+    history's series (the legend holds each series' name)."""
+    import subprocess
+
+    from gnnbench.report.inputs import ReportInputs
+
+    out = build_report(ReportInputs(asv=ASV_WITH_CI), tmp_path / "r.html")
+    assert "<script src=\"http" not in out.read_text(), "no network script"
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+                          "--proxy-server=127.0.0.1:9", "--dump-dom", out.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "legendtext" in dom, "plotly drew nothing"
+    assert "time_step(baseline)" in dom and "time_step(int32)" in dom

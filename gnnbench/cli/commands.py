@@ -165,12 +165,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         base = calibration.apply(base)
     derive = (calibration is not None and not args.no_derive and calibration.steps_per_epoch
               and calibration.median_steps_to_target is not None)
+    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
+    fixed_target = args.target_acc is not None or (calibration is not None and calibration.target is not None)
+    target = args.target_acc if args.target_acc is not None else calibration.target if fixed_target else None
+    # rounds after the accuracy rounds stop at the target (time to accuracy only), where a target is fixed
+    accuracy_rounds = args.accuracy_rounds if fixed_target and args.accuracy_rounds < args.repeats else None
     entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
                             include_all_recommended=not (args.aa and args.flags is None),
                             derive_per_epoch=calibration.steps_per_epoch if derive else None,
-                            also_measured=args.also_measure)
-    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
-    fixed_target = args.target_acc is not None or (calibration is not None and calibration.target is not None)
+                            also_measured=args.also_measure, accuracy_rounds=accuracy_rounds, target=target)
     rule = (None if args.all_rounds or args.repeats < 2 or not fixed_target
             else StoppingRule.for_repeats(args.repeats))
 

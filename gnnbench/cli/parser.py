@@ -10,9 +10,21 @@ from gnnbench.cli.options import (add_calibration_args, add_graph_args, add_run_
                                   parse_benches, parse_flags)
 from gnnbench.cli.distributed import add_distributed_args
 from gnnbench.microbench import sampler_compare as peers
+from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 from gnnbench.measure.stats import DEFAULT_REPEATS
 
 __all__ = ["build_parser"]
+
+
+def _accuracy_rounds(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        k = None
+    if k is None or k < 2:
+        raise argparse.ArgumentTypeError(f"--accuracy-rounds must be an integer >= 2: accuracy deltas need an "
+                                         f"interval (got {text!r})")
+    return k
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(docs/statistics.md, 'Rounds that stop when decided')")
     p.add_argument("--all-rounds", action="store_true",
                    help="give every row all --repeats rounds (no stopping rule; Holm at 5%% over the rows)")
+    p.add_argument("--accuracy-rounds", type=_accuracy_rounds, default=ACCURACY_ROUNDS, metavar="K",
+                   help=f"rounds that train every configuration to its validation plateau and judge accuracy "
+                        f"(default {ACCURACY_ROUNDS}, the rounds every row receives); the later rounds, which a "
+                        "row receives only while its verdict is open, stop at the target and measure time to "
+                        "accuracy only. --accuracy-rounds equal to --repeats: every round to the plateau")
     p.add_argument("--aa", action="store_true",
                    help="also run the baseline against itself (A/A): the machine's noise check")
     p.add_argument("--target-acc", type=float, default=None,

@@ -232,9 +232,14 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append(r["acc_verdict"])
         if r.get("converged", True) is not True:  # read at equal steps: derived, or cut by a budget
             notes.append(r["acc_point"])
+        elif r.get("accuracy_rounds", r["rounds"]) < r["rounds"]:
+            notes.append(f"accuracy over the {r['accuracy_rounds']} rounds trained to the plateau")
         stops = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
         if stops:
             notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
+        if r.get("sampled"):
+            notes.append(f"sampled {r['sampled']['nodes_per_batch']:.0f} nodes per batch "
+                         f"({r['sampled']['coverage']:.0%} of the graph)")
         delta = pp(r["acc_delta"], r["acc_delta_low"], r["acc_delta_high"], unit="")
         tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
         bound = {"at most": "<=", "at least": ">="}.get((primary or {}).get("bound"), "")

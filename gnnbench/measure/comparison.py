@@ -29,12 +29,12 @@ from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, ce
 from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds
 from gnnbench.measure.sequential import Stop, StoppingRule, family_p_values, final_alpha, settled
 from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
-from gnnbench.training.stopping import CONVERGED_REASONS
+from gnnbench.training.stopping import CONVERGED_REASONS, TIME_TO_ACCURACY_REASONS
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
            "MEASURED_SUFFIX", "in_family",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
-           "NO_COST_PP", "converged_test", "equal_steps_test", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
+           "NO_COST_PP", "converged_test", "equal_steps_test", "time_to_accuracy_run", "sampled_summary", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
 
 STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entries: a guess, never a headline
 
@@ -122,6 +122,23 @@ def _converged(r: dict) -> bool:
     return r.get("stop_reason") is None or r.get("stop_reason") in CONVERGED_REASONS
 
 
+def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
+    """What a row's batches sampled (the neighbour explosion), medians over its runs: ``nodes_per_batch``,
+    ``edges_per_batch`` and ``coverage`` (the share of the graph's nodes a batch's neighbourhood holds);
+    ``None`` for runs that record none (full batch, subgraph sources)."""
+    blocks = [r["sampled"] for r in runs if r.get("sampled")]
+    if not blocks:
+        return None
+    return {k: statistics.median(float(b[k]) for b in blocks) for k in ("nodes_per_batch", "edges_per_batch",
+                                                                         "coverage")}
+
+
+def time_to_accuracy_run(r: dict) -> bool:
+    """Whether a run measured time to accuracy only (``RunConfig.stop_at``: a sweep's round after its accuracy
+    rounds), so its accuracy is not read."""
+    return (r.get("config") or {}).get("stop_at") is not None or r.get("stop_reason") in TIME_TO_ACCURACY_REASONS
+
+
 def _not_converged_text(runs: list[dict]) -> str:
     """Why some of ``runs`` did not converge, in words: ``not converged within 480 steps (2 of 5 rounds)``."""
     cut = [r for r in runs if not _converged(r)]
@@ -189,6 +206,7 @@ def _reference(by_label: dict[str, list[dict]], label: str, **what: Any) -> str 
 IDENTITY_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python")
 PER_ENTRY_FIELDS = ("flags", "seed", "sync_phases", "nproc", "num_layers")
 SHORT_RUN_FIELDS = ("epochs", "max_steps", "min_steps")  # what a derived entry's short run sets apart
+TIME_TO_ACCURACY_FIELDS = ("stop_at", "min_steps")  # what a time-to-accuracy round sets apart
 
 
 class MixedSweepError(ValueError):
@@ -205,7 +223,8 @@ def identity_problem(results: list[dict]) -> str | None:
             problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
     # calibration runs train the base configuration before its cadence and budget were fixed
     bases = [{k: v for k, v in r["config"].items()
-              if k not in PER_ENTRY_FIELDS and not (r.get("derived") and k in SHORT_RUN_FIELDS)}
+              if k not in PER_ENTRY_FIELDS and not (r.get("derived") and k in SHORT_RUN_FIELDS)
+              and not (k in TIME_TO_ACCURACY_FIELDS and (r.get("derived") or time_to_accuracy_run(r)))}
              for r in results if r.get("config") and r.get("label") != CALIBRATION]
     fields = sorted({k for b in bases for k in b
                      if len({json.dumps(x[k], sort_keys=True) for x in bases if k in x}) > 1})
@@ -525,23 +544,34 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     step = _ratio_dict([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
     epoch = _ratio_dict([_epoch_time(r) for r in b], [_epoch_time(r) for r in m])
     tta = _derived_tta(b, m, steps_to_target) if derived else _tta(b, m, target)
-    converged = all(_converged(r) for r in b + m) if not derived else None
+    # accuracy is read from the rounds that trained to the plateau; time-to-accuracy rounds stop at the target
+    acc = list(range(len(rounds))) if derived else [i for i in range(len(rounds))
+                                                    if not (time_to_accuracy_run(b[i]) or time_to_accuracy_run(m[i]))]
+    if not acc:
+        row.update(status="not measured", reason="no round trained to the plateau: accuracy cannot be read")
+        return row
+    later = len(rounds) - len(acc)
+    ba, ma = [b[i] for i in acc], [m[i] for i in acc]
+    converged = all(_converged(r) for r in ba + ma) if not derived else None
     if derived:  # the proof checked again: the short run against the same-seed baseline at equal steps
-        pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
+        pairs = [equal_steps_test(x, y) for x, y in zip(ba, ma)]
         deltas = [t_m - t_b for t_b, t_m, _ in pairs]
         convergence = None
         acc_point = (f"{DERIVED_LABEL}; test at equal steps ({min(p[2] for p in pairs)}) against the same-seed "
                      "baseline")
     elif converged:  # every run of the pair measured to its end: accuracy at convergence
-        deltas = [converged_test(y) - converged_test(x) for x, y in zip(b, m)]
+        deltas = [converged_test(y) - converged_test(x) for x, y in zip(ba, ma)]
         acc_point, convergence = "at convergence (test at the best validation point)", None
     else:  # a budget cut some run short: both read within the steps both trained, never "at convergence"
-        pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
+        pairs = [equal_steps_test(x, y) for x, y in zip(ba, ma)]
         deltas = [t_m - t_b for t_b, t_m, _ in pairs]
-        convergence = "; ".join(t for t in (_not_converged_text(m), _not_converged_text(b) and
-                                            f"baseline {_not_converged_text(b)}") if t)
+        convergence = "; ".join(t for t in (_not_converged_text(ma), _not_converged_text(ba) and
+                                            f"baseline {_not_converged_text(ba)}") if t)
         acc_point = (f"at equal steps ({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}; test at the best "
                      f"validation point within them): {convergence}")
+    if later:
+        acc_point += (f" (over the {len(acc)} rounds trained to the plateau; {later} later round(s) stopped at the "
+                      "target and measured time to accuracy only)")
     d_mean, d_low, d_high = mean_interval(deltas)
     verdict = _acc_verdict(d_low, d_high)
     primary, primary_name = (tta, "time to accuracy") if tta is not None else (epoch, "epoch time")
@@ -565,8 +595,9 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         speedup_low=primary["low"] if primary else None, speedup_high=primary["high"] if primary else None,
         significant=significant, acc_point=acc_point, converged=converged, convergence=convergence,
         primary_rounds=rounds,  # the rounds primary["log_ratios"] are aligned with (the stopping rule's input)
-        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
-        test_acc=statistics.mean(converged_test(y) for y in m),
+        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)), accuracy_rounds=len(acc),
+        sampled=sampled_summary(m),
+        test_acc=statistics.mean(converged_test(y) for y in ma),
         acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
         acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0, acc_verdict=verdict,
         seeds=len(m), phases={p: v["median"] for p, v in m[0]["phases"].items()},

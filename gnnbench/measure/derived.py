@@ -49,11 +49,11 @@ def short_epochs(steps_per_epoch: int, warmup_steps: int) -> int:
 
 
 def short_config(config: Any, steps_per_epoch: int) -> Any:
-    """``config`` (a RunConfig) as a short fixed-length run: :func:`short_epochs` epochs, no plateau rule or
-    step budget; its cadence (the calibrated ``eval_every``) is kept, so its validation points fall on the
+    """``config`` (a RunConfig) as a short fixed-length run: :func:`short_epochs` epochs, no plateau rule, step
+    budget or target stop; its cadence (the calibrated ``eval_every``) is kept, so its validation points fall on the
     baseline's steps."""
     return dataclasses.replace(config, epochs=short_epochs(steps_per_epoch, config.warmup_steps), max_steps=None,
-                               min_steps=0)
+                               min_steps=0, stop_at=None)
 
 
 def per_step_seconds(run: dict, epochs: int | None = None) -> float | None:

@@ -36,7 +36,7 @@ from gnnbench.measure.run import run
 from gnnbench.measure.calibration import (AA_SEED_OFFSET, BUDGET_FACTOR, CALIBRATION, CALIBRATION_SEED_OFFSET,
                                           DEFAULT_CALIBRATION_RUNS, Calibration, calibrate)
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
-from gnnbench.measure.derived import is_derivable, short_config
+from gnnbench.measure.derived import is_derivable, short_config, short_epochs
 from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.executors import RoundExecutor
 from gnnbench.measure.sequential import StoppingRule
@@ -45,6 +45,7 @@ from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.pipeline import graph_of
 
 __all__ = ["Entry", "SweepResults", "sweep_entries", "run_sweep", "run_calibration", "validate_base",
+           "time_to_accuracy_config",
            "ALL_RECOMMENDED", "BASELINE", "AA_LABEL", "E2E_BASELINE", "MANIFEST"]
 
 ALL_RECOMMENDED = "all_recommended"
@@ -112,16 +113,28 @@ def _ranks(cfg: RunConfig) -> RunConfig:
 
 def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
                   include_all_recommended: bool = True, aa: bool = False, derive_per_epoch: int | None = None,
-                  also_measured: Iterable[str] = ()) -> list[Entry]:
+                  also_measured: Iterable[str] = (), accuracy_rounds: int | None = None,
+                  target: float | None = None) -> list[Entry]:
     """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
     for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check).
 
     With ``derive_per_epoch`` (the baseline's steps per epoch, from the calibration) an entry whose every part
     is declared ``same_trajectory`` runs as a short run (:func:`gnnbench.measure.derived.short_config`) and its
     time to accuracy is derived; each name in ``also_measured`` is, besides, trained to the target as
-    ``"<name> (measured)"``, to show the derived figure agrees with the measured one."""
+    ``"<name> (measured)"``, to show the derived figure agrees with the measured one.
+
+    With ``accuracy_rounds`` K and the calibrated ``target``, only rounds ``0..K-1`` train to the plateau (they
+    judge accuracy); the later rounds, which a row receives only while its verdict is open, are time-to-accuracy
+    runs (:func:`time_to_accuracy_config`): they stop at the target, or past the censoring budget without it.
+    ``None``: every round trains to the plateau."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
+    if accuracy_rounds is not None:
+        if isinstance(accuracy_rounds, bool) or not isinstance(accuracy_rounds, int) or accuracy_rounds < 2:
+            raise ValueError(f"accuracy_rounds must be an integer >= 2: accuracy deltas need an interval "
+                             f"(got {accuracy_rounds!r})")
+        if target is None:
+            raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
     validate_base(base)
     names = list(names) if names is not None else registry.names()
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
@@ -151,8 +164,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     def short(cfg: RunConfig) -> RunConfig:
         return short_config(cfg, derive_per_epoch)
 
-    entries = []
-    for r in range(repeats):
+    def round_entries(base: RunConfig, r: int) -> list[Entry]:
+        entries = []
         b = dataclasses.replace(base, seed=base.seed + r)
         entries.append(Entry(BASELINE, _ranks(b), (), r))
         if aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
@@ -173,7 +186,24 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
                 entries.append(Entry(f"{n}{MEASURED_SUFFIX}", _ranks(cfg), parts[n], r))
         if include_all_recommended:
             entries.append(Entry(ALL_RECOMMENDED, _ranks(registry.config_for(b, rec)), tuple(rec), r))
+        return entries
+
+    # a time-to-accuracy baseline still trains the epochs the same round's short runs are read against
+    keep = (short_epochs(derive_per_epoch, base.warmup_steps) * derive_per_epoch
+            if derive_per_epoch and any(derived.values()) else 0)
+    entries = []
+    for r in range(repeats):
+        tta_only = accuracy_rounds is not None and r >= accuracy_rounds
+        entries.extend(round_entries(time_to_accuracy_config(base, target, keep) if tta_only else base, r))
     return entries
+
+
+def time_to_accuracy_config(config: RunConfig, target: float, keep_steps: int = 0) -> RunConfig:
+    """``config`` as a time-to-accuracy run: it stops at its first validation point at or above ``target``, or
+    once past its censoring budget without it (``RunConfig.stop_at``), and not before ``keep_steps`` steps (the
+    epochs the same round's short runs are read against); the plateau rule's minimum is dropped with it (a run
+    whose accuracy is never read need not wait for a plateau)."""
+    return dataclasses.replace(config, stop_at=target, min_steps=keep_steps)
 
 
 def _stored(path: Path, entry: Entry, env: dict) -> dict | None:

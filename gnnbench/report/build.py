@@ -266,6 +266,8 @@ def _acc_cell(r: dict, metric: str) -> str:
         return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}<br><small>at convergence</small></td>"
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
     where = "" if r.get("converged", True) is True else f"<br><small class='na'>{_esc(r['acc_point'])}</small>"
+    if not where and r.get("accuracy_rounds", r["rounds"]) < r["rounds"]:
+        where = f"<br><small>over the {r['accuracy_rounds']} rounds trained to the plateau</small>"
     return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
             f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small>{where}</td>")
 
@@ -290,6 +292,14 @@ def _rounds_cell(r: dict) -> str:
             + settled + "</td>")
 
 
+def _sampled_text(r: dict) -> str:
+    """The neighbour explosion beside the step: what a batch sampled (rows whose batches record it)."""
+    s = r.get("sampled")
+    if not s:
+        return ""
+    return (f"<br><small>{s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph)</small>")
+
+
 def _row_html(r: dict, c: Comparison, metric: str) -> str:
     label = f"<td>{_esc(r['label'])}</td>"
     if r["status"] != "ok":
@@ -297,7 +307,7 @@ def _row_html(r: dict, c: Comparison, metric: str) -> str:
                 f"<td>{_expected(r['label'])}</td></tr>")
     return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r['primary'])}</td>{_rounds_cell(r)}"
             f"<td class='num'>{r['epoch_s']:.3f}</td><td class='num'>{r['setup_s']:.3f}</td>{_tta_cell(r, c)}"
-            f"{_step_cell(r)}<td class='num'>{r['step_ms']:.1f}</td>{_acc_cell(r, metric)}"
+            f"{_step_cell(r)}<td class='num'>{r['step_ms']:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
             f"<td>{_expected(r['label'])}</td></tr>")
 
 
@@ -688,6 +698,12 @@ def _gate_rates_section(inputs: ReportInputs) -> str:
             + "".join(f"<th>{pct}%</th>" for pct in g["sizes"]) + "</tr>" + paths + "</table>")
 
 
+def _series_name(key: str) -> str:
+    """A series' name without its module path (``time_step(int32)``), its ``[machine/environment]`` kept."""
+    base, sep, env = key.partition(" [")
+    return base.split(".")[-1] + (" [" + env if sep else "")
+
+
 def _asv_section(inputs: ReportInputs) -> str:
     import plotly.graph_objects as go
 
@@ -700,7 +716,7 @@ def _asv_section(inputs: ReportInputs) -> str:
     for key in wanted:
         pts = series[key]
         ms = [1e3 * p[2] for p in pts]
-        fig.add_scatter(x=[p[1] for p in pts], y=ms, mode="lines+markers", name=key.split(".")[-1],
+        fig.add_scatter(x=[p[1] for p in pts], y=ms, mode="lines+markers", name=_series_name(key),
                         error_y=_error_bars(ms, [None if p[3] is None else 1e3 * p[3] for p in pts],
                                             [None if p[4] is None else 1e3 * p[4] for p in pts]))
     fig.update_layout(title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
@@ -742,7 +758,7 @@ def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "chang
         pts = series[key]
         for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
             kind = "loss" if cp.ratio > 1 else "gain"
-            rows.append(f"<tr><td>{_esc(key.split('.')[-1])}</td><td><code>{_esc(cp.commit)}</code></td>"
+            rows.append(f"<tr><td>{_esc(_series_name(key))}</td><td><code>{_esc(cp.commit)}</code></td>"
                         f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
                         f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>")
     if not rows:

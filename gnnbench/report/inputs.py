@@ -205,6 +205,12 @@ def _load_asv(root: Path) -> dict | None:
     return {"benchmarks": benchmarks, "results": results}
 
 
+def _env_label(doc: dict) -> str:
+    """The machine and environment a result document was measured in: ``machine/env_name``."""
+    machine = (doc.get("params") or {}).get("machine") or "?"
+    return f"{machine}/{doc.get('env_name') or '?'}"
+
+
 def _finite(x) -> float | None:
     try:
         v = float(x)
@@ -223,6 +229,9 @@ def _column(entry: dict, name: str, n: int) -> list:
 def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None, float | None]]]:
     """Per benchmark-and-parameter name: ``(date, commit, value, low, high)`` points, oldest first.
 
+    Results from more than one environment or machine are split: each series then carries its
+    ``[machine/env_name]`` in its name, so no line joins points that are not comparable.
+
     ``low``/``high`` are the confidence interval asv recorded (``stats_ci_99_a`` /
     ``stats_ci_99_b``, asv >= 0.6), ``None`` where absent or unbounded (asv
     reports -inf/inf for a single repeat). Handles asv's compact result
@@ -232,7 +241,10 @@ def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None,
     import itertools
 
     series: dict[str, list[tuple[int, str, float, float | None, float | None]]] = {}
+    # one series never runs across environments or machines: their points are not comparable
+    envs = {_env_label(doc) for doc in asv["results"]}
     for doc in asv["results"]:
+        suffix = f" [{_env_label(doc)}]" if len(envs) > 1 else ""
         columns = doc.get("result_columns", ["result"])
         date = int(doc.get("date") or 0)
         commit = str(doc.get("commit_hash", ""))[:8]
@@ -251,7 +263,7 @@ def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None,
                 low, high = _finite(low), _finite(high)
                 if low is None or high is None:
                     low = high = None
-                key = name + (f"({', '.join(str(c).strip(chr(39)) for c in combo)})" if combo else "")
+                key = name + (f"({', '.join(str(c).strip(chr(39)) for c in combo)})" if combo else "") + suffix
                 series.setdefault(key, []).append((date, commit, float(value), low, high))
     for pts in series.values():
         pts.sort(key=lambda p: p[:3])

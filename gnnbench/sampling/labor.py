@@ -123,15 +123,7 @@ class LaborSampleCore(NeighborSampleCore):
         ``check=False`` skips the range and distinctness checks, as in
         :meth:`NeighborSampleCore.sample <gnnbench.sampling.neighbor.NeighborSampleCore.sample>`.
         """
-        seeds = seeds.to(self.device, torch.int64)
-        if check and seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= self.num_nodes):
-            raise ValueError(f"seed node ids must be in [0, {self.num_nodes - 1}] "
-                             f"(got min {int(seeds.min())}, max {int(seeds.max())})")
-        seed_ids = torch.arange(seeds.numel(), device=self.device)
-        self._local.index_copy_(0, seeds, seed_ids)
-        if check and not bool((self._local.index_select(0, seeds) == seed_ids).all()):
-            self._local.index_fill_(0, seeds, -1)
-            raise ValueError("seed nodes must be distinct (got repeated ids)")
+        seeds = self._place_seeds(seeds, check)
         batch_key = self._batch_key()
         nodes, touched = [seeds], [seeds]
         rows, cols, edges, weights, pis = [], [], [], [], []

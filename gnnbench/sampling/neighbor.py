@@ -234,12 +234,9 @@ class NeighborSampleCore:
         local.index_copy_(0, at_new, self._local.index_select(0, new))
         return local, uniq
 
-    def sample(self, seeds: Tensor, *, check: bool = True) -> SampledSubgraph:
-        """Sample the multi-hop neighbourhood of distinct ``seeds`` (global ids).
-
-        ``check=False`` skips the range and distinctness checks, three reads of device values back to the host
-        per batch: for a caller whose seeds are a slice of a permutation of valid ids (the device batch source).
-        """
+    def _place_seeds(self, seeds: Tensor, check: bool) -> Tensor:
+        """``seeds`` as int64 on the device, given local ids ``0..S-1`` in the scratch map; with ``check``, ids out
+        of range or repeated are refused (the map is restored first)."""
         seeds = seeds.to(self.device, torch.int64)
         if check and seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= self.num_nodes):
             raise ValueError(f"seed node ids must be in [0, {self.num_nodes - 1}] "
@@ -249,6 +246,15 @@ class NeighborSampleCore:
         if check and not bool((self._local.index_select(0, seeds) == seed_ids).all()):
             self._local.index_fill_(0, seeds, -1)
             raise ValueError("seed nodes must be distinct (got repeated ids)")
+        return seeds
+
+    def sample(self, seeds: Tensor, *, check: bool = True) -> SampledSubgraph:
+        """Sample the multi-hop neighbourhood of distinct ``seeds`` (global ids).
+
+        ``check=False`` skips the range and distinctness checks, three reads of device values back to the host
+        per batch: for a caller whose seeds are a slice of a permutation of valid ids (the device batch source).
+        """
+        seeds = self._place_seeds(seeds, check)
         nodes = [seeds]
         touched = [seeds]  # every node with a scratch entry, restored in `finally`
         rows, cols, edges = [], [], []

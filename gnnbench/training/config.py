@@ -53,6 +53,11 @@ class RunConfig:
         censor_seconds: The time-to-accuracy budget on the run clock: a run that reaches the target only after
             it is censored there (its time to accuracy is a bound), but training goes on to its plateau. It
             never stops a run. ``None``: no censoring budget.
+        stop_at: A time-to-accuracy run (the rounds of a sweep after its accuracy rounds): training stops at the
+            first validation point at or above this target (stop reason ``"target"``) or, once the run clock
+            passes ``censor_seconds`` without reaching it, at the next step (``"censored"``); the plateau rule
+            stops it never (its time to the target must not depend on where a plateau stop would fall). Such a
+            run measures time to accuracy only; its accuracy is never read. ``None`` (default): no such stop.
         patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a
             qualifying rise of the validation metric before a run to a plateau stops.
         min_delta: The rise of the validation metric over the reference best that qualifies (never below one
@@ -98,6 +103,7 @@ class RunConfig:
     min_steps: int = 0
     max_seconds: float | None = None
     censor_seconds: float | None = None
+    stop_at: float | None = None
     patience: float = 5.0
     min_delta: float = 0.001
     max_steps_per_epoch: int | None = None
@@ -141,6 +147,9 @@ class RunConfig:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
                 raise ValueError(f"RunConfig.{name} must be None or a number of seconds > 0 (got {value!r})")
+        if self.stop_at is not None and (isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float))
+                                         or not 0 < self.stop_at <= 1):
+            raise ValueError(f"RunConfig.stop_at must be None or a validation target in (0, 1] (got {self.stop_at!r})")
         if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
                                            or self.max_steps < 1):
             raise ValueError(f"RunConfig.max_steps must be None or an integer >= 1 (got {self.max_steps!r})")

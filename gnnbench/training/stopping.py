@@ -4,7 +4,8 @@ A run to a plateau (``RunConfig.epochs=None``) evaluates the model ``EVALS_PER_E
 ``eval_every`` steps) and stops once the validation metric has not risen by ``min_delta`` above its reference
 best for ``patience`` epochs (and at least :data:`MIN_PATIENCE_STEPS` steps: a full-batch epoch is one step), and
 never before ``min_steps`` steps; or when a budget is spent: ``max_epochs``, ``max_steps`` (the step budget
-within which a run that judges accuracy reaches its plateau) or ``max_seconds`` (a hard stop on the run clock).
+within which a run that judges accuracy reaches its plateau) or ``max_seconds`` (a hard stop on the run clock);
+a time-to-accuracy run (``stop_at``) stops at its target, or once past its censoring budget without it.
 The reason a run stopped is recorded with its result.
 
 The plateau rule (:class:`Plateau`) keeps its reference best fixed until a rise *qualifies* (is at least
@@ -20,11 +21,15 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["EVALS_PER_EPOCH", "MIN_PATIENCE_STEPS", "Plateau", "STOP_REASONS", "CONVERGED_REASONS",
+           "TIME_TO_ACCURACY_REASONS",
            "eval_interval"]
 
 EVALS_PER_EPOCH = 4  # a run to a plateau with no eval_every: validation points per epoch
 MIN_PATIENCE_STEPS = 20  # patience never shorter than this many optimizer steps
-STOP_REASONS = ("epochs", "plateau", "max_epochs", "max_steps", "max_seconds")
+STOP_REASONS = ("epochs", "plateau", "max_epochs", "max_steps", "max_seconds", "target", "censored")
+# A time-to-accuracy run (``RunConfig.stop_at``) stops at the target, or past its censoring budget without it:
+# it measures time to accuracy only, and its accuracy is never read.
+TIME_TO_ACCURACY_REASONS = ("target", "censored")
 # A run measured to its end: its accuracy is read "at convergence" (a fixed-length run: at its end). The others
 # were cut by a budget and are compared with the baseline at equal steps.
 CONVERGED_REASONS = ("epochs", "plateau")

@@ -188,6 +188,11 @@ class Trainer:
                     if every is not None and self.steps_taken % every == 0 or evaluate and (over or spent):
                         if _any_rank(self._record_eval(epoch, plateau, per_epoch)):
                             stop, self.stop_reason = True, "plateau"
+                        if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
+                            stop, self.stop_reason = True, "target"
+                    if (cfg.stop_at is not None and cfg.censor_seconds is not None and not stop
+                            and _any_rank(pipe.setup_clock + self.train_seconds > cfg.censor_seconds)):
+                        stop, self.stop_reason = True, "censored"  # its time to accuracy is censored here
                     if over and not stop:
                         stop, self.stop_reason = True, "max_seconds"
                     if spent and not stop:  # the same count on every rank: no agreement needed
@@ -211,10 +216,19 @@ class Trainer:
                     every is None or last or (plateau is not None and epoch == 0)):
                 if _any_rank(self._record_eval(epoch, plateau, per_epoch)) and not stop:
                     stop, self.stop_reason = True, "plateau"
+                if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
+                    stop, self.stop_reason = True, "target"
             if taken == 0 and epochs == float("inf"):
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
             epoch += 1
             resumed = time.perf_counter()
+
+    def _reached(self, cfg: RunConfig) -> bool:
+        """Whether a time-to-accuracy run stops at the target now: its last validation point is at or above
+        ``cfg.stop_at`` (the tolerance of :func:`gnnbench.measure.calibration.time_to`), after ``cfg.min_steps``
+        steps (a sweep keeps a baseline's epochs that its short runs are read against)."""
+        curve = self.evaluation.curve
+        return bool(curve) and curve[-1].val >= cfg.stop_at - 1e-12 and self.steps_taken >= cfg.min_steps
 
     def _record_eval(self, epoch: int, plateau: Plateau | None = None, per_epoch: int | None = None) -> bool:
         """Record a validation point now; whether it leaves the plateau rule's patience exhausted.
@@ -229,7 +243,7 @@ class Trainer:
         finally:
             self.train_seconds += work.resume()
         self._last_eval_step = self.steps_taken
-        if plateau is None:
+        if plateau is None or self.config.stop_at is not None:  # a time-to-accuracy run: target or budget only
             return False
         plateau.update(point.val, point.step)
         return plateau.reached(point.step, per_epoch)
