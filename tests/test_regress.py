@@ -240,9 +240,11 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     head = _copy_tree(tmp_path, "head")
     agg = head / "gnnbench" / "models" / "aggregation.py"
     src = agg.read_text()
-    marker = "def _csr_product(adj: Tensor, h: Tensor) -> Tensor:\n"
+    marker = "    def _spmm(self, values: Tensor, h: Tensor) -> Tensor:\n"
     assert marker in src
-    agg.write_text(src.replace(marker, marker + "    raise RuntimeError('broken sparse kernel')\n"))
+    # broken on training batches only: evaluation runs the CSR product for every run, the baseline's too
+    agg.write_text(src.replace(marker, marker + "        if self.target_start is None:\n"
+                                                "            raise RuntimeError('broken sparse kernel')\n"))
     benches = [Bench("baseline", QUICK), Bench("sparse_agg", registry.config_for(QUICK, ["sparse_agg"]))]
     result = gate({"base": ROOT, "head": head}, benches, rounds=2)
     base_v, sparse_v = result.benches
