@@ -6,9 +6,9 @@ import time
 import torch
 
 from gnnbench.graphs import GraphSpec
+from gnnbench.microbench.sampler_compare import torch_sparse_sampler
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore
-from gnnbench.microbench.sampler_compare import torch_sparse_sampler
 
 from . import common
 

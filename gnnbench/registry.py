@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterable, Mapping, Union
 
 import torch
 
-from gnnbench.training import availability
 from gnnbench.flags import Flags, RunContext, format_reasons
+from gnnbench.training import availability
 from gnnbench.training.config import RunConfig
 
 __all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "for_task", "combination", "TASK_NAMES",

@@ -20,9 +20,9 @@ import time
 import torch
 
 from gnnbench.atomic import write_json_atomic
-from gnnbench.parallel.partition import DEALS, partition
 from gnnbench.env import environment
 from gnnbench.graphs import PRESETS, GraphSpec, generate
+from gnnbench.parallel.partition import DEALS, partition
 
 CONFIGS = [("metis", "round_robin")] + [("degree", deal) for deal in DEALS]
 COLUMNS = ("method", "parts", "median s", "min s", "edge cut %", "node bal", "edge bal", "mean halo rows")

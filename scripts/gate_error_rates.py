@@ -114,7 +114,7 @@ def _resolve(cls: str):
     if cls.startswith("torch."):
         module, _, name = cls.rpartition(".")
         return getattr(importlib.import_module(module), name)
-    for path, (file, c, *_rest) in PATHS.items():
+    for file, c, *_rest in PATHS.values():
         if c == cls:
             return getattr(importlib.import_module(file[:-3].replace("/", ".")), cls)
     raise KeyError(cls)

@@ -15,9 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gnnbench.advice.scenarios import SCENARIOS
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
-from gnnbench.advice.scenarios import SCENARIOS
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "scenario_shares.json"
 

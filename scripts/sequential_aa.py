@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
 
-from gnnbench.cli.parser import build_parser
 from gnnbench.cli.options import config_from_args
+from gnnbench.cli.parser import build_parser
 from gnnbench.measure.calibration import AA_SEED_OFFSET
 from gnnbench.measure.comparison import BASELINE, compare
 from gnnbench.measure.results import write_json_atomic

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
-from gnnbench.parallel.compression import CommRecorder, TopKState, timed_hook, topk_compress, topk_count, topk_hook
-from gnnbench.measure.launch import run_local, survivors
 from gnnbench.flags import Flags
+from gnnbench.measure.launch import run_local, survivors
+from gnnbench.parallel.compression import CommRecorder, TopKState, timed_hook, topk_compress, topk_count, topk_hook
 
 STEPS = 4
 IN, HID, OUT, ROWS = 32, 64, 8, 16
@@ -49,8 +49,8 @@ def _flat(model: nn.Module) -> list[float]:
 
 def _train_on_ranks(rank: int, world: int) -> dict:
     """Every hook in turn: STEPS SGD steps of DDP on this rank's batches; parameters and recorded figures."""
-    from gnnbench.parallel.data_parallel import wrap_model
     from gnnbench.flags import RunContext
+    from gnnbench.parallel.data_parallel import wrap_model
 
     torch.set_num_threads(1)
     out = {}

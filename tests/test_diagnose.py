@@ -6,15 +6,29 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import (OUTSIDE, PHASE_GROUPS, RULES, Diagnosis, Finding, Rules, attribute_ops,
-                                      classify, diagnose, format_diagnosis, group_shares, recommend, verdicts,
-                                      verify_names)
+from gnnbench.advice.diagnose import (
+    OUTSIDE,
+    PHASE_GROUPS,
+    RULES,
+    Diagnosis,
+    Finding,
+    Rules,
+    attribute_ops,
+    classify,
+    diagnose,
+    format_diagnosis,
+    group_shares,
+    recommend,
+    verdicts,
+    verify_names,
+)
+from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig
 

@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gnnbench import registry
-from gnnbench.measure.launch import DistributedRunError, launch, survivors
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec
+from gnnbench.measure.launch import DistributedRunError, launch, survivors
 from gnnbench.sampling.sources import SeedShards, ShardedNeighborBatches
 from gnnbench.training import RunConfig, config_unavailable
 

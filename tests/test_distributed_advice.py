@@ -1,7 +1,7 @@
 """The distributed rules of thumb (pure) and how compare shows multi-rank rows."""
 
-from gnnbench.cli.tables import format_distributed
 from gnnbench.advice.diagnose import RULES, Rules, distributed_advice
+from gnnbench.cli.tables import format_distributed
 from gnnbench.measure.comparison import distributed_summary as _distributed_summary
 
 GiB = 2**30
@@ -54,8 +54,8 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
-    from gnnbench.report.build import _distributed_html
     from gnnbench.measure.comparison import Comparison
+    from gnnbench.report.build import _distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
     c = Comparison([{"label": "baseline", "status": "ok"},
@@ -72,9 +72,9 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     import dataclasses
 
     from gnnbench import registry
-    from gnnbench.measure.launch import rank_threads
     from gnnbench.env import environment
     from gnnbench.graphs import GraphSpec
+    from gnnbench.measure.launch import rank_threads
     from gnnbench.measure.results import RunResult, write_json_atomic
     from gnnbench.measure.sweep import Entry, _stored
     from gnnbench.training import RunConfig

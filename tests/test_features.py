@@ -7,8 +7,14 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features.placement import (choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser, place_features,
-                                         prefetch_features)
+from gnnbench.features.placement import (
+    choose_hot_rows,
+    hit_rate,
+    hot_budget_rows,
+    hot_set_chooser,
+    place_features,
+    prefetch_features,
+)
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
@@ -17,8 +23,8 @@ from gnnbench.sampling.sources import make_batch_source
 
 def test_pin_memory_flag_unavailable_without_cuda(graph):
     # Answered for the run's device (not the machine's): a CPU run cannot pin, with or without CUDA here.
-    from gnnbench.training.availability import reasons
     from gnnbench.flags import RunContext
+    from gnnbench.training.availability import reasons
 
     assert "pinned" in reasons(Flags(pin_memory=True), RunContext(device="cpu"))["pin_memory"]
     with pytest.raises(UnavailableError, match="pinned"):

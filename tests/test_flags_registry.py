@@ -82,8 +82,8 @@ def test_unavailable_reports_a_reason_for_missing_device():
     assert "feature_placement='uva'" in opt.unavailable(torch.device("cpu"))
     assert opt.requires == ("cuda",)
     assert opt.unavailable("cuda") is None
-    from gnnbench.training.availability import reasons
     from gnnbench.flags import RunContext
+    from gnnbench.training.availability import reasons
 
     assert reasons(Flags(pin_memory=True), RunContext(device="cpu")) == {
         "pin_memory": "pinned (page-locked) memory only exists with CUDA (device is cpu)"}

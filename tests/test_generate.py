@@ -2,7 +2,8 @@ import dataclasses
 
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.stats import edge_homophily, graph_stats, hill_exponent

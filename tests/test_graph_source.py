@@ -14,8 +14,15 @@ import torch
 from gnnbench.cli import main
 from gnnbench.graphs import GraphError, GraphSpec, generate
 from gnnbench.graphs.io import save_npz
-from gnnbench.graphs.source import (LINK_HOLDOUT, GraphSource, content_fingerprint, hold_out_links, load_source,
-                                    open_source, prepared_path)
+from gnnbench.graphs.source import (
+    LINK_HOLDOUT,
+    GraphSource,
+    content_fingerprint,
+    hold_out_links,
+    load_source,
+    open_source,
+    prepared_path,
+)
 from gnnbench.measure.results import graph_label
 from gnnbench.training import RunConfig
 

@@ -19,8 +19,14 @@ import torch.distributed as dist
 
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.launch import free_port, run_local
-from gnnbench.parallel.halo import (HaloExchange, HaloExchangeError, HaloPlan, HaloStep, aggregate_local,
-                                    partition_aggregate)
+from gnnbench.parallel.halo import (
+    HaloExchange,
+    HaloExchangeError,
+    HaloPlan,
+    HaloStep,
+    aggregate_local,
+    partition_aggregate,
+)
 from gnnbench.parallel.partition import Partition, partition
 
 SPEC = GraphSpec(num_nodes=2000, avg_degree=8.0, feature_dim=6, seed=3)

@@ -7,15 +7,16 @@ import re
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from gnnbench.flags import Flags
 from gnnbench.graphs.csr import rowptr_from_sorted_targets, sort_edges_by_target
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
 from gnnbench.graphs.prepare import prepare
-from gnnbench.models.inference import LayerwiseInference, plan_chunks
 from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.inference import LayerwiseInference, plan_chunks
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision
 from tests.conftest import QUICK, skip_unless_runs
@@ -102,7 +103,7 @@ def test_layerwise_respects_the_precision_policy(tiny_graph, model_name, monkeyp
         linears = []
         for m in model.modules():
             if m.__class__.__name__ == "Linear":
-                m.register_forward_hook(lambda mod, inp, out: linears.append(out.dtype))
+                m.register_forward_hook(lambda mod, inp, out, seen=linears: seen.append(out.dtype))
         with _Observer() as ops:  # the scatter path sums [edges, features] messages into targets with index_add
             LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
                 model, prepared.graph.x, precision)
@@ -192,7 +193,7 @@ def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memor
         assert trainer.evaluation.inference.plan(max(p.model.dims)).num_chunks > 3
         with torch.no_grad():
             agg = p.policy.for_graph(p.prepared.edge_index, p.graph.num_nodes)
-            whole = p.task.evaluate(lambda: p.model(p.graph.x, agg, p.precision))
+            whole = p.task.evaluate(lambda: p.model(p.graph.x, agg, p.precision))  # noqa: B023 - called here
         for key in ("val", "test"):
             assert abs(metrics[key] - whole[key]) <= 1e-4, (task, key, metrics, whole)
         trainer.close()

@@ -4,12 +4,12 @@ import dataclasses
 
 import pytest
 
+from gnnbench.advice.ladder import RUNGS, walk
 from gnnbench.cli import main
 from gnnbench.cli.options import parse_size
 from gnnbench.cli.tables import format_ladder
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec
-from gnnbench.advice.ladder import RUNGS, walk
 from gnnbench.text import human_bytes
 from gnnbench.training import RunConfig
 
@@ -94,7 +94,7 @@ def test_bad_sizes_are_one_line_errors_naming_the_value(text, capsys):
     assert main(["run", "--preset", "tiny", f"--memory-budget={text}"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert f"--memory-budget must be a size such as 2GiB, 512MiB or 1.5GB, or plain bytes" in err
+    assert "--memory-budget must be a size such as 2GiB, 512MiB or 1.5GB, or plain bytes" in err
     assert f"got {text!r}" in err
 
 

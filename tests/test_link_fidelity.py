@@ -16,13 +16,13 @@ import torch
 
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.norm import gcn_norm
+from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
 from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.precision import Precision
-from gnnbench.sampling.loaders import LinkBatches
 from gnnbench.models.tasks import LinkPrediction, evaluation_negatives
+from gnnbench.sampling.loaders import LinkBatches
 from gnnbench.training import RunConfig
 
 SPEC = GraphSpec(num_nodes=3000, avg_degree=20.0, feature_dim=16, seed=0)

@@ -14,15 +14,15 @@ from hypothesis import strategies as st
 from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.run import run
-from gnnbench.report.build import phases_present
-from gnnbench.report.inputs import load_inputs
 from gnnbench.measure.comparison import compare
 from gnnbench.measure.results import RunResult
+from gnnbench.measure.run import run
+from gnnbench.models.tasks import NodeClassification, link_loss
+from gnnbench.report.build import phases_present
+from gnnbench.report.inputs import load_inputs
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.sampler import drop_pair_edges
-from gnnbench.models.tasks import NodeClassification, link_loss
 from gnnbench.timing import PHASES, PhaseTimer
 from gnnbench.training import Trainer
 from tests.conftest import QUICK

@@ -1,6 +1,7 @@
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
 from gnnbench.models.aggregation import Aggregator

@@ -1,6 +1,7 @@
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gnnbench.graphs.norm import gcn_norm
 from tests.graphs_strategies import random_edges

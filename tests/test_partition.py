@@ -6,8 +6,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gnnbench.parallel.partition import DEALS, METHODS, degree_buckets, partition
 from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
+from gnnbench.parallel.partition import DEALS, METHODS, degree_buckets, partition
 from tests.graphs_strategies import random_edges
 
 CONFIGS = [("metis", "round_robin")] + [("degree", deal) for deal in DEALS]

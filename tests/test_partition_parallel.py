@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.measure.launch import launch, run_local, survivors
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
+from gnnbench.measure.launch import launch, run_local, survivors
 from gnnbench.training import RunConfig, config_unavailable
 
 SPEC = GraphSpec.preset("tiny", num_nodes=600)
@@ -26,12 +26,12 @@ METHODS = ["degree"] + (["metis"] if importlib.util.find_spec("pymetis") else []
 
 def _compare_on_rank(rank: int, world: int, model_name: str, method: str, aggregation: str) -> dict:
     """On each rank: the partition-parallel step against the whole-graph step computed here as reference."""
-    from gnnbench.parallel.partition_parallel import PartitionParallel
     from gnnbench.graphs import generate
     from gnnbench.graphs.prepare import prepare
     from gnnbench.models.aggregation import AggregationPolicy
     from gnnbench.models.nets import build_model
     from gnnbench.models.precision import Precision
+    from gnnbench.parallel.partition_parallel import PartitionParallel
 
     graph = generate(SPEC)
     flags = Flags(parallel="partition", partitioner=method, batch_source="full", aggregation=aggregation)

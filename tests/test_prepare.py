@@ -1,12 +1,12 @@
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext, Unavailable
-from gnnbench.graphs import CleanOptions, Graph
+from gnnbench.graphs import CleanOptions, Graph, index
 from gnnbench.graphs.norm import gcn_norm
-from gnnbench.graphs import index
 from gnnbench.graphs.prepare import IndexOverflowError, check_index_fits, prepare, to_index_dtype, unavailable
 from tests.graphs_strategies import random_edges
 

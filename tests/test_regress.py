@@ -9,8 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure.regress import (ACC_BOUND_PP, MIN_THRESHOLD, Bench, _verdict, dependency_difference, gate,
-                                      trees_for)
+from gnnbench.measure.regress import (
+    ACC_BOUND_PP,
+    MIN_THRESHOLD,
+    Bench,
+    _verdict,
+    dependency_difference,
+    gate,
+    trees_for,
+)
 from tests.conftest import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent

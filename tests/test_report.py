@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from gnnbench import registry
+from gnnbench.measure.results import SCHEMA_VERSION
 from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
-from gnnbench.measure.results import SCHEMA_VERSION
 
 REFERENCE = Path(__file__).resolve().parent.parent / "results" / "reference" / "compare-tiny-cpu"
 REGISTERED_AFTER_REFERENCE = {"labor"}

@@ -1,13 +1,14 @@
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from gnnbench.flags import Flags
 from gnnbench.graphs import CleanOptions, Graph, GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.sampling.neighbor import NeighborSampleCore, sample_positions
 from gnnbench.microbench.pipeline_check import chi_square_uniform, star_forest, subset_frequencies
+from gnnbench.sampling.neighbor import NeighborSampleCore, sample_positions
 from gnnbench.sampling.sampler import GnnbenchNeighborSampler, make_neighbor_sampler, native_backend_status
 
 

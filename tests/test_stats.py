@@ -1,13 +1,13 @@
 import math
 
 import numpy as np
-import torch
 import pytest
+import torch
 
 from gnnbench.measure.stats import (
     DEFAULT_REPEATS,
-    holm,
     RatioInterval,
+    holm,
     noise_floor,
     paired_ratio,
     simulate_calibration,

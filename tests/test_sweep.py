@@ -202,7 +202,6 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
 
 def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench import registry
-    from gnnbench.flags import Flags
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.sweep import sweep_entries
     from gnnbench.training import RunConfig

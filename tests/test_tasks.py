@@ -8,8 +8,8 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
-from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.models.tasks import auc, hits_at_k
+from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from tests.conftest import QUICK
 
 

@@ -8,8 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gnnbench.text import (ONE_ROUND, absent, human_bytes, milliseconds, noise_floor, percent, pp, ratio, ratio_of,
-                           seconds)
+from gnnbench.text import (
+    ONE_ROUND,
+    absent,
+    human_bytes,
+    milliseconds,
+    noise_floor,
+    percent,
+    pp,
+    ratio,
+    ratio_of,
+    seconds,
+)
 
 NAN = float("nan")
 

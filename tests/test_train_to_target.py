@@ -6,11 +6,18 @@ import json
 
 import pytest
 
-from gnnbench.measure.calibration import (AA_SEED_OFFSET, CALIBRATION, CALIBRATION_SEED_OFFSET,
-                                          MIN_POINTS_BEFORE_TARGET, calibrate, censor_at, plateau_level)
+from gnnbench.measure.calibration import (
+    AA_SEED_OFFSET,
+    CALIBRATION,
+    CALIBRATION_SEED_OFFSET,
+    MIN_POINTS_BEFORE_TARGET,
+    calibrate,
+    censor_at,
+    plateau_level,
+)
 from gnnbench.measure.comparison import AA_LABEL, compare
 from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
 from tests.conftest import QUICK
 

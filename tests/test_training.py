@@ -8,9 +8,9 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.measure.run import run
+from gnnbench.timing import PHASES, summarize
 from gnnbench.training import RunConfig
 from gnnbench.training.optim import hook_momentum, make_optimizer
-from gnnbench.timing import PHASES, summarize
 from tests.conftest import QUICK, unavailable_here
 
 SPEC = QUICK.spec

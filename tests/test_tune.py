@@ -7,9 +7,9 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis, Finding
+from gnnbench.advice.tune import candidates_for, format_tune, tune
 from gnnbench.graphs import GraphSpec
 from gnnbench.training import RunConfig
-from gnnbench.advice.tune import candidates_for, format_tune, tune
 from tests.conftest import QUICK
 
 BASE = dataclasses.replace(QUICK, spec=GraphSpec.preset("tiny"), flags=QUICK.flags.replace(batch_size=64), epochs=2,
@@ -82,8 +82,8 @@ def test_entries_already_on_are_not_candidates():
 
 def test_swap_moves_undo_a_lock_out():
     # on the CPU, sparse_agg cannot run with full_amp (no bf16 CSR product): chosen first, full_amp locks it out
-    from gnnbench.training import config_unavailable
     from gnnbench.advice.tune import swap_moves
+    from gnnbench.training import config_unavailable
 
     locked = RunConfig(spec=BASE.spec, flags=registry.flags_for(["full_amp", "sparse_agg"], BASE.flags))
     assert config_unavailable(locked), "the lock-out this test relies on"

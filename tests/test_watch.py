@@ -334,7 +334,6 @@ def test_a_loop_that_recovers_from_errors_and_steps_two_optimizers_is_cut_right(
     keep = lambda b: b  # noqa: E731
     loader = NeighborLoader(data, num_neighbors=[4], batch_size=64, input_nodes=data.train_mask, transform=keep)
     enc, head = GraphSAGE(16, 16, num_layers=1), torch.nn.Linear(16, 4)
-    model = torch.nn.ModuleDict({"enc": enc, "head": head})
     opt_a, opt_b = torch.optim.Adam(enc.parameters()), torch.optim.Adam(head.parameters())
     calls = {"n": 0}
 

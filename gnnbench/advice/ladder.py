@@ -23,14 +23,12 @@ from typing import Any, Callable
 import torch
 
 from gnnbench import registry
-from gnnbench.training import availability
-from gnnbench.training.pipeline import graph_of
-
-from gnnbench.measure import step_peak as memory
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, UnavailableError, format_reasons
+from gnnbench.measure import step_peak as memory
 from gnnbench.timing import summarize
-from gnnbench.training import RunConfig, Trainer
+from gnnbench.training import RunConfig, Trainer, availability
+from gnnbench.training.pipeline import graph_of
 
 __all__ = ["Rung", "RUNGS", "RungResult", "LadderResult", "walk", "STATUSES", "ACCURACY_DROP_PP",
            "DEFAULT_PROBE_STEPS"]

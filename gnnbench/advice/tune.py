@@ -22,8 +22,8 @@ from typing import Callable
 from gnnbench import registry
 from gnnbench.advice.diagnose import RULES, Diagnosis, diagnose
 from gnnbench.env import resolve_device
-from gnnbench.measure.comparison import compare
 from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
+from gnnbench.measure.comparison import compare
 from gnnbench.measure.sweep import Entry, run_calibration, run_sweep, sweep_entries
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
@@ -175,7 +175,7 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
             registry.get(name)
         result.not_applicable = {n: r for n in candidates if (r := registry.not_applicable(base, [n]))}
         candidates = [n for n in candidates if n not in result.not_applicable]
-    for name, reason in result.not_applicable.items():
+    for reason in result.not_applicable.values():
         log(f"not applicable: {reason}")
     calibration, _ = run_calibration(base, out_dir / "calibration", runs=calibration_runs, isolate=isolate,
                                      budget_factor=budget_factor)
@@ -276,7 +276,7 @@ def format_tune(r: TuneResult) -> str:
                          f"accuracy {pp(m['acc_delta_pp'] / 100)}")
         verb = "swapped " if rnd.added and rnd.added.startswith(SWAP_PREFIX) else "added "
         lines.append(f"  -> {verb + rnd.why if rnd.added else rnd.why}")
-    for name, reason in r.not_applicable.items():
+    for reason in r.not_applicable.values():
         lines.append(f"not applicable: {reason}")
     lines.append(f"stopped: {r.stop_reason}")
     if r.chosen and r.final:

@@ -37,8 +37,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import HOT_OP_SHARE, RULES, Finding, HotOp, Rules, attribute_ops, classify, \
-    profile_shares
+from gnnbench.advice.diagnose import HOT_OP_SHARE, RULES, Finding, HotOp, Rules, attribute_ops, classify, profile_shares
 from gnnbench.timing import PHASE_RANGE
 
 __all__ = ["watch", "watch_script", "Watch", "WatchReport", "WatchDone", "ScriptError", "IN_YOUR_LOOP",
@@ -699,7 +698,7 @@ class Watch:
     def _model_options(self) -> tuple[list[str], str | None]:
         """gnnbench options for the watched model (``--model --hidden --layers``), or why there are none."""
         convs = self._convs()
-        from torch_geometric.nn import GCNConv, SAGEConv
+        from torch_geometric.nn import SAGEConv
 
         if not convs:
             return [], "the model has no GCNConv or SAGEConv layer: the twin trains gnnbench's default model"

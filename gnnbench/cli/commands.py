@@ -10,16 +10,23 @@ import sys
 import time
 
 from gnnbench import registry
-from gnnbench.cli.options import (check_graph_source, clean_from_args, config_from_args, graph_layer_names, graph_name,
-                                  parse_size, source_from_args, spec_from_args)
-from gnnbench.cli.tables import (GPU_COLUMNS, format_compare, format_graph_report, format_run, registry_markdown,
-                                 table)
 from gnnbench.cli.distributed import run_distributed, with_nproc
+from gnnbench.cli.options import (
+    check_graph_source,
+    clean_from_args,
+    config_from_args,
+    graph_layer_names,
+    graph_name,
+    parse_size,
+    source_from_args,
+    spec_from_args,
+)
+from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_graph_report, format_run, registry_markdown, table
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.graphs.stats import graph_stats
-from gnnbench.text import human_bytes, seconds
+from gnnbench.text import human_bytes
 
 __all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", "cmd_gpu_check",
            "cmd_profile",
@@ -120,8 +127,8 @@ def _failures(results, command: str) -> int:
 
 def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
     """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.advice.ladder`); 1 when nothing fits."""
-    from gnnbench.cli.tables import format_ladder
     from gnnbench.advice.ladder import walk
+    from gnnbench.cli.tables import format_ladder
     from gnnbench.measure.results import write_json_atomic
 
     config = config_from_args(args, args.flags)

@@ -81,8 +81,8 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     Exit 1 with the one-line error when the run failed; a configuration that cannot run says why."""
     from gnnbench.cli.tables import format_run
     from gnnbench.measure.comparison import distributed_summary
-    from gnnbench.measure.run import run
     from gnnbench.measure.results import RunResult
+    from gnnbench.measure.run import run
 
     timeout = getattr(args, "dist_timeout", DEFAULT_TIMEOUT)
     with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 
 from gnnbench import registry
+from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.flags import HOT_RANKS, Flags
 from gnnbench.graphs import CleanOptions, GraphSpec
 from gnnbench.graphs.spec import PRESETS
 from gnnbench.models.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models.nets import MODELS
-from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.models.tasks import TASKS
 from gnnbench.training import LR_SCHEDULES, OPTIMIZERS
 

@@ -6,12 +6,18 @@ from __future__ import annotations
 import argparse
 
 import gnnbench.cli.commands as commands
-from gnnbench.cli.options import (add_calibration_args, add_graph_args, add_run_args, graph_layer_names,
-                                  parse_benches, parse_flags)
 from gnnbench.cli.distributed import add_distributed_args
-from gnnbench.microbench import sampler_compare as peers
+from gnnbench.cli.options import (
+    add_calibration_args,
+    add_graph_args,
+    add_run_args,
+    graph_layer_names,
+    parse_benches,
+    parse_flags,
+)
 from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 from gnnbench.measure.stats import DEFAULT_REPEATS
+from gnnbench.microbench import sampler_compare as peers
 
 __all__ = ["build_parser"]
 

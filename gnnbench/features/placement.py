@@ -23,8 +23,8 @@ from torch import Tensor
 
 from gnnbench.background import BackgroundWork
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
-from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.host_memory import uva_view
 from gnnbench.sampling.sources import make_batch_source
 from gnnbench.timing import NullTimer
 

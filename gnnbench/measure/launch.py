@@ -232,7 +232,7 @@ def _rank_main(rank: int, world: int, port: int, timeout: float, fn: Callable, a
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
         write_json_atomic(Path(result_dir) / f"rank{rank}.json",
                           {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()

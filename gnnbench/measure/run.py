@@ -26,11 +26,11 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from gnnbench.env import environment, resolve_device
+from gnnbench.flags import UnavailableError
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
-from gnnbench.env import environment, resolve_device
-from gnnbench.flags import UnavailableError
 from gnnbench.measure.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
 from gnnbench.timing import PHASES, PhaseTimer, summarize
 from gnnbench.training import RunConfig, Trainer, config_unavailable

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from gnnbench.flags import Flags, RunContext, Unavailable
-from torch.utils._pytree import tree_leaves
 
 __all__ = ["AllocationTracker", "StepPeak", "step_peak", "MEMORY_SOURCES", "unavailable"]
 

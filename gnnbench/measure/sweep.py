@@ -29,18 +29,25 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from gnnbench import registry
-from gnnbench.parallel.data_parallel import world_size_for
-from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
-from gnnbench.measure.run import run
-from gnnbench.measure.calibration import (AA_SEED_OFFSET, BUDGET_FACTOR, CALIBRATION, CALIBRATION_SEED_OFFSET,
-                                          DEFAULT_CALIBRATION_RUNS, Calibration, calibrate)
+from gnnbench.measure.calibration import (
+    AA_SEED_OFFSET,
+    BUDGET_FACTOR,
+    CALIBRATION,
+    CALIBRATION_SEED_OFFSET,
+    DEFAULT_CALIBRATION_RUNS,
+    Calibration,
+    calibrate,
+)
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.derived import is_derivable, short_config, short_epochs
-from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.executors import RoundExecutor
+from gnnbench.measure.launch import DEFAULT_TIMEOUT, rank_threads
+from gnnbench.measure.results import RunResult, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.run import run
 from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.stats import DEFAULT_REPEATS
+from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.pipeline import graph_of
 

@@ -117,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, rank: int) -> int:
-    from gnnbench.measure.run import run
     from gnnbench.measure.results import write_json_atomic
+    from gnnbench.measure.run import run
     from gnnbench.training import RunConfig
 
     config = RunConfig.from_dict(json.loads(Path(args.config).read_text()))

@@ -15,8 +15,8 @@ import torch
 from gnnbench.flags import Flags
 from gnnbench.graphs.container import Graph
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.negative import NegativeSampler
+from gnnbench.sampling.neighbor import NeighborSampleCore
 
 __all__ = ["star_forest", "subset_frequencies", "chi_square_uniform", "uniformity_report", "negative_costs",
            "cache_behaviour"]

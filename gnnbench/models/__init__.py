@@ -2,7 +2,7 @@
 policy, the training tasks (loss, evaluation) and layer-wise full-neighbourhood inference."""
 
 from gnnbench.models.aggregation import AggregationPolicy, Aggregator, unavailable
-from gnnbench.models.nets import MODELS, GCN, GraphSAGE, build_model, compile_model, model_for
+from gnnbench.models.nets import GCN, MODELS, GraphSAGE, build_model, compile_model, model_for
 from gnnbench.models.precision import Precision
 
 __all__ = ["AggregationPolicy", "Aggregator", "GCN", "GraphSAGE", "MODELS", "Precision", "build_model",

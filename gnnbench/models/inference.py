@@ -190,10 +190,12 @@ class LayerwiseInference:
 
         h = x.to(self.device)
         for i in range(model.num_layers):
-            msgs = self._per_chunk(plan, lambda c: model.messages(i, h[c[0]:c[1]].float(), precision))  # fp32 in
+            # messages in fp32; the lambdas run inside _per_chunk, in this iteration (B023 does not apply)
+            msgs = self._per_chunk(plan, lambda c: model.messages(i, h[c[0]:c[1]].float(), precision))  # noqa: B023
             msgs = msgs.to(self.policy.dtype)  # the aggregation's dtype once here, not per chunk
             h = None  # the layer's input is done with (the combine reads the messages): two node tensors at a time
-            h = self._per_chunk(plan, lambda c: model.combine(i, msgs, self._aggregator(c, inv_sqrt_deg), precision))
+            h = self._per_chunk(plan, lambda c: model.combine(i, msgs, self._aggregator(c, inv_sqrt_deg),  # noqa: B023, F821
+                                                              precision))
             del msgs
         return h
 

@@ -18,8 +18,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from gnnbench.parallel.compression import CommRecorder, make_hook
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
+from gnnbench.parallel.compression import CommRecorder, make_hook
 
 __all__ = ["wrap_model", "moves_momentum_into_hook", "unavailable", "world_size_for", "NoComm", "NO_COMM"]
 

@@ -16,16 +16,16 @@ How the plans agree without an exchange, what is recorded and the halo cache's s
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
 from collections.abc import Hashable
+from dataclasses import dataclass, replace
 
 import torch
 import torch.distributed as dist
 import torch.distributed.nn.functional as dist_fn
 from torch import Tensor
 
-from gnnbench.parallel.partition import Partition
 from gnnbench.graphs.container import Graph
+from gnnbench.parallel.partition import Partition
 
 __all__ = ["REDUCES", "HaloExchange", "HaloExchangeError", "HaloPlan", "HaloStep", "aggregate_local",
            "backend_for", "partition_aggregate"]

@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from gnnbench.parallel.compression import CommRecorder
-from gnnbench.parallel.halo import HaloExchange, HaloPlan
-from gnnbench.parallel.partition import Partition, partition
 from gnnbench.flags import Flags
 from gnnbench.graphs.norm import GCNNorm
 from gnnbench.models.aggregation import Aggregator
 from gnnbench.models.precision import Precision
+from gnnbench.parallel.compression import CommRecorder
+from gnnbench.parallel.halo import HaloExchange, HaloPlan
+from gnnbench.parallel.partition import Partition, partition
 
 __all__ = ["PartitionComm", "PartitionParallel", "FORMULA", "partition_for"]
 

@@ -17,8 +17,12 @@ from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 from gnnbench.sampling.negative import NegativeSampler
-from gnnbench.sampling.sampler import (GnnbenchNeighborSampler, NegativeTiming, make_neighbor_sampler,
-                                       native_backend_status)
+from gnnbench.sampling.sampler import (
+    GnnbenchNeighborSampler,
+    NegativeTiming,
+    make_neighbor_sampler,
+    native_backend_status,
+)
 
 __all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "WeightedNodeLoader", "EpochShuffle", "training_pairs", "shutdown_loader"]
 

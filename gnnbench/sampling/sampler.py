@@ -17,8 +17,8 @@ from torch import Tensor
 from torch_geometric.sampler import BaseSampler, EdgeSamplerInput, NegativeSampling, NodeSamplerInput, SamplerOutput
 
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.labor import LaborSampleCore, LaborSubgraph
+from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore, SampledSubgraph
 
 __all__ = ["GnnbenchNeighborSampler", "NegativeTiming", "drop_pair_edges", "make_neighbor_sampler",

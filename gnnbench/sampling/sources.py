@@ -19,16 +19,16 @@ from typing import Iterator
 import torch
 from torch import Tensor
 
-from gnnbench.text import human_bytes
 from gnnbench.flags import Flags, RunContext, Unavailable
-from gnnbench.host_memory import uva_view
 from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.host_memory import uva_view
 from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
-from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.labor import LaborSampleCore
+from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
+from gnnbench.text import human_bytes
 
 __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
            "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SeedShards",

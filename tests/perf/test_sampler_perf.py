@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.microbench.sampler_compare import torch_sparse_sampler
+from gnnbench.sampling.neighbor import NeighborSampleCore
 
 FANOUTS = (15, 10)
 BATCH = 1024
