@@ -16,7 +16,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.run import run
 from gnnbench.training import RunConfig
-from tests.conftest import skip_unless_runs
+from tests.helpers import skip_unless_runs
 
 SEEDS = (0, 1, 2)
 # The baseline's validation accuracy on tiny (BASE below) plateaus near 0.80 after about 5 epochs; 8 epochs

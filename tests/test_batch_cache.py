@@ -16,7 +16,7 @@ from gnnbench.sampling import cache as cache_module
 from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache, sampling_code_version
 from gnnbench.sampling.sources import graph_fingerprint, make_batch_source
 from gnnbench.training import RunConfig, Trainer
-from tests.conftest import QUICK, check_batch_edges
+from tests.helpers import QUICK, check_batch_edges
 
 
 class CountingSource:

@@ -12,7 +12,7 @@ from gnnbench.measure.comparison import MEASURED_SUFFIX, compare
 from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
 from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 from tests.test_verdict_budgets import _result
 
 

@@ -87,7 +87,7 @@ def test_training_with_sampling_on_the_device(name):
     import dataclasses
 
     from gnnbench.measure.run import run
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for([name], QUICK.flags))
     r = run(cfg)

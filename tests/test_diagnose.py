@@ -310,7 +310,7 @@ def test_diagnose_reports_what_compile_built():
 
     from gnnbench import registry
     from gnnbench.advice.diagnose import diagnose, format_diagnosis
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     plain = diagnose(QUICK, steps=2, profile_steps=0)
     assert plain.compile is None and "\ncompile: " not in format_diagnosis(plain)

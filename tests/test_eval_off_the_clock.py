@@ -11,7 +11,7 @@ import pytest
 from gnnbench.background import BackgroundWork
 from gnnbench.flags import Flags
 from gnnbench.training import Trainer
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 PRODUCE_S = 0.06  # the fake producer's time per batch: far above the step's compute on QUICK
 EVAL_S = 0.4  # the fake evaluation: long enough for the producer to fill its queue if it kept running

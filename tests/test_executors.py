@@ -8,7 +8,7 @@ import pytest
 
 from gnnbench.measure.comparison import compare
 from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 submitit = pytest.importorskip("submitit")
 

@@ -228,7 +228,7 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
 
     from gnnbench import registry
     from gnnbench.measure.run import run
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(["full_batch"], QUICK.flags))
     r = run(cfg)
@@ -241,7 +241,7 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
 def test_hit_rates_are_kept_per_epoch_in_every_result():
     from gnnbench.features.placement import TransferStats
     from gnnbench.measure.run import run
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     s = TransferStats()
     s.new_epoch()

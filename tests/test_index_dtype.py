@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from gnnbench import registry
 from gnnbench.training import Trainer
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 # op name -> positions of its index arguments
 INDEX_ARGS = {

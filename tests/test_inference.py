@@ -19,8 +19,8 @@ from gnnbench.models.aggregation import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference, plan_chunks
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision
-from tests.conftest import QUICK, skip_unless_runs
 from tests.graphs_strategies import random_edges
+from tests.helpers import QUICK, skip_unless_runs
 
 CPU = torch.device("cpu")
 BUDGET = 4 * 2**20  # ~7k edges per chunk on tiny: ~30 chunks per layer

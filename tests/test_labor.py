@@ -272,7 +272,7 @@ def test_the_labor_entry_trains_and_its_batches_carry_their_weights():
     from gnnbench.graphs.prepare import prepare
     from gnnbench.measure.run import run
     from gnnbench.sampling.sources import make_batch_source
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     config = registry.config_for(QUICK, ["labor"])
     assert config.flags.sampler == "labor" and registry.get("labor").costs_accuracy
@@ -297,7 +297,7 @@ def test_labor_is_refused_where_it_has_no_meaning_with_the_reason():
 
     from gnnbench import registry
     from gnnbench.training import config_unavailable
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     labor = registry.config_for(QUICK, ["labor"])
     for change, words in (({"sample_replace": True}, "sample_replace=True"),

@@ -25,7 +25,7 @@ from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.sampler import drop_pair_edges
 from gnnbench.timing import PHASES, PhaseTimer
 from gnnbench.training import Trainer
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 NODE = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)
 LINK = dataclasses.replace(NODE, task="link", flags=QUICK.flags.replace(batch_size=256))

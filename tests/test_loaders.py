@@ -6,7 +6,7 @@ import torch
 
 from gnnbench.flags import Flags
 from gnnbench.sampling.sources import make_batch_source
-from tests.conftest import check_batch_edges
+from tests.helpers import check_batch_edges
 
 
 def test_neighbor_source_covers_train_nodes_with_workers(prepared, graph):

@@ -12,7 +12,7 @@ from gnnbench import registry
 from gnnbench.features.placement import pipelined, unavailable
 from gnnbench.flags import Flags, RunContext
 from gnnbench.measure.run import run
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 
 class _Batch:

@@ -18,7 +18,7 @@ from gnnbench.measure.regress import (
     gate,
     trees_for,
 )
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
 

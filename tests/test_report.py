@@ -22,7 +22,7 @@ V1_SWEEP = Path(__file__).resolve().parent / "data" / "v1_sweep"  # files writte
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     from gnnbench.measure.sweep import run_sweep, sweep_entries
-    from tests.conftest import QUICK
+    from tests.helpers import QUICK
 
     out_dir = tmp_path_factory.mktemp("sweep")
     base = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)

@@ -22,7 +22,7 @@ import torch
 from gnnbench import registry
 from gnnbench.sampling.sampler import GnnbenchNeighborSampler
 from gnnbench.training import RunConfig, Trainer
-from tests.conftest import QUICK, skip_unless_runs
+from tests.helpers import QUICK, skip_unless_runs
 
 # 3 epochs of at most 6 steps (of the 7 a node epoch has, so every epoch is cut short as the sweep's capped
 # epochs are, and persistent workers are left with prefetched batches to discard): 18 optimizer steps, a

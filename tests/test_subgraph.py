@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches, induced_subgraph, metis_partition
-from tests.conftest import check_batch_edges
+from tests.helpers import check_batch_edges
 
 
 def test_induced_subgraph_is_exact(graph):

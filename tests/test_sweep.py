@@ -10,7 +10,7 @@ import pytest
 from gnnbench import registry
 from gnnbench.measure.comparison import AA_LABEL, compare, compare_rows
 from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
-from tests.conftest import QUICK, unavailable_here
+from tests.helpers import QUICK, unavailable_here
 
 
 def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):

@@ -10,7 +10,7 @@ from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
 from gnnbench.models.tasks import auc, hits_at_k
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 
 def test_auc_matches_pairwise_definition():

@@ -14,7 +14,7 @@ from gnnbench.measure.sweep import sweep_entries
 from gnnbench.models.aggregation import AggregationPolicy, Aggregator, _sparse_product_supports
 from gnnbench.models.inference import LayerwiseInference
 from gnnbench.training import RunConfig, Trainer
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 from tests.test_verdict_budgets import _result
 
 TARGET = 0.85

@@ -19,7 +19,7 @@ from gnnbench.measure.comparison import AA_LABEL, compare
 from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
 from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 
 # ------------------------------------------------------------------ the plateau rule

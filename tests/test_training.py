@@ -11,7 +11,7 @@ from gnnbench.measure.run import run
 from gnnbench.timing import PHASES, summarize
 from gnnbench.training import RunConfig
 from gnnbench.training.optim import hook_momentum, make_optimizer
-from tests.conftest import QUICK, unavailable_here
+from tests.helpers import QUICK, unavailable_here
 
 SPEC = QUICK.spec
 

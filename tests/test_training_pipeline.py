@@ -18,7 +18,7 @@ from gnnbench.training import Trainer
 from gnnbench.training.evaluation import Evaluator
 from gnnbench.training.pipeline import assemble
 from gnnbench.training.steps import PartitionStep, SampledStep, TrainStep, step_for
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 TRAINING = Path(__file__).resolve().parents[1] / "gnnbench" / "training"
 

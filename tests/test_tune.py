@@ -10,7 +10,7 @@ from gnnbench.advice.diagnose import Diagnosis, Finding
 from gnnbench.advice.tune import candidates_for, format_tune, tune
 from gnnbench.graphs import GraphSpec
 from gnnbench.training import RunConfig
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 BASE = dataclasses.replace(QUICK, spec=GraphSpec.preset("tiny"), flags=QUICK.flags.replace(batch_size=64), epochs=2,
                            max_steps_per_epoch=4, warmup_steps=1)

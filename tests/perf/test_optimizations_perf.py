@@ -2,7 +2,7 @@
 
 Quick (default; timing disabled, each step runs once): ``python -m pytest tests/perf``.
 Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
-Local before/after workflow (README, and ``scripts/perf_aa.sh`` for its A/A check): ``--benchmark-save=before``,
+Local before/after workflow (README, and ``scripts/perf_aa.py`` for its A/A check): ``--benchmark-save=before``,
 change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=median:<threshold>``. Measured runs pin
 one thread (``tests/perf/conftest.py``).
 """
@@ -14,7 +14,7 @@ from gnnbench import registry
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.training import RunConfig, Trainer
-from tests.conftest import skip_unless_runs
+from tests.helpers import skip_unless_runs
 
 SPEC = GraphSpec.preset("tiny")
 ROUNDS, WARMUP_ROUNDS, STEPS_PER_ROUND = 20, 5, 5

@@ -1,4 +1,4 @@
-"""The shared test helpers of tests/conftest.py: the skip helper answers exactly as the layers do."""
+"""The shared test helpers of tests/helpers.py: the skip helper answers exactly as the layers do."""
 
 import dataclasses
 
@@ -7,7 +7,7 @@ import pytest
 from gnnbench import registry
 from gnnbench.flags import Flags, format_reasons
 from gnnbench.training import config_unavailable
-from tests.conftest import QUICK, skip_unless_runs, unavailable_here
+from tests.helpers import QUICK, skip_unless_runs, unavailable_here
 
 
 def test_unavailable_here_is_the_layers_answer_for_configurations_flags_and_entries():
