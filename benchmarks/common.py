@@ -11,16 +11,15 @@ import os
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.flags import Flags, format_reasons
+from gnnbench.flags import format_reasons
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.run import run
+from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
 from gnnbench.training import RunConfig, config_unavailable
 
 BASELINE = "baseline"
 OPTIMIZATIONS = [BASELINE] + registry.names()
-# A small, fixed workload: the tiny preset with a fanout and batch size that give several steps per epoch.
-BENCH_SPEC = GraphSpec.preset("tiny")
-BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)
+BENCH_SPEC = bench_spec()  # the one benchmark workload (gnnbench/measure/workload.py)
 
 
 def device() -> str:
@@ -35,8 +34,8 @@ def graph(spec: GraphSpec = BENCH_SPEC):
 def config_for(name: str) -> RunConfig:
     """The baseline, or the baseline with ``name`` switched on, on the entry's own task."""
     opt = None if name == BASELINE else registry.get(name)
-    return RunConfig(spec=BENCH_SPEC, flags=opt.apply(BENCH_FLAGS) if opt else BENCH_FLAGS,
-                     task=opt.task if opt else "node", epochs=2, warmup_steps=2, hidden=32, device=device())
+    return bench_config(opt.apply(BENCH_FLAGS) if opt else BENCH_FLAGS, task=opt.task if opt else "node",
+                        epochs=2, warmup_steps=2, device=device())
 
 
 def skip_if_unavailable(config: RunConfig) -> None:

@@ -10,10 +10,11 @@ from gnnbench.cli.options import parse_size
 from gnnbench.cli.tables import format_ladder
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec
+from gnnbench.measure.workload import BENCH_FLAGS
 from gnnbench.text import human_bytes
 from gnnbench.training import RunConfig
 
-BASE = Flags(fanout=(10, 5), batch_size=256)
+BASE = BENCH_FLAGS
 RUNG_NAMES = ["as given"] + [r.name for r in RUNGS]
 
 

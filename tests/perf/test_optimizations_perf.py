@@ -11,14 +11,15 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.flags import Flags, UnavailableError
-from gnnbench.graphs import GraphSpec, generate
+from gnnbench.flags import UnavailableError
+from gnnbench.graphs import generate
+from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import skip_unless_runs
 
-SPEC = GraphSpec.preset("tiny")
+SPEC = bench_spec()  # the one benchmark workload (gnnbench/measure/workload.py)
 ROUNDS, WARMUP_ROUNDS, STEPS_PER_ROUND = 20, 5, 5
-BASE_FLAGS = Flags(fanout=(10, 5), batch_size=256)
+BASE_FLAGS = BENCH_FLAGS
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
@@ -31,7 +32,7 @@ def _config(name: str, optimized: bool) -> RunConfig:
     opt = registry.get(name)
     flags = opt.apply(BASE_FLAGS) if optimized else BASE_FLAGS
     # the entry's own task: a link-prediction entry's baseline is the link-prediction baseline
-    return RunConfig(spec=SPEC, flags=flags, task=opt.task, hidden=32, device=DEVICE)
+    return bench_config(flags, task=opt.task, device=DEVICE)
 
 
 def _bench_step(benchmark, graph, name: str, optimized: bool, request):
