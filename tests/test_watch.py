@@ -51,6 +51,28 @@ def _sage_setup(seed=0, **loader_kwargs):
     return data, loader, model, opt
 
 
+def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
+    """The printed overhead is every instrumented call's measured cost times its calls per step: phase events,
+    Tensor.to pass-throughs, the model's forward hooks, the optimizer's step hooks and the loader's next(); the
+    calibration leaves nothing behind (no counts, no phase, the user's optimizer and model untouched)."""
+    from gnnbench.advice.watch import _COST_KINDS
+
+    data, loader, model, opt = _sage_setup()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=4) as w:
+        assert (w.events, w.passes, w.hook_calls, w.opt_calls, w._phase, w._model_depth) == (0, 0, 0, 0, None, 0)
+        assert not opt.state and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+        _sage_loop(data, model, opt, loader)
+    assert set(w._costs) == set(_COST_KINDS) and all(c >= 0 for c in w._costs.values())
+    assert w.hook_counts == [1] * 4 and w.opt_counts == [1] * 4  # one model call and one optimizer step a step
+    assert all(r["batches"] == 1 for r in w.records)
+    r = w.report()
+    med = r.step_ms["median"] / 1e3
+    events_only = (w._costs["event"] * sorted(w.event_counts)[len(w.event_counts) // 2]) / med
+    assert r.overhead > events_only * 0.999 and r.overhead < 0.02
+    assert "about" in r.format() and "lower bound" in r.format()
+
+
 def test_a_neighbor_loader_graphsage_loop_is_cut_into_its_phases_and_diagnosed():
     from gnnbench.cli.parser import build_parser
 

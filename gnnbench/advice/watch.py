@@ -20,8 +20,9 @@ How a step is cut (per step, on the host clock, warm-up steps excluded):
 A step ends when the optimizer's ``step`` returns (a full-batch loop, with no loader, is cut the same way).
 ``sync=True`` (the breakdown mode) synchronizes CUDA at every phase boundary, so each phase holds its kernels;
 without it nothing synchronizes, the host phases are as the loop sees them and the device's busy share comes
-from NVML where it is available. The instrumentation's own cost per event is measured at entry and reported as
-a share of the step (:attr:`WatchReport.overhead`).
+from NVML where it is available. The instrumentation's own cost is estimated at entry (each kind of instrumented
+call timed on dummies, less the same call unpatched) and reported as a share of the step
+(:attr:`WatchReport.overhead`); ``scripts/watch_overhead.py`` measures it end to end.
 """
 
 from __future__ import annotations
@@ -166,7 +167,9 @@ class WatchReport:
         if self.reproduce:
             lines.append(f"verify by measurement on a twin of your graph:\n  {self.reproduce}")
         if self.overhead is not None:
-            lines.append(f"instrumentation overhead: {self.overhead:.2%} of the step (measured per event)")
+            lines.append(f"instrumentation overhead: about {self.overhead:.2%} of the step (each instrumented call's "
+                         "cost, measured at entry, times its calls per step; a lower bound: cache effects are not in "
+                         "it)")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -218,6 +221,10 @@ class Watch:
         self.event_counts: list[int] = []
         self.passes = 0  # calls of the patched code that passed straight through (a cheap check each)
         self.pass_counts: list[int] = []
+        self.hook_calls = 0  # module calls through the watch's forward hooks (the model's, or every module's)
+        self.hook_counts: list[int] = []
+        self.opt_calls = 0  # optimizer steps through the watch's global step hooks (any optimizer's)
+        self.opt_counts: list[int] = []
         self.loaders: list[Any] = []  # the loaders iterated while watching
         self._phase: str | None = None  # the phase now open (phases do not nest; inner calls pass through)
         self._current: dict[str, float] = {}
@@ -225,7 +232,9 @@ class Watch:
         self._stack: ExitStack | None = None
         self._prof: Any = None
         self._prof_shares: tuple[dict, dict] | None = None
-        self._per_event: tuple[float, float] | None = None  # seconds per phase event, per pass-through
+        self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
+        self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
+        self._dummy: dict[str, Any] | None = None  # what the calibration calls (:meth:`_dummies`)
         self._model_depth = 0
         self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)
         self._inner: list[str] = []  # the loader's parts open inside the wait (sample, gather, transform)
@@ -315,12 +324,16 @@ class Watch:
         self._current, self._t_step, self._batches = {}, end, 0
         events, self.events = self.events, 0
         passes, self.passes = self.passes, 0
+        hooks, self.hook_calls = self.hook_calls, 0
+        opt_calls, self.opt_calls = self.opt_calls, 0
         self.seen += 1
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
         if measuring:
             self.records.append(record)
             self.event_counts.append(events)
             self.pass_counts.append(passes)
+            self.hook_counts.append(hooks)
+            self.opt_counts.append(opt_calls)
             if self.steps is not None and len(self.records) == self.steps and self.profile_steps:
                 self._start_profile()
         elif self._prof is not None:
@@ -353,12 +366,13 @@ class Watch:
         self._stack = stack = ExitStack()
         try:
             self.backend = stack.enter_context(pyg_sampling_fallback())
+            plain = self._plain_costs()  # the same calls before anything is patched
             self._patch_loaders(stack)
             self._patch_transfer(stack)
             self._patch_model(stack)
             self._patch_backward(stack)
             self._patch_optimizer(stack)
-            self._per_event = self._event_cost()
+            self._costs = self._instrumentation_costs(plain)
         except BaseException:
             self._stack = None
             stack.close()
@@ -473,7 +487,7 @@ class Watch:
         """The forward phase: the watched model's call (with ``model=None``, the outermost call of a module
         with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
         def pre(module: Any, args: Any) -> None:
-            self.passes += 1
+            self.hook_calls += 1
             if self.model is None and self._model_depth == 0:
                 p = next(iter(module.parameters()), None)
                 if p is None:  # a parameterless module called outside the model (a loss): not the forward
@@ -494,6 +508,7 @@ class Watch:
                 self._forward_opened = False
                 self._close()
 
+        self._module_hooks = (pre, post)
         if self.model is not None:
             handles = [self.model.register_forward_pre_hook(pre),
                        self.model.register_forward_hook(post, always_call=True)]
@@ -518,6 +533,7 @@ class Watch:
             return self.optimizer is None or opt is self.optimizer
 
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
+            self.opt_calls += 1
             if mine(opt):
                 self._opt_opened = self._open("optimizer")
 
@@ -534,28 +550,57 @@ class Watch:
         for h in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
             stack.callback(h.remove)
 
-    def _event_cost(self) -> tuple[float, float]:
-        """Seconds one instrumented event costs (a phase opened and closed) and one pass-through (a patched call
-        inside an open phase: the check), each measured on a dummy phase and then forgotten."""
-        n = 2000
-        t0 = time.perf_counter()
-        for _ in range(n):
-            with self._timed("other"):
-                pass
-        cost = (time.perf_counter() - t0) / n
-        x = torch.zeros(1)
-        original = self._unpatched_to
-        t0 = time.perf_counter()
-        for _ in range(n):
-            original(x, "cpu")
-        plain = time.perf_counter() - t0
-        with self._timed("other"):  # inside an open phase the patched Tensor.to passes through: its extra cost
-            t0 = time.perf_counter()
-            for _ in range(n):
-                x.to("cpu")
-            through = max(0.0, time.perf_counter() - t0 - plain) / n
+    def _dummies(self) -> dict[str, Any]:
+        """Objects the calibration calls (never the user's): a parameterless module, an optimizer of one
+        gradient-free tensor (its step does nothing), a one-element tensor, a list to iterate."""
+        if self._dummy is None:
+            self._dummy = {"module": torch.nn.Identity(), "x": torch.zeros(1),
+                           "optimizer": torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.0),
+                           "items": [None] * _CALIBRATION_CALLS}
+        return self._dummy
+
+    def _plain_costs(self) -> dict[str, float]:
+        """Seconds per call of a module, an optimizer step and a list iterator's ``next()``, unpatched."""
+        d = self._dummies()
+        it = iter(d["items"])
+        return {"hook": _per_call(lambda: d["module"](d["x"])), "optimizer": _per_call(d["optimizer"].step),
+                "next": _per_call(lambda: next(it))}
+
+    def _instrumentation_costs(self, plain: dict[str, float]) -> dict[str, float]:
+        """Seconds each kind of instrumented call adds (:data:`_COST_KINDS`), measured on the calibration's
+        dummies with the patches in place and then forgotten: a phase event (opened and closed, as recorded),
+        a pass-through of the patched ``Tensor.to`` inside an open phase, a module call through the forward
+        hooks, an optimizer step through the step hooks and a loader ``next()`` through the timed iterator (the
+        last three with recording off, so their phase event is counted once, as an event), each less the same
+        call unpatched (:meth:`_plain_costs`)."""
+        d = self._dummies()
+        costs = {"event": _per_call(self._dummy_event)}
+        x, original = d["x"], self._unpatched_to
+        plain_to = _per_call(lambda: original(x, "cpu"))
+        with self._timed("other"):  # inside an open phase the patched Tensor.to passes through
+            costs["pass"] = max(0.0, _per_call(lambda: x.to("cpu")) - plain_to)
+        stack, self._stack = self._stack, None  # recording off: the hooks' and the iterator's own cost only
+        handles = []
+        try:
+            if self.model is not None and self._module_hooks is not None:  # global hooks reach the dummy anyway
+                pre, post = self._module_hooks
+                handles = [d["module"].register_forward_pre_hook(pre),
+                           d["module"].register_forward_hook(post, always_call=True)]
+            costs["hook"] = max(0.0, _per_call(lambda: d["module"](x)) - plain["hook"])
+            costs["optimizer"] = max(0.0, _per_call(d["optimizer"].step) - plain["optimizer"])
+            timed = _TimedIterator(iter(d["items"]), self)
+            costs["next"] = max(0.0, _per_call(lambda: next(timed)) - plain["next"])
+        finally:
+            for h in handles:
+                h.remove()
+            self._stack = stack
         self._current, self.events, self.passes, self.seen_phases = {}, 0, 0, {}
-        return cost, through
+        self.hook_calls, self.opt_calls, self._batches = 0, 0, 0
+        return costs
+
+    def _dummy_event(self) -> None:
+        with self._timed("other"):
+            pass
 
     # ------------------------------------------------------------------ the verdict
     def report(self) -> WatchReport:
@@ -585,10 +630,10 @@ class Watch:
         if self._prof_shares is not None:
             report.hot_ops = attribute_ops(*self._prof_shares, self._task(), threshold=HOT_OP_SHARE)
         report.advice = self._advice(finding, report.hot_ops)
-        if self._per_event is not None:
-            cost, through = self._per_event
-            report.overhead = (cost * statistics.median(self.event_counts)
-                               + through * statistics.median(self.pass_counts)) / med
+        if self._costs is not None:
+            counts = {"event": self.event_counts, "pass": self.pass_counts, "hook": self.hook_counts,
+                      "optimizer": self.opt_counts, "next": [r.get("batches", 0) for r in self.records]}
+            report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in _COST_KINDS) / med
         report.reproduce = self._reproduce(report)
         if self.backend and self.backend.startswith("gnnbench"):
             report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
@@ -760,6 +805,20 @@ _GRAPH_SAMPLING = {"labor", "fanout", "cluster_gcn", "graphsaint", "full_batch",
                    "fp16_features", "int32", "csr", "pipelined_loader"}
 _CUDA_ONLY = {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling",
               "uva_sampling"}
+
+
+_CALIBRATION_CALLS = 1000  # calls per kind when the instrumentation's costs are measured at entry
+# The kinds of instrumented call the overhead estimate counts per step: phase events, pass-throughs of the patched
+# Tensor.to, module calls through the forward hooks, optimizer steps through the step hooks, loader next() calls.
+_COST_KINDS = ("event", "pass", "hook", "optimizer", "next")
+
+
+def _per_call(fn: Callable[[], Any], n: int = _CALIBRATION_CALLS) -> float:
+    """Seconds per call of ``fn`` over ``n`` calls."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
 
 
 class _TimedIterator:
