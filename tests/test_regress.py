@@ -192,7 +192,8 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
     import json
 
     from gnnbench.cli.options import parse_benches
-    from gnnbench.measure.regress import MICRO, WORKER, _run_tree, _spec_file, default_benches, gate_config
+    from gnnbench.measure.gate_worker import script_in
+    from gnnbench.measure.regress import MICRO, _run_tree, _spec_file, default_benches, gate_config
 
     benches = default_benches(gate_config("tiny"), list(MICRO) + ["baseline"], steps=3)
     assert [b.name for b in benches] == list(MICRO) + ["baseline"]
@@ -202,14 +203,44 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
         assert v.status == "ok" and v.base_ms > 0 and v.acc_delta_pp is None and not v.acc_regression, v
     # a stored run says which commits it compared and when it ended (the report's gate history orders by it)
     assert len(r.commits["base"]) == 40 and r.commits["head"].split("+")[0] and r.finished.endswith("Z")
-    worker = tmp_path / "worker.py"
-    worker.write_text(WORKER)
+    worker = script_in(tmp_path)
     spec = _spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)
     out = _run_tree(ROOT, spec, tmp_path / "out.json", 1, worker, 120)
     assert out["micro:missing"]["status"] == "unavailable" and "micro:missing" in out["micro:missing"]["reason"]
     assert json.loads((tmp_path / "out.json").read_text()) == out
     with pytest.raises(Exception, match="unknown micro-benchmark 'micro:nope'"):
         parse_benches("micro:nope")
+
+
+def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_path):
+    """The benchmark process runs gnnbench/measure/gate_worker.py, copied whole and run by path in each tree: it
+    imports neither torch nor gnnbench at import time (each tree's own gnnbench is imported in the process), its
+    table is the gate's micro-benchmark set, and a run's result becomes the gate's record (no process here)."""
+    import ast
+    from types import SimpleNamespace
+
+    from gnnbench.measure import gate_worker
+    from gnnbench.measure.regress import MICRO
+
+    assert MICRO == tuple(gate_worker.MICRO_BENCHES) == ("micro:sampler", "micro:gather", "micro:aggregation")
+    assert all(callable(f) for f in gate_worker.MICRO_BENCHES.values())
+    source = Path(gate_worker.__file__).read_text()
+    top = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = [a.name for n in top for a in n.names] + [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
+    assert not [x for x in names if x.split(".")[0] in ("torch", "gnnbench")], names
+    assert gate_worker.script_in(tmp_path).read_text() == source
+    r = SimpleNamespace(status="ok", unavailable=None, error=None, step_seconds={"median": 0.01, "n": 6},
+                        epoch_seconds=[0.5, 0.1, 0.12], graph={"prepare_seconds": 0.2},
+                        phases={"sample": {"median": 0.004}}, accuracy={"test": 0.8}, setup_seconds=0.5,
+                        steps_per_epoch=8)
+    res = gate_worker.bench("baseline", {}, None, {"seed": 0}, lambda cfg: r)
+    assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == ("ok", 0.01, 6,
+                                                                                       {"sample": 0.004}, 0.8)
+    assert res["setup"] == 0.5 and res["setup_phases"] == {"prepare": 0.2, "assemble": pytest.approx(0.3)}
+    assert res["epoch"] == pytest.approx(0.11) and res["epoch_phases"]["steps"] == pytest.approx(0.08)
+    refused = SimpleNamespace(status="unavailable", unavailable="needs CUDA", error=None)
+    assert gate_worker.bench("x", {}, None, {"seed": 0}, lambda cfg: refused) == {"status": "unavailable",
+                                                                                   "reason": "needs CUDA"}
 
 
 # ------------------------------------------------------------ failures, sensitivity, setup and epoch time

@@ -31,14 +31,14 @@ from typing import Any, Callable, Iterator
 from gnnbench import text
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.comparison import mean_interval
+from gnnbench.measure.gate_worker import MICRO_BENCHES, script_in
 from gnnbench.measure.stats import detectable_shift, holm, noise_floor, paired_ratio, t_quantile
 
 __all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate", "trees_for",
            "dependency_difference", "default_benches", "bisect", "gate_config", "format_gate", "MICRO",
-           "MIN_THRESHOLD", "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "DEFAULT_BUDGET_SECONDS", "POWER",
-           "WORKER"]
+           "MIN_THRESHOLD", "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "DEFAULT_BUDGET_SECONDS", "POWER"]
 
-MICRO = ("micro:sampler", "micro:gather", "micro:aggregation")  # code paths timed alone (the worker's micro())
+MICRO = tuple(MICRO_BENCHES)  # code paths timed alone (the worker's table: sampler, gather, aggregation)
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
 FAMILY_ALPHA = 0.05
@@ -50,120 +50,6 @@ POWER = 0.8  # "could detect": flagged with this probability at the run's own sp
 DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
 MAX_ROUNDS = 20  # extra rounds stop here whatever the budget
 WORKING_TREE = "."
-
-# The worker runs inside each tree's own gnnbench: the driver writes it to a temporary file, so the tree under
-# test needs no file of this version, only the API it calls (RunConfig, measure.run.run, graphs.generate).
-WORKER = r'''
-import json, os, statistics, sys, time, traceback
-import torch
-torch.set_num_threads(int(sys.argv[3]))
-from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.run import run
-from gnnbench.training import RunConfig
-
-spec = json.loads(open(sys.argv[1]).read())
-graph = generate(GraphSpec(**spec["graph"]))
-out = {}
-
-
-class UnknownBench(Exception):
-    pass
-
-
-def save():
-    """The results so far, replaced whole after every benchmark: a crash later keeps what was measured."""
-    part = sys.argv[2] + ".part"
-    with open(part, "w") as f:
-        f.write(json.dumps(out))
-    os.replace(part, sys.argv[2])
-
-
-def micro(name, seed):
-    """One code path alone, many calls: the neighbour sampler (a batch of the baseline's source), the feature
-    gather (host rows of 16 batches) or the GCN aggregation (one batch, scatter). Median seconds per call."""
-    from gnnbench.flags import Flags
-    from gnnbench.graphs.prepare import prepare
-    from gnnbench.sampling.sources import make_batch_source
-    flags = Flags(fanout=(10, 5), batch_size=256)
-    source = make_batch_source(prepare(graph, flags), flags, seed=seed)
-
-    def cycle():
-        epoch = 0
-        while True:
-            yield from source.epoch(epoch)
-            epoch += 1
-
-    batches = cycle()
-    batch = next(batches)
-    if name == "micro:sampler":
-        fn = lambda: next(batches)
-    elif name == "micro:gather":
-        from gnnbench.features.placement import place_features
-        store = place_features(graph.x, "cpu", "host")
-        ids = torch.cat([batch.n_id] + [next(batches).n_id for _ in range(15)])  # 16 batches' rows: ~0.3 ms
-        fn = lambda: store.gather(ids)
-    elif name == "micro:aggregation":
-        from gnnbench.graphs.norm import gcn_norm
-        from gnnbench.models.aggregation import Aggregator
-        n = int(batch.n_id.numel())
-        weights = gcn_norm(batch.edge_index, n)
-        h = torch.randn(n, 32, generator=torch.Generator().manual_seed(seed))
-        fn = lambda: Aggregator(batch.edge_index, n, gcn_weights=lambda: weights).gcn(h)
-    else:
-        raise UnknownBench(f"unknown micro-benchmark {name!r}")
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(spec.get("micro_calls", 60)):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    source.close()
-    return statistics.median(times), len(times)
-
-
-def bench(name, cfg):
-    t0 = time.perf_counter()
-    if name.startswith("micro:"):
-        try:
-            median, calls = micro(name, spec["seed"])
-        except (ImportError, UnknownBench) as exc:  # a tree without this API or this micro-benchmark
-            return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
-        return {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
-                "seconds": time.perf_counter() - t0}
-    r = run(RunConfig.from_dict(cfg), graph=graph)
-    if r.status != "ok":
-        return {"status": r.status, "reason": str(r.unavailable or r.error)}
-    if not r.step_seconds.get("n"):
-        return {"status": "no measured steps", "reason": "the run ended within its warm-up"}
-    epochs = list(r.epoch_seconds)
-    epochs = epochs[1:] if len(epochs) > 1 else epochs  # the first epoch holds the warm-up steps
-    epoch = statistics.median(epochs) if epochs else None
-    prepare = float(r.graph.get("prepare_seconds") or 0.0)
-    res = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
-           "phases": {p: v["median"] for p, v in r.phases.items()},
-           "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
-    if r.setup_seconds:  # the setup clock: the graph's preparation, then the pipeline's assembly
-        res["setup"] = r.setup_seconds
-        res["setup_phases"] = {"prepare": prepare, "assemble": r.setup_seconds - prepare}
-    if epoch:  # an epoch's steps and what the epoch costs beside them (loader start-up, cache building)
-        steps = r.step_seconds["median"] * (r.steps_per_epoch or 0)
-        res["epoch"] = epoch
-        res["epoch_phases"] = {"steps": steps, "per-epoch cost": epoch - steps}
-    return res
-
-
-for name, cfg in spec["benches"].items():
-    out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
-    save()
-    try:
-        out[name] = bench(name, cfg)
-    except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
-        out[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc()[-2000:]}
-    save()
-save()
-'''
 
 
 @dataclass(frozen=True)
@@ -575,8 +461,7 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                         sensitivity=sensitivity, budget_seconds=budget_seconds, skipped=dict(skipped or {}))
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
         folder = Path(tmp)
-        worker = folder / "gate_worker.py"
-        worker.write_text(WORKER)
+        worker = script_in(folder)  # the gate's own worker, run against each tree's gnnbench
 
         def default_runner(role: str, spec: Path, out: Path) -> dict:
             return _run_tree(trees[role], spec, out, threads, worker, timeout, pythons[role])
