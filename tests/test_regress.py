@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure.regress import (ACC_BOUND_PP, MIN_THRESHOLD, Bench, _verdict, dependency_difference, gate,
-                                      trees_for)
+from gnnbench.measure.gate_trees import dependency_difference, trees_for
+from gnnbench.measure.regress import ACC_BOUND_PP, MIN_THRESHOLD, Bench, _verdict, gate
 from tests.conftest import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,7 +115,7 @@ def test_cli_smoke_run_is_inconclusive_not_a_pass():
 
 
 def test_bisect_names_the_first_bad_commit_of_a_constructed_history(tmp_path):
-    from gnnbench.measure.regress import bisect
+    from gnnbench.measure.gate_trees import bisect
 
     repo = tmp_path / "history"
     repo.mkdir()

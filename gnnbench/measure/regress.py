@@ -16,26 +16,24 @@ import json
 import math
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import tomllib
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from gnnbench import text
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.comparison import mean_interval
+from gnnbench.measure.gate_trees import commit_of, dependency_difference
 from gnnbench.measure.gate_worker import MICRO_BENCHES, script_in
 from gnnbench.measure.stats import detectable_shift, holm, noise_floor, paired_ratio, t_quantile
 
-__all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate", "trees_for",
-           "dependency_difference", "default_benches", "bisect", "gate_config", "format_gate", "MICRO",
+__all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate",
+           "default_benches", "gate_config", "format_gate", "MICRO",
            "MIN_THRESHOLD", "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "DEFAULT_BUDGET_SECONDS", "POWER"]
 
 MICRO = tuple(MICRO_BENCHES)  # code paths timed alone (the worker's table: sampler, gather, aggregation)
@@ -49,7 +47,6 @@ DEFAULT_SENSITIVITY = 0.10  # the slowdown a run must be able to see before "no 
 POWER = 0.8  # "could detect": flagged with this probability at the run's own spread
 DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
 MAX_ROUNDS = 20  # extra rounds stop here whatever the budget
-WORKING_TREE = "."
 
 
 @dataclass(frozen=True)
@@ -272,76 +269,6 @@ def _fit_steps(config: Any, graph: Any, steps: int) -> Any:
     return dataclasses.replace(config, epochs=epochs, max_steps_per_epoch=None)
 
 
-# ------------------------------------------------------------------ trees
-def _git(args: list[str], cwd: Path | str) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValueError(f"git {' '.join(args)} failed in {cwd}: {out.stderr.strip() or out.stdout.strip()}")
-    return out.stdout.strip()
-
-
-@contextmanager
-def trees_for(base: str, head: str = WORKING_TREE, *, repo: str | Path = ".") -> Iterator[dict[str, Path]]:
-    """``{"base": path, "head": path}``: each commit checked out in a temporary worktree (``"."``: the working
-    tree itself, as it is), removed afterwards; the user's checkout is never touched."""
-    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
-    tmp = Path(tempfile.mkdtemp(prefix="gnnbench-regress-"))
-    made: list[Path] = []
-    try:
-        trees = {}
-        for role, rev in (("base", base), ("head", head)):
-            if rev == WORKING_TREE:
-                trees[role] = repo
-                continue
-            commit = _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], repo)
-            path = tmp / role
-            _git(["worktree", "add", "--detach", str(path), commit], repo)
-            made.append(path)
-            trees[role] = path
-        for role, path in trees.items():
-            if not (path / "gnnbench" / "__init__.py").is_file():
-                raise ValueError(f"{role} ({base if role == 'base' else head}) has no gnnbench package at its root")
-        yield trees
-    finally:
-        for path in made:
-            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=repo, capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _commit_of(tree: Path) -> str | None:
-    """The commit checked out in ``tree``, ``+dirty`` when it has uncommitted changes (``None`` outside git)."""
-    try:
-        sha = _git(["rev-parse", "HEAD"], tree)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
-                               capture_output=True, text=True).stdout.strip()
-    except (OSError, ValueError, RuntimeError):
-        return None
-    return sha + ("+dirty" if dirty else "")
-
-
-def _dependencies(tree: Path) -> dict[str, Any]:
-    try:
-        project = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{tree / 'pyproject.toml'} cannot be read: {exc}") from None
-    return {"dependencies": sorted(project.get("dependencies", [])),
-            "requires-python": project.get("requires-python"),
-            **{f"optional {k}": sorted(v) for k, v in sorted(project.get("optional-dependencies", {}).items())}}
-
-
-def dependency_difference(base: Path, head: Path) -> str | None:
-    """What the two trees declare differently in ``pyproject.toml`` (dependencies, optional groups, Python), or
-    ``None``: one environment cannot serve two trees that need different packages."""
-    a, b = _dependencies(base), _dependencies(head)
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            only_a = sorted(set(a.get(key) or []) - set(b.get(key) or [])) if key != "requires-python" else a.get(key)
-            only_b = sorted(set(b.get(key) or []) - set(a.get(key) or [])) if key != "requires-python" else b.get(key)
-            diffs.append(f"{key}: base {only_a}, head {only_b}")
-    return "; ".join(diffs) or None
-
-
 # ------------------------------------------------------------------ the gate
 def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
     import dataclasses
@@ -531,7 +458,7 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                      f"noise is at most {sum(ALPHAS.values()):.0%}")
     result.seconds = time.perf_counter() - t0
     result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result.commits = {role: _commit_of(tree) for role, tree in trees.items()}
+    result.commits = {role: commit_of(tree) for role, tree in trees.items()}
     return result
 
 
@@ -649,34 +576,6 @@ def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
                                                                      for b, h in zip(base, head)])
         v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
     return v
-
-
-def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Path = ".",
-           log: Callable[[str], None] = lambda line: None) -> tuple[str, int]:
-    """The first bad commit between ``good`` (known good) and ``bad`` (known bad) on ``bad``'s first-parent
-    line, by binary search with ``is_bad(commit)`` (the gate against the good end, for ``regress --bisect``);
-    returns ``(commit, tests run)``.
-
-    Raises:
-        ValueError: when ``good`` is not an ancestor of ``bad``.
-    """
-    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
-    good_c = _git(["rev-parse", "--verify", f"{good}^{{commit}}"], repo)
-    bad_c = _git(["rev-parse", "--verify", f"{bad}^{{commit}}"], repo)
-    if subprocess.run(["git", "merge-base", "--is-ancestor", good_c, bad_c], cwd=repo).returncode != 0:
-        raise ValueError(f"{good} is not an ancestor of {bad}: nothing to bisect")
-    line = _git(["rev-list", "--first-parent", "--reverse", f"{good_c}..{bad_c}"], repo).split()
-    lo, hi, tests = 0, len(line) - 1, 0  # line[hi] is bad; everything before lo is good
-    while lo < hi:
-        mid = (lo + hi) // 2
-        tests += 1
-        verdict = is_bad(line[mid])
-        log(f"{line[mid][:10]}: {'bad' if verdict else 'good'}")
-        if verdict:
-            hi = mid
-        else:
-            lo = mid + 1
-    return line[hi], tests
 
 
 def format_gate(r: GateResult) -> str:
