@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gnnbench.measure.gate_trees import dependency_difference, trees_for
-from gnnbench.measure.regress import ACC_BOUND_PP, MIN_THRESHOLD, Bench, _verdict, gate
+from gnnbench.measure.gate_verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
+from gnnbench.measure.regress import Bench, gate
 from tests.conftest import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -361,7 +362,8 @@ def _bench_pair(tmp_path):
 
 
 def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
-    from gnnbench.measure.regress import DEFAULT_SENSITIVITY, format_gate
+    from gnnbench.measure.gate_verdicts import DEFAULT_SENSITIVITY
+    from gnnbench.measure.regress import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
@@ -503,7 +505,7 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
     import numpy as np
     from scipy import stats
 
-    from gnnbench.measure.regress import POWER, _detectable
+    from gnnbench.measure.gate_verdicts import POWER, _detectable
     from gnnbench.measure.stats import detectable_shift, t_test_power
 
     for df, alpha in ((4, 0.05), (7, 0.002), (19, 0.05 / 20)):
