@@ -267,7 +267,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     """The issue's case: HEAD's sparse-aggregation kernel raises. The benchmark is lost (fine in BASE), the gate
     fails (exit 1) and names it with the error; the baseline beside it is still judged."""
     from gnnbench import registry
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     agg = head / "gnnbench" / "models" / "aggregation.py"
@@ -288,7 +288,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
 
 
 def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     init = head / "gnnbench" / "__init__.py"
@@ -308,7 +308,7 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
 def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     """A head that never finishes (here an interpreter that hangs) is killed at the timeout, with what it
     started, and the gate reports it instead of waiting or raising."""
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     hang = tmp_path / "hang-python"
     pid_file = tmp_path / "child.pid"
@@ -362,8 +362,8 @@ def _bench_pair(tmp_path):
 
 
 def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
+    from gnnbench.measure.gate_text import format_gate
     from gnnbench.measure.gate_verdicts import DEFAULT_SENSITIVITY
-    from gnnbench.measure.regress import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
@@ -408,7 +408,7 @@ def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_exten
 
 
 def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     r = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
@@ -440,7 +440,8 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     baseline measured before the crash."""
     import json
 
-    from gnnbench.measure.regress import _WorkerFailed, format_gate
+    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.regress import _WorkerFailed
 
     trees, benches = _bench_pair(tmp_path)
     benches = benches + [Bench("third", QUICK)]
@@ -464,7 +465,7 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
 
 
 def test_a_gate_that_judged_nothing_is_not_a_pass(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 
