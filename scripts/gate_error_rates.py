@@ -38,7 +38,8 @@ from pathlib import Path
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
 from gnnbench.measure.gate_rates import format_rates, summarize
-from gnnbench.measure.regress import default_benches, gate, gate_config, trees_for
+from gnnbench.measure.gate_trees import trees_for
+from gnnbench.measure.regress import default_benches, gate, gate_config
 
 # path -> (module file, class, method, import line, phases the gate should name)
 PATHS = {

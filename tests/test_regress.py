@@ -9,15 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure.regress import (
-    ACC_BOUND_PP,
-    MIN_THRESHOLD,
-    Bench,
-    _verdict,
-    dependency_difference,
-    gate,
-    trees_for,
-)
+from gnnbench.measure.gate_trees import dependency_difference, trees_for
+from gnnbench.measure.gate_verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
+from gnnbench.measure.regress import Bench, gate
 from tests.helpers import QUICK
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +116,7 @@ def test_cli_smoke_run_is_inconclusive_not_a_pass():
 
 
 def test_bisect_names_the_first_bad_commit_of_a_constructed_history(tmp_path):
-    from gnnbench.measure.regress import bisect
+    from gnnbench.measure.gate_trees import bisect
 
     repo = tmp_path / "history"
     repo.mkdir()
@@ -199,7 +193,8 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
     import json
 
     from gnnbench.cli.options import parse_benches
-    from gnnbench.measure.regress import MICRO, WORKER, _run_tree, _spec_file, default_benches, gate_config
+    from gnnbench.measure.gate_worker import script_in
+    from gnnbench.measure.regress import MICRO, _run_tree, _spec_file, default_benches, gate_config
 
     benches = default_benches(gate_config("tiny"), list(MICRO) + ["baseline"], steps=3)
     assert [b.name for b in benches] == list(MICRO) + ["baseline"]
@@ -209,14 +204,44 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
         assert v.status == "ok" and v.base_ms > 0 and v.acc_delta_pp is None and not v.acc_regression, v
     # a stored run says which commits it compared and when it ended (the report's gate history orders by it)
     assert len(r.commits["base"]) == 40 and r.commits["head"].split("+")[0] and r.finished.endswith("Z")
-    worker = tmp_path / "worker.py"
-    worker.write_text(WORKER)
+    worker = script_in(tmp_path)
     spec = _spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)
     out = _run_tree(ROOT, spec, tmp_path / "out.json", 1, worker, 120)
     assert out["micro:missing"]["status"] == "unavailable" and "micro:missing" in out["micro:missing"]["reason"]
     assert json.loads((tmp_path / "out.json").read_text()) == out
     with pytest.raises(Exception, match="unknown micro-benchmark 'micro:nope'"):
         parse_benches("micro:nope")
+
+
+def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_path):
+    """The benchmark process runs gnnbench/measure/gate_worker.py, copied whole and run by path in each tree: it
+    imports neither torch nor gnnbench at import time (each tree's own gnnbench is imported in the process), its
+    table is the gate's micro-benchmark set, and a run's result becomes the gate's record (no process here)."""
+    import ast
+    from types import SimpleNamespace
+
+    from gnnbench.measure import gate_worker
+    from gnnbench.measure.regress import MICRO
+
+    assert MICRO == tuple(gate_worker.MICRO_BENCHES) == ("micro:sampler", "micro:gather", "micro:aggregation")
+    assert all(callable(f) for f in gate_worker.MICRO_BENCHES.values())
+    source = Path(gate_worker.__file__).read_text()
+    top = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = [a.name for n in top for a in n.names] + [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
+    assert not [x for x in names if x.split(".")[0] in ("torch", "gnnbench")], names
+    assert gate_worker.script_in(tmp_path).read_text() == source
+    r = SimpleNamespace(status="ok", unavailable=None, error=None, step_seconds={"median": 0.01, "n": 6},
+                        epoch_seconds=[0.5, 0.1, 0.12], graph={"prepare_seconds": 0.2},
+                        phases={"sample": {"median": 0.004}}, accuracy={"test": 0.8}, setup_seconds=0.5,
+                        steps_per_epoch=8)
+    res = gate_worker.bench("baseline", {}, None, {"seed": 0}, lambda cfg: r)
+    assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == ("ok", 0.01, 6,
+                                                                                       {"sample": 0.004}, 0.8)
+    assert res["setup"] == 0.5 and res["setup_phases"] == {"prepare": 0.2, "assemble": pytest.approx(0.3)}
+    assert res["epoch"] == pytest.approx(0.11) and res["epoch_phases"]["steps"] == pytest.approx(0.08)
+    refused = SimpleNamespace(status="unavailable", unavailable="needs CUDA", error=None)
+    assert gate_worker.bench("x", {}, None, {"seed": 0}, lambda cfg: refused) == {"status": "unavailable",
+                                                                                   "reason": "needs CUDA"}
 
 
 # ------------------------------------------------------------ failures, sensitivity, setup and epoch time
@@ -242,7 +267,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     """The issue's case: HEAD's sparse-aggregation kernel raises. The benchmark is lost (fine in BASE), the gate
     fails (exit 1) and names it with the error; the baseline beside it is still judged."""
     from gnnbench import registry
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     agg = head / "gnnbench" / "models" / "aggregation.py"
@@ -263,7 +288,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
 
 
 def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     init = head / "gnnbench" / "__init__.py"
@@ -283,7 +308,7 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
 def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     """A head that never finishes (here an interpreter that hangs) is killed at the timeout, with what it
     started, and the gate reports it instead of waiting or raising."""
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     hang = tmp_path / "hang-python"
     pid_file = tmp_path / "child.pid"
@@ -337,7 +362,8 @@ def _bench_pair(tmp_path):
 
 
 def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
-    from gnnbench.measure.regress import DEFAULT_SENSITIVITY, format_gate
+    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate_verdicts import DEFAULT_SENSITIVITY
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
@@ -382,7 +408,7 @@ def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_exten
 
 
 def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     r = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
@@ -414,7 +440,8 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     baseline measured before the crash."""
     import json
 
-    from gnnbench.measure.regress import _WorkerFailed, format_gate
+    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.regress import _WorkerFailed
 
     trees, benches = _bench_pair(tmp_path)
     benches = benches + [Bench("third", QUICK)]
@@ -438,7 +465,7 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
 
 
 def test_a_gate_that_judged_nothing_is_not_a_pass(tmp_path):
-    from gnnbench.measure.regress import format_gate
+    from gnnbench.measure.gate_text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 
@@ -479,7 +506,7 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
     import numpy as np
     from scipy import stats
 
-    from gnnbench.measure.regress import POWER, _detectable
+    from gnnbench.measure.gate_verdicts import POWER, _detectable
     from gnnbench.measure.stats import detectable_shift, t_test_power
 
     for df, alpha in ((4, 0.05), (7, 0.002), (19, 0.05 / 20)):

@@ -389,7 +389,9 @@ def cmd_regress(args: argparse.Namespace) -> int:
     import shutil
     from pathlib import Path
 
-    from gnnbench.measure.regress import bisect, default_benches, format_gate, gate, gate_config, trees_for
+    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate_trees import bisect, trees_for
+    from gnnbench.measure.regress import default_benches, gate, gate_config
 
     budget = None if args.budget <= 0 else args.budget
     skipped: dict[str, str] = {}

@@ -5,165 +5,40 @@ working tree), refuses trees whose declared dependencies differ in one environme
 (:func:`default_benches`) in alternating processes, one per tree and round, one thread each. Per benchmark,
 paired by round: the step ratio ``BASE / HEAD`` with its interval, Holm across the set, the phase that moved
 most and the accuracy delta on the same seeds. A regression is a Holm-significant slowdown beyond the larger of
-:data:`MIN_THRESHOLD` and the benchmark's noise floor, or an accuracy drop beyond :data:`ACC_BOUND_PP`.
-The method, its measured error rates and what it takes to go lower: ``docs/regression-gate.md``.
+:data:`~gnnbench.measure.gate_verdicts.MIN_THRESHOLD` and the benchmark's noise floor, or an accuracy drop beyond
+:data:`~gnnbench.measure.gate_verdicts.ACC_BOUND_PP`. The method, its measured error rates and what it takes to
+go lower: ``docs/regression-gate.md``.
+
+This module holds the benchmarks and the rounds (processes, failures, extra rounds within the budget); the
+benchmark process is :mod:`gnnbench.measure.gate_worker`, the trees :mod:`gnnbench.measure.gate_trees`, the
+judging and the result :mod:`gnnbench.measure.gate_verdicts`, its table :mod:`gnnbench.measure.gate_text`.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-import math
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import tomllib
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from gnnbench import text
 from gnnbench.atomic import write_json_atomic
-from gnnbench.measure.comparison import mean_interval
-from gnnbench.measure.stats import detectable_shift, holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.gate_trees import commit_of, dependency_difference
+from gnnbench.measure.gate_verdicts import ALPHAS, DEFAULT_SENSITIVITY, BenchVerdict, GateResult, WorkerFailure, judge
+from gnnbench.measure.gate_worker import MICRO_BENCHES, script_in
 
-__all__ = ["Bench", "GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "gate", "trees_for",
-           "dependency_difference", "default_benches", "bisect", "gate_config", "format_gate", "MICRO",
-           "MIN_THRESHOLD", "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "DEFAULT_BUDGET_SECONDS", "POWER",
-           "WORKER"]
+__all__ = ["Bench", "gate", "default_benches", "gate_config", "MICRO", "DEFAULT_BUDGET_SECONDS"]
 
-MICRO = ("micro:sampler", "micro:gather", "micro:aggregation")  # code paths timed alone (the worker's micro())
-MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
-ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
-FAMILY_ALPHA = 0.05
-# the family-wise 5% split across the gated figures (Bonferroni between them, Holm within each): the step holds
-# most of it, setup and epoch time (per-epoch costs) share the rest, so gating them costs the step little power
-ALPHAS = {"step": 0.04, "setup": 0.005, "epoch": 0.005}
-DEFAULT_SENSITIVITY = 0.10  # the slowdown a run must be able to see before "no regression" is said
-POWER = 0.8  # "could detect": flagged with this probability at the run's own spread
+MICRO = tuple(MICRO_BENCHES)  # code paths timed alone (the worker's table: sampler, gather, aggregation)
 DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
 MAX_ROUNDS = 20  # extra rounds stop here whatever the budget
-WORKING_TREE = "."
-
-# The worker runs inside each tree's own gnnbench: the driver writes it to a temporary file, so the tree under
-# test needs no file of this version, only the API it calls (RunConfig, measure.run.run, graphs.generate).
-WORKER = r'''
-import json, os, statistics, sys, time, traceback
-import torch
-torch.set_num_threads(int(sys.argv[3]))
-from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.run import run
-from gnnbench.training import RunConfig
-
-spec = json.loads(open(sys.argv[1]).read())
-graph = generate(GraphSpec(**spec["graph"]))
-out = {}
-
-
-class UnknownBench(Exception):
-    pass
-
-
-def save():
-    """The results so far, replaced whole after every benchmark: a crash later keeps what was measured."""
-    part = sys.argv[2] + ".part"
-    with open(part, "w") as f:
-        f.write(json.dumps(out))
-    os.replace(part, sys.argv[2])
-
-
-def micro(name, seed):
-    """One code path alone, many calls: the neighbour sampler (a batch of the baseline's source), the feature
-    gather (host rows of 16 batches) or the GCN aggregation (one batch, scatter). Median seconds per call."""
-    from gnnbench.flags import Flags
-    from gnnbench.graphs.prepare import prepare
-    from gnnbench.sampling.sources import make_batch_source
-    flags = Flags(fanout=(10, 5), batch_size=256)
-    source = make_batch_source(prepare(graph, flags), flags, seed=seed)
-
-    def cycle():
-        epoch = 0
-        while True:
-            yield from source.epoch(epoch)
-            epoch += 1
-
-    batches = cycle()
-    batch = next(batches)
-    if name == "micro:sampler":
-        fn = lambda: next(batches)
-    elif name == "micro:gather":
-        from gnnbench.features.placement import place_features
-        store = place_features(graph.x, "cpu", "host")
-        ids = torch.cat([batch.n_id] + [next(batches).n_id for _ in range(15)])  # 16 batches' rows: ~0.3 ms
-        fn = lambda: store.gather(ids)
-    elif name == "micro:aggregation":
-        from gnnbench.graphs.norm import gcn_norm
-        from gnnbench.models.aggregation import Aggregator
-        n = int(batch.n_id.numel())
-        weights = gcn_norm(batch.edge_index, n)
-        h = torch.randn(n, 32, generator=torch.Generator().manual_seed(seed))
-        fn = lambda: Aggregator(batch.edge_index, n, gcn_weights=lambda: weights).gcn(h)
-    else:
-        raise UnknownBench(f"unknown micro-benchmark {name!r}")
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(spec.get("micro_calls", 60)):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    source.close()
-    return statistics.median(times), len(times)
-
-
-def bench(name, cfg):
-    t0 = time.perf_counter()
-    if name.startswith("micro:"):
-        try:
-            median, calls = micro(name, spec["seed"])
-        except (ImportError, UnknownBench) as exc:  # a tree without this API or this micro-benchmark
-            return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
-        return {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
-                "seconds": time.perf_counter() - t0}
-    r = run(RunConfig.from_dict(cfg), graph=graph)
-    if r.status != "ok":
-        return {"status": r.status, "reason": str(r.unavailable or r.error)}
-    if not r.step_seconds.get("n"):
-        return {"status": "no measured steps", "reason": "the run ended within its warm-up"}
-    epochs = list(r.epoch_seconds)
-    epochs = epochs[1:] if len(epochs) > 1 else epochs  # the first epoch holds the warm-up steps
-    epoch = statistics.median(epochs) if epochs else None
-    prepare = float(r.graph.get("prepare_seconds") or 0.0)
-    res = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
-           "phases": {p: v["median"] for p, v in r.phases.items()},
-           "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
-    if r.setup_seconds:  # the setup clock: the graph's preparation, then the pipeline's assembly
-        res["setup"] = r.setup_seconds
-        res["setup_phases"] = {"prepare": prepare, "assemble": r.setup_seconds - prepare}
-    if epoch:  # an epoch's steps and what the epoch costs beside them (loader start-up, cache building)
-        steps = r.step_seconds["median"] * (r.steps_per_epoch or 0)
-        res["epoch"] = epoch
-        res["epoch_phases"] = {"steps": steps, "per-epoch cost": epoch - steps}
-    return res
-
-
-for name, cfg in spec["benches"].items():
-    out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
-    save()
-    try:
-        out[name] = bench(name, cfg)
-    except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
-        out[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc()[-2000:]}
-    save()
-save()
-'''
 
 
 @dataclass(frozen=True)
@@ -174,144 +49,12 @@ class Bench:
     config: Any  # RunConfig (seed set per round)
 
 
-@dataclass
-class MetricVerdict:
-    """One gated figure of a benchmark beside its step (setup, epoch): ratio ``BASE / HEAD`` with its interval,
-    Holm within its own family (:data:`ALPHAS`), its threshold and the part of it that moved most."""
-
-    metric: str
-    ratio: float
-    low: float
-    high: float
-    p_value: float
-    threshold: float
-    detectable: float  # the smallest slowdown factor this run resolves with POWER (inf: it cannot)
-    base_ms: float
-    head_ms: float
-    rounds: int = 0
-    log_sd: float | None = None  # the spread of the per-round log ratios
-    significant: bool = False
-    regression: bool = False
-    improvement: bool = False
-    phase: str | None = None
-    phase_ratio: dict[str, float] | None = None
-
-
-@dataclass
-class BenchVerdict:
-    """One benchmark's figures: ratios are ``BASE / HEAD`` (below 1: HEAD is slower). The step's figures are
-    the top-level fields; ``setup`` and ``epoch`` are gated beside it (:class:`MetricVerdict`)."""
-
-    name: str
-    status: str
-    reason: str | None = None
-    rounds: int = 0  # paired rounds behind the figures
-    ratio: float | None = None
-    low: float | None = None
-    high: float | None = None
-    p_value: float | None = None
-    threshold: float | None = None  # the practical threshold (a factor >= MIN_THRESHOLD)
-    detectable: float | None = None  # the smallest step slowdown this run resolves with POWER (inf: none)
-    log_sd: float | None = None  # the spread of the step's per-round log ratios
-    significant: bool = False  # after Holm across the set
-    regression: bool = False
-    improvement: bool = False
-    inconclusive: bool = False  # no regression seen, but this run could not have seen one of the sensitivity
-    lost: bool = False  # fine in BASE, not in HEAD (refused, failed, no measured steps, crashed): a failure
-    phase: str | None = None  # the phase that moved most
-    phase_ratio: dict[str, float] | None = None  # its ratio with interval
-    acc_delta_pp: float | None = None
-    acc_low_pp: float | None = None
-    acc_high_pp: float | None = None
-    acc_regression: bool = False
-    base_ms: float | None = None
-    head_ms: float | None = None
-    setup: MetricVerdict | None = None
-    epoch: MetricVerdict | None = None
-
-    def metrics(self) -> list[MetricVerdict]:
-        return [m for m in (self.setup, self.epoch) if m is not None]
-
-
-@dataclass
-class WorkerFailure:
-    """A benchmark process that did not finish: it crashed (non-zero exit) or ran past the timeout."""
-
-    side: str  # "base" | "head"
-    round: int
-    kind: str  # "crashed" | "timed out"
-    returncode: int | None
-    stderr_tail: str
-
-
-@dataclass
-class GateResult:
-    """The gate's outcome: per benchmark, whether anything regressed or was lost, and whether the run could
-    see a slowdown of ``sensitivity``."""
-
-    base: str
-    head: str
-    rounds: int
-    threads: int
-    orders: list[list[str]]
-    benches: list[BenchVerdict] = field(default_factory=list)
-    seconds: float = 0.0
-    family: str = ""
-    pythons: dict[str, str] | None = None  # each side's interpreter, when they differ (two environments)
-    commits: dict[str, str] | None = None  # each side's full commit ("<sha>+dirty": a working tree), when known
-    finished: str = ""  # UTC time the gate ended (orders stored gate runs into a history)
-    sensitivity: float = DEFAULT_SENSITIVITY
-    budget_seconds: float | None = None
-    extra_rounds: dict[str, int] = field(default_factory=dict)  # rounds added per benchmark beyond ``rounds``
-    failure: WorkerFailure | None = None
-    skipped: dict[str, str] = field(default_factory=dict)  # benchmarks the gate cannot run here -> why
-
-    @property
-    def regressed(self) -> list[BenchVerdict]:
-        """Benchmarks that fail the gate: a regression (step, setup, epoch or accuracy) or lost in HEAD."""
-        return [b for b in self.benches
-                if b.regression or b.acc_regression or b.lost or any(m.regression for m in b.metrics())]
-
-    @property
-    def inconclusive(self) -> list[BenchVerdict]:
-        return [b for b in self.benches if b.inconclusive]
-
-    @property
-    def judged(self) -> list[BenchVerdict]:
-        """Benchmarks with a verdict (measured in both trees over at least 2 paired rounds)."""
-        return [b for b in self.benches if b.status == "ok" and b.p_value is not None]
-
-    @property
-    def exit_status(self) -> int:
-        """2: a benchmark process crashed or timed out; 1: a regression or a lost benchmark; 3: no regression
-        seen, but some benchmark could not have seen a slowdown of ``sensitivity`` (too noisy here); 0."""
-        if self.failure is not None:
-            return 2
-        if self.regressed:
-            return 1
-        return 3 if self.inconclusive or not self.judged else 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
-                "pythons": self.pythons,
-                "orders": self.orders, "seconds": self.seconds, "family": self.family, "commits": self.commits,
-                "finished": self.finished, "regression": bool(self.regressed),
-                "inconclusive": [b.name for b in self.inconclusive], "exit_status": self.exit_status,
-                "sensitivity": self.sensitivity, "budget_seconds": self.budget_seconds,
-                "extra_rounds": self.extra_rounds, "skipped": self.skipped,
-                "failure": asdict(self.failure) if self.failure else None,
-                "benches": [asdict(b) for b in self.benches]}
-
-
 def gate_config(preset: str = "tiny", *, warmup: int = 3, device: str = "cpu") -> Any:
-    """The gate's base configuration: ``preset``'s graph, fanout 10,5, batch 256, hidden 32 (epochs are fitted
-    per benchmark by :func:`default_benches`)."""
-    from gnnbench.flags import Flags
-    from gnnbench.graphs import GraphSpec
-    from gnnbench.training import RunConfig
+    """The gate's base configuration: the one benchmark workload (:mod:`gnnbench.measure.workload`) on
+    ``preset``'s graph (epochs are fitted per benchmark by :func:`default_benches`)."""
+    from gnnbench.measure.workload import bench_config
 
-    return RunConfig(spec=GraphSpec.preset(preset), flags=Flags(fanout=(10, 5), batch_size=256), epochs=1,
-                     warmup_steps=warmup, hidden=32, device=device)
+    return bench_config(preset=preset, epochs=1, warmup_steps=warmup, device=device)
 
 
 def default_benches(base_config: Any, names: list[str] | None = None, *, steps: int | None = None,
@@ -384,76 +127,6 @@ def _fit_steps(config: Any, graph: Any, steps: int) -> Any:
         pipe.batches.close()
     epochs = max(floor, math.ceil((steps + config.warmup_steps) / max(per_epoch, 1)))
     return dataclasses.replace(config, epochs=epochs, max_steps_per_epoch=None)
-
-
-# ------------------------------------------------------------------ trees
-def _git(args: list[str], cwd: Path | str) -> str:
-    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise ValueError(f"git {' '.join(args)} failed in {cwd}: {out.stderr.strip() or out.stdout.strip()}")
-    return out.stdout.strip()
-
-
-@contextmanager
-def trees_for(base: str, head: str = WORKING_TREE, *, repo: str | Path = ".") -> Iterator[dict[str, Path]]:
-    """``{"base": path, "head": path}``: each commit checked out in a temporary worktree (``"."``: the working
-    tree itself, as it is), removed afterwards; the user's checkout is never touched."""
-    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
-    tmp = Path(tempfile.mkdtemp(prefix="gnnbench-regress-"))
-    made: list[Path] = []
-    try:
-        trees = {}
-        for role, rev in (("base", base), ("head", head)):
-            if rev == WORKING_TREE:
-                trees[role] = repo
-                continue
-            commit = _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], repo)
-            path = tmp / role
-            _git(["worktree", "add", "--detach", str(path), commit], repo)
-            made.append(path)
-            trees[role] = path
-        for role, path in trees.items():
-            if not (path / "gnnbench" / "__init__.py").is_file():
-                raise ValueError(f"{role} ({base if role == 'base' else head}) has no gnnbench package at its root")
-        yield trees
-    finally:
-        for path in made:
-            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=repo, capture_output=True)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _commit_of(tree: Path) -> str | None:
-    """The commit checked out in ``tree``, ``+dirty`` when it has uncommitted changes (``None`` outside git)."""
-    try:
-        sha = _git(["rev-parse", "HEAD"], tree)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
-                               capture_output=True, text=True).stdout.strip()
-    except (OSError, ValueError, RuntimeError):
-        return None
-    return sha + ("+dirty" if dirty else "")
-
-
-def _dependencies(tree: Path) -> dict[str, Any]:
-    try:
-        project = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{tree / 'pyproject.toml'} cannot be read: {exc}") from None
-    return {"dependencies": sorted(project.get("dependencies", [])),
-            "requires-python": project.get("requires-python"),
-            **{f"optional {k}": sorted(v) for k, v in sorted(project.get("optional-dependencies", {}).items())}}
-
-
-def dependency_difference(base: Path, head: Path) -> str | None:
-    """What the two trees declare differently in ``pyproject.toml`` (dependencies, optional groups, Python), or
-    ``None``: one environment cannot serve two trees that need different packages."""
-    a, b = _dependencies(base), _dependencies(head)
-    diffs = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            only_a = sorted(set(a.get(key) or []) - set(b.get(key) or [])) if key != "requires-python" else a.get(key)
-            only_b = sorted(set(b.get(key) or []) - set(a.get(key) or [])) if key != "requires-python" else b.get(key)
-            diffs.append(f"{key}: base {only_a}, head {only_b}")
-    return "; ".join(diffs) or None
 
 
 # ------------------------------------------------------------------ the gate
@@ -575,8 +248,7 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                         sensitivity=sensitivity, budget_seconds=budget_seconds, skipped=dict(skipped or {}))
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
         folder = Path(tmp)
-        worker = folder / "gate_worker.py"
-        worker.write_text(WORKER)
+        worker = script_in(folder)  # the gate's own worker, run against each tree's gnnbench
 
         def default_runner(role: str, spec: Path, out: Path) -> dict:
             return _run_tree(trees[role], spec, out, threads, worker, timeout, pythons[role])
@@ -624,7 +296,7 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                 break
             if r < rounds:
                 continue
-            result.benches = _judge(benches, data, sensitivity)
+            result.benches = judge([b.name for b in benches], data, sensitivity)
             if budget_seconds is None or r >= max_rounds:
                 break
             # rounds go to benchmarks whose spread cannot resolve the sensitivity, whatever their ratio: a rule
@@ -636,7 +308,7 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                 break
             for b in todo:
                 result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
-    result.benches = _judge(benches, data, sensitivity)
+    result.benches = judge([b.name for b in benches], data, sensitivity)
     if failure is not None:
         result.failure = failure
     result.rounds = r
@@ -646,238 +318,10 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = 5, threa
                      f"noise is at most {sum(ALPHAS.values()):.0%}")
     result.seconds = time.perf_counter() - t0
     result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    result.commits = {role: _commit_of(tree) for role, tree in trees.items()}
+    result.commits = {role: commit_of(tree) for role, tree in trees.items()}
     return result
 
 
 def _needs_rounds(v: BenchVerdict, sensitivity: float) -> bool:
     """Whether a benchmark's spread leaves it unable to see a slowdown of ``sensitivity`` (its ratio aside)."""
     return v.status == "ok" and v.detectable is not None and v.detectable > 1 + sensitivity + 1e-12
-
-
-def _judge(benches: list[Bench], data: dict[str, dict[str, list[dict]]], sensitivity: float) -> list[BenchVerdict]:
-    """Every benchmark's verdict from the rounds so far: Holm per figure across the set, thresholds, what each
-    could detect, and which are inconclusive at ``sensitivity``."""
-    verdicts = [_verdict(b.name, data[b.name]["base"], data[b.name]["head"]) for b in benches]
-    measured = [v for v in verdicts if v.status == "ok" and v.p_value is not None]
-    m = len(measured)
-    for v, keep in zip(measured, holm([v.p_value for v in measured], ALPHAS["step"])):
-        v.significant = bool(keep)
-        v.regression = v.significant and v.ratio < 1 / v.threshold and v.high < 1
-        v.improvement = v.significant and v.ratio > v.threshold and v.low > 1
-        v.detectable = _detectable(v.rounds, v.log_sd, ALPHAS["step"] / m, v.threshold)
-        v.inconclusive = not (v.regression or v.improvement) and v.detectable > 1 + sensitivity + 1e-12
-    for metric in ("setup", "epoch"):
-        judged = [getattr(v, metric) for v in measured if getattr(v, metric) is not None]
-        for mv, keep in zip(judged, holm([mv.p_value for mv in judged], ALPHAS[metric])):
-            mv.significant = bool(keep)
-            mv.regression = mv.significant and mv.ratio < 1 / mv.threshold and mv.high < 1
-            mv.improvement = mv.significant and mv.ratio > mv.threshold and mv.low > 1
-            mv.detectable = _detectable(mv.rounds, mv.log_sd, ALPHAS[metric] / len(judged), mv.threshold)
-    return verdicts
-
-
-def _detectable(rounds: int, log_sd: float | None, alpha: float, threshold: float) -> float:
-    """The smallest slowdown factor this run flags with probability :data:`POWER`, from ``rounds`` paired
-    rounds whose log ratios spread by ``log_sd`` (an estimate: the spread is itself measured from those rounds).
-
-    A regression needs both a significant paired t test at two-sided ``alpha`` (the noncentral t's power,
-    :func:`~gnnbench.measure.stats.detectable_shift`) and a point estimate beyond ``threshold``; the larger of
-    the two requirements decides."""
-    if rounds < 2 or log_sd is None or not log_sd == log_sd:
-        return math.inf
-    se = log_sd / math.sqrt(rounds)
-    test = math.exp(detectable_shift(rounds - 1, alpha, POWER) * se)
-    beyond = threshold * math.exp(t_quantile(POWER, rounds - 1) * se)
-    return max(test, beyond)
-
-
-def _ratio_of(base: list[float], head: list[float]) -> tuple[Any, float, float]:
-    """The paired ratio, the spread of its per-round log ratios and the threshold (``MIN_THRESHOLD`` or the
-    base side's noise floor, whichever is larger)."""
-    ri = paired_ratio(base, head)
-    logs = [math.log(b / h) for b, h in zip(base, head)]
-    sd = statistics.stdev(logs) if len(logs) > 1 else math.nan
-    floor = noise_floor(base)
-    return ri, sd, max(MIN_THRESHOLD, floor if floor == floor else MIN_THRESHOLD)
-
-
-def _moved(base: list[dict], head: list[dict], key: str, head_total: float) -> tuple[str, dict] | None:
-    """The part of a figure whose change explains most of its change (its share times its log ratio)."""
-    moved = []
-    for phase in base[0].get(key) or {}:
-        b = [d[key].get(phase, 0.0) for d in base]
-        h = [d[key].get(phase, 0.0) for d in head]
-        if min(b + h) <= 0:
-            continue
-        pr = paired_ratio(b, h)
-        share = statistics.median(h) / head_total if head_total else 0.0
-        moved.append((abs(share * (1 / pr.ratio - 1)), phase, pr))
-    if not moved:
-        return None
-    _, phase, pr = max(moved)
-    return phase, {"ratio": pr.ratio, "low": pr.low, "high": pr.high, "significant": pr.significant}
-
-
-def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
-    """One benchmark from its rounds (``base[i]`` pairs with ``head[i]``). Fine in BASE and not in HEAD is
-    lost (a failure of the gate); not fine in BASE is reported and judged no further."""
-    def bad_of(side: list[dict]) -> dict | None:  # a round that never reached the benchmark says nothing of it
-        return next((d for d in side if d.get("status", "missing") not in ("ok", "not run", "not reached")), None)
-
-    bad_base, bad_head = bad_of(base), bad_of(head)
-    if bad_base is not None:
-        reason = f"base: {bad_base.get('reason', 'no result')}"
-        if bad_head is not None:
-            reason += f"; head: {bad_head.get('reason', 'no result')}"
-        return BenchVerdict(name, bad_base.get("status", "missing"), reason)
-    if bad_head is not None and not any(d.get("status") == "ok" for d in base):
-        return BenchVerdict(name, "not judged", f"base did not run it; head: {bad_head.get('reason', 'no result')}")
-    if bad_head is not None:
-        return BenchVerdict(name, bad_head.get("status", "missing"),
-                            f"fine in base, {bad_head.get('status', 'missing')} in head: "
-                            f"{bad_head.get('reason', 'no result')}", lost=True)
-    pairs = [(b, h) for b, h in zip(base, head) if b.get("status") == "ok" and h.get("status") == "ok"]
-    if len(pairs) < 2:
-        return BenchVerdict(name, "not judged", f"{len(pairs)} paired round(s): an interval needs 2",
-                            rounds=len(pairs))
-    base, head = [b for b, _ in pairs], [h for _, h in pairs]
-    ri, sd, threshold = _ratio_of([d["step"] for d in base], [d["step"] for d in head])
-    v = BenchVerdict(name, "ok", rounds=len(pairs), ratio=ri.ratio, low=ri.low, high=ri.high, p_value=ri.p_value,
-                     threshold=threshold, log_sd=sd, base_ms=1e3 * statistics.median(d["step"] for d in base),
-                     head_ms=1e3 * statistics.median(d["step"] for d in head))
-    moved = _moved(base, head, "phases", 1e-3 * v.head_ms)
-    if moved:
-        v.phase, v.phase_ratio = moved
-    for metric in ("setup", "epoch"):
-        if all((d.get(metric) or 0) > 0 for d in base + head):
-            mri, msd, mthr = _ratio_of([d[metric] for d in base], [d[metric] for d in head])
-            mv = MetricVerdict(metric, mri.ratio, mri.low, mri.high, mri.p_value, mthr, math.inf,
-                               1e3 * statistics.median(d[metric] for d in base),
-                               1e3 * statistics.median(d[metric] for d in head), rounds=len(pairs), log_sd=msd)
-            moved = _moved(base, head, f"{metric}_phases", 1e-3 * mv.head_ms)
-            if moved:
-                mv.phase, mv.phase_ratio = moved
-            setattr(v, metric, mv)
-    if all(d.get("test") is not None for d in base + head):  # micro-benchmarks train nothing
-        v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
-                                                                     for b, h in zip(base, head)])
-        v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
-    return v
-
-
-def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Path = ".",
-           log: Callable[[str], None] = lambda line: None) -> tuple[str, int]:
-    """The first bad commit between ``good`` (known good) and ``bad`` (known bad) on ``bad``'s first-parent
-    line, by binary search with ``is_bad(commit)`` (the gate against the good end, for ``regress --bisect``);
-    returns ``(commit, tests run)``.
-
-    Raises:
-        ValueError: when ``good`` is not an ancestor of ``bad``.
-    """
-    repo = Path(_git(["rev-parse", "--show-toplevel"], repo))
-    good_c = _git(["rev-parse", "--verify", f"{good}^{{commit}}"], repo)
-    bad_c = _git(["rev-parse", "--verify", f"{bad}^{{commit}}"], repo)
-    if subprocess.run(["git", "merge-base", "--is-ancestor", good_c, bad_c], cwd=repo).returncode != 0:
-        raise ValueError(f"{good} is not an ancestor of {bad}: nothing to bisect")
-    line = _git(["rev-list", "--first-parent", "--reverse", f"{good_c}..{bad_c}"], repo).split()
-    lo, hi, tests = 0, len(line) - 1, 0  # line[hi] is bad; everything before lo is good
-    while lo < hi:
-        mid = (lo + hi) // 2
-        tests += 1
-        verdict = is_bad(line[mid])
-        log(f"{line[mid][:10]}: {'bad' if verdict else 'good'}")
-        if verdict:
-            hi = mid
-        else:
-            lo = mid + 1
-    return line[hi], tests
-
-
-def format_gate(r: GateResult) -> str:
-    """The gate's table, its rule and its verdict."""
-    envs = (f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else "")
-    extra = (f"; up to {max(r.extra_rounds.values())} rounds added to {len(r.extra_rounds)} benchmark(s) whose "
-             f"spread could not see {r.sensitivity:.0%}, within the {r.budget_seconds:.0f} s budget"
-             if r.extra_rounds else "")
-    first = r.rounds - (max(r.extra_rounds.values()) if r.extra_rounds else 0)
-    lines = [f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of alternating "
-             f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
-             f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
-             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), an accuracy "
-             f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds, or a benchmark fine in base that head lost; "
-             f"'detects' is the smallest slowdown this run flags {POWER:.0%} of the time (above "
-             f"{1 + r.sensitivity:.2f}x: inconclusive here)", ""]
-    head = (f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}"
-            f"{'detects':>9}  {'phase that moved':<30}{'acc pp':>8}  verdict")
-    lines += [head, "-" * len(head)]
-    for b in r.benches:
-        if b.status != "ok":
-            verdict = f"LOST: {b.reason}" if b.lost else f"{b.status}: {b.reason}"
-            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}{'-':>9}  {'-':<30}{'-':>8}  {verdict}")
-            continue
-        ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
-        phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
-        lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x"
-                     f"{_factor(b.detectable):>9}  {phase:<30}"
-                     f"{'-' if b.acc_delta_pp is None else f'{b.acc_delta_pp:+.2f}':>8}  {_verdict_text(b)}")
-        for m in b.metrics():
-            if m.significant or m.regression:
-                mphase = f"{m.phase} {text.ratio_of(m.phase_ratio, digits=2)}" if m.phase else "-"
-                lines.append(f"{'  ' + m.metric:<22}{m.base_ms:>9.1f}{m.head_ms:>9.1f}  "
-                             f"{text.ratio(m.ratio, m.low, m.high, digits=3):<24}{m.threshold:>9.3f}x"
-                             f"{_factor(m.detectable):>9}  {mphase:<30}{'':>8}  {_verdict_text(m)}")
-    judged = [m for b in r.benches for m in b.metrics()]
-    if judged and not any(m.significant for m in judged):
-        lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
-    lines.append("")
-    if r.skipped:
-        lines.append("not run here: " + "; ".join(f"{k} ({v})" for k, v in r.skipped.items()))
-    if r.failure is not None:
-        f = r.failure
-        code = f" (exit {f.returncode})" if f.returncode is not None else ""
-        tail = "\n".join("    " + line for line in (f.stderr_tail or "(no output)").splitlines()[-15:])
-        lines.append(f"GATE FAILED: {f.side}'s benchmark process {f.kind} in round {f.round + 1}{code}; the end "
-                     f"of its stderr:\n{tail}")
-    bad = r.regressed
-    if bad:
-        lost = [b.name for b in bad if b.lost]
-        slow = [b.name for b in bad if not b.lost]
-        if slow:
-            lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
-        if lost:
-            lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
-    elif r.inconclusive and r.failure is None:
-        worst = max(b.detectable for b in r.inconclusive)
-        lines.append(f"no regression seen, but inconclusive here: {len(r.inconclusive)} benchmark(s) could not "
-                     f"have seen a {r.sensitivity:.0%} slowdown on this machine (they detect {_factor(worst)} at "
-                     f"worst): {', '.join(b.name for b in r.inconclusive)}; more rounds (--rounds, --budget) or a "
-                     f"quieter machine")
-    elif r.failure is None and not r.judged:
-        lines.append("nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)")
-    elif r.failure is None:
-        unjudged = len(r.benches) - len(r.judged)
-        lines.append(f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)" if not unjudged else
-                     f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
-                     f"slowdown); {unjudged} could not run in both trees (listed above)")
-    return "\n".join(lines)
-
-
-def _factor(x: float | None) -> str:
-    return "-" if x is None else "none" if math.isinf(x) else f"{x:.2f}x"
-
-
-def _verdict_text(v: BenchVerdict | MetricVerdict) -> str:
-    if v.regression:
-        text_ = "REGRESSION"
-    elif v.improvement:
-        text_ = "improvement"
-    elif v.significant:
-        text_ = "significant, within the threshold"
-    elif getattr(v, "inconclusive", False):
-        text_ = "inconclusive here"
-    else:
-        text_ = "no significant difference"
-    if getattr(v, "acc_regression", False):
-        text_ += "; ACCURACY REGRESSION"
-    return text_

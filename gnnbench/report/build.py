@@ -19,9 +19,18 @@ from pathlib import Path
 from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.measure.calibration import CALIBRATION
+from gnnbench.measure.comparison import (
+    AA_LABEL,
+    BASELINE,
+    NO_COST_PP,
+    STATIC_LIST,
+    Comparison,
+    compare,
+    measured_best,
+    pareto_front,
+    tradeoffs,
+)
 from gnnbench.measure.derived import DERIVED_LABEL
-from gnnbench.measure.comparison import (AA_LABEL, BASELINE, NO_COST_PP, STATIC_LIST, Comparison, compare,
-                                         measured_best, pareto_front, tradeoffs)
 from gnnbench.measure.results import graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.inputs import ReportInputs, asv_series, sweep_rule

@@ -17,11 +17,10 @@ then steps; it never reads a flag value. Reading the loop::
 from __future__ import annotations
 
 import time
-
-import torch
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+import torch
 
 from gnnbench.sampling.batch import Batch, SampledStats
 from gnnbench.timing import PhaseTimer

@@ -1,0 +1,99 @@
+"""The gate's table: one line per benchmark (and per setup or epoch figure that moved), its rule and its verdict."""
+
+from __future__ import annotations
+
+import math
+
+from gnnbench import text
+from gnnbench.measure.gate_verdicts import ACC_BOUND_PP, MIN_THRESHOLD, POWER, BenchVerdict, GateResult, MetricVerdict
+
+__all__ = ["format_gate"]
+
+
+def format_gate(r: GateResult) -> str:
+    """The gate's table, its rule and its verdict."""
+    envs = (f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else "")
+    extra = (f"; up to {max(r.extra_rounds.values())} rounds added to {len(r.extra_rounds)} benchmark(s) whose "
+             f"spread could not see {r.sensitivity:.0%}, within the {r.budget_seconds:.0f} s budget"
+             if r.extra_rounds else "")
+    first = r.rounds - (max(r.extra_rounds.values()) if r.extra_rounds else 0)
+    lines = [f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of alternating "
+             f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
+             f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
+             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), an accuracy "
+             f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds, or a benchmark fine in base that head lost; "
+             f"'detects' is the smallest slowdown this run flags {POWER:.0%} of the time (above "
+             f"{1 + r.sensitivity:.2f}x: inconclusive here)", ""]
+    head = (f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}"
+            f"{'detects':>9}  {'phase that moved':<30}{'acc pp':>8}  verdict")
+    lines += [head, "-" * len(head)]
+    for b in r.benches:
+        if b.status != "ok":
+            verdict = f"LOST: {b.reason}" if b.lost else f"{b.status}: {b.reason}"
+            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}{'-':>9}  {'-':<30}{'-':>8}  {verdict}")
+            continue
+        ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
+        phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
+        lines.append(f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x"
+                     f"{_factor(b.detectable):>9}  {phase:<30}"
+                     f"{'-' if b.acc_delta_pp is None else f'{b.acc_delta_pp:+.2f}':>8}  {_verdict_text(b)}")
+        for m in b.metrics():
+            if m.significant or m.regression:
+                mphase = f"{m.phase} {text.ratio_of(m.phase_ratio, digits=2)}" if m.phase else "-"
+                lines.append(f"{'  ' + m.metric:<22}{m.base_ms:>9.1f}{m.head_ms:>9.1f}  "
+                             f"{text.ratio(m.ratio, m.low, m.high, digits=3):<24}{m.threshold:>9.3f}x"
+                             f"{_factor(m.detectable):>9}  {mphase:<30}{'':>8}  {_verdict_text(m)}")
+    judged = [m for b in r.benches for m in b.metrics()]
+    if judged and not any(m.significant for m in judged):
+        lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
+    lines.append("")
+    if r.skipped:
+        lines.append("not run here: " + "; ".join(f"{k} ({v})" for k, v in r.skipped.items()))
+    if r.failure is not None:
+        f = r.failure
+        code = f" (exit {f.returncode})" if f.returncode is not None else ""
+        tail = "\n".join("    " + line for line in (f.stderr_tail or "(no output)").splitlines()[-15:])
+        lines.append(f"GATE FAILED: {f.side}'s benchmark process {f.kind} in round {f.round + 1}{code}; the end "
+                     f"of its stderr:\n{tail}")
+    bad = r.regressed
+    if bad:
+        lost = [b.name for b in bad if b.lost]
+        slow = [b.name for b in bad if not b.lost]
+        if slow:
+            lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
+        if lost:
+            lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
+    elif r.inconclusive and r.failure is None:
+        worst = max(b.detectable for b in r.inconclusive)
+        lines.append(f"no regression seen, but inconclusive here: {len(r.inconclusive)} benchmark(s) could not "
+                     f"have seen a {r.sensitivity:.0%} slowdown on this machine (they detect {_factor(worst)} at "
+                     f"worst): {', '.join(b.name for b in r.inconclusive)}; more rounds (--rounds, --budget) or a "
+                     f"quieter machine")
+    elif r.failure is None and not r.judged:
+        lines.append("nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)")
+    elif r.failure is None:
+        unjudged = len(r.benches) - len(r.judged)
+        lines.append(f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)" if not unjudged else
+                     f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
+                     f"slowdown); {unjudged} could not run in both trees (listed above)")
+    return "\n".join(lines)
+
+
+def _factor(x: float | None) -> str:
+    return "-" if x is None else "none" if math.isinf(x) else f"{x:.2f}x"
+
+
+def _verdict_text(v: BenchVerdict | MetricVerdict) -> str:
+    if v.regression:
+        text_ = "REGRESSION"
+    elif v.improvement:
+        text_ = "improvement"
+    elif v.significant:
+        text_ = "significant, within the threshold"
+    elif getattr(v, "inconclusive", False):
+        text_ = "inconclusive here"
+    else:
+        text_ = "no significant difference"
+    if getattr(v, "acc_regression", False):
+        text_ += "; ACCURACY REGRESSION"
+    return text_
