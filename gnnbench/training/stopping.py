@@ -21,8 +21,7 @@ import math
 from dataclasses import dataclass
 
 __all__ = ["EVALS_PER_EPOCH", "MIN_PATIENCE_STEPS", "Plateau", "STOP_REASONS", "CONVERGED_REASONS",
-           "TIME_TO_ACCURACY_REASONS",
-           "eval_interval"]
+           "TIME_TO_ACCURACY_REASONS", "any_rank", "eval_interval"]
 
 EVALS_PER_EPOCH = 4  # a run to a plateau with no eval_every: validation points per epoch
 MIN_PATIENCE_STEPS = 20  # patience never shorter than this many optimizer steps
@@ -96,3 +95,18 @@ class Plateau:
             return False
         wait = max(MIN_PATIENCE_STEPS, math.ceil(self.patience * steps_per_epoch))
         return step - self.best_step >= wait
+
+
+def any_rank(flag: bool) -> bool:
+    """``flag`` agreed across the ranks of an initialized process group (true if any rank's is): a decision to
+    stop is taken together, or the ranks still training would wait for the others forever. Called between
+    steps, off the training clock; ``flag`` itself outside a process group."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return bool(flag)
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())

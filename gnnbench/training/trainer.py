@@ -17,11 +17,8 @@ then steps; it never reads a flag value. Reading the loop::
 from __future__ import annotations
 
 import time
-
-import torch
 from dataclasses import dataclass
 from typing import Any, Iterator
-
 
 from gnnbench.sampling.batch import Batch, SampledStats
 from gnnbench.timing import PhaseTimer
@@ -30,7 +27,7 @@ from gnnbench.training.evaluation import EvalPoint, Evaluator
 from gnnbench.training.optim import schedule_lr
 from gnnbench.training.pipeline import Pipeline, assemble
 from gnnbench.training.steps import TrainStep, step_for
-from gnnbench.training.stopping import Plateau, eval_interval
+from gnnbench.training.stopping import Plateau, any_rank, eval_interval
 
 __all__ = ["Trainer", "Step"]
 
@@ -44,20 +41,6 @@ class Step:
     loss: float  # training loss
     measured: bool  # False during burn-in (the first warmup_steps steps)
     seconds: float  # wall time of the step, sample to optimizer
-
-
-def _any_rank(flag: bool) -> bool:
-    """``flag`` agreed across the ranks of an initialized process group (true if any rank's is): a decision to
-    stop is taken together, or the ranks still training would wait for the others forever. Called between
-    steps, off the training clock; ``flag`` itself outside a process group."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return bool(flag)
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
-    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
 
 
 class Trainer:
@@ -183,15 +166,15 @@ class Trainer:
                     self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
                     over = cfg.max_seconds is not None and pipe.setup_clock + self.train_seconds >= cfg.max_seconds
                     if cfg.max_seconds is not None:
-                        over = _any_rank(over)  # ranks stop together: one rank's clock alone would hang the rest
+                        over = any_rank(over)  # ranks stop together: one rank's clock alone would hang the rest
                     spent = plateau is not None and cfg.max_steps is not None and self.steps_taken >= cfg.max_steps
                     if every is not None and self.steps_taken % every == 0 or evaluate and (over or spent):
-                        if _any_rank(self._record_eval(epoch, plateau, per_epoch)):
+                        if any_rank(self._record_eval(epoch, plateau, per_epoch)):
                             stop, self.stop_reason = True, "plateau"
-                        if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
+                        if cfg.stop_at is not None and not stop and any_rank(self._reached(cfg)):
                             stop, self.stop_reason = True, "target"
                     if (cfg.stop_at is not None and cfg.censor_seconds is not None and not stop
-                            and _any_rank(pipe.setup_clock + self.train_seconds > cfg.censor_seconds)):
+                            and any_rank(pipe.setup_clock + self.train_seconds > cfg.censor_seconds)):
                         stop, self.stop_reason = True, "censored"  # its time to accuracy is censored here
                     if over and not stop:
                         stop, self.stop_reason = True, "max_seconds"
@@ -214,9 +197,9 @@ class Trainer:
             last = epoch + 1 >= epochs or stop
             if evaluate and taken and self._last_eval_step != self.steps_taken and (
                     every is None or last or (plateau is not None and epoch == 0)):
-                if _any_rank(self._record_eval(epoch, plateau, per_epoch)) and not stop:
+                if any_rank(self._record_eval(epoch, plateau, per_epoch)) and not stop:
                     stop, self.stop_reason = True, "plateau"
-                if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
+                if cfg.stop_at is not None and not stop and any_rank(self._reached(cfg)):
                     stop, self.stop_reason = True, "target"
             if taken == 0 and epochs == float("inf"):
                 raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
