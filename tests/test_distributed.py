@@ -260,12 +260,12 @@ def test_nccl_ranks_need_one_gpu_each(monkeypatch):
 def _agree(rank: int, port: int, flags: list, out) -> None:
     import torch.distributed as dist
 
-    from gnnbench.training.trainer import _any_rank
+    from gnnbench.training.stopping import any_rank
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
                             timeout=__import__("datetime").timedelta(seconds=TIMEOUT))
     try:
-        out.put((rank, [_any_rank(f) for f in flags[rank]]))
+        out.put((rank, [any_rank(f) for f in flags[rank]]))
     finally:
         dist.destroy_process_group()
 

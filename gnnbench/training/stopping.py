@@ -13,16 +13,23 @@ The plateau rule (:class:`Plateau`) keeps its reference best fixed until a rise 
 ``min_delta``; a rise that does not qualify moves nothing. ``min_delta`` is never below the validation metric's
 granularity (one validation node of an accuracy), and rises are compared with a tolerance of half that
 granularity, so a one-node rise counts the same whatever float rounding the two values carry.
+
+The training loop asks two objects: :class:`Stopping` (every rule above, each decision a clock can split agreed
+across the ranks of a data-parallel run, behind one :meth:`Stopping.should_stop` and its
+:attr:`~Stopping.reason`) and :class:`EvaluationCadence` (when a validation point is recorded).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterator
+
+if TYPE_CHECKING:
+    from gnnbench.training.config import RunConfig
 
 __all__ = ["EVALS_PER_EPOCH", "MIN_PATIENCE_STEPS", "Plateau", "STOP_REASONS", "CONVERGED_REASONS",
-           "TIME_TO_ACCURACY_REASONS",
-           "eval_interval"]
+           "TIME_TO_ACCURACY_REASONS", "Stopping", "EvaluationCadence", "any_rank", "eval_interval"]
 
 EVALS_PER_EPOCH = 4  # a run to a plateau with no eval_every: validation points per epoch
 MIN_PATIENCE_STEPS = 20  # patience never shorter than this many optimizer steps
@@ -96,3 +103,189 @@ class Plateau:
             return False
         wait = max(MIN_PATIENCE_STEPS, math.ceil(self.patience * steps_per_epoch))
         return step - self.best_step >= wait
+
+
+def any_rank(flag: bool) -> bool:
+    """``flag`` agreed across the ranks of an initialized process group (true if any rank's is): a decision to
+    stop is taken together, or the ranks still training would wait for the others forever. Called between
+    steps, off the training clock; ``flag`` itself outside a process group."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return bool(flag)
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
+    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+class Stopping:
+    """Whether a run stops, and why: its epochs, the plateau rule, the step and time budgets, a time-to-accuracy
+    run's target and censoring budget. Each decision is agreed across ranks (``agree``), so the ranks of a
+    data-parallel run stop at one step; the step budget needs no agreement (the same count on every rank).
+
+    The loop calls, per step, :meth:`after_step` (the budgets, on the run clock), :meth:`after_evaluation` for
+    a validation point recorded then, and :meth:`should_stop` once (the censoring budget, then the decision);
+    per epoch, :meth:`end_epoch`. When one step meets several rules the first of ``plateau``, ``target``,
+    ``censored``, ``max_seconds``, ``max_steps`` names it.
+
+    Args:
+        config: The run's configuration (its length, the plateau rule's fields, the budgets, ``stop_at``).
+        epochs: Epochs to run; ``None``: ``config``'s own length (``config.epochs``, or a run to a plateau
+            within ``config.max_epochs``), raised to ``floor``.
+        evaluate: Whether the loop records validation points (a run to a plateau reads them).
+        floor: The fewest epochs ``config``'s own length is raised to (the batch source's regime).
+        granularity: The validation metric's granularity (:class:`Plateau`).
+        per_epoch: The batch source's steps per epoch when known before the first epoch (``None``: the first
+            epoch that trains tells it).
+        cap: Steps per epoch at most (``None``: whole epochs).
+        clock: The run clock now (setup + training, evaluation excluded), read by the time budgets.
+        agree: ``flag`` agreed across ranks (:func:`any_rank`).
+
+    Attributes:
+        epochs: The epochs the loop may run (``float("inf")``: until the consumer stops pulling).
+        to_plateau: Whether this is a run to a validation plateau (``epochs=None`` and ``config.epochs=None``).
+        schedule_epochs: The epochs the learning-rate schedule spans (a run to a plateau: ``max_epochs``).
+        plateau: The plateau rule (``None`` outside a run to a plateau, and in a time-to-accuracy run: its time
+            to the target must not depend on where a plateau stop would fall).
+        per_epoch: Steps per epoch, once known (a run to a plateau learns it from its first epoch).
+        stopped: Whether the run has stopped.
+        reason: Why it stopped (:data:`STOP_REASONS`): ``"epochs"`` or ``"max_epochs"`` until a rule stops it.
+
+    Raises:
+        ValueError: for a run to a plateau without evaluation.
+    """
+
+    def __init__(self, config: "RunConfig", epochs: int | float | None, *, evaluate: bool, floor: int = 1,
+                 granularity: float = 0.0, per_epoch: int | None = None, cap: int | None = None,
+                 clock: Callable[[], float], agree: Callable[[bool], bool] = any_rank) -> None:
+        self.config = config
+        self.to_plateau = epochs is None and config.to_plateau
+        if self.to_plateau and not evaluate:
+            raise ValueError("a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
+                             "the plateau is read from the validation curve")
+        if epochs is None:
+            epochs = max(config.max_epochs if self.to_plateau else config.epochs, floor)
+        self.epochs = epochs
+        self.schedule_epochs = config.max_epochs if self.to_plateau else epochs
+        self.plateau = (Plateau(config.patience, config.min_delta, granularity=granularity,
+                                min_steps=config.min_steps) if self.to_plateau and config.stop_at is None else None)
+        if cap is not None and per_epoch is not None:
+            per_epoch = min(per_epoch, cap)
+        self.per_epoch = per_epoch
+        self.clock, self.agree = clock, agree
+        self.stopped = False
+        self.reason = "max_epochs" if self.to_plateau else "epochs"
+        self._over = self._spent = False  # the step's time budget, its step budget
+
+    def each_epoch(self) -> Iterator[int]:
+        """The epochs to train, ``0, 1, ...``: up to :attr:`epochs`, none once the run has stopped."""
+        epoch = 0
+        while epoch < self.epochs and not self.stopped:
+            yield epoch
+            epoch += 1
+
+    def last_epoch(self, epoch: int) -> bool:
+        """Whether ``epoch`` is the run's last (its epochs are spent, or it stopped)."""
+        return epoch + 1 >= self.epochs or self.stopped
+
+    def after_step(self, steps: int) -> bool:
+        """``steps`` steps taken: read the budgets (``max_seconds`` on the run clock, agreed across ranks: one
+        rank's clock alone would hang the rest; a run to a plateau's ``max_steps``); whether one is spent (the
+        run then ends on a validation point)."""
+        cfg = self.config
+        self._over = cfg.max_seconds is not None and self.agree(self.clock() >= cfg.max_seconds)
+        self._spent = self.to_plateau and cfg.max_steps is not None and steps >= cfg.max_steps
+        return self._over or self._spent
+
+    def after_evaluation(self, val: float, steps: int) -> None:
+        """A validation point ``val`` after ``steps`` steps: the plateau rule reads it, and a time-to-accuracy
+        run stops at it when it is at or above ``config.stop_at`` (the tolerance of
+        :func:`gnnbench.measure.calibration.time_to`) after ``config.min_steps`` steps (a sweep keeps a
+        baseline's epochs that its short runs are read against). Both agreed across ranks."""
+        cfg, reached = self.config, False
+        if self.plateau is not None:
+            self.plateau.update(val, steps)
+            reached = self.plateau.reached(steps, self.per_epoch)
+        if self.agree(reached):
+            self._stop("plateau")
+        if cfg.stop_at is not None and not self.stopped and self.agree(val >= cfg.stop_at - 1e-12
+                                                                       and steps >= cfg.min_steps):
+            self._stop("target")
+
+    def should_stop(self) -> bool:
+        """Once per step, after its validation point if any: whether the run stops after this step. A
+        time-to-accuracy run stops once the run clock is past ``config.censor_seconds`` (agreed across
+        ranks): its time to accuracy is censored there; then the budgets :meth:`after_step` read."""
+        cfg = self.config
+        if (cfg.stop_at is not None and cfg.censor_seconds is not None and not self.stopped
+                and self.agree(self.clock() > cfg.censor_seconds)):
+            self._stop("censored")
+        if self._over:
+            self._stop("max_seconds")
+        if self._spent:
+            self._stop("max_steps")
+        return self.stopped
+
+    def end_epoch(self, epoch: int, taken: int) -> None:
+        """``epoch`` trained ``taken`` steps: a run to a plateau learns the epoch's length from the first epoch
+        that trains.
+
+        Raises:
+            RuntimeError: when an endless run's epoch yielded no batches (it would never stop).
+        """
+        if taken == 0 and self.epochs == float("inf"):
+            raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
+        if self.per_epoch is None and taken and self.to_plateau:
+            self.per_epoch = taken
+
+    def _stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped, self.reason = True, reason
+
+
+class EvaluationCadence:
+    """When the loop records a validation point (with ``evaluate``; never without).
+
+    Every ``eval_every`` steps (a run to a plateau without it: :func:`eval_interval`, ``EVALS_PER_EPOCH`` per
+    epoch, at epoch ends until the first epoch tells its length), at a step where a budget is spent (the run
+    ends on a point), and at the end of an epoch: every epoch without a step cadence, else the last one and a
+    run to a plateau's first. Never twice at one step, nor at the end of an epoch that trained nothing.
+
+    Args:
+        stopping: The run's :class:`Stopping` (whether it runs to a plateau, its epoch length, its last epoch).
+        eval_every: ``RunConfig.eval_every``.
+        evaluate: Whether the run records validation points at all.
+
+    Attributes:
+        every: Steps between points (``None``: at epoch ends).
+    """
+
+    def __init__(self, stopping: Stopping, eval_every: int | None, *, evaluate: bool) -> None:
+        self.stopping = stopping
+        self.evaluate = evaluate
+        self._learns = stopping.to_plateau and eval_every is None  # EVALS_PER_EPOCH per epoch, once it is known
+        self.every = eval_every if evaluate else None
+        if self._learns:
+            self.every = eval_interval(stopping.per_epoch)
+        self._last = -1  # the step of the last point
+
+    def after_step(self, steps: int, ending: bool) -> bool:
+        """Whether to record a point after ``steps`` steps (``ending``: a budget is spent); a yes is taken as
+        recorded."""
+        return self._due(self.every is not None and steps % self.every == 0 or self.evaluate and ending, steps)
+
+    def at_epoch_end(self, epoch: int, taken: int, steps: int) -> bool:
+        """Whether to record a point at the end of ``epoch`` (``taken`` steps in it, ``steps`` in all); a yes
+        is taken as recorded."""
+        if self._learns and self.every is None:
+            self.every = eval_interval(self.stopping.per_epoch)
+        return self._due(bool(self.evaluate and taken and self._last != steps and (
+            self.every is None or self.stopping.last_epoch(epoch) or self.stopping.to_plateau and epoch == 0)),
+            steps)
+
+    def _due(self, due: bool, steps: int) -> bool:
+        if due:
+            self._last = steps
+        return due

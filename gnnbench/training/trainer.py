@@ -11,7 +11,11 @@ then steps; it never reads a flag value. Reading the loop::
             (link prediction: the negatives drawn inside sample are moved to "negatives")
             the first ``warmup_steps`` steps of the run are burn-in (not recorded);
             every later step is recorded by the phase timer
+            off the clock: a validation point when the evaluation cadence says so, the stopping decision
             yield a Step
+
+When to evaluate and when to stop are two objects of :mod:`gnnbench.training.stopping`
+(:class:`~gnnbench.training.stopping.EvaluationCadence`, :class:`~gnnbench.training.stopping.Stopping`).
 """
 
 from __future__ import annotations
@@ -20,8 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-import torch
-
 from gnnbench.sampling.batch import Batch, SampledStats
 from gnnbench.timing import PhaseTimer
 from gnnbench.training.config import RunConfig
@@ -29,7 +31,7 @@ from gnnbench.training.evaluation import EvalPoint, Evaluator
 from gnnbench.training.optim import schedule_lr
 from gnnbench.training.pipeline import Pipeline, assemble
 from gnnbench.training.steps import TrainStep, step_for
-from gnnbench.training.stopping import Plateau, eval_interval
+from gnnbench.training.stopping import EvaluationCadence, Stopping
 
 __all__ = ["Trainer", "Step"]
 
@@ -43,20 +45,6 @@ class Step:
     loss: float  # training loss
     measured: bool  # False during burn-in (the first warmup_steps steps)
     seconds: float  # wall time of the step, sample to optimizer
-
-
-def _any_rank(flag: bool) -> bool:
-    """``flag`` agreed across the ranks of an initialized process group (true if any rank's is): a decision to
-    stop is taken together, or the ranks still training would wait for the others forever. Called between
-    steps, off the training clock; ``flag`` itself outside a process group."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
-        return bool(flag)
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
-    t = torch.tensor([1 if flag else 0], dtype=torch.int32, device=device)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
 
 
 class Trainer:
@@ -75,8 +63,8 @@ class Trainer:
         train_seconds: The training clock: inside ``steps()``, evaluation and the consumer excluded.
         epoch_seconds: Each epoch on the training clock (worker start and first batch included).
         first_step_seconds: Wall time of the first step (compilation included), or ``None``.
-        stop_reason: Why the last ``steps()`` ended: ``"epochs"`` (fixed length), ``"plateau"``,
-            ``"max_epochs"``, ``"max_steps"`` or ``"max_seconds"`` (the budgets).
+        stopping: The stopping decision of the last ``steps()`` (:class:`~gnnbench.training.stopping.Stopping`),
+            or ``None`` before the first.
 
     Raises:
         UnavailableError: when a flag cannot run on this device or setup (each layer names its field and why).
@@ -93,15 +81,21 @@ class Trainer:
         self.train_seconds = 0.0
         self.epoch_seconds: list[float] = []
         self.first_step_seconds: float | None = None
-        self.stop_reason: str | None = None  # why steps() ended (gnnbench.training.stopping.STOP_REASONS)
+        self.stopping: Stopping | None = None
         self.steps_per_epoch: int | None = None  # steps of the first epoch, once it ran
         self.sampled = SampledStats(self.pipeline.graph.num_nodes)  # the neighbour explosion, per batch
-        self._last_eval_step = -1
 
     @property
     def curve(self) -> list[EvalPoint]:
         """The validation points recorded by ``steps(evaluate=True)``."""
         return self.evaluation.curve
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the last ``steps()`` ended (:data:`~gnnbench.training.stopping.STOP_REASONS`): ``"epochs"``
+        (fixed length), ``"plateau"``, the budgets ``"max_epochs"``, ``"max_steps"`` or ``"max_seconds"``, or a
+        time-to-accuracy run's ``"target"`` or ``"censored"``; ``None`` before the first."""
+        return self.stopping.reason if self.stopping is not None else None
 
     # ------------------------------------------------------------------ the loop
     def steps(self, epochs: int | float | None = None, max_steps_per_epoch: int | None = None, *,
@@ -118,84 +112,39 @@ class Trainer:
             max_steps_per_epoch: Cap per epoch (default ``config.max_steps_per_epoch``).
             evaluate: Record validation points (:attr:`curve`) every ``config.eval_every`` steps and at the
                 end, or at every epoch end (a run to a plateau: ``EVALS_PER_EPOCH`` per epoch); evaluation is
-                kept off the training clock.
+                kept off the training clock (:class:`~gnnbench.training.stopping.EvaluationCadence`).
 
+        When the loop stops is :attr:`stopping`'s decision (:class:`~gnnbench.training.stopping.Stopping`):
         ``config.max_seconds`` stops any run at the first step past it on the run clock (setup + training);
-        ``config.max_steps`` stops a run to a plateau at that many steps (``config.censor_seconds`` stops
-        nothing: the comparison censors time to accuracy there).
+        ``config.max_steps`` stops a run to a plateau at that many steps; ``config.stop_at`` stops a
+        time-to-accuracy run at its target or past ``config.censor_seconds`` (which stops nothing else: the
+        comparison censors time to accuracy there).
         :attr:`stop_reason` says why the loop ended. Closing the generator (or leaving a ``for`` loop over it)
         releases the current epoch's loader iterator and its workers. Time spent by the consumer between steps
         is not on the training clock.
         """
         cfg, pipe = self.config, self.pipeline
-        plateau = None
-        if epochs is None:
-            floor = pipe.batches.min_epochs(cfg.warmup_steps)
-            if cfg.to_plateau:
-                if not evaluate:
-                    raise ValueError("a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
-                                     "the plateau is read from the validation curve")
-                epochs = max(cfg.max_epochs, floor)
-                plateau = Plateau(cfg.patience, cfg.min_delta, granularity=pipe.task.val_granularity,
-                                  min_steps=cfg.min_steps)
-            else:
-                epochs = max(cfg.epochs, floor)
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
-        per_epoch = pipe.batches.steps_per_epoch()
-        if cap is not None and per_epoch is not None:
-            per_epoch = min(per_epoch, cap)
-        every = cfg.eval_every if evaluate else None
-        if plateau is not None and every is None:
-            every = eval_interval(per_epoch)  # None until the first epoch tells its length
-        self.stop_reason = "max_epochs" if plateau is not None else "epochs"
-        timer = self.timer
-        epoch = 0
-        stop = False
+        stopping = self.stopping = Stopping(
+            cfg, epochs, evaluate=evaluate, floor=pipe.batches.min_epochs(cfg.warmup_steps),
+            granularity=pipe.task.val_granularity, per_epoch=pipe.batches.steps_per_epoch(), cap=cap,
+            clock=self._run_clock)
+        cadence = EvaluationCadence(stopping, cfg.eval_every, evaluate=evaluate)
         resumed = time.perf_counter()
-        while epoch < epochs and not stop:
+        for epoch in stopping.each_epoch():
             epoch_start = self.train_seconds  # the clock since `resumed` lands in this epoch: epochs tile the clock
             pipe.model.train()
-            schedule_lr(pipe.optimizer, cfg, epoch, epochs if plateau is None else cfg.max_epochs)
+            schedule_lr(pipe.optimizer, cfg, epoch, stopping.schedule_epochs)
             batches = pipe.features.feed(pipe.batches.epoch(epoch))
             taken = 0
             try:
-                while cap is None or taken < cap:
-                    timer.start_step()
-                    t_step = time.perf_counter()
-                    with timer.phase("sample"):
-                        item = next(batches, None)
-                    if item is None:
-                        timer.end_step(record=False)
-                        break
-                    self._account_negatives(item[0])
-                    self.sampled.add(item[0])
-                    loss = self.step(*item, timer)
-                    measured = self.steps_taken >= cfg.warmup_steps  # burn-in: first touch, compilation
-                    timer.end_step(record=measured)
-                    pipe.comm.end_step(measured)  # all-reduce seconds and bytes of this step (data parallel)
-                    seconds = time.perf_counter() - t_step
-                    if self.first_step_seconds is None:
-                        self.first_step_seconds = seconds
-                    step = Step(self.steps_taken, epoch, float(loss), measured, seconds)
-                    self.steps_taken += 1
+                while (cap is None or taken < cap) and (step := self._train_step(batches, epoch)) is not None:
                     taken += 1
                     self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
-                    over = cfg.max_seconds is not None and pipe.setup_clock + self.train_seconds >= cfg.max_seconds
-                    if cfg.max_seconds is not None:
-                        over = _any_rank(over)  # ranks stop together: one rank's clock alone would hang the rest
-                    spent = plateau is not None and cfg.max_steps is not None and self.steps_taken >= cfg.max_steps
-                    if every is not None and self.steps_taken % every == 0 or evaluate and (over or spent):
-                        if _any_rank(self._record_eval(epoch, plateau, per_epoch)):
-                            stop, self.stop_reason = True, "plateau"
-                        if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
-                            stop, self.stop_reason = True, "target"
-                    if (cfg.stop_at is not None and cfg.censor_seconds is not None and not stop
-                            and _any_rank(pipe.setup_clock + self.train_seconds > cfg.censor_seconds)):
-                        stop, self.stop_reason = True, "censored"  # its time to accuracy is censored here
-                    if over and not stop:
-                        stop, self.stop_reason = True, "max_seconds"
-                    if spent and not stop:  # the same count on every rank: no agreement needed
-                        stop, self.stop_reason = True, "max_steps"
+                    ending = stopping.after_step(self.steps_taken)  # a budget spent: the run ends on a point
+                    if cadence.after_step(self.steps_taken, ending):
+                        self._evaluate(epoch, stopping)
+                    stop = stopping.should_stop()
                     yield step
                     resumed = time.perf_counter()
                     if stop:
@@ -206,31 +155,41 @@ class Trainer:
             self.epoch_seconds.append(self.train_seconds - epoch_start)
             if epoch == 0 and taken:
                 self.steps_per_epoch = taken  # the first epoch's length (a sweep sizes short runs by it)
-            if per_epoch is None and taken and plateau is not None:  # the first epoch told the epoch's length
-                per_epoch = taken
-                if cfg.eval_every is None:
-                    every = eval_interval(per_epoch)
-            last = epoch + 1 >= epochs or stop
-            if evaluate and taken and self._last_eval_step != self.steps_taken and (
-                    every is None or last or (plateau is not None and epoch == 0)):
-                if _any_rank(self._record_eval(epoch, plateau, per_epoch)) and not stop:
-                    stop, self.stop_reason = True, "plateau"
-                if cfg.stop_at is not None and not stop and _any_rank(self._reached(cfg)):
-                    stop, self.stop_reason = True, "target"
-            if taken == 0 and epochs == float("inf"):
-                raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
-            epoch += 1
+            stopping.end_epoch(epoch, taken)
+            if cadence.at_epoch_end(epoch, taken, self.steps_taken):
+                self._evaluate(epoch, stopping)
             resumed = time.perf_counter()
 
-    def _reached(self, cfg: RunConfig) -> bool:
-        """Whether a time-to-accuracy run stops at the target now: its last validation point is at or above
-        ``cfg.stop_at`` (the tolerance of :func:`gnnbench.measure.calibration.time_to`), after ``cfg.min_steps``
-        steps (a sweep keeps a baseline's epochs that its short runs are read against)."""
-        curve = self.evaluation.curve
-        return bool(curve) and curve[-1].val >= cfg.stop_at - 1e-12 and self.steps_taken >= cfg.min_steps
+    def _train_step(self, batches: Iterator, epoch: int) -> Step | None:
+        """One step on the phase timer: the epoch's next batch through the step body (``None``: no batch left).
+        The first ``warmup_steps`` steps of the run are burn-in (not recorded)."""
+        timer, comm, warmup = self.timer, self.pipeline.comm, self.config.warmup_steps
+        timer.start_step()
+        t_step = time.perf_counter()
+        with timer.phase("sample"):
+            item = next(batches, None)
+        if item is None:
+            timer.end_step(record=False)
+            return None
+        self._account_negatives(item[0])
+        self.sampled.add(item[0])
+        loss = self.step(*item, timer)
+        measured = self.steps_taken >= warmup  # burn-in: first touch, compilation
+        timer.end_step(record=measured)
+        comm.end_step(measured)  # all-reduce seconds and bytes of this step (data parallel)
+        seconds = time.perf_counter() - t_step
+        if self.first_step_seconds is None:
+            self.first_step_seconds = seconds
+        step = Step(self.steps_taken, epoch, float(loss), measured, seconds)
+        self.steps_taken += 1
+        return step
 
-    def _record_eval(self, epoch: int, plateau: Plateau | None = None, per_epoch: int | None = None) -> bool:
-        """Record a validation point now; whether it leaves the plateau rule's patience exhausted.
+    def _run_clock(self) -> float:
+        """The run clock now: setup plus the training clock (where time to accuracy and the budgets read)."""
+        return self.pipeline.setup_clock + self.train_seconds
+
+    def _evaluate(self, epoch: int, stopping: Stopping) -> None:
+        """Record a validation point now and hand it to the stopping decision.
 
         Background producers are paused while evaluation runs (:class:`~gnnbench.background.BackgroundWork`):
         the work they still did meanwhile is charged back to the training clock, so an overlap entry gains
@@ -238,14 +197,10 @@ class Trainer:
         work = self.pipeline.background
         try:
             work.pause()
-            point = self.evaluation.record(self.pipeline.setup_clock + self.train_seconds, self.steps_taken, epoch)
+            point = self.evaluation.record(self._run_clock(), self.steps_taken, epoch)
         finally:
             self.train_seconds += work.resume()
-        self._last_eval_step = self.steps_taken
-        if plateau is None or self.config.stop_at is not None:  # a time-to-accuracy run: target or budget only
-            return False
-        plateau.update(point.val, point.step)
-        return plateau.reached(point.step, per_epoch)
+        stopping.after_evaluation(point.val, point.step)
 
     def _account_negatives(self, batch: Batch) -> None:
         """Link prediction's negatives are drawn inside the sampler, so inside ``sample``: in this process
