@@ -118,3 +118,22 @@ def test_a_base_whose_short_run_would_change_the_trajectory_derives_nothing():
     assert not any(e.derived for e in entries)
     with pytest.raises(ValueError, match="also-measure 'int32'"):
         sweep_entries(cosine, ["int32"], repeats=1, derive_per_epoch=7, also_measured=["int32"])
+
+
+def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibration(monkeypatch, capsys):
+    """--also-measure is checked against the sweep's entries and the registry before anything runs: a
+    misspelt or underived name, or --aa without --flags (the A/A check alone), fails at once, naming why."""
+    from gnnbench.cli import commands, main
+
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("the calibration started before --also-measure was checked")
+    monkeypatch.setattr(commands, "_calibrated", no_calibration)
+    cases = ((["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
+             (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
+             (["--flags", "sparse_agg,fanout", "--also-measure", "fanout"], "not declared same_trajectory"),
+             (["--flags", "int32", "--lr-schedule", "cosine", "--also-measure", "int32"],
+              "no time to accuracy is derived"))
+    for argv, why in cases:
+        assert main(["compare", "--preset", "tiny", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert "--also-measure" in err and why in err, (argv, err)

@@ -153,10 +153,11 @@ def default_runs_dir(preset: str, device: str) -> str:
 def cmd_compare(args: argparse.Namespace) -> int:
     from gnnbench.measure.comparison import compare
     from gnnbench.measure.sequential import StoppingRule
-    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.measure.sweep import check_also_measured, sweep_entries
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
+    check_also_measured(base, names, args.also_measure)  # refused before the calibration's minutes, not after
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     options = {"in_process": args.in_process, "resume": not args.no_resume, "dist_timeout": args.dist_timeout}
     if args.executor:  # rounds as submitit jobs on identical machines

@@ -118,6 +118,33 @@ def _ranks(cfg: RunConfig) -> RunConfig:
     return dataclasses.replace(cfg, nproc=world_size_for(cfg.flags, cfg.nproc))
 
 
+def derivable_base(base: RunConfig) -> bool:
+    """Whether a short run keeps the trajectory on ``base``: only with a constant learning rate (a cosine
+    horizon follows the run's length) and gnnbench's sampler (PyG's native one draws from each worker's own
+    state)."""
+    return base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"
+
+
+def check_also_measured(base: RunConfig, names: Iterable[str] | None, also_measured: Iterable[str]) -> None:
+    """Refuse, before anything runs (calibration included), an ``also_measured`` name that this sweep cannot
+    derive: not among its entries (``names``; ``None``: every registered one), not declared
+    ``same_trajectory``, or a base configuration on which no short run keeps the trajectory."""
+    entries = list(names) if names is not None else registry.names()
+    for n in also_measured:
+        if n not in entries:
+            shown = ", ".join(entries) if entries else "none: with --aa and no --flags it is the A/A check alone"
+            raise ValueError(f"--also-measure {n!r}: not an entry of this sweep (its entries: {shown}); "
+                             "name it in --flags too")
+        if not is_derivable(registry.combination(n)):
+            declared = ", ".join(o.name for o in registry.REGISTRY.values() if o.same_trajectory)
+            raise ValueError(f"--also-measure {n!r}: not declared same_trajectory, so it is trained to the target "
+                             f"anyway; entries whose time to accuracy is derived: {declared}")
+        if not derivable_base(base):
+            raise ValueError(f"--also-measure {n!r}: no time to accuracy is derived on this base configuration "
+                             f"(lr schedule {base.lr_schedule!r}, sampler backend {base.flags.sampler_backend!r}; "
+                             "derived needs 'constant' and 'gnnbench')")
+
+
 def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
                   include_all_recommended: bool = True, aa: bool = False, derive_per_epoch: int | None = None,
                   also_measured: Iterable[str] = (), accuracy_rounds: int | None = None,
@@ -143,17 +170,16 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         if target is None:
             raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
     validate_base(base)
+    also = list(also_measured)
+    check_also_measured(base, names, also)
     names = list(names) if names is not None else registry.names()
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
-    also = list(also_measured)
-    # a short run keeps the trajectory only with a constant learning rate (a cosine horizon follows the run's
-    # length) and gnnbench's sampler (PyG's native one draws from each worker's own state)
-    derivable_base = base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"
-    derived = {n: derive_per_epoch is not None and derivable_base and is_derivable(parts[n]) for n in names}
+    derivable = derivable_base(base)
+    derived = {n: derive_per_epoch is not None and derivable and is_derivable(parts[n]) for n in names}
     for n in also:
         if not derived.get(n):
-            raise ValueError(f"--also-measure {n!r}: only an entry of this sweep whose time to accuracy is derived "
-                             f"(declared same_trajectory, with a calibration) can also be measured directly")
+            raise ValueError(f"--also-measure {n!r}: its time to accuracy is derived only with a calibration "
+                             "(and without --no-derive); without one there is no derived figure to check")
     device = resolve_device(base.device)
     inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
