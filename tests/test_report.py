@@ -94,7 +94,7 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
 
 
 def test_effects_within_the_floor_are_below_it():
-    from gnnbench.report.build import _below_floor
+    from gnnbench.report.rows import _below_floor
 
     floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
     row = {"primary": "epoch time", "significant": True, "speedup": 1.04}
