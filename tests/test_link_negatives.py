@@ -15,7 +15,7 @@ from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
-from gnnbench.report.build import phases_present
+from gnnbench.report.charts import phases_present
 from gnnbench.report.inputs import load_inputs
 from gnnbench.measure.comparison import compare
 from gnnbench.measure.results import RunResult
