@@ -15,11 +15,11 @@ import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from gnnbench import registry
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.measure.calibration import CALIBRATION
 from gnnbench.measure.comparison import BASELINE, STATIC_LIST, Comparison, compare, measured_best, tradeoffs
 from gnnbench.measure.results import graph_label
+from gnnbench.report.appendix import _pytest_benchmark_section, _registry_section
 from gnnbench.report.charts import _figure_html, _sweep_charts, _tradeoff_chart
 from gnnbench.report.gate_rates import _gate_rates_section
 from gnnbench.report.history import _asv_section, _gate_history_section
@@ -217,30 +217,6 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
 
 
 # ------------------------------------------------------------------ other sections
-def _pytest_benchmark_section(inputs: ReportInputs) -> str:
-    if not inputs.pytest_benchmarks:
-        return ""
-    rows = []
-    for doc in inputs.pytest_benchmarks:
-        for b in doc["benchmarks"]:
-            st = b["stats"]
-            rows.append(f"<tr><td>{_esc(b.get('group'))}</td><td>{_esc(b['name'])}</td>"
-                        f"<td class='num'>{1e3 * st['median']:.3f}</td>"
-                        f"<td class='num'>{1e3 * st['q1']:.3f}-{1e3 * st['q3']:.3f}</td>"
-                        f"<td class='num'>{st['rounds']}</td></tr>")
-    return ("<h2>pytest-benchmark</h2><table id='pytest-benchmark'><tr><th>group</th><th>benchmark</th>"
-            "<th>median ms</th><th>IQR ms</th><th>rounds</th></tr>" + "".join(rows) + "</table>")
-
-
-def _registry_section() -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(o.name)}</td><td>{_esc(o.description)}</td><td>{_esc(o.expected_effect)}</td>"
-        f"<td>{'CUDA' if o.requires else 'any'}</td><td>{'yes' if o.costs_accuracy else 'no'}</td></tr>"
-        for o in registry.REGISTRY.values())
-    return ("<h2>Registry</h2><table id='registry'><tr><th>name</th><th>what it does</th><th>expected effect</th>"
-            f"<th>device</th><th>may cost accuracy</th></tr>{rows}</table>")
-
-
 _METHOD = (
     "Every configuration ran in separate processes, in interleaved rounds (each round runs the baseline and every "
     "configuration once, in a shuffled order; round r trains with seed base + r). Speedups are paired by round "
