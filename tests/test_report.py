@@ -166,7 +166,7 @@ def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
 
 
 def test_fixed_epoch_runs_keep_their_length_text():
-    from gnnbench.report.build import _length_text
+    from gnnbench.report.sweep import _length_text
 
     assert _length_text({"epochs": 30}) == "30 epochs"
     assert _length_text({"epochs": 30, "max_seconds": 12.0}) == "30 epochs (budget 12.0 s)"
