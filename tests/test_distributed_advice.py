@@ -55,7 +55,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.measure.comparison import Comparison
-    from gnnbench.report.build import _distributed_html
+    from gnnbench.report.table import _distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
     c = Comparison([{"label": "baseline", "status": "ok"},

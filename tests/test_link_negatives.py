@@ -18,7 +18,7 @@ from gnnbench.measure.comparison import compare
 from gnnbench.measure.results import RunResult
 from gnnbench.measure.run import run
 from gnnbench.models.tasks import NodeClassification, link_loss
-from gnnbench.report.build import phases_present
+from gnnbench.report.charts import phases_present
 from gnnbench.report.inputs import load_inputs
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.sampling.neighbor import NeighborSampleCore

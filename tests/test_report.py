@@ -94,7 +94,7 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
 
 
 def test_effects_within_the_floor_are_below_it():
-    from gnnbench.report.build import _below_floor
+    from gnnbench.report.rows import _below_floor
 
     floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
     row = {"primary": "epoch time", "significant": True, "speedup": 1.04}
@@ -166,7 +166,7 @@ def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
 
 
 def test_fixed_epoch_runs_keep_their_length_text():
-    from gnnbench.report.build import _length_text
+    from gnnbench.report.sweep import _length_text
 
     assert _length_text({"epochs": 30}) == "30 epochs"
     assert _length_text({"epochs": 30, "max_seconds": 12.0}) == "30 epochs (budget 12.0 s)"

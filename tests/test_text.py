@@ -146,8 +146,8 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     from gnnbench.cli.distributed import format_ranks
     from gnnbench.cli.tables import format_distributed
     from gnnbench.measure.comparison import Comparison
-    from gnnbench.report.build import _distributed_html
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
+    from gnnbench.report.table import _distributed_html
 
     d = _block(partition=PARTITION, efficiency_against="whole graph", payload_formula="8 k",
                per_rank=[{"rank": 0, "step_median": 0.0123, "compute_median": 0.01, "allreduce_median": 0.002,

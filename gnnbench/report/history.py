@@ -1,0 +1,81 @@
+"""History across commits: asv's step time per optimization with its intervals, the stored gate runs' head step
+times, and the change points asv's step detection finds in both (:mod:`gnnbench.measure.history`).
+"""
+
+from __future__ import annotations
+
+from gnnbench.report.charts import _error_bars, _figure_html
+from gnnbench.report.inputs import ReportInputs, asv_series
+from gnnbench.report.rows import _esc
+from gnnbench.text import ratio
+
+
+def _series_name(key: str) -> str:
+    """A series' name without its module path (``time_step(int32)``), its ``[machine/environment]`` kept."""
+    base, sep, env = key.partition(" [")
+    return base.split(".")[-1] + (" [" + env if sep else "")
+
+
+def _asv_section(inputs: ReportInputs) -> str:
+    import plotly.graph_objects as go
+
+    if not inputs.asv:
+        return "<h2>History across commits</h2><p class='muted'>No asv results given (run <code>asv run</code>).</p>"
+    series = asv_series(inputs.asv)
+    wanted = sorted(k for k in series if ".time_step(" in k or k.endswith(".time_step"))
+    wanted = wanted or sorted(series)[:20]
+    fig = go.Figure()
+    for key in wanted:
+        pts = series[key]
+        ms = [1e3 * p[2] for p in pts]
+        fig.add_scatter(x=[p[1] for p in pts], y=ms, mode="lines+markers", name=_series_name(key),
+                        error_y=_error_bars(ms, [None if p[3] is None else 1e3 * p[3] for p in pts],
+                                            [None if p[4] is None else 1e3 * p[4] for p in pts]))
+    fig.update_layout(title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
+                      xaxis_title="commit", yaxis_title="ms", height=480)
+    n_commits = len({d["commit_hash"] for d in inputs.asv["results"]})
+    shown = [p for key in wanted for p in series[key]]
+    with_ci = sum(p[3] is not None for p in shown)
+    return (f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
+            f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
+            "have one (asv records none for a single repeat).</p>" + _figure_html(fig, "history")
+            + _change_points_html(series, wanted))
+
+
+def _gate_history_section(inputs: ReportInputs) -> str:
+    """Change points over stored gate runs: each run's head step time per benchmark, in the order they ran."""
+    if not inputs.gate_runs:
+        return ""
+    series: dict[str, list] = {}
+    for doc in inputs.gate_runs:
+        head = (doc.get("commits") or {}).get("head") or doc.get("head")
+        for b in doc["benches"]:
+            if b.get("status") == "ok" and b.get("head_ms"):
+                series.setdefault(f"gate.{b['name']}", []).append(
+                    (doc["finished"], str(head)[:12], 1e-3 * b["head_ms"], None, None))
+    return (f"<h3>Stored gate runs</h3><p>{len(inputs.gate_runs)} run(s) of <code>gnnbench regress --out</code>, "
+            f"oldest first; the series are each benchmark's head step time.</p>"
+            + _change_points_html(series, sorted(series), anchor="gate-change-points"))
+
+
+def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "change-points") -> str:
+    """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.history`)."""
+    from gnnbench.measure.history import available, change_points
+
+    why = available()
+    if why:
+        return f"<p class='muted' id='{anchor}'>Change points not computed: {_esc(why)}.</p>"
+    rows = []
+    for key in wanted:
+        pts = series[key]
+        for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
+            kind = "loss" if cp.ratio > 1 else "gain"
+            rows.append(f"<tr><td>{_esc(_series_name(key))}</td><td><code>{_esc(cp.commit)}</code></td>"
+                        f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
+                        f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>")
+    if not rows:
+        return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more): none in the "
+                "series shown.</p>")
+    return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
+            "before, above 1 is slower, 95% Welch interval over the two segments' points):</p><table><tr>"
+            "<th>series</th><th>from commit</th><th>ms</th><th>ratio</th></tr>" + "".join(rows) + "</table>")

@@ -1,0 +1,97 @@
+"""The report's sweeps: the runs grouped by sweep directory and compared
+(:func:`gnnbench.measure.comparison.compare`), and each sweep's section: what was measured and how (graph, model,
+optimizer, training length, seeds, identity), then its tables and charts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gnnbench.measure.calibration import CALIBRATION
+from gnnbench.measure.comparison import BASELINE, Comparison, compare
+from gnnbench.measure.results import graph_label
+from gnnbench.report.charts import _sweep_charts
+from gnnbench.report.inputs import sweep_rule
+from gnnbench.report.rows import _esc
+from gnnbench.report.table import _derived_checks_html, _distributed_html, _sweep_notes, _sweep_table
+
+
+@dataclass
+class _Sweep:
+    """One sweep of the report: its title, runs and comparison (or why there is none)."""
+
+    title: str
+    runs: list[dict]
+    comparison: Comparison | None
+    error: str | None = None
+
+
+def _optimizer_text(cfg: dict) -> str:
+    """``adam (lr 0.01), fanout [15, 10, 5], batch 1024`` / ``sgd (lr 0.05, momentum 0.9, cosine schedule), ...``
+    from a stored config (one that names no optimizer trained with Adam)."""
+    name, lr = cfg.get("optimizer", "adam"), cfg.get("lr", 0.01)
+    parts = [f"lr {lr:g}"] + ([f"momentum {cfg.get('momentum', 0.9):g}"] if name == "sgd" else [])
+    if cfg.get("lr_schedule", "constant") != "constant":
+        parts.append(f"{cfg['lr_schedule']} schedule")
+    flags = cfg.get("flags") or {}
+    batch = f", fanout {list(flags['fanout'])}, batch {flags['batch_size']}" if "fanout" in flags else ""
+    return f"{name} ({', '.join(parts)}){batch}"
+
+
+def _length_text(cfg: dict) -> str:
+    """How long the runs trained: ``30 epochs``, or ``trained to a validation plateau (patience 5 epochs, at most
+    200 epochs, budget 12.0 s)`` for a run to a plateau (``epochs`` None), from the config fields present."""
+    budget = cfg.get("max_seconds")
+    if cfg.get("epochs") is not None:
+        return f"{cfg['epochs']} epochs" + (f" (budget {budget:.1f} s)" if budget else "")
+    parts = ([f"patience {cfg['patience']:g} epochs"] if cfg.get("patience") is not None else []) \
+        + ([f"at most {cfg['max_epochs']} epochs"] if cfg.get("max_epochs") is not None else []) \
+        + ([f"budget {budget:.1f} s"] if budget else [])
+    return "trained to a validation plateau" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _sweep_section(s: _Sweep, index: int) -> str:
+    if s.comparison is None:
+        return f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
+    base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
+    metric = (base.get("accuracy") or {}).get("metric", "accuracy")
+    cfg = base["config"]
+    nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
+    head = (f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
+            f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
+            f"optimizer {_esc(_optimizer_text(cfg))}, "
+            f"device {_esc(cfg['device'])}, {_esc(_length_text(cfg))}, {s.comparison.rounds} round(s) "
+            "(one process per configuration and round), seeds "
+            f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
+            + _identity_html(base, s.runs, index))
+    return (head + f"<p class='muted'>How to read the table (noise floor, target, budgets, ranking, what is "
+                   f"derived): <a href='#notes-{index}'>the notes below it</a>.</p>"
+            + _sweep_table(s.comparison, metric, index) + _derived_checks_html(s.comparison)
+            + f"<div id='notes-{index}'>" + _sweep_notes(s.comparison, index) + "</div>"
+            + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
+
+
+def _identity_html(base: dict, runs: list[dict], index: int) -> str:
+    """The sweep's identity: commit, code fingerprint, machine and threads (the ranks' where they differ)."""
+    env = base.get("environment") or {}
+    threads = sorted({(r.get("environment") or {}).get("threads") for r in runs} - {None})
+    shown = ", ".join(map(str, threads)) if threads else "?"
+    return (f"<p class='identity' id='identity-{index}'>Measured at commit <code>{_esc(env.get('commit') or '?')}"
+            f"</code>, code fingerprint <code>{_esc(env.get('code_fingerprint') or '?')}</code>, machine "
+            f"<code>{_esc(env.get('machine') or '?')}</code> ({_esc(env.get('device_name') or '?')}), torch "
+            f"{_esc(env.get('torch') or '?')}, threads {_esc(shown)} (multi-rank entries run 1-thread ranks).</p>")
+
+
+def _sweeps(runs: list[dict]) -> list[_Sweep]:
+    groups: dict[str, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(r.get("_group", ""), []).append(r)
+    out = []
+    for g, group in sorted(groups.items()):
+        title = f"Sweep: {Path(g).name or 'runs'}"
+        try:
+            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(Path(g)) if g else None)))
+        except ValueError as exc:
+            out.append(_Sweep(title, group, None, str(exc)))
+    return out
