@@ -18,18 +18,21 @@ and :mod:`~gnnbench.report.appendix`.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.report.appendix import _pytest_benchmark_section, _registry_section
 from gnnbench.report.gate_rates import _gate_rates_section
 from gnnbench.report.history import _asv_section, _gate_history_section
-from gnnbench.report.inputs import ReportInputs
+from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
 from gnnbench.report.rows import _esc
 from gnnbench.report.summary import _aa_summary, _headline
 from gnnbench.report.sweep import _sweep_section, _sweeps
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "INPUTS_ID", "read_fingerprint"]
+
+INPUTS_ID = "gnnbench-inputs"  # the page's JSON block that records what it was built from
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222}
@@ -89,6 +92,17 @@ _METHOD = (
     "steps, as each row says.")
 
 
+def read_fingerprint(page: str) -> dict | None:
+    """The inputs a report page records (:func:`~gnnbench.report.inputs.inputs_fingerprint`), or ``None`` for a
+    page built before it recorded them."""
+    start_tag = f"<script type='application/json' id='{INPUTS_ID}'>"
+    start = page.find(start_tag)
+    if start < 0:
+        return None
+    end = page.index("</script>", start)
+    return json.loads(page[start + len(start_tag):end])  # JSON reads the escaped "<\/" back as "</"
+
+
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:
     """Write the report to ``out`` (atomically) and return its path."""
     import plotly.offline
@@ -106,8 +120,11 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
         + _registry_section()
         + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"
     )
+    # what it was built from (arguments, files and their hashes): tests/test_published_report.py reads it back
+    fingerprint = json.dumps(inputs_fingerprint(inputs), sort_keys=True, indent=0).replace("</", "<\\/")
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
             f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
+            f"<script type='application/json' id='{INPUTS_ID}'>{fingerprint}</script>"
             f"</head><body>{body}</body></html>")
     out = Path(out)
     write_bytes_atomic(out, page.encode("utf-8"))

@@ -7,9 +7,9 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
-__all__ = ["ReportInputs", "load_inputs", "asv_series"]
+__all__ = ["ReportInputs", "load_inputs", "asv_series", "inputs_fingerprint"]
 
 MANIFEST = "sweep.json"  # gnnbench.measure.sweep.MANIFEST: marks a sweep's directory
 _SWEEP_NAME = re.compile(r"^(?P<label>.+)-r(?P<round>\d+)-[0-9a-f]{12}\.json$")  # <label>-r<round>-<key>.json
@@ -31,6 +31,8 @@ class ReportInputs:
         gate_runs: Stored gate runs (``gnnbench regress --out``), oldest first: their head step times over
             commits are a history of their own.
         sources: The files read.
+        roots: The arguments they were read from (``runs``, ``asv_results``, ...), as given: what
+            :func:`inputs_fingerprint` records, so the inputs can be read again and compared.
     """
 
     runs: list[dict] = field(default_factory=list)
@@ -39,6 +41,17 @@ class ReportInputs:
     gate_rates: dict | None = None
     gate_runs: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
+    roots: dict[str, Any] = field(default_factory=dict)
+
+
+def inputs_fingerprint(inputs: ReportInputs) -> dict[str, Any]:
+    """What a report was built from: its arguments (``roots``) and every file read with its SHA-256, so a
+    committed report can be checked against the committed inputs (``load_inputs(**roots)`` reads the same
+    files with the same bytes, or the report is stale)."""
+    import hashlib
+
+    files = {str(f): hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in sorted(set(inputs.sources))}
+    return {"roots": inputs.roots, "files": files}
 
 
 def _read_json(path: Path) -> dict | None:
@@ -151,7 +164,11 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
     A sweep's labels and rounds come from its file names
     (``<label>-r<round>-<key>.json``; schema-1 sweeps: ``<label>-seed<s>-<key>.json``, no round).
     """
-    out = ReportInputs()
+    runs, pytest_benchmark, gate_runs = list(runs), list(pytest_benchmark), list(gate_runs)
+    out = ReportInputs(roots={"runs": [str(r) for r in runs], "pytest_benchmark": [str(f) for f in pytest_benchmark],
+                              "asv_results": None if asv_results is None else str(asv_results),
+                              "gate_rates": None if gate_rates is None else str(gate_rates),
+                              "gate_runs": [str(r) for r in gate_runs]})
     for root in runs:
         root = Path(root)
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
@@ -167,7 +184,7 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
             out.pytest_benchmarks.append(data)
             out.sources.append(str(f))
     if asv_results is not None:
-        out.asv = _load_asv(Path(asv_results))
+        out.asv = _load_asv(Path(asv_results), out.sources)
     if gate_rates is not None:
         from gnnbench.measure.gate_rates import summarize
 
@@ -188,11 +205,14 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
     return out
 
 
-def _load_asv(root: Path) -> dict | None:
-    """asv's results: ``benchmarks.json`` plus one JSON per (machine, commit, environment)."""
+def _load_asv(root: Path, sources: list[str]) -> dict | None:
+    """asv's results: ``benchmarks.json`` plus one JSON per (machine, commit, environment); the files read are
+    appended to ``sources``."""
     if not root.is_dir():
         return None
     benchmarks = _read_json(root / "benchmarks.json") or {}
+    if benchmarks:
+        sources.append(str(root / "benchmarks.json"))
     results = []
     for f in sorted(root.glob("*/*.json")):
         if f.name == "machine.json":
@@ -200,6 +220,7 @@ def _load_asv(root: Path) -> dict | None:
         data = _read_json(f)
         if data and "commit_hash" in data and "results" in data:
             results.append(data)
+            sources.append(str(f))
     if not results:
         return None
     return {"benchmarks": benchmarks, "results": results}
