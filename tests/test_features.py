@@ -239,7 +239,7 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
 
 
 def test_hit_rates_are_kept_per_epoch_in_every_result():
-    from gnnbench.features.placement import TransferStats
+    from gnnbench.features.transfer_stats import TransferStats
     from gnnbench.measure.run import run
     from tests.helpers import QUICK
 

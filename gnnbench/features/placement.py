@@ -5,7 +5,7 @@ gathered on the host, copied per batch), ``device`` (resident on the device), ``
 rows on the device, chosen by :func:`hot_set_chooser`, the rest in pinned host memory) and ``uva``
 (zero-copy reads of pinned host memory). :func:`features_for` builds the run's store from its flags
 (placement, pinning, storage dtype, :func:`prefetch_features`); every store counts the bytes it moves host
--> device and its hot-hit rate (:class:`TransferStats`). The placements other than ``host`` need CUDA:
+-> device and its hot-hit rate (:class:`~gnnbench.features.transfer_stats.TransferStats`). The placements other than ``host`` need CUDA:
 :func:`unavailable` says so, and building one that cannot run raises
 :class:`~gnnbench.flags.UnavailableError` naming the field.
 
@@ -15,13 +15,13 @@ Each placement, the hot set's ranking and what is counted: ``docs/data-pipeline.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Union
 
 import torch
 from torch import Tensor
 
 from gnnbench.background import BackgroundWork
+from gnnbench.features.transfer_stats import TransferStats
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.host_memory import uva_view
@@ -29,54 +29,12 @@ from gnnbench.sampling.sources import make_batch_source
 from gnnbench.timing import NullTimer
 
 __all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
-           "place_features", "features_for", "unavailable", "TransferStats", "prefetch_features", "uva_view", "choose_hot_rows",
+           "place_features", "features_for", "unavailable", "prefetch_features", "uva_view", "choose_hot_rows",
            "access_counts", "out_degrees", "hot_budget_rows", "hot_set_chooser", "HotSetChooser", "hit_rate",
            "FEATURE_DTYPES"]
 
 # The hot_cold placement's hot rows: the ids, or a function (device, row_bytes) -> ids that chooses them.
 HotNodes = Union[Tensor, Callable[[torch.device, int], Tensor]]
-
-
-@dataclass
-class TransferStats:
-    """Host -> device traffic of the feature store."""
-
-    batches: int = 0  # gathers served
-    bytes_h2d: int = 0  # total bytes moved host -> device
-    last_bytes_h2d: int = 0  # bytes moved by the latest gather
-    rows: int = 0  # feature rows gathered (every id of every batch's n_id)
-    rows_device: int = 0  # of those, rows read from device-resident memory
-    # per epoch fed (PlacedFeatures.feed starts one): [rows, rows_device], so hit rates show per epoch
-    epochs: list = field(default_factory=list)
-
-    def record(self, nbytes: int, rows: int = 0, rows_device: int = 0) -> None:
-        self.batches += 1
-        self.bytes_h2d += nbytes
-        self.last_bytes_h2d = nbytes
-        self.rows += rows
-        self.rows_device += rows_device
-        if self.epochs:
-            self.epochs[-1][0] += rows
-            self.epochs[-1][1] += rows_device
-
-    def new_epoch(self) -> None:
-        self.epochs.append([0, 0])
-
-    @property
-    def hit_rate_per_epoch(self) -> list[float]:
-        """Per epoch fed, the share of its gathered rows served from device memory (hot_cold's cache hits)."""
-        return [d / r if r else 0.0 for r, d in self.epochs]
-
-    @property
-    def mean_bytes_per_batch(self) -> float:
-        return self.bytes_h2d / self.batches if self.batches else 0.0
-
-    @property
-    def hot_hit_rate(self) -> float:
-        """Share of gathered rows served from device memory (0.0 before any gather)."""
-        return self.rows_device / self.rows if self.rows else 0.0
-
-
 
 
 def _needs_cuda(what: str, device: torch.device) -> str | None:
