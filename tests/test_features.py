@@ -7,14 +7,8 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features.placement import (
-    choose_hot_rows,
-    hit_rate,
-    hot_budget_rows,
-    hot_set_chooser,
-    place_features,
-    prefetch_features,
-)
+from gnnbench.features.hot_set import choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser
+from gnnbench.features.placement import place_features, prefetch_features
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
