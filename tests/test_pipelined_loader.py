@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from gnnbench import registry
-from gnnbench.features.placement import pipelined, unavailable
+from gnnbench.features.pipelined import pipelined
+from gnnbench.features.placement import unavailable
 from gnnbench.flags import Flags, RunContext
 from gnnbench.measure.run import run
 from tests.helpers import QUICK

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.background import BackgroundWork
+from gnnbench.features.pipelined import pipelined
 from gnnbench.features.transfer_stats import TransferStats
 from gnnbench.flags import Flags, RunContext, Unavailable, UnavailableError
 from gnnbench.host_memory import uva_view
@@ -351,107 +352,6 @@ def _gather_rows(table: Tensor, ids: Tensor, *, pinned: bool) -> Tensor:
     """``table[ids]`` gathered straight into a (pinned, when asked) host buffer: one copy, not two."""
     out = torch.empty((ids.numel(), table.size(1)), dtype=table.dtype, pin_memory=pinned)
     return torch.index_select(table, 0, ids, out=out)
-
-
-_DONE = object()
-
-
-def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
-    """The pipelined loader: ``(batch, features)`` in the source's order, with up to ``depth`` batches sampled and
-    their features gathered ahead by a background thread while the consumer computes.
-
-    The thread owns the source iterator (sampling runs there, and with loader workers it pulls from them) and
-    the feature gather (on CUDA on a side stream, the consumer's stream waiting on an event per batch, as
-    :func:`prefetch_features` does). The consumer's "sample" phase is then its wait for the queue: the data
-    wait left after the overlap. An exception in the thread is raised in the consumer at the batch it belongs
-    to; closing the iterator stops the thread, which closes the source. Timed end to end (the registry marks
-    the entry as overlap). Device-agnostic: on a CPU the overlap is what the cores allow.
-    """
-    import queue
-    import threading
-
-    if not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"pipeline depth must be an integer >= 1 (got {depth!r})")
-    device = store.device
-    cuda = device.type == "cuda"
-    side = torch.cuda.Stream(device=device) if cuda else None
-    if cuda:
-        side.wait_stream(torch.cuda.current_stream(device))
-    ready_q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def gather(batch) -> tuple:
-        if cuda:
-            with torch.cuda.device(device), torch.cuda.stream(side):
-                feats = store.gather(n_id_of(batch))
-                event = torch.cuda.Event()
-                event.record(side)
-            return feats, event
-        return store.gather(n_id_of(batch)), None
-
-    def put(item) -> bool:
-        while not stop.is_set():
-            try:
-                ready_q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    work = getattr(store, "background", None) or BackgroundWork()  # a store outside a trainer: its own
-
-    def produce() -> None:
-        it = iter(batches)
-        try:
-            while True:
-                work.wait_if_paused(stop)  # nothing new starts while the training loop evaluates
-                if stop.is_set():
-                    break
-                if work.has_processes:  # loader workers sample (suspended during evaluation): this thread waits
-                    batch = next(it, _DONE)
-                    if batch is _DONE:
-                        break
-                    with work.busy():
-                        feats, event = gather(batch)
-                else:
-                    with work.busy():  # sampling and gather: work of this thread
-                        batch = next(it, _DONE)
-                        if batch is _DONE:
-                            break
-                        feats, event = gather(batch)
-                if not put((batch, feats, event)):
-                    break
-            put(_DONE)
-        except BaseException as exc:  # raised in the consumer, at the batch it belongs to
-            put(exc)
-        finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
-
-    thread = threading.Thread(target=produce, name="gnnbench-pipeline", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ready_q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            batch, feats, event = item
-            if event is not None:
-                consumer = torch.cuda.current_stream(device)
-                consumer.wait_event(event)
-                feats.record_stream(consumer)
-            yield batch, feats
-    finally:
-        stop.set()
-        while thread.is_alive():  # unblock a producer waiting on a full queue, then let it close the source
-            try:
-                ready_q.get_nowait()
-            except queue.Empty:
-                pass
-            thread.join(timeout=0.05)
 
 
 def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b: b.n_id) -> Iterator[tuple]:
