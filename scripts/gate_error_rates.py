@@ -44,7 +44,7 @@ from gnnbench.measure.regress import default_benches, gate, gate_config
 # path -> (module file, class, method, import line, phases the gate should name)
 PATHS = {
     "sample": ("gnnbench/sampling/neighbor.py", "NeighborSampleCore", "sample", "", ("sample",)),
-    "gather": ("gnnbench/features/placement.py", "HostFeatures", "gather", "", ("gather",)),
+    "gather": ("gnnbench/features/stores.py", "HostFeatures", "gather", "", ("gather",)),
     "aggregation": ("gnnbench/models/aggregation.py", "Aggregator", "gcn", "", ("forward", "backward")),
     "optimizer": ("gnnbench/training/optim.py", "torch.optim.Adam", "step", "import torch\n", ("optimizer",)),
 }

@@ -1,4 +1,4 @@
-"""Feature placement (gnnbench/features/placement.py): every placement gathers the exact rows, what needs
+"""Feature placement (gnnbench/features/): every placement gathers the exact rows, what needs
 CUDA says so, the hot set of hot_cold and its budget, and side-stream prefetch."""
 
 import math
@@ -8,7 +8,8 @@ import torch
 
 from gnnbench import registry
 from gnnbench.features.hot_set import choose_hot_rows, hit_rate, hot_budget_rows, hot_set_chooser
-from gnnbench.features.placement import place_features, prefetch_features
+from gnnbench.features.placement import place_features
+from gnnbench.features.stores import prefetch_features
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare

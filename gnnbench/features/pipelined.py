@@ -1,5 +1,5 @@
 """The pipelined loader: a background thread samples the next batches and gathers their features while the
-consumer computes (``Flags.pipeline_depth``; :meth:`~gnnbench.features.placement.PlacedFeatures.feed` calls it)."""
+consumer computes (``Flags.pipeline_depth``; :meth:`~gnnbench.features.stores.PlacedFeatures.feed` calls it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from gnnbench.background import BackgroundWork
 
 if TYPE_CHECKING:
-    from gnnbench.features.placement import PlacedFeatures
+    from gnnbench.features.stores import PlacedFeatures
 
 __all__ = ["pipelined"]
 
@@ -24,7 +24,7 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
 
     The thread owns the source iterator (sampling runs there, and with loader workers it pulls from them) and
     the feature gather (on CUDA on a side stream, the consumer's stream waiting on an event per batch, as
-    :func:`~gnnbench.features.placement.prefetch_features` does). The consumer's "sample" phase is then its wait for the queue: the data
+    :func:`~gnnbench.features.stores.prefetch_features` does). The consumer's "sample" phase is then its wait for the queue: the data
     wait left after the overlap. An exception in the thread is raised in the consumer at the batch it belongs
     to; closing the iterator stops the thread, which closes the source. Timed end to end (the registry marks
     the entry as overlap). Device-agnostic: on a CPU the overlap is what the cores allow.

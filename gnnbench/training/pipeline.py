@@ -21,7 +21,8 @@ from torch import nn
 from gnnbench.background import BackgroundWork
 from gnnbench.env import resolve_device
 from gnnbench.features.hot_set import hot_set_chooser
-from gnnbench.features.placement import PlacedFeatures, features_for
+from gnnbench.features.placement import features_for
+from gnnbench.features.stores import PlacedFeatures
 from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import PreparedGraph, prepare
