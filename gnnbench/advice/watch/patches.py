@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 
 if TYPE_CHECKING:
-    from gnnbench.advice.watch import Watch
+    from gnnbench.advice.watch.clock import Watch
 
 
 _CALIBRATION_CALLS = 1000  # calls per kind when the instrumentation's costs are measured at entry
@@ -52,7 +52,7 @@ class _TimedIterator:
 
 
 class _Patches:
-    """The patches and their calibration; a base of :class:`~gnnbench.advice.watch.Watch`, whose clocks
+    """The patches and their calibration; a base of :class:`~gnnbench.advice.watch.clock.Watch`, whose clocks
     (``_open``, ``_close``, ``_timed``, ``_recording``) they call."""
 
     def _patch(self, stack: ExitStack, owner: Any, name: str, wrapper: Callable) -> None:

@@ -73,7 +73,7 @@ def _quartiles(xs: list[float]) -> dict[str, float]:
 
 class _Verdict:
     """:meth:`report` and the facts it draws on (the loader, the model, the advice that applies); a base of
-    :class:`~gnnbench.advice.watch.Watch`, whose state it reads."""
+    :class:`~gnnbench.advice.watch.clock.Watch`, whose state it reads."""
 
     def report(self) -> WatchReport:
         """The diagnosis of the measured steps (see :class:`WatchReport`)."""
