@@ -55,7 +55,7 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     """The printed overhead is every instrumented call's measured cost times its calls per step: phase events,
     Tensor.to pass-throughs, the model's forward hooks, the optimizer's step hooks and the loader's next(); the
     calibration leaves nothing behind (no counts, no phase, the user's optimizer and model untouched)."""
-    from gnnbench.advice.watch import _COST_KINDS
+    from gnnbench.advice.watch.patches import _COST_KINDS
 
     data, loader, model, opt = _sage_setup()
     before = {k: v.clone() for k, v in model.state_dict().items()}

@@ -1,0 +1,245 @@
+"""The :class:`Watch` of a training loop: its options, its clocks and the phase and step bookkeeping, and its
+entry and exit (the patches come from :mod:`~gnnbench.advice.watch.patches`, the verdict from
+:mod:`~gnnbench.advice.watch.verdict`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import ExitStack, contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+
+from gnnbench.advice.diagnose import RULES, Rules, profile_shares
+from gnnbench.advice.watch.patches import _Patches
+from gnnbench.advice.watch.verdict import _Verdict
+from gnnbench.timing import PHASE_RANGE
+
+
+class WatchDone(BaseException):
+    """Raised from the loop (at a step boundary) once ``stop_after`` steps were measured (``diagnose --script``
+    stops a script this way); a ``BaseException``, like ``SystemExit``, so a loop's ``except Exception`` does not
+    swallow it."""
+
+
+class Watch(_Patches, _Verdict):
+    """Times a user's training loop from the outside (see :mod:`gnnbench.advice.watch`); use :func:`watch`.
+
+    Args:
+        loader: The training loader (a ``DataLoader`` or PyG loader), or ``None`` (a full-batch loop, or every
+            loader the loop iterates).
+        model: The model whose top-level call is the forward phase, or ``None``: the outermost module call.
+        optimizer: The optimizer whose ``step`` ends a step, or ``None``: any optimizer's.
+        warmup: Steps left out of the figures (first touch, compilation, worker start-up).
+        steps: Steps to measure after the warm-up (``None``: every step until the context closes).
+        sync: Synchronize CUDA at phase boundaries (the breakdown mode).
+        profile_steps: After the measured steps, profile this many more with ``torch.profiler`` and attribute
+            the operators above 5% to the phases they ran in (0: no profile).
+        stop_after: Raise :class:`WatchDone` at the step boundary after the measured (and profiled) steps.
+        rules: The classification's thresholds.
+    """
+
+    def __init__(self, loader: Any = None, model: torch.nn.Module | None = None,
+                 optimizer: torch.optim.Optimizer | None = None, *, warmup: int = 5, steps: int | None = None,
+                 sync: bool = False, profile_steps: int = 0, stop_after: bool = False, rules: Rules = RULES,
+                 device: str | torch.device | None = None) -> None:
+        for name, value, low in (("warmup", warmup, 0), ("profile_steps", profile_steps, 0)):
+            if not isinstance(value, int) or value < low:
+                raise ValueError(f"watch: {name} must be an integer >= {low} (got {value!r})")
+        if steps is not None and (not isinstance(steps, int) or steps < 2):
+            raise ValueError(f"watch: steps must be None or an integer >= 2 (got {steps!r})")
+        if profile_steps and steps is None:
+            raise ValueError("watch: profile_steps profiles the steps after the measured ones: give steps too")
+        if stop_after and steps is None:
+            raise ValueError("watch: stop_after needs a number of steps to measure")
+        self.loader, self.model, self.optimizer = loader, model, optimizer
+        self.warmup, self.steps, self.sync = warmup, steps, sync
+        self.profile_steps, self.stop_after, self.rules = profile_steps, stop_after, rules
+        self._device_set = device is not None
+        self.device = torch.device(device) if device is not None else self._guess_device()
+        self.records: list[dict[str, float]] = []  # per measured step: phase seconds and "step"
+        self.seen = 0  # steps ended (warm-up included)
+        self.events = 0  # instrumented events in the current step
+        self.event_counts: list[int] = []
+        self.passes = 0  # calls of the patched code that passed straight through (a cheap check each)
+        self.pass_counts: list[int] = []
+        self.hook_calls = 0  # module calls through the watch's forward hooks (the model's, or every module's)
+        self.hook_counts: list[int] = []
+        self.opt_calls = 0  # optimizer steps through the watch's global step hooks (any optimizer's)
+        self.opt_counts: list[int] = []
+        self.loaders: list[Any] = []  # the loaders iterated while watching
+        self._phase: str | None = None  # the phase now open (phases do not nest; inner calls pass through)
+        self._current: dict[str, float] = {}
+        self._t_step = 0.0
+        self._stack: ExitStack | None = None
+        self._prof: Any = None
+        self._prof_shares: tuple[dict, dict] | None = None
+        self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
+        self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
+        self._dummy: dict[str, Any] | None = None  # what the calibration calls (:meth:`_dummies`)
+        self._model_depth = 0
+        self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)
+        self._inner: list[str] = []  # the loader's parts open inside the wait (sample, gather, transform)
+        self._forward_opened = False  # the model's pre hook opened the forward phase (its post hook closes it)
+        self._opt_opened = False
+        self._prof_left = 0
+        self._pending: float | None = None  # when the last optimizer step returned, until the next step begins
+        self._batches = 0  # loader batches in the current step (gradient accumulation: several)
+        self._range: Any = None  # the profiler range of the open phase
+        self._t_phase = 0.0
+        self._thread = threading.get_ident()
+        self._counted: list[bool] = []  # per open module call (model=None): whether it is the model's
+        self.backend: str | None = None
+
+    # ------------------------------------------------------------------ clocks
+    def _guess_device(self) -> torch.device:
+        if self.model is not None:
+            p = next(iter(self.model.parameters()), None)
+            if p is not None:
+                return p.device
+        return torch.device("cpu")
+
+    def _sync(self) -> None:
+        if self.sync and self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _recording(self) -> bool:
+        """Only the thread that entered the watch, in the main process, records (a producer thread of the user's
+        own, or a loader worker, runs the patched code too)."""
+        return (self._stack is not None and threading.get_ident() == self._thread
+                and torch.utils.data.get_worker_info() is None)
+
+    def _open(self, phase: str) -> bool:
+        """Open ``phase`` unless one is already open (an inner call: its time belongs to the outer one); whether
+        this call opened it. A phase that begins a new step first closes the one the optimizer ended."""
+        if not self._recording():
+            return False
+        if phase != "optimizer":
+            if self._phase == "optimizer" and phase in ("wait", "forward"):
+                self._close()  # the optimizer step raised: its post hook never closed it
+            if self._pending is not None and self._phase is None:
+                self._close_step()
+        if self._phase is not None:
+            self.passes += 1
+            return False
+        self.events += 1
+        self.seen_phases[phase] = True
+        self._sync()
+        self._phase = phase
+        if self._prof is not None:
+            self._range = torch.profiler.record_function(f"{PHASE_RANGE}{phase}")
+            self._range.__enter__()
+        self._t_phase = time.perf_counter()
+        return True
+
+    def _close(self) -> None:
+        if self._phase is None:
+            return
+        self._sync()
+        self._current[self._phase] = self._current.get(self._phase, 0.0) + time.perf_counter() - self._t_phase
+        if self._range is not None:
+            self._range.__exit__(None, None, None)
+            self._range = None
+        self._phase = None
+
+    @contextmanager
+    def _timed(self, phase: str) -> Iterator[None]:
+        opened = self._open(phase)
+        try:
+            yield
+        finally:
+            if opened:
+                self._close()
+
+    def _step_done(self) -> None:
+        """An optimizer's ``step`` returned: the step ends here unless another optimizer steps before the next
+        batch or forward (several optimizers in one iteration are one step)."""
+        if not self._recording():
+            return
+        self._sync()
+        self._pending = time.perf_counter()
+
+    def _close_step(self, *, stopping: bool = True) -> None:
+        """Record the step the optimizer ended (at its end time), and stop the loop when the watch is done."""
+        end, self._pending = self._pending, None
+        record = dict(self._current, step=end - self._t_step, batches=self._batches)
+        self._current, self._t_step, self._batches = {}, end, 0
+        events, self.events = self.events, 0
+        passes, self.passes = self.passes, 0
+        hooks, self.hook_calls = self.hook_calls, 0
+        opt_calls, self.opt_calls = self.opt_calls, 0
+        self.seen += 1
+        measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
+        if measuring:
+            self.records.append(record)
+            self.event_counts.append(events)
+            self.pass_counts.append(passes)
+            self.hook_counts.append(hooks)
+            self.opt_counts.append(opt_calls)
+            if self.steps is not None and len(self.records) == self.steps and self.profile_steps:
+                self._start_profile()
+        elif self._prof is not None:
+            self._prof_left -= 1
+            if self._prof_left <= 0:
+                self._stop_profile()
+        done = self.steps is not None and len(self.records) >= self.steps and self._prof is None
+        if done and self.stop_after and stopping:
+            raise WatchDone(f"watched {self.steps} steps after {self.warmup} warm-up")
+
+    def _start_profile(self) -> None:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+        self._prof = profile(activities=activities)
+        self._prof.__enter__()
+        self._prof_left = self.profile_steps
+
+    def _stop_profile(self) -> None:
+        prof, self._prof = self._prof, None
+        prof.__exit__(None, None, None)
+        self._prof_shares = profile_shares(prof, self.device)
+
+    # ------------------------------------------------------------------ instrumentation
+    def __enter__(self) -> "Watch":
+        from gnnbench.sampling.pyg_fallback import pyg_sampling_fallback
+
+        self._thread = threading.get_ident()
+        self._phase, self._model_depth, self._inner, self._counted = None, 0, [], []
+        self._stack = stack = ExitStack()
+        try:
+            self.backend = stack.enter_context(pyg_sampling_fallback())
+            plain = self._plain_costs()  # the same calls before anything is patched
+            self._patch_loaders(stack)
+            self._patch_transfer(stack)
+            self._patch_model(stack)
+            self._patch_backward(stack)
+            self._patch_optimizer(stack)
+            self._costs = self._instrumentation_costs(plain)
+        except BaseException:
+            self._stack = None
+            stack.close()
+            raise
+        self._t_step = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        if self._stack is not None and self._pending is not None:
+            self._close()
+            self._close_step(stopping=False)  # the loop's last step
+        stack, self._stack = self._stack, None
+        self._phase = None
+        if self._prof is not None:
+            self._stop_profile()
+        if stack is not None:
+            stack.close()
+        return exc_type is WatchDone and self.stop_after
+
+
+def watch(loader: Any = None, model: torch.nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,
+          **options: Any) -> Watch:
+    """``with gnnbench.watch(loader, model, optimizer) as w: <the loop>`` then ``print(w.report().format())``.
+
+    Nothing the loop computes changes (the same batches, the same updates); see :class:`Watch` for the
+    options and :mod:`gnnbench.advice.watch` for how a step is cut."""
+    return Watch(loader, model, optimizer, **options)

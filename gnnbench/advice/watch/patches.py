@@ -1,0 +1,266 @@
+"""The instrumentation of a watch: the patches that time the loop's loaders, transfers, model, backward and
+optimizer, and the calibration of their own cost at entry; :class:`Watch` gets them from :class:`_Patches`."""
+
+from __future__ import annotations
+
+import functools
+import time
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any, Callable
+
+import torch
+
+if TYPE_CHECKING:
+    from gnnbench.advice.watch.clock import Watch
+
+
+_CALIBRATION_CALLS = 1000  # calls per kind when the instrumentation's costs are measured at entry
+# The kinds of instrumented call the overhead estimate counts per step: phase events, pass-throughs of the patched
+# Tensor.to, module calls through the forward hooks, optimizer steps through the step hooks, loader next() calls.
+_COST_KINDS = ("event", "pass", "hook", "optimizer", "next")
+
+
+def _per_call(fn: Callable[[], Any], n: int = _CALIBRATION_CALLS) -> float:
+    """Seconds per call of ``fn`` over ``n`` calls."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+class _TimedIterator:
+    """A loader iterator whose ``next()`` is the ``wait`` phase."""
+
+    def __init__(self, it: Any, watch_: Watch) -> None:
+        self._it, self._watch = it, watch_
+
+    def __iter__(self) -> "_TimedIterator":
+        return self
+
+    def __next__(self) -> Any:
+        with self._watch._timed("wait"):
+            item = next(self._it)
+        if self._watch._recording():
+            self._watch._batches += 1
+        return item
+
+    def __len__(self) -> int:
+        return len(self._it)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._it, name)
+
+
+class _Patches:
+    """The patches and their calibration; a base of :class:`~gnnbench.advice.watch.clock.Watch`, whose clocks
+    (``_open``, ``_close``, ``_timed``, ``_recording``) they call."""
+
+    def _patch(self, stack: ExitStack, owner: Any, name: str, wrapper: Callable) -> None:
+        had = name in owner.__dict__
+        original = owner.__dict__.get(name)
+        setattr(owner, name, wrapper)
+
+        def restore() -> None:
+            if had:
+                setattr(owner, name, original)
+            else:
+                delattr(owner, name)
+        stack.callback(restore)
+
+    def _patch_loaders(self, stack: ExitStack) -> None:
+        """Time ``next()`` on the watched loader's iterators (every ``DataLoader``'s with ``loader=None``)."""
+        loader_cls = type(self.loader) if self.loader is not None else torch.utils.data.DataLoader
+        owner = next((c for c in loader_cls.__mro__ if "__iter__" in c.__dict__), None)
+        if owner is None or owner is object:
+            raise TypeError(f"watch: the loader ({loader_cls.__name__}) is not iterable")
+        original_iter = owner.__dict__["__iter__"]
+        watch_ = self
+
+        @functools.wraps(original_iter)
+        def __iter__(loader_self: Any) -> Any:
+            if watch_.loader is not None and loader_self is not watch_.loader:
+                return original_iter(loader_self)
+            if loader_self not in watch_.loaders:  # split before the iterator binds filter_fn
+                watch_.loaders.append(loader_self)
+                watch_._split_pyg_loader(loader_self, stack)
+            return _TimedIterator(original_iter(loader_self), watch_)
+
+        self._patch(stack, owner, "__iter__", __iter__)
+
+    def _split_pyg_loader(self, loader: Any, stack: ExitStack) -> None:
+        """A PyG NodeLoader / LinkLoader in the main process: the sampler, ``filter_fn`` (the gather) and the
+        user's ``transform`` timed apart from the rest of the wait; each restored as it was."""
+        sampler = getattr(loader, "node_sampler", None) or getattr(loader, "link_sampler", None)
+        if getattr(loader, "num_workers", 0) or sampler is None or not hasattr(loader, "filter_fn"):
+            return
+        parts = [(sampler, "sample_from_nodes", "sample"), (sampler, "sample_from_edges", "sample"),
+                 (loader, "filter_fn", "gather")]
+        if getattr(loader, "transform", None) is not None:
+            parts.append((loader, "transform", "transform"))
+        for obj, name, phase in parts:
+            fn = getattr(obj, name, None)
+            if fn is None:
+                continue
+
+            def timed(*args: Any, _fn: Callable = fn, _phase: str = phase, **kwargs: Any) -> Any:
+                return self._inside_wait(_phase, _fn, *args, **kwargs)
+            had, before = name in obj.__dict__, obj.__dict__.get(name)
+            obj.__dict__[name] = timed
+
+            def restore(_obj: Any = obj, _name: str = name, _had: bool = had, _before: Any = before) -> None:
+                if _had:
+                    _obj.__dict__[_name] = _before  # an instance attribute (the loader's transform): put back
+                else:
+                    _obj.__dict__.pop(_name, None)  # a method: the class's again
+            stack.callback(restore)
+
+    def _inside_wait(self, phase: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        """A part of the loader's ``next()`` timed apart: its time moves from the part that encloses it (the
+        wait, or the gather around a transform) to ``phase``."""
+        if self._phase != "wait" or not self._recording():
+            return fn(*args, **kwargs)
+        self.events += 1
+        parent = self._inner[-1] if self._inner else "wait"
+        self._inner.append(phase)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            dt = time.perf_counter() - t0
+            self._inner.pop()
+            self._current[phase] = self._current.get(phase, 0.0) + dt
+            self._current[parent] = self._current.get(parent, 0.0) - dt
+
+    def _patch_transfer(self, stack: ExitStack) -> None:
+        from torch_geometric.data.data import BaseData
+
+        self._unpatched_to = torch.Tensor.to
+        for owner, name in ((BaseData, "to"), (torch.Tensor, "to"), (torch.Tensor, "cuda")):
+            original = getattr(owner, name)
+
+            def to(obj: Any, *args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+                if self._phase is not None or not self._recording():
+                    self.passes += 1  # a call passed through (inside the model): it still costs a check
+                    return _original(obj, *args, **kwargs)
+                with self._timed("transfer"):
+                    return _original(obj, *args, **kwargs)
+            self._patch(stack, owner, name, functools.wraps(original)(to))
+
+    def _patch_model(self, stack: ExitStack) -> None:
+        """The forward phase: the watched model's call (with ``model=None``, the outermost call of a module
+        with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
+        def pre(module: Any, args: Any) -> None:
+            self.hook_calls += 1
+            if self.model is None and self._model_depth == 0:
+                p = next(iter(module.parameters()), None)
+                if p is None:  # a parameterless module called outside the model (a loss): not the forward
+                    self._counted.append(False)
+                    return
+                if self.device.type == "cpu" and not self._device_set:
+                    self.device = p.device
+            self._counted.append(True)
+            self._model_depth += 1
+            if self._model_depth == 1:
+                self._forward_opened = self._open("forward")
+
+        def post(module: Any, args: Any, output: Any) -> None:
+            if not self._counted or not self._counted.pop():
+                return
+            self._model_depth -= 1
+            if self._model_depth == 0 and self._forward_opened:
+                self._forward_opened = False
+                self._close()
+
+        self._module_hooks = (pre, post)
+        if self.model is not None:
+            handles = [self.model.register_forward_pre_hook(pre),
+                       self.model.register_forward_hook(post, always_call=True)]
+        else:
+            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+            handles = [register_module_forward_pre_hook(pre), register_module_forward_hook(post, always_call=True)]
+        for h in handles:
+            stack.callback(h.remove)
+
+    def _patch_backward(self, stack: ExitStack) -> None:
+        original = torch.autograd.backward
+
+        @functools.wraps(original)
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            with self._timed("backward"):
+                return original(*args, **kwargs)
+        self._patch(stack, torch.autograd, "backward", backward)
+
+    def _patch_optimizer(self, stack: ExitStack) -> None:
+        def mine(opt: Any) -> bool:
+            return self.optimizer is None or opt is self.optimizer
+
+        def pre(opt: Any, args: Any, kwargs: Any) -> None:
+            self.opt_calls += 1
+            if mine(opt):
+                self._opt_opened = self._open("optimizer")
+
+        def post(opt: Any, args: Any, kwargs: Any) -> None:
+            if not mine(opt):
+                return
+            if self._opt_opened:
+                self._opt_opened = False
+                self._close()
+            self._step_done()
+
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        for h in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
+            stack.callback(h.remove)
+
+    def _dummies(self) -> dict[str, Any]:
+        """Objects the calibration calls (never the user's): a parameterless module, an optimizer of one
+        gradient-free tensor (its step does nothing), a one-element tensor, a list to iterate."""
+        if self._dummy is None:
+            self._dummy = {"module": torch.nn.Identity(), "x": torch.zeros(1),
+                           "optimizer": torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.0),
+                           "items": [None] * _CALIBRATION_CALLS}
+        return self._dummy
+
+    def _plain_costs(self) -> dict[str, float]:
+        """Seconds per call of a module, an optimizer step and a list iterator's ``next()``, unpatched."""
+        d = self._dummies()
+        it = iter(d["items"])
+        return {"hook": _per_call(lambda: d["module"](d["x"])), "optimizer": _per_call(d["optimizer"].step),
+                "next": _per_call(lambda: next(it))}
+
+    def _instrumentation_costs(self, plain: dict[str, float]) -> dict[str, float]:
+        """Seconds each kind of instrumented call adds (:data:`_COST_KINDS`), measured on the calibration's
+        dummies with the patches in place and then forgotten: a phase event (opened and closed, as recorded),
+        a pass-through of the patched ``Tensor.to`` inside an open phase, a module call through the forward
+        hooks, an optimizer step through the step hooks and a loader ``next()`` through the timed iterator (the
+        last three with recording off, so their phase event is counted once, as an event), each less the same
+        call unpatched (:meth:`_plain_costs`)."""
+        d = self._dummies()
+        costs = {"event": _per_call(self._dummy_event)}
+        x, original = d["x"], self._unpatched_to
+        plain_to = _per_call(lambda: original(x, "cpu"))
+        with self._timed("other"):  # inside an open phase the patched Tensor.to passes through
+            costs["pass"] = max(0.0, _per_call(lambda: x.to("cpu")) - plain_to)
+        stack, self._stack = self._stack, None  # recording off: the hooks' and the iterator's own cost only
+        handles = []
+        try:
+            if self.model is not None and self._module_hooks is not None:  # global hooks reach the dummy anyway
+                pre, post = self._module_hooks
+                handles = [d["module"].register_forward_pre_hook(pre),
+                           d["module"].register_forward_hook(post, always_call=True)]
+            costs["hook"] = max(0.0, _per_call(lambda: d["module"](x)) - plain["hook"])
+            costs["optimizer"] = max(0.0, _per_call(d["optimizer"].step) - plain["optimizer"])
+            timed = _TimedIterator(iter(d["items"]), self)
+            costs["next"] = max(0.0, _per_call(lambda: next(timed)) - plain["next"])
+        finally:
+            for h in handles:
+                h.remove()
+            self._stack = stack
+        self._current, self.events, self.passes, self.seen_phases = {}, 0, 0, {}
+        self.hook_calls, self.opt_calls, self._batches = 0, 0, 0
+        return costs
+
+    def _dummy_event(self) -> None:
+        with self._timed("other"):
+            pass

@@ -1,0 +1,57 @@
+"""``gnnbench diagnose --script``: an unmodified training script run under a :class:`Watch`, stopped once it
+was measured, and diagnosed."""
+
+from __future__ import annotations
+
+from gnnbench.advice.watch.clock import Watch
+from gnnbench.advice.watch.report import WatchReport
+
+
+class ScriptError(Exception):
+    """A watched script that raised, or that could not be instrumented (with the piece that was missing)."""
+
+
+def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: bool = False, profile_steps: int = 5,
+                 device: str | None = None) -> WatchReport:
+    """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` under a
+    :class:`Watch` of every loader, the outermost module call and every optimizer; stop it cleanly after
+    ``warmup + steps + profile_steps`` steps and diagnose them (``gnnbench diagnose --script``).
+
+    Raises:
+        ScriptError: the script is missing, raised an error, or ended before two measured steps; the message
+            names the pieces of a training step that were never seen (loader, forward, backward, optimizer).
+    """
+    import os
+    import runpy
+    import sys
+
+    if not argv:
+        raise ScriptError("--script needs the path of a training script")
+    path = argv[0]
+    if not os.path.isfile(path):
+        raise ScriptError(f"--script {path!r} is not a file")
+    w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
+              stop_after=True, device=device)
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        with w:
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raise ScriptError(f"{path} exited with status {exc.code} after {w.seen} step(s)") from None
+    except Exception as exc:  # the script's own error: reported, with how far it got
+        raise ScriptError(f"{path} raised {type(exc).__name__}: {exc} (after {w.seen} step(s))") from exc
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    if len(w.records) < 2:
+        missing = [piece for piece, seen in (("a loader iterated", bool(w.loaders) or w.seen > 0),
+                                              ("a model forward", w.seen_phases.get("forward", False)),
+                                              ("loss.backward()", w.seen_phases.get("backward", False)),
+                                              ("an optimizer step", w.seen > 0)) if not seen]
+        what = (f"it never showed {', '.join(missing)}" if missing else
+                f"it ended after {w.seen} step(s), {w.warmup} of them warm-up")
+        raise ScriptError(f"{path} could not be diagnosed: {what}; gnnbench watches torch DataLoader / PyG loader "
+                          "iteration, nn.Module calls, torch.autograd.backward and torch.optim optimizer steps")
+    return w.report()
