@@ -26,6 +26,7 @@ from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, format_reasons
 from gnnbench.host_memory import peak_bytes
+from gnnbench.measure.comparison import FLOOR_KEY
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.registry import BOTTLENECKS
 from gnnbench.text import human_bytes, noise_floor, pp, ratio
@@ -515,9 +516,6 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
     return labels
 
 
-_FLOOR_OF = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}  # a row's primary -> its floor
-
-
 def verdicts(rows: Iterable[dict], floors: dict[str, float] | None = None) -> list[str]:
     """One line per measured recommendation (rows of :func:`gnnbench.measure.comparison.compare`): does it pay
     here?
@@ -546,7 +544,7 @@ def verdicts(rows: Iterable[dict], floors: dict[str, float] | None = None) -> li
         elif row.get("significant"):
             out.append(f"{label}: does not pay here, it is slower: {shown} by {by}{acc}")
         else:
-            floor = floors.get(_FLOOR_OF.get(by, ""))
+            floor = floors.get(FLOOR_KEY.get(by, ""))
             high = row.get("speedup_high")
             if floor is not None and math.isfinite(floor) and high is not None and high <= floor:
                 out.append(f"{label}: not resolved: any effect is below the {noise_floor(floor)} floor "
