@@ -10,23 +10,13 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import (
-    OUTSIDE,
-    PHASE_GROUPS,
-    RULES,
-    Diagnosis,
-    Finding,
-    Rules,
-    attribute_ops,
-    classify,
-    diagnose,
-    format_diagnosis,
-    group_shares,
-    recommend,
-    verdicts,
-    verify_names,
-)
+from gnnbench.advice.diagnose import Diagnosis, diagnose
+from gnnbench.advice.diagnosis_text import format_diagnosis
+from gnnbench.advice.op_profile import OUTSIDE, attribute_ops
+from gnnbench.advice.recommend import recommend
+from gnnbench.advice.rules import PHASE_GROUPS, RULES, Finding, Rules, classify, group_shares
 from gnnbench.advice.scenarios import SCENARIOS, get_scenario
+from gnnbench.advice.verdicts import verdicts, verify_names
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
 from gnnbench.timing import PHASES
@@ -218,7 +208,7 @@ def test_an_entry_that_cannot_apply_is_listed_with_its_reason(capsys):
                   memory={"host_peak_bytes": 1})
     assert "fanout" not in d.recommended
     assert "does not apply to this configuration:\n  - fanout: fanout does not apply here" in format_diagnosis(d)
-    from gnnbench.advice.diagnose import verify_names
+    from gnnbench.advice.verdicts import verify_names
 
     assert "fanout" not in verify_names(d, top=len(recs))  # --verify measures what applies, lists the rest
 
@@ -309,7 +299,8 @@ def test_diagnose_reports_what_compile_built():
     import dataclasses
 
     from gnnbench import registry
-    from gnnbench.advice.diagnose import diagnose, format_diagnosis
+    from gnnbench.advice.diagnose import diagnose
+    from gnnbench.advice.diagnosis_text import format_diagnosis
     from tests.helpers import QUICK
 
     plain = diagnose(QUICK, steps=2, profile_steps=0)

@@ -1,6 +1,7 @@
 """The distributed rules of thumb (pure) and how compare shows multi-rank rows."""
 
-from gnnbench.advice.diagnose import RULES, Rules, distributed_advice
+from gnnbench.advice.distributed import distributed_advice
+from gnnbench.advice.rules import RULES, Rules
 from gnnbench.cli.tables import format_distributed
 from gnnbench.measure.comparison import distributed_summary as _distributed_summary
 

@@ -310,7 +310,7 @@ def test_labor_is_refused_where_it_has_no_meaning_with_the_reason():
 
 
 def test_the_explosion_finding_names_the_entries_that_compute_fewer_vertices():
-    from gnnbench.advice.diagnose import FEWER_VERTICES, RULES, Finding, explosion_finding
+    from gnnbench.advice.rules import FEWER_VERTICES, RULES, Finding, explosion_finding
 
     kernels = Finding("kernels", 0.97, None, None, 0.97, "compute phases", "")
     sampling = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")

@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import Diagnosis, Finding
+from gnnbench.advice.diagnose import Diagnosis
+from gnnbench.advice.rules import Finding
 from gnnbench.advice.tune import candidates_for, format_tune, tune
 from gnnbench.graphs import GraphSpec
 from gnnbench.training import RunConfig

@@ -22,7 +22,7 @@ class Scenario:
 
     name: str  # short name (--scenario)
     description: str  # what it models and why its bottleneck is what it is
-    expected: str  # the bottleneck diagnose should name (a group of gnnbench.advice.diagnose.PHASE_GROUPS)
+    expected: str  # the bottleneck diagnose should name (a group of gnnbench.advice.rules.PHASE_GROUPS)
     preset: str  # the graph preset, with spec_overrides on top
     spec_overrides: dict[str, Any] = field(default_factory=dict)  # GraphSpec fields changed from the preset
     flags: Flags = field(default_factory=Flags)  # the base flags (the scenario's baseline)

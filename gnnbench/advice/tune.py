@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import RULES, Diagnosis, diagnose
+from gnnbench.advice.diagnose import Diagnosis, diagnose
+from gnnbench.advice.rules import RULES
 from gnnbench.env import resolve_device
 from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
 from gnnbench.measure.comparison import compare

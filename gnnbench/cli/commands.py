@@ -301,7 +301,9 @@ def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: 
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from gnnbench.advice.diagnose import diagnose, format_diagnosis, verdicts, verify_names
+    from gnnbench.advice.diagnose import diagnose
+    from gnnbench.advice.diagnosis_text import format_diagnosis
+    from gnnbench.advice.verdicts import verdicts, verify_names
     from gnnbench.flags import UnavailableError
     from gnnbench.measure.comparison import compare
     from gnnbench.measure.sweep import sweep_entries

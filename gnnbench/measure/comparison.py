@@ -32,7 +32,7 @@ from gnnbench.measure.stats import holm, noise_floor, paired_ratio, t_quantile
 from gnnbench.training.stopping import CONVERGED_REASONS, TIME_TO_ACCURACY_REASONS
 
 __all__ = ["Comparison", "compare", "compare_rows", "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE",
-           "MEASURED_SUFFIX", "in_family",
+           "MEASURED_SUFFIX", "FLOOR_KEY", "in_family",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS",
            "NO_COST_PP", "converged_test", "equal_steps_test", "time_to_accuracy_run", "sampled_summary", "mean_interval", "measured_best", "tradeoffs", "pareto_front", "STATIC_LIST"]
 
@@ -43,6 +43,7 @@ AA_LABEL = "baseline (A/A)"
 E2E_BASELINE = "baseline (end-to-end)"  # the baseline timed end to end, for entries whose gain is overlap
 MEASURED_SUFFIX = " (measured)"  # a derived entry also trained to the target: the check of its derived figure
 NO_COST_PP = 0.5  # an accuracy delta whose paired interval lies within +-0.5 pp is "no accuracy cost"
+FLOOR_KEY = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}  # a row's primary -> its floors key
 
 
 @dataclass

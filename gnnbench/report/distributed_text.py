@@ -1,7 +1,7 @@
 """The text of a multi-rank configuration's figures, written once for ``gnnbench run --nproc N``, the ``compare``
 table and the HTML report: communication share, bytes on the wire, scaling efficiency, the partition and halo of
 partition parallelism, a gradient compression's accuracy against dense data parallel, and the distributed rules
-of :func:`gnnbench.advice.diagnose.distributed_advice` applied to them.
+of :func:`gnnbench.advice.distributed.distributed_advice` applied to them.
 
 Each function reads a ``distributed`` block: a run result's, or the summary of a compare row
 (:func:`gnnbench.measure.comparison.distributed_summary`), and returns plain text (``n/a`` where a figure is
@@ -80,12 +80,12 @@ def detail_lines(d: dict[str, Any]) -> list[str]:
 
 
 def advice_lines(d: dict[str, Any]) -> list[str]:
-    """:func:`gnnbench.advice.diagnose.distributed_advice` applied to ``d`` against the memory of one of its
+    """:func:`gnnbench.advice.distributed.distributed_advice` applied to ``d`` against the memory of one of its
     devices (none when the graph's size is unknown)."""
     if d.get("graph_bytes") is None:
         return []
     # imported here: the advice pulls in the training stack, which a table or the report needs only for this
-    from gnnbench.advice.diagnose import distributed_advice
+    from gnnbench.advice.distributed import distributed_advice
     from gnnbench.env import device_memory_bytes
 
     return distributed_advice(d, graph_bytes=d["graph_bytes"],

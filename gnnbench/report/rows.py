@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import html
 
-from gnnbench.measure.comparison import BASELINE
+from gnnbench.measure.comparison import BASELINE, FLOOR_KEY
 from gnnbench.text import absent, noise_floor, ratio, ratio_of
 
-_FLOOR_KEY = {"time to accuracy": "time_to_accuracy", "epoch time": "epoch"}
 _BOUND_SIGN = {"at most": "≤ ", "at least": "≥ "}  # a censored time-to-accuracy ratio is a bound
 
 
@@ -31,7 +30,7 @@ def _floor_text(f: float | None) -> str:
 
 
 def _primary_floor(r: dict, floors: dict) -> float | None:
-    return floors.get(_FLOOR_KEY.get(r.get("primary"), "epoch"))
+    return floors.get(FLOOR_KEY.get(r.get("primary"), "epoch"))
 
 
 def _below_floor(r: dict, floors: dict) -> bool:

@@ -1,0 +1,115 @@
+"""What to try for a named bottleneck: the registry entries that target it, each with the measured number
+that motivates it, ranked (:func:`recommend`; ``docs/advice.md``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from gnnbench import registry
+from gnnbench.advice.rules import PHASE_GROUPS, RULES, Finding, Rules
+from gnnbench.flags import format_reasons
+from gnnbench.training import RunConfig, config_unavailable
+
+__all__ = ["Recommendation", "recommend", "spare_cores"]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    name: str
+    target: str  # the bottleneck it addresses
+    motivation: str  # the measured number behind it
+    expected_effect: str
+    costs_accuracy: bool
+    unavailable: str | None = None  # why it cannot run in this configuration, if it cannot
+    op_share: float | None = None  # share of the profiled step in the operators it targets (kernel entries)
+    caveat: str | None = None  # why it is unlikely to pay on this machine (ranked after the others)
+    not_applicable: str | None = None  # why it cannot apply to this configuration (listed, never measured)
+
+
+def spare_cores() -> tuple[int, int]:
+    """``(cores this process may run on, threads the step uses)``."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return cores, torch.get_num_threads()
+
+
+def _worker_caveat(config: RunConfig, flags, rules: Rules, cores: tuple[int, int]) -> str | None:
+    """Why added loader workers are unlikely to pay here: they need cores the step does not already use."""
+    if flags.num_workers <= config.flags.num_workers:
+        return None
+    total, threads = cores
+    if total - threads >= rules.worker_spare_cores:
+        return None
+    return (f"adds {flags.num_workers} loader worker processes, but this machine has {total} cores and the step "
+            f"already runs {threads} threads: the workers compete with the step instead of overlapping it "
+            f"(lower torch.set_num_threads, or use a machine with >= {threads + rules.worker_spare_cores} cores)")
+
+
+def _credited(opt: Any, op_shares: dict[str, float], op_phases: dict[str, dict[str, float]] | None
+              ) -> dict[str, float]:
+    """The share of the profiled step each of ``opt``'s operators takes in the phases of the bottlenecks it
+    targets (the sampler's ``aten::sort`` is not credited to an entry that removes the aggregation's sort);
+    without per-phase figures, the operators' whole shares."""
+    phases = {ph for group in opt.targets for ph in PHASE_GROUPS[group]}
+    out = {}
+    for op in opt.ops:
+        if op_phases and op in op_phases:
+            share = sum(v for ph, v in op_phases[op].items() if ph in phases)
+        else:
+            share = op_shares.get(op, 0.0)
+        if share > 0:
+            out[op] = share
+    return out
+
+
+def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
+              device: torch.device, op_shares: dict[str, float] | None = None, rules: Rules = RULES,
+              cores: tuple[int, int] | None = None,
+              op_phases: dict[str, dict[str, float]] | None = None) -> list[Recommendation]:
+    """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries whose
+    operators (``Optimization.ops``) took a measured share of the profiled step in the phases they target
+    first, largest share first; then the others in registry order; entries that may cost accuracy after those
+    that should not; entries with a caveat on this machine (loader workers without spare cores, ``cores`` =
+    :func:`spare_cores`) last. Entries that cannot run here come with their reason."""
+    op_shares = op_shares or {}
+    cores = cores or spare_cores()
+    out: list[Recommendation] = []
+    for group in (finding.bottleneck, finding.secondary):
+        if group is None:
+            continue
+        share = shares.get(group, 0.0)
+        group_motivation = f"{group} is {share:.0%} of the step ({share * step_ms:.1f} of {step_ms:.1f} ms)"
+        ranked = []
+        for opt in registry.REGISTRY.values():
+            if group not in opt.targets or config.task not in opt.tasks or any(r.name == opt.name for r in out):
+                continue
+            reason = registry.not_applicable(config, [opt.name])
+            if reason:
+                ranked.append(Recommendation(opt.name, group, group_motivation, opt.expected_effect,
+                                             opt.costs_accuracy, not_applicable=reason))
+                continue
+            derived = registry.config_for(config, [opt.name])
+            flags = derived.flags
+            if flags == config.flags:
+                continue  # already on in this configuration
+            ops = _credited(opt, op_shares, op_phases)
+            evidence = sum(ops.values()) if ops else None
+            motivation = group_motivation
+            if ops:
+                listed = ", ".join(f"{op} {v:.0%}" for op, v in sorted(ops.items(), key=lambda kv: -kv[1]))
+                motivation = f"its operators take {evidence:.0%} of the profiled step ({listed}); {group_motivation}"
+            reasons = config_unavailable(derived, device)
+            ranked.append(Recommendation(opt.name, group, motivation, opt.expected_effect,
+                                         opt.costs_accuracy, format_reasons(reasons) if reasons else None,
+                                         evidence, _worker_caveat(config, flags, rules, cores)))
+        ranked.sort(key=lambda r: (r.not_applicable is not None, r.caveat is not None, r.costs_accuracy,
+                                   r.op_share is None, -(r.op_share or 0.0)))
+        out.extend(ranked)
+    return out
