@@ -19,10 +19,9 @@ from typing import Any
 
 import torch
 
-from gnnbench.advice.op_profile import HOT_OP_SHARE, HotOp, attribute_ops, op_profile, profile_shares
+from gnnbench.advice.op_profile import HotOp, attribute_ops, op_profile
 from gnnbench.advice.recommend import Recommendation, recommend
 from gnnbench.advice.rules import (
-    PHASE_GROUPS,
     RULES,
     Finding,
     Rules,
@@ -37,10 +36,7 @@ from gnnbench.measure.device_busy import BusySampler
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig, Trainer
 
-# HOT_OP_SHARE, PHASE_GROUPS, RULES, Rules, Finding, HotOp, attribute_ops, classify and profile_shares are also
-# importable from here for gnnbench.advice.watch until it imports them from their homes
-__all__ = ["Diagnosis", "diagnose", "HOT_OP_SHARE", "PHASE_GROUPS", "RULES", "Rules", "Finding", "HotOp",
-           "attribute_ops", "classify", "profile_shares"]
+__all__ = ["Diagnosis", "diagnose"]
 
 
 @dataclass

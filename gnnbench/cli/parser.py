@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "--verify measures them",
                        description="Run the quick template (a fixed number of measured steps after warm-up), "
                                    "print the phase breakdown, the compute share and the data wait, classify "
-                                   "the bottleneck (rules in gnnbench.advice.diagnose.RULES) and list the registry "
+                                   "the bottleneck (rules in gnnbench.advice.rules.RULES) and list the registry "
                                    "entries that target it, each with the measured number behind it. "
                                    "--verify measures the recommendations against the baseline with "
                                    "compare's statistics.")

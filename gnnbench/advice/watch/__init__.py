@@ -1,7 +1,7 @@
 """Diagnose a training loop gnnbench did not write: ``with gnnbench.watch(loader, model, optimizer) as w:``.
 
 The loop runs unchanged; :class:`Watch` times each of its steps from the outside and, after it, says where the
-step goes, what the bottleneck is (:func:`~gnnbench.advice.diagnose.classify`, the same rules as ``gnnbench
+step goes, what the bottleneck is (:func:`~gnnbench.advice.rules.classify`, the same rules as ``gnnbench
 diagnose``) and which setting of the user's own loop to change, each tied to the registry entry that measures
 it and the ``gnnbench`` command that verifies it on their graph.
 

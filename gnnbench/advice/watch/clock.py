@@ -11,7 +11,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from gnnbench.advice.diagnose import RULES, Rules, profile_shares
+from gnnbench.advice.op_profile import profile_shares
+from gnnbench.advice.rules import RULES, Rules
 from gnnbench.advice.watch.patches import _Patches
 from gnnbench.advice.watch.verdict import _Verdict
 from gnnbench.timing import PHASE_RANGE

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gnnbench.advice.diagnose import Finding, HotOp
+from gnnbench.advice.op_profile import HotOp
+from gnnbench.advice.rules import Finding
 
 ADVICE_SHOWN = 5  # advice lines printed (the report keeps all)
 WATCH_PHASES = ("wait", "sample", "gather", "transform", "transfer", "forward", "backward", "optimizer", "other")

@@ -10,7 +10,8 @@ from typing import Any
 import torch
 
 from gnnbench import registry
-from gnnbench.advice.diagnose import HOT_OP_SHARE, Finding, HotOp, attribute_ops, classify
+from gnnbench.advice.op_profile import HOT_OP_SHARE, HotOp, attribute_ops
+from gnnbench.advice.rules import Finding, classify
 from gnnbench.advice.watch.patches import _COST_KINDS
 from gnnbench.advice.watch.report import WATCH_PHASES, Advice, WatchReport
 
@@ -77,7 +78,7 @@ class _Verdict:
 
     def report(self) -> WatchReport:
         """The diagnosis of the measured steps (see :class:`WatchReport`)."""
-        from gnnbench.advice.diagnose import PHASE_GROUPS
+        from gnnbench.advice.rules import PHASE_GROUPS
 
         if len(self.records) < 2:
             raise ValueError(f"watch measured {len(self.records)} step(s) after {self.warmup} warm-up (the loop "
