@@ -21,7 +21,7 @@ OPTIMIZATIONS = [BASELINE] + registry.names()
 try:  # the one benchmark workload (gnnbench/measure/workload.py)
     from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
 except ImportError:  # asv runs these suites over older commits, from before the workload had one home
-    BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)  # tests/test_workload.py: equal to the package's
+    BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)  # tests/measure/test_workload.py: equal to the package's
 
     def bench_spec(preset: str = "tiny") -> GraphSpec:
         return GraphSpec.preset(preset)
@@ -59,7 +59,7 @@ def skip_if_unavailable(config: RunConfig) -> None:
 
 
 # The track_* runs train for a budget shown to reach the validation plateau on this workload (the accuracy
-# regression tests' own: tests/test_accuracy_regression.py): node classification 8 epochs, link prediction 2
+# regression tests' own: tests/registry/test_accuracy_regression.py): node classification 8 epochs, link prediction 2
 # (its AUC plateaus within the first epoch); accuracy is read at the best validation point.
 TRACK_EPOCHS = {"node": 8, "link": 2}
 

@@ -67,7 +67,7 @@ class Optimization:
         oom_hint: The ladder's triage when this rung costs accuracy.
         same_trajectory: Whether it leaves the training trajectory unchanged: the same batches and the same
             updates up to floating-point reassociation. Declared only where a test proves it
-            (``tests/test_same_trajectory.py`` trains the baseline and the entry on one seed and requires their
+            (``tests/training/test_same_trajectory.py`` trains the baseline and the entry on one seed and requires their
             validation curves and losses to agree within a stated tolerance); ``compare`` then derives its time
             to accuracy from its time per step and the baseline's calibrated steps to the target instead of
             training it to the target (:mod:`gnnbench.measure.derived`).

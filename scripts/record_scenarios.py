@@ -1,4 +1,4 @@
-"""Record each scenario's measured phase shares for ``tests/test_diagnose.py``.
+"""Record each scenario's measured phase shares for ``tests/advice/test_diagnose.py``.
 
 Runs ``gnnbench diagnose --scenario NAME --steps STEPS --json`` for every scenario (one process each, on a
 quiet machine) and writes ``tests/data/scenario_shares.json`` atomically: per scenario the shares, the

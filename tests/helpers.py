@@ -3,6 +3,8 @@ skips because a configuration cannot run here (``from tests.helpers import QUICK
 Fixtures and pytest hooks live in ``tests/conftest.py``, which pytest loads itself.
 """
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -11,6 +13,9 @@ from gnnbench.flags import Flags, RunContext, format_reasons
 from gnnbench.graphs import GraphSpec
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.availability import reasons
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+DATA = ROOT / "tests" / "data"  # files the tests read (recorded results, old schemas)
 
 # The quick training configuration: tiny at 3,000 nodes, a small fanout and batch, one epoch of at most 6 steps
 # (2 of them warm-up) with a small model. A module that needs a variant states how it differs:

@@ -2,7 +2,7 @@
 where the answer is unknown).
 
 An entry declared ``same_trajectory`` in the registry (a test trains it and the baseline on one seed and
-requires their curves and losses to agree: ``tests/test_same_trajectory.py``) takes the baseline's steps to
+requires their curves and losses to agree: ``tests/training/test_same_trajectory.py``) takes the baseline's steps to
 any target. A sweep therefore measures it in a **short run** (:func:`short_config`: whole epochs, at least
 :data:`MIN_SHORT_EPOCHS` so per-epoch costs such as worker start-up show their regime, and at least
 :data:`SHORT_MEASURED_STEPS` steps after the warm-up) instead of training it to the target, and

@@ -508,7 +508,7 @@ def simulate(rule: StoppingRule, *, rows: int = 20, effects: int = 0, true_ratio
     summary (e.g. log median epoch time) ``level + drift_r + N(0, s)``. The rows' log ratios
     ``log(baseline_r / row_r)`` share the baseline's term, so two null rows correlate at 0.5, as in a real
     sweep; the drift cancels in them but not in the floor. The first ``effects`` rows are ``true_ratio`` times
-    faster. Each look applies :func:`settled`'s decision (vectorized; ``tests/test_sequential.py`` replays it
+    faster. Each look applies :func:`settled`'s decision (vectorized; ``tests/measure/test_sequential.py`` replays it
     with :func:`settled`).
 
     Args:

@@ -120,7 +120,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
         + _registry_section()
         + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"
     )
-    # what it was built from (arguments, files and their hashes): tests/test_published_report.py reads it back
+    # what it was built from (arguments, files and their hashes): tests/report/test_published_report.py reads it back
     fingerprint = json.dumps(inputs_fingerprint(inputs), sort_keys=True, indent=0).replace("</", "<\\/")
     page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
             f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"

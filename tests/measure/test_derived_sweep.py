@@ -1,0 +1,139 @@
+"""Entries proven to keep the trajectory judged by their time per step, and rounds that stop when decided
+(issue 29, items 1 and 6), through a real sweep in this process and through compare."""
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from gnnbench.measure.calibration import calibrate
+from gnnbench.measure.comparison import MEASURED_SUFFIX, compare
+from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
+from gnnbench.measure.sequential import StoppingRule
+from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
+from tests.helpers import QUICK
+from tests.measure.test_verdict_budgets import _result
+
+
+def test_which_entries_are_derived_follows_the_registry():
+    assert is_derivable(["int32"]) and is_derivable(["csr", "sparse_agg"])
+    assert not is_derivable([]) and not is_derivable(["fanout"]) and not is_derivable(["int32", "fast_dropout"])
+    assert short_epochs(20, 3) == 2 and short_epochs(2, 3) == 12 and short_epochs(1, 0) == 20
+    with pytest.raises(ValueError, match="steps per epoch"):
+        short_epochs(0, 3)
+
+
+def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_accuracy(tmp_path):
+    base = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=12, patience=2)
+    cal, cal_runs = run_calibration(base, tmp_path, runs=1, isolate=False)
+    assert cal.steps_per_epoch and cal.median_steps_to_target is not None
+    cfg = cal.apply(base)
+    entries = sweep_entries(cfg, ["int32", "fanout"], repeats=2, include_all_recommended=False,
+                            derive_per_epoch=cal.steps_per_epoch, also_measured=["int32"])
+    short = [e for e in entries if e.label == "int32"]
+    assert all(e.derived and e.config.epochs == short_epochs(cal.steps_per_epoch, cfg.warmup_steps)
+               and e.config.max_steps is None for e in short)
+    assert not any(e.derived for e in entries if e.label in ("baseline", "fanout", "int32" + MEASURED_SUFFIX))
+    with pytest.raises(ValueError, match="also-measure 'fanout'"):
+        sweep_entries(cfg, ["int32", "fanout"], repeats=1, derive_per_epoch=cal.steps_per_epoch,
+                      also_measured=["fanout"])
+    results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
+    c = compare(list(cal_runs) + list(results))  # one sweep: the short runs' lengths are not a second identity
+    row = next(r for r in c.rows if r["label"] == "int32")
+    assert row["derived"] and row["primary"] == "time to accuracy" and row["tta_reached"] == "derived"
+    assert DERIVED_LABEL in row["tta_note"] and DERIVED_LABEL in row["acc_point"]
+    # int32 keeps the trajectory bit for bit on this CPU: the same-seed baseline at equal steps agrees exactly
+    assert row["acc_delta"] == 0.0 and row["acc_verdict"] == "no accuracy cost"
+    by = {(r["label"], r["round"]): r for r in results}
+    s = cal.median_steps_to_target
+    for k in range(2):
+        mine = by[("int32", k)]
+        assert derived_seconds(mine, s) == pytest.approx(
+            mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"])
+    assert math.isfinite(row["speedup"]) and row["rounds"] == 2
+    check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
+    assert set(check) >= {"derived", "measured", "agrees", "measured_inside"}
+    assert next(r for r in c.rows if r["label"] == "fanout")["derived"] is False
+    # the report says which rows are derived, shows the check, and keeps the method below the tables
+    from gnnbench.cli import main
+
+    report = tmp_path / "report.html"
+    assert main(["report", str(tmp_path), "--asv", str(tmp_path / "no-asv"), "--out", str(report)]) == 0
+    html = report.read_text()
+    assert DERIVED_LABEL in html and "Derived against measured" in html
+    assert html.index("id='method'") > html.index("Derived against measured") > html.index("id='sweep-0'")
+    assert "the method, below the tables" in html
+
+
+def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_path):
+    base = dataclasses.replace(QUICK, epochs=1)
+    entries = sweep_entries(base, ["int32", "fanout"], repeats=3, include_all_recommended=False)
+    calls = []
+
+    def after_round(done):
+        calls.append(len(done))
+        return {"int32"}, False  # int32's verdict settles after the first round
+
+    results = run_sweep(entries, tmp_path, isolate=False, rule=StoppingRule.for_repeats(3), after_round=after_round)
+    labels = [(r["label"], r["round"]) for r in results]
+    assert ("int32", 0) in labels and ("int32", 1) not in labels and ("int32", 2) not in labels
+    assert ("fanout", 2) in labels and ("baseline", 2) in labels
+    assert results.skipped == 2 and "2 not run" in results.summary()
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["rule"]["max_rounds"] == 3 and manifest["stopped_after_round"]["1"] == ["int32"]
+    assert calls == [3, 5], "called after every round but the last, with the results so far"
+
+    def finished(done):
+        return set(), True
+
+    fresh = run_sweep(entries, tmp_path / "b", isolate=False, after_round=finished)
+    assert {r["round"] for r in fresh} == {0}, "a sweep whose every verdict is settled ends"
+
+
+def test_compare_replays_the_stopping_rule_and_judges_at_its_final_level():
+    runs = []
+    for k in range(5):
+        runs.append(_result("baseline", k, [0.7, 0.86, 0.9], step=0.10 * (1 + 0.01 * ((-1) ** k))))
+        runs.append(_result("twice", k, [0.7, 0.86, 0.9], step=0.05 * (1 + 0.01 * ((-1) ** (k // 2)))))
+        runs.append(_result("same", k, [0.7, 0.86, 0.9], step=0.10 * (1 + 0.02 * ((-1) ** (k // 2)))))
+    # the rows run only the rounds the rule gave them: 'twice' settles at the first look (3 rounds)
+    runs = [r for r in runs if not (r["label"] == "twice" and r["round"] >= 3)]
+    rule = StoppingRule.for_repeats(5)
+    c = compare(runs, target_acc=0.85, rule=rule)
+    assert c.stops["twice"]["reason"] == "significant" and c.stops["twice"]["look"] == 3
+    twice = next(r for r in c.rows if r["label"] == "twice")
+    assert twice["significant"] and twice["stop"]["look"] == 3
+    assert c.rule["max_rounds"] == 5 and "every look of the stopping rule" in c.family
+    plain = compare(runs, target_acc=0.85)
+    assert plain.stops == {} and plain.rule is None
+    assert calibrate([], target_acc=0.9).median_steps_to_target is None
+
+
+def test_a_base_whose_short_run_would_change_the_trajectory_derives_nothing():
+    """A cosine schedule's horizon follows the run's length, so a short run would not train as the baseline
+    does: nothing is derived, and --also-measure is refused."""
+    cosine = dataclasses.replace(QUICK, lr_schedule="cosine")
+    entries = sweep_entries(cosine, ["int32"], repeats=1, include_all_recommended=False, derive_per_epoch=7)
+    assert not any(e.derived for e in entries)
+    with pytest.raises(ValueError, match="also-measure 'int32'"):
+        sweep_entries(cosine, ["int32"], repeats=1, derive_per_epoch=7, also_measured=["int32"])
+
+
+def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibration(monkeypatch, capsys):
+    """--also-measure is checked against the sweep's entries and the registry before anything runs: a
+    misspelt or underived name, or --aa without --flags (the A/A check alone), fails at once, naming why."""
+    from gnnbench.cli import commands, main
+
+    def no_calibration(*args, **kwargs):
+        raise AssertionError("the calibration started before --also-measure was checked")
+    monkeypatch.setattr(commands, "_calibrated", no_calibration)
+    cases = ((["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
+             (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
+             (["--flags", "sparse_agg,fanout", "--also-measure", "fanout"], "not declared same_trajectory"),
+             (["--flags", "int32", "--lr-schedule", "cosine", "--also-measure", "int32"],
+              "no time to accuracy is derived"))
+    for argv, why in cases:
+        assert main(["compare", "--preset", "tiny", *argv]) == 2, argv
+        err = capsys.readouterr().err
+        assert "--also-measure" in err and why in err, (argv, err)
