@@ -256,7 +256,7 @@ _ENTRIES = (
         description="Pin loader output and gathered features in page-locked memory for async copies.",
         expected_effect="Copies from pinned memory are much faster than from pageable memory and can overlap "
         "compute with non_blocking=True (PyTorch docs: CUDA semantics, pinned memory buffers).",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.stores",
         overlap=True,
         targets=('features',),
     ),
@@ -319,7 +319,7 @@ _ENTRIES = (
         description="Keep all node features resident on the GPU; gather there.",
         expected_effect="No per-batch feature copies, for N x F device memory; DGL advises keeping graph data on "
         "the GPU whenever it fits (DGL user guide: Using GPU for Neighborhood Sampling).",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.stores",
         targets=('features',),
     ),
     Optimization(
@@ -345,7 +345,7 @@ _ENTRIES = (
         expected_effect="Feature reads are skewed towards high-degree nodes, so a GPU cache of the hottest rows "
         "serves most gathers (PaGraph, Lin et al., SoCC 2020; GNNLab, Yang et al., EuroSys 2022); each result's "
         "transfer.hot_hit_rate is the share served.",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.stores",
         targets=('features',),
     ),
     Optimization(
@@ -357,7 +357,7 @@ _ENTRIES = (
         expected_effect="Only the gathered rows cross the bus, with no staging copy and no device memory, reported "
         "faster than gather-then-copy for large feature tables (PyTorch-Direct, Min et al., VLDB 2021; DGL's "
         "use_uva).",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.stores",
         targets=('features',),
     ),
     Optimization(
@@ -367,7 +367,7 @@ _ENTRIES = (
         description="Gather and copy the next batch's features on a side CUDA stream during compute.",
         expected_effect="Hides the feature transfer behind compute, at best completely, as SALIENT's pipelining "
         "does (Kaler et al., MLSys 2022).",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.stores",
         overlap=True,
         targets=('features',),
     ),
@@ -405,7 +405,7 @@ _ENTRIES = (
         "stream on a GPU) while the current batch computes.",
         expected_effect="Overlaps sampling and feature fetch with compute, as DGL's GraphBolt pipeline and "
         "SALIENT do (Kaler et al., MLSys 2022): at best the step shrinks to its largest stage.",
-        layer="gnnbench.features.placement",
+        layer="gnnbench.features.pipelined",
         overlap=True,
         targets=('sampling', 'features'),
     ),

@@ -171,8 +171,8 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
             raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
     validate_base(base)
     also = list(also_measured)
-    check_also_measured(base, names, also)
     names = list(names) if names is not None else registry.names()
+    check_also_measured(base, names, also)
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     derivable = derivable_base(base)
     derived = {n: derive_per_epoch is not None and derivable and is_derivable(parts[n]) for n in names}

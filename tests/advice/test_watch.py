@@ -55,14 +55,25 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     """The printed overhead is every instrumented call's measured cost times its calls per step: phase events,
     Tensor.to pass-throughs, the model's forward hooks, the optimizer's step hooks and the loader's next(); the
     calibration leaves nothing behind (no counts, no phase, the user's optimizer and model untouched)."""
+    from torch.nn.modules.module import register_module_forward_hook
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
     from gnnbench.advice.watch.patches import _COST_KINDS
 
     data, loader, model, opt = _sage_setup()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    with gnnbench.watch(loader, model, opt, warmup=1, steps=4) as w:
-        assert (w.events, w.passes, w.hook_calls, w.opt_calls, w._phase, w._model_depth) == (0, 0, 0, 0, None, 0)
-        assert not opt.state and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
-        _sage_loop(data, model, opt, loader)
+    others = []  # another library's global hooks: the calibration must not make them fire
+    handles = [register_module_forward_hook(lambda m, a, o: others.append("module")),
+               register_optimizer_step_post_hook(lambda o, a, k: others.append("optimizer"))]
+    try:
+        with gnnbench.watch(loader, model, opt, warmup=1, steps=4) as w:
+            assert others == [], "entering the watch ran other code's global hooks"
+            assert (w.events, w.passes, w.hook_calls, w.opt_calls, w._phase, w._model_depth) == (0, 0, 0, 0, None, 0)
+            assert not opt.state and all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+            _sage_loop(data, model, opt, loader)
+    finally:
+        for h in handles:
+            h.remove()
     assert set(w._costs) == set(_COST_KINDS) and all(c >= 0 for c in w._costs.values())
     assert w.hook_counts == [1] * 4 and w.opt_counts == [1] * 4  # one model call and one optimizer step a step
     assert all(r["batches"] == 1 for r in w.records)

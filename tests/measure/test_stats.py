@@ -14,6 +14,7 @@ from gnnbench.measure.stats import (
     simulate_step_times,
     t_quantile,
 )
+from tests.helpers import ROOT
 
 # Student-t quantiles from tables (independent of the implementation under test).
 T975_DF2 = 4.302652729911275
@@ -245,8 +246,9 @@ def test_false_positives_at_the_committed_references_own_spread():
     import json
 
     # one sweep's baseline processes (the small reference; the tiny one where it is absent), never two graphs mixed
-    files = (sorted(glob.glob("results/reference/compare-small-cpu/baseline-r*.json"))
-             or sorted(glob.glob("results/reference/compare-tiny-cpu/baseline-r*.json")))
+    reference = ROOT / "results" / "reference"
+    files = (sorted(glob.glob(str(reference / "compare-small-cpu" / "baseline-r*.json")))
+             or sorted(glob.glob(str(reference / "compare-tiny-cpu" / "baseline-r*.json"))))
     medians = [json.load(open(f))["step_seconds"]["median"] for f in files]
     if len(medians) < 3:
         pytest.skip("no committed reference sweep with 3 or more baseline rounds")

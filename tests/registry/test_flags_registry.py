@@ -99,12 +99,13 @@ def test_registry_is_read_only():
 def _bases_in_use() -> dict[str, Flags]:
     """Every base the suites, tests and sweeps apply registry entries to."""
     from benchmarks import common
-    from tests import test_accuracy_regression, test_combinations, test_training
+    from tests.helpers import QUICK
     from tests.perf import test_optimizations_perf
+    from tests.registry import test_accuracy_regression, test_combinations
 
     return {"Flags()": Flags(), "asv": common.BENCH_FLAGS, "pytest-benchmark": test_optimizations_perf.BASE_FLAGS,
             "accuracy-regression": test_accuracy_regression.BASE, "combinations": test_combinations.BASE,
-            "training-tests": test_training.QUICK.flags}
+            "training-tests": QUICK.flags}
 
 
 @pytest.mark.parametrize("base_name", ["Flags()", "asv", "pytest-benchmark", "accuracy-regression", "combinations",

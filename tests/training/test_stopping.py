@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, EvaluationCadence, Stopping
-from tests.conftest import QUICK
+from tests.helpers import QUICK
 
 PLATEAU = dataclasses.replace(QUICK, epochs=None, max_epochs=30, patience=1.0, min_delta=0.01)
 

@@ -78,6 +78,7 @@ class Watch(_Patches, _Verdict):
         self._prof_shares: tuple[dict, dict] | None = None
         self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
         self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
+        self._optimizer_hooks: tuple[Callable, Callable] | None = None  # the step hooks, likewise
         self._dummy: dict[str, Any] | None = None  # what the calibration calls (:meth:`_dummies`)
         self._model_depth = 0
         self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)

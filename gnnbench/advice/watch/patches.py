@@ -210,32 +210,30 @@ class _Patches:
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+        self._optimizer_hooks = (pre, post)
         for h in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
             stack.callback(h.remove)
 
     def _dummies(self) -> dict[str, Any]:
-        """Objects the calibration calls (never the user's): a parameterless module, an optimizer of one
-        gradient-free tensor (its step does nothing), a one-element tensor, a list to iterate."""
+        """What the calibration passes to the watch's own hook functions and iterator (never the user's objects):
+        a parameterless module, a stand-in optimizer, a one-element tensor, a list to iterate."""
         if self._dummy is None:
-            self._dummy = {"module": torch.nn.Identity(), "x": torch.zeros(1),
-                           "optimizer": torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.0),
+            self._dummy = {"module": torch.nn.Identity(), "optimizer": object(), "x": torch.zeros(1),
                            "items": [None] * _CALIBRATION_CALLS}
         return self._dummy
 
     def _plain_costs(self) -> dict[str, float]:
-        """Seconds per call of a module, an optimizer step and a list iterator's ``next()``, unpatched."""
-        d = self._dummies()
-        it = iter(d["items"])
-        return {"hook": _per_call(lambda: d["module"](d["x"])), "optimizer": _per_call(d["optimizer"].step),
-                "next": _per_call(lambda: next(it))}
+        """Seconds per ``next()`` of a list iterator, unpatched (what the timed iterator adds to)."""
+        it = iter(self._dummies()["items"])
+        return {"next": _per_call(lambda: next(it))}
 
     def _instrumentation_costs(self, plain: dict[str, float]) -> dict[str, float]:
-        """Seconds each kind of instrumented call adds (:data:`_COST_KINDS`), measured on the calibration's
-        dummies with the patches in place and then forgotten: a phase event (opened and closed, as recorded),
-        a pass-through of the patched ``Tensor.to`` inside an open phase, a module call through the forward
-        hooks, an optimizer step through the step hooks and a loader ``next()`` through the timed iterator (the
-        last three with recording off, so their phase event is counted once, as an event), each less the same
-        call unpatched (:meth:`_plain_costs`)."""
+        """Seconds each kind of instrumented call adds (:data:`_COST_KINDS`), measured at entry and then
+        forgotten: a phase event (opened and closed, as recorded); a pass-through of the patched ``Tensor.to``
+        inside an open phase, less the unpatched call; the watch's forward hooks and optimizer step hooks,
+        called directly on dummies (no module or optimizer runs, so no other code's global hooks fire; torch's
+        own hook dispatch is not in it); a loader ``next()`` through the timed iterator, less a plain one. The
+        last three with recording off, so their phase event is counted once, as an event."""
         d = self._dummies()
         costs = {"event": _per_call(self._dummy_event)}
         x, original = d["x"], self._unpatched_to
@@ -243,19 +241,15 @@ class _Patches:
         with self._timed("other"):  # inside an open phase the patched Tensor.to passes through
             costs["pass"] = max(0.0, _per_call(lambda: x.to("cpu")) - plain_to)
         stack, self._stack = self._stack, None  # recording off: the hooks' and the iterator's own cost only
-        handles = []
         try:
-            if self.model is not None and self._module_hooks is not None:  # global hooks reach the dummy anyway
-                pre, post = self._module_hooks
-                handles = [d["module"].register_forward_pre_hook(pre),
-                           d["module"].register_forward_hook(post, always_call=True)]
-            costs["hook"] = max(0.0, _per_call(lambda: d["module"](x)) - plain["hook"])
-            costs["optimizer"] = max(0.0, _per_call(d["optimizer"].step) - plain["optimizer"])
+            module, opt, args = d["module"], d["optimizer"], (x,)
+            pre, post = self._module_hooks
+            costs["hook"] = _per_call(lambda: (pre(module, args), post(module, args, x)))
+            opre, opost = self._optimizer_hooks
+            costs["optimizer"] = _per_call(lambda: (opre(opt, (), {}), opost(opt, (), {})))
             timed = _TimedIterator(iter(d["items"]), self)
             costs["next"] = max(0.0, _per_call(lambda: next(timed)) - plain["next"])
         finally:
-            for h in handles:
-                h.remove()
             self._stack = stack
         self._current, self.events, self.passes, self.seen_phases = {}, 0, 0, {}
         self.hook_calls, self.opt_calls, self._batches = 0, 0, 0
