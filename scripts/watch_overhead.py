@@ -15,7 +15,8 @@ rounds of the interval.
 
 Printed: the watched/unwatched ratio of median steps with a paired-t 95% interval over the processes
 (``gnnbench.measure.stats.paired_ratio``, the run-level interval the rest of gnnbench reports), the
-watch's own per-event estimate from the watched processes (``WatchReport.overhead``) beside it, and whether
+watch's own estimate from the watched processes (``WatchReport.overhead``: each instrumented call's cost measured
+at entry times its calls per step, a lower bound) beside it, and whether
 the issue's goal (under 2%) is met by the interval. The measured figure: docs/advice.md, 'What the watch
 costs'. Exit status 0 always (a benchmark reports; it does not assert a speed).
 """
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
           f"[{ratio.low:.4f}, {ratio.high:.4f}] (95%); median step {1e3 * statistics.median(plain):.2f} ms "
           "unwatched")
     if est is not None:
-        print(f"the watch's own per-event estimate: {est:.2%} of the step")
+        print(f"the watch's own estimate (a lower bound): {est:.2%} of the step")
     print(f"goal: under {GOAL:.0%} of the step: {verdict}")
     if args.out:
         write_json_atomic(args.out, {"preset": args.preset, "rounds": args.rounds, "blocks": args.blocks,
