@@ -350,12 +350,6 @@ def test_asv_history_splits_series_across_environments(tmp_path):
     assert "existing-py_venv]" in text and "virtualenv-py3.11-torch2.13.0]" in text, "two series, each named"
 
 
-def _chromium() -> str | None:
-    import shutil
-
-    return next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p), None)
-
-
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine")
 def test_the_reports_history_renders_its_series_in_headless_chromium(tmp_path):
     """The report works offline: headless Chromium, with no network, runs its inline plotly and draws the
