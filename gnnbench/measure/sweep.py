@@ -420,14 +420,28 @@ def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: f
     return [_measure(e, Path(out_dir) / e.filename(), isolate, graphs, dist_timeout) for e in entries]
 
 
+def _refused_here(entry: Entry) -> dict | None:
+    """The result of an entry that cannot run here, written without starting a process for it: not applicable
+    to the base configuration, or a flag this device or setup cannot run (the same answer the run's own check,
+    :func:`gnnbench.training.config_unavailable`, would give). ``None`` when it can run."""
+    device = resolve_device(entry.config.device)
+    reasons = ({"not applicable": entry.not_applicable} if entry.not_applicable
+               else config_unavailable(entry.config, device))
+    if not reasons:
+        return None
+    env = environment(device)
+    if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
+        env = {**env, "threads": rank_threads()}  # what its ranks would have recorded
+    return RunResult(status="unavailable", config=entry.config.to_dict(), environment=env,
+                     unavailable=reasons).to_dict()
+
+
 def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
     path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
-    if entry.not_applicable:
-        data = RunResult(status="unavailable", config=entry.config.to_dict(),
-                         environment=environment(resolve_device(entry.config.device)),
-                         unavailable={"not applicable": entry.not_applicable}).to_dict()
-        write_json_atomic(path, data)
-        return data
+    refused = _refused_here(entry)
+    if refused is not None:  # a process would only say the same, after seconds of imports
+        write_json_atomic(path, refused)
+        return refused
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
         write_json_atomic(cfg_path, entry.config.to_dict())

@@ -258,3 +258,30 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
     nothing = compare([r for r in runs if r["label"] in ("baseline", "all_recommended", "fanout")])
     assert measured_best(nothing) is None
     assert "nothing measured pays at no accuracy cost" in format_compare(nothing)
+
+
+def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
+    """An isolated sweep writes an unavailable entry's result itself (the reasons the run's own check gives),
+    without seconds of imports in a process that would only say the same; a resumed sweep keeps it."""
+    import gnnbench.measure.sweep as sweep
+
+    name = next((n for n in ("pin_memory", "uva", "feature_prefetch") if unavailable_here(n, device=QUICK.device)),
+                None)
+    if name is None:
+        pytest.skip("every CUDA-only entry runs here")
+    entries = [e for e in sweep_entries(QUICK, [name], repeats=1, include_all_recommended=False) if e.label == name]
+
+    real = sweep.subprocess.run
+
+    def no_run_process(cmd, *args, **kwargs):
+        assert "gnnbench.measure.run" not in cmd, f"a process was started for an unavailable entry: {cmd}"
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(sweep.subprocess, "run", no_run_process)
+    first = run_sweep(entries, tmp_path, isolate=True)
+    assert first[0]["status"] == "unavailable" and first[0]["unavailable"]
+    from gnnbench.measure.run import run
+
+    assert first[0]["unavailable"] == run(entries[0].config).unavailable, "the run's own answer, word for word"
+    again = run_sweep(entries, tmp_path, isolate=True)
+    assert (again.kept, again.measured) == (1, 0)
