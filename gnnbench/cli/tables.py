@@ -234,6 +234,8 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             notes.append(r["acc_point"])
         elif r.get("accuracy_rounds", r["rounds"]) < r["rounds"]:
             notes.append(f"accuracy over the {r['accuracy_rounds']} rounds trained to the plateau")
+        if r.get("stop") and r["stop"]["reason"] != "max rounds":  # the stopping rule settled it early
+            notes.append(f"rounds ended after round {r['stop']['look']}: {r['stop']['reason']}")
         stops = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
         if stops:
             notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))

@@ -7,13 +7,18 @@ row (a configuration paired with the shared baseline) whether it stops receiving
   (:meth:`StoppingRule.look_alpha`);
 * :data:`BELOW_FLOOR`: its 95% interval lies inside the noise-floor band ``(1/floor, floor)``, so more rounds
   could only resolve an effect the table would call "not resolved" anyway; it is never called significant;
+* :data:`FUTILE`: before the last round, the chance that it is significant at the last look, were the remaining
+  rounds to continue as its rounds so far (its conditional power under its current estimate, at the last look's
+  full level), is below ``curtail`` (10%): more rounds would almost surely end in "no significant difference"
+  too (stochastic curtailment); it is never called significant;
 * :data:`MAX_ROUNDS`: it reached ``max_rounds``.
 
 The levels are a weighted Bonferroni split of ``alpha`` over the looks: ``final_share * alpha`` at the last look,
 the rest in equal parts at the earlier ones (:meth:`StoppingRule.look_alpha`). A false positive, wherever it
 first happens, is a Holm rejection at one look, which has probability at most that look's level whatever the
 dependence between rows and looks; so the family-wise error rate over all rows and all looks is at most
-``alpha``. Futility stops add no term: a row stopped below the floor enters every later Holm with p = 1. The
+``alpha``. Futility stops add no term: a row stopped below the floor or as futile enters every later Holm with
+p = 1, which can only make the others' Holm steps stricter. The
 final table is Holm at the last look's level (:func:`final_alpha`) over :func:`family_p_values`, so its verdicts
 are the stops'. :func:`simulate` measures the rate in A/A sweeps, the power and the rounds saved; the
 derivation and the tables are in ``docs/statistics.md`` ("Rounds that stop when decided"), printed by
@@ -37,7 +42,10 @@ __all__ = [
     "FINAL_SHARE",
     "SIGNIFICANT",
     "BELOW_FLOOR",
+    "FUTILE",
     "MAX_ROUNDS",
+    "CURTAIL",
+    "conditional_power",
     "CORRECTIONS",
     "StoppingRule",
     "Stop",
@@ -60,7 +68,11 @@ FINAL_SHARE: float = 0.75
 
 SIGNIFICANT = "significant"
 BELOW_FLOOR = "below the floor"
+FUTILE = "futile"
 MAX_ROUNDS = "max rounds"
+
+CURTAIL: float = 0.10
+"""A row stops as :data:`FUTILE` when its conditional power at the last look is below this."""
 
 CORRECTIONS = ("bonferroni", "none")
 """``"bonferroni"``: the weighted split of ``alpha`` over the looks (the rule). ``"none"``: ``alpha`` at every
@@ -96,6 +108,8 @@ class StoppingRule:
         final_share: Share of ``alpha`` spent at the last look, in (0, 1]; 1 means no early significance (only
             futility stops early).
         futility: Whether a row whose interval lies inside the noise-floor band stops.
+        curtail: A row stops as futile before the last round when its conditional power (:func:`conditional_power`)
+            is below this, in [0, 1); 0: never.
         correction: ``"bonferroni"`` (the rule) or ``"none"`` (``alpha`` at every look; not family-wise, for
             the simulation that shows why the split is needed).
 
@@ -109,6 +123,7 @@ class StoppingRule:
     final_share: float = FINAL_SHARE
     futility: bool = True
     correction: str = "bonferroni"
+    curtail: float = CURTAIL
 
     def __post_init__(self) -> None:
         _count(self.min_rounds, "min_rounds", 1)
@@ -121,6 +136,9 @@ class StoppingRule:
             raise ValueError(f"futility must be True or False, got {self.futility!r}")
         if self.correction not in CORRECTIONS:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
+                0.0 <= self.curtail < 1.0):
+            raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
 
     @classmethod
     def for_repeats(cls, repeats: int, **kwargs: Any) -> StoppingRule:
@@ -159,16 +177,19 @@ class StoppingRule:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StoppingRule:
         """The rule a sweep's manifest recorded (:meth:`to_dict`; derived keys are ignored)."""
-        names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction")
+        names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail")
         return cls(**{k: d[k] for k in names if k in d})
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as plain data (for a sweep's manifest), with the level at each look."""
         return {"min_rounds": self.min_rounds, "max_rounds": self.max_rounds, "alpha": float(self.alpha),
                 "final_share": float(self.final_share), "futility": self.futility, "correction": self.correction,
+                "curtail": float(self.curtail),
                 "look_alpha": {str(k): self.look_alpha(k) for k in self.looks},
                 "method": ("Holm across rows at every look; weighted Bonferroni over the looks; rows below the "
                            "floor stop and are never significant"
+                           + (f"; rows whose conditional power at the last look is below {self.curtail:.0%} stop "
+                              "as futile and are never significant" if self.curtail > 0 else "")
                            if self.correction != "none" else
                            "Holm across rows at every look at the full alpha (not family-wise over the looks)")}
 
@@ -184,7 +205,7 @@ class Stop:
     """Why and when a row stopped.
 
     Attributes:
-        reason: :data:`SIGNIFICANT`, :data:`BELOW_FLOOR` or :data:`MAX_ROUNDS`.
+        reason: :data:`SIGNIFICANT`, :data:`BELOW_FLOOR`, :data:`FUTILE` or :data:`MAX_ROUNDS`.
         look: The round after which it stopped (1-based; its list of log ratios has this length).
         rounds: Paired rounds its verdict rests on (``look`` less its missing rounds).
         ratio: ``exp(mean log ratio)``, baseline time / row time (> 1: the row is faster).
@@ -248,9 +269,37 @@ def _interval(values: Sequence[float], level: float) -> tuple[int, float, float,
     return r.rounds, r.ratio, r.low, r.high, r.p_value
 
 
+def conditional_power(values: Sequence[float], rule: StoppingRule) -> float:
+    """The chance that a row is significant at the last look, given its log ratios so far (nan: a missing
+    round) and supposing its remaining rounds continue as those did: their mean is the current mean and their
+    sd the current sd. ``values`` holds one entry per round so far, so ``rule.max_rounds - len(values)`` rounds
+    are left. Significance there is judged at the last look's full level (the most lenient Holm step, as if
+    every other row were rejected), in either direction. With ``n`` pairs so far, ``q`` rounds left and
+    ``N = n + q`` pairs at the end, the final mean is normal around the current mean ``m`` with sd
+    ``s sqrt(q) / N`` and must exceed ``c = t_{N-1} s / sqrt(N)`` in size: the power is
+    ``Phi((|m| - c) / (s sqrt(q) / N)) + Phi((-|m| - c) / (s sqrt(q) / N))``. 1 when it cannot be judged (fewer
+    than 2 pairs, no spread) or no round is left."""
+    xs = [x for x in values if x == x]
+    n, left = len(xs), rule.max_rounds - len(values)
+    if n < 2 or left <= 0:
+        return 1.0
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    if not sd > 0:
+        return 1.0
+    end = n + left
+    crit = t_quantile(1.0 - rule.look_alpha(rule.max_rounds) / 2.0, end - 1) * sd / math.sqrt(end)
+    spread = sd * math.sqrt(left) / end
+    return _phi((abs(mean) - crit) / spread) + _phi((-abs(mean) - crit) / spread)
+
+
+def _phi(z: float) -> float:
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
 def _holm_p(stop: Stop | None, p: float) -> float:
-    """A row's p-value in Holm at a look: 0 once significant (already rejected), 1 once below the floor (never
-    significant), else its own."""
+    """A row's p-value in Holm at a look: 0 once significant (already rejected), 1 once below the floor or
+    futile (never significant), else its own."""
     if stop is None or stop.reason == MAX_ROUNDS:
         return p
     return 0.0 if stop.reason == SIGNIFICANT else 1.0
@@ -268,7 +317,8 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
     stopped earlier with 0 (significant) or 1 (below the floor): the family never shrinks. A row with an entry
     for round ``k`` and at least ``min_rounds`` measured pairs is decided there: significant if Holm rejects it;
     else below the floor if ``rule.futility`` and its interval at ``rule.level`` lies inside ``(1/floor, floor)``;
-    else max rounds if ``k == max_rounds``. At ``n >= max_rounds`` every row still open stops (max rounds).
+    else futile if ``k < max_rounds`` and its :func:`conditional_power` is below ``rule.curtail``; else max rounds
+    if ``k == max_rounds``. At ``n >= max_rounds`` every row still open stops (max rounds).
 
     Args:
         rule: The stopping rule.
@@ -301,6 +351,8 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
                 reason = SIGNIFICANT
             elif f is not None and 1.0 / f < low and high < f:
                 reason = BELOW_FLOOR
+            elif k < rule.max_rounds and conditional_power(data[row][:k], rule) < rule.curtail:
+                reason = FUTILE
             elif k == rule.max_rounds:
                 reason = MAX_ROUNDS
             if reason is not None:
@@ -358,6 +410,11 @@ def _t_two_sided(t: np.ndarray, df: int) -> np.ndarray:
     return np.clip(1.0 - inside, 0.0, 1.0)
 
 
+def _phi_array(z: np.ndarray) -> np.ndarray:
+    """The standard normal cdf, elementwise."""
+    return 0.5 * (1.0 + np.vectorize(math.erf)(z / math.sqrt(2.0)))
+
+
 def _holm_rows(p: np.ndarray, alpha: float) -> np.ndarray:
     """:func:`gnnbench.measure.stats.holm` along the last axis of ``p`` (nan: not in the family)."""
     finite = ~np.isnan(p)
@@ -391,7 +448,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
 
     Returns arrays: ``base`` (trials, rounds) baseline log summaries, ``d`` (trials, rows, rounds) log ratios,
     ``floor`` (trials, rounds) the floor used at each look (nan: none), ``reason`` (trials, rows) codes 1
-    significant, 2 below the floor, 3 max rounds, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
+    significant, 2 below the floor, 3 max rounds, 4 futile, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
     ratio at the stop, ``final`` (trials, rows) the final Holm verdict.
     """
     m = _count(rows, "rows", 1)
@@ -449,6 +506,14 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
                 half = t_quantile(0.5 + rule.level / 2.0, k - 1) * se
                 inside = (mean - half > -log_f[:, None]) & (mean + half < log_f[:, None])
                 code[(code == 0) & inside] = 2
+            if k < R and rule.curtail > 0:  # conditional_power, vectorized (no round of the simulation is missing)
+                sd = x.std(axis=-1, ddof=1)
+                crit = t_quantile(1.0 - rule.look_alpha(R) / 2.0, R - 1) * sd / math.sqrt(R)
+                spread = sd * math.sqrt(R - k) / R
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    cp = _phi_array((np.abs(mean) - crit) / spread) + _phi_array((-np.abs(mean) - crit) / spread)
+                cp = np.where(sd > 0, cp, 1.0)
+                code[(code == 0) & (cp < rule.curtail)] = 4
         if k == R:
             code[code == 0] = 3
         new = open_ & (code > 0)
@@ -478,6 +543,7 @@ class Simulation:
         rounds_sweep: Mean rounds a sweep ran (the baseline runs until its last row stops).
         saved: Fraction of the ``(rows + 1) * max_rounds`` processes (baseline included) not run.
         below_floor: Fraction of rows stopped below the floor.
+        futile: Fraction of rows stopped as futile (their conditional power below ``rule.curtail``).
     """
 
     rule: dict[str, Any]
@@ -493,6 +559,7 @@ class Simulation:
     rounds_sweep: float
     saved: float
     below_floor: float
+    futile: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -547,7 +614,7 @@ def simulate(rule: StoppingRule, *, rows: int = 20, effects: int = 0, true_ratio
         rounds_null=float(look[:, e:].mean()) if e < m else float("nan"),
         rounds_effect=float(look[:, :e].mean()) if e else float("nan"), rounds_sweep=float(sweep.mean()),
         saved=float(1.0 - (look.sum(axis=-1) + sweep).mean() / ((m + 1) * rule.max_rounds)),
-        below_floor=float((out["reason"] == 2).mean()))
+        below_floor=float((out["reason"] == 2).mean()), futile=float((out["reason"] == 4).mean()))
 
 
 def simulate_fwer(rule: StoppingRule, rows: int = 20, trials: int = 4000,
@@ -577,21 +644,25 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
         lines.append("")
     lines += [f"Power and rounds, 20 rows, {trials} sweeps per cell, seed {seed}: power is the share of effect "
               "rows called significantly faster (family-wise); rounds are the mean an effect row and a null "
-              "row received; saved is the share of the `21 x R` processes (baseline included) not run.", ""]
+              "row received; saved is the share of the `21 x R` processes (baseline included) not run; "
+              "\"uncurtailed\" is the rule without futile stops (`curtail=0`).", ""]
     for R in (5, 10):
         lines += [f"`--repeats {R}`:", "",
-                  "| effect rows | true ratio | power, fixed | power, rule | rounds (effect) | rounds (null) "
-                  "| saved |", "|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| effect rows | true ratio | power, fixed | power, uncurtailed | power, rule | rounds (effect) "
+                  "| rounds (null) | saved, uncurtailed | saved |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for effects in (0, 1, 20):
             for ratio in ((1.0,) if effects == 0 else (1.1, 1.25, 1.5, 2.0)):
                 fixed = simulate(StoppingRule(min_rounds=R, max_rounds=R), rows=20, effects=effects,
+                                 true_ratio=ratio, trials=trials, seed=seed)
+                plain = simulate(StoppingRule(max_rounds=R, curtail=0.0), rows=20, effects=effects,
                                  true_ratio=ratio, trials=trials, seed=seed)
                 sim = simulate(StoppingRule(max_rounds=R), rows=20, effects=effects, true_ratio=ratio,
                                trials=trials, seed=seed)
                 cell = (lambda v, f: "-" if v != v else f.format(v))
                 lines.append(f"| {effects} | {ratio:g}x | {cell(fixed.power, '{:.1%}')} | "
-                             f"{cell(sim.power, '{:.1%}')} | {cell(sim.rounds_effect, '{:.2f}')} | "
-                             f"{cell(sim.rounds_null, '{:.2f}')} | {sim.saved:.1%} |")
+                             f"{cell(plain.power, '{:.1%}')} | {cell(sim.power, '{:.1%}')} | "
+                             f"{cell(sim.rounds_effect, '{:.2f}')} | {cell(sim.rounds_null, '{:.2f}')} | "
+                             f"{plain.saved:.1%} | {sim.saved:.1%} |")
         lines.append("")
     lines += [f"The share of alpha at the last look, 20 rows, {trials} sweeps per cell, seed {seed}: the A/A rate, the "
               "power for one 1.25x row among 19 null ones, and the processes saved when all 20 rows are 2x.", "",

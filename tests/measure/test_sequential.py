@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from gnnbench.measure.sequential import (
     BELOW_FLOOR,
+    FUTILE,
     MAX_ROUNDS,
     MIN_ROUNDS,
     SIGNIFICANT,
@@ -17,6 +18,7 @@ from gnnbench.measure.sequential import (
     _holm_rows,
     _sweeps,
     _t_two_sided,
+    conditional_power,
     family_p_values,
     final_alpha,
     final_significant,
@@ -131,14 +133,14 @@ def test_a_huge_effect_stops_at_min_rounds_as_significant():
 
 
 def test_futility_stops_a_row_inside_the_floor_band():
-    rule = StoppingRule()
+    rule = StoppingRule(curtail=0.0)  # the floor band alone (curtailment: the next tests)
     rows = {"flat": [0.001, -0.001, 0.0005], "noisy": [0.3, -0.3, 0.1]}
     stops = settled(rule, rows, floor=1.1)
     assert stops["flat"].reason == BELOW_FLOOR and stops["flat"].look == 3
     assert 1 / 1.1 < stops["flat"].low and stops["flat"].high < 1.1
     assert stops["noisy"] is None  # its interval reaches beyond the band: more rounds could resolve it
     assert settled(rule, rows, floor=None)["flat"] is None  # no floor, no futility
-    assert settled(StoppingRule(futility=False), rows, floor=1.1)["flat"] is None
+    assert settled(StoppingRule(futility=False, curtail=0.0), rows, floor=1.1)["flat"] is None
     assert settled(rule, rows, floor={4: 1.1})["flat"] is None  # a floor for another look only
     assert settled(rule, rows, floor=math.nan)["flat"] is None  # no spread to estimate the floor from
 
@@ -156,7 +158,7 @@ def test_a_row_below_the_floor_is_never_significant_but_significance_comes_first
 
 
 def test_everything_stops_at_max_rounds():
-    rule = StoppingRule(max_rounds=4)
+    rule = StoppingRule(max_rounds=4, curtail=0.0)
     rows = _nulls(6, 4, seed=3)
     stops = settled(rule, rows)
     assert all(s is not None for s in stops.values()) and open_rows(stops) == []
@@ -218,7 +220,7 @@ def test_vectorized_holm_matches_holm(ps, alpha):
 def test_the_simulation_applies_settled(rule):
     out = _sweeps(rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02,
                   floor="measured", seed=7)
-    codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS}
+    codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS, 4: FUTILE}
     for t in range(150):
         floors = {k: float(out["floor"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
         # each row's log ratios up to its stop, as a real sweep hands them over
@@ -257,3 +259,59 @@ def test_large_effects_save_rounds_and_keep_their_power():
     base = simulate(StoppingRule(min_rounds=5, max_rounds=5), rows=20, effects=1, true_ratio=1.5, trials=4000)
     assert base.power - 0.1 < some.power <= base.power + 0.01  # the split costs some power at the last look
     assert 0 < some.below_floor < 1 and some.rounds_null < 5
+
+
+# --- curtailment: rows that cannot become significant stop as futile ------------------------------
+
+def test_a_row_centred_on_no_effect_stops_as_futile_and_is_never_significant():
+    rule = StoppingRule()
+    rows = {"noisy": [0.3, -0.3, 0.1], "trend": [0.5, 0.55, 0.45], **_nulls(4, 3, seed=2)}
+    stops = settled(rule, rows, floor=1.1)
+    assert stops["noisy"].reason == FUTILE and stops["noisy"].look == 3
+    assert conditional_power(rows["noisy"], rule) < rule.curtail
+    assert stops["trend"] is None or stops["trend"].reason == SIGNIFICANT  # a clear effect keeps its rounds
+    assert conditional_power(rows["trend"], rule) > 0.9
+    assert family_p_values(stops, {"noisy": 1e-9})["noisy"] == 1.0  # futile rows enter Holm with p = 1
+    assert settled(StoppingRule(curtail=0.0), rows, floor=1.1)["noisy"] is None
+
+
+def test_conditional_power_is_one_where_it_cannot_judge():
+    rule = StoppingRule()
+    assert conditional_power([0.1], rule) == 1.0  # one pair: no spread
+    assert conditional_power([0.1, 0.1, 0.1], rule) == 1.0  # no spread
+    assert conditional_power([0.1, -0.2, 0.3, 0.0, 0.1], rule) == 1.0  # no round left
+    assert conditional_power([0.3, math.nan, -0.3, 0.1], rule) < 1.0  # a missing round still counts as run
+
+
+@given(st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=4), st.floats(0.0, 2.0))
+def test_conditional_power_grows_with_the_effect(values, shift):
+    rule = StoppingRule()
+    centred = [v - sum(values) / len(values) for v in values]
+    a = conditional_power(centred, rule)
+    b = conditional_power([v + shift for v in centred], rule)
+    assert 0.0 <= a <= 1.0 and 0.0 <= b <= 1.0 and b >= a - 1e-12
+
+
+def test_conditional_power_matches_a_simulation_of_the_remaining_rounds():
+    # the formula's model: the remaining rounds drawn from N(current mean, current sd), the final test at the
+    # last look's full level with the sd known (the formula's normal approximation of the final mean)
+    rule = StoppingRule()
+    values = [0.21, 0.05, 0.16]
+    n, left = 3, rule.max_rounds - 3
+    m, s = float(np.mean(values)), float(np.std(values, ddof=1))
+    rng = np.random.default_rng(0)
+    rest = rng.normal(m, s, size=(200_000, left))
+    final = (n * m + rest.sum(axis=1)) / (n + left)
+    from gnnbench.measure.stats import t_quantile
+    crit = t_quantile(1.0 - rule.look_alpha(rule.max_rounds) / 2.0, n + left - 1) * s / math.sqrt(n + left)
+    assert np.mean(np.abs(final) > crit) == pytest.approx(conditional_power(values, rule), abs=0.005)
+
+
+def test_curtailment_keeps_the_aa_rate_and_costs_little_power():
+    with_, without = StoppingRule(), StoppingRule(curtail=0.0)
+    for rows in (1, 20):
+        assert simulate_fwer(with_, rows=rows, trials=TRIALS, seed=0) <= 0.05 + MARGIN
+    a = simulate(with_, rows=20, effects=1, true_ratio=1.25, trials=TRIALS, seed=0)
+    b = simulate(without, rows=20, effects=1, true_ratio=1.25, trials=TRIALS, seed=0)
+    assert a.futile > 0 and a.power >= b.power - 0.05, (a.power, b.power)
+    assert a.rounds_null < b.rounds_null  # null rows stop sooner: the rounds it saves
