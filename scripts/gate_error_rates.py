@@ -1,4 +1,5 @@
-"""The regression gate's own error rates: false alarms on null commits, detection of known slowdowns.
+"""The regression gate's own error rates, as users run it: false alarms on null commits, detection of known
+slowdowns, every gate run on the gate's default benchmark set with its default rounds and budget.
 
 In a temporary clone of this repository, commits are made on top of BASE (default HEAD):
 
@@ -7,22 +8,27 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
 - **slow-<path>-<pct>**: the step made ``pct`` percent slower, all of it in one code path: the sampler
   (``NeighborSampleCore.sample``, phase ``sample``), the feature gather (``HostFeatures.gather``, phase
   ``gather``), the aggregation (``Aggregator.gcn``, phases ``forward``/``backward``) or the optimizer
-  (``torch.optim.Adam.step``, phase ``optimizer``). A wrapper busy-waits after each call for ``pct / share`` of
-  the call's own time, ``share`` being the path's share of the baseline's step, measured first in this process
-  (:func:`path_share`). It spins rather than sleeps: ``time.sleep`` overshoots by tens of microseconds, which
-  would make a short call far slower than stated. The gather times its phase inside the method, so it is
+  (``torch.optim.Adam.step``, phase ``optimizer``). A wrapper busy-waits after each call for ``frac`` times the
+  call's own time, ``frac`` starting at ``pct / share`` (``share``: the path's share of the baseline's step,
+  measured first in this process at the gate's one thread, :func:`path_share`). It spins rather than sleeps:
+  ``time.sleep`` overshoots by tens of microseconds. The gather times its phase inside the method, so it is
   slowed in its timed statement instead (:data:`INSIDE`).
 
-The gate (:func:`gnnbench.measure.regress.gate`) compares BASE against each commit ``--repeats`` times (fresh
-processes each time). Null commits run the gate's default set (every entry that runs here, Holm across it:
-the family-wise false-alarm rate of one default gate run) with ``--null-bench``; slow commits run ``--bench``
-(the baseline: the detection rate per path and size, and how often the phase the gate names is the right
-one). Results are written atomically to ``--out`` after every commit, with the machine, the settings and the
-wall time; a rerun with the same settings resumes where the last one stopped.
+**Delivered, not nominal.** Before its gate runs, each slow commit's slowdown of the baseline step is measured
+by a pilot gate on the baseline alone (``--pilot-rounds`` alternating processes against BASE); while it lies
+more than one point from ``pct``, ``frac`` is scaled by ``pct / delivered`` and the commit made again (at most
+``--calibrations`` times). The pilots and the slowdown the runs themselves measured on the baseline are kept.
 
-    python scripts/gate_error_rates.py [--repeats 8] [--null-repeats 6] [--sizes 5,10,20]
-        [--paths sample,gather,aggregation,optimizer] [--bench baseline] [--null-bench default]
-        [--rounds 5] [--steps 20] [--out results/reference/gate-error-rates.json]
+Every gate run compares BASE with the commit on ``--bench`` (default: the gate's default set, every benchmark
+that runs here), ``--rounds`` rounds and ``--budget`` seconds, as ``gnnbench regress`` does by default. A null
+run that fails the gate is a false alarm (of the whole run: the family-wise rate); a slow run that fails it is
+a detection (a hit in any benchmark counts), and its phase is right when the baseline was flagged naming the
+path's phase or the path's own micro-benchmark was flagged. Results are written atomically to ``--out`` after
+every commit, with the machine, the settings and the wall time; a rerun with the same settings resumes.
+
+    python scripts/gate_error_rates.py [--null-repeats 6] [--repeats 2] [--sizes 5,10]
+        [--paths sample,gather,aggregation,optimizer] [--bench default] [--rounds 8] [--budget 600]
+        [--out results/reference/gate-error-rates.json]
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
 from gnnbench.measure.gate_rates import format_rates, summarize
 from gnnbench.measure.gate_trees import trees_for
-from gnnbench.measure.regress import default_benches, gate, gate_config
+from gnnbench.measure.regress import DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, default_benches, gate, gate_config
 
 # path -> (module file, class, method, import line, phases the gate should name)
 PATHS = {
@@ -178,20 +184,62 @@ def _edit_rename(file: str, old: str, new: str):
     return edit
 
 
+# the micro-benchmark that times each path alone (its flag names the path); the optimizer has none
+CARRIER = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
+
+
+def _slow_edit(path: str, pct: int, frac: float):
+    file, cls, method, imports, _ = PATHS[path]
+    if path in INSIDE:
+        return _edit_inside(file, *INSIDE[path], SLOW_INSIDE.format(pct=pct, frac=frac))
+    return _edit_append(file, SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac))
+
+
+def _slowdown(v) -> dict:
+    """A verdict's step ratio (base / head) read as the head's slowdown, with its interval."""
+    return {"slowdown": 1 / v.ratio - 1, "low": 1 / v.high - 1, "high": 1 / v.low - 1, "rounds": v.rounds}
+
+
+def _run_record(r, path: str | None) -> dict:
+    hits = [b.name for b in r.regressed]
+    by = {b.name: b for b in r.benches}
+    base = by.get("baseline")
+    right = None
+    if path is not None and hits:
+        right = bool((base is not None and "baseline" in hits and base.phase in PATHS[path][4])
+                     or CARRIER.get(path) in hits)
+    return {"seconds": r.seconds, "rounds": r.rounds, "exit_status": r.exit_status, "flagged": hits,
+            "right_phase": right, "inconclusive": [b.name for b in r.inconclusive],
+            "blind": [b.name for b in r.blind],
+            "ratio": base.ratio if base else None, "low": base.low if base else None,
+            "high": base.high if base else None, "p_value": base.p_value if base else None,
+            "threshold": base.threshold if base else None, "phase": base.phase if base else None,
+            "phase_ratio": base.phase_ratio if base else None,
+            "measured": sum(v.status == "ok" for v in r.benches),
+            "per_bench": {v.name: [v.ratio, v.low, v.high, v.threshold, v.p_value, v.alpha] for v in r.benches
+                          if v.status == "ok"}}
+
+
 def main() -> None:
+    import torch
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--base", default="HEAD")
-    p.add_argument("--repeats", type=int, default=8, help="gate runs per slow commit")
+    p.add_argument("--repeats", type=int, default=2, help="gate runs per slow commit (one path and size)")
     p.add_argument("--null-repeats", type=int, default=6, help="gate runs per null commit")
-    p.add_argument("--sizes", default="5,10,20", help="slowdowns in percent")
+    p.add_argument("--sizes", default="5,10", help="slowdowns in percent")
     p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--bench", default="baseline", help="benchmarks of each gate run on a slow commit")
-    p.add_argument("--null-bench", default="default",
-                   help="benchmarks of each gate run on a null commit ('default': the gate's default set)")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--bench", default="default",
+                   help="benchmarks of every gate run ('default': the gate's default set)")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_SECONDS,
+                   help="each gate run's budget in seconds (extra rounds), as the CLI's default")
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--pilot-rounds", type=int, default=12, help="rounds of the baseline-only pilot of a slow commit")
+    p.add_argument("--calibrations", type=int, default=2, help="re-made commits at most, to deliver the size")
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
     a = p.parse_args()
+    torch.set_num_threads(1)  # the gate's processes compute with one thread: shares are measured alike
     t_start = time.perf_counter()
     repo = Path(_git(Path("."), "rev-parse", "--show-toplevel"))
     base_commit = _git(repo, "rev-parse", a.base)
@@ -210,64 +258,73 @@ def main() -> None:
             shares = old.get("shares", {})
             print(f"resuming: {len(results)} commit(s) already measured in {out}", flush=True)
     config = gate_config("tiny")
-    benches = default_benches(config, a.bench.split(","), steps=a.steps)
-    null_benches = default_benches(config, None if a.null_bench == "default" else a.null_bench.split(","),
-                                   steps=a.steps)
+    skipped: dict[str, str] = {}
+    benches = default_benches(config, None if a.bench == "default" else a.bench.split(","), steps=a.steps,
+                              skipped=skipped)
+    pilot = default_benches(config, ["baseline"], steps=a.steps)
     env = environment("cpu")
 
     def save(done: bool) -> None:
-        write_json_atomic(out, {"machine": env.get("machine"), "threads": env.get("threads"), "base": base_commit,
+        write_json_atomic(out, {"machine": env.get("machine"), "threads": 1, "base": base_commit,
                                 "settings": settings, "complete": done,
-                                "benches": {"null": [b.name for b in null_benches],
-                                            "slow": [b.name for b in benches]},
-                                "shares": shares, "wall_seconds": spent + time.perf_counter() - t_start, "results": results})
+                                "benches": {"null": [b.name for b in benches], "slow": [b.name for b in benches]},
+                                "skipped": skipped, "shares": shares,
+                                "wall_seconds": spent + time.perf_counter() - t_start, "results": results})
+
+    def runs_of(commit: str, repeats: int, path: str | None) -> list[dict]:
+        records = []
+        for k in range(repeats):
+            with trees_for(base_commit, commit, repo=clone) as trees:
+                r = gate(trees, benches, rounds=a.rounds, order_seed=k, budget_seconds=a.budget, skipped=skipped)
+            records.append(_run_record(r, path))
+        return records
 
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-rates-") as tmp:
         clone = Path(tmp) / "clone"
         _git(repo, "clone", "-q", "--no-hardlinks", str(repo), str(clone))
         sampler = PATHS["sample"][0]
-        edits = {"null-comment": _edit_append(sampler, "\n# a comment\n"),
+        nulls = {"null-comment": _edit_append(sampler, "\n# a comment\n"),
                  "null-rename": _edit_rename(sampler, "_take_all", "_take_every")}
-        for path in a.paths.split(","):
-            file, cls, method, imports, _ = PATHS[path]
-            if path not in shares:
-                shares[path] = statistics.median(path_share(benches[0].config, path) for _ in range(3))
-            for pct in (int(s) for s in a.sizes.split(",")):
-                # the step pct% slower, all of it in this path: the path slower by pct / its share of the step
-                frac = round(pct / 100 / shares[path], 4)
-                if path in INSIDE:
-                    edits[f"slow-{path}-{pct}"] = _edit_inside(file, *INSIDE[path],
-                                                               SLOW_INSIDE.format(pct=pct, frac=frac))
-                else:
-                    text = SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac)
-                    edits[f"slow-{path}-{pct}"] = _edit_append(file, text)
-        for name, edit in edits.items():
+        for name, edit in nulls.items():
             if name in results:
                 continue
             commit = _commit(clone, base_commit, name, edit)
-            null = name.startswith("null")
-            flagged, right_phase, runs = 0, 0, []
-            for k in range(a.null_repeats if null else a.repeats):
-                with trees_for(base_commit, commit, repo=clone) as trees:
-                    r = gate(trees, null_benches if null else benches, rounds=a.rounds, order_seed=k)
-                hits = [b.name for b in r.regressed]
-                b = r.benches[0]
-                if hits:
-                    flagged += 1
-                    expected = () if null else PATHS[name.split("-")[1]][4]
-                    right_phase += b.phase in expected and b.name in hits
-                runs.append({"seconds": r.seconds, "flagged": hits, "ratio": b.ratio, "low": b.low, "high": b.high,
-                             "p_value": b.p_value, "phase_ratio": b.phase_ratio,
-                             "threshold": b.threshold, "phase": b.phase,
-                             "measured": sum(v.status == "ok" for v in r.benches),
-                             "per_bench": {v.name: [v.ratio, v.low, v.high, v.threshold, v.p_value] for v in r.benches
-                                           if v.status == "ok"} if null else None})
-            results[name] = {"commit": commit, "runs": len(runs), "flagged": flagged,
-                             "rate": flagged / len(runs), "right_phase": right_phase, "detail": runs}
-            print(f"{name:<22} flagged {flagged}/{len(runs)}"
-                  + (f", right phase {right_phase}/{flagged}" if not null and flagged else "")
-                  + f"  (gate run {statistics.median(x['seconds'] for x in runs):.0f} s)", flush=True)
+            records = runs_of(commit, a.null_repeats, None)
+            flagged = sum(bool(x["flagged"]) for x in records)
+            results[name] = {"commit": commit, "runs": len(records), "flagged": flagged,
+                             "rate": flagged / len(records), "right_phase": 0, "detail": records}
+            print(f"{name:<22} flagged {flagged}/{len(records)}  (gate run "
+                  f"{statistics.median(x['seconds'] for x in records):.0f} s)", flush=True)
             save(False)
+        for path in a.paths.split(","):
+            if path not in shares:
+                shares[path] = statistics.median(path_share(pilot[0].config, path) for _ in range(3))
+            for pct in (int(s) for s in a.sizes.split(",")):
+                name = f"slow-{path}-{pct}"
+                if name in results:
+                    continue
+                # the step pct% slower, all of it in this path: the path slower by pct / its share, then checked
+                frac, pilots = round(pct / 100 / shares[path], 4), []
+                for attempt in range(a.calibrations + 1):
+                    commit = _commit(clone, base_commit, f"{name} (x{frac})", _slow_edit(path, pct, frac))
+                    with trees_for(base_commit, commit, repo=clone) as trees:
+                        got = _slowdown(gate(trees, pilot, rounds=a.pilot_rounds, order_seed=1000 + attempt).benches[0])
+                    pilots.append({"frac": frac, **got})
+                    print(f"{name:<22} pilot {attempt + 1}: x{frac} delivers {100 * got['slowdown']:+.1f}% "
+                          f"[{100 * got['low']:+.1f}, {100 * got['high']:+.1f}]", flush=True)
+                    if abs(got["slowdown"] - pct / 100) <= 0.01 or got["slowdown"] <= 0 or attempt == a.calibrations:
+                        break
+                    frac = round(frac * (pct / 100) / got["slowdown"], 4)
+                records = runs_of(commit, a.repeats, path)
+                flagged = sum(bool(x["flagged"]) for x in records)
+                right = sum(bool(x["right_phase"]) for x in records)
+                results[name] = {"commit": commit, "frac": frac, "pilots": pilots, "delivered": pilots[-1],
+                                 "runs": len(records), "flagged": flagged, "rate": flagged / len(records),
+                                 "right_phase": right, "detail": records}
+                print(f"{name:<22} flagged {flagged}/{len(records)}"
+                      + (f", right phase {right}/{flagged}" if flagged else "")
+                      + f"  (gate run {statistics.median(x['seconds'] for x in records):.0f} s)", flush=True)
+                save(False)
     save(True)
     print(f"wrote {out} ({spent + time.perf_counter() - t_start:.0f} s)")
     print(format_rates(summarize(json.loads(out.read_text()))))

@@ -20,7 +20,7 @@ def format_gate(r: GateResult) -> str:
     lines = [f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of alternating "
              f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
              f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
-             f"significant slowdown beyond max({MIN_THRESHOLD:g}x, the benchmark's noise floor), an accuracy "
+             f"significant slowdown beyond {MIN_THRESHOLD:g}x, an accuracy "
              f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds, or a benchmark fine in base that head lost; "
              f"'detects' is the smallest slowdown this run flags {POWER:.0%} of the time (above "
              f"{1 + r.sensitivity:.2f}x: inconclusive here)", ""]
@@ -63,12 +63,19 @@ def format_gate(r: GateResult) -> str:
             lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
         if lost:
             lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
+    elif r.blind and r.failure is None:
+        worst = max(b.detectable for b in r.blind)
+        lines.append(f"no regression seen, but inconclusive here: {len(r.blind)} benchmark(s) that every "
+                     f"configuration's code runs through could not have seen a {r.sensitivity:.0%} slowdown on this "
+                     f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)}; more "
+                     f"rounds (--rounds, --budget) or a quieter machine (exit 3)")
     elif r.inconclusive and r.failure is None:
         worst = max(b.detectable for b in r.inconclusive)
-        lines.append(f"no regression seen, but inconclusive here: {len(r.inconclusive)} benchmark(s) could not "
-                     f"have seen a {r.sensitivity:.0%} slowdown on this machine (they detect {_factor(worst)} at "
-                     f"worst): {', '.join(b.name for b in r.inconclusive)}; more rounds (--rounds, --budget) or a "
-                     f"quieter machine")
+        lines.append(f"no regression in the paths every configuration runs (the baseline and the micro-benchmarks "
+                     f"could each see a {r.sensitivity:.0%} slowdown); inconclusive here: "
+                     f"{', '.join(b.name for b in r.inconclusive)}, whose spread could not show "
+                     f"{r.sensitivity:.0%} within the rounds and budget (they detect {_factor(worst)} at worst): "
+                     f"a slowdown of their own code paths of less than that may have gone unseen")
     elif r.failure is None and not r.judged:
         lines.append("nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)")
     elif r.failure is None:

@@ -3,9 +3,16 @@
 :func:`judge` turns each benchmark's rounds (``base[i]`` pairs with ``head[i]``, one round per process pair) into
 a :class:`BenchVerdict`: the step ratio ``BASE / HEAD`` with its interval, the phase that moved most, setup and
 epoch time beside it (:class:`MetricVerdict`) and the accuracy delta on the same seeds; then Holm per figure
-across the set (:data:`ALPHAS`), the practical threshold (the larger of :data:`MIN_THRESHOLD` and the
-benchmark's noise floor), the smallest slowdown the run could see with :data:`POWER` and whether that leaves it
+across the set (:data:`ALPHAS`; for the step, weighted by tier: :func:`tier_weights`), the practical threshold
+(:data:`MIN_THRESHOLD`), the smallest slowdown the run could see with :data:`POWER` and whether that leaves it
 inconclusive. :class:`GateResult` is the gate's outcome: its exit status and its JSON document.
+
+**Tiers.** The baseline and the micro-benchmarks are the *primary* tier: every configuration runs their code
+paths (sampler, gather, aggregation, the forward and backward of the base model, the optimizer), so a
+regression of a shared path shows in them first, and the micro-benchmarks see a path's slowdown undiluted.
+They share :data:`PRIMARY_SHARE` of the step's alpha; the registry entries share the rest. Holm's weighted
+step-down (:func:`weighted_holm`) keeps the family-wise rate at the step's alpha whatever the weights, and a
+machine too noisy to tell is judged on the primary tier (:attr:`GateResult.exit_status`).
 """
 
 from __future__ import annotations
@@ -16,10 +23,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gnnbench.measure.comparison import mean_interval
-from gnnbench.measure.stats import detectable_shift, holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats import detectable_shift, holm, paired_ratio, t_quantile
 
 __all__ = ["GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "judge", "MIN_THRESHOLD",
-           "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "POWER"]
+           "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "POWER", "PRIMARY_SHARE", "is_primary", "tier_weights",
+           "weighted_holm", "detectable_at"]
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
@@ -29,6 +37,42 @@ FAMILY_ALPHA = 0.05
 ALPHAS = {"step": 0.04, "setup": 0.005, "epoch": 0.005}
 DEFAULT_SENSITIVITY = 0.10  # the slowdown a run must be able to see before "no regression" is said
 POWER = 0.8  # "could detect": flagged with this probability at the run's own spread
+PRIMARY_SHARE = 0.75  # of the step's alpha, shared by the primary tier (the baseline and the micro-benchmarks)
+
+
+def is_primary(name: str) -> bool:
+    """Whether a benchmark belongs to the primary tier: the baseline or a micro-benchmark."""
+    return name == "baseline" or name.startswith("micro:")
+
+
+def tier_weights(names: list[str]) -> dict[str, float]:
+    """Each benchmark's share of the step's alpha (they add up to 1): :data:`PRIMARY_SHARE` split equally over
+    the primary tier, the rest equally over the entries; equal shares when only one tier is present."""
+    primary = [n for n in names if is_primary(n)]
+    entries = [n for n in names if not is_primary(n)]
+    if not primary or not entries:
+        return {n: 1.0 / len(names) for n in names}
+    return {**{n: PRIMARY_SHARE / len(primary) for n in primary},
+            **{n: (1.0 - PRIMARY_SHARE) / len(entries) for n in entries}}
+
+
+def weighted_holm(p_values: list[float], weights: list[float], alpha: float) -> list[bool]:
+    """Holm's weighted step-down (Holm 1979): which of ``p_values`` are rejected with the family-wise error rate at
+    most ``alpha`` whatever their dependence. At each step the open hypothesis with the smallest ``p / w`` is
+    rejected when ``p <= alpha * w / (the open weights' sum)``; the first that is not stops it. NaN p-values are
+    never rejected and their weights do not count. Equal weights: :func:`~gnnbench.measure.stats.holm`."""
+    if len(p_values) != len(weights) or any(not w > 0 for w in weights):
+        raise ValueError(f"weighted_holm needs one positive weight per p-value (got {weights!r} for "
+                         f"{len(p_values)} p-values)")
+    open_ = sorted((p / w, i) for i, (p, w) in enumerate(zip(p_values, weights)) if p == p)
+    out = [False] * len(p_values)
+    total = sum(weights[i] for _, i in open_)
+    for _, i in open_:
+        if p_values[i] > alpha * weights[i] / total + 1e-15:
+            break
+        out[i] = True
+        total -= weights[i]
+    return out
 
 
 @dataclass
@@ -67,7 +111,8 @@ class BenchVerdict:
     low: float | None = None
     high: float | None = None
     p_value: float | None = None
-    threshold: float | None = None  # the practical threshold (a factor >= MIN_THRESHOLD)
+    threshold: float | None = None  # the practical threshold (MIN_THRESHOLD)
+    alpha: float | None = None  # its share of the step's alpha at Holm's strictest step (its tier's weight)
     detectable: float | None = None  # the smallest step slowdown this run resolves with POWER (inf: none)
     log_sd: float | None = None  # the spread of the step's per-round log ratios
     significant: bool = False  # after Holm across the set
@@ -139,21 +184,31 @@ class GateResult:
         return [b for b in self.benches if b.status == "ok" and b.p_value is not None]
 
     @property
+    def blind(self) -> list[BenchVerdict]:
+        """The inconclusive benchmarks that make the whole run inconclusive: those of the primary tier (every
+        benchmark when the set has no primary one). An entry whose work varies per batch can stay inconclusive
+        on a quiet machine; a primary benchmark that cannot see the sensitivity means the machine was too noisy."""
+        tiered = any(is_primary(b.name) for b in self.judged)
+        return [b for b in self.inconclusive if is_primary(b.name) or not tiered]
+
+    @property
     def exit_status(self) -> int:
         """2: a benchmark process crashed or timed out; 1: a regression or a lost benchmark; 3: no regression
-        seen, but some benchmark could not have seen a slowdown of ``sensitivity`` (too noisy here); 0."""
+        seen, but a primary benchmark (:attr:`blind`) could not have seen a slowdown of ``sensitivity`` (too
+        noisy here), or nothing was judged; 0."""
         if self.failure is not None:
             return 2
         if self.regressed:
             return 1
-        return 3 if self.inconclusive or not self.judged else 0
+        return 3 if self.blind or not self.judged else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
                 "pythons": self.pythons,
                 "orders": self.orders, "seconds": self.seconds, "family": self.family, "commits": self.commits,
                 "finished": self.finished, "regression": bool(self.regressed),
-                "inconclusive": [b.name for b in self.inconclusive], "exit_status": self.exit_status,
+                "inconclusive": [b.name for b in self.inconclusive], "blind": [b.name for b in self.blind],
+                "exit_status": self.exit_status,
                 "sensitivity": self.sensitivity, "budget_seconds": self.budget_seconds,
                 "extra_rounds": self.extra_rounds, "skipped": self.skipped,
                 "failure": asdict(self.failure) if self.failure else None,
@@ -166,12 +221,14 @@ def judge(names: list[str], data: dict[str, dict[str, list[dict]]], sensitivity:
     ``sensitivity``."""
     verdicts = [_verdict(name, data[name]["base"], data[name]["head"]) for name in names]
     measured = [v for v in verdicts if v.status == "ok" and v.p_value is not None]
-    m = len(measured)
-    for v, keep in zip(measured, holm([v.p_value for v in measured], ALPHAS["step"])):
+    weights = tier_weights([v.name for v in measured]) if measured else {}
+    for v, keep in zip(measured, weighted_holm([v.p_value for v in measured], [weights[v.name] for v in measured],
+                                               ALPHAS["step"])):
+        v.alpha = ALPHAS["step"] * weights[v.name]
         v.significant = bool(keep)
         v.regression = v.significant and v.ratio < 1 / v.threshold and v.high < 1
         v.improvement = v.significant and v.ratio > v.threshold and v.low > 1
-        v.detectable = _detectable(v.rounds, v.log_sd, ALPHAS["step"] / m, v.threshold)
+        v.detectable = _detectable(v.rounds, v.log_sd, v.alpha, v.threshold)
         v.inconclusive = not (v.regression or v.improvement) and v.detectable > 1 + sensitivity + 1e-12
     for metric in ("setup", "epoch"):
         judged = [getattr(v, metric) for v in measured if getattr(v, metric) is not None]
@@ -181,6 +238,14 @@ def judge(names: list[str], data: dict[str, dict[str, list[dict]]], sensitivity:
             mv.improvement = mv.significant and mv.ratio > mv.threshold and mv.low > 1
             mv.detectable = _detectable(mv.rounds, mv.log_sd, ALPHAS[metric] / len(judged), mv.threshold)
     return verdicts
+
+
+def detectable_at(v: BenchVerdict, rounds: int) -> float:
+    """The smallest slowdown ``v``'s benchmark would resolve after ``rounds`` paired rounds at its current
+    spread and level (what more rounds could buy it; its ratio plays no part)."""
+    if v.alpha is None or v.threshold is None:
+        return math.inf
+    return _detectable(rounds, v.log_sd, v.alpha, v.threshold)
 
 
 def _detectable(rounds: int, log_sd: float | None, alpha: float, threshold: float) -> float:
@@ -199,13 +264,13 @@ def _detectable(rounds: int, log_sd: float | None, alpha: float, threshold: floa
 
 
 def _ratio_of(base: list[float], head: list[float]) -> tuple[Any, float, float]:
-    """The paired ratio, the spread of its per-round log ratios and the threshold (``MIN_THRESHOLD`` or the
-    base side's noise floor, whichever is larger)."""
+    """The paired ratio, the spread of its per-round log ratios and the practical threshold (``MIN_THRESHOLD``:
+    the paired test already answers for the noise, so the threshold is not the base side's own noise floor,
+    which five processes estimate too loosely to gate on)."""
     ri = paired_ratio(base, head)
     logs = [math.log(b / h) for b, h in zip(base, head)]
     sd = statistics.stdev(logs) if len(logs) > 1 else math.nan
-    floor = noise_floor(base)
-    return ri, sd, max(MIN_THRESHOLD, floor if floor == floor else MIN_THRESHOLD)
+    return ri, sd, MIN_THRESHOLD
 
 
 def _moved(base: list[dict], head: list[dict], key: str, head_total: float) -> tuple[str, dict] | None:
