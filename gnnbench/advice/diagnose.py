@@ -129,7 +129,8 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
         compile=_compile_figures(trainer),
         sampled=trainer.sampled.to_dict(),
-        explosion=explosion_finding(trainer.sampled.to_dict(), finding, rules),
+        explosion=explosion_finding(trainer.sampled.to_dict(), finding, rules, flags=config.flags,
+                                    task=config.task),
     )
 
 

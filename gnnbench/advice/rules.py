@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gnnbench.registry import BOTTLENECKS
+from gnnbench.flags import Flags
+from gnnbench.registry import BOTTLENECKS, NotApplicable, get
 
 __all__ = ["PHASE_GROUPS", "Rules", "RULES", "Finding", "group_shares", "classify", "expectation",
-           "FEWER_VERTICES", "explosion_finding"]
+           "FEWER_VERTICES", "EXPLODING_SOURCE", "explosion_finding"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -115,17 +116,55 @@ def expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
 
 # the entries that compute fewer vertices per step (the answers to neighbour explosion)
 FEWER_VERTICES = ("labor", "fanout", "cluster_gcn", "graphsaint", "full_batch")
+# the batch source whose neighbourhood grows hop by hop; subgraph and full batches cover what they cover by design
+EXPLODING_SOURCE = "neighbor"
 
 
-def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RULES) -> str | None:
-    """The neighbour-explosion finding: a kernel-bound step whose batches' sampled neighbourhoods cover at least
-    ``rules.explosion_at`` of the graph's nodes computes most of a whole-graph layer per step, so entries that
-    speed up data movement are worth little and those that compute fewer vertices are named."""
+def _fewer_vertex_entries(flags: Flags, task: str) -> list[str]:
+    """The entries of :data:`FEWER_VERTICES` that would change this configuration: on its task, applicable to
+    its flags, and not already in use (an entry whose change leaves the flags as they are is in use)."""
+    out = []
+    for name in FEWER_VERTICES:
+        opt = get(name)
+        if task not in opt.tasks:
+            continue
+        try:
+            if opt.apply(flags) == flags:
+                continue
+        except NotApplicable:  # e.g. fanout on a single hop: no hop to drop
+            continue
+        out.append(name)
+    return out
+
+
+def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RULES, *, flags: Flags,
+                      task: str = "node") -> str | None:
+    """The neighbour-explosion finding: a kernel-bound step whose neighbour-sampled batches' neighbourhoods cover
+    at least ``rules.explosion_at`` of the graph's nodes computes most of a whole-graph layer per step, so entries
+    that speed up data movement are worth little and those that compute fewer vertices are named.
+
+    Only neighbour-sampled batches (``flags.batch_source == "neighbor"``) explode: a full batch covers the whole
+    graph and a subgraph batch its subgraph by design, so they get no finding. The entries named are those that
+    would change this configuration (:func:`_fewer_vertex_entries`): never one already in use.
+
+    Args:
+        sampled: The batches' figures (:meth:`~gnnbench.sampling.batch.SampledStats.to_dict`), or ``None``.
+        finding: The step's classification (:func:`classify`).
+        rules: The thresholds (``rules.explosion_at``).
+        flags: The diagnosed configuration's flags (its batch source, and the entries already in use).
+        task: The diagnosed configuration's task (``"node"`` or ``"link"``): entries that do not apply to it
+            are not named.
+    """
     if not sampled or finding.bottleneck != "kernels" or sampled["coverage"] < rules.explosion_at:
+        return None
+    if flags.batch_source != EXPLODING_SOURCE:
         return None
     hops = sampled.get("nodes_per_hop") or []
     growth = (" (" + " -> ".join(f"{v:.0f}" for v in hops) + " nodes per hop)") if len(hops) > 1 else ""
+    entries = _fewer_vertex_entries(flags, task)
+    names = (f"entries that compute fewer vertices: {', '.join(entries)}" if entries else
+             "every entry that computes fewer vertices is in use already or does not apply here")
     return (f"neighbour explosion: a batch's sampled neighbourhood covers {sampled['coverage']:.0%} of the graph's "
             f"nodes{growth}, at or above {rules.explosion_at:.0%}, and the step is kernel-bound: every step "
             f"computes most of a whole-graph layer, so computing fewer vertices pays before moving data faster; "
-            f"entries that compute fewer vertices: {', '.join(FEWER_VERTICES)}")
+            f"{names}")

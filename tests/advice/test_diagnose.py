@@ -13,7 +13,16 @@ from gnnbench.advice.diagnose import Diagnosis, diagnose
 from gnnbench.advice.diagnosis_text import format_diagnosis
 from gnnbench.advice.op_profile import OUTSIDE, attribute_ops
 from gnnbench.advice.recommend import recommend
-from gnnbench.advice.rules import PHASE_GROUPS, RULES, Finding, Rules, classify, group_shares
+from gnnbench.advice.rules import (
+    FEWER_VERTICES,
+    PHASE_GROUPS,
+    RULES,
+    Finding,
+    Rules,
+    classify,
+    explosion_finding,
+    group_shares,
+)
 from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.advice.verdicts import verdicts, verify_names
 from gnnbench.flags import Flags
@@ -240,6 +249,94 @@ def test_the_profiled_steps_attribute_operators_to_phases():
     assert any("forward" in h.phases or "backward" in h.phases for h in d.hot_ops)
     assert sum(h.share for h in d.hot_ops) <= 1.0 + 1e-9
 
+
+# ------------------------------------------------------------------------------------- neighbour explosion
+KERNEL_BOUND = Finding("kernels", 0.97, None, None, 0.97, "compute phases", "")
+WIDE = {"coverage": 0.69, "nodes_per_hop": [1024, 14000, 45000, 69000]}
+
+
+def named_entries(text: str) -> list[str]:
+    """The entries an explosion finding names."""
+    return text.split("entries that compute fewer vertices: ")[1].split(", ")
+
+
+@pytest.mark.parametrize("source", ["full", "cluster_gcn", "saint_rw"])
+def test_no_explosion_where_coverage_is_by_design(source):
+    """A full batch covers the whole graph and a subgraph batch its subgraph by design: kernel-bound at 100%
+    coverage, they are not told "neighbour explosion ... try full_batch"."""
+    assert explosion_finding({"coverage": 1.0, "nodes_per_hop": []}, KERNEL_BOUND,
+                             flags=Flags(batch_source=source)) is None
+    assert explosion_finding(WIDE, KERNEL_BOUND, flags=Flags(batch_source=source)) is None
+
+
+def test_the_explosion_finding_never_names_an_entry_in_use_or_one_that_cannot_apply():
+    assert named_entries(explosion_finding(WIDE, KERNEL_BOUND, flags=Flags())) == list(FEWER_VERTICES)
+    on_labor = named_entries(explosion_finding(WIDE, KERNEL_BOUND, flags=Flags(sampler="labor")))
+    assert on_labor == [n for n in FEWER_VERTICES if n != "labor"], "labor is in use"
+    one_hop = named_entries(explosion_finding({"coverage": 0.4}, KERNEL_BOUND, flags=Flags(fanout=(25,))))
+    assert "fanout" not in one_hop and "labor" in one_hop, "no hop to drop"
+    link = named_entries(explosion_finding(WIDE, KERNEL_BOUND, flags=Flags(), task="link"))
+    assert "labor" not in link and "fanout" in link, "LABOR samples node batches only"
+    for name in link:
+        assert "link" in registry.get(name).tasks
+
+
+def test_full_batch_diagnosed_end_to_end_is_not_an_explosion():
+    """The bug this guards: a kernel-bound full-batch run (coverage 100% by design) was told to try
+    full_batch against a neighbour explosion."""
+    config = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=2000), flags=Flags(batch_source="full"),
+                       warmup_steps=1, hidden=16)
+    d = diagnose(config, steps=3, profile_steps=0)
+    assert d.sampled["coverage"] == 1.0 and d.sampled["nodes_per_hop"] == []
+    assert d.explosion is None and "neighbour explosion" not in format_diagnosis(d)
+
+
+# A neighbour-sampled batch on a small graph that holds most of it (200 of the 600 training nodes as seeds,
+# fanout [10, 10], on 3,000 nodes: about 87% of the graph) and a wide model: sampling is cheap and the kernels
+# are 90-95% of the step on the 2-core reference machine, far above the rule's 50%.
+EXPLODING = ["--preset", "tiny", "--nodes", "3000", "--fanout", "10,10", "--batch-size", "200", "--model", "sage",
+             "--hidden", "256", "--feature-dim", "128", "--warmup", "1", "--steps", "3"]
+
+
+def explosion_line(text: str) -> str:
+    line = next((x for x in text.splitlines() if x.startswith("neighbour explosion: ")), None)
+    assert line is not None, text
+    return line
+
+
+def test_diagnose_reports_the_neighbour_explosion_end_to_end(capsys):
+    """``gnnbench diagnose`` on a kernel-bound step whose batches cover most of the graph prints the finding:
+    the coverage it measured (the sampled line's), the per-hop growth, and every entry that computes fewer
+    vertices."""
+    import re
+
+    from gnnbench.cli import main
+
+    assert main(["diagnose", *EXPLODING]) == 0
+    text = capsys.readouterr().out
+    assert "bottleneck: kernels" in text, text
+    sampled = re.search(r"^sampled: (\d+) nodes per batch \(per hop: 200 / (\d+) / (\d+)\), (\d+)% of the "
+                        r"graph's nodes", text, re.M)
+    assert sampled, text
+    coverage = int(sampled.group(4))
+    assert coverage >= 100 * RULES.explosion_at
+    line = explosion_line(text)
+    assert line.startswith(f"neighbour explosion: a batch's sampled neighbourhood covers {coverage}% of the "
+                           f"graph's nodes (200 -> {sampled.group(2)} -> {sampled.group(3)} nodes per hop), at or "
+                           f"above 25%, and the step is kernel-bound"), line
+    assert named_entries(line) == list(FEWER_VERTICES)
+
+
+@pytest.mark.slow
+def test_diagnose_of_a_labor_run_does_not_name_labor(capsys):
+    """The same workload already on LABOR still explodes (it covers most of the graph too), and the finding
+    names the other entries only."""
+    from gnnbench.cli import main
+
+    assert main(["diagnose", *EXPLODING, "--flags", "labor"]) == 0
+    text = capsys.readouterr().out
+    assert "bottleneck: kernels" in text, text
+    assert named_entries(explosion_line(text)) == [n for n in FEWER_VERTICES if n != "labor"]
 
 SMALL = GraphSpec.preset("tiny", num_nodes=1500)
 # entries a user may already have on (device-independent, single process)

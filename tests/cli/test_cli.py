@@ -102,6 +102,28 @@ def test_run_command_prints_phase_breakdown(tmp_path, capsys):
     assert r["status"] == "ok" and r["steps"]["measured"] == 4
 
 
+def test_run_command_prints_the_neighbour_explosion(tmp_path, capsys):
+    """``run`` prints what a batch sampled: nodes per batch with their share of the graph, edges, and the
+    per-hop figures, the same numbers its result records."""
+    import re
+
+    out = tmp_path / "r.json"
+    assert main(["run", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
+                 "--epochs", "1", "--max-steps", "3", "--warmup", "1", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    line = next((x for x in text.splitlines() if x.startswith("sampled")), None)
+    assert line is not None, text
+    m = re.fullmatch(r"sampled\s+(\d+) nodes per batch \((\d+)% of the graph's 3000 nodes\), (\d+) edges; "
+                     r"per hop: nodes (\d+) / (\d+) / (\d+), edges (\d+) / (\d+)", line)
+    assert m, line
+    nodes, share, edges, *hops = (int(g) for g in m.groups())
+    assert hops[0] == 96, "hop 0: the batch's seeds"
+    s = json.loads(out.read_text())["sampled"]
+    assert nodes == round(s["nodes_per_batch"]) and edges == round(s["edges_per_batch"])
+    assert share == round(100 * s["coverage"]) and 0 < share <= 100
+    assert hops[:3] == [round(v) for v in s["nodes_per_hop"]] and hops[3:] == [round(v) for v in s["edges_per_hop"]]
+
+
 def test_run_command_errors(capsys):
     assert main(["run", "--preset", "tiny", "--fanout", "5,3", "--layers", "3"]) == 2
     assert "has 2 hops but the model has 3 layers" in capsys.readouterr().err

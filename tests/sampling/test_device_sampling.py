@@ -1,6 +1,7 @@
 """Sampling where the model computes (gpu_sampling, uva_sampling): the device source's batches are valid
 neighbour samples that cover every seed once per epoch, on the CPU (device-agnostic) and on CUDA when present;
-each entry is refused with its reason where it cannot run."""
+with ``sampler="labor"`` they are the host's LABOR sample of the same batch key; each entry is refused with its
+reason where it cannot run."""
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
+from gnnbench.sampling.labor import LaborSampleCore
 from gnnbench.sampling.sources import DeviceNeighborBatches, make_batch_source, unavailable
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -94,3 +96,93 @@ def test_training_with_sampling_on_the_device(name):
     assert r.status == "ok", r.unavailable
     base = run(dataclasses.replace(QUICK, device="cuda"))
     assert abs(r.accuracy["test"] - base.accuracy["test"]) < 0.05
+
+
+def assert_labor_batches_are_the_host_sample(graph, monkeypatch, *, device: str, sampler_device: str,
+                                             index_dtype: str) -> None:
+    """The device source's LABOR batches, checked against the host's sample of the same key.
+
+    The variates are keyed (:func:`~gnnbench.sampling.labor.keyed_uniform`): a sample is a function of the
+    seeds, the CSR and one 64-bit batch key, whatever the device. The key itself is drawn from the sampler's
+    generator on its device, and CUDA's generator is not the CPU's, so the same seed gives another key there:
+    the test records each batch's key on the device and replays it on a host :class:`LaborSampleCore` over the
+    same CSR, which must give the batch exactly (nodes, edges, edge ids, weights). The layout is checked too:
+    edges sorted by target, the batch's CSR, real in-edges, and each edge's weight ``1 / min(1, k / d)`` of its
+    target's degree ``d`` and its hop's fanout ``k``.
+    """
+    flags = Flags(fanout=(5, 3), batch_size=128, sampler="labor", sampler_device=sampler_device, keep_csr=True,
+                  index_dtype=index_dtype)
+    prepared = prepare(graph, flags)
+    source = make_batch_source(prepared, flags, device=device)
+    assert isinstance(source, DeviceNeighborBatches) and isinstance(source.core, LaborSampleCore)
+    keys = []
+    draw = source.core._batch_key
+    monkeypatch.setattr(source.core, "_batch_key", lambda: keys.append(draw()) or keys[-1])
+    csr = prepared.neighbours()
+    host = LaborSampleCore(csr.rowptr.cpu(), csr.col.cpu(), flags.fanout)
+    rowptr, col = csr.rowptr.cpu().long(), csr.col.cpu().long()
+    deg = rowptr.diff()
+    batches = list(source.epoch(0))
+    assert len(keys) == len(batches) == source.steps_per_epoch()
+    for b, key in zip(batches, keys):
+        assert key.device.type == device, "the batch key never visits the host"
+        assert b.n_id.device.type == device and b.n_id.dtype == csr.col.dtype
+        n_id, (src, dst), e_id = b.n_id.cpu().long(), b.edge_index.cpu().long(), b.e_id.cpu().long()
+        weight = b.edge_weight.cpu()
+        # the layout: real in-edges, sorted by target, with the batch's CSR
+        assert torch.equal(col[e_id], n_id[src])
+        assert bool(((e_id >= rowptr[n_id[dst]]) & (e_id < rowptr[n_id[dst] + 1])).all())
+        assert bool((dst[1:] >= dst[:-1]).all()), "edges sorted by target"
+        assert torch.equal(b.rowptr.cpu().long().diff(), torch.bincount(dst, minlength=n_id.numel()))
+        # each edge's Horvitz-Thompson weight: 1 / min(1, k / d) of its target, k its hop's fanout
+        k = torch.tensor(flags.fanout).repeat_interleave(torch.tensor(b.num_sampled_edges))
+        d = deg[n_id[dst]].clamp_min(1).double()
+        assert torch.allclose(weight.double(), 1.0 / (k / d).clamp_max(1.0), rtol=1e-6)
+        # the host's sample of the same seeds and key
+        seeds = n_id[b.target.cpu().long()]
+        monkeypatch.setattr(host, "_batch_key", lambda key=key: key.cpu())
+        h = host.sample(seeds)
+        assert torch.equal(h.node.long(), n_id) and torch.equal(h.edge.long(), e_id)
+        assert torch.equal(torch.stack([h.row, h.col]).long(), torch.stack([src, dst]))
+        assert torch.equal(h.weight, weight) and h.num_sampled_nodes == b.num_sampled_nodes
+        assert h.num_sampled_edges == b.num_sampled_edges
+
+
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_labor_batches_of_the_device_source_are_the_host_sample_on_the_cpu(quick_graph, monkeypatch, index_dtype):
+    """The device source's LABOR path (the source, its core, the weights it hands on) with the CPU as the
+    device: device-agnostic torch, so the same code CUDA runs (below, marked cuda)."""
+    assert_labor_batches_are_the_host_sample(quick_graph, monkeypatch, device="cpu", sampler_device="device",
+                                             index_dtype=index_dtype)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+@pytest.mark.parametrize("sampler_device", ["device", "uva"])
+def test_labor_batches_sampled_on_cuda_are_the_host_sample(quick_graph, monkeypatch, sampler_device, index_dtype):
+    """LABOR with gpu_sampling (the CSR on the device) and uva_sampling (the CSR pinned, read by the device):
+    for the same batch key the device's batch is the host's sample exactly (float64 ``k / d`` and the 53-bit
+    variates are computed bit for bit alike on both)."""
+    assert_labor_batches_are_the_host_sample(quick_graph, monkeypatch, device="cuda", sampler_device=sampler_device,
+                                             index_dtype=index_dtype)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["gpu_sampling", "uva_sampling"])
+def test_training_with_labor_sampled_on_the_device(name):
+    """``labor`` with a device source trains: the run is ok, its batches carry LABOR's weights into the step
+    (a batch computes fewer distinct vertices than the neighbour sampler's on the device), and its accuracy is
+    near the host LABOR run's."""
+    import dataclasses
+
+    from gnnbench.measure.run import run
+    from tests.helpers import QUICK
+
+    on_cuda = dataclasses.replace(QUICK, device="cuda")
+    labor = run(dataclasses.replace(on_cuda, flags=registry.flags_for(["labor", name], QUICK.flags)))
+    assert labor.status == "ok", labor.unavailable or labor.error
+    assert labor.sampled["nodes_per_hop"][0] == QUICK.flags.batch_size
+    neighbour = run(dataclasses.replace(on_cuda, flags=registry.flags_for([name], QUICK.flags)))
+    assert labor.sampled["nodes_per_batch"] < neighbour.sampled["nodes_per_batch"]
+    host = run(dataclasses.replace(on_cuda, flags=registry.flags_for(["labor"], QUICK.flags)))
+    assert host.status == "ok" and abs(labor.accuracy["test"] - host.accuracy["test"]) < 0.05

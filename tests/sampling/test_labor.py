@@ -311,12 +311,13 @@ def test_labor_is_refused_where_it_has_no_meaning_with_the_reason():
 
 def test_the_explosion_finding_names_the_entries_that_compute_fewer_vertices():
     from gnnbench.advice.rules import FEWER_VERTICES, RULES, Finding, explosion_finding
+    from gnnbench.flags import Flags
 
     kernels = Finding("kernels", 0.97, None, None, 0.97, "compute phases", "")
     sampling = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
     wide = {"coverage": 0.69, "nodes_per_hop": [1024, 14000, 45000, 69000]}
-    text = explosion_finding(wide, kernels)
+    text = explosion_finding(wide, kernels, flags=Flags())
     assert "69% of the graph's nodes" in text and all(name in text for name in FEWER_VERTICES)
-    assert explosion_finding({"coverage": RULES.explosion_at - 0.01}, kernels) is None
-    assert explosion_finding(wide, sampling) is None, "a data-bound step is not decided by the explosion"
-    assert explosion_finding(None, kernels) is None
+    assert explosion_finding({"coverage": RULES.explosion_at - 0.01}, kernels, flags=Flags()) is None
+    assert explosion_finding(wide, sampling, flags=Flags()) is None, "a data-bound step is not decided by it"
+    assert explosion_finding(None, kernels, flags=Flags()) is None
