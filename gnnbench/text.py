@@ -56,12 +56,15 @@ def ratio(value: float | None, low: float | None = None, high: float | None = No
     return f"{text} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
-def ratio_of(d: Mapping[str, Any] | None, **options: Any) -> str:
-    """:func:`ratio` of a mapping with ``ratio``, ``low`` and ``high`` (a paired ratio of
-    :func:`gnnbench.measure.comparison.compare`); ``options`` are :func:`ratio`'s keywords."""
+def ratio_of(d: Any, **options: Any) -> str:
+    """:func:`ratio` of a paired ratio: an object with ``ratio``, ``low`` and ``high`` attributes (a
+    :class:`gnnbench.measure.rows.PairedRatio` of :func:`gnnbench.measure.comparison.compare`) or a mapping with
+    those keys (a scaling efficiency); ``options`` are :func:`ratio`'s keywords."""
     if not d:
         return ratio(None, **options)
-    return ratio(d.get("ratio"), d.get("low"), d.get("high"), **options)
+    if isinstance(d, Mapping):
+        return ratio(d.get("ratio"), d.get("low"), d.get("high"), **options)
+    return ratio(d.ratio, d.low, d.high, **options)
 
 
 def pp(delta: float, low: float | None = None, high: float | None = None, *, digits: int = 2,

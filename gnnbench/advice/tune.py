@@ -24,7 +24,7 @@ from gnnbench.advice.diagnose import Diagnosis, diagnose
 from gnnbench.advice.rules import RULES
 from gnnbench.env import resolve_device
 from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
-from gnnbench.measure.comparison import compare
+from gnnbench.measure.comparison import ComparisonRow, compare
 from gnnbench.measure.sweep import Entry, run_calibration, run_sweep, sweep_entries
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
@@ -50,14 +50,16 @@ class TuneResult:
     chosen: list[str]
     rounds: list[TuneRound] = field(default_factory=list)
     stop_reason: str = ""
-    final: dict | None = None  # the chosen set against the original baseline (a compare row)
+    final: ComparisonRow | None = None  # the chosen set against the original baseline (a compare row)
     not_applicable: dict[str, str] = field(default_factory=dict)  # candidates that cannot apply: name -> reason
     diagnosis: dict | None = None
     seconds: float = 0.0
     failed: list[str] = field(default_factory=list)  # runs that failed (SweepResults.failed), every round
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """JSON-ready; the final row as :meth:`ComparisonRow.to_dict` writes it."""
+        return {**dataclasses.asdict(dataclasses.replace(self, final=None)),
+                "final": self.final.to_dict() if self.final is not None else None}
 
 
 def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at,
@@ -130,9 +132,17 @@ def _swap_entries(base: RunConfig, moves: list[tuple[str, str, list[str]]], repe
             for r in range(repeats) for out, new_in, new in moves]
 
 
-def _acc_ok(row: dict, max_acc_loss_pp: float) -> bool:
-    delta = row.get("acc_delta")
+def _acc_ok(row: ComparisonRow, max_acc_loss_pp: float) -> bool:
+    delta = row.acc_delta
     return delta is not None and delta * 100 >= -max_acc_loss_pp
+
+
+def _measured(r: ComparisonRow) -> dict:
+    """A candidate's line of a round (:attr:`TuneRound.measured`); a row not measured has no figures."""
+    ok = r.status == "ok"
+    return {"label": r.label, "status": r.status, "speedup": r.speedup, "low": r.speedup_low,
+            "high": r.speedup_high, "by": r.primary if ok else None, "significant": r.significant if ok else None,
+            "acc_delta_pp": (r.acc_delta or 0.0) * 100 if ok else 0.0}
 
 
 def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
@@ -219,47 +229,44 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
         result.failed += runs.failed()
         swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
-        rows = [r for r in compare(runs, calibration=calibration).rows if r["label"] in pool or r["label"] in swap_sets]
+        rows = [r for r in compare(runs, calibration=calibration).rows if r.label in pool or r.label in swap_sets]
         seconds = time.monotonic() - t0
         per_run = seconds / max(1, len(entries))
-        measured = [{"label": r["label"], "status": r.get("status"), "speedup": r.get("speedup"),
-                     "low": r.get("speedup_low"), "high": r.get("speedup_high"), "by": r.get("primary"),
-                     "significant": r.get("significant"), "acc_delta_pp": (r.get("acc_delta") or 0.0) * 100}
-                    for r in rows]
-        paying = [r for r in rows if r.get("status") == "ok" and r.get("significant") and (r.get("speedup") or 0) > 1
+        measured = [_measured(r) for r in rows]
+        paying = [r for r in rows if r.status == "ok" and r.significant and (r.speedup or 0) > 1
                   and _acc_ok(r, max_acc_loss_pp)]
         for r in paying:
-            if r["label"] in pool:
-                paid[r["label"]] = max(paid.get(r["label"], 0.0), r["speedup"])
+            if r.label in pool:
+                paid[r.label] = max(paid.get(r.label, 0.0), r.speedup)
         if not paying:
-            costly = [r["label"] for r in rows if r.get("significant") and (r.get("speedup") or 0) > 1]
+            costly = [r.label for r in rows if r.significant and (r.speedup or 0) > 1]
             why = "nothing pays significantly" + (
                 f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else "")
             result.rounds.append(TuneRound(list(result.chosen), measured, None, why, seconds))
             result.stop_reason = why
             log(f"round {k}: {why}")
             break
-        best = max(paying, key=lambda r: r["speedup"])
-        why = (f"{best['label']}: {ratio(best['speedup'], best['speedup_low'], best['speedup_high'])} by "
-               f"{best['primary']}, accuracy {pp(best['acc_delta'])}")
-        result.rounds.append(TuneRound(list(result.chosen), measured, best["label"], why, seconds))
-        if best["label"] in swap_sets:
-            out, new_in = best["label"][len(SWAP_PREFIX):].split("->")
+        best = max(paying, key=lambda r: r.speedup)
+        why = (f"{best.label}: {ratio(best.speedup, best.speedup_low, best.speedup_high)} by "
+               f"{best.primary}, accuracy {pp(best.acc_delta)}")
+        result.rounds.append(TuneRound(list(result.chosen), measured, best.label, why, seconds))
+        if best.label in swap_sets:
+            out, new_in = best.label[len(SWAP_PREFIX):].split("->")
             tried.add((new_in, out))  # never swap straight back: that set was just beaten
-            result.chosen = list(swap_sets[best["label"]])
+            result.chosen = list(swap_sets[best.label])
             log(f"round {k}: swapped {why}")
         else:
-            result.chosen.append(best["label"])
+            result.chosen.append(best.label)
             log(f"round {k}: added {why}")
-        pool = [r["label"] for r in rows if r["label"] != best["label"] and r["label"] not in swap_sets
-                and (r.get("speedup") or 0) > 1]
+        pool = [r.label for r in rows if r.label != best.label and r.label not in swap_sets
+                and (r.speedup or 0) > 1]
     if result.chosen:
         label = "+".join(result.chosen)
         log(f"final: {label} against the baseline")
         entries = sweep_entries(base, [label], repeats=repeats, include_all_recommended=False)
         runs = run_sweep(entries, out_dir / "final", isolate=isolate, resume=True)
         result.failed += runs.failed()
-        result.final = next((r for r in compare(runs, calibration=calibration).rows if r["label"] == label), None)
+        result.final = next((r for r in compare(runs, calibration=calibration).rows if r.label == label), None)
     result.seconds = time.monotonic() - start
     return result
 
@@ -282,12 +289,12 @@ def format_tune(r: TuneResult) -> str:
     lines.append(f"stopped: {r.stop_reason}")
     if r.chosen and r.final:
         f = r.final
-        sig = "" if f.get("significant") else " (no significant difference)"
+        sig = "" if f.significant else " (no significant difference)"
         lines.append(f"final flag set: {','.join(r.chosen)}")
-        if f.get("speedup") is not None:
-            lines.append(f"against the baseline: {ratio(f['speedup'], f['speedup_low'], f['speedup_high'])}{sig} by "
-                         f"{f['primary']}; accuracy {pp(f['acc_delta'], f['acc_delta_low'], f['acc_delta_high'])} "
-                         f"({f['acc_verdict']})")
+        if f.speedup is not None:
+            lines.append(f"against the baseline: {ratio(f.speedup, f.speedup_low, f.speedup_high)}{sig} by "
+                         f"{f.primary}; accuracy {pp(f.acc_delta, f.acc_delta_low, f.acc_delta_high)} "
+                         f"({f.acc_verdict})")
     elif not r.chosen:
         lines.append("final flag set: the baseline (no entry paid here)")
     lines.append(f"total {r.seconds / 60:.1f} min")

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis
-from gnnbench.measure.comparison import FLOOR_KEY
+from gnnbench.measure.comparison import BASELINE, FLOOR_KEY, ComparisonRow
 from gnnbench.text import noise_floor, pp, ratio
 
 __all__ = ["verify_names", "verdicts"]
@@ -26,7 +26,7 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
     return labels
 
 
-def verdicts(rows: Iterable[dict], floors: dict[str, float] | None = None) -> list[str]:
+def verdicts(rows: Iterable[ComparisonRow], floors: dict[str, float] | None = None) -> list[str]:
     """One line per measured recommendation (rows of :func:`gnnbench.measure.comparison.compare`): does it pay
     here?
 
@@ -37,25 +37,25 @@ def verdicts(rows: Iterable[dict], floors: dict[str, float] | None = None) -> li
     floors = floors or {}
     out = []
     for row in rows:
-        label = row.get("label")
-        if label in (None, "baseline") or label.startswith("baseline ("):
+        label = row.label
+        if label == BASELINE or label.startswith(f"{BASELINE} ("):
             continue
-        if row.get("status") != "ok":
-            out.append(f"{label}: not measured ({row.get('reason') or row.get('status')})")
+        if row.status != "ok":
+            out.append(f"{label}: not measured ({row.reason or row.status})")
             continue
-        speedup = row.get("speedup")
-        shown = ratio(speedup, row.get("speedup_low"), row.get("speedup_high"))
-        by = row.get("primary", "epoch time")
-        acc = f"; accuracy {pp(row['acc_delta'])} ({row['acc_verdict']})"
+        speedup = row.speedup
+        shown = ratio(speedup, row.speedup_low, row.speedup_high)
+        by = row.primary
+        acc = f"; accuracy {pp(row.acc_delta)} ({row.acc_verdict})"
         if speedup is None:
             out.append(f"{label}: no comparable measurement{acc}")
-        elif row.get("significant") and speedup > 1:
+        elif row.significant and speedup > 1:
             out.append(f"{label}: pays here, {shown} by {by}{acc}")
-        elif row.get("significant"):
+        elif row.significant:
             out.append(f"{label}: does not pay here, it is slower: {shown} by {by}{acc}")
         else:
             floor = floors.get(FLOOR_KEY.get(by, ""))
-            high = row.get("speedup_high")
+            high = row.speedup_high
             if floor is not None and math.isfinite(floor) and high is not None and high <= floor:
                 out.append(f"{label}: not resolved: any effect is below the {noise_floor(floor)} floor "
                            f"({shown} by {by}){acc}")

@@ -200,7 +200,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     comparison = compare(calibration_runs + list(results), target_acc=args.target_acc, rule=rule)
     _store_outcome(out_dir, comparison)
     if args.json:
-        print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
+        print(json.dumps(comparison.to_dict(), indent=1, default=str))
     else:
         print(format_compare(comparison))
     print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
@@ -222,7 +222,7 @@ def _store_outcome(out_dir: str, comparison) -> None:
         return
     best = measured_best(comparison)
     manifest["outcome"] = {
-        "measured_best": best["label"] if best else None, "tradeoffs": [r["label"] for r in tradeoffs(comparison)],
+        "measured_best": best.label if best else None, "tradeoffs": [r.label for r in tradeoffs(comparison)],
         "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
     write_json_atomic(path, manifest)
 
@@ -336,7 +336,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             entries = sweep_entries(config, labels, repeats=args.repeats, include_all_recommended=False)
             results = _sweep_with_bar(entries, out_dir, calibration=calibration)
             comparison = compare(calibration_runs + list(results))
-            out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
+            out["verify"] = {"labels": labels, "rows": [r.to_dict() for r in comparison.rows],
+                             "floors": comparison.floors,
                              "verdicts": verdicts(comparison.rows, comparison.floors)}
             if not args.json:
                 print(format_compare(comparison))

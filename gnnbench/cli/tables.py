@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.measure.comparison import BASELINE, STATIC_LIST, measured_best, tradeoffs
+from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
 from gnnbench.measure.results import RunResult, graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
@@ -162,10 +162,10 @@ def format_run(r: RunResult) -> str:
 
 
 # Extra columns of the compare table: (header, width, cell from a row). gpu-check adds GPU_COLUMNS.
-Column = tuple[str, int, Callable[[dict], str]]
+Column = tuple[str, int, Callable[[ComparisonRow], str]]
 GPU_COLUMNS: list[Column] = [
-    ("GPU busy", 10, lambda r: percent(r["device_busy"], digits=0)),
-    ("H2D/batch", 12, lambda r: human_bytes(r["h2d_bytes_per_batch"])),
+    ("GPU busy", 10, lambda r: percent(r.device_busy, digits=0)),
+    ("H2D/batch", 12, lambda r: human_bytes(r.h2d_bytes_per_batch)),
     # CUDA-event phase times: the host-side sampling drifts between configurations sharing one process, so a
     # flag that acts on the GPU is read from its device compute time (forward + backward + optimizer)
     ("sample ms", 10, lambda r: _device_ms(r, ("sample",))),
@@ -173,8 +173,8 @@ GPU_COLUMNS: list[Column] = [
 ]
 
 
-def _device_ms(row: dict, phases: tuple[str, ...]) -> str:
-    d = row.get("device_phase_ms")
+def _device_ms(row: ComparisonRow, phases: tuple[str, ...]) -> str:
+    d = row.device_phase_ms
     return "n/a" if not d else f"{sum(d.get(p, 0.0) for p in phases):.1f}"
 
 
@@ -185,11 +185,11 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
     c = comparison
     lines = [f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
              f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())]
-    if c.aa is not None and c.aa.get("status") == "ok":
-        aa = c.aa.get("epoch_speedup")
-        step = c.aa.get("step_speedup")
+    if c.aa is not None and c.aa.status == "ok":
+        aa = c.aa.epoch_speedup
+        step = c.aa.step_speedup
         lines.append(f"A/A (baseline against itself): epoch {ratio_of(aa)}, step {ratio_of(step)}: "
-                     + ("no significant difference" if not (aa and aa["significant"]) and not (step and step["significant"])
+                     + ("no significant difference" if not (aa and aa.significant) and not (step and step.significant)
                         else "SIGNIFICANT: this machine is too noisy for the effects below"))
     lines.append("time to accuracy: " + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None
                                          else c.target_source))
@@ -214,42 +214,41 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
             + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
     lines += [head, "-" * len(head)]
     for r in c.rows:
-        if r["status"] != "ok":
-            lines.append(f"{r['label']:<20}{'-':<24}{'-':<18}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
-                         + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r['status']}: {r['reason']}")
+        if r.status != "ok":
+            lines.append(f"{r.label:<20}{'-':<24}{'-':<18}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
+                         + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r.status}: {r.reason}")
             continue
-        base = r["label"] == BASELINE
-        primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
+        base = r.label == BASELINE
         notes = []
-        if not base and not r["significant"]:
-            notes.append("significant alone, not family-wise (Holm)" if r.get("significant_per_row")
+        if not base and not r.significant:
+            notes.append("significant alone, not family-wise (Holm)" if r.significant_per_row
                          else "no significant difference")
-        if r["tta_note"]:
-            notes.append(r["tta_note"])
-        if not r["same_work"]:
+        if r.tta_note:
+            notes.append(r.tta_note)
+        if not r.same_work:
             notes.append("changes the work per step: no per-step ratio")
         if not base:
-            notes.append(r["acc_verdict"])
-        if r.get("converged", True) is not True:  # read at equal steps: derived, or cut by a budget
-            notes.append(r["acc_point"])
-        elif r.get("accuracy_rounds", r["rounds"]) < r["rounds"]:
-            notes.append(f"accuracy over the {r['accuracy_rounds']} rounds trained to the plateau")
-        if r.get("stop") and r["stop"]["reason"] != "max rounds":  # the stopping rule settled it early
-            notes.append(f"rounds ended after round {r['stop']['look']}: {r['stop']['reason']}")
-        stops = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
+            notes.append(r.acc_verdict)
+        if r.converged is not True:  # read at equal steps: derived, or cut by a budget
+            notes.append(r.acc_point)
+        elif r.accuracy_rounds < r.rounds:
+            notes.append(f"accuracy over the {r.accuracy_rounds} rounds trained to the plateau")
+        if r.stop is not None and r.stop.reason != "max rounds":  # the stopping rule settled it early
+            notes.append(f"rounds ended after round {r.stop.look}: {r.stop.reason}")
+        stops = {k: v for k, v in r.stop_reasons.items() if k != "?"}
         if stops:
             notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
-        if r.get("sampled"):
-            notes.append(f"sampled {r['sampled']['nodes_per_batch']:.0f} nodes per batch "
-                         f"({r['sampled']['coverage']:.0%} of the graph)")
-        delta = pp(r["acc_delta"], r["acc_delta_low"], r["acc_delta_high"], unit="")
-        tta = "-" if r["tta_s"] is None else f"{r['tta_s']:.2f}"
-        bound = {"at most": "<=", "at least": ">="}.get((primary or {}).get("bound"), "")
-        shown = "-" if base else (bound + ratio_of(primary) if (primary or {}).get("bound") != "unknown"
-                                  else "bound unknown")
-        lines.append(f"{r['label']:<20}{shown:<24}{r['primary']:<18}{r['epoch_s']:>8.2f}"
-                     f"{r['setup_s']:>8.2f}{tta:>9}{r.get('tta_reached') or '-':>8}{r['step_ms']:>9.1f}  {'-' if base else ratio_of(r['step_speedup']):<22}"
-                     f"{r['test_acc']:>9.4f}  {'-' if base else delta:<24}"
+        if r.sampled:
+            notes.append(f"sampled {r.sampled['nodes_per_batch']:.0f} nodes per batch "
+                         f"({r.sampled['coverage']:.0%} of the graph)")
+        delta = pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit="")
+        tta = "-" if r.tta_s is None else f"{r.tta_s:.2f}"
+        bound = {"at most": "<=", "at least": ">="}.get(r.bound, "")
+        shown = "-" if base else (bound + ratio_of(r.primary_ratio) if r.bound != "unknown" else "bound unknown")
+        lines.append(f"{r.label:<20}{shown:<24}{r.primary:<18}{r.epoch_s:>8.2f}"
+                     f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
+                     f"{'-' if base else ratio_of(r.step_speedup):<22}"
+                     f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     lines += format_distributed(c.rows)
     return "\n".join(lines)
@@ -258,33 +257,33 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
 def headline(c) -> list[str]:
     """What pays here, from this sweep's measurement: the measured best at no accuracy cost, the trade-offs, and
     what the registry's static list measured (a guess, never the headline)."""
-    def effect(r: dict) -> str:
-        return (f"{ratio(r['speedup'], r['speedup_low'], r['speedup_high'])} by {r['primary']}, accuracy "
-                f"{pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high'])}: {r['acc_verdict']}")
+    def effect(r: ComparisonRow) -> str:
+        return (f"{ratio(r.speedup, r.speedup_low, r.speedup_high)} by {r.primary}, accuracy "
+                f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}")
 
     best = measured_best(c)
-    lines = ["", "measured best here: " + (f"{best['label']}: {effect(best)}" if best else
+    lines = ["", "measured best here: " + (f"{best.label}: {effect(best)}" if best else
                                            "nothing measured pays at no accuracy cost on this machine")]
-    lines += [f"trade-off: {r['label']}: {effect(r)}" for r in tradeoffs(c)]
-    static = next((r for r in c.rows if r["label"] == STATIC_LIST and r.get("status") == "ok"), None)
+    lines += [f"trade-off: {r.label}: {effect(r)}" for r in tradeoffs(c)]
+    static = next((r for r in c.rows if r.label == STATIC_LIST and r.status == "ok"), None)
     if static is not None and static is not best:
         lines.append(f"{STATIC_LIST} (the registry's static list: a guess, not a recommendation) measured "
                      f"{effect(static)}")
     return lines
 
 
-def format_distributed(rows: list[dict]) -> list[str]:
+def format_distributed(rows: list[ComparisonRow]) -> list[str]:
     """The multi-rank configurations of a comparison (:mod:`gnnbench.report.distributed_text`): ranks, backend,
     communication share, bytes on the wire, scaling efficiency ``T1 / (N x TN)``, the partition or the
     compression's accuracy, and the distributed rules of thumb (docs/rules.md) applied to them."""
-    multi = [r for r in rows if r.get("status") == "ok" and r.get("distributed")]
+    multi = [r for r in rows if r.status == "ok" and r.distributed]
     if not multi:
         return []
     lines = ["", "distributed (scaling efficiency T1 / (N x TN): the single-process baseline's step against N ranks "
                  "on the same global batch; 1.0 is perfect scaling):"]
     for r in multi:
-        d = r["distributed"]
-        lines.append(f"  {r['label']:<20}{summary_line(d)}")
+        d = r.distributed
+        lines.append(f"  {r.label:<20}{summary_line(d)}")
         lines += [f"      {text}" for text in detail_lines(d)]
         lines += [f"      -> {advice}" for advice in advice_lines(d)]
     return lines

@@ -8,7 +8,7 @@ Calibration also sets how the measured runs are judged:
   the target, divided by that number);
 - **time budget**: every configuration gets the same run-clock budget to reach the target, ``budget_factor``
   times the slowest calibration run's time to the target. A round that has not reached the target by then
-  (or reached it only after) is censored at the budget (``gnnbench.measure.comparison``): its time is a bound,
+  (or reached it only after) is censored at the budget (``gnnbench.measure.time_to_accuracy``): its time is a bound,
   and its row keeps its metric. The time budget censors time to accuracy only; it stops no run
   (``RunConfig.censor_seconds``), so a slow configuration cannot lose accuracy to the clock;
 - **step budget**: the run that judges accuracy goes on to its plateau within ``STEP_BUDGET_FACTOR`` times the

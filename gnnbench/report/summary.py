@@ -4,8 +4,9 @@ one, and what pays here at what accuracy.
 
 from __future__ import annotations
 
-from gnnbench.measure.comparison import BASELINE, STATIC_LIST, measured_best, tradeoffs
+from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
 from gnnbench.measure.results import graph_label
+from gnnbench.measure.rows import TIME_TO_ACCURACY
 from gnnbench.report.charts import _figure_html, _tradeoff_chart
 from gnnbench.report.rows import _esc, _ratio_text, _speedup_text
 from gnnbench.report.sweep import _Sweep
@@ -15,14 +16,14 @@ from gnnbench.text import absent, pp
 def _aa_line(s: _Sweep) -> str:
     aa = s.comparison.aa
     name = _esc(s.title)
-    if aa.get("status") != "ok":
-        return f"<li>{name}: the A/A row was not measured ({_esc(aa['status'])}: {_esc(aa.get('reason'))}).</li>"
-    epoch, step = aa.get("epoch_speedup"), aa.get("step_speedup")
-    noisy = any(d and d.get("significant") for d in (epoch, step))
+    if aa.status != "ok":
+        return f"<li>{name}: the A/A row was not measured ({_esc(aa.status)}: {_esc(aa.reason)}).</li>"
+    epoch, step = aa.epoch_speedup, aa.step_speedup
+    noisy = any(d and d.significant for d in (epoch, step))
     verdict = ("<b class='loss'>significant: this machine is too noisy for the effects reported below; treat "
                "them with suspicion</b>" if noisy else "no significant difference, as it should be")
     return (f"<li>{name}: epoch time {_esc(_ratio_text(epoch))}, step time {_esc(_ratio_text(step))} over "
-            f"{aa['rounds']} rounds: {verdict}.</li>")
+            f"{aa.rounds} rounds: {verdict}.</li>")
 
 
 def _aa_summary(sweeps: list[_Sweep]) -> str:
@@ -33,8 +34,8 @@ def _aa_summary(sweeps: list[_Sweep]) -> str:
                 "nothing here shows how far two runs of the same configuration differ on this machine. Run one "
                 "with <code>gnnbench compare --aa</code> (the baseline measured against itself, interleaved with "
                 "the other configurations).</div>")
-    noisy = any(d and d.get("significant") for s in checked if s.comparison.aa.get("status") == "ok"
-                for d in (s.comparison.aa.get("epoch_speedup"), s.comparison.aa.get("step_speedup")))
+    noisy = any(d and d.significant for s in checked if s.comparison.aa.status == "ok"
+                for d in (s.comparison.aa.epoch_speedup, s.comparison.aa.step_speedup))
     return (f"<div class='aa{' bad' if noisy else ''}' id='aa-check'><b>A/A check</b> (the baseline against "
             "itself; ratio and 95% run-level interval):<ul>" + "".join(_aa_line(s) for s in checked)
             + "</ul></div>")
@@ -51,27 +52,27 @@ def _headline(sweeps: list[_Sweep]) -> str:
         base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
         metric = (base.get("accuracy") or {}).get("metric", "accuracy")
 
-        def effect(r: dict, metric: str = metric) -> str:  # this sweep's metric, bound now
-            where = "at convergence" if r.get("converged", True) is True else (
-                "(same trajectory as the baseline, proven by test; time to accuracy derived)" if r.get("derived")
+        def effect(r: ComparisonRow, metric: str = metric) -> str:  # this sweep's metric, bound now
+            where = "at convergence" if r.converged is True else (
+                "(same trajectory as the baseline, proven by test; time to accuracy derived)" if r.derived
                 else "at equal steps (some runs did not converge)")
-            return (f"<b>{_esc(r['label'])}</b> {_esc(_speedup_text(r))} by {_esc(r['primary'])}, {metric} "
-                    f"{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))} {where}: "
-                    f"{_esc(r['acc_verdict'])}")
+            return (f"<b>{_esc(r.label)}</b> {_esc(_speedup_text(r))} by {_esc(r.primary)}, {metric} "
+                    f"{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))} {where}: "
+                    f"{_esc(r.acc_verdict)}")
 
         best = measured_best(c)
         items = [f"<li class='gain'>Measured best here: {effect(best)}</li>" if best else
                  "<li>Nothing measured pays at no accuracy cost on this machine.</li>"]
         items += [f"<li class='tradeoff'>Trade-off: {effect(r)}</li>" for r in tradeoffs(c)]
-        static = next((r for r in c.rows if r["label"] == STATIC_LIST and r.get("status") == "ok"), None)
+        static = next((r for r in c.rows if r.label == STATIC_LIST and r.status == "ok"), None)
         if static is not None and static is not best:
             items.append(f"<li class='muted'>The registry's static list ({effect(static)}) is a guess, not a "
                          "recommendation.</li>")
         parts.append(f"<p><a href='#sweep-{i}'>{_esc(s.title)}</a> ({_esc(graph_label(base['config']))}, "
                      f"{_esc(base['config'].get('device', 'cpu'))}):</p><ul>{''.join(items)}</ul>")
         if not chart:
-            ranked = [r for r in c.rows if r["status"] == "ok" and r["label"] != BASELINE
-                      and r.get("primary") == "time to accuracy" and not absent(r.get("acc_delta"))]
+            ranked = [r for r in c.rows if r.status == "ok" and r.label != BASELINE
+                      and r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta)]
             if ranked:
                 chart = _figure_html(_tradeoff_chart(ranked, c.floors, metric), "tradeoff-top")
     if not parts:

@@ -6,12 +6,11 @@ check of derived entries against measured ones.
 from __future__ import annotations
 
 from gnnbench import registry
-from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison
+from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, ComparisonRow
 from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.rows import (
     _below_floor,
-    _bound,
     _effect,
     _esc,
     _floor_text,
@@ -25,27 +24,27 @@ from gnnbench.text import absent, pp, ratio_of, seconds
 _COLUMNS = 11  # of the summary table
 
 
-def _cost_text(r: dict) -> str:
+def _cost_text(r: ComparisonRow) -> str:
     """``faster, costs 1.20 pp`` (the accuracy lost at convergence), or why no cost is shown."""
-    if r.get("acc_verdict") == "costs accuracy":
-        return f"faster, costs {-100 * r['acc_delta']:.2f} pp"
-    return f"faster; accuracy {r.get('acc_verdict')}: not shown to cost nothing"
+    if r.acc_verdict == "costs accuracy":
+        return f"faster, costs {-100 * r.acc_delta:.2f} pp"
+    return f"faster; accuracy {r.acc_verdict}: not shown to cost nothing"
 
 
-def _speedup_cell(r: dict, floors: dict) -> str:
-    if r["label"] == BASELINE:
+def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
+    if r.label == BASELINE:
         return "<td class='num muted'>1.00x (reference)</td>"
-    primary = r["tta_speedup"] if r["primary"] == "time to accuracy" else r["epoch_speedup"]
-    text, effect, bound = _esc(_speedup_text(r)), _effect(r, floors), _bound(r)
-    if primary and absent(primary.get("low")):
+    primary = r.primary_ratio
+    text, effect, bound = _esc(_speedup_text(r)), _effect(r, floors), r.bound
+    if primary and absent(primary.low):
         return f"<td class='num muted'>{text}<br><small>not resolvable: below the noise floor</small></td>"
     if bound == "unknown":
         return (f"<td class='num na'>{text}<br><small>this row and the baseline both missed the target in some "
                 "rounds: no direction can be claimed</small></td>")
-    if not r["significant"]:
+    if not r.significant:
         why = {"at most": "censored: an upper bound on the speedup shows no gain",
                "at least": "the baseline missed rounds: a lower bound"}.get(
-            bound, "significant alone, not after Holm's family-wise correction" if r.get("significant_per_row")
+            bound, "significant alone, not after Holm's family-wise correction" if r.significant_per_row
             else "below the noise floor")
         return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
     if _below_floor(r, floors):
@@ -61,37 +60,37 @@ def _speedup_cell(r: dict, floors: dict) -> str:
     return f"<td class='num {effect}'>{text}</td>"
 
 
-def _tta_cell(r: dict, c: Comparison) -> str:
+def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
     if c.target is None:
         return "<td class='muted'>not measured (no validation curve in these results)</td>"
-    if r.get("tta_reached") is None:
+    if r.tta_reached is None:
         return "<td class='muted'>not measured (no time to the target in these rounds)</td>"
-    value = "never" if r["tta_s"] is None else seconds(r["tta_s"])
-    if r.get("derived"):
-        return (f"<td class='num'>{_esc(value)}<br><small title='{_esc(r['tta_note'])}'>{_esc(DERIVED_LABEL)}"
+    value = "never" if r.tta_s is None else seconds(r.tta_s)
+    if r.derived:
+        return (f"<td class='num'>{_esc(value)}<br><small title='{_esc(r.tta_note)}'>{_esc(DERIVED_LABEL)}"
                 "</small></td>")
     reached = _esc(f"reached in {_reached_text(r)}")
-    if r["tta_note"]:
-        median = " (median of the rounds that reached)" if r["tta_s"] is not None else ""
-        return f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r['tta_note'])}</small></td>"
+    if r.tta_note:
+        median = " (median of the rounds that reached)" if r.tta_s is not None else ""
+        return f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small></td>"
     return f"<td class='num'>{_esc(value)} <small>({reached})</small></td>"
 
 
-def _step_cell(r: dict) -> str:
-    if not r["same_work"]:
+def _step_cell(r: ComparisonRow) -> str:
+    if not r.same_work:
         return "<td class='na'>changes the work per step (no per-step ratio)</td>"
-    return f"<td class='num'>{'-' if r['label'] == BASELINE else _esc(_ratio_text(r['step_speedup']))}</td>"
+    return f"<td class='num'>{'-' if r.label == BASELINE else _esc(_ratio_text(r.step_speedup))}</td>"
 
 
-def _acc_cell(r: dict, metric: str) -> str:
-    if r["label"] == BASELINE:
-        return f"<td class='num'>test {_esc(metric)} {r['test_acc']:.4f}<br><small>at convergence</small></td>"
-    cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r["acc_verdict"], "")
-    where = "" if r.get("converged", True) is True else f"<br><small class='na'>{_esc(r['acc_point'])}</small>"
-    if not where and r.get("accuracy_rounds", r["rounds"]) < r["rounds"]:
-        where = f"<br><small>over the {r['accuracy_rounds']} rounds trained to the plateau</small>"
-    return (f"<td class='num'>{_esc(pp(r['acc_delta'], r['acc_delta_low'], r['acc_delta_high']))}<br>"
-            f"<small class='{cls}'>{_esc(r['acc_verdict'])}</small>{where}</td>")
+def _acc_cell(r: ComparisonRow, metric: str) -> str:
+    if r.label == BASELINE:
+        return f"<td class='num'>test {_esc(metric)} {r.test_acc:.4f}<br><small>at convergence</small></td>"
+    cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r.acc_verdict, "")
+    where = "" if r.converged is True else f"<br><small class='na'>{_esc(r.acc_point)}</small>"
+    if not where and r.accuracy_rounds < r.rounds:
+        where = f"<br><small>over the {r.accuracy_rounds} rounds trained to the plateau</small>"
+    return (f"<td class='num'>{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))}<br>"
+            f"<small class='{cls}'>{_esc(r.acc_verdict)}</small>{where}</td>")
 
 
 def _expected(label: str) -> str:
@@ -103,40 +102,40 @@ def _expected(label: str) -> str:
     return _esc(opt.expected_effect) if opt else "(combination)"
 
 
-def _rounds_cell(r: dict) -> str:
+def _rounds_cell(r: ComparisonRow) -> str:
     """The rounds the row was paired over, and why its runs stopped (``plateau 4, max_seconds 1``)."""
-    reasons = {k: v for k, v in (r.get("stop_reasons") or {}).items() if k != "?"}
+    reasons = {k: v for k, v in r.stop_reasons.items() if k != "?"}
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-    stop = r.get("stop")  # the stopping rule's: when the row's verdict settled
-    settled = (f"<br><small>rounds ended after round {stop['look']}: {_esc(stop['reason'])}</small>"
+    stop = r.stop  # the stopping rule's: when the row's verdict settled
+    settled = (f"<br><small>rounds ended after round {stop.look}: {_esc(stop.reason)}</small>"
                if stop else "")
-    return (f"<td class='num'>{r['rounds']}" + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
+    return (f"<td class='num'>{r.rounds}" + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
             + settled + "</td>")
 
 
-def _sampled_text(r: dict) -> str:
+def _sampled_text(r: ComparisonRow) -> str:
     """The neighbour explosion beside the step: what a batch sampled (rows whose batches record it)."""
-    s = r.get("sampled")
+    s = r.sampled
     if not s:
         return ""
     return (f"<br><small>{s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph)</small>")
 
 
-def _row_html(r: dict, c: Comparison, metric: str) -> str:
-    label = f"<td>{_esc(r['label'])}</td>"
-    if r["status"] != "ok":
-        return (f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r['status'])}: {_esc(r['reason'])}</td>"
-                f"<td>{_expected(r['label'])}</td></tr>")
-    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r['primary'])}</td>{_rounds_cell(r)}"
-            f"<td class='num'>{r['epoch_s']:.3f}</td><td class='num'>{r['setup_s']:.3f}</td>{_tta_cell(r, c)}"
-            f"{_step_cell(r)}<td class='num'>{r['step_ms']:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
-            f"<td>{_expected(r['label'])}</td></tr>")
+def _row_html(r: ComparisonRow, c: Comparison, metric: str) -> str:
+    label = f"<td>{_esc(r.label)}</td>"
+    if r.status != "ok":
+        return (f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r.status)}: {_esc(r.reason)}</td>"
+                f"<td>{_expected(r.label)}</td></tr>")
+    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r.primary)}</td>{_rounds_cell(r)}"
+            f"<td class='num'>{r.epoch_s:.3f}</td><td class='num'>{r.setup_s:.3f}</td>{_tta_cell(r, c)}"
+            f"{_step_cell(r)}<td class='num'>{r.step_ms:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
+            f"<td>{_expected(r.label)}</td></tr>")
 
 
 def _sweep_table(c: Comparison, metric: str, index: int) -> str:
     """Every row of the comparison, then every registry entry the sweep did not measure."""
     lines = [_row_html(r, c, metric) for r in c.rows]
-    measured = {r["label"] for r in c.rows}
+    measured = {r.label for r in c.rows}
     lines += [f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
               f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
               for name, opt in registry.REGISTRY.items() if name not in measured]
@@ -198,13 +197,13 @@ def _sweep_notes(c: Comparison, index: int) -> str:
 def _distributed_html(c: Comparison) -> str:
     """Multi-rank configurations (:mod:`gnnbench.report.distributed_text`): scaling efficiency, communication
     share, bytes on the wire and the distributed rules of thumb (docs/rules.md) applied to each."""
-    rows = [r for r in c.rows if r.get("status") == "ok" and r.get("distributed")]
+    rows = [r for r in c.rows if r.status == "ok" and r.distributed]
     if not rows:
         return ""
     cells = []
     for r in rows:
-        d = r["distributed"]
-        cells.append(f"<tr><td>{_esc(r['label'])}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
+        d = r.distributed
+        cells.append(f"<tr><td>{_esc(r.label)}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
                      f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{_esc(share_text(d))}</td>"
                      f"<td>{_esc(wire_text(d))}</td><td>{_esc(efficiency_text(d))}</td>"
                      f"<td>{'<br>'.join(_esc(a) for a in advice_lines(d))}</td></tr>")

@@ -2,6 +2,7 @@
 scenarios' recorded phase shares, and the CLI."""
 
 import json
+from dataclasses import replace
 
 import pytest
 import torch
@@ -27,6 +28,7 @@ from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.advice.verdicts import verdicts, verify_names
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
+from gnnbench.measure.comparison import ComparisonRow
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig
 from tests.helpers import DATA
@@ -155,13 +157,13 @@ def test_diagnose_refuses_bad_settings():
 
 
 def test_verdicts_say_whether_each_recommendation_pays():
-    row = {"status": "ok", "primary": "time to accuracy", "acc_delta": 0.0, "acc_verdict": "no accuracy cost"}
+    row = dict(status="ok", primary="time to accuracy", acc_delta=0.0, acc_verdict="no accuracy cost")
     lines = verdicts([
-        {"label": "baseline"},
-        {**row, "label": "fast_dropout", "speedup": 1.3, "speedup_low": 1.2, "speedup_high": 1.4, "significant": True},
-        {**row, "label": "int32", "speedup": 0.97, "speedup_low": 0.9, "speedup_high": 1.04, "significant": False},
-        {**row, "label": "compile", "speedup": 0.8, "speedup_low": 0.75, "speedup_high": 0.85, "significant": True},
-        {"label": "uva", "status": "unavailable", "reason": "needs CUDA"},
+        ComparisonRow(label="baseline"),
+        ComparisonRow(**row, label="fast_dropout", speedup=1.3, speedup_low=1.2, speedup_high=1.4, significant=True),
+        ComparisonRow(**row, label="int32", speedup=0.97, speedup_low=0.9, speedup_high=1.04, significant=False),
+        ComparisonRow(**row, label="compile", speedup=0.8, speedup_low=0.75, speedup_high=0.85, significant=True),
+        ComparisonRow(label="uva", status="unavailable", reason="needs CUDA"),
     ])
     assert lines[0].startswith("fast_dropout: pays here, 1.30x")
     assert lines[1].startswith("int32: no significant difference: 0.97x [0.90, 1.04]")
@@ -380,13 +382,13 @@ def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
 def test_a_result_inside_the_noise_floor_is_not_resolved_never_does_not_pay():
     """[0.95, 1.04] under a +-8% floor: any gain it admits is below the floor, so it is not resolved; the same
     interval under a +-2% floor admits a gain the floor could resolve: no significant difference."""
-    row = {"status": "ok", "primary": "time to accuracy", "acc_delta": 0.0, "acc_verdict": "no accuracy cost",
-           "label": "int32", "speedup": 0.99, "speedup_low": 0.95, "speedup_high": 1.04, "significant": False}
+    row = ComparisonRow(status="ok", primary="time to accuracy", acc_delta=0.0, acc_verdict="no accuracy cost",
+                        label="int32", speedup=0.99, speedup_low=0.95, speedup_high=1.04, significant=False)
     wide = verdicts([row], {"time_to_accuracy": 1.08})[0]
     assert wide.startswith("int32: not resolved: any effect is below the +-8.0% floor")
     narrow = verdicts([row], {"time_to_accuracy": 1.02})[0]
     assert narrow.startswith("int32: no significant difference") and "up to 4%" in narrow
-    epoch = verdicts([{**row, "primary": "epoch time"}], {"time_to_accuracy": 1.08, "epoch": 1.10})[0]
+    epoch = verdicts([replace(row, primary="epoch time")], {"time_to_accuracy": 1.08, "epoch": 1.10})[0]
     assert "below the +-10.0% floor" in epoch
     assert not any("does not pay" in line for line in (wide, narrow, epoch))
 

@@ -3,9 +3,11 @@
 from gnnbench.advice.distributed import distributed_advice
 from gnnbench.advice.rules import RULES, Rules
 from gnnbench.cli.tables import format_distributed
+from gnnbench.measure.comparison import ComparisonRow, PairedRatio
 from gnnbench.measure.comparison import distributed_summary as _distributed_summary
 
 GiB = 2**30
+STEP = PairedRatio(ratio=1.2, low=1.0, high=1.4, significant=True, rounds=2, p=0.01, log_ratios=[])  # 2 ranks
 
 
 def test_compression_is_advised_only_above_the_communication_threshold():
@@ -43,12 +45,12 @@ def _run(step: float, share: float) -> dict:
 
 
 def test_compare_rows_carry_scaling_efficiency_and_the_advice():
-    summary = _distributed_summary([_run(1.0, 0.3), _run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
+    summary = _distributed_summary([_run(1.0, 0.3), _run(1.0, 0.5)], STEP)
     assert summary["world_size"] == 2 and abs(summary["comm_share"] - 0.4) < 1e-12
     assert summary["scaling_efficiency"] == {"ratio": 0.6, "low": 0.5, "high": 0.7}
     assert summary["graph_bytes"] == 16_000 + 1000 * 8 * 4
     assert _distributed_summary([{"graph": {}}], None) is None
-    lines = format_distributed([{"label": "data_parallel", "status": "ok", "distributed": summary}])
+    lines = format_distributed([ComparisonRow(label="data_parallel", distributed=summary)])
     text = "\n".join(lines)
     assert "2 ranks (gloo)" in text and "scaling efficiency 0.60 [0.50, 0.70]" in text
     assert "communication is 40% of the step" in text
@@ -58,13 +60,13 @@ def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.measure.comparison import Comparison
     from gnnbench.report.table import _distributed_html
 
-    summary = _distributed_summary([_run(1.0, 0.5)], {"ratio": 1.2, "low": 1.0, "high": 1.4})
-    c = Comparison([{"label": "baseline", "status": "ok"},
-                    {"label": "data_parallel", "status": "ok", "distributed": summary}], 1, None, "", {})
+    summary = _distributed_summary([_run(1.0, 0.5)], STEP)
+    c = Comparison([ComparisonRow(label="baseline"), ComparisonRow(label="data_parallel", distributed=summary)],
+                   1, None, "", {})
     html = _distributed_html(c)
     assert "Distributed training" in html and "0.60 [0.50, 0.70]" in html and "50%" in html
     assert "try gradient compression" in html
-    assert _distributed_html(Comparison([{"label": "baseline", "status": "ok"}], 1, None, "", {})) == ""
+    assert _distributed_html(Comparison([ComparisonRow(label="baseline")], 1, None, "", {})) == ""
 
 
 def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_path, monkeypatch):
@@ -117,8 +119,8 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
 
     runs = [_partition_run(label, k, step, PART if label == "partition_metis" else None)
             for k in range(3) for label, step in (("baseline", 0.1), ("full_batch", 1.0), ("partition_metis", 0.8))]
-    row = next(r for r in compare(runs).rows if r["label"] == "partition_metis")
-    d = row["distributed"]
+    row = next(r for r in compare(runs).rows if r.label == "partition_metis")
+    d = row.distributed
     assert d["efficiency_against"] == "full_batch" and abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
     assert d["partition"]["edge_cut_fraction"] == 0.25 and d["partition"]["method"] == "metis"
     text = "\n".join(format_distributed([row]))
@@ -128,7 +130,7 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
     assert "try gradient compression" not in text
     # without a full_batch entry in the sweep the efficiency is n/a, not a ratio against sampled steps
     alone = [r for r in runs if r["label"] != "full_batch"]
-    d = next(r for r in compare(alone).rows if r["label"] == "partition_metis")["distributed"]
+    d = next(r for r in compare(alone).rows if r.label == "partition_metis").distributed
     assert d["scaling_efficiency"] is None
 
 
@@ -147,15 +149,15 @@ def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
 
     runs = [run(label, k, test) for k in range(3) for label, test in
             (("baseline", 0.80), ("data_parallel", 0.80 + 0.001 * k), ("topk_compression", 0.799 + 0.001 * k))]
-    rows = {r["label"]: r for r in compare(runs).rows}
-    a = rows["topk_compression"]["distributed"]["accuracy_vs_dense"]
+    rows = {r.label: r for r in compare(runs).rows}
+    a = rows["topk_compression"].distributed["accuracy_vs_dense"]
     assert a["against"] == "data_parallel" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9
     assert a["verdict"] == "no accuracy cost" and abs(a["dense_test"] - 0.801) < 1e-9
-    assert "accuracy_vs_dense" not in rows["data_parallel"]["distributed"]
+    assert "accuracy_vs_dense" not in rows["data_parallel"].distributed
     text = "\n".join(format_distributed(list(rows.values())))
     assert "test accuracy 80.00% against 80.10% with dense data_parallel, each at convergence: -0.10 pp" in text
     assert "over 3 paired round(s): no accuracy cost" in text
     # without a data_parallel entry the row has no such figure (its delta against the baseline still stands)
     alone = [r for r in runs if r["label"] != "data_parallel"]
-    d = next(r for r in compare(alone).rows if r["label"] == "topk_compression")["distributed"]
+    d = next(r for r in compare(alone).rows if r.label == "topk_compression").distributed
     assert "accuracy_vs_dense" not in d

@@ -58,7 +58,7 @@ def test_greedy_path_and_final_measurement(tmp_path):
     text = format_tune(r)
     assert "round 1" in text and "stopped:" in text
     if r.chosen:
-        assert r.final is not None and r.final["label"] == "+".join(r.chosen)
+        assert r.final is not None and r.final.label == "+".join(r.chosen)
         assert (tmp_path / "final").is_dir()
     else:
         assert "the baseline (no entry paid here)" in text

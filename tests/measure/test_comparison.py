@@ -32,12 +32,12 @@ def test_a_partition_rows_efficiency_is_against_the_single_process_full_batch_co
         _run("full_batch", k, 9.9, Flags(batch_source="cluster_gcn")),  # named like the entry, but it is not one
         _run("whole graph", k, 1.0, FULL),
         _run("split", k, 0.8, PARTITIONED, distributed=_parallel("partition", partition=PART)))]
-    d = next(r for r in compare(runs).rows if r["label"] == "split")["distributed"]
+    d = next(r for r in compare(runs).rows if r.label == "split").distributed
     assert d["efficiency_against"] == "whole graph"
     assert abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
     # without a single-process full-batch configuration there is no reference
     alone = [r for r in runs if r["label"] != "whole graph"]
-    assert next(r for r in compare(alone).rows if r["label"] == "split")["distributed"]["efficiency_against"] is None
+    assert next(r for r in compare(alone).rows if r.label == "split").distributed["efficiency_against"] is None
 
 
 def test_of_several_references_the_one_closest_to_the_row_is_taken():
@@ -47,7 +47,7 @@ def test_of_several_references_the_one_closest_to_the_row_is_taken():
         _run("full int32", k, 1.0, FULL.replace(index_dtype="int32")),
         _run("split int32", k, 0.8, PARTITIONED.replace(index_dtype="int32"),
              distributed=_parallel("partition", partition=PART)))]
-    d = next(r for r in compare(runs).rows if r["label"] == "split int32")["distributed"]
+    d = next(r for r in compare(runs).rows if r.label == "split int32").distributed
     assert d["efficiency_against"] == "full int32" and abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
 
 
@@ -58,10 +58,10 @@ def test_a_compressions_accuracy_is_against_dense_data_parallel_by_its_flags():
         _run("dense", k, 0.1, dp, test=0.80 + 0.001 * k, distributed=_parallel("data")),
         _run("sparse grads", k, 0.1, dp.replace(grad_compression="topk"), test=0.799 + 0.001 * k,
              distributed=_parallel("data", "topk", compression_ratio=0.02)))]
-    rows = {r["label"]: r for r in compare(runs).rows}
-    a = rows["sparse grads"]["distributed"]["accuracy_vs_dense"]
+    rows = {r.label: r for r in compare(runs).rows}
+    a = rows["sparse grads"].distributed["accuracy_vs_dense"]
     assert a["against"] == "dense" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9
-    assert "accuracy_vs_dense" not in rows["dense"]["distributed"]
+    assert "accuracy_vs_dense" not in rows["dense"].distributed
 
 
 def _env(fingerprint: str, machine: str = "m1") -> dict:

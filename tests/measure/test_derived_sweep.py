@@ -40,21 +40,21 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
                       also_measured=["fanout"])
     results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
     c = compare(list(cal_runs) + list(results))  # one sweep: the short runs' lengths are not a second identity
-    row = next(r for r in c.rows if r["label"] == "int32")
-    assert row["derived"] and row["primary"] == "time to accuracy" and row["tta_reached"] == "derived"
-    assert DERIVED_LABEL in row["tta_note"] and DERIVED_LABEL in row["acc_point"]
+    row = next(r for r in c.rows if r.label == "int32")
+    assert row.derived and row.primary == "time to accuracy" and row.tta_reached == "derived"
+    assert DERIVED_LABEL in row.tta_note and DERIVED_LABEL in row.acc_point
     # int32 keeps the trajectory bit for bit on this CPU: the same-seed baseline at equal steps agrees exactly
-    assert row["acc_delta"] == 0.0 and row["acc_verdict"] == "no accuracy cost"
+    assert row.acc_delta == 0.0 and row.acc_verdict == "no accuracy cost"
     by = {(r["label"], r["round"]): r for r in results}
     s = cal.median_steps_to_target
     for k in range(2):
         mine = by[("int32", k)]
         assert derived_seconds(mine, s) == pytest.approx(
             mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"])
-    assert math.isfinite(row["speedup"]) and row["rounds"] == 2
+    assert math.isfinite(row.speedup) and row.rounds == 2
     check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
     assert set(check) >= {"derived", "measured", "agrees", "measured_inside"}
-    assert next(r for r in c.rows if r["label"] == "fanout")["derived"] is False
+    assert next(r for r in c.rows if r.label == "fanout").derived is False
     # the report says which rows are derived, shows the check, and keeps the method below the tables
     from gnnbench.cli import main
 
@@ -102,8 +102,8 @@ def test_compare_replays_the_stopping_rule_and_judges_at_its_final_level():
     rule = StoppingRule.for_repeats(5)
     c = compare(runs, target_acc=0.85, rule=rule)
     assert c.stops["twice"]["reason"] == "significant" and c.stops["twice"]["look"] == 3
-    twice = next(r for r in c.rows if r["label"] == "twice")
-    assert twice["significant"] and twice["stop"]["look"] == 3
+    twice = next(r for r in c.rows if r.label == "twice")
+    assert twice.significant and twice.stop.look == 3
     assert c.rule["max_rounds"] == 5 and "every look of the stopping rule" in c.family
     plain = compare(runs, target_acc=0.85)
     assert plain.stops == {} and plain.rule is None

@@ -27,7 +27,7 @@ def test_rounds_run_as_jobs_are_one_sweep_and_equal_to_rounds_run_here(tmp_path)
     for a, b in zip(sorted(jobs, key=key), sorted(here, key=key)):  # the same training, wherever it ran
         assert a["status"] == b["status"] == "ok" and a["curve"][-1]["val"] == b["curve"][-1]["val"]
         assert a["environment"]["hardware_class"] == b["environment"]["hardware_class"]
-    assert compare(list(jobs)).rows[0]["label"] == "baseline"
+    assert compare(list(jobs)).rows[0].label == "baseline"
     manifest = json.loads((tmp_path / "jobs-sweep" / MANIFEST).read_text())
     assert manifest["executor"]["kind"] == "local" and manifest["executor"]["machines"] == 2
 

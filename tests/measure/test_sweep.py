@@ -48,10 +48,10 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     assert second.summary().startswith("kept 3 stored results") and "measured 3" in second.summary()
     assert json.loads(files[2].read_text())["environment"]["code_fingerprint"] != "0" * 16
     assert [r["label"] for r in second] == [r["label"] for r in first]
-    rows = {r["label"]: r for r in compare_rows(second)}
-    assert rows["baseline"]["speedup"] == pytest.approx(1.0)
+    rows = {r.label: r for r in compare_rows(second)}
+    assert rows["baseline"].speedup == pytest.approx(1.0)
     if unavailable_here("pin_memory", device=QUICK.device):
-        assert rows["pin_memory"]["status"] == "unavailable" and "pinned" in rows["pin_memory"]["reason"]
+        assert rows["pin_memory"].status == "unavailable" and "pinned" in rows["pin_memory"].reason
 
 
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
@@ -104,32 +104,32 @@ def _sweep(noise=(1.0, 1.02, 0.98, 1.01, 0.99)):
 def test_compare_ranks_by_time_to_accuracy_with_run_level_intervals():
     c = compare(_sweep())
     assert c.target == pytest.approx(0.79) and c.target_source.startswith("not calibrated")
-    rows = {r["label"]: r for r in c.rows}
-    assert c.rows[0]["label"] == "baseline"
+    rows = {r.label: r for r in c.rows}
+    assert c.rows[0].label == "baseline"
     sp = rows["sparse_agg"]
-    assert sp["primary"] == "time to accuracy" and sp["tta_speedup"]["ratio"] == pytest.approx(4.5 / 1.5)
-    assert sp["significant"] and sp["step_speedup"]["ratio"] == pytest.approx(2.0)
-    assert sp["acc_verdict"] == "no accuracy cost" and sp["tta_reached"] == "5/5"
+    assert sp.primary == "time to accuracy" and sp.tta_speedup.ratio == pytest.approx(4.5 / 1.5)
+    assert sp.significant and sp.step_speedup.ratio == pytest.approx(2.0)
+    assert sp.acc_verdict == "no accuracy cost" and sp.tta_reached == "5/5"
     fo = rows["fanout"]
-    assert fo["step_speedup"] is None and not fo["same_work"], "no per-step ratio over different work"
+    assert fo.step_speedup is None and not fo.same_work, "no per-step ratio over different work"
     # never reached: censored at the end of its runs, the row keeps its metric and its ratio is a bound
-    assert fo["primary"] == "time to accuracy" and fo["tta_reached"] == "0/5" and fo["censored"]
-    assert fo["tta_speedup"]["bound"] == "at most" and "reached the target in 0 of 5 rounds" in fo["tta_note"]
-    assert not fo["significant"], "an upper bound on a speedup is no evidence of a gain"
-    assert fo["acc_verdict"] == "costs accuracy" and fo["acc_delta_high"] < 0
+    assert fo.primary == "time to accuracy" and fo.tta_reached == "0/5" and fo.censored
+    assert fo.tta_speedup.bound == "at most" and "reached the target in 0 of 5 rounds" in fo.tta_note
+    assert not fo.significant, "an upper bound on a speedup is no evidence of a gain"
+    assert fo.acc_verdict == "costs accuracy" and fo.acc_delta_high < 0
     aa = c.aa
-    assert aa is not None and not aa["significant"] and not aa["step_speedup"]["significant"]
-    assert aa["acc_verdict"] == "no accuracy cost"
+    assert aa is not None and not aa.significant and not aa.step_speedup.significant
+    assert aa.acc_verdict == "no accuracy cost"
     assert 1.0 < c.floors["step"] < 1.1 and 1.0 < c.floors["time_to_accuracy"] < 1.1
-    assert [r["label"] for r in c.rows][1] == "sparse_agg", "ranked by the primary speedup"
+    assert [r.label for r in c.rows][1] == "sparse_agg", "ranked by the primary speedup"
 
 
 def test_compare_explicit_target_and_missing_baseline():
     c = compare(_sweep(), target_acc=0.9)
     assert c.target_source.startswith("given")
-    ok = [r for r in c.rows if r["status"] == "ok"]
-    assert all(r["primary"] == "time to accuracy" and r["tta_reached"] == "0/5" for r in ok)
-    assert all(r["tta_speedup"]["bound"] == "unknown" and not r["significant"] for r in ok), \
+    ok = [r for r in c.rows if r.status == "ok"]
+    assert all(r.primary == "time to accuracy" and r.tta_reached == "0/5" for r in ok)
+    assert all(r.tta_speedup.bound == "unknown" and not r.significant for r in ok), \
         "baseline and entry both censored: no direction can be claimed"
     with pytest.raises(ValueError, match="no measured baseline run"):
         compare([r for r in _sweep() if r["label"] != "baseline"])
@@ -148,9 +148,9 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
         for r in (e2e, pin):
             r["timing_mode"] = "end_to_end"
         runs += [e2e, pin]
-    rows = {r["label"]: r for r in compare(runs).rows}
-    assert rows["pin_memory"]["timing_mode"] == "end_to_end"
-    assert rows["pin_memory"]["epoch_speedup"]["ratio"] == pytest.approx(2.0), "against the end-to-end baseline"
+    rows = {r.label: r for r in compare(runs).rows}
+    assert rows["pin_memory"].timing_mode == "end_to_end"
+    assert rows["pin_memory"].epoch_speedup.ratio == pytest.approx(2.0), "against the end-to-end baseline"
     if all(unavailable_here(name, device=QUICK.device) for name in ("pin_memory", "feature_prefetch")):
         # nothing here can overlap: no end-to-end baseline is scheduled
         entries = sweep_entries(QUICK, ["pin_memory", "feature_prefetch"], repeats=1, include_all_recommended=False)
@@ -169,10 +169,10 @@ def test_a_full_batch_like_result_is_compared_at_convergence():
         r["converged"] = {"val": 0.80, "test": 0.80 + 0.001 * rnd, "step": 3, "epoch": 3, "seconds": 9.0}
         r["accuracy"]["test"] = 0.79  # the last point: past the best one
         runs.append(r)
-    row = {r["label"]: r for r in compare(runs).rows}["full_batch"]
-    assert row["acc_delta"] == pytest.approx(0.0, abs=1e-9) and row["acc_verdict"] == "no accuracy cost"
-    assert row["acc_point"].startswith("at convergence")
-    assert row["tta_reached"] == "5/5" and row["primary"] == "time to accuracy"
+    row = {r.label: r for r in compare(runs).rows}["full_batch"]
+    assert row.acc_delta == pytest.approx(0.0, abs=1e-9) and row.acc_verdict == "no accuracy cost"
+    assert row.acc_point.startswith("at convergence")
+    assert row.tta_reached == "5/5" and row.primary == "time to accuracy"
 
 
 def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_rows_that_reach():
@@ -188,14 +188,14 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
     for r in runs:
         r["config"]["max_seconds"] = 18.0  # every configuration's budget (calibrated)
     c = compare(runs)
-    rows = {r["label"]: r for r in c.rows}
+    rows = {r.label: r for r in c.rows}
     fd = rows["fast_dropout"]
-    assert fd["primary"] == "time to accuracy" and fd["tta_reached"] == "4/5" and fd["censored"]
-    assert fd["tta_speedup"]["bound"] == "at most" and "censored at their budget" in fd["tta_note"]
-    assert fd["tta_s"] == pytest.approx(3.2 * 1.005), "the median over the rounds that reached"
+    assert fd.primary == "time to accuracy" and fd.tta_reached == "4/5" and fd.censored
+    assert fd.tta_speedup.bound == "at most" and "censored at their budget" in fd.tta_note
+    assert fd.tta_s == pytest.approx(3.2 * 1.005), "the median over the rounds that reached"
     slow = rows["slow"]
-    assert slow["significant"] and slow["speedup_high"] < 1
-    order = [r["label"] for r in c.rows]
+    assert slow.significant and slow.speedup_high < 1
+    order = [r.label for r in c.rows]
     assert order.index("sparse_agg") < order.index("slow"), "a significant speedup ranks above a slowdown"
     assert order.index("slow") < order.index("fast_dropout"), "a row that misses ranks after rows that reach"
 
@@ -249,8 +249,8 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
         runs.append(_result("lossy", rnd, 0.04 * n, 0.8 * n, 0.77 + 0.001 * rnd - 0.001 * (rnd % 2),
                             [(0.9 * n, 0.795), (1.4 * n, 0.80)], ["full_amp"]))
     c = compare(runs)
-    assert measured_best(c)["label"] == "sparse_agg"
-    assert [r["label"] for r in tradeoffs(c)] == ["lossy"]
+    assert measured_best(c).label == "sparse_agg"
+    assert [r.label for r in tradeoffs(c)] == ["lossy"]
     assert set(pareto_front(c.rows)) == {"sparse_agg", "lossy"}, "the baseline is beaten in both by sparse_agg"
     text = format_compare(c)
     assert "measured best here: sparse_agg: 3.00x" in text and "trade-off: lossy" in text

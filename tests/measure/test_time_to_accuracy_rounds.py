@@ -97,13 +97,13 @@ def test_accuracy_is_read_from_the_rounds_that_trained_to_the_plateau_and_time_f
             runs.append(_tta_only(_result("baseline", k, [0.7, 0.86], tests=[0.69, 0.90])))
             runs.append(_tta_only(_result("entry", k, [0.7, 0.86], tests=[0.69, 0.90], step=0.05)))
     assert identity_problem(runs) is None, "a time-to-accuracy round is part of the same sweep"
-    row = next(r for r in compare(runs, target_acc=TARGET).rows if r["label"] == "entry")
-    assert row["rounds"] == 5 and row["accuracy_rounds"] == 3
-    assert row["tta_speedup"]["rounds"] == 5, "time to accuracy from every round"
-    assert row["acc_delta"] == pytest.approx(-0.02) and row["converged"]
-    assert row["acc_point"].startswith("at convergence")
-    assert "2 later round(s) stopped at the target" in row["acc_point"]
-    assert row["stop_reasons"] == {"plateau": 3, "target": 2}
+    row = next(r for r in compare(runs, target_acc=TARGET).rows if r.label == "entry")
+    assert row.rounds == 5 and row.accuracy_rounds == 3
+    assert row.tta_speedup.rounds == 5, "time to accuracy from every round"
+    assert row.acc_delta == pytest.approx(-0.02) and row.converged
+    assert row.acc_point.startswith("at convergence")
+    assert "2 later round(s) stopped at the target" in row.acc_point
+    assert row.stop_reasons == {"plateau": 3, "target": 2}
     assert time_to_accuracy_run(runs[-1]) and not time_to_accuracy_run(runs[0])
 
 
@@ -116,9 +116,9 @@ def test_a_censored_time_to_accuracy_round_counts_at_its_budget():
         else:  # stopped past its budget without the target
             runs.append(_tta_only(_result("slow", k, [0.6, 0.7, 0.8, 0.84, 0.84], step=0.09, censor=4.0),
                                   "censored"))
-    row = next(r for r in compare(runs, target_acc=TARGET).rows if r["label"] == "slow")
-    assert row["tta_speedup"]["reached"] == 3 and row["tta_speedup"]["bound"] == "at most"
-    assert row["accuracy_rounds"] == 3
+    row = next(r for r in compare(runs, target_acc=TARGET).rows if r.label == "slow")
+    assert row.tta_speedup.reached == 3 and row.tta_speedup.bound == "at most"
+    assert row.accuracy_rounds == 3
 
 
 # ------------------------------------------------------------------ evaluation's kernel

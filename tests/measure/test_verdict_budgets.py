@@ -2,10 +2,12 @@
 from runs that converged, else at equal steps, said so; a round that reaches the target after its budget is
 censored; ranking reads the family-wise verdict in both directions."""
 
+from dataclasses import replace
+
 import pytest
 
 from gnnbench.measure.calibration import time_to
-from gnnbench.measure.comparison import compare, equal_steps_test, rank_key
+from gnnbench.measure.comparison import ComparisonRow, compare, equal_steps_test, rank_key
 
 TARGET = 0.85
 
@@ -40,12 +42,12 @@ def test_a_row_cut_by_its_step_budget_is_compared_at_equal_steps_never_at_conver
         runs.append(_result("baseline", k, base_vals, max_steps=30))
         runs.append(_result("slow", k, base_vals[:3], step=0.5, stop="max_steps", max_steps=30))
     c = compare(runs, target_acc=TARGET)
-    row = next(r for r in c.rows if r["label"] == "slow")
-    assert not row["converged"]
-    assert "not converged within 30 steps (3 of 3 rounds)" in row["acc_point"]
-    assert "at equal steps" in row["acc_point"] and "at convergence" not in row["acc_point"]
-    assert row["acc_delta"] == pytest.approx(0.0, abs=1e-12)
-    assert row["stop_reasons"] == {"max_steps": 3}
+    row = next(r for r in c.rows if r.label == "slow")
+    assert not row.converged
+    assert "not converged within 30 steps (3 of 3 rounds)" in row.acc_point
+    assert "at equal steps" in row.acc_point and "at convergence" not in row.acc_point
+    assert row.acc_delta == pytest.approx(0.0, abs=1e-12)
+    assert row.stop_reasons == {"max_steps": 3}
     # the same runs read at convergence would have shown a loss: the equal-steps reading is what changed it
     b, m = runs[0], runs[1]
     assert equal_steps_test(b, m) == (pytest.approx(0.84), pytest.approx(0.84), 30)
@@ -54,17 +56,17 @@ def test_a_row_cut_by_its_step_budget_is_compared_at_equal_steps_never_at_conver
 def test_rows_that_converged_are_read_at_convergence():
     runs = [r for k in range(3) for r in (_result("baseline", k, [0.7, 0.86, 0.9, 0.9]),
                                           _result("same", k, [0.7, 0.86, 0.88, 0.88]))]
-    row = next(r for r in compare(runs, target_acc=TARGET).rows if r["label"] == "same")
-    assert row["converged"] and row["acc_point"].startswith("at convergence")
-    assert row["acc_delta"] == pytest.approx(-0.02)
+    row = next(r for r in compare(runs, target_acc=TARGET).rows if r.label == "same")
+    assert row.converged and row.acc_point.startswith("at convergence")
+    assert row.acc_delta == pytest.approx(-0.02)
 
 
 def test_a_slowdown_ranks_as_one_only_when_family_wise_significant():
-    slower = {"status": "ok", "significant": False, "significant_per_row": True, "speedup_low": 0.80,
-              "speedup_high": 0.95, "speedup": 0.87, "censored": False}
-    unclear = {"status": "ok", "significant": False, "speedup_low": 0.7, "speedup_high": 1.2, "speedup": 0.9,
-               "censored": False}
+    slower = ComparisonRow(label="slower", significant=False, significant_per_row=True, speedup_low=0.80,
+                           speedup_high=0.95, speedup=0.87, censored=False)
+    unclear = ComparisonRow(label="unclear", significant=False, speedup_low=0.7, speedup_high=1.2, speedup=0.9,
+                            censored=False)
     assert rank_key(slower)[2] == rank_key(unclear)[2] == 1, \
         "a per-row interval below 1 that Holm does not keep is 'no significant difference'"
-    assert rank_key({**slower, "significant": True})[2] == 2
-    assert rank_key({**slower, "significant": True, "speedup_low": 1.1, "speedup_high": 1.3})[2] == 0
+    assert rank_key(replace(slower, significant=True))[2] == 2
+    assert rank_key(replace(slower, significant=True, speedup_low=1.1, speedup_high=1.3))[2] == 0

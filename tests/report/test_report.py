@@ -94,16 +94,19 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
 
 
 def test_effects_within_the_floor_are_below_it():
+    from dataclasses import replace
+
+    from gnnbench.measure.rows import ComparisonRow
     from gnnbench.report.rows import _below_floor
 
     floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
-    row = {"primary": "epoch time", "significant": True, "speedup": 1.04}
+    row = ComparisonRow(label="x", primary="epoch time", significant=True, speedup=1.04)
     assert _below_floor(row, floors)
-    assert not _below_floor(row | {"speedup": 1.2}, floors)
-    assert not _below_floor(row | {"speedup": 1 / 1.2}, floors)
-    assert _below_floor(row | {"speedup": 1.2, "significant": False}, floors)
-    assert _below_floor(row | {"speedup": 1.08, "primary": "time to accuracy"}, floors)
-    assert not _below_floor(row | {"speedup": 1.2}, {"epoch": float("nan")})
+    assert not _below_floor(replace(row, speedup=1.2), floors)
+    assert not _below_floor(replace(row, speedup=1 / 1.2), floors)
+    assert _below_floor(replace(row, speedup=1.2, significant=False), floors)
+    assert _below_floor(replace(row, speedup=1.08, primary="time to accuracy"), floors)
+    assert not _below_floor(replace(row, speedup=1.2), {"epoch": float("nan")})
 
 
 # ------------------------------------------------------------------ a constructed sweep (compare() on made-up runs)
@@ -226,12 +229,12 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
 
     inputs = load_inputs(runs=[COMPRESSION])
     assert all(r["config"]["optimizer"] == "sgd" for r in inputs.runs)
-    rows = {r["label"]: r for r in compare(inputs.runs).rows}
+    rows = {r.label: r for r in compare(inputs.runs).rows}
     for name in ("topk_compression", "fp16_compression", "powersgd"):
-        d = rows[name]["distributed"]
+        d = rows[name].distributed
         assert d["world_size"] == 2 and d["accuracy_vs_dense"]["rounds"] == 5, name
         assert d["accuracy_vs_dense"]["low"] > -0.005, f"{name} loses more than 0.5 pp against dense"
-    assert rows["topk_compression"]["distributed"]["compression_ratio"] <= 0.03
+    assert rows["topk_compression"].distributed["compression_ratio"] <= 0.03
 
 
 def test_asv_series_reads_compact_results():

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.comparison import compare
+from gnnbench.measure.comparison import ComparisonRow, compare
 from gnnbench.measure.results import RunResult
 from gnnbench.measure.run import run
 from gnnbench.models.tasks import NodeClassification, link_loss
@@ -203,9 +203,9 @@ def test_schema_2_results_without_negatives_still_load_and_compare(tmp_path):
     runs = load_inputs(runs=[tmp_path]).runs
     measured = [r for r in runs if r["status"] == "ok"]
     assert measured and all(r["schema_version"] == 2 and "negatives" not in r["phases"] for r in measured)
-    rows = [r for r in compare(runs).rows if r["status"] == "ok"]
-    assert rows and all("negatives" not in r["phases"] for r in rows)
+    rows = [r for r in compare(runs).rows if r.status == "ok"]
+    assert rows and all("negatives" not in r.phases for r in rows)
     assert "negatives" not in phases_present(rows) and "sample" in phases_present(rows)
-    assert "negatives" in phases_present(rows + [{"phases": {"negatives": 0.001}}])
+    assert "negatives" in phases_present(rows + [ComparisonRow(label="x", phases={"negatives": 0.001})])
     text = format_run(RunResult.from_dict(measured[0]))
     assert "sample" in text and "negatives" not in text

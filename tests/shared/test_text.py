@@ -66,6 +66,10 @@ def test_ratio_of_reads_a_paired_ratio():
     assert ratio_of({"ratio": 1.06, "low": NAN, "high": NAN}, one_round=True) == "1.06x (one round: no interval)"
     assert ratio_of(None) == "-" and ratio_of({}) == "-" and ratio_of(None, missing="n/a") == "n/a"
     assert ratio_of({"ratio": 0.6, "low": 0.5, "high": 0.7}, unit="") == "0.60 [0.50, 0.70]"
+    from gnnbench.measure.rows import PairedRatio  # a compare row's ratio: read by attribute
+
+    assert ratio_of(PairedRatio(ratio=1.49, low=1.33, high=1.67, significant=True, rounds=5, p=0.01,
+                                log_ratios=[])) == "1.49x [1.33, 1.67]"
 
 
 def test_pp_is_a_signed_delta_in_points_with_its_interval():
@@ -145,7 +149,7 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     """One formatter: the run's block, the compare table and the report print the same share, bytes and details."""
     from gnnbench.cli.distributed import format_ranks
     from gnnbench.cli.tables import format_distributed
-    from gnnbench.measure.comparison import Comparison
+    from gnnbench.measure.comparison import Comparison, ComparisonRow
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
     from gnnbench.report.table import _distributed_html
 
@@ -159,8 +163,9 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
         "  rank 1: no measured steps",
         "  bytes on the wire per step and rank: 736 B (2.1% of dense); 8 k",
         "  communication share of the step (mean over ranks): 40%"]
-    compare = "\n".join(format_distributed([{"label": "topk", "status": "ok", "distributed": d}]))
-    html = _distributed_html(Comparison([{"label": "topk", "status": "ok", "distributed": d}], 1, None, "", {}))
+    row = ComparisonRow(label="topk", distributed=d)
+    compare = "\n".join(format_distributed([row]))
+    html = _distributed_html(Comparison([row], 1, None, "", {}))
     for figure in (share_text(d), wire_text(d)):
         assert figure in run and figure in compare and figure in html
     assert partition_text(d) in compare and partition_text(d) in html

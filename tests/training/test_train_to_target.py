@@ -210,9 +210,9 @@ def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
     assert c.target == pytest.approx(0.89) and c.target_source.startswith("calibrated")
     assert c.calibration["seeds"] == [10_000, 10_001, 10_002]
     base = c.rows[0]
-    assert base["label"] == "baseline" and base["tta_reached"] == "0/3", \
+    assert base.label == "baseline" and base.tta_reached == "0/3", \
         "a target fixed in advance: the baseline is not guaranteed to reach it"
-    assert [r["label"] for r in c.rows] == ["baseline"], "calibration runs are not rows"
+    assert [r.label for r in c.rows] == ["baseline"], "calibration runs are not rows"
 
 
 def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(tmp_path):
