@@ -366,7 +366,7 @@ def test_the_device_busy_share_is_read_at_step_ends_and_decides_the_classificati
 
         def sample(self):
             reads.append(time.perf_counter())
-            time.sleep(0.02)  # a slow read: it must not land in the next step
+            time.sleep(0.05)  # a slow read: it must not land in the next step
             self.values.append(90.0)
 
         def mean_fraction(self):
@@ -380,8 +380,8 @@ def test_the_device_busy_share_is_read_at_step_ends_and_decides_the_classificati
     assert len(reads) == 4 and r.device_busy == pytest.approx(0.9)
     assert r.finding.compute_source == "NVML" and r.finding.bottleneck == "kernels"
     assert r.finding == classify(r.shares, busy_fraction=0.9)
-    assert all(rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.015
-               for rec in w.records[1:]), "the read's 20 ms are not in the next step's 'other'"
+    assert all(rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.025
+               for rec in w.records[1:]), "the read's 50 ms are not in the next step's 'other'"
     assert "compute share 90% (NVML)" in r.format()
 
 
@@ -463,7 +463,7 @@ def test_a_closure_optimizer_step_times_its_forward_and_backward_apart_from_the_
     for rec in w.records:
         assert rec["forward"] >= 0.028 and rec["backward"] > 0, rec
         assert rec["optimizer"] >= 0.038 and rec["optimizer"] < rec["step"] - rec["forward"], rec
-        assert rec["step"] - rec["forward"] - rec["backward"] - rec["optimizer"] < 0.02, rec  # little 'other'
+        assert rec["step"] - rec["forward"] - rec["backward"] - rec["optimizer"] < 0.03, rec  # not the 40 ms update
     assert w._phase is None and w._opt_open == [] and w._in_closure == 0
 
 
