@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Union
 import torch
 
 from gnnbench.flags import Flags, RunContext, format_reasons
+from gnnbench.timing import CODE_PATHS
 from gnnbench.training import availability
 from gnnbench.training.config import RunConfig
 
@@ -56,9 +57,15 @@ class Optimization:
             baseline, since per-phase synchronization would serialize it.
         targets: The bottlenecks (:data:`BOTTLENECKS`) it relieves; ``diagnose``
             recommends it when one of them dominates the step.
+        paths: The code paths (:data:`~gnnbench.timing.CODE_PATHS`, marked as
+            ``gnnbench.path:<name>`` profiler ranges) it removes or changes; the
+            operator profile credits it with every operator's time in them (an
+            operator's backward counts in the path its forward ran in), and
+            ``diagnose`` ranks entries by that share.
         ops: Profiler operator names (``torch.profiler``'s ``aten::...``) whose
-            time it removes or shrinks; ``diagnose`` ranks kernel entries by the
-            share of the step those operators take.
+            time it removes or shrinks where no marked code path issued them (a
+            watched user's own model, say), in the phases of its targets: the
+            fallback for code gnnbench did not mark.
         nproc: The world size it is measured with (``RunConfig.nproc``; 1 = one
             process). Entries of several ranks run through
             :mod:`gnnbench.measure.launch`; with fewer ranks they say why.
@@ -84,6 +91,7 @@ class Optimization:
     changes_work: bool = False
     overlap: bool = False
     targets: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
     ops: tuple[str, ...] = ()
     nproc: int = 1
     oom_rung: int | None = None
@@ -96,6 +104,9 @@ class Optimization:
             raise ValueError(f"Optimization.tasks must be a non-empty subset of {TASK_NAMES} (got {self.tasks!r})")
         if set(self.targets) - set(BOTTLENECKS):
             raise ValueError(f"Optimization.targets must be a subset of {BOTTLENECKS} (got {self.targets!r})")
+        if set(self.paths) - set(CODE_PATHS):
+            raise ValueError(f"Optimization.paths must name code paths of gnnbench.timing.CODE_PATHS "
+                             f"({', '.join(CODE_PATHS)}) (got {self.paths!r})")
         if isinstance(self.nproc, bool) or not isinstance(self.nproc, int) or self.nproc < 1:
             raise ValueError(f"Optimization.nproc must be an integer >= 1 (got {self.nproc!r})")
         if self.same_trajectory and (self.costs_accuracy or self.changes_work):
@@ -176,6 +187,7 @@ _ENTRIES = (
         "of once per layer.",
         layer="gnnbench.models.aggregation",
         targets=('kernels',),
+        paths=('norm.build',),
     ),
     Optimization(
         name="csr",
@@ -187,6 +199,7 @@ _ENTRIES = (
         "sorts edges or builds offsets (PyG docs: Memory-Efficient Aggregations); it matters only with sparse_agg.",
         layer="gnnbench.graphs.prepare",
         targets=('kernels',),
+        paths=('aggregate.csr_build', 'aggregate.spmm_converting'),
         ops=('aten::sort', 'aten::argsort', 'aten::_to_sparse_csr', 'aten::_convert_indices_from_coo_to_csr'),
     ),
     Optimization(
@@ -201,6 +214,7 @@ _ENTRIES = (
         recommended=False,
         changes_work=True,
         targets=('sampling', 'features', 'kernels'),
+        paths=('sample',),
     ),
     Optimization(
         name="labor",
@@ -217,6 +231,7 @@ _ENTRIES = (
         tasks=("node",),
         changes_work=True,
         targets=('sampling', 'features', 'kernels'),
+        paths=('sample',),
     ),
     Optimization(
         name="workers",
@@ -227,6 +242,7 @@ _ENTRIES = (
         "(PyTorch docs: torch.utils.data, multi-process data loading).",
         layer="gnnbench.sampling.loaders",
         targets=('sampling',),
+        paths=('sample',),
     ),
     Optimization(
         name="persistent_workers",
@@ -259,6 +275,7 @@ _ENTRIES = (
         layer="gnnbench.features.stores",
         overlap=True,
         targets=('features',),
+        paths=('gather',),
     ),
     Optimization(
         name="batch_cache",
@@ -271,6 +288,7 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         targets=('sampling',),
+        paths=('sample',),
     ),
     Optimization(
         name="cluster_gcn",
@@ -283,6 +301,7 @@ _ENTRIES = (
         recommended=False,
         changes_work=True,
         targets=('sampling', 'features'),
+        paths=('sample',),
         oom_rung=2,
         oom_hint="bigger or overlapping subgraphs: raise clusters_per_batch or cluster_size, or re-partition "
         "(repartition_every) so batches mix across epochs",
@@ -298,6 +317,7 @@ _ENTRIES = (
         recommended=False,
         changes_work=True,
         targets=('sampling', 'features'),
+        paths=('sample',),
     ),
     Optimization(
         name="full_batch",
@@ -311,6 +331,7 @@ _ENTRIES = (
         recommended=False,
         changes_work=True,
         targets=('sampling', 'features'),
+        paths=('sample', 'gather'),
     ),
     Optimization(
         name="features_on_device",
@@ -321,6 +342,7 @@ _ENTRIES = (
         "the GPU whenever it fits (DGL user guide: Using GPU for Neighborhood Sampling).",
         layer="gnnbench.features.stores",
         targets=('features',),
+        paths=('gather',),
     ),
     Optimization(
         name="fp16_features",
@@ -332,6 +354,7 @@ _ENTRIES = (
         "in half precision for this reason (Kaler et al., MLSys 2022). Accuracy: features rounded to fp16.",
         layer="gnnbench.features.placement",
         targets=('features',),
+        paths=('gather',),
         oom_rung=1,
         oom_hint="keep aggregation in fp32: only the stored features are fp16 here (avoid precision='full')",
     ),
@@ -347,6 +370,7 @@ _ENTRIES = (
         "transfer.hot_hit_rate is the share served.",
         layer="gnnbench.features.stores",
         targets=('features',),
+        paths=('gather',),
     ),
     Optimization(
         name="uva",
@@ -359,6 +383,7 @@ _ENTRIES = (
         "use_uva).",
         layer="gnnbench.features.stores",
         targets=('features',),
+        paths=('gather',),
     ),
     Optimization(
         name="feature_prefetch",
@@ -370,6 +395,7 @@ _ENTRIES = (
         layer="gnnbench.features.stores",
         overlap=True,
         targets=('features',),
+        paths=('gather',),
     ),
     Optimization(
         name="gpu_sampling",
@@ -382,6 +408,7 @@ _ENTRIES = (
         "Sampling).",
         layer="gnnbench.sampling.sources",
         targets=('sampling',),
+        paths=('sample',),
         tasks=("node",),  # link batches are drawn by the link loader on the host
     ),
     Optimization(
@@ -394,6 +421,7 @@ _ENTRIES = (
         "graph this way (DGL user guide: Using GPU for Neighborhood Sampling, UVA).",
         layer="gnnbench.sampling.sources",
         targets=('sampling',),
+        paths=('sample',),
         tasks=("node",),  # link batches are drawn by the link loader on the host
     ),
     Optimization(
@@ -408,6 +436,7 @@ _ENTRIES = (
         layer="gnnbench.features.pipelined",
         overlap=True,
         targets=('sampling', 'features'),
+        paths=('sample', 'gather'),
     ),
     Optimization(
         name="sparse_agg",
@@ -419,6 +448,7 @@ _ENTRIES = (
         "faster than gather-scatter (PyG docs: Memory-Efficient Aggregations).",
         layer="gnnbench.models.aggregation",
         targets=('kernels',),
+        paths=('aggregate.gather', 'aggregate.edge_norm', 'aggregate.scatter', 'aggregate.mean_scale'),
         ops=('aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
     ),
     Optimization(
@@ -432,6 +462,7 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         targets=('kernels',),
+        paths=('norm.build',),
     ),
     Optimization(
         name="partial_amp",
@@ -442,6 +473,7 @@ _ENTRIES = (
         "layers' share of the step.",
         layer="gnnbench.models.precision",
         targets=('kernels',),
+        paths=('linear',),
         ops=('aten::mm', 'aten::addmm'),
     ),
     Optimization(
@@ -455,6 +487,8 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         targets=('kernels',),
+        paths=('linear', 'aggregate.gather', 'aggregate.edge_norm', 'aggregate.scatter', 'aggregate.mean_scale',
+               'aggregate.self_weight', 'aggregate.spmm', 'aggregate.spmm_converting'),
         ops=('aten::mm', 'aten::addmm', 'aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
     ),
     Optimization(
@@ -467,6 +501,7 @@ _ENTRIES = (
         "CUDA's fused dropout is already vectorized.",
         layer="gnnbench.models.nets",
         targets=('kernels',),
+        paths=('dropout',),
         ops=('aten::bernoulli_',),
     ),
     Optimization(

@@ -7,21 +7,76 @@ streams is not serialized. :class:`NullTimer` times nothing, and :func:`summariz
 spread.
 
 The two modes, and how nested and overlapped work is attributed: ``docs/measurement.md``.
+
+:func:`code_path` marks the code paths that issue the hot generic operators (the scatter path's per-edge
+normalization multiply, dropout, the sampler, ...) as profiler ranges named ``gnnbench.path:<name>``
+(:data:`CODE_PATHS`), so that an operator profile attributes each operator to the code that issued it
+(:mod:`gnnbench.advice.op_profile`) and registry entries name the paths they remove or change
+(``Optimization.paths``).
 """
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize"]
+__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize", "CODE_PATHS", "PATH_RANGE", "code_path",
+           "in_code_path"]
 
 PHASE_RANGE = "phase:"  # prefix of the profiler range of a phase (PhaseTimer.label)
 PHASES = ("sample", "negatives", "gather", "transfer", "forward", "backward", "optimizer")
+
+PATH_RANGE = "gnnbench.path:"  # prefix of the profiler range of a code path (code_path)
+# The code paths marked as profiler ranges: name -> what runs in it. An operator's time belongs to the innermost
+# path it ran in (its backward to the path its forward ran in); registry entries name the paths they remove or
+# change (``Optimization.paths``). ``gnnbench.watch`` marks the same paths in PyG's own layers.
+CODE_PATHS = {
+    "sample": "the neighbour sampler drawing a batch's multi-hop neighbourhood",
+    "gather": "the feature rows of a batch's nodes gathered (and copied to the device)",
+    "norm.build": "the GCN normalization of a batch or graph: degrees and per-edge and self-loop weights",
+    "dropout": "dropout on hidden representations: the mask drawn and applied",
+    "linear": "the dense transforms (x W)",
+    "aggregate.gather": "the scatter path's per-edge gather of source rows (index_select)",
+    "aggregate.edge_norm": "the scatter path's per-edge normalization multiply (messages times GCN weights)",
+    "aggregate.scatter": "the scatter path's sum of messages into their targets (index_add_ / scatter)",
+    "aggregate.mean_scale": "the scatter path's mean: the sum scaled by each target's inverse degree",
+    "aggregate.self_weight": "GCN's self-loop term: each target's row times its self weight",
+    "aggregate.csr_build": "a batch's CSR built in the step (edges sorted by target, offsets, values permuted)",
+    "aggregate.spmm": "the CSR sparse-matrix product over the batch's own CSR",
+    "aggregate.spmm_converting": "the sparse-matrix product through torch.sparse, which converts the "
+                                 "adjacency per call (a transposition sort in backward)",
+}
+
+def code_path(name: str):
+    """A context manager marking code path ``name`` (:data:`CODE_PATHS`) as the profiler range
+    ``gnnbench.path:<name>``, only while a profiler records: otherwise (and while ``torch.compile`` traces, which
+    would ignore the range anyway) a ``nullcontext``, so the measured clocks pay one check and no profiler call
+    (``torch.profiler.record_function`` itself calls into the dispatcher at every entry and exit, profiler or
+    not)."""
+    if not torch.compiler.is_compiling() and torch.autograd._profiler_enabled():
+        if name not in CODE_PATHS:
+            raise ValueError(f"unknown code path {name!r}; accepted: {', '.join(CODE_PATHS)}")
+        return torch.profiler.record_function(PATH_RANGE + name)
+    return nullcontext()
+
+
+def in_code_path(name: str):
+    """Decorator: the function runs inside :func:`code_path` ``name``."""
+    if name not in CODE_PATHS:
+        raise ValueError(f"unknown code path {name!r}; accepted: {', '.join(CODE_PATHS)}")
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def marked(*args, **kwargs):
+            with code_path(name):
+                return fn(*args, **kwargs)
+        return marked
+    return wrap
 
 
 class NullTimer:

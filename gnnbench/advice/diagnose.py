@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from gnnbench.advice.op_profile import HotOp, attribute_ops, op_profile
+from gnnbench.advice.op_profile import HotOp, OpProfile, attribute_ops, op_profile
 from gnnbench.advice.recommend import Recommendation, recommend
 from gnnbench.advice.rules import (
     RULES,
@@ -71,12 +71,12 @@ class Diagnosis:
 
 
 def _run_template(config: RunConfig, steps: int, graph: Any,
-                  profile_steps: int) -> tuple[Trainer, BusySampler, tuple[dict, dict]]:
+                  profile_steps: int) -> tuple[Trainer, BusySampler, OpProfile]:
     """The quick template: ``steps`` measured steps (after warm-up), then ``profile_steps`` more under the
     operator profiler (kept out of the timings)."""
     trainer = Trainer(config, graph)
     busy = BusySampler(trainer.device)  # NVML missing: the compute phases stand for the busy share
-    op_shares: tuple[dict[str, float], dict[str, dict[str, float]]] = ({}, {})
+    profile = OpProfile()
     loop = trainer.steps(epochs=float("inf"))
     try:
         for _ in loop:
@@ -85,12 +85,12 @@ def _run_template(config: RunConfig, steps: int, graph: Any,
                 break
         if profile_steps:
             recorded = len(trainer.timer.step_seconds)
-            op_shares = op_profile(loop, profile_steps, trainer.device, trainer.timer)
+            profile = op_profile(loop, profile_steps, trainer.device, trainer.timer)
             del trainer.timer.step_seconds[recorded:], trainer.timer.steps[recorded:]  # profiled: not timed
     finally:
         loop.close()
         trainer.close()
-    return trainer, busy, op_shares
+    return trainer, busy, profile
 
 
 def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: Rules = RULES,
@@ -107,7 +107,7 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
     device = resolve_device(config.device)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    trainer, busy, (op_shares, op_phases) = _run_template(config, steps, graph, profile_steps)
+    trainer, busy, profile = _run_template(config, steps, graph, profile_steps)
     timer = trainer.timer
     n = len(timer.step_seconds)
     mean_step = statistics.fmean(timer.step_seconds)
@@ -122,9 +122,9 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
         data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
         expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
-        recommendations=recommend(finding, shares, step_ms, config, device, op_shares, rules, op_phases=op_phases),
-        top_ops=sorted(op_shares.items(), key=lambda kv: -kv[1])[:8],
-        hot_ops=attribute_ops(op_shares, op_phases, config.task),
+        recommendations=recommend(finding, shares, step_ms, config, device, profile, rules),
+        top_ops=sorted(profile.shares.items(), key=lambda kv: -kv[1])[:8],
+        hot_ops=attribute_ops(profile, config.task),
         memory={"host_peak_bytes": peak_bytes(),
                 "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
         compile=_compile_figures(trainer),

@@ -1,14 +1,63 @@
 """The human-readable report of a :class:`~gnnbench.advice.diagnose.Diagnosis`: breakdown, classification,
-what to try (:func:`format_diagnosis`).
+what to try (:func:`format_diagnosis`). Its pieces (:func:`bottleneck_line`, :func:`compute_line`,
+:func:`hot_op_lines`, :func:`finding_lines`) also make ``gnnbench.watch``'s report, so a diagnosis of a user's
+own loop reads like one of gnnbench's pipeline.
 """
 
 from __future__ import annotations
 
 from gnnbench.advice.diagnose import Diagnosis
-from gnnbench.advice.op_profile import HOT_OP_SHARE
+from gnnbench.advice.op_profile import HOT_OP_SHARE, HotOp
+from gnnbench.advice.rules import Finding
 from gnnbench.text import human_bytes
 
-__all__ = ["format_diagnosis"]
+__all__ = ["format_diagnosis", "bottleneck_line", "compute_line", "hot_op_lines", "finding_lines"]
+
+UNTARGETED = "no entry targets it"  # a hot operator no registry entry removes or changes where it ran
+
+
+def bottleneck_line(shares: dict[str, float]) -> str:
+    """``by bottleneck: sampling 12%, features 3%, kernels 80%`` (negative sampling only where it took time)."""
+    return "by bottleneck: " + ", ".join(f"{g} {s:.0%}" for g, s in shares.items() if s > 0 or g != "negatives")
+
+
+def compute_line(finding: Finding, data_wait_share: float, device_busy: float | None = None) -> str:
+    """The compute share the classification read (and where from), the share spent waiting for data, and
+    the device's busy share where NVML measured one."""
+    line = (f"compute share {finding.compute_share:.0%} ({finding.compute_source}); waiting for data "
+            f"{data_wait_share:.0%}")
+    if device_busy is not None and finding.compute_source != "NVML":
+        line += f"; device busy {device_busy:.0%} (NVML)"
+    return line
+
+
+def hot_op_lines(hot_ops: list[HotOp]) -> list[str]:
+    """The operators above :data:`HOT_OP_SHARE` of the profiled steps: each with the phases (and the code paths)
+    it ran in and the registry entries that remove or change it there (with the share of the step each is
+    credited with, where code paths attributed it), or :data:`UNTARGETED`."""
+    if not hot_ops:
+        return []
+    lines = [f"operators above {HOT_OP_SHARE:.0%} of the profiled steps, where they ran and what targets them:"]
+    for h in hot_ops:
+        shown = [(p, s) for i, (p, s) in enumerate(h.phases.items()) if i == 0 or s >= 0.005]
+        where = ", ".join(f"{p} {s:.0%}" for p, s in shown)
+        paths = [(p, s) for p, s in h.paths.items() if s >= 0.005]
+        if paths:
+            where += "; in " + ", ".join(f"{p} {s:.0%}" for p, s in paths)
+        if h.paths:  # attributed by code path: how much of it each entry removes or changes
+            target = ", ".join(f"{e} {h.credits.get(e, 0.0):.0%}" for e in h.entries) if h.entries else UNTARGETED
+        else:
+            target = ", ".join(h.entries) if h.entries else UNTARGETED
+        lines.append(f"  {h.op} {h.share:.0%} ({where}): {target}")
+    return lines
+
+
+def finding_lines(finding: Finding) -> list[str]:
+    """``bottleneck: ...`` with its reason, and the runner-up worth a look."""
+    lines = [f"bottleneck: {finding.bottleneck} ({finding.share:.0%} of the step): {finding.reason}"]
+    if finding.secondary:
+        lines.append(f"also worth a look: {finding.secondary} ({finding.secondary_share:.0%})")
+    return lines
 
 
 def format_diagnosis(d: Diagnosis) -> str:
@@ -21,10 +70,8 @@ def format_diagnosis(d: Diagnosis) -> str:
         if ms > 0 or p != "negatives":
             lines.append(f"{p:<12}{ms:>10.2f}{ms / d.step_ms['mean']:>8.0%}")
     lines.append("")
-    lines.append("by bottleneck: " + ", ".join(f"{g} {s:.0%}" for g, s in d.shares.items()
-                                               if s > 0 or g != "negatives"))
-    lines.append(f"compute share {f.compute_share:.0%} ({f.compute_source}); waiting for data "
-                 f"{d.data_wait_share:.0%}")
+    lines.append(bottleneck_line(d.shares))
+    lines.append(compute_line(f, d.data_wait_share))
     mem = d.memory
     mem_txt = f"host peak {human_bytes(mem['host_peak_bytes'])}"
     if mem.get("device_peak_bytes") is not None:
@@ -41,20 +88,14 @@ def format_diagnosis(d: Diagnosis) -> str:
                      f"recompilation(s); first step {c['first_step_seconds'] or 0:.1f} s (compilation included)"
                      + (f"; breaks: {'; '.join(c['break_reasons'])}" if c["break_reasons"] else ""))
     if d.hot_ops:
-        lines.append(f"operators above {HOT_OP_SHARE:.0%} of the profiled steps, where they ran and what targets them:")
-        for h in d.hot_ops:
-            shown = [(p, s) for i, (p, s) in enumerate(h.phases.items()) if i == 0 or s >= 0.005]
-            where = ", ".join(f"{p} {s:.0%}" for p, s in shown)
-            target = ", ".join(h.entries) if h.entries else "no entry targets it"
-            lines.append(f"  {h.op} {h.share:.0%} ({where}): {target}")
+        lines += hot_op_lines(d.hot_ops)
     elif d.top_ops:
         lines.append("top operators (profiled steps): " + ", ".join(f"{op} {v:.0%}" for op, v in d.top_ops[:5]))
     lines.append("")
-    lines.append(f"bottleneck: {f.bottleneck} ({f.share:.0%} of the step): {f.reason}")
+    lines += finding_lines(f)[:1]
     if d.explosion:
         lines.append(d.explosion)
-    if f.secondary:
-        lines.append(f"also worth a look: {f.secondary} ({f.secondary_share:.0%})")
+    lines += finding_lines(f)[1:]
     lines.append(f"commonly expected for this case (docs/rules.md): {d.expected}")
     lines.append("")
     runnable = [r for r in d.recommendations if r.unavailable is None and r.not_applicable is None]

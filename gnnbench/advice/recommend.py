@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from gnnbench import registry
-from gnnbench.advice.rules import PHASE_GROUPS, RULES, Finding, Rules
+from gnnbench.advice.op_profile import OpProfile
+from gnnbench.advice.rules import RULES, Finding, Rules
 from gnnbench.flags import format_reasons
 from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["Recommendation", "recommend", "spare_cores"]
+
+_LISTED = 4  # operators named in a motivation (largest first)
 
 
 @dataclass(frozen=True)
@@ -52,33 +54,16 @@ def _worker_caveat(config: RunConfig, flags, rules: Rules, cores: tuple[int, int
             f"(lower torch.set_num_threads, or use a machine with >= {threads + rules.worker_spare_cores} cores)")
 
 
-def _credited(opt: Any, op_shares: dict[str, float], op_phases: dict[str, dict[str, float]] | None
-              ) -> dict[str, float]:
-    """The share of the profiled step each of ``opt``'s operators takes in the phases of the bottlenecks it
-    targets (the sampler's ``aten::sort`` is not credited to an entry that removes the aggregation's sort);
-    without per-phase figures, the operators' whole shares."""
-    phases = {ph for group in opt.targets for ph in PHASE_GROUPS[group]}
-    out = {}
-    for op in opt.ops:
-        if op_phases and op in op_phases:
-            share = sum(v for ph, v in op_phases[op].items() if ph in phases)
-        else:
-            share = op_shares.get(op, 0.0)
-        if share > 0:
-            out[op] = share
-    return out
-
-
 def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
-              device: torch.device, op_shares: dict[str, float] | None = None, rules: Rules = RULES,
-              cores: tuple[int, int] | None = None,
-              op_phases: dict[str, dict[str, float]] | None = None) -> list[Recommendation]:
-    """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries whose
-    operators (``Optimization.ops``) took a measured share of the profiled step in the phases they target
-    first, largest share first; then the others in registry order; entries that may cost accuracy after those
-    that should not; entries with a caveat on this machine (loader workers without spare cores, ``cores`` =
+              device: torch.device, profile: OpProfile | None = None, rules: Rules = RULES,
+              cores: tuple[int, int] | None = None) -> list[Recommendation]:
+    """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries credited
+    with a measured share of the profiled step (:meth:`OpProfile.credit`: the operators in the code paths they
+    remove or change, and the operators they name where no marked path issued them) first, largest share
+    first; then the others in registry order; entries that may cost accuracy after those that should not;
+    entries with a caveat on this machine (loader workers without spare cores, ``cores`` =
     :func:`spare_cores`) last. Entries that cannot run here come with their reason."""
-    op_shares = op_shares or {}
+    profile = profile or OpProfile()
     cores = cores or spare_cores()
     out: list[Recommendation] = []
     for group in (finding.bottleneck, finding.secondary):
@@ -99,12 +84,14 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
             flags = derived.flags
             if flags == config.flags:
                 continue  # already on in this configuration
-            ops = _credited(opt, op_shares, op_phases)
+            ops = profile.credit(opt)
             evidence = sum(ops.values()) if ops else None
             motivation = group_motivation
             if ops:
-                listed = ", ".join(f"{op} {v:.0%}" for op, v in sorted(ops.items(), key=lambda kv: -kv[1]))
-                motivation = f"its operators take {evidence:.0%} of the profiled step ({listed}); {group_motivation}"
+                top = sorted(ops.items(), key=lambda kv: -kv[1])
+                listed = ", ".join(f"{op} {v:.0%}" for op, v in top[:_LISTED]) + (", ..." if len(top) > _LISTED else "")
+                motivation = (f"the operators it removes or changes take {evidence:.0%} of the profiled step "
+                              f"({listed}); {group_motivation}")
             reasons = config_unavailable(derived, device)
             ranked.append(Recommendation(opt.name, group, motivation, opt.expected_effect,
                                          opt.costs_accuracy, format_reasons(reasons) if reasons else None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 import torch
 
 from gnnbench.background import BackgroundWork
+from gnnbench.timing import code_path
 
 if TYPE_CHECKING:
     from gnnbench.features.stores import PlacedFeatures
@@ -44,12 +45,13 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
 
     def gather(batch) -> tuple:
         if cuda:
-            with torch.cuda.device(device), torch.cuda.stream(side):
+            with torch.cuda.device(device), torch.cuda.stream(side), code_path("gather"):
                 feats = store.gather(n_id_of(batch))
                 event = torch.cuda.Event()
                 event.record(side)
             return feats, event
-        return store.gather(n_id_of(batch)), None
+        with code_path("gather"):
+            return store.gather(n_id_of(batch)), None
 
     def put(item) -> bool:
         while not stop.is_set():

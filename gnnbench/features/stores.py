@@ -16,7 +16,7 @@ from gnnbench.features.pipelined import pipelined
 from gnnbench.features.transfer_stats import TransferStats
 from gnnbench.flags import Unavailable, UnavailableError
 from gnnbench.host_memory import uva_view
-from gnnbench.timing import NullTimer
+from gnnbench.timing import NullTimer, code_path
 
 __all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
            "HotNodes", "prefetch_features"]
@@ -308,7 +308,7 @@ def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b
     work = getattr(store, "background", None) or BackgroundWork()  # a store outside a trainer: its own
 
     def prepare(batch):  # runs in the worker thread; the stream context is thread-local
-        with work.busy(), torch.cuda.device(device), torch.cuda.stream(side):
+        with work.busy(), torch.cuda.device(device), torch.cuda.stream(side), code_path("gather"):
             feats = store.gather(n_id_of(batch))
             ready = torch.cuda.Event()
             ready.record(side)

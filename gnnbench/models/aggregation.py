@@ -17,6 +17,7 @@ from torch_geometric.utils import spmm
 from gnnbench.flags import AGGREGATIONS, Flags, RunContext, Unavailable
 from gnnbench.graphs.norm import GCNNorm, gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
 from gnnbench.models.precision import Precision
+from gnnbench.timing import code_path
 
 __all__ = ["Aggregator", "AggregationPolicy", "scatter_index", "mkl_index", "unavailable"]
 
@@ -147,11 +148,12 @@ class Aggregator:
                 self.narrowed_bytes = (self._crow.nbytes + self._col.nbytes
                                        if self._col.dtype != self.src.dtype else 0)
             else:
-                self._perm = torch.argsort(self.dst, stable=True)
-                counts = torch.bincount(self.dst, minlength=num_nodes)
-                self._crow = torch.zeros(num_nodes + 1, dtype=self.src.dtype, device=self.dst.device)
-                torch.cumsum(counts, 0, out=self._crow[1:])
-                self._col = self.src.index_select(0, self._perm)
+                with code_path("aggregate.csr_build"):
+                    self._perm = torch.argsort(self.dst, stable=True)
+                    counts = torch.bincount(self.dst, minlength=num_nodes)
+                    self._crow = torch.zeros(num_nodes + 1, dtype=self.src.dtype, device=self.dst.device)
+                    torch.cumsum(counts, 0, out=self._crow[1:])
+                    self._col = self.src.index_select(0, self._perm)
 
     def degree(self) -> Tensor:
         """In-degree of every node in this batch (number of its edges), int64. Counted with ``index_add_`` into
@@ -181,13 +183,21 @@ class Aggregator:
 
     def _spmm(self, values: Tensor, h: Tensor) -> Tensor:
         if self._perm is not None:  # a typical PyG user's path: CSR built here, torch transposes per call
-            values = values.index_select(0, self._perm)
-            return spmm(_csr(self._crow, self._col, values.to(h.dtype), (self.num_nodes, h.size(0))), h, reduce="sum")
+            with code_path("aggregate.csr_build"):
+                values = values.index_select(0, self._perm).to(h.dtype)
+            with code_path("aggregate.spmm_converting"):
+                return spmm(_csr(self._crow, self._col, values, (self.num_nodes, h.size(0))), h, reduce="sum")
         # the batch carries its CSR: the forward uses it as is, the backward the batch's shared A^T
-        return _CSRProduct.apply(h, self._crow, self._col, values.to(h.dtype), self)
+        with code_path("aggregate.spmm"):
+            return _CSRProduct.apply(h, self._crow, self._col, values.to(h.dtype), self)
+
+    def _gather(self, h: Tensor) -> Tensor:
+        with code_path("aggregate.gather"):
+            return h.index_select(0, self.src)
 
     def _sum(self, msg: Tensor) -> Tensor:
-        return msg.new_zeros(self.num_nodes, msg.size(1)).index_add_(0, self.dst, msg)
+        with code_path("aggregate.scatter"):
+            return msg.new_zeros(self.num_nodes, msg.size(1)).index_add_(0, self.dst, msg)
 
     def targets(self, h: Tensor) -> Tensor:
         """The rows of the source rows ``h`` that are this aggregator's targets (all of them for a batch)."""
@@ -198,22 +208,32 @@ class Aggregator:
         h = h.to(self.dtype)
         if self.record is not None:
             self.record.append(h.dtype)
-        norm = self.gcn_weights()
-        w = norm.edge_weight.to(h.dtype)
-        out = self.targets(h) * norm.self_weight.to(h.dtype).unsqueeze(1)
+        with code_path("norm.build"):
+            norm = self.gcn_weights()
+            w = norm.edge_weight.to(h.dtype)
+        with code_path("aggregate.self_weight"):
+            out = self.targets(h) * norm.self_weight.to(h.dtype).unsqueeze(1)
         if self.mode == "sparse":
             return out + self._spmm(w, h)
-        return out + self._sum(h.index_select(0, self.src) * w.unsqueeze(1))
+        msg = self._gather(h)
+        with code_path("aggregate.edge_norm"):
+            msg = msg * w.unsqueeze(1)
+        return out + self._sum(msg)
 
     def mean(self, h: Tensor) -> Tensor:
         """Mean of in-neighbours' ``h`` (0 for nodes without neighbours)."""
         h = h.to(self.dtype)
         if self.record is not None:
             self.record.append(h.dtype)
-        inv = 1.0 / self.degree().clamp_min(1).to(h.dtype)
-        if self.mode == "sparse":
-            return self._spmm(inv.index_select(0, self.dst), h)
-        return self._sum(h.index_select(0, self.src)) * inv.unsqueeze(1)
+        if self.mode == "sparse":  # the inverse degrees are the CSR's values
+            with code_path("aggregate.spmm" if self._perm is None else "aggregate.csr_build"):
+                values = (1.0 / self.degree().clamp_min(1).to(h.dtype)).index_select(0, self.dst)
+            return self._spmm(values, h)
+        with code_path("aggregate.mean_scale"):
+            inv = 1.0 / self.degree().clamp_min(1).to(h.dtype)
+        total = self._sum(self._gather(h))
+        with code_path("aggregate.mean_scale"):
+            return total * inv.unsqueeze(1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -345,9 +365,11 @@ class AggregationPolicy:
             return self._with_weights(edge_index, n, rowptr, once)
         weights: list[GCNNorm] = []
         agg = self._with_weights(edge_index, n, rowptr, lambda: weights[0])
-        w = self.norm.edge_weight.index_select(0, e_id)
-        scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
-        weights.append(GCNNorm(w * scale.index_select(0, edge_index[1]), self.norm.self_weight.index_select(0, n_id)))
+        with code_path("norm.build"):
+            w = self.norm.edge_weight.index_select(0, e_id)
+            scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
+            weights.append(GCNNorm(w * scale.index_select(0, edge_index[1]),
+                                   self.norm.self_weight.index_select(0, n_id)))
         return agg
 
     def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:

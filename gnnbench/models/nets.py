@@ -18,6 +18,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import Linear
 
 from gnnbench.flags import DROPOUT_KERNELS, Flags
+from gnnbench.timing import code_path
 
 if TYPE_CHECKING:
     from gnnbench.models.aggregation import Aggregator
@@ -53,7 +54,10 @@ def _dropped(model: nn.Module, i: int, x: Tensor) -> Tensor:
     models (``torch_geometric.nn.models.BasicGNN``) apply it, after each hidden layer's activation. Dropping the
     raw input features too slows convergence per epoch on features of few dimensions (``docs/models.md``)."""
     x = x.float()
-    return model.drop(x, model.dropout, model.training) if i > 0 else x
+    if i == 0:
+        return x
+    with code_path("dropout"):
+        return model.drop(x, model.dropout, model.training)
 
 
 class GCN(nn.Module):
@@ -83,7 +87,7 @@ class GCN(nn.Module):
         """Layer ``i``'s node-wise part: ``dropout(x) W`` (what the aggregation sums; no dropout on the raw input
         features, see :func:`_dropped`); fp16-stored input features (``Flags.feature_dtype``) are upcast here."""
         x = _dropped(self, i, x)
-        with precision.linear_context():
+        with precision.linear_context(), code_path("linear"):
             return self.lins[i](x)
 
     def combine(self, i: int, h: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
@@ -96,7 +100,7 @@ class GCN(nn.Module):
         # loop, and routing it through the two methods adds graph breaks and changes the compiled training step
         for i, (lin, bias) in enumerate(zip(self.lins, self.biases)):
             x = _dropped(self, i, x)  # fp16-stored features upcast (see messages)
-            with precision.linear_context():
+            with precision.linear_context(), code_path("linear"):
                 h = lin(x)
             x = agg.gcn(h).float() + bias
             if i < len(self.lins) - 1:
@@ -132,7 +136,7 @@ class GraphSAGE(nn.Module):
     def combine(self, i: int, x: Tensor, agg: Aggregator, precision: Precision) -> Tensor:
         """Layer ``i`` for ``agg``'s targets from every source's (dropped-out) input ``x``."""
         neigh = agg.mean(x)
-        with precision.linear_context():
+        with precision.linear_context(), code_path("linear"):
             out = self.lin_l[i](neigh) + self.lin_r[i](agg.targets(x))
         x = out.float()
         return F.relu(x) if i < self.num_layers - 1 else x
@@ -142,7 +146,7 @@ class GraphSAGE(nn.Module):
         for i, (lin_l, lin_r) in enumerate(zip(self.lin_l, self.lin_r)):
             x = _dropped(self, i, x)  # fp16-stored features upcast (see messages)
             neigh = agg.mean(x)
-            with precision.linear_context():
+            with precision.linear_context(), code_path("linear"):
                 out = lin_l(neigh) + lin_r(x)
             x = out.float()
             if i < len(self.lin_l) - 1:

@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from gnnbench.sampling.neighbor import NeighborSampleCore, SampledSubgraph, sample_positions
+from gnnbench.timing import in_code_path
 
 __all__ = ["LaborSubgraph", "LaborSampleCore", "keyed_uniform", "splitmix64"]
 
@@ -117,6 +118,7 @@ class LaborSampleCore(NeighborSampleCore):
         return torch.randint(-2 ** 63, 2 ** 63 - 1, (), generator=self.generator, device=self.device,
                              dtype=torch.int64)
 
+    @in_code_path("sample")
     def sample(self, seeds: Tensor, *, check: bool = True) -> LaborSubgraph:
         """Sample the multi-hop LABOR-0 neighbourhood of distinct ``seeds`` (global ids).
 

@@ -17,6 +17,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from gnnbench.timing import in_code_path
+
 __all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions",
            "FLOYD_LOOP_MAX_FANOUT"]
 
@@ -248,6 +250,7 @@ class NeighborSampleCore:
             raise ValueError("seed nodes must be distinct (got repeated ids)")
         return seeds
 
+    @in_code_path("sample")
     def sample(self, seeds: Tensor, *, check: bool = True) -> SampledSubgraph:
         """Sample the multi-hop neighbourhood of distinct ``seeds`` (global ids).
 

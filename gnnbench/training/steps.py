@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from gnnbench.sampling.batch import Batch
-from gnnbench.timing import PhaseTimer
+from gnnbench.timing import PhaseTimer, code_path
 from gnnbench.training.pipeline import Pipeline
 
 __all__ = ["TrainStep", "SampledStep", "PartitionStep", "step_for"]
@@ -51,7 +51,8 @@ class SampledStep(TrainStep):
     def __call__(self, batch: Batch, x: torch.Tensor | None, timer: PhaseTimer) -> torch.Tensor:
         p = self.pipeline
         if x is None:
-            x = p.features.gather(batch.n_id, timer)
+            with code_path("gather"):
+                x = p.features.gather(batch.n_id, timer)
         with timer.phase("transfer"):
             batch = batch.to(p.device, edge_ids=p.policy.needs_edge_ids)
         with timer.phase("forward"):

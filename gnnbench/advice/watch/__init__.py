@@ -14,15 +14,25 @@ How a step is cut (per step, on the host clock, warm-up steps excluded):
 - **transfer**: PyG ``Data.to`` / ``Tensor.to`` / ``Tensor.cuda`` calls outside the model;
 - **forward**: the watched model's top-level call (forward hooks);
 - **backward**: ``torch.autograd.backward`` (what ``loss.backward()`` calls);
-- **optimizer**: the optimizer's ``step`` (step hooks);
+- **optimizer**: the optimizer's ``step`` (step hooks); with ``step(closure)`` (LBFGS, Lightning's automatic
+  optimization) the forward and backward the closure runs are their own phases, the optimizer's holds the rest;
 - **other**: the rest (loss, ``zero_grad``, logging).
 
 A step ends when the optimizer's ``step`` returns (a full-batch loop, with no loader, is cut the same way).
 ``sync=True`` (the breakdown mode) synchronizes CUDA at every phase boundary, so each phase holds its kernels;
-without it nothing synchronizes, the host phases are as the loop sees them and the device's busy share comes
-from NVML where it is available. The instrumentation's own cost is estimated at entry (each kind of instrumented
-call timed on dummies, less the same call unpatched) and reported as a share of the step
-(:attr:`WatchReport.overhead`); ``scripts/watch_overhead.py`` measures it end to end.
+without it nothing synchronizes and the host phases are as the loop sees them. On CUDA, in either mode, the
+device's busy share is read from NVML (:class:`~gnnbench.measure.device_busy.BusySampler`) at the end of every
+measured step, off the step's clock, and the classification reads it instead of the compute phases, as
+``gnnbench diagnose`` does (:attr:`WatchReport.device_busy`; where NVML is missing the report says so).
+
+The instrumentation's own cost is estimated at entry (each kind of instrumented call timed on dummies, less the
+same call unpatched) and reported as a share of the step (:attr:`WatchReport.overhead`): a lower bound, printed
+beside the end-to-end cost ``scripts/watch_overhead.py`` measured (``results/reference/watch-overhead/``).
+
+With ``profile_steps`` the steps after the measured ones run under ``torch.profiler``, with the code paths of
+PyG's ``GCNConv`` / ``SAGEConv`` and of dropout marked as gnnbench's own (:mod:`~gnnbench.advice.watch.paths`),
+so an operator is attributed to the code that issued it, as ``gnnbench diagnose`` attributes it
+(:mod:`gnnbench.advice.op_profile`).
 """
 
 from gnnbench.advice.watch.clock import Watch, WatchDone, watch

@@ -11,10 +11,11 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from gnnbench.advice.op_profile import profile_shares
+from gnnbench.advice.op_profile import OpProfile, profile_shares
 from gnnbench.advice.rules import RULES, Rules
 from gnnbench.advice.watch.patches import _Patches
 from gnnbench.advice.watch.verdict import _Verdict
+from gnnbench.measure.device_busy import BusySampler
 from gnnbench.timing import PHASE_RANGE
 
 
@@ -36,7 +37,7 @@ class Watch(_Patches, _Verdict):
         steps: Steps to measure after the warm-up (``None``: every step until the context closes).
         sync: Synchronize CUDA at phase boundaries (the breakdown mode).
         profile_steps: After the measured steps, profile this many more with ``torch.profiler`` and attribute
-            the operators above 5% to the phases they ran in (0: no profile).
+            the operators above 5% to the phases and code paths they ran in (0: no profile).
         stop_after: Raise :class:`WatchDone` at the step boundary after the measured (and profiled) steps.
         rules: The classification's thresholds.
     """
@@ -75,7 +76,10 @@ class Watch(_Patches, _Verdict):
         self._t_step = 0.0
         self._stack: ExitStack | None = None
         self._prof: Any = None
-        self._prof_shares: tuple[dict, dict] | None = None
+        self._prof_shares: OpProfile | None = None
+        self._path_stack: ExitStack | None = None  # the code paths marked while profiling (watch/paths.py)
+        self.marked_paths: list[str] = []
+        self.outer_model: torch.nn.Module | None = None  # with model=None: the outermost module called
         self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
         self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
         self._optimizer_hooks: tuple[Callable, Callable] | None = None  # the step hooks, likewise
@@ -84,7 +88,10 @@ class Watch(_Patches, _Verdict):
         self.seen_phases: dict[str, bool] = {}  # phases that occurred at all (warm-up included)
         self._inner: list[str] = []  # the loader's parts open inside the wait (sample, gather, transform)
         self._forward_opened = False  # the model's pre hook opened the forward phase (its post hook closes it)
-        self._opt_opened = False
+        # per optimizer step in progress (a wrapper optimizer's step calls its inner one's: nested), whether it
+        # opened the optimizer phase
+        self._opt_open: list[bool] = []
+        self._in_closure = 0  # closures of step(closure) running (their forward is not a new step's)
         self._prof_left = 0
         self._pending: float | None = None  # when the last optimizer step returned, until the next step begins
         self._batches = 0  # loader batches in the current step (gradient accumulation: several)
@@ -93,6 +100,7 @@ class Watch(_Patches, _Verdict):
         self._thread = threading.get_ident()
         self._counted: list[bool] = []  # per open module call (model=None): whether it is the model's
         self.backend: str | None = None
+        self._busy: BusySampler | None = None  # NVML's device utilization, read at measured step ends (CUDA)
 
     # ------------------------------------------------------------------ clocks
     def _guess_device(self) -> torch.device:
@@ -118,8 +126,10 @@ class Watch(_Patches, _Verdict):
         if not self._recording():
             return False
         if phase != "optimizer":
-            if self._phase == "optimizer" and phase in ("wait", "forward"):
-                self._close()  # the optimizer step raised: its post hook never closed it
+            if phase in ("wait", "forward") and not self._in_closure and self._opt_open:
+                self._opt_open.clear()  # the optimizer step raised: its post hook never closed its phase
+                if self._phase == "optimizer":
+                    self._close()
             if self._pending is not None and self._phase is None:
                 self._close_step()
         if self._phase is not None:
@@ -174,6 +184,7 @@ class Watch(_Patches, _Verdict):
         self.seen += 1
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
         if measuring:
+            self._sample_busy(end)
             self.records.append(record)
             self.event_counts.append(events)
             self.pass_counts.append(passes)
@@ -189,17 +200,37 @@ class Watch(_Patches, _Verdict):
         if done and self.stop_after and stopping:
             raise WatchDone(f"watched {self.steps} steps after {self.warmup} warm-up")
 
+    def _sample_busy(self, end: float) -> None:
+        """Read the device's busy share (NVML, :class:`BusySampler`) at the end of a measured step; the read is
+        kept off the next step's clock (it starts when the read is over). On a CPU nothing is read."""
+        t0 = time.perf_counter()
+        if self._busy is None:
+            self._busy = BusySampler(self.device)  # the device is known by now (model=None: its first forward)
+        if self._busy.reason is None:
+            self._busy.sample()
+            self._t_step = end + (time.perf_counter() - t0)
+
     def _start_profile(self) -> None:
         from torch.profiler import ProfilerActivity, profile
 
+        from gnnbench.advice.watch.paths import mark_pyg_paths
+
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
+        self._path_stack = ExitStack()
+        self.marked_paths = mark_pyg_paths(self._path_stack, self.model if self.model is not None
+                                           else self.outer_model)
         self._prof = profile(activities=activities)
         self._prof.__enter__()
         self._prof_left = self.profile_steps
 
     def _stop_profile(self) -> None:
         prof, self._prof = self._prof, None
-        prof.__exit__(None, None, None)
+        paths, self._path_stack = self._path_stack, None
+        try:
+            prof.__exit__(None, None, None)
+        finally:
+            if paths is not None:
+                paths.close()
         self._prof_shares = profile_shares(prof, self.device)
 
     # ------------------------------------------------------------------ instrumentation
@@ -208,6 +239,7 @@ class Watch(_Patches, _Verdict):
 
         self._thread = threading.get_ident()
         self._phase, self._model_depth, self._inner, self._counted = None, 0, [], []
+        self._opt_open, self._in_closure = [], 0
         self._stack = stack = ExitStack()
         try:
             self.backend = stack.enter_context(pyg_sampling_fallback())

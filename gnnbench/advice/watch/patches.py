@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import functools
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
+
+from gnnbench.timing import CODE_PATHS, code_path
 
 if TYPE_CHECKING:
     from gnnbench.advice.watch.clock import Watch
@@ -124,7 +126,8 @@ class _Patches:
         self._inner.append(phase)
         t0 = time.perf_counter()
         try:
-            return fn(*args, **kwargs)
+            with code_path(phase) if phase in CODE_PATHS else nullcontext():  # the sampler, the gather
+                return fn(*args, **kwargs)
         finally:
             dt = time.perf_counter() - t0
             self._inner.pop()
@@ -156,6 +159,8 @@ class _Patches:
                 if p is None:  # a parameterless module called outside the model (a loss): not the forward
                     self._counted.append(False)
                     return
+                if self._recording():
+                    self.outer_model = module
                 if self.device.type == "cpu" and not self._device_set:
                     self.device = p.device
             self._counted.append(True)
@@ -195,24 +200,52 @@ class _Patches:
         def mine(opt: Any) -> bool:
             return self.optimizer is None or opt is self.optimizer
 
-        def pre(opt: Any, args: Any, kwargs: Any) -> None:
+        def pre(opt: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
             self.opt_calls += 1
-            if mine(opt):
-                self._opt_opened = self._open("optimizer")
+            if not mine(opt):
+                return None
+            self._opt_open.append(self._open("optimizer"))
+            at = 1 if args and args[0] is opt else 0  # torch passes the step's own arguments, self first
+            closure = kwargs.get("closure", args[at] if len(args) > at else None)
+            if closure is None or not callable(closure) or not self._recording():
+                return None
+            if "closure" in kwargs:  # step(closure=...): Lightning's automatic optimization
+                return args, {**kwargs, "closure": self._pausing(closure)}
+            return (*args[:at], self._pausing(closure), *args[at + 1:]), kwargs  # step(closure): LBFGS
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
             if not mine(opt):
                 return
-            if self._opt_opened:
-                self._opt_opened = False
+            if self._opt_open and self._opt_open.pop():
                 self._close()
-            self._step_done()
+            if not self._opt_open:  # the outermost step returned (a wrapper's inner step does not end it)
+                self._step_done()
 
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
         self._optimizer_hooks = (pre, post)
         for h in (register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)):
             stack.callback(h.remove)
+
+    def _pausing(self, closure: Callable) -> Callable:
+        """The closure an optimizer's ``step(closure)`` calls (LBFGS, Lightning's automatic optimization), with
+        the optimizer's phase paused while it runs: the forward and backward inside it are their own phases,
+        the optimizer's phase holds the update alone (the step is still one step, ended when ``step`` returns)."""
+        @functools.wraps(closure)
+        def paused(*args: Any, **kwargs: Any) -> Any:
+            owner = next((i for i, opened in enumerate(self._opt_open) if opened), None) \
+                if self._phase == "optimizer" else None
+            if owner is not None:
+                self._close()
+                self._opt_open[owner] = False
+            self._in_closure += 1
+            try:
+                return closure(*args, **kwargs)
+            finally:
+                self._in_closure -= 1
+                if owner is not None and owner < len(self._opt_open) and self._phase is None:
+                    self._opt_open[owner] = self._open("optimizer")
+        return paused
 
     def _dummies(self) -> dict[str, Any]:
         """What the calibration passes to the watch's own hook functions and iterator (never the user's objects):

@@ -10,11 +10,13 @@ from typing import Any
 import torch
 
 from gnnbench import registry
-from gnnbench.advice.op_profile import HOT_OP_SHARE, HotOp, attribute_ops
+from gnnbench.advice.op_profile import HOT_OP_SHARE, OpProfile, attribute_ops
 from gnnbench.advice.rules import Finding, classify
 from gnnbench.advice.watch.patches import _COST_KINDS
-from gnnbench.advice.watch.report import WATCH_PHASES, Advice, WatchReport
+from gnnbench.advice.watch.report import WATCH_PHASES, Advice, WatchReport, measured_overhead
 
+# the phases in which the loop waits for its next batch (the loader's next(), split where it could be)
+_DATA_WAIT = ("wait", "sample", "gather", "transform")
 # watch phases -> the bottleneck groups of advice.diagnose (the loader's undivided wait counts as sampling: it
 # holds the sampler and the feature gather of the workers, and the advice for it is the loader's; so does the
 # user's transform, loader-side work that workers parallelize)
@@ -95,18 +97,24 @@ class _Verdict:
         for p, v in phases.items():
             if p in _GROUP_OF:
                 shares[_GROUP_OF[p]] += v / med
-        finding = classify(shares, rules=self.rules)
+        busy = self._busy.mean_fraction() if self._busy is not None else None
+        finding = classify(shares, busy_fraction=busy, rules=self.rules)
         report = WatchReport(len(self.records), self.warmup, "sync" if self.sync and self.device.type == "cuda"
                              else "end_to_end", str(self.device), _quartiles(steps),
                              {p: 1e3 * v for p, v in phases.items()}, shares, finding)
+        report.device_busy = busy
+        report.data_wait_share = sum(phases.get(p, 0.0) for p in _DATA_WAIT) / med
+        if self.device.type == "cuda" and busy is None and self._busy is not None:
+            report.notes.append(f"no device busy share: {self._busy.reason}; the compute phases stand for it")
         report.loader = self._loader_facts()
         if self._prof_shares is not None:
-            report.hot_ops = attribute_ops(*self._prof_shares, self._task(), threshold=HOT_OP_SHARE)
-        report.advice = self._advice(finding, report.hot_ops)
+            report.hot_ops = attribute_ops(self._prof_shares, self._task(), threshold=HOT_OP_SHARE)
+        report.advice = self._advice(finding, self._prof_shares or OpProfile())
         if self._costs is not None:
             counts = {"event": self.event_counts, "pass": self.pass_counts, "hook": self.hook_counts,
                       "optimizer": self.opt_counts, "next": [r.get("batches", 0) for r in self.records]}
             report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in _COST_KINDS) / med
+            report.overhead_measured = measured_overhead()
         report.reproduce = self._reproduce(report)
         if self.backend and self.backend.startswith("gnnbench"):
             report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
@@ -143,7 +151,8 @@ class _Verdict:
     def _convs(self) -> list[Any]:
         from torch_geometric.nn import GCNConv, SAGEConv
 
-        return [m for m in (self.model.modules() if self.model is not None else [])
+        model = self.model if self.model is not None else self.outer_model  # diagnose --script: the one called
+        return [m for m in (model.modules() if model is not None else [])
                 if isinstance(m, (GCNConv, SAGEConv))]
 
     def _not_here(self) -> set[str]:
@@ -193,14 +202,12 @@ class _Verdict:
         out.add("unchecked_negatives")  # PyG's link loaders never check their negatives: already the case
         return out
 
-    def _advice(self, finding: Finding, hot_ops: list[HotOp]) -> list[Advice]:
+    def _advice(self, finding: Finding, profile: OpProfile) -> list[Advice]:
         """Entries for the bottleneck (then the runner-up) in the user's terms, less what does not apply to the
-        loop or it already does; entries whose operators were hot in the profile first."""
+        loop or it already does; entries credited with more of the profiled steps (the operators in the code
+        paths they remove or change, :meth:`OpProfile.credit`) first."""
         skip = self._not_here()
-        credit: dict[str, float] = {}
-        for op in hot_ops:
-            for name in op.entries:
-                credit[name] = credit.get(name, 0.0) + op.share
+        credit = {opt.name: sum(profile.credit(opt).values()) or None for opt in registry.for_task(self._task())}
         out: list[Advice] = []
         for group in (finding.bottleneck, finding.secondary):
             if group is None:
