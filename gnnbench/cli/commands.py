@@ -21,6 +21,7 @@ from gnnbench.cli.options import (
     source_from_args,
     spec_from_args,
 )
+from gnnbench.cli.progress import RunLines, SweepLines, training_bar
 from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_graph_report, format_run, registry_markdown, table
 from gnnbench.flags import Flags
 from gnnbench.graphs import generate
@@ -77,20 +78,6 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar(desc: str):
-    from tqdm import tqdm
-
-    bar = tqdm(desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
-
-    def update(step: int, total: int) -> None:
-        if total and bar.total != total:
-            bar.total = total
-        bar.n = step
-        bar.refresh()
-
-    return bar, update
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from gnnbench.measure.run import run
 
@@ -100,7 +87,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.nproc > 1:  # torchrun ranks (gnnbench.measure.launch)
         return run_distributed(config, args)
     opened = source_from_args(args)
-    bar, update = _progress_bar("training")
+    bar, update = training_bar("training")
     try:
         result = run(config, out=args.out, progress=update, graph=opened[1] if opened else None)
     finally:
@@ -151,162 +138,45 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sequential import StoppingRule
-    from gnnbench.measure.sweep import check_also_measured, sweep_entries
+    from gnnbench.measure.measure_sweep import measure_sweep
+    from gnnbench.measure.sweep import check_also_measured
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
-    check_also_measured(base, names, args.also_measure)  # refused before the calibration's minutes, not after
+    check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
-    options = {"in_process": args.in_process, "resume": not args.no_resume, "dist_timeout": args.dist_timeout}
-    if args.executor:  # rounds as submitit jobs on identical machines
-        from pathlib import Path
-
-        from gnnbench.measure.executors import RoundExecutor
-
-        options["executor"] = RoundExecutor(
-            args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
-            slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
-    calibration, calibration_runs = _calibrated(base, args, out_dir, **options)
-    if calibration is not None:
-        base = calibration.apply(base)
-    derive = (calibration is not None and not args.no_derive and calibration.steps_per_epoch
-              and calibration.median_steps_to_target is not None)
-    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
-    fixed_target = args.target_acc is not None or (calibration is not None and calibration.target is not None)
-    target = args.target_acc if args.target_acc is not None else calibration.target if fixed_target else None
-    # rounds after the accuracy rounds stop at the target (time to accuracy only), where a target is fixed
-    accuracy_rounds = args.accuracy_rounds if fixed_target and args.accuracy_rounds < args.repeats else None
-    entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
-                            include_all_recommended=not (args.aa and args.flags is None),
-                            derive_per_epoch=calibration.steps_per_epoch if derive else None,
-                            also_measured=args.also_measure, accuracy_rounds=accuracy_rounds, target=target)
-    rule = (None if args.all_rounds or args.repeats < 2 or not fixed_target
-            else StoppingRule.for_repeats(args.repeats))
-
-    def after_round(done: list[dict]) -> tuple[set[str], bool]:
-        """The rows whose verdict is settled after this round, and whether every row's is."""
-        try:
-            c = compare(calibration_runs + done, target_acc=args.target_acc, rule=rule)
-        except ValueError:  # no measured baseline yet: nothing is settled
-            return set(), False
-        stopped = {label for label, stop in c.stops.items() if stop is not None}
-        return stopped, bool(c.stops) and len(stopped) == len(c.stops)
-
-    results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, rule=rule,
-                              after_round=after_round if rule is not None else None,
-                              seed_seconds=_run_seconds(calibration_runs), **options)
-    comparison = compare(calibration_runs + list(results), target_acc=args.target_acc, rule=rule)
-    _store_outcome(out_dir, comparison)
+    measured = measure_sweep(
+        base, names, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
+        target_acc=args.target_acc, budget_factor=args.budget_factor, aa=args.aa,
+        include_all_recommended=not (args.aa and args.flags is None), derive=not args.no_derive,
+        also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
+        order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
+        dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
+        progress=SweepLines())
     if args.json:
-        print(json.dumps(dataclasses.asdict(comparison), indent=1, default=str))
+        print(json.dumps(dataclasses.asdict(measured.comparison), indent=1, default=str))
     else:
-        print(format_compare(comparison))
-    print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
-    return _failures(results, "compare")
+        print(format_compare(measured.comparison))
+    print(f"\n{measured.results.summary()}; results: {out_dir}", file=sys.stderr)
+    return _failures(measured.results, "compare")
 
 
-def _store_outcome(out_dir: str, comparison) -> None:
-    """Record in the sweep's manifest what it measured best (and the trade-offs), with the target it used."""
+def _executor(args: argparse.Namespace, out_dir: str):
+    """``--executor``: the rounds as submitit jobs on identical machines (None: here, one after another)."""
+    if not args.executor:
+        return None
     from pathlib import Path
 
-    from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.comparison import measured_best, tradeoffs
-    from gnnbench.measure.sweep import MANIFEST
+    from gnnbench.measure.executors import RoundExecutor
 
-    path = Path(out_dir) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    best = measured_best(comparison)
-    manifest["outcome"] = {
-        "measured_best": best["label"] if best else None, "tradeoffs": [r["label"] for r in tradeoffs(comparison)],
-        "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
-    write_json_atomic(path, manifest)
-
-
-def _run_seconds(runs: list[dict]) -> float | None:
-    """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
-    guess of the time left, before a sweep run has finished."""
-    d = [(r.get("graph") or {}).get("generate_seconds", 0.0) + (r.get("setup_seconds") or 0.0)
-         + (r.get("train_seconds") or 0.0) + (r.get("eval_seconds") or 0.0) for r in runs if r.get("status") == "ok"]
-    return sum(d) / len(d) if d else None
-
-
-def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: bool = False, resume: bool = True,
-                **sweep_options):
-    """The sweep's target, fixed before it (:func:`gnnbench.measure.sweep.run_calibration`), printed; and the
-    calibration runs (stored in ``out_dir`` with the sweep)."""
-    from gnnbench.cli.eta import duration
-    from gnnbench.measure.sweep import run_calibration
-
-    runs = args.calibration_runs
-    if runs:
-        print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
-    started = time.perf_counter()
-
-    def progress(done, total, entry, status):
-        if status == "running":
-            return
-        spent = time.perf_counter() - started
-        left = spent / done * (total - done) if done else None
-        print(f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
-              + (f"; calibration left about {duration(left)}, then the "
-              "sweep (its estimate follows)" if left else ""), file=sys.stderr, flush=True)
-
-    calibration, results = run_calibration(base, out_dir, runs=runs, target_acc=getattr(args, "target_acc", None),
-                                           budget_factor=args.budget_factor, isolate=not in_process, resume=resume,
-                                           progress=progress, **sweep_options)
-    if calibration is not None and calibration.target is not None:
-        print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
-              f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per run "
-              f"({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops nothing); "
-              f"step budget {calibration.step_budget}, no plateau stop before step {calibration.min_steps}",
-              file=sys.stderr, flush=True)
-    return calibration, list(results)
-
-
-def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0,
-                    seed_seconds: float | None = None, **sweep_options):
-    """``run_sweep`` with a progress line on stderr (compare, diagnose --verify): runs done, the entry running,
-    and an estimate of the time left (:class:`gnnbench.cli.eta.Eta`: each remaining run at the mean duration of
-    its label's runs so far, else of all; settled rows' rounds drop out as they settle)."""
-    from tqdm import tqdm
-
-    from gnnbench.cli.eta import Eta
-    from gnnbench.measure.sweep import run_sweep
-
-    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None,
-               bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}")
-    eta = Eta([e.label for e in entries], seed_seconds=seed_seconds)
-
-    def progress(done, total, entry, status):
-        eta.update(entry.label, status)
-        bar.n = done
-        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
-        bar.refresh()
-        if bar.disable:  # not a terminal: one line per finished run, for logs
-            if status != "running":
-                print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
-                      f"{status}; {eta.text()}", file=sys.stderr, flush=True)
-
-    try:
-        return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, order_seed=order_seed,
-                         progress=progress, **sweep_options)
-    finally:
-        bar.close()
-
+    return RoundExecutor(args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
+                         slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.advice.diagnose import diagnose
     from gnnbench.advice.diagnosis_text import format_diagnosis
-    from gnnbench.advice.verdicts import verdicts, verify_names
     from gnnbench.flags import UnavailableError
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sweep import sweep_entries
 
     if args.script is not None:
         return _diagnose_script(args)
@@ -318,35 +188,40 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
         return 2
     out: dict = {"diagnosis": d.to_dict()}
-    status = 0
     if not args.json:
         print(format_diagnosis(d))
-    if args.verify:
-        labels = verify_names(d, top=args.top)
-        if not labels:
-            print("\n--verify: nothing to measure (no recommendation can run here)")
-        else:
-            out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
-            if not args.json:
-                print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
-                      f"({out_dir})", flush=True)
-            calibration, calibration_runs = _calibrated(config, args, out_dir)
-            if calibration is not None:
-                config = calibration.apply(config)
-            entries = sweep_entries(config, labels, repeats=args.repeats, include_all_recommended=False)
-            results = _sweep_with_bar(entries, out_dir, calibration=calibration)
-            comparison = compare(calibration_runs + list(results))
-            out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
-                             "verdicts": verdicts(comparison.rows, comparison.floors)}
-            if not args.json:
-                print(format_compare(comparison))
-                print("\nverdict:")
-                for line in verdicts(comparison.rows, comparison.floors):
-                    print(f"  {line}")
-            status = _failures(results, "diagnose --verify")
+    status = _verify(args, d, config, out) if args.verify else 0
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return status
+
+
+def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
+    """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
+    whether each pays here; 1 when a measured run failed."""
+    from gnnbench.advice.verdicts import verdicts, verify_names
+    from gnnbench.measure.measure_sweep import measure_sweep
+
+    labels = verify_names(d, top=args.top)
+    if not labels:
+        print("\n--verify: nothing to measure (no recommendation can run here)")
+        return 0
+    out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
+    if not args.json:
+        print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
+              f"({out_dir})", flush=True)
+    measured = measure_sweep(config, labels, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
+                             budget_factor=args.budget_factor, include_all_recommended=False,
+                             progress=SweepLines(seed_eta=False))
+    comparison = measured.comparison
+    out["verify"] = {"labels": labels, "rows": comparison.rows, "floors": comparison.floors,
+                     "verdicts": verdicts(comparison.rows, comparison.floors)}
+    if not args.json:
+        print(format_compare(comparison))
+        print("\nverdict:")
+        for line in verdicts(comparison.rows, comparison.floors):
+            print(f"  {line}")
+    return _failures(measured.results, "diagnose --verify")
 
 
 def _diagnose_script(args: argparse.Namespace) -> int:
@@ -459,32 +334,30 @@ def cmd_regress(args: argparse.Namespace) -> int:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from gnnbench.measure.measure_sweep import measure_sweep
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
     opened = source_from_args(args)
     base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
                      device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
-    entries = sweep_entries(base, None, repeats=args.repeats)  # full batch: the trainer extends its epochs
-    env = environment(device)
-    print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
-          f"graph {graph_name(args)}, {args.steps} steps per configuration", flush=True)
-    t0 = time.perf_counter()
 
-    def progress(done, total, entry, status):
-        if status != "running":
-            print(f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    def header() -> str:
+        env = environment(device)
+        return (f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
+                f"graph {graph_name(args)}, {args.steps} steps per configuration")
 
-    results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
+    lines = RunLines(header)
+    # full batch: the trainer extends its epochs
+    measured = measure_sweep(base, None, args.out_dir, repeats=args.repeats, calibration_runs=0, isolate=False,
+                             resume=False, progress=lines)
     print()
-    print(format_compare(compare(results), extra=GPU_COLUMNS))
+    print(format_compare(measured.comparison, extra=GPU_COLUMNS))
     print(f"\nA first look: every configuration ran in this one process ({args.repeats} round(s)), so host-side "
           "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
           "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals).")
-    print(f"total {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
-    return _failures(results, "gpu-check")
+    print(f"total {time.perf_counter() - lines.started:.0f} s; results in {args.out_dir}")
+    return _failures(measured.results, "gpu-check")
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
