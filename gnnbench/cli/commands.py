@@ -264,72 +264,55 @@ def cmd_regress(args: argparse.Namespace) -> int:
     regression or a benchmark lost in HEAD; 2 when the trees cannot be compared or a benchmark process crashed
     or timed out (the JSON says which side, with its stderr's tail); 3 when no regression was seen but the
     machine was too noisy to see one of ``--sensitivity``; 0 otherwise."""
-    import shutil
-    from pathlib import Path
-
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.gate_run import run_gate
     from gnnbench.measure.gate_text import format_gate
-    from gnnbench.measure.gate_trees import bisect, trees_for
-    from gnnbench.measure.regress import default_benches, gate, gate_config
 
-    budget = None if args.budget <= 0 else args.budget
-    skipped: dict[str, str] = {}
+    def progress(r, rounds, role):
+        print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
+
     try:
-        base = gate_config(args.preset, warmup=args.warmup, device=args.device)
-        benches = default_benches(base, args.bench, steps=args.steps, skipped=skipped)
-        with trees_for(args.base, args.head) as trees:
-            def progress(r, rounds, role):
-                print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
-
-            pythons = {"base": args.base_python or sys.executable, "head": args.head_python or sys.executable}
-            for role, exe in pythons.items():
-                if not shutil.which(exe) and not Path(exe).is_file():
-                    raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
-            options = dict(rounds=args.rounds, threads=args.threads, order_seed=args.order_seed, pythons=pythons,
-                           sensitivity=args.sensitivity, budget_seconds=budget, max_rounds=args.max_rounds,
-                           timeout=args.timeout)
-            result = gate(trees, benches, labels=(args.base, args.head), skipped=skipped, progress=progress,
-                          **options)
+        gated = run_gate(args.base, args.head, preset=args.preset, warmup=args.warmup, device=args.device,
+                         bench=args.bench, steps=args.steps, rounds=args.rounds, threads=args.threads,
+                         order_seed=args.order_seed, sensitivity=args.sensitivity,
+                         budget_seconds=None if args.budget <= 0 else args.budget, max_rounds=args.max_rounds,
+                         timeout=args.timeout, base_python=args.base_python, head_python=args.head_python,
+                         progress=progress)
     except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
+    result = gated.result
     out = result.to_dict()
     if not args.json:
         print(format_gate(result), flush=True)
     if args.out:
-        from gnnbench.atomic import write_json_atomic
-
         write_json_atomic(args.out, out)  # kept even if the bisection below fails
     if args.bisect and result.regressed and result.failure is None:
-        if args.head == ".":
-            print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
-                  file=sys.stderr)
-        else:
-            regressed = [b.name for b in result.regressed]
-            suspects = [b for b in benches if b.name in regressed]
-
-            def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
-                with trees_for(args.base, commit) as pair:
-                    probe = gate(pair, suspects, **options)
-                if probe.failure is not None:  # a commit whose benchmarks crash is bad for the lost ones
-                    print(f"  bisect: {commit[:10]}: its benchmark process {probe.failure.kind}", file=sys.stderr)
-                return bool(probe.regressed) or probe.failure is not None
-
-            log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
-            try:
-                first, tests = bisect(args.base, args.head, is_bad, log=log)
-            except (ValueError, OSError) as exc:
-                print(f"gnnbench regress --bisect: {exc}", file=sys.stderr)
-            else:
-                out["first_bad_commit"] = first
-                if not args.json:
-                    print(f"first bad commit: {first} ({tests} gate runs over {', '.join(regressed)})")
-                if args.out:
-                    from gnnbench.atomic import write_json_atomic
-
-                    write_json_atomic(args.out, out)
+        _bisect(args, gated, out)
     if args.json:
         print(json.dumps(out, indent=1))
     return result.exit_status
+
+
+def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
+    """``regress --bisect``: the first bad commit (``out["first_bad_commit"]``, and ``--out`` again)."""
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.gate_trees import WORKING_TREE
+
+    if args.head == WORKING_TREE:
+        print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
+              file=sys.stderr)
+        return
+    try:
+        first, tests = gated.bisect(log=lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
+    except (ValueError, OSError) as exc:
+        print(f"gnnbench regress --bisect: {exc}", file=sys.stderr)
+        return
+    out["first_bad_commit"] = first
+    if not args.json:
+        print(f"first bad commit: {first} ({tests} gate runs over {', '.join(gated.regressed)})")
+    if args.out:
+        write_json_atomic(args.out, out)
 
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
