@@ -1,11 +1,12 @@
 """The ``gnnbench`` argument parser: one subcommand per command, each bound to its function in
-:mod:`gnnbench.cli.commands`."""
+:mod:`gnnbench.cli.commands` or :mod:`gnnbench.cli.inspect_commands`."""
 
 from __future__ import annotations
 
 import argparse
 
 import gnnbench.cli.commands as commands
+import gnnbench.cli.inspect_commands as inspect_commands
 from gnnbench.cli.distributed import add_distributed_args
 from gnnbench.cli.options import (
     add_calibration_args,
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated optimizations to prepare with "
                         f"(default: the graph-layer ones: {', '.join(graph_layer_names())})")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=commands.cmd_graph)
+    p.set_defaults(func=inspect_commands.cmd_graph)
 
     p = sub.add_parser("run", help="measure one configuration: phase breakdown, accuracy, memory",
                        description="Train and measure one configuration (default: the small preset, baseline "
@@ -261,16 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stored gate runs (gnnbench regress --out files, or a folder of them; repeatable): change "
                         "points over their head step times")
     p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
-    p.set_defaults(func=commands.cmd_report)
+    p.set_defaults(func=inspect_commands.cmd_report)
 
     p = sub.add_parser("env", help="device, versions and optional backends")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.cmd_env)
+    p.set_defaults(func=inspect_commands.cmd_env)
 
     p = sub.add_parser("flags", help="list the registered optimizations")
     p.add_argument("--markdown", action="store_true", help="print the registry as README's Markdown table")
     p.add_argument("--names", action="store_true", help="print the names only, comma-separated (for --flags)")
-    p.set_defaults(func=commands.cmd_flags)
+    p.set_defaults(func=inspect_commands.cmd_flags)
 
     p = sub.add_parser("pipeline", help="data-pipeline self-check: sampler uniformity, negative cost, batch cache",
                        description="Check the sampler's uniformity (chi-square), time negative sampling and "
@@ -279,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-epochs", type=int, default=5, help="K for the batch-cache demonstration (default 5)")
     p.add_argument("--fanout", default="15,10", help="fanout for the batch-cache demonstration (default 15,10)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(func=commands.cmd_pipeline, preset="tiny")
+    p.set_defaults(func=inspect_commands.cmd_pipeline, preset="tiny")
 
     p = sub.add_parser("sampler-compare", help="gnnbench's neighbour sampler against torch-sparse / pyg-lib",
                        description="Seeds per second of gnnbench's sampler and of each installed peer, "
@@ -297,10 +298,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dtype", default="int64", choices=["int64", "int32"])
     p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.cmd_aggregation_compare)
+    p.set_defaults(func=inspect_commands.cmd_aggregation_compare)
 
     p = sub.add_parser("cache", help="show or clean the batch cache")
     p.add_argument("--dir", help="cache directory (default: $GNNBENCH_CACHE_DIR or ~/.cache/gnnbench/batches)")
     p.add_argument("--clean", action="store_true", help="delete gnnbench's cached batches there")
-    p.set_defaults(func=commands.cmd_cache)
+    p.set_defaults(func=inspect_commands.cmd_cache)
     return parser
