@@ -14,6 +14,7 @@ The search rules in full, with an example of a lock-out: ``docs/advice.md``.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,17 +23,16 @@ from typing import Callable
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis, diagnose
 from gnnbench.advice.rules import RULES
+from gnnbench.advice.swaps import SWAP_PREFIX, changed_fields, swap_entries, swap_moves
 from gnnbench.env import resolve_device
-from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
-from gnnbench.measure.comparison import ComparisonRow, compare
-from gnnbench.measure.sweep import Entry, run_calibration, run_sweep, sweep_entries
+from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
+from gnnbench.measure.comparison import ComparisonRow
+from gnnbench.measure.measure_sweep import measure_sweep
+from gnnbench.measure.sweep import run_calibration
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune", "swap_moves", "SWAP_PREFIX"]
-
-SWAP_PREFIX = "swap:"  # label of a swap move: "swap:<out>-><in>"
-
 
 @dataclass
 class TuneRound:
@@ -84,65 +84,19 @@ def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.w
     return out
 
 
-def _fields(name: str, base) -> set[str]:
-    try:
-        return set(registry.get(name).changes_for(base))
-    except registry.NotApplicable:
-        return set()
-
-
-def _conflicts(names: list[str], base: RunConfig, device) -> bool:
-    """Whether ``names`` cannot be switched on together: two set one field, or the set cannot run here."""
-    seen: set[str] = set()
-    for n in names:
-        f = _fields(n, base.flags)
-        if f & seen:
-            return True
-        seen |= f
-    if registry.not_applicable(base, names):
-        return True
-    return bool(config_unavailable(registry.config_for(base, names), device))
-
-
-def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: set[tuple[str, str]] = frozenset(),
-               device=None) -> list[tuple[str, str, list[str]]]:
-    """``(out, in, new set)`` for each entry of ``paid`` (entries that paid significantly in an earlier round,
-    best first) that cannot be added to ``chosen`` but can replace exactly one chosen entry; swaps in
-    ``tried`` are skipped. The new set keeps the order of ``chosen`` with ``in`` in the place of ``out``."""
-    device = device if device is not None else resolve_device(base.device)
-    moves = []
-    for name in paid:
-        if name in chosen or not _conflicts(chosen + [name], base, device):
-            continue  # already chosen, or an ordinary addition
-        for out in chosen:
-            if (out, name) in tried:
-                continue
-            new = [name if c == out else c for c in chosen]
-            if not _conflicts(new, base, device):
-                moves.append((out, name, new))
-                break
-    return moves
-
-
-def _swap_entries(base: RunConfig, moves: list[tuple[str, str, list[str]]], repeats: int) -> list[Entry]:
-    """Sweep entries for swap moves, paired by round (seed) with :func:`sweep_entries`' baseline."""
-    return [Entry(f"{SWAP_PREFIX}{out}->{new_in}",
-                  registry.config_for(dataclasses.replace(base, seed=base.seed + r), new),
-                  tuple(new), r)
-            for r in range(repeats) for out, new_in, new in moves]
-
-
 def _acc_ok(row: ComparisonRow, max_acc_loss_pp: float) -> bool:
     delta = row.acc_delta
     return delta is not None and delta * 100 >= -max_acc_loss_pp
 
 
-def _measured(r: ComparisonRow) -> dict:
-    """A candidate's line of a round (:attr:`TuneRound.measured`); a row not measured has no figures."""
-    ok = r.status == "ok"
-    return {"label": r.label, "status": r.status, "speedup": r.speedup, "low": r.speedup_low,
-            "high": r.speedup_high, "by": r.primary if ok else None, "significant": r.significant if ok else None,
-            "acc_delta_pp": (r.acc_delta or 0.0) * 100 if ok else 0.0}
+@dataclass
+class _Search:
+    """What the search carries from one round to the next."""
+
+    pool: list[str]  # candidates still worth measuring (additions)
+    paid: dict[str, float] = field(default_factory=dict)  # entries that paid significantly: their best speedup
+    tried: set[tuple[str, str]] = field(default_factory=set)  # swaps (out, in) measured, or made and so beaten
+    per_run: float | None = None  # seconds per run of the last round (the budget's estimate)
 
 
 def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
@@ -166,15 +120,51 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
             final measurement are judged against that one target. 0: no calibration.
         budget_factor: Each run's budget, in multiples of the calibrated time to the target.
     """
+    _check_settings(budget_s, max_acc_loss_pp, repeats)
+    start = time.monotonic()
+    out_dir = Path(out_dir)
+    result = TuneResult(chosen=[])
+    search = _Search(pool=_candidates(base, candidates, diagnose_steps, result, log))
+    base, calibration = _calibrated(base, out_dir / "calibration", calibration_runs, budget_factor, isolate, log)
+    device = resolve_device(base.device)
+    for k in itertools.count(1):
+        current = registry.config_for(base, result.chosen)
+        search.pool = _still_open(search.pool, result.chosen, base, current)
+        swaps = swap_moves(result.chosen, sorted(search.paid, key=lambda n: -search.paid[n]), base,
+                           tried=search.tried, device=device)
+        result.stop_reason = _stop_before_round(search, swaps, repeats, budget_s - (time.monotonic() - start))
+        if result.stop_reason:
+            break
+        rows, swap_sets, seconds = _measure_round(k, current, base, swaps, search, result, calibration,
+                                                  out_dir / f"round-{k}", repeats, isolate, log)
+        best = _best_move(rows, search, max_acc_loss_pp)
+        why = _why(rows, best)
+        result.rounds.append(TuneRound(list(result.chosen), _measured(rows), best.label if best else None, why,
+                                       seconds))
+        if best is None:
+            result.stop_reason = why
+            log(f"round {k}: {why}")
+            break
+        _make_move(k, best, why, rows, swap_sets, search, result, log)
+    if result.chosen:
+        result.final = _final(base, result, calibration, out_dir / "final", repeats, isolate, log)
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _check_settings(budget_s: float, max_acc_loss_pp: float, repeats: int) -> None:
     if budget_s <= 0:
         raise ValueError(f"budget must be positive (got {budget_s} s)")
     if max_acc_loss_pp < 0:
         raise ValueError(f"max_acc_loss_pp must be >= 0 (got {max_acc_loss_pp})")
     if not isinstance(repeats, int) or repeats < 2:
         raise ValueError(f"tune needs at least 2 repeats per configuration for an interval (got {repeats!r})")
-    start = time.monotonic()
-    out_dir = Path(out_dir)
-    result = TuneResult(chosen=[])
+
+
+def _candidates(base: RunConfig, candidates: list[str] | None, diagnose_steps: int, result: TuneResult,
+                log: Callable[[str], None]) -> list[str]:
+    """The entries the search starts from: ``candidates`` that can apply, else those the diagnosis picks; the
+    diagnosis and the entries set aside (with their reasons) go into ``result``."""
     if candidates is None:
         d = diagnose(base, steps=diagnose_steps)
         result.diagnosis = {"bottleneck": d.finding.bottleneck, "shares": d.shares}
@@ -188,87 +178,120 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
         candidates = [n for n in candidates if n not in result.not_applicable]
     for reason in result.not_applicable.values():
         log(f"not applicable: {reason}")
-    calibration, _ = run_calibration(base, out_dir / "calibration", runs=calibration_runs, isolate=isolate,
-                                     budget_factor=budget_factor)
-    if calibration is not None:
-        base = calibration.apply(base)
-        log(f"target: validation {calibration.target:.4f} ({calibration.source}); budget "
-            f"{calibration.budget_seconds:.1f} s per run" if calibration.target is not None
-            else f"target: {calibration.source}")
-    pool = list(candidates)
-    per_run: float | None = None
-    device = resolve_device(base.device)
-    paid: dict[str, float] = {}  # entries that paid significantly in some round: their best speedup
-    tried: set[tuple[str, str]] = set()
-    k = 0
-    while True:
-        current = registry.config_for(base, result.chosen)
-        taken = set().union(*(_fields(n, base.flags) for n in result.chosen)) if result.chosen else set()
-        pool = [n for n in pool if n not in result.chosen and not (_fields(n, current.flags) & taken)
-                and not registry.not_applicable(current, [n])
-                and registry.config_for(current, [n]).flags != current.flags]
-        swaps = swap_moves(result.chosen, sorted(paid, key=lambda n: -paid[n]), base, tried=tried, device=device)
-        if not pool and not swaps:
-            result.stop_reason = "no candidate left"
-            break
-        configs = len(pool) + len(swaps)
-        runs_needed = (configs + 1) * repeats + 2 * repeats  # this round, then the final measurement
-        left = budget_s - (time.monotonic() - start)
-        if per_run is not None and runs_needed * per_run > left:
-            result.stop_reason = (f"budget: the next round ({configs + 1} configurations x {repeats}) and the "
-                                  f"final measurement need about {runs_needed * per_run / 60:.1f} min, "
-                                  f"{left / 60:.1f} min left")
-            break
-        k += 1
-        t0 = time.monotonic()
-        what = ", ".join(f"{len(x)} {w}" for x, w in ((pool, "additions"), (swaps, "swaps")) if x)
-        log(f"round {k}: {what} against {'+'.join(result.chosen) or 'the baseline'}")
-        tried.update((out, new_in) for out, new_in, _ in swaps)
-        entries = sweep_entries(current, pool, repeats=repeats, include_all_recommended=False)
-        entries += _swap_entries(base, swaps, repeats)
-        runs = run_sweep(entries, out_dir / f"round-{k}", isolate=isolate, resume=True)
-        result.failed += runs.failed()
-        swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
-        rows = [r for r in compare(runs, calibration=calibration).rows if r.label in pool or r.label in swap_sets]
-        seconds = time.monotonic() - t0
-        per_run = seconds / max(1, len(entries))
-        measured = [_measured(r) for r in rows]
-        paying = [r for r in rows if r.status == "ok" and r.significant and (r.speedup or 0) > 1
-                  and _acc_ok(r, max_acc_loss_pp)]
-        for r in paying:
-            if r.label in pool:
-                paid[r.label] = max(paid.get(r.label, 0.0), r.speedup)
-        if not paying:
-            costly = [r.label for r in rows if r.significant and (r.speedup or 0) > 1]
-            why = "nothing pays significantly" + (
-                f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else "")
-            result.rounds.append(TuneRound(list(result.chosen), measured, None, why, seconds))
-            result.stop_reason = why
-            log(f"round {k}: {why}")
-            break
-        best = max(paying, key=lambda r: r.speedup)
-        why = (f"{best.label}: {ratio(best.speedup, best.speedup_low, best.speedup_high)} by "
-               f"{best.primary}, accuracy {pp(best.acc_delta)}")
-        result.rounds.append(TuneRound(list(result.chosen), measured, best.label, why, seconds))
-        if best.label in swap_sets:
-            out, new_in = best.label[len(SWAP_PREFIX):].split("->")
-            tried.add((new_in, out))  # never swap straight back: that set was just beaten
-            result.chosen = list(swap_sets[best.label])
-            log(f"round {k}: swapped {why}")
-        else:
-            result.chosen.append(best.label)
-            log(f"round {k}: added {why}")
-        pool = [r.label for r in rows if r.label != best.label and r.label not in swap_sets
-                and (r.speedup or 0) > 1]
-    if result.chosen:
-        label = "+".join(result.chosen)
-        log(f"final: {label} against the baseline")
-        entries = sweep_entries(base, [label], repeats=repeats, include_all_recommended=False)
-        runs = run_sweep(entries, out_dir / "final", isolate=isolate, resume=True)
-        result.failed += runs.failed()
-        result.final = next((r for r in compare(runs, calibration=calibration).rows if r.label == label), None)
-    result.seconds = time.monotonic() - start
-    return result
+    return list(candidates)
+
+
+def _calibrated(base: RunConfig, out_dir: Path, runs: int, budget_factor: float, isolate: bool,
+                log: Callable[[str], None]) -> tuple[RunConfig, Calibration | None]:
+    """The one calibration every round is judged against (``runs == 0``: none), and ``base`` with it applied."""
+    calibration, _ = run_calibration(base, out_dir, runs=runs, isolate=isolate, budget_factor=budget_factor)
+    if calibration is None:
+        return base, None
+    log(f"target: validation {calibration.target:.4f} ({calibration.source}); budget "
+        f"{calibration.budget_seconds:.1f} s per run" if calibration.target is not None
+        else f"target: {calibration.source}")
+    return calibration.apply(base), calibration
+
+
+def _still_open(pool: list[str], chosen: list[str], base: RunConfig, current: RunConfig) -> list[str]:
+    """The candidates that can still be added to ``chosen``: not chosen, setting no field a chosen entry set,
+    applicable to and changing the current flags."""
+    taken = set().union(*(changed_fields(n, base.flags) for n in chosen)) if chosen else set()
+    return [n for n in pool if n not in chosen and not (changed_fields(n, current.flags) & taken)
+            and not registry.not_applicable(current, [n])
+            and registry.config_for(current, [n]).flags != current.flags]
+
+
+def _stop_before_round(search: _Search, swaps: list, repeats: int, left: float) -> str:
+    """Why the search stops before the next round ("" when it goes on): nothing left to measure, or the round
+    and the final measurement would not fit the time ``left`` at the last round's seconds per run."""
+    if not search.pool and not swaps:
+        return "no candidate left"
+    configs = len(search.pool) + len(swaps)
+    runs_needed = (configs + 1) * repeats + 2 * repeats  # this round, then the final measurement
+    if search.per_run is not None and runs_needed * search.per_run > left:
+        return (f"budget: the next round ({configs + 1} configurations x {repeats}) and the final measurement "
+                f"need about {runs_needed * search.per_run / 60:.1f} min, {left / 60:.1f} min left")
+    return ""
+
+
+def _measure_round(k: int, current: RunConfig, base: RunConfig, swaps: list, search: _Search, result: TuneResult,
+                   calibration: Calibration | None, out_dir: Path, repeats: int, isolate: bool,
+                   log: Callable[[str], None]) -> tuple[list[dict], dict[str, list[str]], float]:
+    """Round ``k``: the open candidates added to the current flags and the swap moves, against the current flags;
+    their compare rows, the swap moves' sets by label, and the round's seconds (``search.per_run`` follows)."""
+    t0 = time.monotonic()
+    what = ", ".join(f"{len(x)} {w}" for x, w in ((search.pool, "additions"), (swaps, "swaps")) if x)
+    log(f"round {k}: {what} against {'+'.join(result.chosen) or 'the baseline'}")
+    search.tried.update((out, new_in) for out, new_in, _ in swaps)
+    swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
+    measured = measure_sweep(current, search.pool, out_dir, repeats=repeats, calibration=calibration,
+                             calibration_runs=0, include_all_recommended=False,
+                             extra_entries=swap_entries(base, swaps, repeats), isolate=isolate)
+    result.failed += measured.results.failed()
+    rows = [r for r in measured.comparison.rows if r.label in search.pool or r.label in swap_sets]
+    seconds = time.monotonic() - t0
+    search.per_run = seconds / max(1, len(measured.entries))
+    return rows, swap_sets, seconds
+
+
+def _make_move(k: int, best: ComparisonRow, why: str, rows: list[ComparisonRow], swap_sets: dict[str, list[str]], search: _Search,
+               result: TuneResult, log: Callable[[str], None]) -> None:
+    """Add the best row's entry, or make its swap; the candidates that beat the current flags stay open."""
+    if best.label in swap_sets:
+        out, new_in = best.label[len(SWAP_PREFIX):].split("->")
+        search.tried.add((new_in, out))  # never swap straight back: that set was just beaten
+        result.chosen = list(swap_sets[best.label])
+        log(f"round {k}: swapped {why}")
+    else:
+        result.chosen.append(best.label)
+        log(f"round {k}: added {why}")
+    search.pool = [r.label for r in rows if r.label != best.label and r.label not in swap_sets
+                   and (r.speedup or 0) > 1]
+
+
+def _measured(rows: list[ComparisonRow]) -> list[dict]:
+    """A round's rows as :attr:`TuneRound.measured` keeps them; a row not measured has no figures."""
+    out = []
+    for r in rows:
+        ok = r.status == "ok"
+        out.append({"label": r.label, "status": r.status, "speedup": r.speedup, "low": r.speedup_low,
+                    "high": r.speedup_high, "by": r.primary if ok else None,
+                    "significant": r.significant if ok else None,
+                    "acc_delta_pp": (r.acc_delta or 0.0) * 100 if ok else 0.0})
+    return out
+
+
+def _best_move(rows: list[ComparisonRow], search: _Search, max_acc_loss_pp: float) -> ComparisonRow | None:
+    """The row with the largest significant gain within the accuracy limit (``None``: nothing pays); every
+    addition that paid is remembered in ``search.paid`` (a later round may swap it in)."""
+    paying = [r for r in rows if r.status == "ok" and r.significant and (r.speedup or 0) > 1
+              and _acc_ok(r, max_acc_loss_pp)]
+    for r in paying:
+        if r.label in search.pool:
+            search.paid[r.label] = max(search.paid.get(r.label, 0.0), r.speedup)
+    return max(paying, key=lambda r: r.speedup) if paying else None
+
+
+def _why(rows: list[ComparisonRow], best: ComparisonRow | None) -> str:
+    """The round's outcome in words: the move made, or why none pays."""
+    if best is not None:
+        return (f"{best.label}: {ratio(best.speedup, best.speedup_low, best.speedup_high)} by "
+                f"{best.primary}, accuracy {pp(best.acc_delta)}")
+    costly = [r.label for r in rows if r.significant and (r.speedup or 0) > 1]
+    return "nothing pays significantly" + (
+        f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else "")
+
+
+def _final(base: RunConfig, result: TuneResult, calibration: Calibration | None, out_dir: Path, repeats: int,
+           isolate: bool, log: Callable[[str], None]) -> ComparisonRow | None:
+    """The chosen set against the original baseline: its compare row (its failed runs go into ``result``)."""
+    label = "+".join(result.chosen)
+    log(f"final: {label} against the baseline")
+    measured = measure_sweep(base, [label], out_dir, repeats=repeats, calibration=calibration, calibration_runs=0,
+                             include_all_recommended=False, isolate=isolate)
+    result.failed += measured.results.failed()
+    return next((r for r in measured.comparison.rows if r.label == label), None)
 
 
 def format_tune(r: TuneResult) -> str:

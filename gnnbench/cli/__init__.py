@@ -1,5 +1,6 @@
-"""The ``gnnbench`` command line: :mod:`.parser` (arguments), :mod:`.commands` (what each command does)
-and :mod:`.tables` (terminal formatting)."""
+"""The ``gnnbench`` command line: :mod:`.parser` and :mod:`.inspect_parser` (arguments), :mod:`.commands` and
+:mod:`.inspect_commands` (what each command does), :mod:`.progress` (what runs show meanwhile) and :mod:`.tables`
+(terminal formatting)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The ``gnnbench`` commands: each turns parsed options into library calls and prints through
-:mod:`gnnbench.cli.tables`."""
+"""The ``gnnbench`` commands that train and compare configurations: ``run``, ``compare``, ``diagnose``,
+``tune``, ``regress``, ``gpu-check`` and ``profile``. Each parses its options, calls the library function that
+does the work and prints through :mod:`gnnbench.cli.tables` (the progress it shows meanwhile:
+:mod:`gnnbench.cli.progress`); the commands that compare no configurations are :mod:`.inspect_commands`."""
 
 from __future__ import annotations
 
@@ -9,86 +11,18 @@ import json
 import sys
 import time
 
-from gnnbench import registry
 from gnnbench.cli.distributed import run_distributed, with_nproc
 from gnnbench.cli.options import (
-    check_graph_source,
-    clean_from_args,
     config_from_args,
-    graph_layer_names,
     graph_name,
     parse_size,
     source_from_args,
     spec_from_args,
 )
-from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_graph_report, format_run, registry_markdown, table
-from gnnbench.flags import Flags
-from gnnbench.graphs import generate
-from gnnbench.graphs.prepare import prepare
-from gnnbench.graphs.stats import graph_stats
-from gnnbench.text import human_bytes
+from gnnbench.cli.progress import RunLines, SweepLines, training_bar
+from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_run
 
-__all__ = ["cmd_graph", "cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", "cmd_gpu_check",
-           "cmd_profile",
-           "cmd_report", "cmd_env", "cmd_flags", "cmd_pipeline", "cmd_cache"]
-
-
-def _graph_from_args(args: argparse.Namespace):
-    """The graph the options name, read directly (no prepared copy: these commands measure no sweep); a loaded
-    graph comes with its load time, the peak memory the load added and what was substituted for missing parts."""
-    check_graph_source(args)
-    if getattr(args, "load", None) or getattr(args, "dataset", None):
-        from gnnbench.graphs.io import measure_load
-
-        graph, seconds, peak = measure_load(args.load or args.dataset, clean=clean_from_args(args),
-                                            split_seed=args.seed or 0, root=getattr(args, "root", None))
-        info = {"source": args.load or f"dataset:{args.dataset}", "load_seconds": seconds,
-                "load_peak_bytes": peak, "graph_bytes": graph.nbytes()}
-        for key in ("notes", "substituted"):
-            if graph.meta.get(key):
-                info[key] = graph.meta[key]
-        from gnnbench.graphs.twin import closest_preset
-
-        info["twin"] = closest_preset(graph)
-        return graph, info
-    spec = spec_from_args(args)
-    graph = generate(spec)
-    return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
-                   "generate_seconds": graph.meta["generate_seconds"]}
-
-
-def cmd_graph(args: argparse.Namespace) -> int:
-    graph, info = _graph_from_args(args)
-    names = args.flags if args.flags is not None else graph_layer_names()
-    base = prepare(graph, Flags())
-    flagged = prepare(graph, registry.flags_for(names))
-    result = {
-        **info,
-        "stats": graph_stats(graph).to_dict(),
-        "prepare": {
-            "baseline_seconds": base.prepare_seconds,
-            "flags": names,
-            "flagged_seconds": flagged.prepare_seconds,
-            "index_bytes_before": flagged.index_bytes_before,
-            "index_bytes_after": flagged.index_bytes_after,
-        },
-    }
-    print(json.dumps(result, indent=2) if args.json else format_graph_report(result))
-    return 0
-
-
-def _progress_bar(desc: str):
-    from tqdm import tqdm
-
-    bar = tqdm(desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
-
-    def update(step: int, total: int) -> None:
-        if total and bar.total != total:
-            bar.total = total
-        bar.n = step
-        bar.refresh()
-
-    return bar, update
+__all__ = ["cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", "cmd_gpu_check", "cmd_profile"]
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -100,7 +34,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.nproc > 1:  # torchrun ranks (gnnbench.measure.launch)
         return run_distributed(config, args)
     opened = source_from_args(args)
-    bar, update = _progress_bar("training")
+    bar, update = training_bar("training")
     try:
         result = run(config, out=args.out, progress=update, graph=opened[1] if opened else None)
     finally:
@@ -151,162 +85,45 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sequential import StoppingRule
-    from gnnbench.measure.sweep import check_also_measured, sweep_entries
+    from gnnbench.measure.measure_sweep import measure_sweep
+    from gnnbench.measure.sweep import check_also_measured
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
-    check_also_measured(base, names, args.also_measure)  # refused before the calibration's minutes, not after
+    check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
-    options = {"in_process": args.in_process, "resume": not args.no_resume, "dist_timeout": args.dist_timeout}
-    if args.executor:  # rounds as submitit jobs on identical machines
-        from pathlib import Path
-
-        from gnnbench.measure.executors import RoundExecutor
-
-        options["executor"] = RoundExecutor(
-            args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
-            slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
-    calibration, calibration_runs = _calibrated(base, args, out_dir, **options)
-    if calibration is not None:
-        base = calibration.apply(base)
-    derive = (calibration is not None and not args.no_derive and calibration.steps_per_epoch
-              and calibration.median_steps_to_target is not None)
-    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
-    fixed_target = args.target_acc is not None or (calibration is not None and calibration.target is not None)
-    target = args.target_acc if args.target_acc is not None else calibration.target if fixed_target else None
-    # rounds after the accuracy rounds stop at the target (time to accuracy only), where a target is fixed
-    accuracy_rounds = args.accuracy_rounds if fixed_target and args.accuracy_rounds < args.repeats else None
-    entries = sweep_entries(base, names, repeats=args.repeats, aa=args.aa,
-                            include_all_recommended=not (args.aa and args.flags is None),
-                            derive_per_epoch=calibration.steps_per_epoch if derive else None,
-                            also_measured=args.also_measure, accuracy_rounds=accuracy_rounds, target=target)
-    rule = (None if args.all_rounds or args.repeats < 2 or not fixed_target
-            else StoppingRule.for_repeats(args.repeats))
-
-    def after_round(done: list[dict]) -> tuple[set[str], bool]:
-        """The rows whose verdict is settled after this round, and whether every row's is."""
-        try:
-            c = compare(calibration_runs + done, target_acc=args.target_acc, rule=rule)
-        except ValueError:  # no measured baseline yet: nothing is settled
-            return set(), False
-        stopped = {label for label, stop in c.stops.items() if stop is not None}
-        return stopped, bool(c.stops) and len(stopped) == len(c.stops)
-
-    results = _sweep_with_bar(entries, out_dir, order_seed=args.order_seed, calibration=calibration, rule=rule,
-                              after_round=after_round if rule is not None else None,
-                              seed_seconds=_run_seconds(calibration_runs), **options)
-    comparison = compare(calibration_runs + list(results), target_acc=args.target_acc, rule=rule)
-    _store_outcome(out_dir, comparison)
+    measured = measure_sweep(
+        base, names, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
+        target_acc=args.target_acc, budget_factor=args.budget_factor, aa=args.aa,
+        include_all_recommended=not (args.aa and args.flags is None), derive=not args.no_derive,
+        also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
+        order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
+        dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
+        progress=SweepLines())
     if args.json:
-        print(json.dumps(comparison.to_dict(), indent=1, default=str))
+        print(json.dumps(measured.comparison.to_dict(), indent=1, default=str))
     else:
-        print(format_compare(comparison))
-    print(f"\n{results.summary()}; results: {out_dir}", file=sys.stderr)
-    return _failures(results, "compare")
+        print(format_compare(measured.comparison))
+    print(f"\n{measured.results.summary()}; results: {out_dir}", file=sys.stderr)
+    return _failures(measured.results, "compare")
 
 
-def _store_outcome(out_dir: str, comparison) -> None:
-    """Record in the sweep's manifest what it measured best (and the trade-offs), with the target it used."""
+def _executor(args: argparse.Namespace, out_dir: str):
+    """``--executor``: the rounds as submitit jobs on identical machines (None: here, one after another)."""
+    if not args.executor:
+        return None
     from pathlib import Path
 
-    from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.comparison import measured_best, tradeoffs
-    from gnnbench.measure.sweep import MANIFEST
+    from gnnbench.measure.executors import RoundExecutor
 
-    path = Path(out_dir) / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    best = measured_best(comparison)
-    manifest["outcome"] = {
-        "measured_best": best.label if best else None, "tradeoffs": [r.label for r in tradeoffs(comparison)],
-        "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
-    write_json_atomic(path, manifest)
-
-
-def _run_seconds(runs: list[dict]) -> float | None:
-    """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
-    guess of the time left, before a sweep run has finished."""
-    d = [(r.get("graph") or {}).get("generate_seconds", 0.0) + (r.get("setup_seconds") or 0.0)
-         + (r.get("train_seconds") or 0.0) + (r.get("eval_seconds") or 0.0) for r in runs if r.get("status") == "ok"]
-    return sum(d) / len(d) if d else None
-
-
-def _calibrated(base, args: argparse.Namespace, out_dir: str, *, in_process: bool = False, resume: bool = True,
-                **sweep_options):
-    """The sweep's target, fixed before it (:func:`gnnbench.measure.sweep.run_calibration`), printed; and the
-    calibration runs (stored in ``out_dir`` with the sweep)."""
-    from gnnbench.cli.eta import duration
-    from gnnbench.measure.sweep import run_calibration
-
-    runs = args.calibration_runs
-    if runs:
-        print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
-    started = time.perf_counter()
-
-    def progress(done, total, entry, status):
-        if status == "running":
-            return
-        spent = time.perf_counter() - started
-        left = spent / done * (total - done) if done else None
-        print(f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
-              + (f"; calibration left about {duration(left)}, then the "
-              "sweep (its estimate follows)" if left else ""), file=sys.stderr, flush=True)
-
-    calibration, results = run_calibration(base, out_dir, runs=runs, target_acc=getattr(args, "target_acc", None),
-                                           budget_factor=args.budget_factor, isolate=not in_process, resume=resume,
-                                           progress=progress, **sweep_options)
-    if calibration is not None and calibration.target is not None:
-        print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
-              f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per run "
-              f"({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops nothing); "
-              f"step budget {calibration.step_budget}, no plateau stop before step {calibration.min_steps}",
-              file=sys.stderr, flush=True)
-    return calibration, list(results)
-
-
-def _sweep_with_bar(entries, out_dir: str, *, in_process: bool = False, resume: bool = True, order_seed: int = 0,
-                    seed_seconds: float | None = None, **sweep_options):
-    """``run_sweep`` with a progress line on stderr (compare, diagnose --verify): runs done, the entry running,
-    and an estimate of the time left (:class:`gnnbench.cli.eta.Eta`: each remaining run at the mean duration of
-    its label's runs so far, else of all; settled rows' rounds drop out as they settle)."""
-    from tqdm import tqdm
-
-    from gnnbench.cli.eta import Eta
-    from gnnbench.measure.sweep import run_sweep
-
-    bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None,
-               bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}")
-    eta = Eta([e.label for e in entries], seed_seconds=seed_seconds)
-
-    def progress(done, total, entry, status):
-        eta.update(entry.label, status)
-        bar.n = done
-        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
-        bar.refresh()
-        if bar.disable:  # not a terminal: one line per finished run, for logs
-            if status != "running":
-                print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
-                      f"{status}; {eta.text()}", file=sys.stderr, flush=True)
-
-    try:
-        return run_sweep(entries, out_dir, isolate=not in_process, resume=resume, order_seed=order_seed,
-                         progress=progress, **sweep_options)
-    finally:
-        bar.close()
-
+    return RoundExecutor(args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
+                         slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.advice.diagnose import diagnose
     from gnnbench.advice.diagnosis_text import format_diagnosis
-    from gnnbench.advice.verdicts import verdicts, verify_names
     from gnnbench.flags import UnavailableError
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sweep import sweep_entries
 
     if args.script is not None:
         return _diagnose_script(args)
@@ -318,36 +135,40 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
         return 2
     out: dict = {"diagnosis": d.to_dict()}
-    status = 0
     if not args.json:
         print(format_diagnosis(d))
-    if args.verify:
-        labels = verify_names(d, top=args.top)
-        if not labels:
-            print("\n--verify: nothing to measure (no recommendation can run here)")
-        else:
-            out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
-            if not args.json:
-                print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
-                      f"({out_dir})", flush=True)
-            calibration, calibration_runs = _calibrated(config, args, out_dir)
-            if calibration is not None:
-                config = calibration.apply(config)
-            entries = sweep_entries(config, labels, repeats=args.repeats, include_all_recommended=False)
-            results = _sweep_with_bar(entries, out_dir, calibration=calibration)
-            comparison = compare(calibration_runs + list(results))
-            out["verify"] = {"labels": labels, "rows": [r.to_dict() for r in comparison.rows],
-                             "floors": comparison.floors,
-                             "verdicts": verdicts(comparison.rows, comparison.floors)}
-            if not args.json:
-                print(format_compare(comparison))
-                print("\nverdict:")
-                for line in verdicts(comparison.rows, comparison.floors):
-                    print(f"  {line}")
-            status = _failures(results, "diagnose --verify")
+    status = _verify(args, d, config, out) if args.verify else 0
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return status
+
+
+def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
+    """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
+    whether each pays here; 1 when a measured run failed."""
+    from gnnbench.advice.verdicts import verdicts, verify_names
+    from gnnbench.measure.measure_sweep import measure_sweep
+
+    labels = verify_names(d, top=args.top)
+    if not labels:
+        print("\n--verify: nothing to measure (no recommendation can run here)")
+        return 0
+    out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
+    if not args.json:
+        print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
+              f"({out_dir})", flush=True)
+    measured = measure_sweep(config, labels, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
+                             budget_factor=args.budget_factor, include_all_recommended=False,
+                             progress=SweepLines(seed_eta=False))
+    comparison = measured.comparison
+    out["verify"] = {"labels": labels, "rows": [r.to_dict() for r in comparison.rows], "floors": comparison.floors,
+                     "verdicts": verdicts(comparison.rows, comparison.floors)}
+    if not args.json:
+        print(format_compare(comparison))
+        print("\nverdict:")
+        for line in verdicts(comparison.rows, comparison.floors):
+            print(f"  {line}")
+    return _failures(measured.results, "diagnose --verify")
 
 
 def _diagnose_script(args: argparse.Namespace) -> int:
@@ -390,102 +211,83 @@ def cmd_regress(args: argparse.Namespace) -> int:
     regression or a benchmark lost in HEAD; 2 when the trees cannot be compared or a benchmark process crashed
     or timed out (the JSON says which side, with its stderr's tail); 3 when no regression was seen but the
     machine was too noisy to see one of ``--sensitivity``; 0 otherwise."""
-    import shutil
-    from pathlib import Path
-
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.gate_run import run_gate
     from gnnbench.measure.gate_text import format_gate
-    from gnnbench.measure.gate_trees import bisect, trees_for
-    from gnnbench.measure.regress import default_benches, gate, gate_config
 
-    budget = None if args.budget <= 0 else args.budget
-    skipped: dict[str, str] = {}
+    def progress(r, rounds, role):
+        print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
+
     try:
-        base = gate_config(args.preset, warmup=args.warmup, device=args.device)
-        benches = default_benches(base, args.bench, steps=args.steps, skipped=skipped)
-        with trees_for(args.base, args.head) as trees:
-            def progress(r, rounds, role):
-                print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
-
-            pythons = {"base": args.base_python or sys.executable, "head": args.head_python or sys.executable}
-            for role, exe in pythons.items():
-                if not shutil.which(exe) and not Path(exe).is_file():
-                    raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
-            options = dict(rounds=args.rounds, threads=args.threads, order_seed=args.order_seed, pythons=pythons,
-                           sensitivity=args.sensitivity, budget_seconds=budget, max_rounds=args.max_rounds,
-                           timeout=args.timeout)
-            result = gate(trees, benches, labels=(args.base, args.head), skipped=skipped, progress=progress,
-                          **options)
+        gated = run_gate(args.base, args.head, preset=args.preset, warmup=args.warmup, device=args.device,
+                         bench=args.bench, steps=args.steps, rounds=args.rounds, threads=args.threads,
+                         order_seed=args.order_seed, sensitivity=args.sensitivity,
+                         budget_seconds=None if args.budget <= 0 else args.budget, max_rounds=args.max_rounds,
+                         timeout=args.timeout, base_python=args.base_python, head_python=args.head_python,
+                         progress=progress)
     except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
+    result = gated.result
     out = result.to_dict()
     if not args.json:
         print(format_gate(result), flush=True)
     if args.out:
-        from gnnbench.atomic import write_json_atomic
-
         write_json_atomic(args.out, out)  # kept even if the bisection below fails
     if args.bisect and result.regressed and result.failure is None:
-        if args.head == ".":
-            print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
-                  file=sys.stderr)
-        else:
-            regressed = [b.name for b in result.regressed]
-            suspects = [b for b in benches if b.name in regressed]
-
-            def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
-                with trees_for(args.base, commit) as pair:
-                    probe = gate(pair, suspects, **options)
-                if probe.failure is not None:  # a commit whose benchmarks crash is bad for the lost ones
-                    print(f"  bisect: {commit[:10]}: its benchmark process {probe.failure.kind}", file=sys.stderr)
-                return bool(probe.regressed) or probe.failure is not None
-
-            log = (lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
-            try:
-                first, tests = bisect(args.base, args.head, is_bad, log=log)
-            except (ValueError, OSError) as exc:
-                print(f"gnnbench regress --bisect: {exc}", file=sys.stderr)
-            else:
-                out["first_bad_commit"] = first
-                if not args.json:
-                    print(f"first bad commit: {first} ({tests} gate runs over {', '.join(regressed)})")
-                if args.out:
-                    from gnnbench.atomic import write_json_atomic
-
-                    write_json_atomic(args.out, out)
+        _bisect(args, gated, out)
     if args.json:
         print(json.dumps(out, indent=1))
     return result.exit_status
 
 
+def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
+    """``regress --bisect``: the first bad commit (``out["first_bad_commit"]``, and ``--out`` again)."""
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.gate_trees import WORKING_TREE
+
+    if args.head == WORKING_TREE:
+        print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
+              file=sys.stderr)
+        return
+    try:
+        first, tests = gated.bisect(log=lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
+    except (ValueError, OSError) as exc:
+        print(f"gnnbench regress --bisect: {exc}", file=sys.stderr)
+        return
+    out["first_bad_commit"] = first
+    if not args.json:
+        print(f"first bad commit: {first} ({tests} gate runs over {', '.join(gated.regressed)})")
+    if args.out:
+        write_json_atomic(args.out, out)
+
+
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.comparison import compare
-    from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from gnnbench.measure.measure_sweep import measure_sweep
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
     opened = source_from_args(args)
     base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
                      device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
-    entries = sweep_entries(base, None, repeats=args.repeats)  # full batch: the trainer extends its epochs
-    env = environment(device)
-    print(f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
-          f"graph {graph_name(args)}, {args.steps} steps per configuration", flush=True)
-    t0 = time.perf_counter()
 
-    def progress(done, total, entry, status):
-        if status != "running":
-            print(f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - t0:.0f} s)", flush=True)
+    def header() -> str:
+        env = environment(device)
+        return (f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
+                f"graph {graph_name(args)}, {args.steps} steps per configuration")
 
-    results = run_sweep(entries, args.out_dir, isolate=False, resume=False, progress=progress)
+    lines = RunLines(header)
+    # full batch: the trainer extends its epochs
+    measured = measure_sweep(base, None, args.out_dir, repeats=args.repeats, calibration_runs=0, isolate=False,
+                             resume=False, progress=lines)
     print()
-    print(format_compare(compare(results), extra=GPU_COLUMNS))
+    print(format_compare(measured.comparison, extra=GPU_COLUMNS))
     print(f"\nA first look: every configuration ran in this one process ({args.repeats} round(s)), so host-side "
           "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
           "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals).")
-    print(f"total {time.perf_counter() - t0:.0f} s; results in {args.out_dir}")
-    return _failures(results, "gpu-check")
+    print(f"total {time.perf_counter() - lines.started:.0f} s; results in {args.out_dir}")
+    return _failures(measured.results, "gpu-check")
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
@@ -508,116 +310,4 @@ def cmd_profile(args: argparse.Namespace) -> int:
             else "self_cpu_time_total")
     print(prof.key_averages().table(sort_by=sort, row_limit=args.top))
     print(f"Chrome trace: {args.trace} (open in chrome://tracing or https://ui.perfetto.dev)")
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from gnnbench.report import build_report, load_inputs
-
-    try:
-        inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv,
-                             gate_rates=args.gate_rates, gate_runs=args.gate_runs)
-    except ValueError as exc:
-        print(f"gnnbench report: {exc}", file=sys.stderr)
-        return 2
-    path = build_report(inputs, args.out)
-    asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
-    print(f"wrote {path} ({human_bytes(path.stat().st_size)}): {len(inputs.runs)} run results, "
-          f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)")
-    return 0
-
-
-def cmd_env(args: argparse.Namespace) -> int:
-    import torch
-
-    from gnnbench.env import environment
-    from gnnbench.sampling.sampler import native_backend_status
-
-    info = environment("cuda" if torch.cuda.is_available() else "cpu")
-    info["native_sampler"] = native_backend_status() or "available"
-    if args.json:
-        print(json.dumps(info, indent=1))
-        return 0
-    for k, v in info.items():
-        if isinstance(v, dict):
-            v = ", ".join(f"{a}={'yes' if b else 'no'}" for a, b in v.items())
-        print(f"{k:<18} {v}")
-    return 0
-
-
-def cmd_flags(args: argparse.Namespace) -> int:
-    if args.markdown:
-        print(registry_markdown())
-        return 0
-    if args.names:
-        print(",".join(registry.names()))
-        return 0
-    width = max(len(n) for n in registry.names()) + 2
-    for opt in registry.REGISTRY.values():
-        tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy),
-                                (f"{opt.task} task only", len(opt.tasks) == 1),
-                                ("changes the work per step", opt.changes_work)) if on]
-        print(f"{opt.name:<{width}}{opt.description}" + (f"  [{', '.join(tags)}]" if tags else ""))
-        print(f"{'':<{width}}expected: {opt.expected_effect}")
-    return 0
-
-
-def cmd_pipeline(args: argparse.Namespace) -> int:
-    from gnnbench.microbench.pipeline_check import cache_behaviour, negative_costs, uniformity_report
-
-    graph, info = _graph_from_args(args)
-    fanout = tuple(int(f) for f in args.fanout.split(","))
-    flags = Flags(fanout=fanout, batch_cache_epochs=args.cache_epochs, keep_csr=True)
-    result = {
-        **info,
-        "uniformity": uniformity_report(),
-        "negatives": negative_costs(graph.link_split()),
-        "batch_cache": cache_behaviour(prepare(graph, flags), flags, epochs=args.cache_epochs + 2),
-    }
-    if args.json:
-        print(json.dumps(result, indent=2))
-        return 0
-    print(f"graph: {info['source']}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n")
-    print("Sampling without replacement, chi-square against uniform over all k-subsets:")
-    print(table(result["uniformity"], [("degree", "d"), ("fanout", "d"), ("subsets", "d"), ("seen", "d"),
-                                       ("draws", ",d"), ("chi2", ".1f"), ("p_value", ".3f")]))
-    print("\nNegative sampling cost (median of 5 x 100k; strict = no training positive):")
-    print(table(result["negatives"], [("mode", "s"), ("strict", ""), ("ms_per_1k", ".3f"),
-                                      ("ms_per_1k_min", ".3f"), ("ms_per_1k_max", ".3f"),
-                                      ("rejected_fraction", ".4f")]))
-    print(f"\nBatch cache, K={args.cache_epochs}, fanout {list(fanout)}:")
-    print(table(result["batch_cache"], [("epoch", "d"), ("window", "d"), ("batches", "d"), ("seconds", ".3f"),
-                                        ("hits", "d"), ("misses", "d"), ("corrupt", "d"), ("cache_bytes", ",d")]))
-    return 0
-
-
-def cmd_aggregation_compare(args: argparse.Namespace) -> int:
-    from gnnbench.microbench.aggregation_compare import MODES, aggregation_ratios
-
-    r = aggregation_ratios(spec_from_args(args), fanout=tuple(int(k) for k in args.fanout.split(",")),
-                           batch_size=args.batch_size, index_dtype=args.index_dtype, rounds=args.rounds)
-    if args.json:
-        print(json.dumps(r, indent=1))
-        return 0
-    b = r["batch"]
-    print(f"one GCN aggregation of a sampled batch: {b['nodes']:,} nodes, {b['edges']:,} edges, F={b['features']}, "
-          f"{b['index_dtype']}; {r['rounds']} interleaved rounds, {r['threads']} threads")
-    rows = [{"mode": m, "median_ms": r["median_ms"][m], "x_prebuilt": r["vs_prebuilt"][m]["median"],
-             "speedup_vs_scatter": r["speedup_over_scatter"][m]["median"],
-             "range": f"[{r['speedup_over_scatter'][m]['min']:.2f}, {r['speedup_over_scatter'][m]['max']:.2f}]"}
-            for m in MODES]
-    print(table(rows, [("mode", "s"), ("median_ms", ".2f"), ("x_prebuilt", ".2f"), ("speedup_vs_scatter", ".2f"),
-                       ("range", "s")]))
-    return 0
-
-
-def cmd_cache(args: argparse.Namespace) -> int:
-    from gnnbench.sampling.cache import cache_size, clean_cache, default_cache_dir
-
-    root = args.dir or default_cache_dir()
-    if args.clean:
-        freed = clean_cache(root)
-        print(f"removed {human_bytes(freed)} of cached batches from {root}")
-    else:
-        print(f"batch cache at {root}: {human_bytes(cache_size(root))}")
     return 0

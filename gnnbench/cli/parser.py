@@ -1,23 +1,24 @@
-"""The ``gnnbench`` argument parser: one subcommand per command, each bound to its function in
-:mod:`gnnbench.cli.commands`."""
+"""The ``gnnbench`` argument parser: one subcommand per command, each added by its own builder (``_add_<command>``,
+listed in :data:`COMMANDS`) and bound to its function in :mod:`gnnbench.cli.commands` or
+:mod:`gnnbench.cli.inspect_commands`."""
 
 from __future__ import annotations
 
 import argparse
 
 import gnnbench.cli.commands as commands
+import gnnbench.cli.inspect_parser as inspect_parser
 from gnnbench.cli.distributed import add_distributed_args
 from gnnbench.cli.options import (
     add_calibration_args,
     add_graph_args,
     add_run_args,
-    graph_layer_names,
     parse_benches,
     parse_flags,
 )
+from gnnbench.measure.regress import DEFAULT_ROUNDS
 from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 from gnnbench.measure.stats import DEFAULT_REPEATS
-from gnnbench.microbench import sampler_compare as peers
 
 __all__ = ["build_parser"]
 
@@ -33,23 +34,8 @@ def _accuracy_rounds(text: str) -> int:
     return k
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every ``gnnbench`` command; each sets ``func`` to its :mod:`commands` entry."""
-    parser = argparse.ArgumentParser(
-        prog="gnnbench",
-        description="Measure which GNN training optimizations pay off on your hardware and graph.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    p = sub.add_parser("graph", help="generate or load a graph and print its statistics",
-                       description="Generate (or load) a graph, prepare it and print its statistics.")
-    add_graph_args(p, load=True)
-    p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
-                   help="comma-separated optimizations to prepare with "
-                        f"(default: the graph-layer ones: {', '.join(graph_layer_names())})")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=commands.cmd_graph)
-
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    """``run``: one configuration measured (or the out-of-memory ladder)."""
     p = sub.add_parser("run", help="measure one configuration: phase breakdown, accuracy, memory",
                        description="Train and measure one configuration (default: the small preset, baseline "
                                    "flags, on the CPU) and print its phase breakdown.")
@@ -66,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "prints the path, exit status 1 when nothing fits")
     p.set_defaults(func=commands.cmd_run)
 
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    """``compare`` (alias ``sweep``): the baseline against each optimization, in interleaved rounds."""
     p = sub.add_parser("compare", aliases=["sweep"],
                        help="baseline vs baseline + each optimization vs all recommended, in interleaved rounds",
                        description="Measure the baseline, baseline + each optimization and all recommended "
@@ -79,6 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_graph_args(p, load=True)
     add_run_args(p)
     add_distributed_args(p)
+    _add_sweep_args(p)
+    _add_executor_args(p)
+    _add_sweep_output_args(p)
+    p.set_defaults(func=commands.cmd_compare)
+
+
+def _add_sweep_args(p: argparse.ArgumentParser) -> None:
+    """``compare``: what the sweep measures, its rounds, its target and what is derived."""
     p.add_argument("--flags", type=parse_flags, default=None, metavar="NAMES",
                    help="comma-separated optimizations to compare, each against the baseline; join names with "
                         "'+' to measure them together as one configuration, e.g. csr+sparse_agg "
@@ -106,6 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--also-measure", type=parse_flags, default=(), metavar="NAMES",
                    help="derived entries to train to the target as well (rows '<name> (measured)'), to show "
                         "the derived figure agrees with the measured one")
+
+
+def _add_executor_args(p: argparse.ArgumentParser) -> None:
+    """``compare``: the rounds as jobs on identical machines."""
     p.add_argument("--executor", choices=("local", "slurm"), default=None,
                    help="run the rounds as submitit jobs, each round whole on one machine: 'slurm' on a Slurm "
                         "cluster of identical machines (the sweep folder on a shared file system), 'local' as "
@@ -113,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--machines", type=int, default=2, help="with --executor: rounds at once (default 2)")
     p.add_argument("--slurm-partition", default=None, help="with --executor slurm: the partition")
     p.add_argument("--job-timeout", type=int, default=240, help="with --executor: a round job's limit, minutes")
+
+
+def _add_sweep_output_args(p: argparse.ArgumentParser) -> None:
+    """``compare``: the run order, where results go and how the runs are kept."""
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round run order (recorded)")
     p.add_argument("--out-dir", default=None, help="where per-configuration results go "
                    "(default: results/runs/<date>-<preset>-<device>-<commit>/; references live in "
@@ -121,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--in-process", action="store_true", help="run configurations in this process (faster, "
                    "but peak host memory is then shared)")
     p.add_argument("--json", action="store_true", help="print the comparison rows as JSON")
-    p.set_defaults(func=commands.cmd_compare)
 
+
+def _add_diagnose(sub: argparse._SubParsersAction) -> None:
+    """``diagnose``: the bottleneck and the flags to try (``--verify``: measured; ``--script``: your loop)."""
     p = sub.add_parser("diagnose", help="locate the bottleneck (phase shares) and name the flags to try; "
                        "--verify measures them",
                        description="Run the quick template (a fixed number of measured steps after warm-up), "
@@ -156,6 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "then stop it and diagnose; everything after --script goes to the script")
     p.set_defaults(func=commands.cmd_diagnose)
 
+
+def _add_tune(sub: argparse._SubParsersAction) -> None:
+    """``tune``: the greedy search over the registry."""
     p = sub.add_parser("tune", help="greedy search over the registry within a time budget, measured",
                        description="Diagnose, then add round by round the entry with the largest significant "
                                    "gain (time to accuracy, else epoch time) whose accuracy cost stays within "
@@ -178,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=commands.cmd_tune)
 
+
+def _add_regress(sub: argparse._SubParsersAction) -> None:
+    """``regress``: the regression gate between two commits."""
     p = sub.add_parser("regress", help="the regression gate: two commits in alternating processes, per benchmark "
                        "ratio, phase and accuracy; exit 1 on a regression",
                        description="Check out BASE and HEAD side by side (temporary git worktrees; HEAD '.' is the "
@@ -195,10 +208,26 @@ def build_parser() -> argparse.ArgumentParser:
                                    "first).")
     p.add_argument("base", help="the good commit (any git revision)")
     p.add_argument("head", nargs="?", default=".", help="the commit to check (default '.': the working tree)")
+    _add_gate_args(p)
+    p.add_argument("--base-python", default=None, metavar="EXE",
+                   help="run the base side with this interpreter (another virtual environment: two torch or PyG "
+                        "versions; BASE and HEAD may then be the same commit)")
+    p.add_argument("--head-python", default=None, metavar="EXE", help="run the head side with this interpreter")
+    p.add_argument("--bisect", action="store_true",
+                   help="on a regression, binary-search BASE..HEAD (first-parent line) with the same gate over the "
+                        "regressed benchmarks and name the first bad commit")
+    p.add_argument("--out", default=None, help="write the gate's JSON here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the gate's JSON (for CI)")
+    p.set_defaults(func=commands.cmd_regress)
+
+
+def _add_gate_args(p: argparse.ArgumentParser) -> None:
+    """``regress``: the benchmarks, the rounds and what the gate must be able to see."""
     p.add_argument("--bench", type=parse_benches, default=None, metavar="NAMES",
                    help="benchmarks: baseline, registry entries, micro:sampler, micro:gather, micro:aggregation "
                         "(default: all that run here)")
-    p.add_argument("--rounds", type=int, default=5, help="alternating processes per tree (default 5)")
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                   help=f"alternating processes per tree (default {DEFAULT_ROUNDS})")
     p.add_argument("--sensitivity", type=float, default=0.10,
                    help="the step slowdown every benchmark must be able to see before 'no regression' is said "
                         "(default 0.10: 10%%); a benchmark that cannot reads 'inconclusive here'")
@@ -214,17 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default="tiny", help="graph preset (default tiny)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round order (recorded)")
-    p.add_argument("--base-python", default=None, metavar="EXE",
-                   help="run the base side with this interpreter (another virtual environment: two torch or PyG "
-                        "versions; BASE and HEAD may then be the same commit)")
-    p.add_argument("--head-python", default=None, metavar="EXE", help="run the head side with this interpreter")
-    p.add_argument("--bisect", action="store_true",
-                   help="on a regression, binary-search BASE..HEAD (first-parent line) with the same gate over the "
-                        "regressed benchmarks and name the first bad commit")
-    p.add_argument("--out", default=None, help="write the gate's JSON here (atomically)")
-    p.add_argument("--json", action="store_true", help="print the gate's JSON (for CI)")
-    p.set_defaults(func=commands.cmd_regress)
 
+
+def _add_gpu_check(sub: argparse._SubParsersAction) -> None:
+    """``gpu-check``: every flag on a GPU in one short call."""
     p = sub.add_parser("gpu-check", help="every flag on a GPU in one short call: one table (scripts/gpu_check.sh)",
                        description="Run the baseline, every registered optimization and all recommended ones on "
                                    "CUDA (default: the medium preset, 40 steps each after 5 warm-up, one round, in one "
@@ -237,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cuda")
     p.set_defaults(func=commands.cmd_gpu_check, preset="medium")
 
+
+def _add_profile(sub: argparse._SubParsersAction) -> None:
+    """``profile``: torch.profiler's top operators and a Chrome trace."""
     p = sub.add_parser("profile", help="torch.profiler top operators and a Chrome trace of training steps")
     add_graph_args(p, load=True)
     add_run_args(p)
@@ -246,61 +271,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--active-steps", type=int, default=5, help="profiled steps after 2 skipped (default 5)")
     p.set_defaults(func=commands.cmd_profile)
 
-    p = sub.add_parser("report", help="write the self-contained HTML report of optimization gains",
-                       description="Build one HTML file (no network needed to view it) from gnnbench run "
-                                   "results (sweep directories), pytest-benchmark JSON and asv results.")
-    p.add_argument("runs", nargs="*", default=["results"],
-                   help="run result files or sweep directories (default: results/)")
-    p.add_argument("--pytest-benchmark", action="append", default=[], metavar="JSON",
-                   help="a pytest-benchmark --benchmark-json file (repeatable)")
-    p.add_argument("--asv", default="results/asv", help="asv results directory (default results/asv)")
-    p.add_argument("--gate-rates", default=None, metavar="JSON",
-                   help="the regression gate's measured error rates (scripts/gate_error_rates.py's output, e.g. "
-                        "results/reference/gate-error-rates.json)")
-    p.add_argument("--gate-runs", action="append", default=[], metavar="PATH",
-                   help="stored gate runs (gnnbench regress --out files, or a folder of them; repeatable): change "
-                        "points over their head step times")
-    p.add_argument("--out", default="results/report.html", help="output file (default results/report.html)")
-    p.set_defaults(func=commands.cmd_report)
 
-    p = sub.add_parser("env", help="device, versions and optional backends")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.cmd_env)
+# one builder per command, in the order ``gnnbench --help`` lists them
+COMMANDS = (inspect_parser.add_graph, _add_run, _add_compare, _add_diagnose, _add_tune, _add_regress, _add_gpu_check,
+            _add_profile, inspect_parser.add_report, inspect_parser.add_env, inspect_parser.add_flags,
+            inspect_parser.add_pipeline, inspect_parser.add_sampler_compare, inspect_parser.add_aggregation_compare,
+            inspect_parser.add_cache)
 
-    p = sub.add_parser("flags", help="list the registered optimizations")
-    p.add_argument("--markdown", action="store_true", help="print the registry as README's Markdown table")
-    p.add_argument("--names", action="store_true", help="print the names only, comma-separated (for --flags)")
-    p.set_defaults(func=commands.cmd_flags)
 
-    p = sub.add_parser("pipeline", help="data-pipeline self-check: sampler uniformity, negative cost, batch cache",
-                       description="Check the sampler's uniformity (chi-square), time negative sampling and "
-                                   "show the batch cache's per-epoch hit behaviour on a graph.")
-    add_graph_args(p, load=True)
-    p.add_argument("--cache-epochs", type=int, default=5, help="K for the batch-cache demonstration (default 5)")
-    p.add_argument("--fanout", default="15,10", help="fanout for the batch-cache demonstration (default 15,10)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    p.set_defaults(func=commands.cmd_pipeline, preset="tiny")
-
-    p = sub.add_parser("sampler-compare", help="gnnbench's neighbour sampler against torch-sparse / pyg-lib",
-                       description="Seeds per second of gnnbench's sampler and of each installed peer, "
-                                   "interleaved round by round in one run.")
-    peers.add_arguments(p)
-    p.set_defaults(func=peers.run_from_args)
-
-    p = sub.add_parser("aggregation-compare", help="one batch's aggregation four ways (scatter, CSR built per "
-                       "batch, sampler-emitted CSR, prebuilt CSR), interleaved in one run",
-                       description="Time one GCN aggregation of one sampled batch with the per-batch CSR build "
-                                   "included, against the sampler-emitted CSR and a prebuilt CSR product.")
-    add_graph_args(p, load=False)
-    p.add_argument("--fanout", default="15,10,5", help="sampling fanout (default 15,10,5)")
-    p.add_argument("--batch-size", type=int, default=1024, help="seed nodes (default 1024)")
-    p.add_argument("--index-dtype", default="int64", choices=["int64", "int32"])
-    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds (default 15)")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=commands.cmd_aggregation_compare)
-
-    p = sub.add_parser("cache", help="show or clean the batch cache")
-    p.add_argument("--dir", help="cache directory (default: $GNNBENCH_CACHE_DIR or ~/.cache/gnnbench/batches)")
-    p.add_argument("--clean", action="store_true", help="delete gnnbench's cached batches there")
-    p.set_defaults(func=commands.cmd_cache)
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every ``gnnbench`` command; each sets ``func`` to the function that runs it."""
+    parser = argparse.ArgumentParser(
+        prog="gnnbench",
+        description="Measure which GNN training optimizations pay off on your hardware and graph.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
     return parser

@@ -123,11 +123,12 @@ def test_a_base_whose_short_run_would_change_the_trajectory_derives_nothing():
 def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibration(monkeypatch, capsys):
     """--also-measure is checked against the sweep's entries and the registry before anything runs: a
     misspelt or underived name, or --aa without --flags (the A/A check alone), fails at once, naming why."""
-    from gnnbench.cli import commands, main
+    from gnnbench.cli import main
+    from gnnbench.measure import measure_sweep
 
     def no_calibration(*args, **kwargs):
         raise AssertionError("the calibration started before --also-measure was checked")
-    monkeypatch.setattr(commands, "_calibrated", no_calibration)
+    monkeypatch.setattr(measure_sweep, "run_calibration", no_calibration)
     cases = ((["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
              (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
              (["--flags", "sparse_agg,fanout", "--also-measure", "fanout"], "not declared same_trajectory"),

@@ -1,0 +1,119 @@
+"""What the commands show on stderr while they measure: a training run's step bar (:func:`training_bar`), a
+sweep's calibration lines and run bar with its time left (:class:`SweepLines`), and ``gpu-check``'s line per run
+(:class:`RunLines`). The library reports through :class:`~gnnbench.measure.measure_sweep.SweepProgress`; only
+this module prints it."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable
+
+from gnnbench.cli.eta import Eta, duration
+from gnnbench.measure.measure_sweep import SweepProgress
+
+__all__ = ["training_bar", "SweepLines", "RunLines", "run_seconds"]
+
+
+def training_bar(desc: str):
+    """A step bar on stderr and the ``progress(step, total)`` callback that moves it (``run``)."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, unit="step", file=sys.stderr, leave=False, disable=None)
+
+    def update(step: int, total: int) -> None:
+        if total and bar.total != total:
+            bar.total = total
+        bar.n = step
+        bar.refresh()
+
+    return bar, update
+
+
+def run_seconds(runs: list[dict]) -> float | None:
+    """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
+    guess of the time left, before a sweep run has finished."""
+    d = [(r.get("graph") or {}).get("generate_seconds", 0.0) + (r.get("setup_seconds") or 0.0)
+         + (r.get("train_seconds") or 0.0) + (r.get("eval_seconds") or 0.0) for r in runs if r.get("status") == "ok"]
+    return sum(d) / len(d) if d else None
+
+
+class SweepLines(SweepProgress):
+    """``compare`` and ``diagnose --verify``: the calibration's lines and its target, then a progress line of
+    the sweep: runs done, the entry running, and an estimate of the time left (:class:`~gnnbench.cli.eta.Eta`:
+    each remaining run at the mean duration of its label's runs so far, else of all; settled rows' rounds drop
+    out as they settle).
+
+    Args:
+        seed_eta: Take the calibration runs' mean duration as the first guess of a sweep run's (``compare``).
+    """
+
+    def __init__(self, *, seed_eta: bool = True) -> None:
+        self._seed_eta = seed_eta
+        self._started = time.perf_counter()
+        self._bar = None
+        self._eta: Eta | None = None
+
+    def calibration_started(self, runs: int) -> None:
+        if runs:
+            print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr,
+                  flush=True)
+        self._started = time.perf_counter()
+
+    def calibration_run(self, done: int, total: int, entry, status: str) -> None:
+        if status == "running":
+            return
+        spent = time.perf_counter() - self._started
+        left = spent / done * (total - done) if done else None
+        print(f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
+              + (f"; calibration left about {duration(left)}, then the "
+              "sweep (its estimate follows)" if left else ""), file=sys.stderr, flush=True)
+
+    def calibrated(self, calibration) -> None:
+        if calibration is not None and calibration.target is not None:
+            print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
+                  f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per "
+                  f"run ({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops "
+                  f"nothing); step budget {calibration.step_budget}, no plateau stop before step "
+                  f"{calibration.min_steps}", file=sys.stderr, flush=True)
+
+    def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None,
+                         bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}")
+        self._eta = Eta([e.label for e in entries],
+                        seed_seconds=run_seconds(calibration_runs) if self._seed_eta else None)
+
+    def sweep_run(self, done: int, total: int, entry, status: str) -> None:
+        bar, eta = self._bar, self._eta
+        eta.update(entry.label, status)
+        bar.n = done
+        bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
+        bar.refresh()
+        if bar.disable:  # not a terminal: one line per finished run, for logs
+            if status != "running":
+                print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
+                      f"{status}; {eta.text()}", file=sys.stderr, flush=True)
+
+    def sweep_ended(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class RunLines(SweepProgress):
+    """``gpu-check``: ``header()`` printed when the sweep starts, then one line per finished run with the
+    seconds since (:attr:`started`)."""
+
+    def __init__(self, header: Callable[[], str]) -> None:
+        self._header = header
+        self.started = time.perf_counter()
+
+    def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
+        print(self._header(), flush=True)
+        self.started = time.perf_counter()
+
+    def sweep_run(self, done: int, total: int, entry, status: str) -> None:
+        if status != "running":
+            print(f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - self.started:.0f} s)",
+                  flush=True)

@@ -1,0 +1,41 @@
+"""``regress`` as library calls: the bisection probes each commit with the same gate, over the benchmarks that
+regressed (the gate and the trees replaced here; the real ones: test_regress.py)."""
+
+from contextlib import contextmanager
+from types import SimpleNamespace
+
+import pytest
+
+from gnnbench.measure import gate_run
+from gnnbench.measure.gate_run import GateRun
+from gnnbench.measure.regress import Bench
+
+
+def test_bisect_probes_each_commit_with_the_same_gate_over_the_regressed_benchmarks(monkeypatch):
+    probes = []
+
+    @contextmanager
+    def trees_for(base, head):
+        yield {"base": base, "head": head}
+
+    def gate(pair, benches, **options):
+        probes.append((pair["base"], pair["head"], [b.name for b in benches], options))
+        crashed = SimpleNamespace(kind="crashed") if pair["head"] == "c2" else None
+        return SimpleNamespace(regressed=[], failure=crashed)
+
+    def bisect(good, bad, is_bad, log):
+        assert (good, bad) == ("v1", "v2")
+        return next(c for c in ("c1", "c2", "c3") if is_bad(c)), 2
+
+    monkeypatch.setattr(gate_run, "trees_for", trees_for)
+    monkeypatch.setattr(gate_run, "gate", gate)
+    monkeypatch.setattr(gate_run, "bisect", bisect)
+    result = SimpleNamespace(regressed=[SimpleNamespace(name="int32")])
+    run = GateRun("v1", "v2", result, [Bench("baseline", None), Bench("int32", None)], {"rounds": 2})
+    lines = []
+    assert run.regressed == ["int32"]
+    assert run.bisect(log=lines.append) == ("c2", 2), "a commit whose benchmark process crashes is bad"
+    assert probes == [("v1", "c1", ["int32"], {"rounds": 2}), ("v1", "c2", ["int32"], {"rounds": 2})]
+    assert lines == ["c2: its benchmark process crashed"]
+    with pytest.raises(ValueError, match="needs a HEAD commit"):
+        GateRun("v1", ".", result, [], {}).bisect()

@@ -1,0 +1,66 @@
+"""``measure_sweep``: the calibrate -> sweep -> compare sequence in one call, reporting through its progress
+object and recording what it was asked to (a tiny sweep in this process)."""
+
+import dataclasses
+import json
+
+from gnnbench import registry
+from gnnbench.measure.measure_sweep import SweepProgress, measure_sweep
+from gnnbench.measure.sweep import MANIFEST, Entry, run_calibration
+from tests.helpers import QUICK
+
+
+class _Events(SweepProgress):
+    def __init__(self):
+        self.seen = []
+
+    def calibration_started(self, runs):
+        self.seen.append(("calibration", runs))
+
+    def calibrated(self, calibration):
+        self.seen.append(("calibrated", calibration is not None))
+
+    def sweep_started(self, entries, calibration_runs):
+        self.seen.append(("sweep", len(entries), len(calibration_runs)))
+
+    def sweep_run(self, done, total, entry, status):
+        if status != "running":
+            self.seen.append(("run", entry.label, status))
+
+    def sweep_ended(self):
+        self.seen.append(("ended",))
+
+
+def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
+    events = _Events()
+    m = measure_sweep(QUICK, ["int32"], tmp_path, repeats=2, calibration_runs=1, include_all_recommended=False,
+                      isolate=False, record_outcome=True, progress=events)
+    assert events.seen[:3] == [("calibration", 1), ("calibrated", True), ("sweep", 4, 1)]
+    assert events.seen[-1] == ("ended",) and sum(e[0] == "run" for e in events.seen) == 4
+    assert {r["label"] for r in m.comparison.rows} >= {"baseline", "int32"}
+    assert len(m.results) == 4 and len(m.calibration_runs) == 1 and m.base == m.calibration.apply(QUICK)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    assert manifest["calibration"]["seeds"] == m.calibration.seeds
+    assert manifest["outcome"]["target_source"] == m.comparison.target_source
+
+
+def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tmp_path):
+    cal, _ = run_calibration(QUICK, tmp_path / "calibration", runs=1, isolate=False)
+    base = cal.apply(QUICK)
+    events = _Events()
+    m = measure_sweep(base, ["int32"], tmp_path / "round", repeats=2, calibration=cal, calibration_runs=0,
+                      include_all_recommended=False, isolate=False, progress=events)
+    assert events.seen[0] == ("sweep", 4, 0), "no calibration step"
+    assert m.calibration is cal and m.calibration_runs == [] and m.base == base
+    assert cal.target is not None and m.comparison.target == cal.target
+    manifest = json.loads((tmp_path / "round" / MANIFEST).read_text())
+    assert manifest["calibration"] is None and "outcome" not in manifest  # its runs are not in this folder
+
+
+def test_extra_entries_run_in_the_same_rounds(tmp_path):
+    extra = [Entry("csr alone", registry.config_for(dataclasses.replace(QUICK, seed=QUICK.seed + r), ["csr"]),
+                   ("csr",), r) for r in range(2)]
+    m = measure_sweep(QUICK, ["int32"], tmp_path, repeats=2, calibration_runs=0, include_all_recommended=False,
+                      extra_entries=extra, isolate=False)
+    assert {r["label"] for r in m.results} == {"baseline", "int32", "csr alone"}
+    assert len(m.entries) == 6
