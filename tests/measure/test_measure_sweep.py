@@ -37,7 +37,7 @@ def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
                       isolate=False, record_outcome=True, progress=events)
     assert events.seen[:3] == [("calibration", 1), ("calibrated", True), ("sweep", 4, 1)]
     assert events.seen[-1] == ("ended",) and sum(e[0] == "run" for e in events.seen) == 4
-    assert {r["label"] for r in m.comparison.rows} >= {"baseline", "int32"}
+    assert {r.label for r in m.comparison.rows} >= {"baseline", "int32"}
     assert len(m.results) == 4 and len(m.calibration_runs) == 1 and m.base == m.calibration.apply(QUICK)
     manifest = json.loads((tmp_path / MANIFEST).read_text())
     assert manifest["calibration"]["seeds"] == m.calibration.seeds
