@@ -1,4 +1,5 @@
-"""The stopping rule of ``gnnbench.measure.sequential``: its decisions, its levels and its A/A error rate."""
+"""The stopping rule of ``gnnbench.measure.sequential`` and its simulation (``gnnbench.measure.sequential_sim``): its
+decisions, its levels and its A/A error rate."""
 
 import math
 
@@ -15,18 +16,14 @@ from gnnbench.measure.sequential import (
     SIGNIFICANT,
     Stop,
     StoppingRule,
-    _holm_rows,
-    _sweeps,
-    _t_two_sided,
     conditional_power,
     family_p_values,
     final_alpha,
     final_significant,
     open_rows,
     settled,
-    simulate,
-    simulate_fwer,
 )
+from gnnbench.measure.sequential_sim import _holm_rows, _sweeps, _t_two_sided, simulate, simulate_fwer
 from gnnbench.measure.stats import holm, paired_ratio
 
 # Monte Carlo margin of the A/A tests: 3 standard errors of a rate of 5% over TRIALS sweeps (about 0.65 pp).
