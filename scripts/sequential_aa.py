@@ -26,7 +26,8 @@ from gnnbench.measure.calibration import AA_SEED_OFFSET
 from gnnbench.measure.comparison import BASELINE, compare
 from gnnbench.measure.results import write_json_atomic
 from gnnbench.measure.sequential import StoppingRule
-from gnnbench.measure.sweep import Entry, run_calibration, run_sweep
+from gnnbench.measure.sweep import run_calibration, run_sweep
+from gnnbench.measure.sweep_plan import Entry
 
 
 def main(argv: list[str] | None = None) -> int:

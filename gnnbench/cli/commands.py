@@ -86,7 +86,7 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from gnnbench.measure.measure_sweep import measure_sweep
-    from gnnbench.measure.sweep import check_also_measured
+    from gnnbench.measure.sweep_plan import check_also_measured
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)

@@ -20,15 +20,8 @@ from gnnbench.measure.executors import RoundExecutor
 from gnnbench.measure.launch import DEFAULT_TIMEOUT
 from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.stats import DEFAULT_REPEATS
-from gnnbench.measure.sweep import (
-    MANIFEST,
-    Entry,
-    SweepResults,
-    check_also_measured,
-    run_calibration,
-    run_sweep,
-    sweep_entries,
-)
+from gnnbench.measure.sweep import MANIFEST, SweepResults, run_calibration, run_sweep
+from gnnbench.measure.sweep_plan import Entry, check_also_measured, sweep_entries
 from gnnbench.training import RunConfig
 
 __all__ = ["SweepProgress", "MeasuredSweep", "measure_sweep", "store_outcome"]

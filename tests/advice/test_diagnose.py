@@ -435,7 +435,7 @@ def user_configs(draw):
 def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
     """diagnose always prints a bottleneck and a ranked list (or says nothing targets it), and compare's entry
     derivation never raises: an entry that cannot apply is listed as such."""
-    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.measure.sweep_plan import sweep_entries
     from gnnbench.training import config_unavailable
 
     assume(not config_unavailable(config))

@@ -79,7 +79,8 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     from gnnbench.graphs import GraphSpec
     from gnnbench.measure.launch import rank_threads
     from gnnbench.measure.results import RunResult, write_json_atomic
-    from gnnbench.measure.sweep import Entry, _stored
+    from gnnbench.measure.sweep import _stored
+    from gnnbench.measure.sweep_plan import Entry
     from gnnbench.training import RunConfig
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)

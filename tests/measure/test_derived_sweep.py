@@ -11,7 +11,8 @@ from gnnbench.measure.calibration import calibrate
 from gnnbench.measure.comparison import MEASURED_SUFFIX, compare
 from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
 from gnnbench.measure.sequential import StoppingRule
-from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
+from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep
+from gnnbench.measure.sweep_plan import sweep_entries
 from tests.helpers import QUICK
 from tests.measure.test_verdict_budgets import _result
 

@@ -6,7 +6,8 @@ import json
 
 from gnnbench import registry
 from gnnbench.measure.measure_sweep import SweepProgress, measure_sweep
-from gnnbench.measure.sweep import MANIFEST, Entry, run_calibration
+from gnnbench.measure.sweep import MANIFEST, run_calibration
+from gnnbench.measure.sweep_plan import Entry
 from tests.helpers import QUICK
 
 

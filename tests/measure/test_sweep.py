@@ -9,7 +9,8 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.measure.comparison import AA_LABEL, compare, compare_rows
-from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
+from gnnbench.measure.sweep import MANIFEST, run_sweep
+from gnnbench.measure.sweep_plan import sweep_entries
 from tests.helpers import QUICK, unavailable_here
 
 
@@ -203,7 +204,7 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
 def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.measure.sweep_plan import sweep_entries
     from gnnbench.training import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)

@@ -116,7 +116,7 @@ def test_availability_says_why_with_one_process():
 
 
 def test_sweep_runs_the_baseline_in_one_process_and_parallel_entries_on_n_ranks():
-    from gnnbench.measure.sweep import sweep_entries
+    from gnnbench.measure.sweep_plan import sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel", "topk_compression"], repeats=1)
@@ -161,7 +161,8 @@ def test_cli_refuses_nproc_without_a_parallel_mode(capsys):
 
 @pytest.mark.slow
 def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
-    from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from gnnbench.measure.sweep import run_sweep
+    from gnnbench.measure.sweep_plan import sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)

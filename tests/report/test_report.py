@@ -21,7 +21,8 @@ V1_SWEEP = DATA / "v1_sweep"  # files written with result schema 1
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from gnnbench.measure.sweep import run_sweep, sweep_entries
+    from gnnbench.measure.sweep import run_sweep
+    from gnnbench.measure.sweep_plan import sweep_entries
     from tests.helpers import QUICK
 
     out_dir = tmp_path_factory.mktemp("sweep")

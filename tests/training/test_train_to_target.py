@@ -16,7 +16,8 @@ from gnnbench.measure.calibration import (
     plateau_level,
 )
 from gnnbench.measure.comparison import AA_LABEL, compare
-from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep, sweep_entries
+from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep
+from gnnbench.measure.sweep_plan import sweep_entries
 from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
 from tests.helpers import QUICK
