@@ -10,10 +10,9 @@ from gnnbench.measure.stats import (
     holm,
     noise_floor,
     paired_ratio,
-    simulate_calibration,
-    simulate_step_times,
     t_quantile,
 )
+from gnnbench.measure.stats_sim import simulate_calibration, simulate_step_times
 from tests.helpers import ROOT
 
 # Student-t quantiles from tables (independent of the implementation under test).
