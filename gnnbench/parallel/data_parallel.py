@@ -6,13 +6,12 @@ DDP all-reduces the gradients during backward, through the hook ``Flags.grad_com
 selects (:mod:`gnnbench.parallel.compression`), timed and counted per step.
 
 :func:`wrap_model` is the parallel layer's factory for this: the trainer calls it and never reads
-the flag. :func:`unavailable` answers for ``parallel``, ``partitioner``, ``grad_compression``
-and ``topk_ratio``.
+the flag. :func:`unavailable` answers for ``parallel`` (a mode for the ranks, a GPU per rank) and
+``grad_compression``; :func:`gnnbench.parallel.partition_parallel.unavailable` for ``parallel="partition"``
+and ``partitioner``.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 import torch
 import torch.distributed as dist
@@ -79,7 +78,9 @@ def moves_momentum_into_hook(flags: Flags) -> bool:
 
 
 def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
-    """What the multi-process fields cannot run in ``ctx`` (the world size is ``ctx.world_size``)."""
+    """What the multi-process fields cannot run in ``ctx`` (the world size is ``ctx.world_size``): a parallel mode
+    for the ranks, one GPU per NCCL rank, and gradient compression (a DDP hook). Partition-parallel's own rules:
+    :func:`gnnbench.parallel.partition_parallel.unavailable`."""
     out = []
     if flags.parallel == "none" and ctx.world_size > 1:
         out.append(Unavailable("parallel", f"--nproc {ctx.world_size} needs a parallel mode: parallel='data' "
@@ -93,32 +94,6 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
             out.append(Unavailable("parallel", f"NCCL ranks need one GPU each: --nproc {ctx.world_size} but this "
                                    f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
                                    "(gloo ranks)"))
-    if flags.parallel == "partition":
-        # gnnbench.parallel.partition_parallel: full-graph steps, one halo exchange per layer
-        if ctx.world_size < 2:
-            out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
-        if flags.batch_source != "full":
-            out.append(Unavailable("batch_source", "partition-parallel training is full-graph (each step is one "
-                                   "epoch over every rank's part, with a halo exchange per layer): it needs "
-                                   f"batch_source='full' (got {flags.batch_source!r}; the partition entries set it)"))
-        if ctx.task != "node":
-            out.append(Unavailable("parallel", "partition-parallel training trains node classification; link "
-                                   "prediction's held-out edges have no per-part split"))
-        if flags.compile:
-            out.append(Unavailable("compile", "partition-parallel layers run a collective between their two "
-                                   "halves; torch.compile is not applied to them"))
-        if flags.feature_placement != "host" or flags.pin_memory or flags.feature_prefetch:
-            out.append(Unavailable("feature_placement", "a part's features live on its rank's device from "
-                                   "setup; feature placement, pinning and prefetch apply to sampled batches"))
-        if flags.pipeline_depth or flags.feature_dtype != "float32":
-            out.append(Unavailable("pipeline_depth" if flags.pipeline_depth else "feature_dtype",
-                                   "a part's features are set up once on its rank; the pipelined loader and fp16 "
-                                   "feature storage apply to the feature store of sampled batches"))
-        if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
-            out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
-    elif flags.partitioner != "metis":
-        out.append(Unavailable("partitioner", f"a partitioner applies to parallel='partition' "
-                               f"(got parallel={flags.parallel!r})"))
     if flags.grad_compression != "none" and flags.parallel != "data":
         out.append(Unavailable("grad_compression", f"grad compression needs parallel='data' "
                                f"(got parallel={flags.parallel!r}): it is a DDP communication hook"))

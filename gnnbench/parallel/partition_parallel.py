@@ -6,7 +6,8 @@ layer, the rows of the nodes whose edges cross parts. :func:`partition_for` is t
 :class:`PartitionParallel` holds this rank's part and runs the step's collectives (a halo exchange per
 layer, forward and backward, then one all-reduce of the gradients and the loss), and
 :class:`PartitionComm` records them per step. A step is full-graph training, one step per epoch, and
-computes the same as single-process full-batch training.
+computes the same as single-process full-batch training. :func:`unavailable` answers for ``parallel="partition"``
+and ``partitioner``.
 
 The step layer by layer, the setup and what the run measures (training, not the memory saving):
 ``docs/distributed.md``.
@@ -14,6 +15,7 @@ The step layer by layer, the setup and what the run measures (training, not the 
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import time
 from typing import Any, Callable
@@ -24,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
-from gnnbench.flags import Flags
+from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.norm import GCNNorm
 from gnnbench.models.aggregation import Aggregator
 from gnnbench.models.precision import Precision
@@ -32,7 +34,7 @@ from gnnbench.parallel.compression import CommRecorder
 from gnnbench.parallel.halo import HaloExchange, HaloPlan
 from gnnbench.parallel.partition import Partition, partition
 
-__all__ = ["PartitionComm", "PartitionParallel", "FORMULA", "partition_for"]
+__all__ = ["PartitionComm", "PartitionParallel", "FORMULA", "partition_for", "unavailable"]
 
 FORMULA = ("halo rows x row bytes sent per layer in forward and again in backward (all_to_all_single), plus "
            "the fp32 gradients and the loss in one all_reduce")
@@ -213,3 +215,34 @@ def partition_for(graph: Any, norm: Callable[[], GCNNorm], flags: Flags, device:
         return None
     return PartitionParallel(graph, norm(), flags, device, precision, seed=seed)
 
+
+def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
+    """What partition-parallel training (full-graph steps, one halo exchange per layer) cannot run in ``ctx``, and
+    a partitioner set without it."""
+    out = []
+    if flags.parallel == "partition":
+        if ctx.world_size < 2:
+            out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
+        if flags.batch_source != "full":
+            out.append(Unavailable("batch_source", "partition-parallel training is full-graph (each step is one "
+                                   "epoch over every rank's part, with a halo exchange per layer): it needs "
+                                   f"batch_source='full' (got {flags.batch_source!r}; the partition entries set it)"))
+        if ctx.task != "node":
+            out.append(Unavailable("parallel", "partition-parallel training trains node classification; link "
+                                   "prediction's held-out edges have no per-part split"))
+        if flags.compile:
+            out.append(Unavailable("compile", "partition-parallel layers run a collective between their two "
+                                   "halves; torch.compile is not applied to them"))
+        if flags.feature_placement != "host" or flags.pin_memory or flags.feature_prefetch:
+            out.append(Unavailable("feature_placement", "a part's features live on its rank's device from "
+                                   "setup; feature placement, pinning and prefetch apply to sampled batches"))
+        if flags.pipeline_depth or flags.feature_dtype != "float32":
+            out.append(Unavailable("pipeline_depth" if flags.pipeline_depth else "feature_dtype",
+                                   "a part's features are set up once on its rank; the pipelined loader and fp16 "
+                                   "feature storage apply to the feature store of sampled batches"))
+        if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
+            out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
+    elif flags.partitioner != "metis":
+        out.append(Unavailable("partitioner", f"a partitioner applies to parallel='partition' "
+                               f"(got parallel={flags.parallel!r})"))
+    return out

@@ -3,9 +3,9 @@
 Each layer owns the rules for its fields (:func:`gnnbench.graphs.prepare.unavailable`,
 :func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.placement.unavailable`,
 :func:`gnnbench.models.aggregation.unavailable`, :func:`gnnbench.models.tasks.unavailable`,
-:func:`gnnbench.parallel.data_parallel.unavailable`); :func:`check`
-asks them all. The trainer, the registry, sweeps, benchmarks and tests read
-this one answer, so a configuration is refused the same way everywhere.
+:func:`gnnbench.parallel.data_parallel.unavailable`, :func:`gnnbench.parallel.partition_parallel.unavailable`);
+:func:`check` asks them all. The trainer, the registry, sweeps, benchmarks and tests read this one answer, so a
+configuration is refused the same way everywhere.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs import prepare
 from gnnbench.models import aggregation as models
 from gnnbench.models import tasks
-from gnnbench.parallel import data_parallel
+from gnnbench.parallel import data_parallel, partition_parallel
 from gnnbench.sampling import sources
 from gnnbench.training.config import RunConfig
 
 __all__ = ["check", "reasons", "LAYERS", "run_context", "config_unavailable"]
 
 LAYERS = (prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable,
-          data_parallel.unavailable)
+          data_parallel.unavailable, partition_parallel.unavailable)
 
 
 def check(flags: Flags, ctx: RunContext) -> list[Unavailable]:

@@ -112,7 +112,7 @@ def test_partition_refusals_name_the_reason():
 
 def test_partition_parallel_refuses_the_sampled_batch_feature_store_options():
     from gnnbench.flags import Flags, RunContext
-    from gnnbench.parallel.data_parallel import unavailable
+    from gnnbench.parallel.partition_parallel import unavailable
 
     ctx = RunContext(device="cpu", world_size=2)
     for changes, field in (({"pipeline_depth": 2}, "pipeline_depth"), ({"feature_dtype": "float16"}, "feature_dtype")):
