@@ -83,7 +83,7 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
     - ``cached_norm`` with full-batch training: computes the graph's GCN
       normalization once (PyG's ``GCNConv(cached=True)``). On sampled batches
       ``cached_norm`` normalizes each batch once for all layers instead
-      (:class:`gnnbench.models.aggregation.AggregationPolicy`), so nothing is
+      (:class:`gnnbench.models.aggregation_policy.AggregationPolicy`), so nothing is
       precomputed here.
 
     The baseline ``Flags()`` keeps int64 COO only and recomputes on demand.

@@ -1,7 +1,8 @@
 """The model band: networks (GCN, GraphSAGE), aggregation and its GCN normalization policy, the precision
 policy, the training tasks (loss, evaluation) and layer-wise full-neighbourhood inference."""
 
-from gnnbench.models.aggregation import AggregationPolicy, Aggregator, unavailable
+from gnnbench.models.aggregation import Aggregator, unavailable
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import GCN, MODELS, GraphSAGE, build_model, compile_model, model_for
 from gnnbench.models.precision import Precision
 

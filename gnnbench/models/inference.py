@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree
-from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.precision import Precision
 
 __all__ = ["ChunkPlan", "plan_chunks", "chunk_cost", "check_chunk_bytes", "LayerwiseInference",

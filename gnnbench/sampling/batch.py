@@ -157,7 +157,7 @@ class BatchSource:
 
     Attributes:
         norm_mode: How its batches are GCN-normalized, read by the model layer's
-            :class:`~gnnbench.models.aggregation.AggregationPolicy`: ``"batch"`` (each batch subgraph on its
+            :class:`~gnnbench.models.aggregation_policy.AggregationPolicy`: ``"batch"`` (each batch subgraph on its
             own), ``"source_degree"``, ``"full"`` (the batch is the whole graph) or ``"estimator"``.
         cache: The :class:`~gnnbench.sampling.cache.BatchCache` the batches replay from, or ``None``.
         measured_steps: For a source of one step per epoch (full batch), the steps a run measures after its

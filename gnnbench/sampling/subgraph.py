@@ -162,7 +162,7 @@ class SaintRandomWalkBatches(BatchSource):
     With ``coverage > 0`` subgraphs are pre-sampled to estimate GraphSAINT's
     loss normalization (``node_norm``, so the loss is an unbiased estimate of
     the mean over training nodes). The aggregation is corrected by the model
-    layer's estimator (:class:`~gnnbench.models.aggregation.AggregationPolicy`:
+    layer's estimator (:class:`~gnnbench.models.aggregation_policy.AggregationPolicy`:
     per-target ``deg / sampled`` rescaling of full-graph GCN weights), not by
     GraphSAINT's per-edge ``alpha_uv``, whose variance on hub edges makes
     training diverge (``docs/models.md``).

@@ -27,7 +27,7 @@ from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import PreparedGraph, prepare
 from gnnbench.graphs.source import load_source
-from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import compile_model, model_for
 from gnnbench.models.precision import Precision
 from gnnbench.models.tasks import TASKS

@@ -6,7 +6,7 @@ import torch
 from gnnbench.features.placement import place_features
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision
 from gnnbench.training import RunConfig, Trainer

@@ -11,7 +11,8 @@ from gnnbench.cli.parser import build_parser
 from gnnbench.measure.comparison import compare, identity_problem, time_to_accuracy_run
 from gnnbench.measure.derived import short_epochs
 from gnnbench.measure.sweep_plan import sweep_entries
-from gnnbench.models.aggregation import AggregationPolicy, Aggregator, _sparse_product_supports
+from gnnbench.models.aggregation import Aggregator, _sparse_product_supports
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import QUICK

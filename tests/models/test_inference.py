@@ -15,7 +15,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs.csr import rowptr_from_sorted_targets, sort_edges_by_target
 from gnnbench.graphs.norm import gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
 from gnnbench.graphs.prepare import prepare
-from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference, plan_chunks
 from gnnbench.models.nets import build_model
 from gnnbench.models.precision import Precision

@@ -15,7 +15,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
 from gnnbench.measure.run import run
-from gnnbench.models.aggregation import AggregationPolicy
+from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import GCN
 from gnnbench.models.precision import Precision
 from gnnbench.sampling.sources import make_batch_source

@@ -28,7 +28,7 @@ def _compare_on_rank(rank: int, world: int, model_name: str, method: str, aggreg
     """On each rank: the partition-parallel step against the whole-graph step computed here as reference."""
     from gnnbench.graphs import generate
     from gnnbench.graphs.prepare import prepare
-    from gnnbench.models.aggregation import AggregationPolicy
+    from gnnbench.models.aggregation_policy import AggregationPolicy
     from gnnbench.models.nets import build_model
     from gnnbench.models.precision import Precision
     from gnnbench.parallel.partition_parallel import PartitionParallel
