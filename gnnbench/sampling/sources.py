@@ -4,7 +4,9 @@ and link-prediction edge batches, optionally behind the on-disk batch cache.
 
 Sources are a lookup table (:data:`SOURCES`): each entry builds itself from a
 prepared graph and the flags, and answers for what it cannot run
-(``unavailable``). Loader flags (``num_workers``, ``prefetch_factor``,
+(``unavailable``). :func:`make_batch_source` picks from it, or the per-rank split
+of data parallel (:mod:`gnnbench.sampling.sharded`), or sampling on the device
+(:mod:`gnnbench.sampling.device_sampling`). Loader flags (``num_workers``, ``prefetch_factor``,
 ``persistent_workers``, ``pin_memory``) are passed to PyTorch's ``DataLoader``
 through PyG's loaders unchanged: the measured behaviour is PyTorch's own.
 """
@@ -21,18 +23,15 @@ from torch import Tensor
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
-from gnnbench.host_memory import uva_view
-from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
+from gnnbench.sampling.batch import Batch, BatchSource
 from gnnbench.sampling.cache import BatchCache, sampling_code_version, tensor_digest
-from gnnbench.sampling.labor import LaborSampleCore
+from gnnbench.sampling.device_sampling import DeviceNeighborBatches, device_sampling_reasons
 from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
-from gnnbench.sampling.neighbor import NeighborSampleCore
+from gnnbench.sampling.sharded import ShardedNeighborBatches, rank_and_world
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
-from gnnbench.text import human_bytes
 
 __all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
-           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SeedShards",
-           "ShardedNeighborBatches", "SHARDED_SOURCES", "rank_and_world", "DeviceNeighborBatches"]
+           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SHARDED_SOURCES"]
 
 # Flags that determine which batches are sampled (and so key the batch cache), as declared on the fields.
 SAMPLING_FIELDS = Flags.batch_key_fields()
@@ -129,73 +128,6 @@ class FullGraphSource(BatchSource):
         yield self.batch
 
 
-class SeedShards:
-    """Data parallel: this rank's share of every global batch of training seeds (a DataLoader batch sampler).
-
-    Each epoch the ``n`` seeds are permuted from ``(seed, epoch)`` (the same permutation on every
-    rank), cut into global batches of ``batch_size``, and each global batch into ``world_size``
-    contiguous parts of near-equal size (``tensor_split``): rank ``r`` takes part ``r``. So the
-    ranks' batches are disjoint and together cover every seed each epoch, the global batch is the
-    single-process batch size, and every rank takes the same number of steps (DDP needs that). A last
-    global batch smaller than ``world_size`` is merged into the one before it, so no rank gets an
-    empty batch.
-    """
-
-    def __init__(self, n: int, batch_size: int, rank: int, world_size: int, seed: int = 0) -> None:
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in [0, {world_size}) (got {rank})")
-        if n < world_size or batch_size < world_size:
-            raise ValueError(f"{world_size} ranks need at least {world_size} seeds and a batch size of at least "
-                             f"{world_size} (got {n} seeds, batch size {batch_size})")
-        self.n, self.batch_size, self.rank, self.world_size, self.seed = n, batch_size, rank, world_size, seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def global_batches(self, epoch: int) -> list[Tensor]:
-        """The epoch's global batches (positions into the seed list), the same on every rank."""
-        g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
-        batches = list(torch.randperm(self.n, generator=g).split(self.batch_size))
-        if len(batches) > 1 and batches[-1].numel() < self.world_size:
-            batches[-2:] = [torch.cat(batches[-2:])]
-        return batches
-
-    def __iter__(self) -> Iterator[list[int]]:
-        for b in self.global_batches(self.epoch):
-            yield b.tensor_split(self.world_size)[self.rank].tolist()
-
-    def __len__(self) -> int:
-        full, rest = divmod(self.n, self.batch_size)
-        return full + (1 if rest >= self.world_size or full == 0 else 0)
-
-
-class ShardedNeighborBatches(NeighborBatches):
-    """Neighbour-sampled batches of this rank's share of each global batch (:class:`SeedShards`): the
-    loader's shuffle is replaced by the shared per-epoch split, everything else is :class:`NeighborBatches`."""
-
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
-        from torch_geometric.data import Data
-        from torch_geometric.loader import NodeLoader
-
-        super().__init__(prepared, flags, input_nodes=input_nodes, seed=seed)
-        if input_nodes is None:
-            input_nodes = prepared.graph.train_mask.nonzero().view(-1)
-        self.shards = SeedShards(input_nodes.numel(), flags.batch_size, rank, world_size, seed=seed)
-        data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
-        self.loader = NodeLoader(
-            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shards,
-            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
-            filter_per_worker=flags.num_workers > 0,
-        )
-
-    def epoch(self, epoch: int) -> Iterator[Batch]:
-        self.shards.set_epoch(epoch)  # read by the loader's batch sampler, in this process
-        return super().epoch(epoch)
-
-
 # kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).
 SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_rw": SaintSource,
            "full": FullGraphSource, "link": LinkBatches}
@@ -203,19 +135,10 @@ SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_
 SHARDED_SOURCES = {"neighbor": ShardedNeighborBatches}
 
 
-def rank_and_world() -> tuple[int, int]:
-    """``(rank, world size)`` of the initialized default process group, ``(0, 1)`` without one."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
     """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
     kind = kind or flags.batch_source
-    out = SOURCES[kind].unavailable(flags, ctx) + _device_sampling_reasons(flags, ctx, kind) + _labor_reasons(flags, kind)
+    out = SOURCES[kind].unavailable(flags, ctx) + device_sampling_reasons(flags, ctx, kind) + _labor_reasons(flags, kind)
     if flags.parallel == "data":
         if kind not in SHARDED_SOURCES:
             out.append(Unavailable("parallel", f"data parallel splits neighbour-sampled seed batches across ranks; "
@@ -225,64 +148,6 @@ def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[
             out.append(Unavailable("batch_size", f"data parallel splits each batch of {flags.batch_size} seeds across "
                                    f"{ctx.world_size} ranks; it needs a batch size >= the number of ranks"))
     return out
-
-
-class DeviceNeighborBatches(BatchSource):
-    """Neighbour-sampled node batches drawn where the model computes (``Flags.sampler_device``): the CSR on the
-    device (``"device"``), or in pinned host memory read by device kernels (``"uva"``, for a graph larger than
-    device memory), sampled by :class:`~gnnbench.sampling.neighbor.NeighborSampleCore` (device-agnostic torch);
-    the seeds are shuffled on the device per epoch. Ids, edges and the batch's CSR never visit the host (the
-    features do only when they live there: ``feature_placement``).
-
-    Args:
-        prepared: The prepared graph.
-        flags: Sampling flags (``fanout``, ``batch_size``, ``sample_replace``, ``keep_csr``, ``sampler_device``).
-        device: Where sampling runs.
-        input_nodes: Seed nodes (default: the training nodes).
-        seed: Seed of the sampler and of the per-epoch shuffle.
-    """
-
-    norm_mode = "batch"
-
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, device: torch.device | str,
-                 input_nodes: Tensor | None = None, seed: int = 0) -> None:
-        self.device = torch.device(device)
-        csr = prepared.neighbours()
-        if flags.sampler_device == "uva":
-            self._pinned = (csr.rowptr.contiguous().pin_memory(), csr.col.contiguous().pin_memory())
-            rowptr, col = (uva_view(t, self.device, "sampler_device") for t in self._pinned)
-        else:
-            rowptr, col = csr.rowptr.to(self.device), csr.col.to(self.device)
-        core = LaborSampleCore if flags.sampler == "labor" else NeighborSampleCore
-        self.core = core(rowptr, col, flags.fanout, replace=flags.sample_replace, seed=seed)
-        seeds = input_nodes if input_nodes is not None else prepared.graph.train_mask.nonzero().view(-1)
-        n = rowptr.numel() - 1
-        if seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= n):
-            raise ValueError(f"input_nodes must be node ids in [0, {n - 1}] "
-                             f"(got min {int(seeds.min())}, max {int(seeds.max())})")
-        if seeds.unique().numel() != seeds.numel():
-            raise ValueError("input_nodes must be distinct (got repeated ids)")
-        self.seeds = seeds.to(self.device, rowptr.dtype)  # checked once: batches sample them unchecked
-        self.batch_size = flags.batch_size
-        self.csr = flags.keep_csr
-        self.seed = seed
-
-    def steps_per_epoch(self) -> int | None:
-        return -(-self.seeds.numel() // self.batch_size)
-
-    def epoch(self, epoch: int) -> Iterator[Batch]:
-        g = torch.Generator(device=self.device)
-        g.manual_seed(self.seed * 1_000_003 + epoch)
-        perm = torch.randperm(self.seeds.numel(), generator=g, device=self.device)
-        for chunk in perm.split(self.batch_size):
-            seeds = self.seeds.index_select(0, chunk)
-            out = self.core.sample(seeds, check=False)  # a slice of a permutation of the source's own seeds
-            n = out.node.numel()
-            yield Batch(n_id=out.node, edge_index=torch.stack([out.row, out.col]), e_id=out.edge,
-                        target=torch.arange(seeds.numel(), dtype=out.node.dtype, device=self.device),
-                        num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
-                        rowptr=target_rowptr(out.col, n) if self.csr else None,
-                        edge_weight=getattr(out, "weight", None))
 
 
 def _labor_reasons(flags: Flags, kind: str) -> list[Unavailable]:
@@ -299,40 +164,6 @@ def _labor_reasons(flags: Flags, kind: str) -> list[Unavailable]:
         out.append("LABOR-0 keeps each neighbour at most once (an inclusion probability per edge); "
                    "sample_replace=True has no LABOR form")
     return [Unavailable("sampler", r) for r in out]
-
-
-def _device_sampling_reasons(flags: Flags, ctx: RunContext, kind: str) -> list[Unavailable]:
-    """Why ``flags.sampler_device`` cannot run here (empty for ``"host"``)."""
-    if flags.sampler_device == "host":
-        return []
-    what = {"device": "gpu_sampling keeps the CSR on a CUDA device and samples there",
-            "uva": "uva_sampling maps the pinned CSR into a CUDA device's address space"}[flags.sampler_device]
-    out = []
-    device = torch.device(ctx.device)
-    if device.type != "cuda":
-        out.append(f"{what}; on a CPU host and device memory are the same (device is {device.type})")
-    if kind != "neighbor":
-        out.append(f"sampling on the device draws neighbour-sampled node batches (batch_source='neighbor', node "
-                   f"classification); this run's batches are {kind!r}")
-    if flags.sampler_backend != "gnnbench":
-        out.append(f"sampling on the device is gnnbench's sampler (device-agnostic torch); got "
-                   f"sampler_backend={flags.sampler_backend!r}")
-    if flags.num_workers:
-        out.append(f"loader workers are CPU processes; sampling on the device runs in the training process "
-                   f"(num_workers=0, got {flags.num_workers})")
-    if flags.batch_cache_epochs:
-        out.append("the batch cache stores host batches; sampling on the device keeps them on the device "
-                   "(batch_cache_epochs=0)")
-    if flags.parallel != "none":
-        out.append(f"sampling on the device has no per-rank split (parallel={flags.parallel!r})")
-    if (flags.sampler_device == "device" and device.type == "cuda" and torch.cuda.is_available()
-            and ctx.num_nodes and ctx.num_edges):
-        need = (ctx.num_nodes + 1 + ctx.num_edges) * (4 if flags.index_dtype == "int32" else 8)
-        free = torch.cuda.mem_get_info(device)[0]
-        if need > free // 2:
-            out.append(f"the CSR needs {human_bytes(need)}, more than half the free device memory "
-                       f"({human_bytes(free)}): use uva_sampling (the CSR stays in pinned host memory)")
-    return [Unavailable("sampler_device", r) for r in out]
 
 
 class CachedBatches(BatchSource):
@@ -368,9 +199,10 @@ def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None
                       cache_dir: str | Path | None = None, input_nodes: Tensor | None = None,
                       device: torch.device | str | None = None) -> BatchSource:
     """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches), with
-    ``parallel="data"`` this rank's share of each global batch (:class:`SeedShards`, rank and world size
-    from the initialized process group), wrapped in the batch cache when ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or,
-    when ``None``, in a fresh temporary directory removed by the source's ``close()``."""
+    ``parallel="data"`` this rank's share of each global batch (:class:`~gnnbench.sampling.sharded.SeedShards`,
+    rank and world size from the initialized process group), wrapped in the batch cache when
+    ``batch_cache_epochs > 0``: in ``cache_dir`` (shared across runs) or, when ``None``, in a fresh temporary
+    directory removed by the source's ``close()``."""
     kind = kind or flags.batch_source
     if kind not in SOURCES:
         raise ValueError(f"unknown batch source {kind!r}; accepted: {', '.join(SOURCES)}")

@@ -19,7 +19,7 @@ from gnnbench import registry
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure.launch import DistributedRunError, launch, survivors
-from gnnbench.sampling.sources import SeedShards, ShardedNeighborBatches
+from gnnbench.sampling.sharded import SeedShards, ShardedNeighborBatches
 from gnnbench.training import RunConfig, config_unavailable
 
 TIMEOUT = 10.0

@@ -9,8 +9,9 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
+from gnnbench.sampling.device_sampling import DeviceNeighborBatches
 from gnnbench.sampling.labor import LaborSampleCore
-from gnnbench.sampling.sources import DeviceNeighborBatches, make_batch_source, unavailable
+from gnnbench.sampling.sources import make_batch_source, unavailable
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
