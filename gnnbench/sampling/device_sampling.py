@@ -1,4 +1,4 @@
-"""Sampling where the model computes (``Flags.sampler_device``: gpu_sampling, uva_sampling): the device batch
+"""Sampling where the model computes (``Flags.sampler_device``: ``"device"`` or ``"uva"``): the device batch
 source and the reasons it cannot run (:func:`device_sampling_reasons`, part of
 :func:`gnnbench.sampling.sources.unavailable`).
 """
