@@ -7,7 +7,8 @@ import json
 import pytest
 
 from gnnbench.measure.comparison import compare
-from gnnbench.measure.sweep import MANIFEST, run_sweep, sweep_entries
+from gnnbench.measure.sweep import MANIFEST, run_sweep
+from gnnbench.measure.sweep_plan import sweep_entries
 from tests.helpers import QUICK
 
 submitit = pytest.importorskip("submitit")
