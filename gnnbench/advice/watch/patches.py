@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import functools
 import time
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 
 from gnnbench.timing import CODE_PATHS, code_path
+
+_now = time.perf_counter  # bound once (see clock.py: the step's calls run with cold caches)
+_profiler_enabled = torch.autograd._profiler_enabled
 
 if TYPE_CHECKING:
     from gnnbench.advice.watch.clock import Watch
@@ -40,10 +43,15 @@ class _TimedIterator:
         return self
 
     def __next__(self) -> Any:
-        with self._watch._timed("wait"):
+        watch_ = self._watch
+        opened = watch_._open("wait")
+        try:
             item = next(self._it)
-        if self._watch._recording():
-            self._watch._batches += 1
+        finally:
+            if opened:
+                watch_._close()
+        if opened or watch_._recording():
+            watch_._batches += 1
         return item
 
     def __len__(self) -> int:
@@ -103,11 +111,8 @@ class _Patches:
             fn = getattr(obj, name, None)
             if fn is None:
                 continue
-
-            def timed(*args: Any, _fn: Callable = fn, _phase: str = phase, **kwargs: Any) -> Any:
-                return self._inside_wait(_phase, _fn, *args, **kwargs)
             had, before = name in obj.__dict__, obj.__dict__.get(name)
-            obj.__dict__[name] = timed
+            obj.__dict__[name] = self._inside_wait(phase, fn)
 
             def restore(_obj: Any = obj, _name: str = name, _had: bool = had, _before: Any = before) -> None:
                 if _had:
@@ -116,23 +121,32 @@ class _Patches:
                     _obj.__dict__.pop(_name, None)  # a method: the class's again
             stack.callback(restore)
 
-    def _inside_wait(self, phase: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
-        """A part of the loader's ``next()`` timed apart: its time moves from the part that encloses it (the
-        wait, or the gather around a transform) to ``phase``."""
-        if self._phase != "wait" or not self._recording():
-            return fn(*args, **kwargs)
-        self.events += 1
-        parent = self._inner[-1] if self._inner else "wait"
-        self._inner.append(phase)
-        t0 = time.perf_counter()
-        try:
-            with code_path(phase) if phase in CODE_PATHS else nullcontext():  # the sampler, the gather
+    def _inside_wait(self, phase: str, fn: Callable) -> Callable:
+        """``fn``, a part of the loader's ``next()``, timed apart: its time moves from the part that encloses it
+        (the wait, or the gather around a transform) to ``phase``; the sampler and the gather run inside their
+        code paths while a profiler records."""
+        marked = phase in CODE_PATHS
+
+        def part(*args: Any, **kwargs: Any) -> Any:
+            if self._phase != "wait" or not self._recording():
                 return fn(*args, **kwargs)
-        finally:
-            dt = time.perf_counter() - t0
-            self._inner.pop()
-            self._current[phase] = self._current.get(phase, 0.0) + dt
-            self._current[parent] = self._current.get(parent, 0.0) - dt
+            self.events += 1
+            inner = self._inner
+            parent = inner[-1] if inner else "wait"
+            inner.append(phase)
+            t0 = _now()
+            try:
+                if marked and _profiler_enabled():
+                    with code_path(phase):
+                        return fn(*args, **kwargs)
+                return fn(*args, **kwargs)
+            finally:
+                dt = _now() - t0
+                inner.pop()
+                current = self._current
+                current[phase] = current.get(phase, 0.0) + dt
+                current[parent] = current.get(parent, 0.0) - dt
+        return part
 
     def _patch_transfer(self, stack: ExitStack) -> None:
         from torch_geometric.data.data import BaseData
@@ -145,8 +159,12 @@ class _Patches:
                 if self._phase is not None or not self._recording():
                     self.passes += 1  # a call passed through (inside the model): it still costs a check
                     return _original(obj, *args, **kwargs)
-                with self._timed("transfer"):
+                opened = self._open("transfer")
+                try:
                     return _original(obj, *args, **kwargs)
+                finally:
+                    if opened:
+                        self._close()
             self._patch(stack, owner, name, functools.wraps(original)(to))
 
     def _patch_model(self, stack: ExitStack) -> None:
@@ -192,17 +210,18 @@ class _Patches:
 
         @functools.wraps(original)
         def backward(*args: Any, **kwargs: Any) -> Any:
-            with self._timed("backward"):
+            opened = self._open("backward")
+            try:
                 return original(*args, **kwargs)
+            finally:
+                if opened:
+                    self._close()
         self._patch(stack, torch.autograd, "backward", backward)
 
     def _patch_optimizer(self, stack: ExitStack) -> None:
-        def mine(opt: Any) -> bool:
-            return self.optimizer is None or opt is self.optimizer
-
         def pre(opt: Any, args: Any, kwargs: Any) -> tuple[Any, Any] | None:
             self.opt_calls += 1
-            if not mine(opt):
+            if self.optimizer is not None and opt is not self.optimizer:  # not the watched optimizer
                 return None
             self._opt_open.append(self._open("optimizer"))
             at = 1 if args and args[0] is opt else 0  # torch passes the step's own arguments, self first
@@ -214,7 +233,7 @@ class _Patches:
             return (*args[:at], self._pausing(closure), *args[at + 1:]), kwargs  # step(closure): LBFGS
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
-            if not mine(opt):
+            if self.optimizer is not None and opt is not self.optimizer:
                 return
             if self._opt_open and self._opt_open.pop():
                 self._close()
@@ -289,5 +308,6 @@ class _Patches:
         return costs
 
     def _dummy_event(self) -> None:
-        with self._timed("other"):
-            pass
+        """A phase event as the step's calls make one: opened and closed directly."""
+        if self._open("other"):
+            self._close()
