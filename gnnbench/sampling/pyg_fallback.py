@@ -95,7 +95,7 @@ def _gnnbench_sample(self: Any, seed: Any, seed_time: Any = None, **kwargs: Any)
 def pyg_sampling_fallback() -> Iterator[str]:
     """While open, PyG's ``NeighborSampler`` samples with gnnbench's sampler when pyg-lib and torch-sparse are
     both missing (else nothing changes). Yields the backend the user's loaders run on: ``pyg-lib``,
-    ``torch-sparse`` or :data:`FALLBACK`."""
+    ``torch-sparse`` or :data:`FALLBACK`. Nested in an open one it assigns nothing (the outer one restores)."""
     backend = pyg_backend()
     if backend != "none":
         yield backend
@@ -103,6 +103,9 @@ def pyg_sampling_fallback() -> Iterator[str]:
     from torch_geometric.sampler import NeighborSampler
 
     original = NeighborSampler.__dict__["_sample"]
+    if original is _gnnbench_sample:  # an enclosing fallback put it in place (gnnbench.watch inside the user's):
+        yield FALLBACK  # the class is left alone, since every assignment to it undoes the interpreter's
+        return  # specialization of the code that uses it
     NeighborSampler._sample = _gnnbench_sample
     try:
         yield FALLBACK

@@ -158,3 +158,31 @@ def test_the_fallback_is_only_in_place_while_open():
     assert NeighborSampler.__dict__["_sample"] is before
     with pytest.raises(ImportError):  # PyG's own refusal without a backend
         next(iter(NeighborLoader(_graph(), num_neighbors=[3], batch_size=8)))
+
+
+@pytest.mark.skipif(NATIVE, reason="a native PyG sampler is installed: nothing is replaced")
+def test_a_nested_fallback_leaves_the_class_alone(monkeypatch):
+    """gnnbench.watch opens the fallback inside the user's own: the inner one assigns nothing to the class (an
+    assignment to a class undoes the interpreter's specialization of the code that uses it, a cost the watched
+    steps paid), and the sampler stays replaced until the outer one closes."""
+    import torch_geometric.sampler
+    from torch_geometric.sampler import NeighborSampler
+
+    assigned = []
+
+    class Counting(type(NeighborSampler)):
+        def __setattr__(cls, name, value):
+            assigned.append(name)
+            super().__setattr__(name, value)
+
+    sampler = Counting("CountingSampler", (NeighborSampler,), {"_sample": NeighborSampler.__dict__["_sample"]})
+    assigned.clear()  # what the class's creation set (abc's bookkeeping)
+    monkeypatch.setattr(torch_geometric.sampler, "NeighborSampler", sampler)
+    before = sampler.__dict__["_sample"]
+    with pyg_sampling_fallback() as outer:
+        replaced = sampler.__dict__["_sample"]
+        with pyg_sampling_fallback() as inner:
+            assert sampler.__dict__["_sample"] is replaced
+        assert (outer, inner) == (FALLBACK, FALLBACK) and sampler.__dict__["_sample"] is replaced
+        assert assigned == ["_sample"], assigned  # the outer one's assignment only
+    assert sampler.__dict__["_sample"] is before and assigned == ["_sample", "_sample"]
