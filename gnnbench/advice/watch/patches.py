@@ -155,13 +155,15 @@ class _Patches:
         for owner, name in ((BaseData, "to"), (torch.Tensor, "to"), (torch.Tensor, "cuda")):
             original = getattr(owner, name)
 
-            def to(obj: Any, *args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+            def to(*args: Any, _original: Callable = original, **kwargs: Any) -> Any:
+                # args[0] is the tensor or data object: the arguments are passed on as they came (a pass-through
+                # runs tens of times a step, and rebuilding them cost it a third of its time)
                 if self._phase is not None or not self._recording():
                     self.passes += 1  # a call passed through (inside the model): it still costs a check
-                    return _original(obj, *args, **kwargs)
+                    return _original(*args, **kwargs)
                 opened = self._open("transfer")
                 try:
-                    return _original(obj, *args, **kwargs)
+                    return _original(*args, **kwargs)
                 finally:
                     if opened:
                         self._close()
