@@ -199,7 +199,8 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                      f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
                      f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
                      f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
-                     f"{cal.get('min_steps')}; validation every {cal.get('eval_every')} steps")
+                     f"{cal.get('min_steps')}, waiting for a further rise at most as many steps as they took to "
+                     f"reach the target (and at most the patience); validation every {cal.get('eval_every')} steps")
     lines.append("accuracy: test metric at each run's best validation point, paired by round: at convergence "
                  "where every run of the pair converged, else at equal steps (said in the note); ranked: rows "
                  "that reached the target in every round first, then family-wise significant speedups, no "

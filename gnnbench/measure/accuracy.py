@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.training.stopping import CONVERGED_REASONS, TIME_TO_ACCURACY_REASONS
 
-__all__ = ["NO_COST_PP", "converged_test", "equal_steps_test", "converged", "not_converged_text",
+__all__ = ["NO_COST_PP", "converged_test", "equal_steps_test", "paired_at_target", "converged", "not_converged_text",
            "time_to_accuracy_run", "acc_verdict", "PairedAccuracy", "paired_accuracy"]
 
 NO_COST_PP = 0.5  # an accuracy delta whose paired interval lies within +-0.5 pp is "no accuracy cost"
@@ -102,6 +102,16 @@ def paired_accuracy(b: list[dict], m: list[dict], *, derived: bool) -> PairedAcc
     point = (f"at equal steps ({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}; test at the best validation "
              f"point within them): {convergence}")
     return PairedAccuracy([t_m - t_b for t_b, t_m, _ in pairs], point, False, convergence)
+
+
+def paired_at_target(b: list[dict], m: list[dict]) -> PairedAccuracy:
+    """The accuracy deltas of a derived entry's time-to-accuracy check (runs ``m`` that stopped at the target,
+    ``"<name> (measured)"``) against the same-round baseline runs ``b``: at equal steps, never "at convergence"
+    (its same trajectory is proven by test, so it trains no plateau run)."""
+    pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
+    point = (f"time to accuracy only (a check of the derived figure; it stopped at the target): test at equal steps "
+             f"({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}) against the same-seed baseline")
+    return PairedAccuracy([t_m - t_b for t_b, t_m, _ in pairs], point, False, None)
 
 
 def time_to_accuracy_run(r: dict) -> bool:

@@ -15,7 +15,10 @@ Calibration also sets how the measured runs are judged:
   most steps a calibration run took to its plateau (``RunConfig.max_steps``); a run that exhausts it is "not
   converged" and compared with the baseline at equal steps;
 - **no early stop**: no run stops on the plateau rule before twice the most steps a calibration run needed to
-  reach the target (``RunConfig.min_steps``).
+  reach the target (``RunConfig.min_steps``);
+- **patience on the run's own time scale**: a run that reached the target after ``s`` steps waits at most ``s``
+  steps (and at most ``patience`` epochs) for a further qualifying rise (``RunConfig.patience_target``): on a
+  graph of many steps per epoch, five epochs of waiting would be most of an accuracy run.
 
 Calibration runs are stored beside the sweep's results (label ``calibration``, round ``i`` = seed
 ``base.seed + CALIBRATION_SEED_OFFSET + i``), so a resumed sweep reuses them and ``compare`` and the report read
@@ -123,13 +126,14 @@ class Calibration:
         return statistics.median(reached) if reached else None
 
     def apply(self, base: Any) -> Any:
-        """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget and
-        minimum steps, where ``base`` does not set its own."""
+        """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget,
+        minimum steps and patience target, where ``base`` does not set its own."""
         return dataclasses.replace(
             base, eval_every=base.eval_every if base.eval_every is not None else self.eval_every,
             censor_seconds=base.censor_seconds if base.censor_seconds is not None else self.budget_seconds,
             max_steps=base.max_steps if base.max_steps is not None else self.step_budget,
-            min_steps=max(base.min_steps, self.min_steps))
+            min_steps=max(base.min_steps, self.min_steps),
+            patience_target=base.patience_target if base.patience_target is not None else self.target)
 
 
 def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: float = TARGET_MARGIN,

@@ -29,6 +29,7 @@ from gnnbench.measure.accuracy import (
     converged_test,
     equal_steps_test,
     paired_accuracy,
+    paired_at_target,
     time_to_accuracy_run,
 )
 from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, time_to
@@ -277,12 +278,16 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     # accuracy is read from the rounds that trained to the plateau; time-to-accuracy rounds stop at the target
     acc = list(range(len(rounds))) if derived else [i for i in range(len(rounds))
                                                     if not (time_to_accuracy_run(b[i]) or time_to_accuracy_run(m[i]))]
+    check = label.endswith(MEASURED_SUFFIX) and all(time_to_accuracy_run(r) for r in m)
+    if check:  # a derived row's check trains to the target only: its accuracy at equal steps
+        acc = list(range(len(rounds)))
     if not acc:
         row.status, row.reason = "not measured", "no round trained to the plateau: accuracy cannot be read"
         return row
-    later = len(rounds) - len(acc)
+    later = 0 if check else len(rounds) - len(acc)
     ma = [m[i] for i in acc]
-    accuracy = paired_accuracy([b[i] for i in acc], ma, derived=derived)
+    accuracy = (paired_at_target([b[i] for i in acc], ma) if check
+                else paired_accuracy([b[i] for i in acc], ma, derived=derived))
     acc_point = accuracy.point
     if later:
         acc_point += (f" (over the {len(acc)} rounds trained to the plateau; {later} later round(s) stopped at the "

@@ -165,8 +165,10 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
             entries.append(Entry(n, on_ranks(short(cfg) if derived[n] else cfg), parts[n], r, derived=derived[n]))
-            if n in also:  # the same entry trained to the target: the derived figure's check
-                entries.append(Entry(f"{n}{MEASURED_SUFFIX}", on_ranks(cfg), parts[n], r))
+            if n in also:  # the same entry trained to the target: the derived figure's check (its time to
+                # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
+                measured = time_to_accuracy_config(cfg, target) if target is not None else cfg
+                entries.append(Entry(f"{n}{MEASURED_SUFFIX}", on_ranks(measured), parts[n], r))
         if include_all_recommended:
             entries.append(Entry(ALL_RECOMMENDED, on_ranks(registry.config_for(b, rec)), tuple(rec), r))
         return entries

@@ -168,7 +168,8 @@ def _target_text(c: Comparison) -> str:
                      "time to accuracy and stops no run")
         if cal.get("step_budget"):
             text += (f"; accuracy runs go on to their plateau within {cal['step_budget']} steps and never stop "
-                     f"before {cal.get('min_steps', 0)}")
+                     f"before {cal.get('min_steps', 0)}, waiting for a further rise at most as many steps as "
+                     "they took to reach the target (and at most the patience)")
         text += "."
     return text + (" A round that has not reached the target by its budget (the end of its run where it has "
                    "none) is censored there: its row says <i>reached in k of R</i> and its speedup is a bound "

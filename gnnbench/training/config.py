@@ -60,6 +60,9 @@ class RunConfig:
             run measures time to accuracy only; its accuracy is never read. ``None`` (default): no such stop.
         patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a
             qualifying rise of the validation metric before a run to a plateau stops.
+        patience_target: A validation level (a sweep sets its calibrated target): once a run to a plateau has
+            reached it after ``s`` steps, its patience is at most ``s`` steps (the time scale of its own
+            learning; never below ``MIN_PATIENCE_STEPS``). ``None`` (default): ``patience`` alone.
         min_delta: The rise of the validation metric over the reference best that qualifies (never below one
             validation node: the metric's granularity).
         max_steps_per_epoch: Cap on steps per epoch (``None`` = full epochs).
@@ -105,6 +108,7 @@ class RunConfig:
     censor_seconds: float | None = None
     stop_at: float | None = None
     patience: float = 5.0
+    patience_target: float | None = None
     min_delta: float = 0.001
     max_steps_per_epoch: int | None = None
     warmup_steps: int = 3
@@ -150,6 +154,11 @@ class RunConfig:
         if self.stop_at is not None and (isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float))
                                          or not 0 < self.stop_at <= 1):
             raise ValueError(f"RunConfig.stop_at must be None or a validation target in (0, 1] (got {self.stop_at!r})")
+        if self.patience_target is not None and (isinstance(self.patience_target, bool)
+                                                 or not isinstance(self.patience_target, (int, float))
+                                                 or not 0 < self.patience_target <= 1):
+            raise ValueError(f"RunConfig.patience_target must be None or a validation level in (0, 1] "
+                             f"(got {self.patience_target!r})")
         if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
                                            or self.max_steps < 1):
             raise ValueError(f"RunConfig.max_steps must be None or an integer >= 1 (got {self.max_steps!r})")

@@ -2,7 +2,9 @@
 
 A run to a plateau (``RunConfig.epochs=None``) evaluates the model ``EVALS_PER_EPOCH`` times per epoch (or every
 ``eval_every`` steps) and stops once the validation metric has not risen by ``min_delta`` above its reference
-best for ``patience`` epochs (and at least :data:`MIN_PATIENCE_STEPS` steps: a full-batch epoch is one step), and
+best for ``patience`` epochs (and at least :data:`MIN_PATIENCE_STEPS` steps: a full-batch epoch is one step), or,
+once the run has reached ``patience_target`` (a sweep's calibrated target), for as many steps as it took to reach it
+when that is fewer: the patience follows the time scale of the run's own learning, not the epoch's length; and
 never before ``min_steps`` steps; or when a budget is spent: ``max_epochs``, ``max_steps`` (the step budget
 within which a run that judges accuracy reaches its plateau) or ``max_seconds`` (a hard stop on the run clock);
 a time-to-accuracy run (``stop_at``) stops at its target, or once past its censoring budget without it.
@@ -61,14 +63,20 @@ class Plateau:
         granularity: The validation metric's smallest step (one validation node of an accuracy; 0 for a
             continuous metric such as AUC). Rises are compared with a tolerance of half of it.
         min_steps: No stop before this many steps (a sweep sets twice the calibrated steps to the target).
+        target: A validation level (a sweep's calibrated target; ``None``: none). Once a validation point is at
+            or above it, after ``s`` steps, the patience is at most ``s`` steps (never below
+            :data:`MIN_PATIENCE_STEPS`): a run that learned to the target in ``s`` steps has as long again to show
+            a further rise. Steps only, never the clock, so a slow configuration waits as long as a fast one.
     """
 
     patience: float
     min_delta: float
     granularity: float = 0.0
     min_steps: int = 0
+    target: float | None = None
     best: float = -math.inf  # the reference best: moves only on a qualifying rise
     best_step: int = 0
+    target_step: int | None = None  # the step of the first point at or above ``target``
 
     def __post_init__(self) -> None:
         if not (self.granularity >= 0 and math.isfinite(self.granularity)):
@@ -91,6 +99,8 @@ class Plateau:
         reference best (the first finite value always does)."""
         if val != val:
             return False
+        if self.target is not None and self.target_step is None and val >= self.target - 1e-12:
+            self.target_step = step
         if self.best == -math.inf or val - self.best >= self.threshold - self.tolerance:
             self.best, self.best_step = val, step
             return True
@@ -101,8 +111,15 @@ class Plateau:
         before ``min_steps``)."""
         if not steps_per_epoch or self.best == -math.inf or step < self.min_steps:
             return False
-        wait = max(MIN_PATIENCE_STEPS, math.ceil(self.patience * steps_per_epoch))
-        return step - self.best_step >= wait
+        return step - self.best_step >= self.wait(steps_per_epoch)
+
+    def wait(self, steps_per_epoch: int) -> int:
+        """Steps without a qualifying rise that exhaust the patience: ``patience`` epochs, or the steps the run
+        took to reach ``target`` when fewer; never below :data:`MIN_PATIENCE_STEPS`."""
+        wait = math.ceil(self.patience * steps_per_epoch)
+        if self.target_step is not None:
+            wait = min(wait, self.target_step)
+        return max(MIN_PATIENCE_STEPS, wait)
 
 
 def any_rank(flag: bool) -> bool:
@@ -170,7 +187,7 @@ class Stopping:
         self.epochs = epochs
         self.schedule_epochs = config.max_epochs if self.to_plateau else epochs
         self.plateau = (Plateau(config.patience, config.min_delta, granularity=granularity,
-                                min_steps=config.min_steps) if self.to_plateau and config.stop_at is None else None)
+                                min_steps=config.min_steps, target=config.patience_target) if self.to_plateau and config.stop_at is None else None)
         if cap is not None and per_epoch is not None:
             per_epoch = min(per_epoch, cap)
         self.per_epoch = per_epoch

@@ -31,7 +31,11 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
     assert cal.steps_per_epoch and cal.median_steps_to_target is not None
     cfg = cal.apply(base)
     entries = sweep_entries(cfg, ["int32", "fanout"], repeats=2, include_all_recommended=False,
-                            derive_per_epoch=cal.steps_per_epoch, also_measured=["int32"])
+                            derive_per_epoch=cal.steps_per_epoch, also_measured=["int32"], target=cal.target)
+    # the derived figure's check measures time to accuracy only: it stops at the target in every round
+    measured = [e for e in entries if e.label == "int32" + MEASURED_SUFFIX]
+    assert len(measured) == 2 and all(e.config.stop_at == cal.target for e in measured)
+    assert all(e.config.stop_at is None for e in entries if e.label in ("baseline", "fanout"))
     short = [e for e in entries if e.label == "int32"]
     assert all(e.derived and e.config.epochs == short_epochs(cal.steps_per_epoch, cfg.warmup_steps)
                and e.config.max_steps is None for e in short)
@@ -54,6 +58,9 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
             mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"])
     assert math.isfinite(row.speedup) and row.rounds == 2
     check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
+    m_row = next(r for r in c.rows if r.label == "int32" + MEASURED_SUFFIX)
+    assert m_row.status == "ok" and m_row.converged is False and "time to accuracy only" in m_row.acc_point
+    assert m_row.stop_reasons.keys() <= {"target", "censored"} and math.isfinite(m_row.acc_delta)
     assert set(check) >= {"derived", "measured", "agrees", "measured_inside"}
     assert next(r for r in c.rows if r.label == "fanout").derived is False
     # the report says which rows are derived, shows the check, and keeps the method below the tables

@@ -46,6 +46,52 @@ def test_plateau_waits_patience_epochs_and_at_least_the_minimum_steps():
     assert not r.reached(150, 10) and r.reached(200, 10)
 
 
+def test_the_patience_follows_the_steps_the_run_took_to_reach_the_target():
+    """A sweep's runs wait at most as many steps as they took to reach the calibrated target (the time scale of
+    their own learning): on small, 5 epochs of 20 steps (100 steps) were 43% of the baseline's accuracy run,
+    while it reached the target in ~60 steps. Steps only: the clock never shortens the wait."""
+    p = Plateau(patience=5, min_delta=0.01, target=0.8)
+    p.update(0.5, 10)
+    assert p.wait(20) == 100, "before the target: patience epochs"
+    p.update(0.81, 60)  # the target, reached at step 60 (a qualifying rise too)
+    assert p.target_step == 60 and p.wait(20) == 60
+    assert not p.reached(60 + 59, 20) and p.reached(60 + 60, 20)
+    p.update(0.79, 130)  # falling below the target again keeps the first crossing
+    assert p.target_step == 60
+    # never longer than patience epochs (a slow learner: 300 steps to the target, 5 epochs of 20 = 100)
+    slow = Plateau(patience=5, min_delta=0.01, target=0.8)
+    slow.update(0.8, 300)
+    assert slow.wait(20) == 100
+    # never below MIN_PATIENCE_STEPS (the target reached in 6 steps)
+    fast = Plateau(patience=5, min_delta=0.01, target=0.8)
+    fast.update(0.9, 6)
+    assert fast.wait(20) == MIN_PATIENCE_STEPS
+    # a one-node difference at float32 rounding: the crossing counts with the time_to tolerance
+    edge = Plateau(patience=5, min_delta=0.01, target=0.8)
+    edge.update(0.8 - 1e-13, 40)
+    assert edge.target_step == 40
+    # without a target, patience epochs alone (a plain `gnnbench run`)
+    plain = Plateau(patience=5, min_delta=0.01)
+    plain.update(0.99, 6)
+    assert plain.target_step is None and plain.wait(20) == 100
+
+
+def test_patience_target_is_validated_and_set_by_the_calibration():
+    with pytest.raises(ValueError, match=r"patience_target must be None or a validation level in \(0, 1\] \(got 1.5\)"):
+        dataclasses.replace(QUICK, patience_target=1.5)
+    with pytest.raises(ValueError, match="patience_target"):
+        dataclasses.replace(QUICK, patience_target=True)
+    runs = [{"status": "ok", "config": {"seed": 10000 + i}, "steps_per_epoch": 10, "steps": {"total": 100},
+             "curve": [{"step": 10 * k, "seconds": float(k), "val": 0.1 * k, "test": 0.1 * k} for k in range(1, 9)]}
+            for i in range(3)]
+    cal = calibrate(runs)
+    assert cal.target == pytest.approx(0.8 - 0.01)
+    applied = cal.apply(dataclasses.replace(QUICK, epochs=None))
+    assert applied.patience_target == cal.target
+    assert cal.apply(dataclasses.replace(QUICK, epochs=None, patience_target=0.5)).patience_target == 0.5, \
+        "a base's own level is kept"
+
+
 def test_a_slow_steady_climb_is_not_stopped():
     """+0.05 pp per point for 200 points (10 pp in all): each rise is below min_delta, but they add up to it
     every few points, and each time the patience restarts. The rule of issue 29 moved its best on every small
