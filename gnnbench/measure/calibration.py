@@ -16,9 +16,10 @@ Calibration also sets how the measured runs are judged:
   converged" and compared with the baseline at equal steps;
 - **no early stop**: no run stops on the plateau rule before twice the most steps a calibration run needed to
   reach the target (``RunConfig.min_steps``);
-- **patience on the run's own time scale**: a run that reached the target after ``s`` steps waits at most ``s``
-  steps (and at most ``patience`` epochs) for a further qualifying rise (``RunConfig.patience_target``): on a
-  graph of many steps per epoch, five epochs of waiting would be most of an accuracy run.
+- **patience on the run's own time scale**: a run that reached the calibrated target (the baseline's median
+  plateau minus the margin, also when the user gives the target) after ``s`` steps waits at most ``s`` steps (and
+  at most ``patience`` epochs) for a further qualifying rise (``RunConfig.patience_target``): on a graph of many
+  steps per epoch, five epochs of waiting would be most of an accuracy run.
 
 Calibration runs are stored beside the sweep's results (label ``calibration``, round ``i`` = seed
 ``base.seed + CALIBRATION_SEED_OFFSET + i``), so a resumed sweep reuses them and ``compare`` and the report read
@@ -125,6 +126,14 @@ class Calibration:
         reached = [s for s in self.steps_to_target if s is not None]
         return statistics.median(reached) if reached else None
 
+    @property
+    def patience_level(self) -> float | None:
+        """The validation level whose first crossing bounds a run's patience (``RunConfig.patience_target``): the
+        baseline's median plateau minus the margin, the calibrated target, even when the user gives another
+        (a low target is reached in a few steps, which say nothing of how long the model takes to learn)."""
+        plateaus = [p for p in self.plateaus if p is not None]
+        return statistics.median(plateaus) - self.margin if plateaus else None
+
     def apply(self, base: Any) -> Any:
         """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget,
         minimum steps and patience target, where ``base`` does not set its own."""
@@ -133,7 +142,7 @@ class Calibration:
             censor_seconds=base.censor_seconds if base.censor_seconds is not None else self.budget_seconds,
             max_steps=base.max_steps if base.max_steps is not None else self.step_budget,
             min_steps=max(base.min_steps, self.min_steps),
-            patience_target=base.patience_target if base.patience_target is not None else self.target)
+            patience_target=base.patience_target if base.patience_target is not None else self.patience_level)
 
 
 def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: float = TARGET_MARGIN,

@@ -68,6 +68,19 @@ def test_the_epoch_loop_ends_once_the_run_stopped():
 
 
 # ------------------------------------------------------------------ the plateau rule and the budgets
+def test_a_sweep_run_waits_at_most_its_own_steps_to_the_target():
+    cfg = dataclasses.replace(PLATEAU, patience=5.0, patience_target=0.8)
+    s = _stopping(cfg, per_epoch=20)
+    assert s.plateau.target == 0.8
+    assert not _step(s, 10, 0.5)
+    assert not _step(s, 30, 0.81), "the target reached at step 30: the wait is now 30 steps, not 100"
+    assert not _step(s, 59, 0.81) and _step(s, 60, 0.81) and s.reason == "plateau"
+    plain = _stopping(dataclasses.replace(PLATEAU, patience=5.0), per_epoch=20)
+    for step, val in ((10, 0.5), (30, 0.81), (60, 0.81), (129, 0.81)):
+        assert not _step(plain, step, val), "without a patience target: 5 epochs of 20 steps"
+    assert _step(plain, 130, 0.81)
+
+
 def test_the_plateau_rule_waits_for_the_epochs_length_and_its_patience():
     s = _stopping(PLATEAU)
     assert s.plateau is not None and s.per_epoch is None

@@ -90,6 +90,12 @@ def test_patience_target_is_validated_and_set_by_the_calibration():
     assert applied.patience_target == cal.target
     assert cal.apply(dataclasses.replace(QUICK, epochs=None, patience_target=0.5)).patience_target == 0.5, \
         "a base's own level is kept"
+    # a target the user gives (here far below the plateau, reached within a few steps) does not shorten the
+    # patience: the level stays the calibrated one
+    given = calibrate(runs, target_acc=0.2)
+    assert given.target == 0.2 and given.apply(dataclasses.replace(QUICK, epochs=None)).patience_target == \
+        pytest.approx(0.8 - 0.01)
+    assert calibrate([]).patience_level is None
 
 
 def test_a_slow_steady_climb_is_not_stopped():
