@@ -31,7 +31,7 @@ class ScaledPlateau(Plateau):
     factor: float = 1.0
 
     def wait(self, steps_per_epoch: int) -> int:
-        if self.target_step is None or self.factor == 1.0:
+        if self.target_step is None:
             return super().wait(steps_per_epoch)
         cap = math.ceil(self.patience * steps_per_epoch)
         return max(MIN_PATIENCE_STEPS, min(cap, math.ceil(self.factor * self.target_step)))

@@ -75,7 +75,8 @@ class SweepLines(SweepProgress):
                   f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per "
                   f"run ({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops "
                   f"nothing); step budget {calibration.step_budget}, no plateau stop before step "
-                  f"{calibration.min_steps}; patience at most each run's own steps to the target", file=sys.stderr, flush=True)
+                  f"{calibration.min_steps}; patience at most each run's own steps to the target",
+                  file=sys.stderr, flush=True)
 
     def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
         from tqdm import tqdm

@@ -187,7 +187,8 @@ class Stopping:
         self.epochs = epochs
         self.schedule_epochs = config.max_epochs if self.to_plateau else epochs
         self.plateau = (Plateau(config.patience, config.min_delta, granularity=granularity,
-                                min_steps=config.min_steps, target=config.patience_target) if self.to_plateau and config.stop_at is None else None)
+                                min_steps=config.min_steps, target=config.patience_target)
+                        if self.to_plateau and config.stop_at is None else None)
         if cap is not None and per_epoch is not None:
             per_epoch = min(per_epoch, cap)
         self.per_epoch = per_epoch
