@@ -16,7 +16,7 @@ import torch
 
 __all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS", "SAMPLERS",
            "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES", "PARALLEL_MODES",
-           "PARTITIONERS", "GRAD_COMPRESSIONS"]
+           "PARTITIONERS", "GRAD_COMPRESSIONS", "ALLOCATOR_NAMES", "THREAD_PLACEMENTS"]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
@@ -33,6 +33,9 @@ DROPOUT_KERNELS = ("bernoulli", "uniform")
 PARALLEL_MODES = ("none", "data", "partition")
 PARTITIONERS = ("metis", "degree")
 GRAD_COMPRESSIONS = ("none", "topk", "fp16", "powersgd")
+# the process's allocator, set when it starts (gnnbench.process.allocators.ALLOCATORS holds what each sets)
+ALLOCATOR_NAMES = ("glibc", "glibc_tuned", "tcmalloc", "jemalloc", "jemalloc_pyg")
+THREAD_PLACEMENTS = ("shared", "split")
 
 _CHOICES = {
     "index_dtype": INDEX_DTYPES,
@@ -50,6 +53,8 @@ _CHOICES = {
     "parallel": PARALLEL_MODES,
     "partitioner": PARTITIONERS,
     "grad_compression": GRAD_COMPRESSIONS,
+    "allocator": ALLOCATOR_NAMES,
+    "thread_placement": THREAD_PLACEMENTS,
 }
 _POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
                   "negative_ratio", "powersgd_rank")
@@ -115,6 +120,9 @@ class Flags:
     grad_compression: str = "none"  # DDP comm hook: "none" (dense all-reduce) | "topk" | "fp16" | "powersgd"
     topk_ratio: float = 0.01  # grad_compression="topk": share of each parameter's entries sent (error feedback keeps the rest)
     powersgd_rank: int = 2  # grad_compression="powersgd": matrix approximation rank of PowerSGD
+    # --- the process (gnnbench.process): set when the measured process starts, read back from it ---
+    allocator: str = "glibc"  # "glibc" (defaults) | "glibc_tuned" | "tcmalloc" | "jemalloc" | "jemalloc_pyg"
+    thread_placement: str = "shared"  # "shared" (PyTorch's defaults) | "split" (a core per worker, the rest to training)
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
@@ -145,6 +153,9 @@ class Flags:
                 isinstance(self.prefetch_factor, bool) or not isinstance(self.prefetch_factor, int)
                 or self.prefetch_factor < 1):
             raise ValueError(f"Flags.prefetch_factor must be None or an integer >= 1 (got {self.prefetch_factor!r})")
+        if self.thread_placement == "split" and self.num_workers == 0:
+            raise ValueError("Flags.thread_placement='split' divides the cores between training and loader "
+                             "workers, so it needs num_workers > 0 (got num_workers=0)")
         if self.num_workers == 0 and (self.prefetch_factor is not None or self.persistent_workers):
             raise ValueError(
                 "Flags.prefetch_factor and persistent_workers need num_workers > 0 "

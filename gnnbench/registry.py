@@ -543,6 +543,72 @@ _ENTRIES = (
 
 _ENTRIES += (
     Optimization(
+        name="glibc_tuned",
+        same_trajectory=True,
+        changes={"allocator": "glibc_tuned"},
+        description="Start the process with glibc's malloc keeping freed memory mapped: MALLOC_MMAP_THRESHOLD_=1 GiB, "
+        "MALLOC_TRIM_THRESHOLD_=16 GiB, MALLOC_TOP_PAD_=1 GiB.",
+        expected_effect="glibc maps blocks above its mmap threshold (128 KiB, raised as blocks are freed to at most "
+        "32 MiB) and returns the heap top to the kernel on free, so large temporaries are faulted in again at every "
+        "use; raising the thresholds keeps freed memory mapped (glibc docs: Memory Allocation Tunables; mallopt(3)).",
+        layer="gnnbench.process.allocators",
+        targets=("kernels",),
+    ),
+    Optimization(
+        name="tcmalloc",
+        same_trajectory=True,
+        recommended=False,  # one allocator at a time: glibc_tuned is the one that needs no library
+        changes={"allocator": "tcmalloc"},
+        description="Start the process with tcmalloc (gperftools, LD_PRELOAD of libtcmalloc_minimal.so.4), its "
+        "defaults.",
+        expected_effect="Thread-caching malloc keeps freed spans for reuse instead of returning them to the kernel "
+        "at once; Intel's PyTorch CPU performance guide recommends tcmalloc or jemalloc over the default allocator "
+        "for deep-learning workloads (PyTorch docs: CPU Performance Tuning Guide, Switch Memory Allocator).",
+        layer="gnnbench.process.allocators",
+        targets=("kernels",),
+    ),
+    Optimization(
+        name="jemalloc",
+        same_trajectory=True,
+        recommended=False,  # one allocator at a time
+        changes={"allocator": "jemalloc"},
+        description="Start the process with jemalloc (LD_PRELOAD of libjemalloc.so.2) and page purging off: "
+        "MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1.",
+        expected_effect="jemalloc's arenas keep freed pages when purging is off (jemalloc TUNING.md: dirty_decay_ms); "
+        "PyTorch's CPU performance guide lists it with tcmalloc as faster than the default allocator (PyTorch docs: "
+        "CPU Performance Tuning Guide).",
+        layer="gnnbench.process.allocators",
+        targets=("kernels",),
+    ),
+    Optimization(
+        name="jemalloc_pyg",
+        same_trajectory=True,
+        recommended=False,  # PyG's published settings, measured so a user can see what they do here
+        changes={"allocator": "jemalloc_pyg"},
+        description="Start the process with jemalloc and the MALLOC_CONF PyG's CPU benchmarks set for every run: "
+        "oversize_threshold:1, background_thread:true, metadata_thp:auto, dirty/muzzy_decay_ms:9000000000.",
+        expected_effect="PyG's training and inference benchmark READMEs set these for every CPU run without "
+        "measuring them (pytorch_geometric benchmark/training/README.md); oversize_threshold:1 sends every "
+        "allocation above one byte to jemalloc's dedicated oversize arena, which caches no freed pages (jemalloc docs: "
+        "opt.oversize_threshold).",
+        layer="gnnbench.process.allocators",
+        targets=("kernels",),
+    ),
+    Optimization(
+        name="workers_split",
+        same_trajectory=True,
+        recommended=False,  # the split with workers' 2 needs 3 cores; measured alone, not in the static set
+        changes=lambda base: {"num_workers": max(base.num_workers, 1), "thread_placement": "split"},
+        description="Sample in (at least) 1 loader worker pinned to its own core, the training process's intra-op "
+        "threads on the other cores (usable cores - workers).",
+        expected_effect="Loader workers overlap sampling with the step only on cores the step does not use; PyG "
+        "pins workers to their own cores and gives the rest to the model's OpenMP threads for this reason (PyG "
+        "docs: CPU affinity, NodeLoader.enable_cpu_affinity).",
+        layer="gnnbench.process.threads",
+        targets=("sampling",),
+        paths=("sample",),
+    ),
+    Optimization(
         name="data_parallel",
         changes={"parallel": "data"},
         description="Data-parallel training on --nproc ranks (torchrun; gloo on CPU, NCCL on CUDA): graph and "

@@ -25,6 +25,7 @@ from gnnbench.advice.rules import (
     RULES,
     Finding,
     Rules,
+    allocation_finding,
     classify,
     expectation,
     explosion_finding,
@@ -33,6 +34,7 @@ from gnnbench.advice.rules import (
 from gnnbench.env import resolve_device
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
+from gnnbench.process import StepUsage, in_effect, threads_in_effect
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig, Trainer
 
@@ -60,6 +62,9 @@ class Diagnosis:
     compile: dict[str, Any] | None = None
     sampled: dict[str, Any] | None = None  # the batches' neighbour explosion (SampledStats.to_dict)
     explosion: str | None = None  # the neighbour-explosion finding, when it decides the step
+    # the process, read back: allocator, threads, the measured steps' page faults and kernel time, and the
+    # allocation-cost finding (gnnbench.process)
+    process: dict[str, Any] = field(default_factory=dict)
 
     @property
     def recommended(self) -> list[str]:
@@ -77,12 +82,16 @@ def _run_template(config: RunConfig, steps: int, graph: Any,
     trainer = Trainer(config, graph)
     busy = BusySampler(trainer.device)  # NVML missing: the compute phases stand for the busy share
     profile = OpProfile()
+    trainer.usage = StepUsage(config.warmup_steps)  # page faults and kernel time of the measured steps
     loop = trainer.steps(epochs=float("inf"))
     try:
-        for _ in loop:
+        for step in loop:
+            trainer.usage.tick(step.index)
             busy.sample()
             if len(trainer.timer.step_seconds) >= steps:
                 break
+        trainer.threads_seen = threads_in_effect(trainer.pipeline.threads,
+                                                 getattr(trainer.pipeline.batches, "worker_cores", None))
         if profile_steps:
             recorded = len(trainer.timer.step_seconds)
             profile = op_profile(loop, profile_steps, trainer.device, trainer.timer)
@@ -115,6 +124,12 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
     shares = group_shares(phase_s, mean_step)
     finding = classify(shares, busy_fraction=busy.mean_fraction(), rules=rules)
     step_ms = 1e3 * mean_step
+    usage = trainer.usage.summary()
+    proc = in_effect(trainer.threads_seen, usage)
+    running = proc["allocator"]["allocator"]
+    if running is not None and running != config.flags.allocator:  # the process as started: advise from it
+        config = dataclasses.replace(config, flags=config.flags.replace(allocator=running))
+    proc["finding"] = allocation_finding(usage, running, rules)
     return Diagnosis(
         config=config.to_dict(), device=str(device), steps=n,
         step_ms={"mean": step_ms, "median": 1e3 * statistics.median(timer.step_seconds),
@@ -122,7 +137,8 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
         data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
         expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
-        recommendations=recommend(finding, shares, step_ms, config, device, profile, rules),
+        recommendations=recommend(finding, shares, step_ms, config, device, profile, rules, usage=usage),
+        process=proc,
         top_ops=sorted(profile.shares.items(), key=lambda kv: -kv[1])[:8],
         hot_ops=attribute_ops(profile, config.task),
         memory={"host_peak_bytes": peak_bytes(),

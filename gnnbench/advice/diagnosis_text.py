@@ -60,6 +60,22 @@ def finding_lines(finding: Finding) -> list[str]:
     return lines
 
 
+def process_line(proc: dict) -> str:
+    """One line: the allocator and threads the process ran with (read back), and the measured steps' page faults
+    and kernel share."""
+    alloc, threads, usage = proc.get("allocator") or {}, proc.get("threads") or {}, proc.get("usage")
+    name = alloc.get("allocator") or f"unrecognized {alloc.get('family', '?')} settings {alloc.get('settings')}"
+    text = f"process: allocator {name} ({alloc.get('library') or '?'})"
+    if threads:
+        text += f", {threads.get('intra_op')} intra-op thread(s) on cores {threads.get('main_cores')}"
+        if threads.get("worker_cores"):
+            text += f", loader workers on {threads['worker_cores']}"
+    if usage and usage.get("kernel_share") is not None:
+        text += (f"; measured steps: {usage['minor_faults_per_step']:,.0f} page faults a step, "
+                 f"{usage['kernel_share']:.0%} of their CPU time in the kernel")
+    return text
+
+
 def format_diagnosis(d: Diagnosis) -> str:
     """The human-readable report: breakdown, classification, what to try."""
     f = d.finding
@@ -77,6 +93,8 @@ def format_diagnosis(d: Diagnosis) -> str:
     if mem.get("device_peak_bytes") is not None:
         mem_txt += f", device peak {human_bytes(mem['device_peak_bytes'])}"
     lines.append(f"memory: {mem_txt}")
+    if d.process:
+        lines.append(process_line(d.process))
     s = d.sampled
     if s:
         hops = (" (per hop: " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"]) + ")") if s.get("nodes_per_hop") else ""
@@ -95,6 +113,8 @@ def format_diagnosis(d: Diagnosis) -> str:
     lines += finding_lines(f)[:1]
     if d.explosion:
         lines.append(d.explosion)
+    if d.process.get("finding"):
+        lines.append(d.process["finding"])
     lines += finding_lines(f)[1:]
     lines.append(f"commonly expected for this case (docs/rules.md): {d.expected}")
     lines.append("")

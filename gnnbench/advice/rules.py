@@ -14,7 +14,7 @@ from gnnbench.flags import Flags
 from gnnbench.registry import BOTTLENECKS, NotApplicable, get
 
 __all__ = ["PHASE_GROUPS", "Rules", "RULES", "Finding", "group_shares", "classify", "expectation",
-           "FEWER_VERTICES", "EXPLODING_SOURCE", "explosion_finding"]
+           "FEWER_VERTICES", "EXPLODING_SOURCE", "explosion_finding", "allocation_finding"]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -47,6 +47,9 @@ class Rules:
     # neighbour explosion: a batch whose sampled neighbourhood covers at least this share of the graph's nodes
     # computes most of a whole-graph layer per step; with the step kernel-bound, computing fewer vertices pays
     explosion_at: float = 0.25
+    # allocation cost: the measured steps spend at least this share of their CPU time in the kernel (page faults
+    # of memory the allocator returned and maps again, mmap / munmap): an allocator entry is named for it
+    allocation_kernel_at: float = 0.05
 
 
 RULES = Rules()
@@ -168,3 +171,19 @@ def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RUL
             f"nodes{growth}, at or above {rules.explosion_at:.0%}, and the step is kernel-bound: every step "
             f"computes most of a whole-graph layer, so computing fewer vertices pays before moving data faster; "
             f"{names}")
+
+
+def allocation_finding(usage: dict | None, allocator: str | None, rules: Rules = RULES) -> str | None:
+    """The allocation-cost finding of the measured steps' ``usage`` (:meth:`gnnbench.process.StepUsage.summary`)
+    in a process running ``allocator`` (``None``: one gnnbench does not set), or ``None`` when the kernel's share
+    of their CPU time is below :attr:`Rules.allocation_kernel_at` (or was not measured)."""
+    share = (usage or {}).get("kernel_share")
+    if share is None or share < rules.allocation_kernel_at:
+        return None
+    faults = usage.get("minor_faults_per_step") or 0.0
+    mib = (usage.get("faulted_bytes_per_step") or 0.0) / 2**20
+    running = allocator or "an allocator gnnbench does not set"
+    return (f"allocation cost: the measured steps spent {share:.0%} of their CPU time in the kernel, with "
+            f"{faults:,.0f} page faults a step ({mib:,.0f} MiB mapped and touched again each step) under {running}: "
+            "memory freed to the kernel at one step is faulted back in at the next; an allocator that keeps it "
+            "mapped removes that")

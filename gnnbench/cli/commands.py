@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 import time
 
@@ -120,6 +121,21 @@ def _executor(args: argparse.Namespace, out_dir: str):
                          slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
 
 
+def _restart_for_allocator(flags) -> None:
+    """An allocator other than the baseline that this process does not run is set when a process starts: the
+    command starts again in a process with it (same arguments); where it cannot be had, the command goes on and
+    the trainer refuses it with the reason."""
+    from gnnbench import process
+    from gnnbench.process.allocators import allocator_unavailable
+
+    if (flags.allocator == process.BASELINE_ALLOCATOR or process.was_placed()
+            or allocator_unavailable(flags.allocator) or process.start_mismatch(flags) is None):
+        return
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "gnnbench.cli", *sys.argv[1:]],
+              process.child_environment(flags))
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.advice.diagnose import diagnose
     from gnnbench.advice.diagnosis_text import format_diagnosis
@@ -128,6 +144,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.script is not None:
         return _diagnose_script(args)
     config = config_from_args(args, args.flags)
+    _restart_for_allocator(config.flags)
     try:
         opened = source_from_args(args)
         d = diagnose(config, steps=args.steps, graph=opened[1] if opened else None)

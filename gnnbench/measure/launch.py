@@ -27,6 +27,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+from gnnbench import process
+from gnnbench.flags import Flags
 from gnnbench.measure.results import write_json_atomic
 
 __all__ = ["launch", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
@@ -154,7 +156,9 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
                "-m", WORKER_MODULE, str(cfg_path), str(out), "--timeout", str(timeout),
                "--error-dir", str(error_dir)]
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=local_env(),
+        # every rank starts with the configuration's allocator (gnnbench.process)
+        env = local_env(process.child_environment(Flags.from_dict(cfg.get("flags") or {})))
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)  # its own group: a wall timeout kills the whole tree
         try:
             stdout, stderr = proc.communicate(timeout=wall_timeout)

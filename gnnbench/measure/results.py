@@ -88,6 +88,9 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     # a multi-rank run (gnnbench.measure.worker): world size, backend, per-rank figures, communication share
     distributed: dict[str, Any] | None = None
+    # the process, read back from it (gnnbench.process.in_effect): allocator, threads and cores, and the
+    # measured steps' page faults and user / kernel CPU time
+    process: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
 
     @property
@@ -102,8 +105,9 @@ class RunResult:
             d = {k: v for k, v in d.items() if k in keep and v is not None}
         elif not self.warnings:
             d.pop("warnings")
-        if d.get("distributed", 0) is None:
-            d.pop("distributed")
+        for k in ("distributed", "process"):
+            if d.get(k, 0) is None:
+                d.pop(k)
         for k in ("unavailable", "error"):
             if d.get(k) is None:
                 d.pop(k, None)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,12 +27,13 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from gnnbench import process
 from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.measure.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
-from gnnbench.measure.results import SCHEMA_VERSION, CompileMetrics, RunResult, write_json_atomic
+from gnnbench.measure.results import SCHEMA_VERSION, CompileMetrics, RunResult, load_result, write_json_atomic
 from gnnbench.timing import PHASES, PhaseTimer, summarize
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
@@ -75,6 +77,15 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if config.nproc > 1 and not (dist.is_available() and dist.is_initialized()):
         return _launched(config, out, dist_timeout)
     env = environment(device)
+    mismatch = None if config_unavailable(config, device) else process.start_mismatch(config.flags)
+    if mismatch is not None and not process.was_placed():
+        return _in_child(config, out, dist_timeout)  # the allocator is set when a process starts
+    if mismatch is not None:  # started for its allocator, and running another: never measured as the one asked
+        result = RunResult(status="failed", config=config.to_dict(), environment=env,
+                           error=f"the process started for it does not run its allocator: {mismatch}")
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
     try:
         trainer = Trainer(config, graph)
     except UnavailableError as exc:
@@ -86,11 +97,13 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     losses: list[float] = []
+    usage = process.StepUsage(config.warmup_steps)
     total = (config.epochs or 0) * (config.max_steps_per_epoch or 0)
     if profiler is not None:
         profiler.__enter__()
     try:
         for step in trainer.steps(evaluate=True):
+            usage.tick(step.index, len(trainer.curve))
             nvml.sample()
             losses.append(step.loss)
             if profiler is not None:
@@ -98,6 +111,8 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
             if progress:
                 progress(step.index + 1, total)
     finally:
+        threads = process.threads_in_effect(trainer.pipeline.threads,  # read back before close undoes them
+                                            getattr(trainer.pipeline.batches, "worker_cores", None))
         trainer.close()
         if profiler is not None:
             profiler.__exit__(None, None, None)
@@ -110,9 +125,26 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if after is not None:
         after(trainer)
     result = _assemble(trainer, env, nvml, accuracy, trainer.evaluation.seconds, losses)
+    result.process = process.in_effect(threads, usage.summary())
     if out:
         write_json_atomic(out, result.to_dict())
     return result
+
+
+def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
+    """``config`` measured in a child process started with its allocator (``python -m gnnbench.measure.run``
+    with :func:`gnnbench.process.child_environment`); its result is this run's."""
+    with tempfile.TemporaryDirectory(prefix="gnnbench-process-") as tmp:
+        cfg_path, path = Path(tmp) / "config.json", Path(out) if out else Path(tmp) / "result.json"
+        write_json_atomic(cfg_path, config.to_dict())
+        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path),
+                               "--dist-timeout", str(timeout)], capture_output=True, text=True,
+                              env=process.child_environment(config.flags))
+        data = load_result(path) if proc.returncode == 0 else None
+        if data is None:
+            return RunResult(status="failed", config=config.to_dict(),
+                             error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1])
+        return RunResult.from_dict(data)
 
 
 def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from gnnbench import process
 from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
 from gnnbench.measure.calibration import (
     BUDGET_FACTOR,
@@ -274,8 +275,10 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         cfg_path = path.with_name(f".{path.name}.config.json")
         write_json_atomic(cfg_path, entry.config.to_dict())
         # nproc > 1: gnnbench.measure.run launches the ranks through torchrun (gnnbench.measure.launch)
+        # the process is part of the configuration: started with its allocator (gnnbench.process)
         proc = subprocess.run([sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path), "--dist-timeout",
-                               str(dist_timeout)], capture_output=True, text=True)
+                               str(dist_timeout)], capture_output=True, text=True,
+                              env=process.child_environment(entry.config.flags))
         cfg_path.unlink(missing_ok=True)
         data = load_result(path) if proc.returncode == 0 else None
         if data is None:

@@ -15,6 +15,7 @@ from torch_geometric.loader import LinkLoader, NodeLoader
 
 from gnnbench.flags import Flags, RunContext, Unavailable
 from gnnbench.graphs.prepare import PreparedGraph
+from gnnbench.process.threads import WorkerPin, affinity_of, plan_for
 from gnnbench.sampling.batch import Batch, BatchSource, target_rowptr
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.sampler import (
@@ -24,7 +25,8 @@ from gnnbench.sampling.sampler import (
     native_backend_status,
 )
 
-__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "WeightedNodeLoader", "EpochShuffle", "training_pairs", "shutdown_loader"]
+__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "WeightedNodeLoader", "EpochShuffle", "training_pairs", "shutdown_loader",
+           "worker_placement"]
 
 
 def _set_epoch(loader, epoch: int) -> None:
@@ -35,6 +37,14 @@ def _set_epoch(loader, epoch: int) -> None:
     for part in (loader.batch_sampler, getattr(loader, "node_sampler", None), getattr(loader, "link_sampler", None)):
         if hasattr(part, "set_epoch"):
             part.set_epoch(epoch)
+
+
+def worker_placement(flags: Flags) -> WorkerPin | None:
+    """The loader's ``worker_init_fn`` for ``flags.thread_placement``: with ``"split"``, each worker pins itself
+    to its own core (:mod:`gnnbench.process.threads`); else ``None`` (workers run where the kernel puts them)."""
+    if flags.thread_placement == "shared" or flags.num_workers == 0:
+        return None
+    return WorkerPin(plan_for(flags.thread_placement, flags.num_workers).worker_cores)
 
 
 def shutdown_loader(loader) -> None:
@@ -51,6 +61,7 @@ class _SuspendableWorkers:
 
     loader: Any
     _live: Any = None  # the DataLoader iterator of the epoch running now
+    worker_cores: list[list[int] | None] | None = None  # each worker's cores, read from it at its first batch
 
     def attach_background(self, work) -> None:
         """Register this source's live worker processes with the run's background work (no-op without
@@ -67,7 +78,10 @@ class _SuspendableWorkers:
         it = iter(self.loader)
         self._live = it
         try:
-            yield from it
+            for i, batch in enumerate(it):
+                if i == 0 and self.worker_cores is None and self.loader.num_workers > 0:
+                    self.worker_cores = [affinity_of(pid) for pid in self._live_pids()]  # read back, live
+                yield batch
         finally:
             self._live = None
 
@@ -145,6 +159,7 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+            worker_init_fn=worker_placement(flags),
         )
 
     def __len__(self) -> int:
@@ -236,6 +251,7 @@ class LinkBatches(_SuspendableWorkers, BatchSource):
             num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
             persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+            worker_init_fn=worker_placement(flags),
         )
 
     def steps_per_epoch(self) -> int | None:

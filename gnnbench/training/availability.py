@@ -3,7 +3,8 @@
 Each layer owns the rules for its fields (:func:`gnnbench.graphs.prepare.unavailable`,
 :func:`gnnbench.sampling.sources.unavailable`, :func:`gnnbench.features.placement.unavailable`,
 :func:`gnnbench.models.aggregation.unavailable`, :func:`gnnbench.models.tasks.unavailable`,
-:func:`gnnbench.parallel.data_parallel.unavailable`, :func:`gnnbench.parallel.partition_parallel.unavailable`);
+:func:`gnnbench.parallel.data_parallel.unavailable`, :func:`gnnbench.parallel.partition_parallel.unavailable`,
+:func:`gnnbench.process.unavailable`);
 :func:`check` asks them all. The trainer, the registry, sweeps, benchmarks and tests read this one answer, so a
 configuration is refused the same way everywhere.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 import torch
 
+from gnnbench import process
 from gnnbench.env import resolve_device
 from gnnbench.features import placement as features
 from gnnbench.flags import Flags, RunContext, Unavailable
@@ -26,7 +28,7 @@ from gnnbench.training.config import RunConfig
 
 __all__ = ["check", "reasons", "LAYERS", "run_context", "config_unavailable"]
 
-LAYERS = (prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable,
+LAYERS = (process.unavailable, prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable,
           data_parallel.unavailable, partition_parallel.unavailable)
 
 

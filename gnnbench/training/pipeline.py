@@ -18,12 +18,13 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from gnnbench import process
 from gnnbench.background import BackgroundWork
 from gnnbench.env import resolve_device
 from gnnbench.features.hot_set import hot_set_chooser
 from gnnbench.features.placement import features_for
 from gnnbench.features.stores import PlacedFeatures
-from gnnbench.flags import UnavailableError
+from gnnbench.flags import Unavailable, UnavailableError
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import PreparedGraph, prepare
 from gnnbench.graphs.source import load_source
@@ -33,6 +34,8 @@ from gnnbench.models.precision import Precision
 from gnnbench.models.tasks import TASKS
 from gnnbench.parallel.data_parallel import wrap_model
 from gnnbench.parallel.partition_parallel import PartitionParallel, partition_for
+from gnnbench.process import threads as thread_placement
+from gnnbench.process.threads import ThreadPlan
 from gnnbench.sampling.batch import BatchSource
 from gnnbench.sampling.sources import make_batch_source
 from gnnbench.training.availability import check, run_context
@@ -65,6 +68,8 @@ class Pipeline:
     scaler: torch.amp.GradScaler
     setup_seconds: float  # the setup clock: from the prepared graph to the first step
     background: BackgroundWork = field(default_factory=BackgroundWork)  # producers paused during evaluation
+    threads: ThreadPlan | None = None  # where the step's threads and the loader workers run (Flags.thread_placement)
+    restore_threads: Callable[[], None] = lambda: None  # undoes the placement (at close)
 
     @property
     def setup_clock(self) -> float:
@@ -72,8 +77,10 @@ class Pipeline:
         return self.prepared.prepare_seconds + self.setup_seconds
 
     def close(self) -> None:
-        """Release the batch source (loader workers, a per-run cache directory)."""
+        """Release the batch source (loader workers, a per-run cache directory) and the thread placement."""
         self.batches.close()
+        self.restore_threads()
+        self.restore_threads = lambda: None
 
 
 def graph_of(config: RunConfig, graph: Any = None) -> tuple[Any, float]:
@@ -95,6 +102,20 @@ def graph_of(config: RunConfig, graph: Any = None) -> tuple[Any, float]:
     return graph, graph.meta.get("generate_seconds", 0.0)
 
 
+def process_mismatch(flags) -> list[Unavailable]:
+    """An allocator other than the baseline that this process does not run: it is set when a process starts, so
+    it is refused here rather than measured as the allocator this process has (``gnnbench.measure.run`` starts a
+    process for it). The baseline is the process as it was started; its result records what that was."""
+    if flags.allocator == process.BASELINE_ALLOCATOR:
+        return []
+    mismatch = process.start_mismatch(flags)
+    if mismatch is None:
+        return []
+    return [Unavailable("allocator", f"{mismatch}; an allocator is set when a process starts: measure it with "
+                                     "gnnbench run or compare (they start one), or start this one with "
+                                     f"{process.shell_prefix(flags.allocator)}")]
+
+
 def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     """Build ``config``'s pipeline (on ``graph`` when given, else its own).
 
@@ -104,10 +125,11 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     graph, graph_seconds = graph_of(config, graph)
-    items = check(config.flags, run_context(config, device, graph))
+    items = check(config.flags, run_context(config, device, graph)) or process_mismatch(config.flags)
     if items:
         raise UnavailableError(items)
     flags, seed = config.flags, config.seed
+    threads = thread_placement.plan_for(flags.thread_placement, flags.num_workers)  # before any pinning
     task = TASKS[config.task](graph, device, seed=seed)
     train_graph = task.train_graph
     prepared = prepare(train_graph, flags)
@@ -134,8 +156,9 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     attach = getattr(batches, "attach_background", None)  # sources with loader workers suspend them in evaluation
     if attach is not None:
         attach(background)
+    restore = thread_placement.apply(threads)  # the workers, forked at the first epoch, pin themselves
     return Pipeline(config=config, device=device, graph_seconds=graph_seconds, task=task, graph=train_graph,
                     prepared=prepared, features=features, batches=batches, model=model, precision=precision,
                     forward=forward, dynamo_counters=dynamo_counters, comm=comm, policy=policy, partition=partition,
                     optimizer=optimizer, scaler=scaler, setup_seconds=time.perf_counter() - t0,
-                    background=background)
+                    background=background, threads=threads, restore_threads=restore)

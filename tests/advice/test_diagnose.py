@@ -112,7 +112,9 @@ def test_loader_workers_rank_last_without_spare_cores():
     config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
     finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
     crowded = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(2, 2))
-    adds_workers = {r.name for r in crowded if registry.get(r.name).apply(config.flags).num_workers > 0}
+    # entries that add workers on shared cores (workers_split gives them cores of their own: no caveat)
+    adds_workers = {r.name for r in crowded if registry.get(r.name).apply(config.flags).num_workers > 0
+                    and registry.get(r.name).apply(config.flags).thread_placement == "shared"}
     assert adds_workers, "the registry has loader-worker entries targeting sampling"
     assert {r.name for r in crowded if r.caveat} == adds_workers
     assert [r.name for r in crowded][-len(adds_workers):] == [r.name for r in crowded if r.caveat]
@@ -411,7 +413,9 @@ def test_code_path_ranges_cost_nothing_without_a_profiler_and_every_path_is_mark
 
 SMALL = GraphSpec.preset("tiny", num_nodes=1500)
 # entries a user may already have on (device-independent, single process)
-ALREADY_ON = [o.name for o in registry.REGISTRY.values() if o.nproc == 1 and not o.unavailable("cpu")]
+# in-process diagnoses: an allocator is set when a process starts (the CLI starts one for it), so not here
+ALREADY_ON = [o.name for o in registry.REGISTRY.values() if o.nproc == 1 and not o.unavailable("cpu")
+              and "allocator" not in o.changes_for(Flags())]
 
 
 @st.composite

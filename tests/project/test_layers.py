@@ -19,6 +19,7 @@ PACKAGE = ROOT / "gnnbench"
 
 BANDS = (
     ("shared", ("flags", "env", "atomic", "timing", "background", "host_memory", "text")),
+    ("process", ("process",)),
     ("graphs", ("graphs",)),
     ("sampling", ("sampling",)),
     ("features", ("features",)),

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from gnnbench import registry
+from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.measure.run import run
 from gnnbench.measure.workload import BENCH_FLAGS
@@ -87,7 +88,10 @@ FREE = [o.name for o in registry.REGISTRY.values() if not o.costs_accuracy]
 COSTLY = [o.name for o in registry.REGISTRY.values() if o.costs_accuracy]
 # entries whose two seeds take more than a few seconds here (link prediction's baseline and negatives, compile):
 # they run with -m slow
-SLOW = {"degree_negatives", "unchecked_negatives", "compile"}
+# The allocator entries train in a process of their own (started for the allocator); their bit-identical trajectory
+# is tests/process/test_allocators.py's, so their accuracy here runs with -m slow too.
+SLOW = {"degree_negatives", "unchecked_negatives", "compile"} | {
+    o.name for o in registry.REGISTRY.values() if "allocator" in o.changes_for(Flags())}
 
 
 def _params(names: list[str]) -> list:

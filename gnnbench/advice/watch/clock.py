@@ -17,6 +17,7 @@ from gnnbench.advice.rules import RULES, Rules
 from gnnbench.advice.watch.patches import _Patches
 from gnnbench.advice.watch.verdict import _Verdict
 from gnnbench.measure.device_busy import BusySampler
+from gnnbench.process import StepUsage
 from gnnbench.timing import PHASE_RANGE
 
 # Bound once: the step's instrumented calls run between the loop's own tensor work, which leaves the caches cold,
@@ -69,6 +70,7 @@ class Watch(_Patches, _Verdict):
         self._device_set = device is not None
         self.device = torch.device(device) if device is not None else self._guess_device()
         self.records: list[dict[str, float]] = []  # per measured step: phase seconds and "step"
+        self.usage = StepUsage(0)  # page faults and user / kernel CPU time of the measured steps
         self.seen = 0  # steps ended (warm-up included)
         self.events = 0  # instrumented events in the current step
         self.event_counts: list[int] = []
@@ -197,6 +199,8 @@ class Watch(_Patches, _Verdict):
         opt_calls, self.opt_calls = self.opt_calls, 0
         self.seen += 1
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
+        # the process's page faults and kernel time per measured step (gnnbench.process.StepUsage)
+        self.usage.tick(self.seen - 1 if measuring else -1)
         if measuring:
             self._sample_busy(end)
             self.records.append(record)

@@ -68,6 +68,9 @@ class WatchReport:
     data_wait_share: float = 0.0  # of the median step: waiting for the loader's next batch
     reproduce: str | None = None  # the gnnbench command that measures the advice on a twin of the user's graph
     notes: list[str] = field(default_factory=list)
+    # the script's process, read back: allocator, threads, the measured steps' page faults and kernel share, and
+    # the allocation-cost finding (gnnbench.process)
+    process: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,7 +78,13 @@ class WatchReport:
     def format(self) -> str:
         """The text, laid out as ``gnnbench diagnose``'s: the step, the phase table, the shares by bottleneck,
         the hot operators, the bottleneck, what to try (here in the loop's own terms) and how to verify it."""
-        from gnnbench.advice.diagnosis_text import bottleneck_line, compute_line, finding_lines, hot_op_lines
+        from gnnbench.advice.diagnosis_text import (
+            bottleneck_line,
+            compute_line,
+            finding_lines,
+            hot_op_lines,
+            process_line,
+        )
 
         s = self.step_ms
         lines = [f"gnnbench watch: {self.steps} measured steps after {self.warmup} warm-up on {self.device}, "
@@ -93,8 +102,12 @@ class WatchReport:
         lines.append(bottleneck_line(self.shares))
         lines.append(compute_line(self.finding, self.data_wait_share, self.device_busy))
         lines += hot_op_lines(self.hot_ops)
+        if self.process:
+            lines.append(process_line(self.process))
         lines.append("")
         lines += finding_lines(self.finding)
+        if self.process.get("finding"):
+            lines.append(self.process["finding"])
         lines.append("")
         if self.advice:
             lines.append("try, in your loop, in this order (each measured by the gnnbench entry named):")

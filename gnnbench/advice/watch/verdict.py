@@ -11,9 +11,12 @@ import torch
 
 from gnnbench import registry
 from gnnbench.advice.op_profile import HOT_OP_SHARE, OpProfile, attribute_ops
-from gnnbench.advice.rules import Finding, classify
+from gnnbench.advice.rules import Finding, allocation_finding, classify
 from gnnbench.advice.watch.patches import _COST_KINDS
 from gnnbench.advice.watch.report import WATCH_PHASES, Advice, WatchReport, measured_overhead
+from gnnbench.flags import Flags
+from gnnbench.process import ALLOCATORS, allocator_in_effect, in_effect, shell_prefix
+from gnnbench.process.allocators import allocator_unavailable
 
 # the phases in which the loop waits for its next batch (the loader's next(), split where it could be)
 _DATA_WAIT = ("wait", "sample", "gather", "transform")
@@ -32,7 +35,11 @@ IN_YOUR_LOOP = {
     "fanout": "NeighborLoader(num_neighbors=[...]) with a smaller last hop (fewer sampled nodes per batch)",
     "labor": "LABOR sampling (DGL GraphBolt's LaborSampler; in PyG, a sampler that shares one variate per "
              "source across the batch): fewer distinct vertices per batch",
-    "workers": "DataLoader / NeighborLoader(num_workers=4): sampling in worker processes",
+    "workers": "DataLoader / NeighborLoader(num_workers=k) with k below the cores the model's threads leave free "
+               "(torch.set_num_threads(cores - k)): sampling in worker processes",
+    "workers_split": "NeighborLoader(num_workers=1) with torch.set_num_threads(cores - 1) and the worker pinned to a "
+                     "core of its own (loader.enable_cpu_affinity(), or worker_init_fn pinning with "
+                     "os.sched_setaffinity): sampling overlapped on its own core",
     "persistent_workers": "persistent_workers=True on the loader (workers kept between epochs)",
     "prefetch": "prefetch_factor=4 on the loader (more batches in flight per worker)",
     "pin_memory": "pin_memory=True on the loader and batch.to(device, non_blocking=True)",
@@ -65,6 +72,9 @@ IN_YOUR_LOOP = {
     "powersgd": "DDP's PowerSGD communication hook",
     "partition_metis": "METIS partitions, one per rank (torch_geometric.loader.ClusterData per rank)",
     "partition_degree": "degree-bucket partitions, one per rank",
+    # the process: set in the environment the script starts with (the library's path as found on this machine)
+    **{name: f"start the script as `{shell_prefix(name)} python train.py` ({ALLOCATORS[name].description})"
+       for name in ("glibc_tuned", "tcmalloc", "jemalloc", "jemalloc_pyg")},
 }
 
 
@@ -109,6 +119,9 @@ class _Verdict:
         report.loader = self._loader_facts()
         if self._prof_shares is not None:
             report.hot_ops = attribute_ops(self._prof_shares, self._task(), threshold=HOT_OP_SHARE)
+        report.process = self._report_process = in_effect(usage=self.usage.summary())
+        running = report.process["allocator"]["allocator"]
+        report.process["finding"] = allocation_finding(report.process.get("usage"), running, self.rules)
         report.advice = self._advice(finding, self._prof_shares or OpProfile())
         if self._costs is not None:
             counts = {"event": self.event_counts, "pass": self.pass_counts, "hook": self.hook_counts,
@@ -199,6 +212,11 @@ class _Verdict:
             out.add("graphsaint")
         if type(self.model).__name__ == "OptimizedModule":  # torch.compile(model) already
             out.add("compile")
+        running = allocator_in_effect()["allocator"]
+        for name in IN_YOUR_LOOP:  # an allocator the script runs already, or one this machine cannot load
+            allocator = registry.get(name).changes_for(Flags()).get("allocator")
+            if allocator is not None and (allocator == running or allocator_unavailable(allocator)):
+                out.add(name)
         out.add("unchecked_negatives")  # PyG's link loaders never check their negatives: already the case
         return out
 
@@ -208,6 +226,10 @@ class _Verdict:
         paths they remove or change, :meth:`OpProfile.credit`) first."""
         skip = self._not_here()
         credit = {opt.name: sum(profile.credit(opt).values()) or None for opt in registry.for_task(self._task())}
+        kernel_share = ((getattr(self, "_report_process", None) or {}).get("usage") or {}).get("kernel_share")
+        for opt in registry.for_task(self._task()):  # the process's allocator: the kernel's share of the CPU time
+            if "allocator" in opt.changes_for(Flags()):
+                credit[opt.name] = kernel_share
         out: list[Advice] = []
         for group in (finding.bottleneck, finding.secondary):
             if group is None:
