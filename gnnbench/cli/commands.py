@@ -96,7 +96,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     measured = measure_sweep(
         base, names, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
         target_acc=args.target_acc, budget_factor=args.budget_factor, aa=args.aa,
-        include_all_recommended=not (args.aa and args.flags is None), derive=not args.no_derive,
+        include_all_recommended=not (args.no_all_recommended or (args.aa and args.flags is None)),
+        derive=not args.no_derive,
         also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
         order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
         dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,

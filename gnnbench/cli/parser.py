@@ -93,6 +93,8 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
                         "accuracy only. --accuracy-rounds equal to --repeats: every round to the plateau")
     p.add_argument("--aa", action="store_true",
                    help="also run the baseline against itself (A/A): the machine's noise check")
+    p.add_argument("--no-all-recommended", action="store_true",
+                   help="leave out the row of the registry's recommended entries together (the static set)")
     p.add_argument("--target-acc", type=float, default=None,
                    help="validation target for time to accuracy (default: calibrated, see --calibration-runs)")
     add_calibration_args(p)
