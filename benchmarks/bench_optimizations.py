@@ -23,7 +23,7 @@ class Optimization:
 
     def setup(self, name):
         config = common.config_for(name)
-        common.skip_if_unavailable(config)
+        common.skip_if_unavailable(config, in_this_process=True)  # allocators: measured by track_* (run())
         self.trainer = Trainer(config, graph=common.graph())
         self.steps = self.trainer.steps(epochs=float("inf"))  # the one training loop, one step per call
         for _ in range(3):  # warm-up: first touch, compilation

@@ -48,7 +48,10 @@ def config_for(name: str) -> RunConfig:
                         epochs=2, warmup_steps=2, device=device())
 
 
-def skip_if_unavailable(config: RunConfig) -> None:
+def skip_if_unavailable(config: RunConfig, *, in_this_process: bool = False) -> None:
+    """Skip (``NotImplementedError``, with the layers' reasons) a configuration that cannot run here; with
+    ``in_this_process`` also one whose allocator this process does not run (it is set when a process starts:
+    ``run()`` starts one, an in-process benchmark cannot)."""
     try:
         dev = resolve_device(config.device)
     except ValueError as exc:
@@ -56,6 +59,12 @@ def skip_if_unavailable(config: RunConfig) -> None:
     reasons = config_unavailable(config, dev)
     if reasons:
         raise NotImplementedError(format_reasons(reasons))
+    try:
+        from gnnbench.training.pipeline import process_mismatch
+    except ImportError:  # a commit from before the process entries
+        return
+    if in_this_process and process_mismatch(config.flags):
+        raise NotImplementedError(format_reasons(process_mismatch(config.flags)))
 
 
 # The track_* runs train for a budget shown to reach the validation plateau on this workload (the accuracy
