@@ -97,6 +97,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         target_acc=args.target_acc, budget_factor=args.budget_factor, aa=args.aa,
         include_all_recommended=not (args.aa and args.flags is None), derive=not args.no_derive,
         also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
+        equivalence_margin=args.equivalence_margin,
         order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
         dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
         progress=SweepLines())

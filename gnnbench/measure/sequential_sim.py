@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count
+from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor
 from gnnbench.measure.stats import t_quantile
 
 __all__ = ["Simulation", "simulate", "simulate_fwer", "tables"]
@@ -78,7 +78,8 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     """Simulated sweeps and the rule's decisions in them; see :func:`simulate` for the model.
 
     Returns arrays: ``base`` (trials, rounds) baseline log summaries, ``d`` (trials, rows, rounds) log ratios,
-    ``floor`` (trials, rounds) the floor used at each look (nan: none), ``reason`` (trials, rows) codes 1
+    ``floor`` (trials, rounds) the floor used at each look (nan: none), ``min_sd`` (trials, rounds) the clock's
+    paired noise no row's sd is taken below at each look (0: none, the rule before ``paired_floor``), ``reason`` (trials, rows) codes 1
     significant, 2 below the floor, 3 max rounds, 4 futile, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
     ratio at the stop, ``final`` (trials, rows) the final Holm verdict.
     """
@@ -107,6 +108,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     d = base[:, None, :] - logs[:, 1:, :]
 
     floors = np.full((n, R), np.nan)
+    min_sd = np.zeros((n, R))
     open_ = np.ones((n, m), bool)
     reason = np.zeros((n, m), np.int8)
     look = np.full((n, m), R, np.int64)
@@ -118,7 +120,12 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
         a = rule.look_alpha(k)
         code = np.zeros((n, m), np.int8)
         if k >= 2:
-            se = x.std(axis=-1, ddof=1) / math.sqrt(k)
+            sd_k = x.std(axis=-1, ddof=1)
+            if rule.paired_floor:  # the clock's paired noise: the pooled within-row sd of every row's log ratios
+                s0 = np.sqrt(((x - mean[..., None]) ** 2).sum(axis=(-1, -2)) / (m * (k - 1)))
+                min_sd[:, k - 1] = s0
+                sd_k = np.maximum(sd_k, s0[:, None] * sd_floor(1.0, k))
+            se = sd_k / math.sqrt(k)
             with np.errstate(divide="ignore", invalid="ignore"):
                 p_now = _t_two_sided(mean / se, k - 1)
             p = np.where(open_, p_now, np.where(reason == 1, 0.0, 1.0))
@@ -128,7 +135,9 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
                 if k == R:
                     final = rejected
             if rule.futility and floor is not None:
-                if floor == "measured":  # the floor the final table prints, estimated from the baseline so far
+                if floor == "measured" and rule.paired_floor:  # the clock's paired floor at R rounds
+                    log_f = t_quantile(0.975, R - 1) * min_sd[:, k - 1] / math.sqrt(R)
+                elif floor == "measured":  # the rule before: the baseline's unpaired spread so far
                     sb = base[:, :k].std(axis=-1, ddof=1)
                     log_f = t_quantile(0.975, R - 1) * math.sqrt(2.0) * sb / math.sqrt(R)  # R >= k >= 2
                 else:
@@ -136,9 +145,11 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
                 floors[:, k - 1] = np.exp(log_f)
                 half = t_quantile(0.5 + rule.level / 2.0, k - 1) * se
                 inside = (mean - half > -log_f[:, None]) & (mean + half < log_f[:, None])
+                if rule.paired_floor:  # an interval that excludes 1 is never noise
+                    inside &= (mean - half <= 0) & (mean + half >= 0)
                 code[(code == 0) & inside] = 2
             if k < R and rule.curtail > 0:  # conditional_power, vectorized (no round of the simulation is missing)
-                sd = x.std(axis=-1, ddof=1)
+                sd = sd_k
                 crit = t_quantile(1.0 - rule.look_alpha(R) / 2.0, R - 1) * sd / math.sqrt(R)
                 spread = sd * math.sqrt(R - k) / R
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -152,7 +163,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
         look[new] = k
         mean_at[new] = mean[new]
         open_ &= ~new
-    return {"base": base, "d": d, "floor": floors, "reason": reason, "look": look, "mean": mean_at,
+    return {"base": base, "d": d, "floor": floors, "min_sd": min_sd, "reason": reason, "look": look, "mean": mean_at,
             "final": final | (reason == 1)}
 
 
