@@ -287,7 +287,7 @@ def _judged(label: str, b: list[dict], m: list[dict], target: float | None, tta:
     ``measured`` is its measured ratio when ``judged`` replaced it (steps shown equivalent), else ``None``."""
     factors = tta_factors(b, m, target, changes_work=not same_work, derived=derived) if tta is not None else None
     if (factors is None or margin is None or derived or not same_work or tta.bound is not None
-            or label == AA_LABEL or label.endswith(MEASURED_SUFFIX)):
+            or not in_family(label)):
         return factors, tta, None
     eq = steps_equivalence(factors, margin)
     if eq is None:

@@ -19,7 +19,7 @@ import numpy as np
 from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor
 from gnnbench.measure.stats import t_quantile
 
-__all__ = ["Simulation", "simulate", "simulate_fwer", "tables"]
+__all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "tables"]
 
 
 def _t_two_sided(t: np.ndarray, df: int) -> np.ndarray:
@@ -267,6 +267,22 @@ def simulate_fwer(rule: StoppingRule, rows: int = 20, trials: int = 4000,
     return simulate(rule, rows=rows, effects=0, trials=trials, sigma=sigma, seed=seed).fwer
 
 
+def simulate_equivalence(margin: float = 0.10, *, true_ratio: float | None = None, rounds: int = 3,
+                         sd: float = 0.05, trials: int = 20000, seed: int = 0) -> float:
+    """The share of simulated rows that :func:`gnnbench.measure.stats.equivalence` calls equivalent: ``rounds``
+    paired log steps ratios ``N(log true_ratio, sd)`` each (``true_ratio`` default: at the margin, ``1 + margin``,
+    where the share is the false "equivalent" rate and must stay at or below 5%), TOST at 5% each side,
+    vectorized."""
+    r = _count(rounds, "rounds", 2)
+    ratio = 1.0 + margin if true_ratio is None else true_ratio
+    rng = np.random.default_rng(seed)
+    x = rng.normal(math.log(ratio), sd, size=(int(trials), r))
+    mean, se = x.mean(axis=-1), x.std(axis=-1, ddof=1) / math.sqrt(r)
+    half = t_quantile(0.95, r - 1) * se
+    d = math.log1p(margin)
+    return float(((mean - half > -d) & (mean + half < d)).mean())
+
+
 # --- The tables of docs/statistics.md -----------------------------------------------------------------
 
 def tables(*, trials: int = 20000, seed: int = 0) -> str:
@@ -316,6 +332,17 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
             one = simulate(rule, rows=20, effects=1, true_ratio=1.25, trials=trials, seed=seed)
             big = simulate(rule, rows=20, effects=20, true_ratio=2.0, trials=trials, seed=seed)
             lines.append(f"| {R} | {share:g} | {aa.fwer:.2%} | {one.power:.1%} | {big.saved:.1%} |")
+    lines += ["", f"The equivalence test (TOST at 5% each side, margin 10%), {trials} simulated rows per cell, seed "
+              f"{seed}: the share called equivalent, at the margin (a true steps ratio of 1.1: the false "
+              "\"equivalent\" rate) and at no effect (the power), by rounds and per-round sd of the log steps "
+              "ratio.", "", "| rounds | sd | at the margin (1.1x) | at 1/1.1x | at no effect |",
+              "|---:|---:|---:|---:|---:|"]
+    for rounds in (3, 5):
+        for sd in (0.01, 0.03, 0.1):
+            hi = simulate_equivalence(0.10, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            lo = simulate_equivalence(0.10, true_ratio=1 / 1.1, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            null = simulate_equivalence(0.10, true_ratio=1.0, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            lines.append(f"| {rounds} | {sd:g} | {hi:.2%} | {lo:.2%} | {null:.1%} |")
     return "\n".join(lines).rstrip() + "\n"
 
 
