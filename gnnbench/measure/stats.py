@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -218,8 +219,13 @@ def t_test_power(shift: float, df: int, alpha: float) -> float:
         raise ValueError(f"df must be an integer >= 1 (got {df!r})")
     a = _open_unit(alpha, "alpha")
     c = t_quantile(1.0 - a / 2.0, int(df))
-    power = _stats.nct.sf(c, int(df), shift) + _stats.nct.cdf(-c, int(df), shift)
-    return float(np.clip(power, 0.0, 1.0))
+    # P(T' > c) + P(T' < -c), the second as the upper tail of the mirrored noncentrality; scipy's noncentral t
+    # returns nan for a tail far below double precision (a rejection in the wrong direction at a large shift):
+    # such a tail is 0 to the precision of the sum
+    with warnings.catch_warnings():  # its series' "did not converge" in those tails, with the same nan
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tails = [float(_stats.nct.sf(c, int(df), nc)) for nc in (shift, -shift)]
+    return float(np.clip(sum(t if t == t else 0.0 for t in tails), 0.0, 1.0))
 
 
 @functools.lru_cache(maxsize=256)
