@@ -56,8 +56,9 @@ def clock_noise_sd(rows: Sequence[ComparisonRow], rounds: Sequence[int]) -> floa
 
 def floor_of_sd(sd: float, rounds: int, level: float = 0.95) -> float:
     """The smallest factor ``rounds`` paired rounds of a log ratio of per-round sd ``sd`` resolve:
-    ``exp(t_{(1+level)/2, rounds-1} sd / sqrt(rounds))``; nan without an sd or with fewer than 2 rounds."""
-    if not sd == sd or rounds < 2:
+    ``exp(t_{(1+level)/2, rounds-1} sd / sqrt(rounds))``; nan without a positive sd (no spread to estimate it
+    from) or with fewer than 2 rounds."""
+    if not sd > 0 or rounds < 2:
         return float("nan")
     return math.exp(t_quantile((1.0 + level) / 2.0, rounds - 1) * sd / math.sqrt(rounds))
 
