@@ -99,6 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         include_all_recommended=not (args.no_all_recommended or (args.aa and args.flags is None)),
         derive=not args.no_derive,
         also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
+        equivalence_margin=args.equivalence_margin,
         order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
         dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
         progress=SweepLines())

@@ -16,11 +16,23 @@ from gnnbench.cli.options import (
     parse_benches,
     parse_flags,
 )
+from gnnbench.measure.factors import DEFAULT_EQUIVALENCE_MARGIN
 from gnnbench.measure.regress import DEFAULT_ROUNDS
 from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 from gnnbench.measure.stats import DEFAULT_REPEATS
 
 __all__ = ["build_parser"]
+
+
+def _margin(text: str) -> float:
+    try:
+        m = float(text)
+    except ValueError:
+        m = None
+    if m is None or not 0.0 < m < 1.0:
+        raise argparse.ArgumentTypeError(f"--equivalence-margin must be a fraction in (0, 1), e.g. 0.1 for +-10% "
+                                         f"(got {text!r})")
+    return m
 
 
 def _accuracy_rounds(text: str) -> int:
@@ -91,6 +103,11 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
                         f"(default {ACCURACY_ROUNDS}, the rounds every row receives); the later rounds, which a "
                         "row receives only while its verdict is open, stop at the target and measure time to "
                         "accuracy only. --accuracy-rounds equal to --repeats: every round to the plateau")
+    p.add_argument("--equivalence-margin", type=_margin, default=DEFAULT_EQUIVALENCE_MARGIN, metavar="M",
+                   help=f"declared in sweep.json before the rounds (default {DEFAULT_EQUIVALENCE_MARGIN:g}): a row "
+                        "that keeps the work per step and whose steps to the target are shown within +-M of the "
+                        "baseline's (two one-sided tests) is judged by its time per step x the baseline's steps "
+                        "to the target")
     p.add_argument("--aa", action="store_true",
                    help="also run the baseline against itself (A/A): the machine's noise check")
     p.add_argument("--no-all-recommended", action="store_true",

@@ -209,14 +209,21 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
         lines.append(c.family)
     lines += headline(c)
     lines.append("")
-    head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
+    lines.append("to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
+                 "per step), each paired by round against the baseline (> 1: fewer steps, faster steps; 'ep': "
+                 "epochs and time per epoch, for entries that change the work per step; 'derived': the baseline's "
+                 "steps, by proof)" + (f"; steps to the target within +-{c.equivalence_margin:.0%} of the "
+                                       "baseline's (declared before the sweep, shown by TOST): judged by time per "
+                                       "step x the baseline's steps" if c.equivalence_margin else ""))
+    head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'to target x [95% CI]':<24}"
+            f"{'per step x [95% CI]':<24}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
             f"{'reached':>8}"
             f"{'step ms':>9}  {'step x [95% CI]':<22}{'test acc':>9}  {'acc delta pp [95% CI]':<24}"
             + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
     lines += [head, "-" * len(head)]
     for r in c.rows:
         if r.status != "ok":
-            lines.append(f"{r.label:<20}{'-':<24}{'-':<18}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
+            lines.append(f"{r.label:<20}{'-':<24}{'-':<18}{'-':<24}{'-':<24}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
                          + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r.status}: {r.reason}")
             continue
         base = r.label == BASELINE
@@ -246,13 +253,24 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
         tta = "-" if r.tta_s is None else f"{r.tta_s:.2f}"
         bound = {"at most": "<=", "at least": ">="}.get(r.bound, "")
         shown = "-" if base else (bound + ratio_of(r.primary_ratio) if r.bound != "unknown" else "bound unknown")
-        lines.append(f"{r.label:<20}{shown:<24}{r.primary:<18}{r.epoch_s:>8.2f}"
+        steps_x, per_step_x = _factor_cells(r, base)
+        lines.append(f"{r.label:<20}{shown:<24}{r.primary:<18}{steps_x:<24}{per_step_x:<24}{r.epoch_s:>8.2f}"
                      f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
                      f"{'-' if base else ratio_of(r.step_speedup):<22}"
                      f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
                      + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
     lines += format_distributed(c.rows)
     return "\n".join(lines)
+
+
+def _factor_cells(r: ComparisonRow, base: bool) -> tuple[str, str]:
+    """The two factors of a row's time to accuracy as table cells: steps to the target and time per step."""
+    f = r.factors
+    if base or f is None:
+        return "-", "-"
+    unit = " ep" if f.unit == "epochs" else ""
+    steps = "derived" if f.steps is None and r.derived else ratio_of(f.steps) + unit if f.steps else "-"
+    return steps, ratio_of(f.per_step) + unit if f.per_step else "-"
 
 
 def headline(c) -> list[str]:

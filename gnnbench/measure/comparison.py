@@ -32,8 +32,10 @@ from gnnbench.measure.accuracy import (
     paired_at_target,
     time_to_accuracy_run,
 )
-from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate, time_to
+from gnnbench.measure.calibration import CALIBRATION, Calibration, calibrate
+from gnnbench.measure.crossing import seconds_to
 from gnnbench.measure.distributed import compression_accuracy, distributed_summary, partition_efficiency
+from gnnbench.measure.factors import convergence_judged_tta, steps_equivalence, tta_factors
 from gnnbench.measure.family import (
     family_wise,
     in_family,
@@ -45,12 +47,14 @@ from gnnbench.measure.family import (
 )
 from gnnbench.measure.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
 from gnnbench.measure.paired import by_round, end_to_end, epoch_time, mean_interval, ratio_over_rounds
+from gnnbench.measure.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, row_floors
 from gnnbench.measure.rows import (
     AA_LABEL,
     BASELINE,
     E2E_BASELINE,
     EPOCH_TIME,
     FLOOR_KEY,
+    JUDGED_PER_STEP,
     MEASURED_SUFFIX,
     STATIC_LIST,
     TIME_TO_ACCURACY,
@@ -85,6 +89,8 @@ class Comparison:
     derived_checks: list[dict[str, Any]] = field(default_factory=list)
     rule: dict[str, Any] | None = None  # the stopping rule the sweep ran under (StoppingRule.to_dict())
     stops: dict[str, dict | None] = field(default_factory=dict)  # per family row: its Stop, or None (open)
+    clock_sd: float | None = None  # the clock's paired noise (log sd) no row's per-round sd is taken below
+    equivalence_margin: float | None = None  # the margin the sweep declared for steps to the target (None: none)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, as ``compare --json`` prints it: every field, each row as :meth:`ComparisonRow.to_dict`."""
@@ -118,7 +124,8 @@ def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
 
 
 def compare(results: list[dict], *, target_acc: float | None = None,
-            calibration: Calibration | None = None, rule: StoppingRule | None = None) -> Comparison:
+            calibration: Calibration | None = None, rule: StoppingRule | None = None,
+            equivalence_margin: float | None = None) -> Comparison:
     """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
     epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta
     at convergence.
@@ -132,6 +139,18 @@ def compare(results: list[dict], *, target_acc: float | None = None,
         rule: The stopping rule the sweep ran under (rounds that stop when decided): its stops are replayed
             from the results (:func:`gnnbench.measure.sequential.settled`) into :attr:`Comparison.stops` and the
             final significance is the rule's.
+        equivalence_margin: The margin the sweep declared before its rounds (``sweep.json``, e.g. 0.10): a row
+            that does not change the work per step, is not derived and reached the target in every round, and
+            whose paired steps to the target are shown equivalent to the baseline's within it (TOST,
+            :func:`gnnbench.measure.factors.steps_equivalence`), is judged by its time per step times the
+            baseline's steps to the target (:func:`gnnbench.measure.factors.convergence_judged_tta`); its
+            measured time to accuracy stays in ``measured_tta_speedup``. ``None``: no margin was declared, every
+            row keeps its measured (or derived) time to accuracy.
+
+    A sweep under a rule with ``paired_floor`` (or, without a rule, one that declared a margin) is judged against
+    floors of its own statistics (:mod:`gnnbench.measure.paired_floor`): no row's per-round sd is taken below the
+    clock's paired noise (:attr:`Comparison.clock_sd`; ``floors["paired_clock"]`` is its floor at the sweep's
+    rounds), and the rule's "below the floor" reads each row's own paired floor.
 
     Without calibration or ``target_acc`` the target falls back to the measured baseline's own plateau minus
     1 pp, and :attr:`Comparison.target_source` says that the baseline then reaches it by construction.
@@ -174,14 +193,14 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     rounds = sorted(base)
     floors = {"step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
               "epoch": noise_floor([epoch_time(base[k]) for k in rounds])}
-    base_tta = [time_to(base[k], target) for k in rounds]
+    base_tta = [seconds_to(base[k], target) for k in rounds]
     if target is not None and all(t is not None for t in base_tta):
         floors["time_to_accuracy"] = noise_floor(base_tta)
     # a derived row's steps to the target: the calibration's, for the target this comparison reads
     steps_to_target = (calibration.median_steps_to_target if calibration is not None and target is not None
                        and calibration.target == target else None)
-    rows = [_row(label, runs, e2e_base if end_to_end(runs) and e2e_base else base, target, steps_to_target)
-            for label, runs in by_label.items()]
+    rows = [_row(label, runs, e2e_base if end_to_end(runs) and e2e_base else base, target, steps_to_target,
+                 equivalence_margin) for label, runs in by_label.items()]
     if meaningless:
         for row in rows:
             if row.acc_verdict:
@@ -189,7 +208,18 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     partition_efficiency(rows, by_label)
     compression_accuracy(rows, by_label)
     stops = None
-    if rule is not None:
+    paired = rule.paired_floor if rule is not None else equivalence_margin is not None
+    clock_sd = clock_noise_sd(rows, rounds) if paired else float("nan")
+    if paired:
+        for row in rows:
+            if in_family(row.label) or row.label == AA_LABEL:
+                floor_primary(row, clock_sd)
+                row.significant = _significant(row.primary_ratio, row.tta_speedup)
+        floors["paired_clock"] = floor_of_sd(clock_sd, len(rounds))
+    if rule is not None and paired:
+        min_sd, per_row = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
+        stops = settled(rule, round_log_ratios(rows, rounds), None, row_floors=per_row, min_sd=min_sd)
+    elif rule is not None:
         floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
         for k in rule.looks:
             if k > len(rounds):
@@ -206,7 +236,8 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     return Comparison(head + rest, len(rounds), target, source, floors, aa,
                       calibration.to_dict() if calibration is not None else None, family, _derived_checks(rows),
                       rule.to_dict() if rule is not None else None,
-                      {k: (v.to_dict() if v is not None else None) for k, v in (stops or {}).items()})
+                      {k: (v.to_dict() if v is not None else None) for k, v in (stops or {}).items()},
+                      clock_sd if clock_sd == clock_sd else None, equivalence_margin)
 
 
 def _derived_checks(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
@@ -250,8 +281,27 @@ def _significant(primary: PairedRatio | None, tta: TimeToAccuracy | None) -> boo
     return significant
 
 
+def _judged(label: str, b: list[dict], m: list[dict], target: float | None, tta: TimeToAccuracy | None,
+            same_work: bool, derived: bool, margin: float | None):
+    """A row's time-to-accuracy factors, and the ratio it is judged by: ``(factors, judged, measured)`` where
+    ``measured`` is its measured ratio when ``judged`` replaced it (steps shown equivalent), else ``None``."""
+    factors = tta_factors(b, m, target, changes_work=not same_work, derived=derived) if tta is not None else None
+    if (factors is None or margin is None or derived or not same_work or tta.bound is not None
+            or not in_family(label)):
+        return factors, tta, None
+    eq = steps_equivalence(factors, margin)
+    if eq is None:
+        return factors, tta, None
+    factors.equivalence = eq.to_dict()
+    judged = convergence_judged_tta(b, m, target, eq) if eq.equivalent else None
+    if judged is None:
+        return factors, tta, None
+    factors.judged_by = JUDGED_PER_STEP
+    return factors, judged, tta
+
+
 def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None,
-         steps_to_target: float | None = None) -> ComparisonRow:
+         steps_to_target: float | None = None, margin: float | None = None) -> ComparisonRow:
     """The row of the configuration ``label`` (its ``runs``) against the baseline runs ``base`` (by round)."""
     derived = bool(runs[0].get("derived"))
     row = ComparisonRow(label=label, optimizations=runs[0].get("optimizations", []), derived=derived,
@@ -275,6 +325,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     step = ratio_over_rounds([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
     epoch = ratio_over_rounds([epoch_time(r) for r in b], [epoch_time(r) for r in m])
     tta = derived_tta(b, m, steps_to_target) if derived else measured_tta(b, m, target)
+    factors, tta, measured_ratio = _judged(label, b, m, target, tta, same_work, derived, margin)
     # accuracy is read from the rounds that trained to the plateau; time-to-accuracy rounds stop at the target
     acc = list(range(len(rounds))) if derived else [i for i in range(len(rounds))
                                                     if not (time_to_accuracy_run(b[i]) or time_to_accuracy_run(m[i]))]
@@ -303,6 +354,7 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         setup_s=statistics.median(r.get("setup_seconds") or r["graph"].get("setup_seconds", 0.0) for r in m),
         tta_s=tta.seconds if tta else None, tta_reached=tta.reached_text if tta else None,
         tta_speedup=tta, censored=bool(tta and tta.censored), tta_note=tta.note if tta else None,
+        factors=factors, measured_tta_speedup=measured_ratio,
         primary=primary_name, speedup=primary.ratio if primary else None,
         speedup_low=primary.low if primary else None, speedup_high=primary.high if primary else None,
         significant=_significant(primary, tta), acc_point=acc_point, converged=accuracy.converged,

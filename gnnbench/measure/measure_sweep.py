@@ -17,6 +17,7 @@ from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
 from gnnbench.measure.comparison import Comparison, compare, measured_best, tradeoffs
 from gnnbench.measure.executors import RoundExecutor
+from gnnbench.measure.factors import DEFAULT_EQUIVALENCE_MARGIN
 from gnnbench.measure.launch import DEFAULT_TIMEOUT
 from gnnbench.measure.sequential import StoppingRule
 from gnnbench.measure.stats import DEFAULT_REPEATS
@@ -68,7 +69,8 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
                   target_acc: float | None = None, budget_factor: float = BUDGET_FACTOR,
                   calibration: Calibration | None = None, aa: bool = False, include_all_recommended: bool = True,
                   derive: bool = False, also_measured: Iterable[str] = (), accuracy_rounds: int | None = None,
-                  stop_when_settled: bool = False, extra_entries: Sequence[Entry] = (), order_seed: int = 0,
+                  stop_when_settled: bool = False, equivalence_margin: float | None = DEFAULT_EQUIVALENCE_MARGIN,
+                  extra_entries: Sequence[Entry] = (), order_seed: int = 0,
                   isolate: bool = True, resume: bool = True, dist_timeout: float = DEFAULT_TIMEOUT,
                   executor: RoundExecutor | None = None, record_outcome: bool = False,
                   progress: SweepProgress | None = None) -> MeasuredSweep:
@@ -96,6 +98,10 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
             only); ``None`` or ``>= repeats``: every round trains to the plateau.
         stop_when_settled: Stop giving rounds to a row once its verdict is settled, under
             :meth:`StoppingRule.for_repeats` (needs 2 rounds or more and a target fixed before the rounds).
+        equivalence_margin: Declared in the manifest before the rounds: a row that keeps the work per step and
+            whose steps to the target are shown equivalent to the baseline's within it is judged by its time per
+            step x the baseline's steps to the target (:func:`gnnbench.measure.comparison.compare`); ``None``:
+            every row by its measured time to accuracy.
         extra_entries: Entries of the caller's own, measured in the same rounds (``tune``'s swap moves).
         order_seed: Seed of the per-round run order (recorded).
         isolate: Run each configuration in its own process.
@@ -139,7 +145,8 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
     rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 and fixed_target else None
 
     def judge(results: list[dict]) -> Comparison:
-        return compare(own_runs + results, target_acc=target_acc, calibration=calibration, rule=rule)
+        return compare(own_runs + results, target_acc=target_acc, calibration=calibration, rule=rule,
+                       equivalence_margin=equivalence_margin)
 
     def after_round(done: list[dict]) -> tuple[set[str], bool]:
         """The rows whose verdict is settled after this round, and whether every row's is."""
@@ -154,6 +161,7 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
     try:
         results = run_sweep(entries, out_dir, isolate=isolate, resume=resume, order_seed=order_seed,
                             progress=progress.sweep_run, calibration=own, rule=rule,
+                            equivalence_margin=equivalence_margin,
                             after_round=after_round if rule is not None else None, dist_timeout=dist_timeout,
                             executor=executor)
     finally:

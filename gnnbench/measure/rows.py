@@ -22,7 +22,8 @@ from typing import Any
 from gnnbench.measure.sequential import Stop
 
 __all__ = ["ComparisonRow", "PairedRatio", "TimeToAccuracy", "BASELINE", "AA_LABEL", "E2E_BASELINE",
-           "MEASURED_SUFFIX", "STATIC_LIST", "TIME_TO_ACCURACY", "EPOCH_TIME", "FLOOR_KEY"]
+           "MEASURED_SUFFIX", "STATIC_LIST", "TIME_TO_ACCURACY", "EPOCH_TIME", "FLOOR_KEY", "TtaFactors", "STEPS",
+           "EPOCHS", "JUDGED_MEASURED", "JUDGED_PER_STEP", "JUDGED_DERIVED"]
 
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
@@ -33,6 +34,10 @@ STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entr
 TIME_TO_ACCURACY = "time to accuracy"  # a row's primary clock where the sweep has a target
 EPOCH_TIME = "epoch time"  # a row's primary clock without one
 FLOOR_KEY = {TIME_TO_ACCURACY: "time_to_accuracy", EPOCH_TIME: "epoch"}  # a row's primary -> its floors key
+STEPS, EPOCHS = "steps", "epochs"  # the unit of a row's steps to the target (epochs: it changes the work per step)
+JUDGED_MEASURED = "measured time to accuracy"
+JUDGED_PER_STEP = "time per step x the baseline's steps to the target (steps equivalent)"
+JUDGED_DERIVED = "derived (same trajectory, proven by test)"
 
 
 @dataclass
@@ -70,6 +75,41 @@ class TimeToAccuracy(PairedRatio):
     note: str | None  # the censoring, or how a derived figure was derived, in words
 
 
+@dataclass
+class TtaFactors:
+    """A row's time to accuracy split into its factors, each paired by round against the baseline.
+
+    ``steps`` is the ratio ``baseline / row`` of steps (or epochs) to the target (> 1: the row needs fewer), over
+    the rounds both reached it; ``per_step`` the ratio of time per step (or per epoch; > 1: the row is faster
+    per unit). Their product, with the setup, is the row's time to accuracy.
+    """
+
+    unit: str  # STEPS, or EPOCHS for a row that changes the work per step
+    steps: PairedRatio | None  # baseline / row steps (epochs) to the target; None for a derived row
+    per_step: PairedRatio | None  # baseline / row training clock per step (per epoch)
+    steps_to_target: float | None  # the row's median steps (epochs) to the target over the rounds it reached it
+    base_steps_to_target: float | None  # the baseline's, over the same rounds
+    seconds_per_unit: float | None  # the row's median training clock per step (per epoch)
+    setup_s: float | None  # the row's median setup clock
+    base_setup_s: float | None  # the baseline's
+    equivalence: dict[str, Any] | None = None  # the TOST of the steps ratio (Equivalence.to_dict), where tested
+    judged_by: str = JUDGED_MEASURED  # how the row's time to accuracy is judged
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(vars(self))
+        for k in ("steps", "per_step"):
+            out[k] = out[k].to_dict() if out[k] is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TtaFactors:
+        kw = dict(d)
+        for k in ("steps", "per_step"):
+            if isinstance(kw.get(k), dict):
+                kw[k] = PairedRatio(**kw[k])
+        return cls(**kw)
+
+
 @dataclass(kw_only=True)
 class ComparisonRow:
     """One configuration of a sweep, paired by round against the baseline of the same sweep.
@@ -98,6 +138,8 @@ class ComparisonRow:
     tta_speedup: TimeToAccuracy | None = None  # the time-to-accuracy ratio (None without a target)
     censored: bool = False  # missed the target in some round: its time-to-accuracy ratio is a bound
     tta_note: str | None = None  # the censoring or the derivation, in words (tta_speedup.note)
+    factors: TtaFactors | None = None  # time to accuracy as steps to the target x time per step (+ setup)
+    measured_tta_speedup: TimeToAccuracy | None = None  # the measured ratio, where the row is judged otherwise
     # --- the primary speedup: time to accuracy where there is one, else epoch time
     primary: str = EPOCH_TIME  # TIME_TO_ACCURACY or EPOCH_TIME: the clock the row is ranked by
     speedup: float | None = None  # the primary ratio (None: no paired round of that clock)
@@ -166,9 +208,10 @@ class ComparisonRow:
         """A row from :meth:`to_dict` (any subset of its keys: the others keep their defaults)."""
         kw = dict(d)
         for key, kind in (("step_speedup", PairedRatio), ("epoch_speedup", PairedRatio),
-                          ("tta_speedup", TimeToAccuracy), ("stop", Stop)):
+                          ("tta_speedup", TimeToAccuracy), ("measured_tta_speedup", TimeToAccuracy),
+                          ("stop", Stop), ("factors", TtaFactors)):
             if isinstance(kw.get(key), dict):
-                kw[key] = kind(**kw[key])
+                kw[key] = kind.from_dict(kw[key]) if hasattr(kind, "from_dict") else kind(**kw[key])
         return cls(**kw)
 
 

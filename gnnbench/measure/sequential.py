@@ -5,8 +5,9 @@ row (a configuration paired with the shared baseline) whether it stops receiving
 
 * :data:`SIGNIFICANT`: Holm's procedure over the whole family rejects it at this look's level
   (:meth:`StoppingRule.look_alpha`);
-* :data:`BELOW_FLOOR`: its 95% interval lies inside the noise-floor band ``(1/floor, floor)``, so more rounds
-  could only resolve an effect the table would call "not resolved" anyway; it is never called significant;
+* :data:`BELOW_FLOOR`: its 95% interval contains 1 and lies inside the noise-floor band ``(1/floor, floor)`` of
+  its own statistic, so more rounds could only resolve an effect the table would call "not resolved" anyway; it
+  is never called significant;
 * :data:`FUTILE`: before the last round, the chance that it is significant at the last look, were the remaining
   rounds to continue as its rounds so far (its conditional power under its current estimate, at the last look's
   full level), is below ``curtail`` (10%): more rounds would almost surely end in "no significant difference"
@@ -24,7 +25,16 @@ are the stops'. :func:`gnnbench.measure.sequential_sim.simulate` measures the ra
 the rounds saved; the derivation and the tables are in ``docs/statistics.md`` ("Rounds that stop when decided"),
 printed by ``python -m gnnbench.measure.sequential_sim``.
 
-Pure numpy and the standard library on top of :mod:`gnnbench.measure.stats`.
+Two floors keep noise and effect apart (``StoppingRule.paired_floor``, the rule since sweeps declare it): a row
+is compared with the floor of the statistic its interval uses (``row_floors``: the paired floor of its own clock),
+and never stops below the floor while its interval excludes 1; and a row's per-round sd is never taken below the
+clock's measured paired noise (``min_sd``), so a few rounds that agree by chance cannot settle it on an interval
+narrower than the clock allows. Raising an sd only raises p-values, so the error-rate argument above holds as it
+is. A sweep whose manifest records a rule without ``paired_floor`` ran under the rule before (one floor, the
+baseline's unpaired spread of the primary clock, and no sd floor); :meth:`StoppingRule.from_dict` gives it back
+so its stops replay as they ran.
+
+On top of :mod:`gnnbench.measure.stats`.
 """
 
 from __future__ import annotations
@@ -34,8 +44,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy.stats import chi2 as _chi2
 
-from gnnbench.measure.stats import DEFAULT_REPEATS, holm, paired_ratio, t_quantile
+from gnnbench.measure.stats import DEFAULT_REPEATS, _t_upper_tail, holm, paired_ratio, t_quantile
 
 __all__ = [
     "MIN_ROUNDS",
@@ -54,6 +65,9 @@ __all__ = [
     "final_alpha",
     "family_p_values",
     "final_significant",
+    "floored_interval",
+    "sd_floor",
+    "SD_FLOOR_QUANTILE",
 ]
 
 MIN_ROUNDS: int = 3
@@ -66,6 +80,10 @@ SIGNIFICANT = "significant"
 BELOW_FLOOR = "below the floor"
 FUTILE = "futile"
 MAX_ROUNDS = "max rounds"
+
+SD_FLOOR_QUANTILE: float = 0.05
+"""A row's per-round sd is taken as at least this quantile of the sample sd its rounds would show under the
+clock's paired noise (:func:`sd_floor`)."""
 
 CURTAIL: float = 0.10
 """A row stops as :data:`FUTILE` when its conditional power at the last look is below this."""
@@ -108,6 +126,10 @@ class StoppingRule:
             is below this, in [0, 1); 0: never.
         correction: ``"bonferroni"`` (the rule) or ``"none"`` (``alpha`` at every look; not family-wise, for
             the simulation that shows why the split is needed).
+        paired_floor: True (the rule): a row is below the floor only against the floor of its own statistic
+            (``settled``'s ``row_floors``) and only while its interval contains 1, and its per-round sd is floored
+            at the clock's paired noise (``min_sd``). False: the rule before, one floor for every row and no sd
+            floor, kept to replay sweeps that ran under it.
 
     Raises:
         ValueError: naming the field and its bad value.
@@ -120,6 +142,7 @@ class StoppingRule:
     futility: bool = True
     correction: str = "bonferroni"
     curtail: float = CURTAIL
+    paired_floor: bool = True
 
     def __post_init__(self) -> None:
         _count(self.min_rounds, "min_rounds", 1)
@@ -132,6 +155,8 @@ class StoppingRule:
             raise ValueError(f"futility must be True or False, got {self.futility!r}")
         if self.correction not in CORRECTIONS:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if not isinstance(self.paired_floor, bool):
+            raise ValueError(f"paired_floor must be True or False, got {self.paired_floor!r}")
         if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
                 0.0 <= self.curtail < 1.0):
             raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
@@ -172,18 +197,23 @@ class StoppingRule:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StoppingRule:
-        """The rule a sweep's manifest recorded (:meth:`to_dict`; derived keys are ignored)."""
-        names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail")
-        return cls(**{k: d[k] for k in names if k in d})
+        """The rule a sweep's manifest recorded (:meth:`to_dict`; derived keys are ignored). A manifest without
+        ``paired_floor`` ran under the rule before it (``paired_floor=False``)."""
+        names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail",
+                 "paired_floor")
+        return cls(**{"paired_floor": False, **{k: d[k] for k in names if k in d}})
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as plain data (for a sweep's manifest), with the level at each look."""
         return {"min_rounds": self.min_rounds, "max_rounds": self.max_rounds, "alpha": float(self.alpha),
                 "final_share": float(self.final_share), "futility": self.futility, "correction": self.correction,
-                "curtail": float(self.curtail),
+                "curtail": float(self.curtail), "paired_floor": self.paired_floor,
                 "look_alpha": {str(k): self.look_alpha(k) for k in self.looks},
                 "method": ("Holm across rows at every look; weighted Bonferroni over the looks; rows below the "
                            "floor stop and are never significant"
+                           + ("; the floor is the paired floor of each row's own statistic, a row whose interval "
+                              "excludes 1 is never below it, and no row's per-round sd is taken below the clock's "
+                              "paired noise" if self.paired_floor else "")
                            + (f"; rows whose conditional power at the last look is below {self.curtail:.0%} stop "
                               "as futile and are never significant" if self.curtail > 0 else "")
                            if self.correction != "none" else
@@ -241,6 +271,18 @@ def _checked(log_ratios: Mapping[str, Sequence[float]]) -> dict[str, list[float]
     return out
 
 
+def _min_sd_at(min_sd: float | Mapping[int, float] | None, look: int) -> float:
+    v = min_sd.get(look) if isinstance(min_sd, Mapping) else min_sd
+    if v is None:
+        return 0.0
+    x = float(v)
+    if x != x:
+        return 0.0
+    if x < 0 or math.isinf(x):
+        raise ValueError(f"min_sd at round {look} must be a finite number >= 0, got {v!r}")
+    return x
+
+
 def _floor_at(floor: float | Mapping[int, float] | None, look: int) -> float | None:
     f = floor.get(look) if isinstance(floor, Mapping) else floor
     if f is None:
@@ -256,16 +298,46 @@ def _floor_at(floor: float | Mapping[int, float] | None, look: int) -> float | N
     return v
 
 
-def _interval(values: Sequence[float], level: float) -> tuple[int, float, float, float, float]:
-    """(rounds, ratio, low, high, p) of the non-missing log ratios, by :func:`paired_ratio`, as ``compare``."""
+def _interval(values: Sequence[float], level: float,
+              min_sd: float = 0.0) -> tuple[int, float, float, float, float]:
+    """(rounds, ratio, low, high, p) of the non-missing log ratios, by :func:`paired_ratio`, as ``compare``; with
+    ``min_sd > 0`` the sd of the log ratios is taken as at least ``min_sd`` (:func:`floored_interval`)."""
     xs = [x for x in values if x == x]
     if not xs:
         return 0, float("nan"), float("nan"), float("nan"), float("nan")
+    if min_sd > 0 and len(xs) >= 2:
+        return floored_interval(xs, level, min_sd)
     r = paired_ratio([math.exp(x) for x in xs], [1.0] * len(xs), level=level)
     return r.rounds, r.ratio, r.low, r.high, r.p_value
 
 
-def conditional_power(values: Sequence[float], rule: StoppingRule) -> float:
+def sd_floor(clock_sd: float, n: int) -> float:
+    """The smallest sd ``n`` paired rounds of a clock whose paired noise is ``clock_sd`` plausibly show: the
+    :data:`SD_FLOOR_QUANTILE` quantile of the sample sd, ``clock_sd sqrt(chi2_{q, n-1} / (n - 1))`` (0.23 of
+    ``clock_sd`` for 3 rounds, 0.42 for 5). A smaller sample sd is rounds agreeing by chance, not a quieter
+    clock, and is taken as this instead."""
+    if n < 2 or not clock_sd > 0:
+        return 0.0
+    return float(clock_sd) * math.sqrt(float(_chi2.ppf(SD_FLOOR_QUANTILE, n - 1)) / (n - 1))
+
+
+def floored_interval(xs: Sequence[float], level: float, min_sd: float) -> tuple[int, float, float, float, float]:
+    """(rounds, ratio, low, high, p) of the paired t-test on the log ratios ``xs`` (two or more, none missing)
+    with their sample sd taken as at least :func:`sd_floor` of the clock's paired noise ``min_sd``: the interval
+    is never narrower, nor the p-value smaller, than that clock plausibly allows, whatever a few rounds happen to
+    agree on."""
+    n = len(xs)
+    mean = sum(xs) / n
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
+    if not sd > 0:
+        return n, math.exp(mean), math.exp(mean), math.exp(mean), 1.0 if mean == 0 else 0.0
+    se = sd / math.sqrt(n)
+    half = t_quantile((1.0 + level) / 2.0, n - 1) * se
+    p = min(1.0, 2.0 * _t_upper_tail(abs(mean) / se, n - 1))
+    return n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), p
+
+
+def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float = 0.0) -> float:
     """The chance that a row is significant at the last look, given its log ratios so far (nan: a missing
     round) and supposing its remaining rounds continue as those did: their mean is the current mean and their
     sd the current sd. ``values`` holds one entry per round so far, so ``rule.max_rounds - len(values)`` rounds
@@ -274,13 +346,14 @@ def conditional_power(values: Sequence[float], rule: StoppingRule) -> float:
     ``N = n + q`` pairs at the end, the final mean is normal around the current mean ``m`` with sd
     ``s sqrt(q) / N`` and must exceed ``c = t_{N-1} s / sqrt(N)`` in size: the power is
     ``Phi((|m| - c) / (s sqrt(q) / N)) + Phi((-|m| - c) / (s sqrt(q) / N))``. 1 when it cannot be judged (fewer
-    than 2 pairs, no spread) or no round is left."""
+    than 2 pairs, no spread) or no round is left. ``min_sd``: the sd is taken as at least this (the clock's
+    paired noise)."""
     xs = [x for x in values if x == x]
     n, left = len(xs), rule.max_rounds - len(values)
     if n < 2 or left <= 0:
         return 1.0
     mean = sum(xs) / n
-    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
     if not sd > 0:
         return 1.0
     end = n + left
@@ -302,7 +375,9 @@ def _holm_p(stop: Stop | None, p: float) -> float:
 
 
 def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
-            floor: float | Mapping[int, float] | None = None) -> dict[str, Stop | None]:
+            floor: float | Mapping[int, float] | None = None, *,
+            row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
+            min_sd: float | Mapping[int, float] | None = None) -> dict[str, Stop | None]:
     """After a round: which rows stop, and why.
 
     ``log_ratios[row][j]`` is the row's paired log ratio ``log(baseline / row)`` of its primary clock in round
@@ -316,6 +391,10 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
     else futile if ``k < max_rounds`` and its :func:`conditional_power` is below ``rule.curtail``; else max rounds
     if ``k == max_rounds``. At ``n >= max_rounds`` every row still open stops (max rounds).
 
+    Under ``rule.paired_floor`` a row is below the floor only while its interval contains 1, against its own
+    floor where ``row_floors`` has one, and every interval, p-value and conditional power takes the row's sd as
+    at least ``min_sd`` at that look (the clock's paired noise, log scale).
+
     Args:
         rule: The stopping rule.
         log_ratios: Per row, its per-round log ratios. Pass the rows of Holm's family only (not the baseline,
@@ -323,6 +402,10 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
         floor: The noise floor of the primary clock that the final table will print (e.g. 1.08): one value for
             every look, or one per look (``{round: floor}``; a missing look or nan: no futility there). None: no
             futility stops.
+        row_floors: Per row, the paired floor of the statistic its interval uses (one value, or one per look);
+            it replaces ``floor`` for that row (only under ``rule.paired_floor``).
+        min_sd: The clock's paired noise, the sd of a per-round log ratio no row's is taken below (one value or
+            one per look; None or nan: none; only under ``rule.paired_floor``).
 
     Returns:
         Per row (in the order given), its :class:`Stop`, or None while it keeps receiving rounds.
@@ -335,7 +418,8 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
     stops: dict[str, Stop | None] = {row: None for row in data}
     for k in range(rule.min_rounds, min(n, rule.max_rounds) + 1):
         a = rule.look_alpha(k)
-        now = {row: _interval(data[row][:k], rule.level) for row in data if stops[row] is None}
+        sd0 = _min_sd_at(min_sd, k) if rule.paired_floor else 0.0
+        now = {row: _interval(data[row][:k], rule.level, sd0) for row in data if stops[row] is None}
         ps = [_holm_p(stops[row], now[row][4] if row in now else float("nan")) for row in data]
         rejected = dict(zip(data, holm(ps, a) if a > 0 else [False] * len(ps)))
         f = _floor_at(floor, k) if rule.futility else None
@@ -343,11 +427,14 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
             if len(data[row]) < k or r < rule.min_rounds:
                 continue  # not measured in round k, or too few pairs yet
             reason = None
+            fr = f
+            if rule.paired_floor and rule.futility and row_floors is not None and row_floors.get(row) is not None:
+                fr = _floor_at(row_floors[row], k)
             if rejected[row]:
                 reason = SIGNIFICANT
-            elif f is not None and 1.0 / f < low and high < f:
+            elif fr is not None and 1.0 / fr < low and high < fr and (not rule.paired_floor or low <= 1.0 <= high):
                 reason = BELOW_FLOOR
-            elif k < rule.max_rounds and conditional_power(data[row][:k], rule) < rule.curtail:
+            elif k < rule.max_rounds and conditional_power(data[row][:k], rule, sd0) < rule.curtail:
                 reason = FUTILE
             elif k == rule.max_rounds:
                 reason = MAX_ROUNDS
@@ -356,7 +443,8 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
     if n >= rule.max_rounds:
         for row in data:
             if stops[row] is None:
-                r, ratio, low, high, p = _interval(data[row][:rule.max_rounds], rule.level)
+                sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
+                r, ratio, low, high, p = _interval(data[row][:rule.max_rounds], rule.level, sd0)
                 stops[row] = Stop(MAX_ROUNDS, rule.max_rounds, r, ratio, low, high, p, final_alpha(rule))
     return stops
 
@@ -374,12 +462,15 @@ def family_p_values(stops: Mapping[str, Stop | None], p_values: Mapping[str, flo
 
 
 def final_significant(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
-                      floor: float | Mapping[int, float] | None = None) -> dict[str, bool]:
+                      floor: float | Mapping[int, float] | None = None, *,
+                      row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
+                      min_sd: float | Mapping[int, float] | None = None) -> dict[str, bool]:
     """The final family-wise verdict of a sweep run under ``rule``: Holm at :func:`final_alpha` over
     :func:`family_p_values` (a row still open enters with the p-value of all its rounds). After ``max_rounds``
     it is exactly the set of rows :func:`settled` stopped as significant."""
     data = _checked(log_ratios)
-    stops = settled(rule, data, floor)
-    own = {row: _interval(data[row][:rule.max_rounds], rule.level)[4] for row in data}
+    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd)
+    sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
+    own = {row: _interval(data[row][:rule.max_rounds], rule.level, sd0)[4] for row in data}
     ps = family_p_values(stops, own)
     return dict(zip(ps, holm(list(ps.values()), final_alpha(rule))))

@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count
+from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor
 from gnnbench.measure.stats import t_quantile
 
-__all__ = ["Simulation", "simulate", "simulate_fwer", "tables"]
+__all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "tables"]
 
 
 def _t_two_sided(t: np.ndarray, df: int) -> np.ndarray:
@@ -78,7 +78,8 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     """Simulated sweeps and the rule's decisions in them; see :func:`simulate` for the model.
 
     Returns arrays: ``base`` (trials, rounds) baseline log summaries, ``d`` (trials, rows, rounds) log ratios,
-    ``floor`` (trials, rounds) the floor used at each look (nan: none), ``reason`` (trials, rows) codes 1
+    ``floor`` (trials, rounds) the floor used at each look (nan: none), ``min_sd`` (trials, rounds) the clock's
+    paired noise no row's sd is taken below at each look (0: none, the rule before ``paired_floor``), ``reason`` (trials, rows) codes 1
     significant, 2 below the floor, 3 max rounds, 4 futile, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
     ratio at the stop, ``final`` (trials, rows) the final Holm verdict.
     """
@@ -107,6 +108,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     d = base[:, None, :] - logs[:, 1:, :]
 
     floors = np.full((n, R), np.nan)
+    min_sd = np.zeros((n, R))
     open_ = np.ones((n, m), bool)
     reason = np.zeros((n, m), np.int8)
     look = np.full((n, m), R, np.int64)
@@ -118,7 +120,12 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
         a = rule.look_alpha(k)
         code = np.zeros((n, m), np.int8)
         if k >= 2:
-            se = x.std(axis=-1, ddof=1) / math.sqrt(k)
+            sd_k = x.std(axis=-1, ddof=1)
+            if rule.paired_floor:  # the clock's paired noise: the pooled within-row sd of every row's log ratios
+                s0 = np.sqrt(((x - mean[..., None]) ** 2).sum(axis=(-1, -2)) / (m * (k - 1)))
+                min_sd[:, k - 1] = s0
+                sd_k = np.maximum(sd_k, s0[:, None] * sd_floor(1.0, k))
+            se = sd_k / math.sqrt(k)
             with np.errstate(divide="ignore", invalid="ignore"):
                 p_now = _t_two_sided(mean / se, k - 1)
             p = np.where(open_, p_now, np.where(reason == 1, 0.0, 1.0))
@@ -128,7 +135,9 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
                 if k == R:
                     final = rejected
             if rule.futility and floor is not None:
-                if floor == "measured":  # the floor the final table prints, estimated from the baseline so far
+                if floor == "measured" and rule.paired_floor:  # the clock's paired floor at R rounds
+                    log_f = t_quantile(0.975, R - 1) * min_sd[:, k - 1] / math.sqrt(R)
+                elif floor == "measured":  # the rule before: the baseline's unpaired spread so far
                     sb = base[:, :k].std(axis=-1, ddof=1)
                     log_f = t_quantile(0.975, R - 1) * math.sqrt(2.0) * sb / math.sqrt(R)  # R >= k >= 2
                 else:
@@ -136,9 +145,11 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
                 floors[:, k - 1] = np.exp(log_f)
                 half = t_quantile(0.5 + rule.level / 2.0, k - 1) * se
                 inside = (mean - half > -log_f[:, None]) & (mean + half < log_f[:, None])
+                if rule.paired_floor:  # an interval that excludes 1 is never noise
+                    inside &= (mean - half <= 0) & (mean + half >= 0)
                 code[(code == 0) & inside] = 2
             if k < R and rule.curtail > 0:  # conditional_power, vectorized (no round of the simulation is missing)
-                sd = x.std(axis=-1, ddof=1)
+                sd = sd_k
                 crit = t_quantile(1.0 - rule.look_alpha(R) / 2.0, R - 1) * sd / math.sqrt(R)
                 spread = sd * math.sqrt(R - k) / R
                 with np.errstate(divide="ignore", invalid="ignore"):
@@ -152,7 +163,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
         look[new] = k
         mean_at[new] = mean[new]
         open_ &= ~new
-    return {"base": base, "d": d, "floor": floors, "reason": reason, "look": look, "mean": mean_at,
+    return {"base": base, "d": d, "floor": floors, "min_sd": min_sd, "reason": reason, "look": look, "mean": mean_at,
             "final": final | (reason == 1)}
 
 
@@ -256,17 +267,37 @@ def simulate_fwer(rule: StoppingRule, rows: int = 20, trials: int = 4000,
     return simulate(rule, rows=rows, effects=0, trials=trials, sigma=sigma, seed=seed).fwer
 
 
+def simulate_equivalence(margin: float = 0.10, *, true_ratio: float | None = None, rounds: int = 3,
+                         sd: float = 0.05, trials: int = 20000, seed: int = 0) -> float:
+    """The share of simulated rows that :func:`gnnbench.measure.stats.equivalence` calls equivalent: ``rounds``
+    paired log steps ratios ``N(log true_ratio, sd)`` each (``true_ratio`` default: at the margin, ``1 + margin``,
+    where the share is the false "equivalent" rate and must stay at or below 5%), TOST at 5% each side,
+    vectorized."""
+    r = _count(rounds, "rounds", 2)
+    ratio = 1.0 + margin if true_ratio is None else true_ratio
+    rng = np.random.default_rng(seed)
+    x = rng.normal(math.log(ratio), sd, size=(int(trials), r))
+    mean, se = x.mean(axis=-1), x.std(axis=-1, ddof=1) / math.sqrt(r)
+    half = t_quantile(0.95, r - 1) * se
+    d = math.log1p(margin)
+    return float(((mean - half > -d) & (mean + half < d)).mean())
+
+
 # --- The tables of docs/statistics.md -----------------------------------------------------------------
 
 def tables(*, trials: int = 20000, seed: int = 0) -> str:
     """The tables of ``docs/statistics.md`` ("Rounds that stop when decided"), as Markdown:
-    ``python -m gnnbench.measure.sequential_sim``."""
+    ``python -m gnnbench.measure.sequential_sim``. "Fixed" (no stopping) and "uncorrected" (alpha at every look)
+    are shown without the sd floor (``paired_floor=False``), as the designs they stand for; "the rule" is the
+    default :class:`StoppingRule`."""
     lines = [f"A/A sweeps (every row null), {trials} simulated sweeps per cell, seed {seed}: the family-wise "
              "false-positive rate (+- one Monte Carlo standard error).", ""]
     for R in (5, 10):
-        rules = [(f"fixed {R} rounds", StoppingRule(min_rounds=R, max_rounds=R)),
+        rules = [(f"fixed {R} rounds", StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False)),
+                 ("the rule before paired floors", StoppingRule(max_rounds=R, paired_floor=False)),
                  ("the rule", StoppingRule(max_rounds=R)),
-                 ("alpha at every look (uncorrected)", StoppingRule(max_rounds=R, correction="none"))]
+                 ("alpha at every look (uncorrected)",
+                  StoppingRule(max_rounds=R, correction="none", paired_floor=False))]
         lines += [f"`--repeats {R}`:", "", "| rows | " + " | ".join(name for name, _ in rules) + " |",
                   "|---:|" + "---:|" * len(rules)]
         for rows in (1, 5, 10, 20, 25):
@@ -283,7 +314,7 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
                   "| rounds (null) | saved, uncurtailed | saved |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for effects in (0, 1, 20):
             for ratio in ((1.0,) if effects == 0 else (1.1, 1.25, 1.5, 2.0)):
-                fixed = simulate(StoppingRule(min_rounds=R, max_rounds=R), rows=20, effects=effects,
+                fixed = simulate(StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False), rows=20, effects=effects,
                                  true_ratio=ratio, trials=trials, seed=seed)
                 plain = simulate(StoppingRule(max_rounds=R, curtail=0.0), rows=20, effects=effects,
                                  true_ratio=ratio, trials=trials, seed=seed)
@@ -305,6 +336,17 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
             one = simulate(rule, rows=20, effects=1, true_ratio=1.25, trials=trials, seed=seed)
             big = simulate(rule, rows=20, effects=20, true_ratio=2.0, trials=trials, seed=seed)
             lines.append(f"| {R} | {share:g} | {aa.fwer:.2%} | {one.power:.1%} | {big.saved:.1%} |")
+    lines += ["", f"The equivalence test (TOST at 5% each side, margin 10%), {trials} simulated rows per cell, seed "
+              f"{seed}: the share called equivalent, at the margin (a true steps ratio of 1.1: the false "
+              "\"equivalent\" rate) and at no effect (the power), by rounds and per-round sd of the log steps "
+              "ratio.", "", "| rounds | sd | at the margin (1.1x) | at 1/1.1x | at no effect |",
+              "|---:|---:|---:|---:|---:|"]
+    for rounds in (3, 5):
+        for sd in (0.01, 0.03, 0.1):
+            hi = simulate_equivalence(0.10, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            lo = simulate_equivalence(0.10, true_ratio=1 / 1.1, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            null = simulate_equivalence(0.10, true_ratio=1.0, rounds=rounds, sd=sd, trials=trials, seed=seed)
+            lines.append(f"| {rounds} | {sd:g} | {hi:.2%} | {lo:.2%} | {null:.1%} |")
     return "\n".join(lines).rstrip() + "\n"
 
 

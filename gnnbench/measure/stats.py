@@ -7,18 +7,23 @@ paired Student-t interval over the per-round log ratios, and :func:`noise_floor`
 rounds can resolve. :data:`DEFAULT_REPEATS` comes from the simulation of
 :func:`gnnbench.measure.stats_sim.simulate_calibration`.
 
-Pure numpy and the standard library (:func:`t_quantile` needs no scipy). The rationale and the calibration
-table: ``docs/statistics.md``.
+Student's t (its quantile, tail and noncentral form) comes from ``scipy.stats``; :func:`equivalence` is the
+two one-sided tests (TOST) that a paired ratio lies within a margin declared before the sweep. The rationale
+and the calibration table: ``docs/statistics.md``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+from scipy import optimize as _optimize
+from scipy import stats as _stats
 
 __all__ = [
     "DEFAULT_REPEATS",
@@ -29,6 +34,8 @@ __all__ = [
     "t_quantile",
     "t_test_power",
     "detectable_shift",
+    "Equivalence",
+    "equivalence",
 ]
 
 DEFAULT_REPEATS: int = 5
@@ -203,7 +210,7 @@ def noise_floor(base_runs: Sequence[float], *, rounds: int | None = None, level:
 def t_test_power(shift: float, df: int, alpha: float) -> float:
     """The power of a two-sided one-sample t test at level ``alpha`` with ``df`` degrees of freedom against a
     true mean of ``shift`` standard errors: ``P(|T'| > t_{1-alpha/2, df})`` for the noncentral ``T'`` with
-    noncentrality ``shift``, by quadrature over ``w = sqrt(V / df)``, ``V ~ chi2(df)`` (numpy only).
+    noncentrality ``shift`` (``scipy.stats.nct``).
 
     Raises:
         ValueError: for ``df < 1`` or ``alpha`` outside (0, 1).
@@ -212,93 +219,106 @@ def t_test_power(shift: float, df: int, alpha: float) -> float:
         raise ValueError(f"df must be an integer >= 1 (got {df!r})")
     a = _open_unit(alpha, "alpha")
     c = t_quantile(1.0 - a / 2.0, int(df))
-    k = float(df)
-    w = np.linspace(1e-9, 1.0 + 12.0 / math.sqrt(k) + 6.0, 3001)
-    # density of w: 2 w * k * chi2_pdf(k w^2; k), in logs (smooth at 0 for every df after the substitution)
-    log_g = (math.log(2.0 * k) + np.log(w) + (k / 2.0 - 1.0) * np.log(k * w * w) - k * w * w / 2.0
-             - (k / 2.0) * math.log(2.0) - math.lgamma(k / 2.0))
-    g = np.exp(log_g)
-    erf = np.vectorize(math.erf)
-    phi = lambda x: 0.5 * (1.0 + erf(x / math.sqrt(2.0)))  # noqa: E731
-    integrand = phi(shift - c * w) + phi(-shift - c * w)
-    return float(np.clip(np.trapezoid(integrand * g, w), 0.0, 1.0))
+    # P(T' > c) + P(T' < -c), the second as the upper tail of the mirrored noncentrality; scipy's noncentral t
+    # returns nan for a tail far below double precision (a rejection in the wrong direction at a large shift):
+    # such a tail is 0 to the precision of the sum
+    with warnings.catch_warnings():  # its series' "did not converge" in those tails, with the same nan
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tails = [float(_stats.nct.sf(c, int(df), nc)) for nc in (shift, -shift)]
+    return float(np.clip(sum(t if t == t else 0.0 for t in tails), 0.0, 1.0))
 
 
 @functools.lru_cache(maxsize=256)
 def detectable_shift(df: int, alpha: float, power: float = 0.8) -> float:
     """The smallest true mean, in standard errors, that a two-sided t test at ``alpha`` with ``df`` degrees of
-    freedom rejects with probability ``power`` (:func:`t_test_power`, solved by bisection)."""
+    freedom rejects with probability ``power`` (:func:`t_test_power`, solved by Brent's method)."""
     target = _open_unit(power, "power")
-    lo, hi = 0.0, 1.0
+    hi = 1.0
     while t_test_power(hi, df, alpha) < target:
         hi *= 2.0
         if hi > 1e6:
             return math.inf
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        if t_test_power(mid, df, alpha) < target:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    if t_test_power(0.0, df, alpha) >= target:
+        return 0.0
+    return float(_optimize.brentq(lambda x: t_test_power(x, df, alpha) - target, 0.0, hi, xtol=1e-12))
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """Two one-sided tests (TOST, Schuirmann 1987) that a paired log ratio lies within a margin.
+
+    Attributes:
+        equivalent: True when both one-sided tests reject at ``alpha``: the true ratio lies within
+            ``[1/(1+margin), 1+margin]`` with confidence ``1 - alpha`` (its ``1 - 2 alpha`` interval lies inside).
+        margin: The margin, e.g. 0.10 for ratios within ``[1/1.1, 1.1]`` (symmetric in log ratio).
+        ratio: ``exp(mean log ratio)``.
+        low: Lower end of the ``1 - 2 alpha`` interval (nan with fewer than 2 rounds).
+        high: Upper end.
+        p_value: The larger of the two one-sided p-values (nan with fewer than 2 rounds).
+        rounds: Paired rounds used.
+        alpha: Level of each one-sided test.
+    """
+
+    equivalent: bool
+    margin: float
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    rounds: int
+    alpha: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.05) -> Equivalence:
+    """TOST on paired log ratios: is ``|mean| < log(1 + margin)`` shown at ``alpha``?
+
+    With ``n`` finite values (nan: a missing round, skipped), mean ``m``, sample sd ``s`` and
+    ``d = log(1 + margin)``, the two one-sided p-values are ``P(T > (m + d) / se)`` and ``P(T < (m - d) / se)``
+    for Student's t on ``n - 1`` degrees of freedom, ``se = s / sqrt(n)``; equivalence is shown when the larger
+    is below ``alpha``. Its size is ``alpha`` at the margin whatever ``s`` (the false "equivalent" rate of a
+    true ratio of ``1 + margin`` is at most ``alpha``: ``docs/statistics.md``). With no spread (``s = 0``) the
+    p-value is 0 inside the margin and 1 outside.
+
+    Raises:
+        ValueError: for ``margin`` not in (0, 1), ``alpha`` not in (0, 1) or a value that is infinite.
+    """
+    m_ = _open_unit(margin, "margin")
+    a = _open_unit(alpha, "alpha")
+    xs = []
+    for i, v in enumerate(log_ratios):
+        x = float(v)
+        if math.isinf(x):
+            raise ValueError(f"log_ratios[{i}] = {v!r} is not finite (nan marks a missing round)")
+        if x == x:
+            xs.append(x)
+    n, nan = len(xs), float("nan")
+    if n == 0:
+        return Equivalence(False, m_, nan, nan, nan, nan, 0, a)
+    mean, sd = _mean_sd(xs)
+    if n < 2:
+        return Equivalence(False, m_, math.exp(mean), nan, nan, nan, n, a)
+    d = math.log1p(m_)
+    se = sd / math.sqrt(n)
+    if se > 0:
+        p = max(float(_stats.t.sf((mean + d) / se, n - 1)), float(_stats.t.cdf((mean - d) / se, n - 1)))
+    else:
+        p = 0.0 if abs(mean) < d else 1.0
+    half = t_quantile(1.0 - a, n - 1) * se
+    return Equivalence(p < a, m_, math.exp(mean), math.exp(mean - half), math.exp(mean + half), p, n, a)
 
 
 # --- Student t -----------------------------------------------------------------------------------
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction for the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    d = tiny if abs(d) < tiny else d
-    d = 1.0 / d
-    h = d
-    for m in range(1, 1000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = tiny if abs(d) < tiny else d
-        c = 1.0 + aa / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta ``I_x(a, b)``."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lfront = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-              + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(lfront) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(lfront) * _betacf(b, a, 1.0 - x) / b
-
-
 def _t_upper_tail(t: float, df: float) -> float:
-    """``P(T > t)`` for ``t >= 0``."""
-    return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+    """``P(T > t)`` (``scipy.stats.t.sf``)."""
+    return float(_stats.t.sf(t, df))
 
 
 def t_quantile(p: float, df: int) -> float:
-    """Quantile of Student's t distribution (the inverse of its CDF).
-
-    Computed by bisection on the upper tail ``0.5 * I_{df/(df+t^2)}(df/2, 1/2)``
-    (regularized incomplete beta), to about 1e-12 relative.
+    """Quantile of Student's t distribution (the inverse of its CDF; ``scipy.stats.t.ppf``).
 
     Args:
         p: Probability in (0, 1).
@@ -319,23 +339,9 @@ def t_quantile(p: float, df: int) -> float:
         raise ValueError(f"df must be positive and finite, got {df!r}")
     if pf == 0.5:
         return 0.0
-    if pf < 0.5:
-        return -_t_upper_quantile(pf, dff)
-    return _t_upper_quantile(1.0 - pf, dff)
+    return _t_ppf(pf, dff)
 
 
 @functools.lru_cache(maxsize=1024)
-def _t_upper_quantile(q: float, dff: float) -> float:
-    """``t >= 0`` with ``P(T > t) = q``, for ``q`` in (0, 0.5)."""
-    lo, hi = 0.0, 1.0
-    while _t_upper_tail(hi, dff) > q:
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if _t_upper_tail(mid, dff) > q:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * hi:
-            break
-    return 0.5 * (lo + hi)
+def _t_ppf(p: float, dff: float) -> float:
+    return float(_stats.t.ppf(p, dff))

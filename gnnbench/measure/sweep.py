@@ -108,10 +108,23 @@ def run_calibration(base: RunConfig, out_dir: str | Path, *, runs: int = DEFAULT
     return calibrate(results, target_acc=target_acc, budget_factor=budget_factor), results
 
 
+def equivalence_manifest(margin: float | None) -> dict | None:
+    """The equivalence margin as a sweep's manifest records it (``None``: none declared)."""
+    if margin is None:
+        return None
+    from gnnbench.measure.factors import EQUIVALENCE_ALPHA
+
+    return {"margin": float(margin), "alpha": EQUIVALENCE_ALPHA,
+            "method": (f"two one-sided t-tests (TOST, {EQUIVALENCE_ALPHA:.0%} each) on the paired log ratios of "
+                       f"steps to the target (interpolated between evaluations) against +-log(1 + {margin:g}); a "
+                       "row that keeps the work per step, is not derived and is shown equivalent is judged by its "
+                       "setup + time per step x the baseline's steps to the target of the same round")}
+
+
 def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
               dist_timeout: float = DEFAULT_TIMEOUT, calibration: Calibration | None = None,
               order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None,
-              rule: StoppingRule | None = None,
+              rule: StoppingRule | None = None, equivalence_margin: float | None = None,
               after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
               executor: RoundExecutor | None = None) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
@@ -128,7 +141,9 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     Rounds that stop when decided: after each round, ``after_round(results so far)`` returns the labels whose
     verdict is settled (they receive no further round; a ``"<label> (measured)"`` check follows its entry) and
     whether the sweep is done; ``rule`` (the :class:`~gnnbench.measure.sequential.StoppingRule` it applies) is
-    recorded in the manifest, with each round's stops. The returned results hold what ran.
+    recorded in the manifest, with each round's stops. ``equivalence_margin`` (the margin within which a row's
+    steps to the target count as the baseline's) is recorded in the manifest before the first round
+    (``equivalence``). The returned results hold what ran.
 
     With an ``executor`` (:class:`~gnnbench.measure.executors.RoundExecutor`: submitit, on Slurm or local
     processes) up to ``executor.machines`` rounds run at once, each whole on one machine; the stopping rule is
@@ -147,7 +162,8 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
         "machine": env.get("machine"), "hardware_class": env.get("hardware_class"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
         "base_config": base.to_dict() if base is not None else None,
         "calibration": calibration.to_dict() if calibration is not None else None,
-        "rule": rule.to_dict() if rule is not None else None}
+        "rule": rule.to_dict() if rule is not None else None,
+        "equivalence": equivalence_manifest(equivalence_margin)}
     if executor is not None:
         manifest["executor"] = executor.describe()
     write_json_atomic(out_dir / MANIFEST, manifest)

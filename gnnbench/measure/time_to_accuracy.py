@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import statistics
 
-from gnnbench.measure.calibration import censor_at, time_to
+from gnnbench.measure.calibration import censor_at
+from gnnbench.measure.crossing import seconds_to
 from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds
 from gnnbench.measure.paired import ratio_over_rounds
 from gnnbench.measure.rows import TimeToAccuracy
@@ -19,13 +20,14 @@ __all__ = ["measured_tta", "derived_tta"]
 
 
 def measured_tta(b: list[dict], m: list[dict], target: float | None) -> TimeToAccuracy | None:
-    """Time to the target, paired by round, with censoring: a round that never reached the target counts at its
+    """Time to the target (the run clock where the validation curve crosses it, interpolated between evaluations:
+    :func:`gnnbench.measure.crossing.seconds_to`), paired by round, with censoring: a round that never reached the target counts at its
     budget (:func:`gnnbench.measure.calibration.censor_at`), which makes the ratio a bound: ``"at most"`` when
     only this configuration missed rounds (its true time is longer), ``"at least"`` when only the baseline did,
     ``"unknown"`` when both did (``None`` without a target)."""
     if target is None:
         return None
-    tb, tm = [time_to(r, target) for r in b], [time_to(r, target) for r in m]
+    tb, tm = [seconds_to(r, target) for r in b], [seconds_to(r, target) for r in m]
     cb = [t if t is not None else censor_at(r) for t, r in zip(tb, b)]
     cm = [t if t is not None else censor_at(r) for t, r in zip(tm, m)]
     ratio = ratio_over_rounds(cb, cm)

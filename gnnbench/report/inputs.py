@@ -84,6 +84,14 @@ def sweep_rule(group: Path):
     return StoppingRule.from_dict(rule) if rule else None
 
 
+def sweep_equivalence_margin(group: Path) -> float | None:
+    """The equivalence margin a sweep's manifest declared before its rounds (``equivalence.margin``), or ``None``
+    for a sweep that declared none (every row is then judged by its measured time to accuracy)."""
+    block = (_read_json(group / MANIFEST) or {}).get("equivalence") or {}
+    margin = block.get("margin")
+    return float(margin) if margin is not None else None
+
+
 def _manifest_labels(group: Path) -> set[str]:
     manifest = _read_json(group / MANIFEST) or {}
     return {label for order in manifest.get("rounds") or [] for label in order}

@@ -12,7 +12,7 @@ from gnnbench.measure.calibration import CALIBRATION
 from gnnbench.measure.comparison import BASELINE, Comparison, compare
 from gnnbench.measure.results import graph_label
 from gnnbench.report.charts import _sweep_charts
-from gnnbench.report.inputs import sweep_rule
+from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
 from gnnbench.report.rows import _esc
 from gnnbench.report.table import _derived_checks_html, _distributed_html, _sweep_notes, _sweep_table
 
@@ -91,7 +91,8 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
     for g, group in sorted(groups.items()):
         title = f"Sweep: {Path(g).name or 'runs'}"
         try:
-            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(Path(g)) if g else None)))
+            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(Path(g)) if g else None,
+                                                    equivalence_margin=sweep_equivalence_margin(Path(g)) if g else None)))
         except ValueError as exc:
             out.append(_Sweep(title, group, None, str(exc)))
     return out

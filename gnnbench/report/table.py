@@ -8,6 +8,7 @@ from __future__ import annotations
 from gnnbench import registry
 from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, ComparisonRow
 from gnnbench.measure.derived import DERIVED_LABEL
+from gnnbench.measure.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.rows import (
     _below_floor,
@@ -60,6 +61,21 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
     return f"<td class='num {effect}'>{text}</td>"
 
 
+def _factors_text(r: ComparisonRow) -> str:
+    """The two factors of a row's time to accuracy, each paired against the baseline: steps (or epochs) to the
+    target and time per step (per epoch), and how the row is judged where that is not its measured time."""
+    f = r.factors
+    if f is None or r.label == BASELINE:
+        return ""
+    unit = "epochs" if f.unit == "epochs" else "steps"
+    steps = ("the baseline's (derived)" if f.steps is None and r.derived
+             else _ratio_text(f.steps) if f.steps else "-")
+    per = _ratio_text(f.per_step) if f.per_step else "-"
+    judged = f"; judged by {f.judged_by}" if f.judged_by != JUDGED_MEASURED else ""
+    return (f"<br><small class='factors'>{unit} to the target {_esc(steps)} x time per {unit[:-1]} "
+            f"{_esc(per)}{_esc(judged)}</small>")
+
+
 def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
     if c.target is None:
         return "<td class='muted'>not measured (no validation curve in these results)</td>"
@@ -68,12 +84,16 @@ def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
     value = "never" if r.tta_s is None else seconds(r.tta_s)
     if r.derived:
         return (f"<td class='num'>{_esc(value)}<br><small title='{_esc(r.tta_note)}'>{_esc(DERIVED_LABEL)}"
-                "</small></td>")
+                f"</small>{_factors_text(r)}</td>")
     reached = _esc(f"reached in {_reached_text(r)}")
+    if r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP:
+        return (f"<td class='num'>{_esc(value)} <small>({reached})</small><br><small>{_esc(r.tta_note)}</small>"
+                f"{_factors_text(r)}</td>")
     if r.tta_note:
         median = " (median of the rounds that reached)" if r.tta_s is not None else ""
-        return f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small></td>"
-    return f"<td class='num'>{_esc(value)} <small>({reached})</small></td>"
+        return (f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small>"
+                f"{_factors_text(r)}</td>")
+    return f"<td class='num'>{_esc(value)} <small>({reached})</small>{_factors_text(r)}</td>"
 
 
 def _step_cell(r: ComparisonRow) -> str:

@@ -43,6 +43,12 @@ def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
     manifest = json.loads((tmp_path / MANIFEST).read_text())
     assert manifest["calibration"]["seeds"] == m.calibration.seeds
     assert manifest["outcome"]["target_source"] == m.comparison.target_source
+    # the equivalence margin is declared before the rounds, and the comparison is judged under it
+    assert manifest["equivalence"]["margin"] == 0.10 and "TOST" in manifest["equivalence"]["method"]
+    assert m.comparison.equivalence_margin == 0.10
+    from gnnbench.report.inputs import sweep_equivalence_margin
+
+    assert sweep_equivalence_margin(tmp_path) == 0.10
 
 
 def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tmp_path):
@@ -56,6 +62,15 @@ def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tm
     assert cal.target is not None and m.comparison.target == cal.target
     manifest = json.loads((tmp_path / "round" / MANIFEST).read_text())
     assert manifest["calibration"] is None and "outcome" not in manifest  # its runs are not in this folder
+
+
+def test_no_margin_declared_judges_every_row_by_its_measured_time(tmp_path):
+    from gnnbench.report.inputs import sweep_equivalence_margin
+
+    m = measure_sweep(QUICK, [], tmp_path, repeats=2, calibration_runs=0, include_all_recommended=False,
+                      isolate=False, equivalence_margin=None, aa=True)
+    assert json.loads((tmp_path / MANIFEST).read_text())["equivalence"] is None
+    assert sweep_equivalence_margin(tmp_path) is None and m.comparison.equivalence_margin is None
 
 
 def test_extra_entries_run_in_the_same_rounds(tmp_path):

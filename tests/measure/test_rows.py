@@ -14,7 +14,8 @@ from tests.measure.test_verdict_budgets import _result
 EVERY_ROW = ["label", "optimizations", "derived", "timing_mode", "status"]
 MEASURED = EVERY_ROW + [
     "rounds", "same_work", "step_ms", "step_speedup", "epoch_s", "epoch_speedup", "setup_s", "tta_s", "tta_reached",
-    "tta_speedup", "censored", "tta_note", "primary", "speedup", "speedup_low", "speedup_high", "significant",
+    "tta_speedup", "censored", "tta_note", "factors", "measured_tta_speedup", "primary", "speedup", "speedup_low",
+    "speedup_high", "significant",
     "acc_point", "converged", "convergence", "primary_rounds", "stop_reasons", "accuracy_rounds", "sampled",
     "test_acc", "acc_delta", "acc_delta_low", "acc_delta_high", "acc_delta_spread", "acc_verdict", "seeds", "phases",
     "compile", "device_busy", "h2d_bytes_per_batch", "device_phase_ms", "distributed"]
@@ -38,7 +39,7 @@ def test_a_row_writes_the_keys_compare_has_always_written_in_their_order():
     assert rows["fanout"]["step_speedup"] is None, "changes the work per step: no per-step ratio"
     whole = c.to_dict()
     assert list(whole) == ["rows", "rounds", "target", "target_source", "floors", "aa", "calibration", "family",
-                           "derived_checks", "rule", "stops"]
+                           "derived_checks", "rule", "stops", "clock_sd", "equivalence_margin"]
     assert whole["rows"] == [r.to_dict() for r in c.rows] and whole["aa"]["label"] == AA_LABEL
     text = json.dumps(whole)  # JSON-ready as it is
     assert json.dumps(Comparison.from_dict(json.loads(text)).to_dict()) == text

@@ -20,6 +20,7 @@ from gnnbench.measure.sequential import (
     family_p_values,
     final_alpha,
     final_significant,
+    floored_interval,
     open_rows,
     settled,
 )
@@ -143,15 +144,39 @@ def test_futility_stops_a_row_inside_the_floor_band():
 
 
 def test_a_row_below_the_floor_is_never_significant_but_significance_comes_first():
-    # a tight interval that excludes 1 yet lies inside the band: among 20 rows Holm does not reject it at the
-    # first look, so it stops below the floor and enters every later Holm with p = 1
+    # the rule before paired floors: a tight interval that excludes 1 yet lies inside the band: among 20 rows
+    # Holm does not reject it at the first look, so it stops below the floor and enters every later Holm with p = 1
+    before = StoppingRule(paired_floor=False)
     rows = {"tiny": [0.02, 0.021, 0.019], **_nulls(19, 3)}
-    stops = settled(StoppingRule(), rows, floor=1.1)
+    stops = settled(before, rows, floor=1.1)
     assert stops["tiny"].reason == BELOW_FLOOR and stops["tiny"].p_value < 0.05
     assert family_p_values(stops, {"tiny": stops["tiny"].p_value})["tiny"] == 1.0
-    assert not final_significant(StoppingRule(), rows, floor=1.1)["tiny"]
-    alone = settled(StoppingRule(), {"tiny": rows["tiny"]}, floor=1.1)["tiny"]
+    assert not final_significant(before, rows, floor=1.1)["tiny"]
+    alone = settled(before, {"tiny": rows["tiny"]}, floor=1.1)["tiny"]
     assert alone.reason == SIGNIFICANT  # alone, Holm rejects it: efficacy is decided before futility
+    # the rule: an interval that excludes 1 is never noise; the row stays open for more rounds
+    assert settled(StoppingRule(), rows, floor=1.1)["tiny"] is None
+
+
+def test_the_rule_reads_each_rows_own_floor_and_floors_its_sd():
+    rule = StoppingRule(curtail=0.0)
+    rows = {"flat": [0.001, -0.001, 0.0005], "agree": [-0.136, -0.137, -0.135], **_nulls(19, 3)}
+    # one row's own floor replaces the common one: flat is inside its own band, not inside a narrower one
+    assert settled(rule, rows, floor=1.5, row_floors={"flat": 1.001})["flat"] is None
+    assert settled(rule, rows, floor=1.0001, row_floors={"flat": {3: 1.1}})["flat"].reason == BELOW_FLOOR
+    # three ratios within 0.2% by chance: significant on their own sd after round 3 ...
+    assert settled(rule, rows)["agree"].reason == SIGNIFICANT
+    # ... not when the clock's paired noise is 3.4%: its interval is then as wide as the clock allows
+    open_ = settled(rule, rows, min_sd=0.034)["agree"]
+    assert open_ is None
+    n, ratio, low, high, p = floored_interval(rows["agree"], 0.95, 0.034)
+    assert ratio == pytest.approx(math.exp(-0.136)) and high / low > 1.03 and p > 0.00625 / 21
+    # the rule before ignores both
+    before = StoppingRule(curtail=0.0, paired_floor=False)
+    assert settled(before, rows, min_sd=0.034)["agree"].reason == SIGNIFICANT
+    # a manifest without paired_floor ran under the rule before
+    assert not StoppingRule.from_dict({"min_rounds": 3, "max_rounds": 5}).paired_floor
+    assert StoppingRule.from_dict(StoppingRule().to_dict()).paired_floor
 
 
 def test_everything_stops_at_max_rounds():
@@ -213,19 +238,21 @@ def test_vectorized_holm_matches_holm(ps, alpha):
     assert list(_holm_rows(np.array([ps]), alpha)[0]) == holm(ps, alpha)
 
 
-@pytest.mark.parametrize("rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5)])
+@pytest.mark.parametrize("rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5),
+                                  StoppingRule(paired_floor=False)])
 def test_the_simulation_applies_settled(rule):
     out = _sweeps(rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02,
                   floor="measured", seed=7)
     codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS, 4: FUTILE}
     for t in range(150):
         floors = {k: float(out["floor"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
+        sds = {k: float(out["min_sd"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
         # each row's log ratios up to its stop, as a real sweep hands them over
         rows = {f"r{i}": list(out["d"][t, i, :out["look"][t, i]]) for i in range(6)}
-        stops = settled(rule, rows, floor=floors)
+        stops = settled(rule, rows, floor=floors, min_sd=sds)
         assert [stops[f"r{i}"].reason for i in range(6)] == [codes[c] for c in out["reason"][t]]
         assert [stops[f"r{i}"].look for i in range(6)] == list(out["look"][t])
-        final = final_significant(rule, rows, floor=floors)
+        final = final_significant(rule, rows, floor=floors, min_sd=sds)
         assert [final[f"r{i}"] for i in range(6)] == list(out["final"][t])
 
 
@@ -241,7 +268,9 @@ def test_aa_family_wise_rate_is_at_most_alpha(max_rounds):
 @pytest.mark.parametrize("max_rounds", [5, 10])
 def test_without_the_correction_the_rate_exceeds_alpha(max_rounds):
     # the same simulation with alpha at every look: repeated looks inflate the family-wise rate
-    rate = simulate_fwer(StoppingRule(max_rounds=max_rounds, correction="none"), rows=20, trials=TRIALS, seed=0)
+    # (shown without the sd floor, which hides part of the inflation: the split must not rely on it)
+    rate = simulate_fwer(StoppingRule(max_rounds=max_rounds, correction="none", paired_floor=False), rows=20,
+                         trials=TRIALS, seed=0)
     assert rate > 0.05 + MARGIN, rate
     fixed = simulate_fwer(StoppingRule(min_rounds=max_rounds, max_rounds=max_rounds), rows=20, trials=TRIALS)
     assert fixed <= 0.05 + MARGIN  # one look: the simulation itself is calibrated

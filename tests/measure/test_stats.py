@@ -256,3 +256,66 @@ def test_false_positives_at_the_committed_references_own_spread():
     sweeps = _null_sweeps(rng, 2000, 1, len(medians), spread, outliers=0.1)
     rate = np.mean([ps[0] < 0.05 for ps in sweeps])
     assert rate <= 0.075, f"{rate:.1%} at the reference's spread {spread:.1%}"
+
+
+# Values of the hand-written Student t (bisection on the regularized incomplete beta) that scipy.stats replaced:
+# the library must give the same figures, so every interval, p-value and power computed before stays put.
+HAND_WRITTEN_QUANTILES = [(0.975, 1, 12.70620473617464), (0.975, 2, 4.302652729749411),
+                          (0.975, 4, 2.776445105197695), (0.95, 2, 2.919985580353682),
+                          (0.99, 9, 2.8214379250258617), (0.996875, 2, 12.589740561191775),
+                          (0.75, 3, 0.7648923284043292), (0.025, 7, -2.3646242515927725)]
+HAND_WRITTEN_TAILS = [(1.0, 2, 0.2113248654051873), (2.5, 4, 0.03338327240599406),
+                      (6.9, 2, 0.010182292258462794), (0.3, 9, 0.3854953518707626),
+                      (12.0, 1, 0.026464676059589864)]
+
+
+def test_scipy_student_t_keeps_the_hand_written_values():
+    from gnnbench.measure.stats import _t_upper_tail, detectable_shift, t_test_power
+
+    for p, df, old in HAND_WRITTEN_QUANTILES:
+        assert t_quantile(p, df) == pytest.approx(old, rel=1e-9), (p, df)
+    for t, df, old in HAND_WRITTEN_TAILS:
+        assert _t_upper_tail(t, df) == pytest.approx(old, rel=1e-9), (t, df)
+    r = paired_ratio([1.0, 1.1, 0.95, 1.2], [0.9, 1.0, 0.93, 1.0])
+    assert (r.low, r.high, r.p_value) == pytest.approx((0.9962457607058044, 1.2286255794014944,
+                                                        0.05463705872652327), rel=1e-9)
+    assert t_test_power(2.0, 4, 0.05) == pytest.approx(0.3359651039346967, abs=1e-6)  # quadrature before
+    assert detectable_shift(4, 0.05) == pytest.approx(3.761059553704796, abs=1e-5)
+
+
+def test_equivalence_tost():
+    from gnnbench.measure.stats import equivalence
+
+    same = equivalence([0.0, 0.0, 0.0], 0.10)  # identical steps in every round: no spread, inside the margin
+    assert same.equivalent and same.p_value == 0.0 and same.ratio == 1.0
+    assert not equivalence([0.2, 0.2, 0.2], 0.10).equivalent  # no spread, outside the margin
+    wide = equivalence([-0.2, 0.0, 0.18], 0.10)  # fast_dropout's rounds on small: far from shown
+    assert not wide.equivalent and wide.p_value > 0.2
+    tight = equivalence([0.01, -0.02, 0.0, 0.015, -0.005], 0.10)
+    assert tight.equivalent
+    # the 90% interval inside the margin is the same decision
+    assert (1 / 1.1 < tight.low and tight.high < 1.1) == tight.equivalent
+    # against scipy's one-sided t-tests directly
+    stats = pytest.importorskip("scipy.stats")
+    xs = np.array([0.05, -0.03, 0.02, 0.08])
+    d = math.log(1.1)
+    p_low = stats.ttest_1samp(xs, -d, alternative="greater").pvalue
+    p_high = stats.ttest_1samp(xs, d, alternative="less").pvalue
+    assert equivalence(xs, 0.10).p_value == pytest.approx(max(p_low, p_high), rel=1e-9)
+    one = equivalence([0.0], 0.10)
+    assert not one.equivalent and one.p_value != one.p_value
+    assert equivalence([0.0, float("nan"), 0.01, -0.01], 0.10).rounds == 3
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="margin"):
+            equivalence([0.0, 0.1], bad)
+
+
+def test_equivalence_false_equivalent_rate_at_the_margin():
+    """A true ratio exactly at the margin is called equivalent at most alpha of the time (3 and 5 rounds)."""
+    from gnnbench.measure.stats import equivalence
+
+    rng = np.random.default_rng(0)
+    for n in (3, 5):
+        for sd in (0.02, 0.1):
+            hits = sum(equivalence(rng.normal(math.log(1.1), sd, n), 0.10).equivalent for _ in range(2000))
+            assert hits / 2000 <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000), (n, sd, hits)

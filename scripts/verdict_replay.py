@@ -1,0 +1,160 @@
+"""Replay a sweep's stored rounds through the verdict rules: the rule it ran under against the paired floors, the
+sd floor and the equivalence margin, row by row; and measure what reading the target crossing between
+evaluations removes.
+
+Every verdict is a pure function of the stored results (``compare`` replays the stopping rule's looks from them),
+so replaying the same rounds under another rule is exact up to the rounds the sweep did not run: a row the rule
+that ran stopped after round 3 has 3 rounds, and where the new rule would have kept it open the replay says
+"open: would receive round 4". Prints, per row of the family, the verdict then and now, the factors of its time
+to accuracy (steps to the target and time per step, paired) and how it is judged.
+
+    python scripts/verdict_replay.py results/reference/compare-small-cpu --margin 0.1 --quantization
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import gnnbench.measure.comparison as comparison_module  # noqa: E402
+import gnnbench.measure.time_to_accuracy as tta_module  # noqa: E402
+from gnnbench.measure.calibration import CALIBRATION, time_to  # noqa: E402
+from gnnbench.measure.comparison import compare, in_family  # noqa: E402
+from gnnbench.measure.crossing import interpolated_crossing  # noqa: E402
+from gnnbench.measure.sequential import StoppingRule  # noqa: E402
+
+
+def load(sweep: Path) -> tuple[dict, list[dict]]:
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    runs = [json.loads(f.read_text()) for f in sorted(sweep.glob("*-r*.json"))]
+    return manifest, runs
+
+
+@contextlib.contextmanager
+def crossing_as_it_ran():
+    """The time to the target read as the sweep read it: the first evaluation at or above the target."""
+    saved = tta_module.seconds_to, comparison_module.seconds_to
+    tta_module.seconds_to = comparison_module.seconds_to = time_to
+    try:
+        yield
+    finally:
+        tta_module.seconds_to, comparison_module.seconds_to = saved
+
+
+def verdict(row, stop: dict | None, rounds: int) -> str:
+    """A row's verdict in words: its stop (or that it is still open) and its family-wise significance."""
+    if row is None:
+        return "-"
+    if stop is None or (stop["reason"] == "max rounds" and stop["rounds"] < stop["look"]):
+        return f"open after round {rounds}: would receive round {rounds + 1}"
+    reason = stop["reason"]
+    if reason in ("significant", "max rounds"):
+        if row.significant:
+            return f"significant ({'faster' if row.speedup_low > 1 else 'slower'}) after round {stop['look']}"
+        return f"{'no significant difference' if reason == 'max rounds' else reason} after round {stop['look']}"
+    return f"{reason} after round {stop['look']}"
+
+
+def _ratio(r) -> str:
+    if r is None or r.ratio != r.ratio:
+        return "-"
+    if r.low != r.low:
+        return f"{r.ratio:.3f}"
+    return f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]"
+
+
+def replay(sweep: Path, margin: float) -> str:
+    manifest, runs = load(sweep)
+    ran = manifest.get("rule")
+    if not ran:
+        raise SystemExit(f"{sweep}: its sweep.json records no stopping rule (it ran every round): nothing to replay")
+    then_rule = StoppingRule.from_dict(ran)
+    now_rule = StoppingRule.from_dict({**ran, "paired_floor": True})
+    with crossing_as_it_ran():
+        then = compare(runs, rule=then_rule)
+    now = compare(runs, rule=now_rule, equivalence_margin=margin)
+    rows_then = {r.label: r for r in then.rows}
+    lines = [f"{sweep}: {then.rounds} baseline rounds; the clock's paired noise (pooled sd of the epoch clock's "
+             f"per-round log ratios) {now.clock_sd:.4f}; equivalence margin +-{margin:.0%}", "",
+             "| row | verdict as it ran | verdict now | judged by (now) | steps to target, ratio | time per step, "
+             "ratio | time to accuracy now |", "|---|---|---|---|---|---|---|"]
+    for r in now.rows:
+        if r.status != "ok" or not in_family(r.label):
+            continue
+        old = rows_then.get(r.label)
+        rounds = len([x for x in (r.primary_ratio.log_ratios if r.primary_ratio else []) if x == x])
+        f = r.factors
+        judged = f.judged_by if f else "epoch time"
+        if f and f.equivalence:
+            judged += f" (TOST p {f.equivalence['p_value']:.2g})"
+        lines.append(f"| {r.label} | {verdict(old, then.stops.get(r.label), rounds)} | "
+                     f"{verdict(r, now.stops.get(r.label), rounds)} | {judged} | "
+                     f"{_ratio(f.steps) if f else '-'} | {_ratio(f.per_step) if f else '-'} | "
+                     f"{_ratio(r.tta_speedup)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _thinned(curve: list[dict], keep: int) -> list[dict]:
+    """Every ``keep``-th point of a curve (the last of each group): the curve at ``keep`` times the cadence."""
+    return [p for i, p in enumerate(curve) if (i + 1) % keep == 0]
+
+
+def quantization(sweep: Path, keep: int = 2) -> str:
+    """What interpolation removes: each stored curve thinned to ``keep`` times its cadence, its crossing read
+    as the first evaluation at or above the target and interpolated, each against the interpolated crossing
+    at the full cadence (the best reading the run has)."""
+    manifest, runs = load(sweep)
+    target = (manifest.get("calibration") or {}).get("target")
+    if target is None:
+        raise SystemExit(f"{sweep}: its sweep.json records no calibrated target")
+    first_err, interp_err, steps = [], [], []
+    for r in runs:
+        if r.get("status") != "ok" or r.get("label") == CALIBRATION or not r.get("curve"):
+            continue
+        full = interpolated_crossing(r["curve"], target)
+        coarse = _thinned(r["curve"], keep)
+        c = interpolated_crossing(coarse, target)
+        if full is None or c is None or c["fraction"] == 1.0 and coarse and coarse[0]["val"] >= target:
+            continue
+        first = next(float(p["step"]) for p in coarse if p["val"] >= target - 1e-12)
+        first_err.append(first - full["step"])
+        interp_err.append(c["step"] - full["step"])
+        steps.append(full["step"])
+    cadence = statistics.median(float(r["curve"][1]["step"] - r["curve"][0]["step"]) for r in runs
+                                if r.get("status") == "ok" and len(r.get("curve") or []) > 1
+                                and r.get("label") != CALIBRATION)
+
+    def rms(xs):
+        return math.sqrt(sum(x * x for x in xs) / len(xs))
+
+    med = statistics.median(steps)
+    return (f"{len(steps)} curves that reach the target {target:g}, thinned from every {cadence:g} to every "
+            f"{keep * cadence:g} steps (median steps to the target {med:.1f}); error against the crossing "
+            f"interpolated at the full cadence:\n"
+            f"  first evaluation at or above: mean {statistics.mean(first_err):+.2f} steps, rms {rms(first_err):.2f} "
+            f"({100 * rms(first_err) / med:.1f}% of the steps to the target)\n"
+            f"  interpolated:                 mean {statistics.mean(interp_err):+.2f} steps, rms "
+            f"{rms(interp_err):.2f} ({100 * rms(interp_err) / med:.1f}%)\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweep", type=Path, help="a sweep's folder (its sweep.json records the rule it ran under)")
+    ap.add_argument("--margin", type=float, default=0.10, help="the equivalence margin to judge under (0.1: 10%%)")
+    ap.add_argument("--quantization", action="store_true", help="also measure what interpolation removes")
+    args = ap.parse_args(argv)
+    print(replay(args.sweep, args.margin))
+    if args.quantization:
+        print(quantization(args.sweep))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,41 @@
+"""gnnbench.measure.crossing: the target crossing read between evaluations, on synthetic curves."""
+
+import pytest
+
+from gnnbench.measure.crossing import interpolated_crossing, seconds_to, steps_to
+
+
+def _curve(points, every=6, per_step=0.25, setup=0.5):
+    return [{"step": every * (i + 1), "seconds": setup + per_step * every * (i + 1), "val": v}
+            for i, v in enumerate(points)]
+
+
+def test_the_crossing_is_read_on_the_line_between_the_evaluations_around_it():
+    # a linear learning curve sampled every 6 steps: 0.1 per 6 steps, target 0.75 reached at step 45 exactly
+    curve = [{"step": s, "seconds": 0.5 + 0.25 * s, "val": s / 60} for s in range(6, 120, 6)]
+    point = interpolated_crossing(curve, 0.75)
+    assert point["step"] == pytest.approx(45.0) and point["seconds"] == pytest.approx(0.5 + 0.25 * 45)
+    assert point["fraction"] == pytest.approx(0.5)
+    # the first evaluation at or above the target would have said 48: a quantization of 3 steps (half a cadence)
+    first = next(p["step"] for p in curve if p["val"] >= 0.75)
+    assert first == 48
+
+
+def test_edge_cases():
+    assert interpolated_crossing(_curve([0.5, 0.7, 0.9]), None) is None
+    assert interpolated_crossing(_curve([0.5, 0.7]), 0.8) is None, "never reached"
+    at_first = interpolated_crossing(_curve([0.85, 0.9]), 0.8)
+    assert at_first["step"] == 6 and at_first["fraction"] == 1.0, "nothing earlier to interpolate from"
+    exact = interpolated_crossing(_curve([0.5, 0.8, 0.9]), 0.8)
+    assert exact["step"] == 12, "a point exactly at the target is the crossing"
+    # a dip before the crossing: the last point below is the one just before the first at or above
+    dip = interpolated_crossing(_curve([0.7, 0.6, 0.9]), 0.8)
+    assert dip["step"] == pytest.approx(12 + 6 * (0.2 / 0.3))
+
+
+def test_the_budget_censors_the_interpolated_clock():
+    run = {"curve": _curve([0.5, 0.7, 0.9]), "config": {"censor_seconds": 0.5 + 0.25 * 14}}
+    # crossing at step 15 (clock 4.25) past a budget of 4.0: censored
+    assert seconds_to(run, 0.8) is None and steps_to(run, 0.8) is None
+    run["config"]["censor_seconds"] = 10.0
+    assert steps_to(run, 0.8) == pytest.approx(15.0) and seconds_to(run, 0.8) == pytest.approx(0.5 + 0.25 * 15)
