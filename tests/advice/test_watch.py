@@ -378,13 +378,18 @@ def test_the_profile_attributes_a_pyg_gcn_loops_operators_by_code_path():
     paths = profile.paths["aten::mul"]
     assert {"aggregate.edge_norm", "dropout"} <= set(paths), paths
     mul = next(h for h in attribute_ops(profile, "node", threshold=0.0) if h.op == "aten::mul")
-    assert "sparse_agg" in mul.entries, mul  # the per-edge multiply: most of this GCN's aten::mul
     from gnnbench import registry
+    from gnnbench.advice.op_profile import MIN_CREDIT_OF_OP
 
+    # the per-edge multiply is credited to sparse_agg; whether it is listed follows the rule on this profile's
+    # shares (a loaded machine can shift them), not a share expected here
+    assert profile.credit(registry.get("sparse_agg")).get("aten::mul", 0) > 0
+    assert set(mul.entries) == {o.name for o in registry.for_task("node")
+                                if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul.share}, mul
     dropout = profile.credit(registry.get("fast_dropout"))  # dropout's own multiply and its mask
     assert dropout.get("aten::mul", 0) > 0 and dropout.get("aten::bernoulli_", 0) > 0, dropout
-    assert mul.credits["sparse_agg"] == pytest.approx(paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0)
-                                                      + paths.get("aggregate.scatter", 0))
+    assert profile.credit(registry.get("sparse_agg"))["aten::mul"] == pytest.approx(
+        paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0) + paths.get("aggregate.scatter", 0))
     r = w.report()
     assert all(h.entries or not h.paths for h in r.hot_ops), "an operator in a marked path has its entries"
     assert "no entry targets it" not in next((ln for ln in r.format().splitlines() if "aten::mul " in ln), "")
