@@ -11,11 +11,10 @@ class ScriptError(Exception):
     """A watched script that raised, or that could not be instrumented (with the piece that was missing)."""
 
 
-def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: bool = False, profile_steps: int = 5,
-                 device: str | None = None) -> WatchReport:
-    """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` under a
-    :class:`Watch` of every loader, the outermost module call and every optimizer; stop it cleanly after
-    ``warmup + steps + profile_steps`` steps and diagnose them (``gnnbench diagnose --script``).
+def run_watched(argv: list[str], w: Watch) -> None:
+    """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` inside the
+    watch ``w`` (which stops it once it measured, with ``stop_after``); ``sys.argv`` and ``sys.path`` are put
+    back afterwards.
 
     Raises:
         ScriptError: the script is missing, raised an error, or ended before two measured steps; the message
@@ -30,8 +29,6 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
     path = argv[0]
     if not os.path.isfile(path):
         raise ScriptError(f"--script {path!r} is not a file")
-    w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
-              stop_after=True, device=device)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -54,4 +51,18 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
                 f"it ended after {w.seen} step(s), {w.warmup} of them warm-up")
         raise ScriptError(f"{path} could not be diagnosed: {what}; gnnbench watches torch DataLoader / PyG loader "
                           "iteration, nn.Module calls, torch.autograd.backward and torch.optim optimizer steps")
+
+
+def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: bool = False, profile_steps: int = 5,
+                 device: str | None = None) -> WatchReport:
+    """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` under a
+    :class:`Watch` of every loader, the outermost module call and every optimizer; stop it cleanly after
+    ``warmup + steps + profile_steps`` steps and diagnose them (``gnnbench diagnose --script``).
+
+    Raises:
+        ScriptError: as :func:`run_watched`.
+    """
+    w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
+              stop_after=True, device=device)
+    run_watched(argv, w)
     return w.report()

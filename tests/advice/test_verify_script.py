@@ -1,0 +1,230 @@
+"""``gnnbench diagnose --script train.py --verify``: the advice applied to an unmodified script from the outside
+and measured there (``gnnbench/advice/watch/changes.py``, ``child.py``, ``verify.py``).
+
+The statistics are tested on runs whose step times are given (``run_once`` replaced), the changes on the objects
+a script builds, in this process; the child processes run in the tests marked slow."""
+
+import math
+import sys
+import textwrap
+
+import pytest
+import torch
+from torch_geometric.nn import GraphSAGE
+
+from gnnbench.advice.watch import changes as ch
+from gnnbench.advice.watch import verify as vf
+from gnnbench.advice.watch.changes import ScriptChange, change_for, worker_change
+
+LOADER = {"type": "NeighborLoader", "workers": 0, "batch_size": 64}
+
+
+def test_each_entry_maps_to_a_change_or_a_reason():
+    workers = change_for("workers", loader=LOADER, cores=2)
+    assert workers.loader == {"num_workers": 1, "persistent_workers": True} and workers.intra_op == 1
+    assert any("torch.set_num_threads(1)" in e and "2 usable cores - 1 workers" in e for e in workers.edit)
+    assert change_for("workers", loader=LOADER, cores=16).loader["num_workers"] == 4
+    split = change_for("workers_split", loader=LOADER, cores=4)
+    assert split.pin_workers and split.loader["num_workers"] == 1 and split.intra_op == 3
+    assert "full-batch" in change_for("workers", loader={"type": "none (full batch)"})
+    assert "4 workers already" in change_for("workers", loader={**LOADER, "workers": 4})
+    assert "needs loader workers" in change_for("prefetch", loader=LOADER)
+    assert change_for("prefetch", loader={**LOADER, "workers": 2}).loader == {"prefetch_factor": 4}
+    assert "CPU" in change_for("pin_memory", loader=LOADER, device="cpu")
+    assert "adj_t" in change_for("sparse_agg", loader=LOADER)  # refused with the reason, never a no-op
+    assert "compare" in change_for("labor", loader=LOADER)
+    amp = change_for("full_amp")
+    assert amp.precision == "full" and amp.numerics and "torch.bfloat16" in amp.edit[0]
+    assert "torch.float16" in change_for("partial_amp", device="cuda:0").edit[0]
+    assert change_for("compile").compile
+    tuned = change_for("glibc_tuned")
+    assert tuned.allocator == "glibc_tuned" and "MALLOC_MMAP_THRESHOLD_=1073741824" in tuned.edit[0]
+    both = worker_change(1, cores=2).combined(tuned)
+    assert both.loader["num_workers"] == 1 and both.allocator == "glibc_tuned" and len(both.edit) == 3
+    assert ScriptChange.from_dict(both.to_dict()) == both
+
+
+def test_loader_settings_are_set_at_construction_and_put_back():
+    from contextlib import ExitStack
+
+    from torch.utils.data import DataLoader
+
+    before = DataLoader.__init__
+    change = worker_change(1, cores=2)
+    threads = torch.get_num_threads()
+    with ExitStack() as stack:
+        counts = ch.applied(stack, change)
+        loader = DataLoader(list(range(8)), batch_size=2)
+        assert loader.num_workers == 1 and loader.persistent_workers
+        assert torch.get_num_threads() == 1
+    assert DataLoader.__init__ is before and torch.get_num_threads() == threads
+    assert counts.loaders == 1 and ch.not_applied(change, counts) is None
+    assert "no DataLoader" in ch.not_applied(change, ch._Applied())
+
+
+def test_low_precision_wraps_the_outer_model_or_its_linear_layers_at_its_first_training_call():
+    from contextlib import ExitStack
+
+    torch.manual_seed(0)
+    x, ei = torch.randn(30, 8), torch.randint(0, 30, (2, 90))
+    for precision in ("partial", "full"):
+        model = GraphSAGE(8, 16, num_layers=2, out_channels=3)
+        with ExitStack() as stack:
+            counts = ch.applied(stack, ScriptChange(precision, (), precision=precision))
+            with torch.no_grad():
+                model(x, ei)  # an evaluation call: not the training forward, nothing applied
+            assert counts.models == 0
+            model(x, ei)
+            out = model(x, ei)
+        assert counts.models == 1
+        if precision == "partial":
+            assert counts.linears > 0 and out.dtype == torch.float32  # each layer's output back in float32
+        else:
+            assert out.dtype == torch.bfloat16 and "forward" in vars(model)
+    assert "no module" in ch.not_applied(ScriptChange("c", (), compile=True), ch._Applied())
+
+
+def _fake_runs(monkeypatch, per_label, *, fail=()):
+    """run_once replaced: each configuration's step times scaled from a per-round base (the rounds drift, as a
+    loaded machine's do), losses equal to the baseline's but for ``numerics`` variants."""
+    calls = []
+
+    def run_once(argv, change, *, steps, warmup, seed, folder, wait_bound_s, timeout_s):
+        calls.append((change.label, seed))
+        if change.label in fail:
+            raise vf.RunFailed("not applied: the script built no DataLoader")
+        drift = 1.0 + 0.05 * (seed % 3)
+        factor = per_label.get(change.label, 1.0)
+        jitter = 1.0 + 0.002 * ((hash((change.label, seed)) % 5) - 2)
+        losses = [1.0 - 0.01 * i + (0.003 if change.numerics else 0.0) for i in range(warmup + steps)]
+        return {"step_s": [0.1 * drift * factor * jitter] * steps, "losses": losses, "seen": warmup + steps}
+
+    monkeypatch.setattr(vf, "run_once", run_once)
+    return calls
+
+
+def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeypatch):
+    loader = worker_change(1, cores=2)
+    alloc = change_for("glibc_tuned") if isinstance(change_for("glibc_tuned"), ScriptChange) else \
+        ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
+    amp = change_for("full_amp")
+    calls = _fake_runs(monkeypatch, {"workers": 0.8, "glibc_tuned": 0.9, "full_amp": 1.6,
+                                     "workers+glibc_tuned": 0.72})
+    lines = []
+    v = vf.verify_script(["train.py"], [loader, alloc, amp], refused={"sparse_agg": "why"}, rounds=4, steps=5,
+                         warmup=2, log=lines.append)
+    # every round runs every configuration once, seeded alike, in a rotated order
+    first = [label for label, seed in calls[:16]]
+    assert [first[i * 4] for i in range(4)] == ["baseline", "workers", "glibc_tuned", "full_amp"]
+    assert all(len({s for label, s in calls[i * 4:(i + 1) * 4]}) == 1 for i in range(4))
+    by = {o.change.label: o for o in v.outcomes}
+    assert by["workers"].pays and by["glibc_tuned"].pays and not by["full_amp"].pays
+    assert by["workers"].ratio.ratio == pytest.approx(1 / 0.8, rel=0.02)
+    assert by["full_amp"].significant and by["full_amp"].ratio.ratio < 1  # slower here, said so
+    assert by["full_amp"].loss["diff"] == pytest.approx(0.003) and not by["full_amp"].loss["identical"]
+    assert by["workers"].loss["identical"]
+    assert v.combination is not None and v.combination.change.entries == ("workers", "glibc_tuned")
+    assert v.combination.pays and math.isfinite(v.floor)
+    text = vf.format_verification(v)
+    assert "slower here: does not pay" in text and "sparse_agg: why" in text
+    assert "the change to make in your script:" in text and "torch.set_num_threads(1)" in text
+    assert "noise floor" in text and "Holm" in text
+    assert lines and all("min left" in ln for ln in lines) and "round 4/4" in lines[15]
+
+
+def test_a_failed_variant_is_reported_not_judged_and_a_failed_baseline_stops(monkeypatch):
+    _fake_runs(monkeypatch, {"workers": 0.8}, fail=("workers",))
+    v = vf.verify_script(["t.py"], [worker_change(1, cores=2)], rounds=2, steps=3, warmup=1, log=lambda s: None)
+    assert v.outcomes[0].error and not v.outcomes[0].pays
+    assert "not measured: not applied: the script built no DataLoader" in vf.format_verification(v)
+    _fake_runs(monkeypatch, {}, fail=("baseline",))
+    with pytest.raises(vf.RunFailed, match="baseline run failed"):
+        vf.verify_script(["t.py"], [worker_change(1, cores=2)], rounds=2, steps=3, warmup=1, log=lambda s: None)
+    with pytest.raises(ValueError, match="at least 2 rounds"):
+        vf.verify_script(["t.py"], [], rounds=1)
+
+
+def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
+    from gnnbench.advice.watch.report import Advice
+
+    class R:
+        device, loader, profiled = "cpu", LOADER, True
+        advice = [Advice("sparse_agg", "", "kernels", False, 0.5), Advice("full_amp", "", "kernels", True, 0.3),
+                  Advice("fast_dropout", "", "kernels", False, 0.1), Advice("workers", "", "sampling", False, 0.1),
+                  Advice("compile", "", "kernels", False, 0.05), Advice("glibc_tuned", "", "kernels", False, 0.01)]
+    changes, refused, notes = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
+    assert [c.label for c in changes] == ["full_amp", "workers", "compile", "workers=2", "workers=3"]
+    assert set(refused) == {"sparse_agg", "fast_dropout"}
+    assert [c.intra_op for c in changes[3:]] == [1, 1] and any("workers curve" in n for n in notes)
+    R.profiled = False  # a loop too short for its profile: only what was measured is taken
+    R.advice = [Advice("full_amp", "", "kernels", True, None), Advice("glibc_tuned", "", "kernels", False, 0.2)]
+    changes, _, notes = vf.verify_plan(R(), top=3)
+    assert [c.label for c in changes] == ["glibc_tuned"] and "not measured" in notes[0]
+
+
+TRAIN = textwrap.dedent('''
+    import sys
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+    from torch_geometric.nn import GraphSAGE
+
+    n = 400
+    g = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(n, 16, generator=g), edge_index=torch.randint(0, n, (2, 3000), generator=g),
+                y=torch.randint(0, 4, (n,), generator=g))
+    loader = NeighborLoader(data, num_neighbors=[5, 3], batch_size=64, shuffle=True)
+    model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(int(sys.argv[1]) if len(sys.argv) > 1 else 5):
+        for batch in loader:
+            opt.zero_grad()
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+            F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+            opt.step()
+''')
+
+
+@pytest.mark.slow
+def test_a_neighbor_loader_graphsage_script_is_verified_in_child_processes(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(TRAIN)
+    changes = [worker_change(1, cores=2), change_for("partial_amp")]
+    v = vf.verify_script([str(script)], changes, rounds=2, steps=3, warmup=1, log=lambda s: None)
+    by = {o.change.label: o for o in v.outcomes}
+    assert not any(o.error for o in v.outcomes), [o.error for o in v.outcomes]
+    assert len(v.base_ms) == 2 and all(len(o.step_ms) == 2 for o in v.outcomes)
+    assert by["partial_amp"].loss is not None and by["partial_amp"].loss["steps"] >= 4
+
+
+@pytest.mark.slow
+def test_a_full_batch_script_refuses_loader_changes_and_a_hung_loader_ends_the_run(tmp_path):
+    full = tmp_path / "full.py"
+    full.write_text(textwrap.dedent('''
+        import torch
+        m = torch.nn.Linear(8, 2)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        x = torch.randn(64, 8)
+        for _ in range(20):
+            opt.zero_grad(); m(x).pow(2).mean().backward(); opt.step()
+    '''))
+    with pytest.raises(vf.RunFailed, match="no DataLoader"):
+        vf.run_once([str(full)], worker_change(1, cores=2), steps=3, warmup=1, seed=0, folder=str(tmp_path))
+    hung = tmp_path / "hung.py"
+    hung.write_text(textwrap.dedent('''
+        import time, torch
+        class Slow(torch.utils.data.Dataset):
+            def __len__(self): return 100
+            def __getitem__(self, i):
+                if i >= 8: time.sleep(3600)
+                return torch.randn(8)
+        m = torch.nn.Linear(8, 2)
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        for x in torch.utils.data.DataLoader(Slow(), batch_size=2):
+            opt.zero_grad(); m(x).sum().backward(); opt.step()
+    '''))
+    with pytest.raises(vf.RunFailed, match=r"waited more than 2 s .*loader: \{'type': 'DataLoader'"):
+        vf.run_once([str(hung)], vf.BASELINE, steps=5, warmup=1, seed=0, folder=str(tmp_path), wait_bound_s=2,
+                    timeout_s=120)
+    assert sys.executable
