@@ -228,3 +228,24 @@ def test_a_full_batch_script_refuses_loader_changes_and_a_hung_loader_ends_the_r
         vf.run_once([str(hung)], vf.BASELINE, steps=5, warmup=1, seed=0, folder=str(tmp_path), wait_bound_s=2,
                     timeout_s=120)
     assert sys.executable
+
+
+def test_a_small_dev_shm_refuses_workers_before_any_run_and_memory_growth_is_reported(monkeypatch, tmp_path):
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(64 * 2**20, 0, 64 * 2**20))
+    assert "64 MiB free" in vf.shm_shortage() and "--shm-size" in vf.shm_shortage()
+    from gnnbench.advice.watch.report import Advice
+
+    class R:
+        device, loader, profiled = "cpu", LOADER, True
+        advice = [Advice("workers", "", "sampling", False, 0.4), Advice("glibc_tuned", "", "kernels", False, 0.1)]
+    changes, refused, _ = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
+    assert [c.label for c in changes] == ["glibc_tuned"] and "/dev/shm" in refused["workers"]
+    assert "/dev/shm" in refused["workers curve"]
+    mib = 2**20
+    assert vf.memory_growth([500 * mib] * 12, 2) is None
+    assert "grew 180 MiB over 10 steps" in vf.memory_growth([500 * mib] * 2 + [(500 + 20 * i) * mib
+                                                                                 for i in range(1, 11)], 2)

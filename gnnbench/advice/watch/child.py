@@ -33,9 +33,12 @@ def _seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _record_losses(stack: ExitStack, losses: list[float]) -> None:
-    """Every ``torch.autograd.backward`` of a one-element tensor records its value (the loss at each step)."""
+def _record_losses(stack: ExitStack, losses: list[float], rss: list[int]) -> None:
+    """Every ``torch.autograd.backward`` of a one-element tensor records its value (the loss at each step) and
+    the process's resident memory at that point."""
     import torch
+
+    from gnnbench.host_memory import rss_bytes
 
     original = torch.autograd.backward
 
@@ -43,6 +46,7 @@ def _record_losses(stack: ExitStack, losses: list[float]) -> None:
         t = args[0] if args else kwargs.get("tensors")
         if isinstance(t, torch.Tensor) and t.numel() == 1:
             losses.append(float(t.detach()))
+            rss.append(rss_bytes())
         return original(*args, **kwargs)
 
     torch.autograd.backward = backward
@@ -84,6 +88,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
             out["error"] = f"allocator {change.allocator!r} asked for, the process runs {running!r}"
             return out
     losses: list[float] = []
+    rss: list[int] = []
     _seed(int(spec.get("seed", 0)))
     w = Watch(None, None, None, warmup=int(spec["warmup"]), steps=int(spec["steps"]), stop_after=True)
     threads = {}
@@ -91,14 +96,14 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     with ExitStack() as stack:
         counts = applied(stack, change)
         threads["intra_op"] = torch.get_num_threads()
-        _record_losses(stack, losses)
+        _record_losses(stack, losses, rss)
         if spec.get("wait_bound_s"):
             _watchdog(w, float(spec["wait_bound_s"]), spec["_write"])
         try:
             run_watched(list(spec["argv"]), w)
         except ScriptError as exc:
             out["error"] = str(exc)
-    out.update(wall_s=time.perf_counter() - t0, step_s=[r["step"] for r in w.records], losses=losses,
+    out.update(wall_s=time.perf_counter() - t0, step_s=[r["step"] for r in w.records], losses=losses, rss=rss,
                warmup=w.warmup, seen=w.seen, threads=threads, allocator=allocator_in_effect()["allocator"],
                loader=w._loader_facts() if w.loaders else {},
                applied={"loaders": counts.loaders, "models": counts.models, "linears": counts.linears})

@@ -137,6 +137,38 @@ def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, 
     return result
 
 
+SHM_NEEDED = 256 * 2**20  # free /dev/shm below this refuses loader workers (they pass batches through it)
+GROWTH_AT = 0.10  # resident memory growing more than this over a run's steps (and 64 MiB) is reported
+
+
+def shm_shortage(path: str = "/dev/shm") -> str | None:
+    """Why loader workers cannot be measured here: ``/dev/shm`` too small (a container's default 64 MiB), or
+    ``None``."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None  # no /dev/shm (not Linux): workers use the platform's own sharing
+    if free < SHM_NEEDED:
+        return (f"/dev/shm has {free / 2**20:.0f} MiB free, below {SHM_NEEDED / 2**20:.0f} MiB: loader workers "
+                "pass every batch through it and fail with 'bus error' or hang (docker: --shm-size=1g)")
+    return None
+
+
+def memory_growth(rss: list[int], warmup: int) -> str | None:
+    """The resident memory of a run growing step over step after its warm-up, or ``None``."""
+    after = rss[warmup:]
+    if len(after) < 3:
+        return None
+    grew = after[-1] - after[0]
+    if grew > max(GROWTH_AT * after[0], 64 * 2**20) and after[-1] >= max(after[:len(after) // 2]):
+        return (f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
+                f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB): the script keeps something each step "
+                "(a loss tensor with its graph, batches in a list)")
+    return None
+
+
 def _loss_at_equal_steps(base: list[list[float]], other: list[list[float]], level: float = 0.95
                          ) -> dict[str, Any] | None:
     """Per round, the mean difference of the variant's loss from the same-seed baseline's over the steps both
@@ -193,6 +225,7 @@ class _Runs:
         self.argv, self.steps, self.warmup, self.folder = argv, steps, warmup, folder
         self.total, self.log, self.done, self.t0 = total, log, 0, time.perf_counter()
         self.wait_bound_s, self.timeout_s = wait_bound_s, timeout_s
+        self.growth: dict[str, str] = {}  # per configuration, the first run whose host memory grew
 
     def run(self, change: ScriptChange, round_: int, rounds: int) -> dict[str, Any] | str:
         t = time.perf_counter()
@@ -234,6 +267,9 @@ def _measure(runs: _Runs, changes: list[ScriptChange], rounds: int, round_offset
                     raise RunFailed(f"the baseline run failed: {result}")
                 failed[change.label] = result
                 continue
+            growth = memory_growth(result.get("rss", []), int(result.get("warmup", 0)))
+            if growth and change.label not in runs.growth:
+                runs.growth[change.label] = growth
             median = 1e3 * statistics.median(result["step_s"])
             if change is BASELINE:
                 base_ms.append(median)
@@ -304,6 +340,7 @@ def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict
             v.combination_base_ms = c_base
         elif combine and len(changes) > 1:
             v.notes.append(f"{len(chosen)} variant(s) paid: no combination to measure")
+        v.notes += [f"{label}: {why}" for label, why in runs.growth.items()]
     v.wall_s = time.perf_counter() - t0
     return v
 
@@ -325,10 +362,13 @@ def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores
     if len(ranked) < len(report.advice):
         notes.append(f"{len(report.advice) - len(ranked)} unranked piece(s) of advice not measured (no profile "
                      "ranked them)")
+    shm = shm_shortage()
     for a in ranked:
         if len(changes) >= top:
             break
         change = change_for(a.entry, device=report.device, loader=report.loader, cores=n)
+        if shm and isinstance(change, ScriptChange) and change.loader.get("num_workers"):
+            change = shm  # reported before any run, never a worker crash midway
         if isinstance(change, str):
             refused[a.entry] = change
         else:
@@ -337,6 +377,8 @@ def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores
         loader = report.loader or {}
         if not loader or loader.get("type") == "none (full batch)":
             refused["workers curve"] = "the script iterates no DataLoader (a full-batch loop)"
+        elif shm:
+            refused["workers curve"] = shm
         else:
             have = {c.loader.get("num_workers") for c in changes if not c.pin_workers}
             changes += [worker_change(k, cores=n, label=f"workers={k}") for k in range(1, n + 2)
