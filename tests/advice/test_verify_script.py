@@ -31,7 +31,8 @@ def test_each_entry_maps_to_a_change_or_a_reason():
     assert "needs loader workers" in change_for("prefetch", loader=LOADER)
     assert change_for("prefetch", loader={**LOADER, "workers": 2}).loader == {"prefetch_factor": 4}
     assert "CPU" in change_for("pin_memory", loader=LOADER, device="cpu")
-    assert "adj_t" in change_for("sparse_agg", loader=LOADER)  # refused with the reason, never a no-op
+    assert change_for("sparse_agg", loader=LOADER).sparse and "batch.adj_t" in change_for("sparse_agg").edit[0]
+    assert "fused dropout" in change_for("fast_dropout")  # refused with the reason, never a no-op
     assert "compare" in change_for("labor", loader=LOADER)
     amp = change_for("full_amp")
     assert amp.precision == "full" and amp.numerics and "torch.bfloat16" in amp.edit[0]
@@ -153,8 +154,8 @@ def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
                   Advice("fast_dropout", "", "kernels", False, 0.1), Advice("workers", "", "sampling", False, 0.1),
                   Advice("compile", "", "kernels", False, 0.05), Advice("glibc_tuned", "", "kernels", False, 0.01)]
     changes, refused, notes = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
-    assert [c.label for c in changes] == ["full_amp", "workers", "compile", "workers=2", "workers=3"]
-    assert set(refused) == {"sparse_agg", "fast_dropout"}
+    assert [c.label for c in changes] == ["sparse_agg", "full_amp", "workers", "workers=2", "workers=3"]
+    assert set(refused) == {"fast_dropout"}
     assert [c.intra_op for c in changes[3:]] == [1, 1] and any("workers curve" in n for n in notes)
     R.profiled = False  # a loop too short for its profile: only what was measured is taken
     R.advice = [Advice("full_amp", "", "kernels", True, None), Advice("glibc_tuned", "", "kernels", False, 0.2)]
@@ -249,3 +250,32 @@ def test_a_small_dev_shm_refuses_workers_before_any_run_and_memory_growth_is_rep
     assert vf.memory_growth([500 * mib] * 12, 2) is None
     assert "grew 180 MiB over 10 steps" in vf.memory_growth([500 * mib] * 2 + [(500 + 20 * i) * mib
                                                                                  for i in range(1, 11)], 2)
+
+
+def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refused_for_gat():
+    """GraphSAGE gets its edge_index as a CSR adj_t at every training call and computes what it computed (the
+    edges without duplicates); a GAT model is refused with the reason, the exception not one a script's
+    ``except Exception`` swallows."""
+    from contextlib import ExitStack
+
+    from torch_geometric.nn import GAT
+    from torch_geometric.utils import coalesce
+
+    torch.manual_seed(0)
+    x, ei = torch.randn(40, 8), coalesce(torch.randint(0, 40, (2, 200)))
+    model = GraphSAGE(8, 16, num_layers=2, out_channels=3)
+    expected = model(x, ei)
+    seen = []
+    hook = model.convs[0].register_forward_pre_hook(lambda m, a: seen.append(a[1].layout))
+    with ExitStack() as stack:
+        counts = ch.applied(stack, change_for("sparse_agg"))
+        first, second = model(x, ei), model(x, ei)
+    hook.remove()
+    assert counts.models == 1 and seen == [torch.sparse_csr, torch.sparse_csr]
+    assert torch.allclose(first, expected, atol=1e-5) and torch.allclose(second, expected, atol=1e-5)
+    gat = GAT(8, 16, num_layers=2, out_channels=3)
+    with ExitStack() as stack:
+        ch.applied(stack, change_for("sparse_agg"))
+        with pytest.raises(ch.SparseRefused, match="GATConv weighs each edge by an attention coefficient"):
+            gat(x, ei)
+    assert issubclass(ch.SparseRefused, BaseException) and not issubclass(ch.SparseRefused, Exception)

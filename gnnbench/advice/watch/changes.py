@@ -12,10 +12,12 @@ script:
   worker to a core of its own;
 - **the process** (``glibc_tuned``, ``tcmalloc``, ``jemalloc``, ``jemalloc_pyg``): the environment the child
   process starts with (:func:`gnnbench.process.child_environment`), read back from it;
-- **the model** (``compile``, ``full_amp``, ``partial_amp``): the outermost module with parameters, at its first
-  call in grad mode (a training forward), gets ``torch.compile`` of its ``forward`` (dynamic shapes), or
-  ``torch.autocast`` (bf16 on the CPU, fp16 on CUDA) around its whole ``forward`` or around each ``nn.Linear``
-  inside it (the output cast back to float32, so the aggregation stays in float32).
+- **the model** (``compile``, ``full_amp``, ``partial_amp``, ``sparse_agg``): the outermost module with
+  parameters, at its first call in grad mode (a training forward), gets ``torch.compile`` of its ``forward``
+  (dynamic shapes), or ``torch.autocast`` (bf16 on the CPU, fp16 on CUDA) around its whole ``forward`` or around
+  each ``nn.Linear`` inside it (the output cast back to float32, so the aggregation stays in float32); with
+  ``sparse_agg`` each of its calls gets its ``edge_index`` as a CSR ``adj_t`` (what ``T.ToSparseTensor`` makes),
+  where every convolution of the model is one whose sparse path was checked equal (:data:`SPARSE_CONVS`).
 
 Every other entry is refused with the reason (:data:`REFUSED`), never measured as a no-op; a change that finds
 nothing to apply to in the script (no loader built, no model called) fails its run with that reason.
@@ -36,8 +38,6 @@ from gnnbench.process.threads import WorkerPin, usable_cores
 
 # entries --verify cannot apply to a running script without editing it, and why
 REFUSED = {
-    "sparse_agg": "a sparse adjacency changes what the script passes its model (adj_t from T.ToSparseTensor() "
-                  "instead of edge_index): --verify does not rewrite the script's data or its calls",
     "fast_dropout": "a fused dropout is not a setting of PyTorch or PyG a script can switch on",
     "int32": "int32 indices are a storage choice inside PyG's sampler and kernels, not a setting of the script",
     "csr": "the CSR is built inside PyG's loader; the script has no setting for it",
@@ -57,6 +57,7 @@ class ScriptChange:
     allocator: str | None = None  # the allocator the child process starts with (None: glibc's defaults)
     compile: bool = False  # torch.compile of the outermost model's forward
     precision: str | None = None  # "full": autocast around the forward; "partial": around each nn.Linear
+    sparse: bool = False  # the model's edge_index argument passed as a sparse adjacency (CSR adj_t)
     numerics: bool = False  # whether it may change the numbers the script computes (its loss is compared)
     edit: tuple[str, ...] = ()  # what to change in the script (or its command line)
 
@@ -76,7 +77,7 @@ class ScriptChange:
             f"{self.label}+{other.label}", self.entries + other.entries, {**self.loader, **other.loader},
             other.intra_op if other.intra_op is not None else self.intra_op, self.pin_workers or other.pin_workers,
             other.allocator or self.allocator, self.compile or other.compile, other.precision or self.precision,
-            self.numerics or other.numerics, self.edit + other.edit)
+            self.sparse or other.sparse, self.numerics or other.numerics, self.edit + other.edit)
 
 
 def low_precision(device: str) -> torch.dtype:
@@ -149,6 +150,10 @@ def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None
             return reason
         return ScriptChange(entry, (entry,), allocator=entry,
                             edit=(f"start the script as `{shell_prefix(entry)} python train.py`",))
+    if entry == "sparse_agg":
+        return ScriptChange(entry, (entry,), sparse=True, numerics=True, edit=(
+            "transform=T.ToSparseTensor(layout=torch.sparse_csr) on the loader (or the dataset), and "
+            "model(batch.x, batch.adj_t) where the script calls model(batch.x, batch.edge_index)",))
     if entry == "compile":
         return ScriptChange(entry, (entry,), compile=True, numerics=True,
                             edit=("model = torch.compile(model, dynamic=True) after building the model",))
@@ -167,6 +172,11 @@ def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None
 
 
 # ---------------------------------------------------------------------------------------- applied in the child
+class SparseRefused(BaseException):
+    """Raised from the model's first training call when its convolutions cannot take a sparse adjacency: a
+    ``BaseException``, so the script's own ``except Exception`` cannot swallow it and measure a no-op."""
+
+
 class _Applied:
     """What a child applied, counted (a change that found nothing to apply to fails its run)."""
 
@@ -218,21 +228,71 @@ def _linear_types() -> tuple[type, ...]:
     return (torch.nn.Linear, Linear)
 
 
+# The convolutions whose sparse-adjacency path computes what their edge_index path computes (checked by
+# tests/advice/test_verify_script.py); a model with any other message-passing layer is refused, with the reason.
+SPARSE_CONVS = ("SAGEConv",)
+SPARSE_WHY = {
+    "GATConv": "GATConv weighs each edge by an attention coefficient computed from its two endpoints: it has no "
+               "fused sparse-matrix product, so a sparse adjacency cannot remove its per-edge gather and scatter",
+    "GATv2Conv": "GATv2Conv weighs each edge by attention computed from its two endpoints: no fused sparse product",
+}
+
+
+def sparse_refusal(model: torch.nn.Module) -> str | None:
+    """Why ``model``'s convolutions cannot take a sparse adjacency here, or ``None``."""
+    from torch_geometric.nn.conv import MessagePassing
+
+    convs = [m for m in model.modules() if isinstance(m, MessagePassing)]
+    if not convs:
+        return "the model has no PyG message-passing layer to pass a sparse adjacency to"
+    other = sorted({type(c).__name__ for c in convs} - set(SPARSE_CONVS))
+    if other:
+        why = "; ".join(SPARSE_WHY.get(name, f"{name}: its sparse-adjacency path is not checked equal to its "
+                                             "edge_index path here") for name in other)
+        return f"{why} (applied to {', '.join(SPARSE_CONVS)} only)"
+    return None
+
+
+def _to_adj_t(args: tuple) -> tuple | None:
+    """``args`` of a model call with its ``edge_index`` (the first ``[2, E]`` integer tensor after the features)
+    as a CSR ``adj_t`` over the features' rows (rows are targets; duplicate edges merged), or ``None``."""
+    from torch_geometric.utils import coalesce, to_torch_csr_tensor
+
+    if not args or not isinstance(args[0], torch.Tensor):
+        return None
+    n = args[0].size(0)
+    for i, a in enumerate(args[1:], 1):
+        if isinstance(a, torch.Tensor) and a.dim() == 2 and a.size(0) == 2 and not a.is_floating_point() \
+                and not a.is_sparse and a.layout == torch.strided:
+            adj_t = to_torch_csr_tensor(coalesce(a.flip(0), num_nodes=n), size=(n, n))
+            return (*args[:i], adj_t, *args[i + 1:])
+    return None
+
+
 def _patch_model(stack: ExitStack, change: ScriptChange, applied: _Applied) -> None:
     """At the first training call of the outermost module with parameters: its forward compiled and/or
-    autocast (the instance's ``forward`` attribute, which the module's call reads from the next call on)."""
+    autocast (the instance's ``forward`` attribute, which the module's call reads from the next call on); with
+    ``sparse``, every call of that module gets its ``edge_index`` as a sparse adjacency."""
     from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
     depth = [0]
     done: list[torch.nn.Module] = []
 
-    def pre(module: torch.nn.Module, args: Any) -> None:
+    def pre(module: torch.nn.Module, args: Any) -> Any:
         depth[0] += 1
-        if depth[0] != 1 or done or not torch.is_grad_enabled():
-            return
+        if depth[0] != 1:
+            return None
+        if done and change.sparse and module is done[0]:
+            return _to_adj_t(args)
+        if done or not torch.is_grad_enabled():
+            return None
         p = next(iter(module.parameters()), None)
         if p is None:
-            return
+            return None
+        if change.sparse:
+            why = sparse_refusal(module)
+            if why:
+                raise SparseRefused(why)
         device = str(p.device)
         forward = module.forward
         if change.precision == "partial":
@@ -248,6 +308,12 @@ def _patch_model(stack: ExitStack, change: ScriptChange, applied: _Applied) -> N
             module.forward = forward
         done.append(module)
         applied.models += 1
+        if change.sparse:
+            converted = _to_adj_t(args)
+            if converted is None:
+                raise SparseRefused("the model's call has no edge_index ([2, E] integer tensor) to convert")
+            return converted
+        return None
 
     def post(module: torch.nn.Module, args: Any, output: Any) -> None:
         depth[0] -= 1
@@ -266,7 +332,7 @@ def applied(stack: ExitStack, change: ScriptChange) -> _Applied:
         stack.callback(torch.set_num_threads, before)
     if change.loader:
         _patch_loader_construction(stack, change, out)
-    if change.compile or change.precision:
+    if change.compile or change.precision or change.sparse:
         _patch_model(stack, change, out)
     return out
 
@@ -275,7 +341,7 @@ def not_applied(change: ScriptChange, counts: _Applied) -> str | None:
     """Why ``change`` was not applied to anything in the script that ran, or ``None``."""
     if change.loader and not counts.loaders:
         return "the script built no DataLoader: the loader settings had nothing to apply to"
-    if (change.compile or change.precision) and not counts.models:
+    if (change.compile or change.precision or change.sparse) and not counts.models:
         return "no module with parameters was called in grad mode: no model to compile or autocast"
     if change.precision == "partial" and not counts.linears:
         return "the model has no nn.Linear (or PyG Linear) layer to autocast"

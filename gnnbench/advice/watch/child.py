@@ -75,7 +75,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     ``wait_bound_s``) and return the result (see the module's docstring)."""
     import torch
 
-    from gnnbench.advice.watch.changes import ScriptChange, applied, not_applied
+    from gnnbench.advice.watch.changes import ScriptChange, SparseRefused, applied, not_applied
     from gnnbench.advice.watch.clock import Watch
     from gnnbench.advice.watch.script import ScriptError, run_watched
     from gnnbench.process import allocator_in_effect
@@ -103,6 +103,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
             run_watched(list(spec["argv"]), w)
         except ScriptError as exc:
             out["error"] = str(exc)
+        except SparseRefused as exc:
+            out["error"] = f"refused: {exc}"
     out.update(wall_s=time.perf_counter() - t0, step_s=[r["step"] for r in w.records], losses=losses, rss=rss,
                warmup=w.warmup, seen=w.seen, threads=threads, allocator=allocator_in_effect()["allocator"],
                loader=w._loader_facts() if w.loaders else {},

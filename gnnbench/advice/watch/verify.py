@@ -203,6 +203,8 @@ def _kind(change: ScriptChange) -> tuple[str, ...]:
         kinds.append("compile")
     if change.precision:
         kinds.append("precision")
+    if change.sparse:
+        kinds.append("sparse")
     return tuple(kinds)
 
 
