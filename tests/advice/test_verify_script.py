@@ -279,3 +279,75 @@ def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refu
         with pytest.raises(ch.SparseRefused, match="GATConv weighs each edge by an attention coefficient"):
             gat(x, ei)
     assert issubclass(ch.SparseRefused, BaseException) and not issubclass(ch.SparseRefused, Exception)
+
+
+SAMPLING_BOUND = textwrap.dedent('''
+    import time
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader
+    from torch_geometric.nn import GraphSAGE
+
+    def slow(batch):  # a costly user transform: loader-side work that workers overlap with the step
+        time.sleep(0.03)
+        return batch
+
+    n = 4000
+    g = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(n, 64, generator=g), edge_index=torch.randint(0, n, (2, 40000), generator=g),
+                y=torch.randint(0, 4, (n,), generator=g))
+    loader = NeighborLoader(data, num_neighbors=[10, 5], batch_size=128, shuffle=True, transform=slow)
+    model = GraphSAGE(64, 256, num_layers=2, out_channels=4)  # about as long a step as the transform
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(3):
+        for batch in loader:
+            opt.zero_grad()
+            out = model(batch.x, batch.edge_index)[:batch.batch_size]
+            F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+            opt.step()
+''')
+
+
+@pytest.mark.slow
+def test_a_sampling_bound_script_is_measured_to_pay_with_a_worker(tmp_path):
+    """A loop whose loader sleeps 30 ms a batch in its transform: one worker overlaps the sleep with the step, and
+    --verify measures the gain in the script itself (significant across 5 rounds, on a loaded machine too)."""
+    script = tmp_path / "train.py"
+    script.write_text(SAMPLING_BOUND)
+    v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=5, steps=8, warmup=3,
+                         log=lambda s: None)
+    o = v.outcomes[0]
+    assert o.error is None and o.ratio.ratio > 1.1 and o.pays, vf.format_verification(v)
+
+
+GAT_SCRIPT = textwrap.dedent('''
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.nn import GAT
+
+    n = 300
+    g = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(n, 8, generator=g), edge_index=torch.randint(0, n, (2, 1500), generator=g),
+                y=torch.randint(0, 3, (n,), generator=g))
+    model = GAT(8, 16, num_layers=2, out_channels=3)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(30):  # full batch
+        opt.zero_grad()
+        try:
+            F.cross_entropy(model(data.x, data.edge_index), data.y).backward()
+        except Exception:  # a loop that swallows its own errors must not swallow the refusal
+            continue
+        opt.step()
+''')
+
+
+@pytest.mark.slow
+def test_a_gat_script_refuses_the_sparse_adjacency_with_its_reason_in_the_child(tmp_path):
+    script = tmp_path / "gat.py"
+    script.write_text(GAT_SCRIPT)
+    with pytest.raises(vf.RunFailed, match="refused: GATConv weighs each edge"):
+        vf.run_once([str(script)], change_for("sparse_agg"), steps=3, warmup=1, seed=0, folder=str(tmp_path))
+    result = vf.run_once([str(script)], change_for("full_amp"), steps=3, warmup=1, seed=0, folder=str(tmp_path))
+    assert result["applied"]["models"] == 1 and len(result["step_s"]) == 3

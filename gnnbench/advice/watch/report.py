@@ -78,6 +78,8 @@ class WatchReport:
     # setup before its loop, and that step), the rest of the warm-up, the measured steps, the profiled steps,
     # the profile's analysis, the steps after it until the loop stopped, and the report itself
     wall_s: dict[str, float] = field(default_factory=dict)
+    # diagnose --script: the command that applies the advice to the script itself and measures it there
+    verify_in_script: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -137,6 +139,9 @@ class WatchReport:
         if self.reproduce:
             lines.append("")
             lines.append(f"verify by measurement on a twin of your graph:\n  {self.reproduce}")
+        if self.verify_in_script:
+            lines.append(f"or in your script itself (each change applied from the outside, measured against the "
+                         f"script as it is):\n  {self.verify_in_script}")
         if self.overhead is not None:
             lines.append(self._overhead_text())
         lines += [f"note: {n}" for n in self.notes]

@@ -65,4 +65,9 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
     w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
               stop_after=True, device=device)
     run_watched(argv, w)
-    return w.report()
+    report = w.report()
+    if report.advice:
+        import shlex
+
+        report.verify_in_script = "gnnbench diagnose --verify --script " + shlex.join(argv)
+    return report
