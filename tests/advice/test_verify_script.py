@@ -351,3 +351,49 @@ def test_a_gat_script_refuses_the_sparse_adjacency_with_its_reason_in_the_child(
         vf.run_once([str(script)], change_for("sparse_agg"), steps=3, warmup=1, seed=0, folder=str(tmp_path))
     result = vf.run_once([str(script)], change_for("full_amp"), steps=3, warmup=1, seed=0, folder=str(tmp_path))
     assert result["applied"]["models"] == 1 and len(result["step_s"]) == 3
+
+
+LINK_SCRIPT = textwrap.dedent('''
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Data
+    from torch_geometric.loader import LinkNeighborLoader
+    from torch_geometric.nn import GraphSAGE
+
+    n = 400
+    g = torch.Generator().manual_seed(0)
+    data = Data(x=torch.randn(n, 16, generator=g), edge_index=torch.randint(0, n, (2, 3000), generator=g))
+    loader = LinkNeighborLoader(data, num_neighbors=[5, 3], batch_size=64, neg_sampling_ratio=1.0, shuffle=True)
+    model = GraphSAGE(16, 32, num_layers=2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for epoch in range(5):
+        for batch in loader:
+            opt.zero_grad()
+            h = model(batch.x, batch.edge_index)
+            src, dst = batch.edge_label_index
+            score = (h[src] * h[dst]).sum(-1)
+            F.binary_cross_entropy_with_logits(score, batch.edge_label).backward()
+            opt.step()
+''')
+
+
+@pytest.mark.slow
+def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prints_the_verification(tmp_path,
+                                                                                                  capsys):
+    import json
+
+    from gnnbench.cli import main
+
+    script = tmp_path / "link.py"
+    script.write_text(LINK_SCRIPT)
+    result = vf.run_once([str(script)], worker_change(1, cores=2), steps=3, warmup=1, seed=0, folder=str(tmp_path))
+    assert result["applied"]["loaders"] == 1 and result["loader"]["workers"] == 1
+    assert result["loader"]["type"] == "LinkNeighborLoader" and result["threads"]["intra_op"] == 1
+    code = main(["diagnose", "--json", "--verify", "--verify-rounds", "2", "--verify-steps", "3", "--verify-warmup",
+                 "1", "--watch-steps", "3", "--watch-warmup", "1", "--top", "2", "--script", str(script)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = json.loads(captured.out)
+    verify = out["verify"]
+    assert verify["rounds"] == 2 and len(verify["base_ms"]) == 2 and verify["outcomes"], verify
+    assert "[verify] round 2/2" in captured.err and "min left" in captured.err

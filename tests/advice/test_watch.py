@@ -693,6 +693,8 @@ def test_a_loop_too_short_for_the_profile_says_so_and_ranks_nothing_it_did_not_m
         _sage_loop(data, model, opt, loader)
     r = w.report()
     assert r.profiled is False and r.hot_ops == []
+    # where the watch's wall time went: the steps, and the report's own share
+    assert {"setup and first step", "until stopped", "report"} <= set(r.wall_s) and "wall time: " in r.format()
     assert any("of the 20 asked for" in n for n in r.notes), r.notes
     assert any("no profile" in n and "it needs 24" in n for n in r.notes), r.notes
     text = r.format()
