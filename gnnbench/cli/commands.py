@@ -218,7 +218,13 @@ def _diagnose_script(args: argparse.Namespace) -> int:
 def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
     """``diagnose --verify --script``: the top advice applied to the unmodified script and measured there
     (``out["verify"]``); 1 when the baseline's runs failed."""
-    from gnnbench.advice.watch.verify import RunFailed, format_verification, verify_plan, verify_script
+    from gnnbench.advice.watch.verify import (
+        RunFailed,
+        estimate_s,
+        format_verification,
+        verify_plan,
+        verify_script,
+    )
 
     changes, refused, notes = verify_plan(report, top=args.top, workers_curve=args.workers_curve)
     log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
@@ -230,9 +236,11 @@ def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
                                                                or "no advice"))
         out["verify"] = {"refused": refused}
         return 0
-    if not args.json:
-        print(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, "
-              f"{args.verify_rounds} alternating rounds", flush=True)
+    runs, seconds = estimate_s(report, changes, rounds=args.verify_rounds, steps=args.verify_steps,
+                               warmup=args.verify_warmup)
+    log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
+        f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step"
+        + (" (compilation not counted)" if any(c.compile for c in changes) else ""))
     try:
         v = verify_script(args.script, changes, refused=refused, rounds=args.verify_rounds,
                           steps=args.verify_steps, warmup=args.verify_warmup, wait_bound_s=args.wait_bound,

@@ -397,3 +397,13 @@ def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prin
     verify = out["verify"]
     assert verify["rounds"] == 2 and len(verify["base_ms"]) == 2 and verify["outcomes"], verify
     assert "[verify] round 2/2" in captured.err and "min left" in captured.err
+
+
+def test_the_time_of_a_verification_is_estimated_before_it_starts():
+    class R:
+        step_ms = {"median": 2000.0}
+        wall_s = {"setup and first step": 12.0}
+    changes = [worker_change(1, cores=2), change_for("full_amp"), change_for("glibc_tuned")]
+    runs, seconds = vf.estimate_s(R(), changes, rounds=4, steps=10, warmup=3)
+    assert runs == 4 * 4 + 8
+    assert seconds == pytest.approx(runs * (vf.START_S + 10.0 + 13 * 2.0))

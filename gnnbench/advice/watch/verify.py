@@ -391,6 +391,20 @@ def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores
     return changes, refused, notes
 
 
+START_S = 4.0  # a child's own start: Python, torch, PyG and gnnbench imported (on a 2-core CPU)
+
+
+def estimate_s(report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int,
+               combine: bool = True) -> tuple[int, float]:
+    """Runs ``--verify`` will make and the seconds they should take, from the diagnosis: each run starts
+    (:data:`START_S`), sets the script up and steps ``warmup + steps`` times at the diagnosed median step (the
+    combination's rounds counted when two or more variants could pay; compilation not counted)."""
+    runs = rounds * (1 + len(changes)) + (2 * rounds if combine and len(changes) > 1 else 0)
+    setup = max(0.0, report.wall_s.get("setup and first step", 0.0) - report.step_ms["median"] / 1e3)
+    per_run = START_S + setup + (warmup + steps) * report.step_ms["median"] / 1e3
+    return runs, runs * per_run
+
+
 # ------------------------------------------------------------------------------------------------- text
 def _verdict(o: Outcome, floor: float) -> str:
     if o.error:
