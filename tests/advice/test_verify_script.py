@@ -98,7 +98,8 @@ def _fake_runs(monkeypatch, per_label, *, fail=()):
         factor = per_label.get(change.label, 1.0)
         jitter = 1.0 + 0.002 * ((hash((change.label, seed)) % 5) - 2)
         losses = [1.0 - 0.01 * i + (0.003 if change.numerics else 0.0) for i in range(warmup + steps)]
-        return {"step_s": [0.1 * drift * factor * jitter] * steps, "losses": losses, "seen": warmup + steps}
+        return {"step_s": [0.1 * drift * factor * jitter] * steps, "losses": losses, "seen": warmup + steps,
+                "warmup_s": 30.0 if change.compile else 1.0}
 
     monkeypatch.setattr(vf, "run_once", run_once)
     return calls
@@ -131,6 +132,11 @@ def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeyp
     assert "the change to make in your script:" in text and "torch.set_num_threads(1)" in text
     assert "noise floor" in text and "Holm" in text
     assert lines and all("min left" in ln for ln in lines) and "round 4/4" in lines[15]
+    # a compiled variant's compilation is reported apart from its step ratio
+    _fake_runs(monkeypatch, {"compile": 0.9})
+    v = vf.verify_script(["train.py"], [change_for("compile")], rounds=2, steps=3, warmup=1, log=lambda s: None)
+    assert "warm-up with compilation 30.0 s (3 steps) against the baseline's 1.0 s (1 steps)" in \
+        vf.format_verification(v)
 
 
 def test_a_failed_variant_is_reported_not_judged_and_a_failed_baseline_stops(monkeypatch):

@@ -105,6 +105,9 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
             out["error"] = str(exc)
         except SparseRefused as exc:
             out["error"] = f"refused: {exc}"
+    marks = w.timeline
+    warm_end = marks.get("warm-up", marks.get("first step"))
+    out.update(warmup_s=(warm_end - marks["entered"]) if warm_end and "entered" in marks else None)
     out.update(wall_s=time.perf_counter() - t0, step_s=[r["step"] for r in w.records], losses=losses, rss=rss,
                warmup=w.warmup, seen=w.seen, threads=threads, allocator=allocator_in_effect()["allocator"],
                loader=w._loader_facts() if w.loaders else {},

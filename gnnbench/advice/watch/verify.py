@@ -47,6 +47,7 @@ class Outcome:
     significant: bool = False  # Holm across the variants
     loss: dict[str, Any] | None = None  # at equal steps against the same-seed baseline
     error: str | None = None  # a run failed: its reason (the variant is not judged)
+    warmup_s: list[float] = field(default_factory=list)  # per run, the warm-up's seconds (compilation is in it)
 
     @property
     def pays(self) -> bool:
@@ -58,7 +59,7 @@ class Outcome:
                 "ratio": None if r is None else {"ratio": r.ratio, "low": r.low, "high": r.high,
                                                  "p_value": r.p_value, "rounds": r.rounds},
                 "significant": self.significant, "pays": self.pays, "loss": self.loss, "error": self.error,
-                "edit": list(self.change.edit)}
+                "warmup_s": self.warmup_s, "edit": list(self.change.edit)}
 
 
 @dataclass
@@ -76,12 +77,14 @@ class Verification:
     combination_base_ms: list[float] = field(default_factory=list)
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    base_warmup_s: list[float] = field(default_factory=list)  # per baseline run, its warm-up's seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {"rounds": self.rounds, "steps": self.steps, "warmup": self.warmup, "base_ms": self.base_ms,
                 "floor": self.floor, "outcomes": [o.to_dict() for o in self.outcomes], "refused": self.refused,
                 "combination": self.combination.to_dict() if self.combination else None,
-                "combination_base_ms": self.combination_base_ms, "wall_s": self.wall_s, "notes": self.notes}
+                "combination_base_ms": self.combination_base_ms, "wall_s": self.wall_s, "notes": self.notes,
+                "base_warmup_s": self.base_warmup_s}
 
 
 class RunFailed(Exception):
@@ -228,6 +231,7 @@ class _Runs:
         self.total, self.log, self.done, self.t0 = total, log, 0, time.perf_counter()
         self.wait_bound_s, self.timeout_s = wait_bound_s, timeout_s
         self.growth: dict[str, str] = {}  # per configuration, the first run whose host memory grew
+        self.warmup_s: dict[str, list[float]] = {}  # per configuration, each run's warm-up seconds
 
     def run(self, change: ScriptChange, round_: int, rounds: int) -> dict[str, Any] | str:
         t = time.perf_counter()
@@ -269,6 +273,8 @@ def _measure(runs: _Runs, changes: list[ScriptChange], rounds: int, round_offset
                     raise RunFailed(f"the baseline run failed: {result}")
                 failed[change.label] = result
                 continue
+            if result.get("warmup_s") is not None:
+                runs.warmup_s.setdefault(change.label, []).append(float(result["warmup_s"]))
             growth = memory_growth(result.get("rss", []), int(result.get("warmup", 0)))
             if growth and change.label not in runs.growth:
                 runs.growth[change.label] = growth
@@ -334,6 +340,9 @@ def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict
         base_ms, base_loss, ms, losses, failed = _measure(runs, changes, rounds)
         v = Verification(rounds, steps, warmup, base_ms, noise_floor(base_ms), refused=dict(refused or {}))
         v.outcomes = _outcomes(changes, base_ms, base_loss, ms, losses, failed)
+        v.base_warmup_s = runs.warmup_s.get("baseline", [])
+        for o in v.outcomes:
+            o.warmup_s = runs.warmup_s.get(o.change.label, [])
         chosen = best_set(v.outcomes) if combine else []
         if len(chosen) > 1:
             combo = reduce(ScriptChange.combined, chosen)
@@ -442,7 +451,8 @@ def format_verification(v: Verification) -> str:
     lines.append(f"{'variant':<{width}}  {'ms/step':>9}  {'speedup [95%]':<24} verdict")
     for o in v.outcomes:
         lines.append(_row(o, width, v.floor))
-        for extra in (_loss_text(o.loss), *(f"applied: {e}" for e in o.change.edit if not o.error)):
+        for extra in (_loss_text(o.loss), _compile_text(o, v), *(f"applied: {e}" for e in o.change.edit
+                                                                  if not o.error)):
             if extra:
                 lines.append(f"{'':<{width}}  {extra}")
     if v.refused:
@@ -476,6 +486,15 @@ def format_verification(v: Verification) -> str:
     lines += [f"note: {n}" for n in v.notes]
     lines.append(f"--verify took {v.wall_s / 60:.1f} min")
     return "\n".join(lines)
+
+
+def _compile_text(o: Outcome, v: Verification) -> str:
+    """A compiled variant's warm-up (its compilation in it) beside the baseline's, apart from the step ratio."""
+    if not o.change.compile or not o.warmup_s or not v.base_warmup_s:
+        return ""
+    return (f"warm-up with compilation {statistics.median(o.warmup_s):.1f} s ({max(v.warmup, COMPILE_WARMUP)} "
+            f"steps) against the baseline's {statistics.median(v.base_warmup_s):.1f} s ({v.warmup} steps), "
+            "median over runs; not in the ratio")
 
 
 def _row(o: Outcome, width: int, floor: float) -> str:
