@@ -60,6 +60,15 @@ def test_loader_settings_are_set_at_construction_and_put_back():
         assert torch.get_num_threads() == 1
     assert DataLoader.__init__ is before and torch.get_num_threads() == threads
     assert counts.loaders == 1 and ch.not_applied(change, counts) is None
+    from torch_geometric.data import Data
+    from torch_geometric.loader import NeighborLoader, NodeLoader
+
+    data = Data(x=torch.randn(20, 4), edge_index=torch.randint(0, 20, (2, 60)))
+    pyg_init = NodeLoader.__init__
+    with ExitStack() as stack:
+        ch.applied(stack, change)
+        pyg = NeighborLoader(data, num_neighbors=[2], batch_size=4)
+    assert pyg.num_workers == 1 and pyg.filter_per_worker is True and NodeLoader.__init__ is pyg_init
     assert "no DataLoader" in ch.not_applied(change, ch._Applied())
 
 

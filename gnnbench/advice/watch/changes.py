@@ -7,7 +7,8 @@ script:
 
 - **loader settings** (``workers``, ``workers_split``, ``persistent_workers``, ``prefetch``, ``pin_memory``):
   keyword arguments set at the construction of every ``torch.utils.data.DataLoader`` the script builds (PyG's
-  loaders are ``DataLoader`` subclasses and pass theirs through); with workers on a CPU the script's intra-op
+  loaders are ``DataLoader`` subclasses and pass theirs through; with workers a PyG loader also gets
+  ``filter_per_worker=True``, so the workers gather the features too); with workers on a CPU the script's intra-op
   threads are cut to the cores the workers leave (``torch.set_num_threads``), and ``workers_split`` pins each
   worker to a core of its own;
 - **the process** (``glibc_tuned``, ``tcmalloc``, ``jemalloc``, ``jemalloc_pyg``): the environment the child
@@ -52,6 +53,7 @@ class ScriptChange:
     label: str  # the variant's name in the tables (the entry's name, or "workers=3" on the curve)
     entries: tuple[str, ...]  # the registry entries it measures
     loader: dict[str, Any] = field(default_factory=dict)  # DataLoader keyword arguments set at construction
+    pyg_loader: dict[str, Any] = field(default_factory=dict)  # PyG NodeLoader / LinkLoader keyword arguments
     intra_op: int | None = None  # torch.set_num_threads in the script's process (None: untouched)
     pin_workers: bool = False  # each loader worker pinned to a core of its own (the last cores)
     allocator: str | None = None  # the allocator the child process starts with (None: glibc's defaults)
@@ -75,6 +77,7 @@ class ScriptChange:
         """Both changes at once (the later one's settings win where both set one)."""
         return ScriptChange(
             f"{self.label}+{other.label}", self.entries + other.entries, {**self.loader, **other.loader},
+            {**self.pyg_loader, **other.pyg_loader},
             other.intra_op if other.intra_op is not None else self.intra_op, self.pin_workers or other.pin_workers,
             other.allocator or self.allocator, self.compile or other.compile, other.precision or self.precision,
             self.sparse or other.sparse, self.numerics or other.numerics, self.edit + other.edit)
@@ -91,7 +94,8 @@ def worker_change(k: int, *, cores: int | None = None, pin: bool = False, label:
     (at least one)."""
     n = cores if cores is not None else len(usable_cores())
     threads = max(1, n - k) if k else None
-    edit = [f"num_workers={k}" + (", persistent_workers=True" if k else "") + " in the loader's constructor"]
+    edit = [f"num_workers={k}" + (", persistent_workers=True" if k else "") + " in the loader's constructor"
+            + (" (a PyG loader: also filter_per_worker=True, the features gathered in the workers)" if k else "")]
     if threads is not None:
         edit.append(f"torch.set_num_threads({threads}) at the top of the script ({n} usable cores - {k} workers)")
     if pin and k:
@@ -100,8 +104,8 @@ def worker_change(k: int, *, cores: int | None = None, pin: bool = False, label:
     loader: dict[str, Any] = {"num_workers": k}
     if k:
         loader["persistent_workers"] = True  # workers forked once, not each epoch (what a user would write)
-    return ScriptChange(label or (entry if not pin else "workers_split"), (entry,), loader, threads, pin,
-                        edit=tuple(edit))
+    return ScriptChange(label or (entry if not pin else "workers_split"), (entry,), loader,
+                        {"filter_per_worker": True} if k else {}, threads, pin, edit=tuple(edit))
 
 
 def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None = None,
@@ -205,6 +209,22 @@ def _patch_loader_construction(stack: ExitStack, change: ScriptChange, applied: 
 
     DataLoader.__init__ = __init__
     stack.callback(setattr, DataLoader, "__init__", original)
+
+
+def _patch_pyg_loader_construction(stack: ExitStack, change: ScriptChange) -> None:
+    """PyG's ``NodeLoader`` / ``LinkLoader`` (every Neighbor / LinkNeighbor loader) built with the change's
+    PyG-only settings (``filter_per_worker``); they pass the rest on to ``DataLoader``."""
+    from torch_geometric.loader import LinkLoader, NodeLoader
+
+    for cls in (NodeLoader, LinkLoader):
+        original = cls.__dict__["__init__"]
+
+        def __init__(self: Any, *args: Any, _original: Callable = original, **kwargs: Any) -> None:
+            kwargs.update(change.pyg_loader)
+            _original(self, *args, **kwargs)
+
+        cls.__init__ = functools.wraps(original)(__init__)
+        stack.callback(setattr, cls, "__init__", original)
 
 
 def _autocast(fn: Callable, device: str, *, to_float: bool) -> Callable:
@@ -332,6 +352,8 @@ def applied(stack: ExitStack, change: ScriptChange) -> _Applied:
         stack.callback(torch.set_num_threads, before)
     if change.loader:
         _patch_loader_construction(stack, change, out)
+    if change.pyg_loader:
+        _patch_pyg_loader_construction(stack, change)
     if change.compile or change.precision or change.sparse:
         _patch_model(stack, change, out)
     return out
