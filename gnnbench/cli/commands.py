@@ -196,7 +196,7 @@ def _diagnose_script(args: argparse.Namespace) -> int:
 
     try:
         report = watch_script(args.script, steps=args.watch_steps, warmup=args.watch_warmup, sync=args.sync,
-                              device=None if args.device == "cpu" else args.device)
+                              device=None if args.device == "cpu" else args.device, wait_bound_s=args.wait_bound)
     except ScriptError as exc:
         print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
         return 1

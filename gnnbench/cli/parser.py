@@ -169,8 +169,8 @@ def _add_diagnose(sub: argparse._SubParsersAction) -> None:
                    help="--script --verify: also measure num_workers from 1 to the usable cores and one above, "
                         "each with the intra-op threads the workers leave")
     p.add_argument("--wait-bound", type=float, default=300.0,
-                   help="--script --verify: a loader next() waiting longer (s) ends the run with the loader's "
-                        "state (default 300)")
+                   help="--script: a loader next() waiting longer (s) ends the run with the loader's state and "
+                        "exit 1 (default 300)")
     p.add_argument("--script", nargs=argparse.REMAINDER, default=None, metavar="SCRIPT ARGS",
                    help="diagnose your own training script, unmodified: run it under gnnbench.watch (its "
                         "loaders, model calls, backward and optimizer steps timed) for --watch-steps steps, "

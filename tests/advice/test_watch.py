@@ -730,3 +730,24 @@ def test_the_model_is_the_one_that_trained_not_a_layer_called_after_the_last_ste
     r = w.report()
     assert not any("layers over" in n for n in r.notes), r.notes
     assert "--layers 3" in r.reproduce and "--hidden 24" in r.reproduce
+
+
+@pytest.mark.slow
+def test_diagnose_script_ends_a_hung_loader_with_its_state_and_exit_1(tmp_path):
+    import subprocess
+    import sys
+
+    hung = tmp_path / "hung.py"
+    hung.write_text("import time, torch\n"
+                    "class Slow(torch.utils.data.Dataset):\n"
+                    "    def __len__(self): return 100\n"
+                    "    def __getitem__(self, i):\n"
+                    "        if i >= 8: time.sleep(3600)\n"
+                    "        return torch.randn(8)\n"
+                    "m = torch.nn.Linear(8, 2)\n"
+                    "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                    "for x in torch.utils.data.DataLoader(Slow(), batch_size=2):\n"
+                    "    opt.zero_grad(); m(x).sum().backward(); opt.step()\n")
+    proc = subprocess.run([sys.executable, "-m", "gnnbench.cli", "diagnose", "--wait-bound", "2", "--script",
+                           str(hung)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "waited more than 2 s" in proc.stderr and '"type": "DataLoader"' in proc.stderr

@@ -59,6 +59,8 @@ def _watchdog(w: Any, bound: float, write: Any) -> threading.Thread:
     def run() -> None:
         while True:
             time.sleep(min(1.0, bound / 4))
+            if w._stack is None and "stopped" in w.timeline:
+                return  # the watch is over
             if w._phase == "wait" and time.perf_counter() - w._t_phase > bound:
                 facts = w._loader_facts() if w.loaders else {}
                 write({"error": f"the loader's next() waited more than {bound:g} s (step {w.seen + 1}): the run "

@@ -24,11 +24,11 @@ def run_watched(argv: list[str], w: Watch) -> None:
     import runpy
     import sys
 
-    if not argv:
-        raise ScriptError("--script needs the path of a training script")
+    if not argv or not os.path.isfile(argv[0]):
+        w.timeline.setdefault("stopped", 0.0)  # never started: a watchdog on it ends too
+        raise ScriptError(f"--script {argv[0]!r} is not a file" if argv else
+                          "--script needs the path of a training script")
     path = argv[0]
-    if not os.path.isfile(path):
-        raise ScriptError(f"--script {path!r} is not a file")
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -54,16 +54,28 @@ def run_watched(argv: list[str], w: Watch) -> None:
 
 
 def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: bool = False, profile_steps: int = 5,
-                 device: str | None = None) -> WatchReport:
+                 device: str | None = None, wait_bound_s: float | None = None) -> WatchReport:
     """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` under a
     :class:`Watch` of every loader, the outermost module call and every optimizer; stop it cleanly after
     ``warmup + steps + profile_steps`` steps and diagnose them (``gnnbench diagnose --script``).
+
+    With ``wait_bound_s``, a loader ``next()`` that waits longer ends the process with exit 1 and the loader's
+    state on stderr (a hung loader worker never returns).
 
     Raises:
         ScriptError: as :func:`run_watched`.
     """
     w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
               stop_after=True, device=device)
+    if wait_bound_s:
+        import json
+        import sys
+
+        from gnnbench.advice.watch.child import _watchdog
+
+        _watchdog(w, wait_bound_s, lambda r: print(f"gnnbench diagnose --script: {r['error']}; loader: "
+                                                   f"{json.dumps(r['loader'], default=str)}", file=sys.stderr,
+                                                   flush=True))
     run_watched(argv, w)
     report = w.report()
     if report.advice:
