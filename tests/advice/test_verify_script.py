@@ -288,6 +288,17 @@ def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refu
     hook.remove()
     assert counts.models == 1 and seen == [torch.sparse_csr, torch.sparse_csr]
     assert torch.allclose(first, expected, atol=1e-5) and torch.allclose(second, expected, atol=1e-5)
+    from torch_geometric.nn import GCN
+    from torch_geometric.utils import remove_self_loops
+
+    gcn = GCN(8, 16, num_layers=2, out_channels=3)
+    no_loops = remove_self_loops(ei)[0]
+    expected = gcn(x, no_loops)
+    with ExitStack() as stack:
+        ch.applied(stack, change_for("sparse_agg"))
+        assert torch.allclose(gcn(x, no_loops), expected, atol=1e-5)  # GCN agrees on a graph without self-loops
+        with pytest.raises(ch.SparseRefused, match="self-loops in the graph"):
+            gcn(x, torch.cat([no_loops, torch.tensor([[3], [3]])], 1))
     gat = GAT(8, 16, num_layers=2, out_channels=3)
     with ExitStack() as stack:
         ch.applied(stack, change_for("sparse_agg"))

@@ -250,7 +250,12 @@ def _linear_types() -> tuple[type, ...]:
 
 # The convolutions whose sparse-adjacency path computes what their edge_index path computes (checked by
 # tests/advice/test_verify_script.py); a model with any other message-passing layer is refused, with the reason.
-SPARSE_CONVS = ("SAGEConv",)
+SPARSE_CONVS = ("SAGEConv", "GCNConv")
+# GCNConv adds self-loops to a sparse adjacency on top of the graph's own, and only the missing ones to an
+# edge_index: the two agree on a graph without self-loops, which is checked at every call
+GCN_LOOPS = ("GCNConv adds a self-loop to every node of a sparse adjacency, on top of those edge_index has, where "
+             "its edge_index path adds only the missing ones: with self-loops in the graph the two compute "
+             "different things (remove them, or GCNConv(add_self_loops=False))")
 SPARSE_WHY = {
     "GATConv": "GATConv weighs each edge by an attention coefficient computed from its two endpoints: it has no "
                "fused sparse-matrix product, so a sparse adjacency cannot remove its per-edge gather and scatter",
@@ -273,9 +278,17 @@ def sparse_refusal(model: torch.nn.Module) -> str | None:
     return None
 
 
-def _to_adj_t(args: tuple) -> tuple | None:
+def _adds_loops(model: torch.nn.Module) -> bool:
+    """Whether a convolution of ``model`` adds self-loops to a sparse adjacency (GCNConv's default)."""
+    from torch_geometric.nn import GCNConv
+
+    return any(isinstance(m, GCNConv) and m.add_self_loops and m.normalize for m in model.modules())
+
+
+def _to_adj_t(args: tuple, *, no_loops: bool = False) -> tuple | None:
     """``args`` of a model call with its ``edge_index`` (the first ``[2, E]`` integer tensor after the features)
-    as a CSR ``adj_t`` over the features' rows (rows are targets; duplicate edges merged), or ``None``."""
+    as a CSR ``adj_t`` over the features' rows (rows are targets; duplicate edges merged), or ``None``; with
+    ``no_loops``, an ``edge_index`` with self-loops is refused (:data:`GCN_LOOPS`)."""
     from torch_geometric.utils import coalesce, to_torch_csr_tensor
 
     if not args or not isinstance(args[0], torch.Tensor):
@@ -284,6 +297,8 @@ def _to_adj_t(args: tuple) -> tuple | None:
     for i, a in enumerate(args[1:], 1):
         if isinstance(a, torch.Tensor) and a.dim() == 2 and a.size(0) == 2 and not a.is_floating_point() \
                 and not a.is_sparse and a.layout == torch.strided:
+            if no_loops and bool((a[0] == a[1]).any()):
+                raise SparseRefused(GCN_LOOPS)
             adj_t = to_torch_csr_tensor(coalesce(a.flip(0), num_nodes=n), size=(n, n))
             return (*args[:i], adj_t, *args[i + 1:])
     return None
@@ -297,13 +312,14 @@ def _patch_model(stack: ExitStack, change: ScriptChange, applied: _Applied) -> N
 
     depth = [0]
     done: list[torch.nn.Module] = []
+    loops = [False]  # the model adds self-loops to a sparse adjacency: edge_index must have none
 
     def pre(module: torch.nn.Module, args: Any) -> Any:
         depth[0] += 1
         if depth[0] != 1:
             return None
         if done and change.sparse and module is done[0]:
-            return _to_adj_t(args)
+            return _to_adj_t(args, no_loops=loops[0])
         if done or not torch.is_grad_enabled():
             return None
         p = next(iter(module.parameters()), None)
@@ -329,7 +345,8 @@ def _patch_model(stack: ExitStack, change: ScriptChange, applied: _Applied) -> N
         done.append(module)
         applied.models += 1
         if change.sparse:
-            converted = _to_adj_t(args)
+            loops[0] = _adds_loops(module)
+            converted = _to_adj_t(args, no_loops=loops[0])
             if converted is None:
                 raise SparseRefused("the model's call has no edge_index ([2, E] integer tensor) to convert")
             return converted
