@@ -218,13 +218,8 @@ def _diagnose_script(args: argparse.Namespace) -> int:
 def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
     """``diagnose --verify --script``: the top advice applied to the unmodified script and measured there
     (``out["verify"]``); 1 when the baseline's runs failed."""
-    from gnnbench.advice.watch.verify import (
-        RunFailed,
-        estimate_s,
-        format_verification,
-        verify_plan,
-        verify_script,
-    )
+    from gnnbench.advice.watch.verify import RunFailed, estimate_s, verify_plan, verify_script
+    from gnnbench.advice.watch.verify_text import format_verification
 
     changes, refused, notes = verify_plan(report, top=args.top, workers_curve=args.workers_curve)
     log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \

@@ -15,6 +15,7 @@ from torch_geometric.nn import GraphSAGE
 from gnnbench.advice.watch import changes as ch
 from gnnbench.advice.watch import verify as vf
 from gnnbench.advice.watch.changes import ScriptChange, change_for, worker_change
+from gnnbench.advice.watch.verify_text import format_verification
 
 LOADER = {"type": "NeighborLoader", "workers": 0, "batch_size": 64}
 
@@ -136,7 +137,7 @@ def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeyp
     assert by["workers"].loss["identical"]
     assert v.combination is not None and v.combination.change.entries == ("workers", "glibc_tuned")
     assert v.combination.pays and math.isfinite(v.floor)
-    text = vf.format_verification(v)
+    text = format_verification(v)
     assert "slower here: does not pay" in text and "sparse_agg: why" in text
     assert "the change to make in your script:" in text and "torch.set_num_threads(1)" in text
     assert "noise floor" in text and "Holm" in text
@@ -145,14 +146,14 @@ def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeyp
     _fake_runs(monkeypatch, {"compile": 0.9})
     v = vf.verify_script(["train.py"], [change_for("compile")], rounds=2, steps=3, warmup=1, log=lambda s: None)
     assert "warm-up with compilation 30.0 s (3 steps) against the baseline's 1.0 s (1 steps)" in \
-        vf.format_verification(v)
+        format_verification(v)
 
 
 def test_a_failed_variant_is_reported_not_judged_and_a_failed_baseline_stops(monkeypatch):
     _fake_runs(monkeypatch, {"workers": 0.8}, fail=("workers",))
     v = vf.verify_script(["t.py"], [worker_change(1, cores=2)], rounds=2, steps=3, warmup=1, log=lambda s: None)
     assert v.outcomes[0].error and not v.outcomes[0].pays
-    assert "not measured: not applied: the script built no DataLoader" in vf.format_verification(v)
+    assert "not measured: not applied: the script built no DataLoader" in format_verification(v)
     _fake_runs(monkeypatch, {}, fail=("baseline",))
     with pytest.raises(vf.RunFailed, match="baseline run failed"):
         vf.verify_script(["t.py"], [worker_change(1, cores=2)], rounds=2, steps=3, warmup=1, log=lambda s: None)
@@ -344,7 +345,7 @@ def test_a_sampling_bound_script_is_measured_to_pay_with_a_worker(tmp_path):
     v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=5, steps=8, warmup=3,
                          log=lambda s: None)
     o = v.outcomes[0]
-    assert o.error is None and o.ratio.ratio > 1.1 and o.pays, vf.format_verification(v)
+    assert o.error is None and o.ratio.ratio > 1.1 and o.pays, format_verification(v)
 
 
 GAT_SCRIPT = textwrap.dedent('''
