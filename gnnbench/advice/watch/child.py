@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import threading
 import time
 from contextlib import ExitStack
 from typing import Any
@@ -53,25 +52,6 @@ def _record_losses(stack: ExitStack, losses: list[float], rss: list[int]) -> Non
     stack.callback(setattr, torch.autograd, "backward", original)
 
 
-def _watchdog(w: Any, bound: float, write: Any) -> threading.Thread:
-    """A thread that ends the run when one loader ``next()`` waits longer than ``bound`` seconds: it writes the
-    loader's state and exits the process with status 1 (a hung worker never returns)."""
-    def run() -> None:
-        while True:
-            time.sleep(min(1.0, bound / 4))
-            if w._stack is None and "stopped" in w.timeline:
-                return  # the watch is over
-            if w._phase == "wait" and time.perf_counter() - w._t_phase > bound:
-                facts = w._loader_facts() if w.loaders else {}
-                write({"error": f"the loader's next() waited more than {bound:g} s (step {w.seen + 1}): the run "
-                                "was ended; a loader worker hung, died or is starved",
-                       "loader": facts, "hung": True})
-                os._exit(1)
-    t = threading.Thread(target=run, daemon=True, name="gnnbench-verify-watchdog")
-    t.start()
-    return t
-
-
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     """Run the script as ``spec`` says (``argv``, ``change``, ``warmup``, ``steps``, ``seed``,
     ``wait_bound_s``) and return the result (see the module's docstring)."""
@@ -79,7 +59,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 
     from gnnbench.advice.watch.changes import ScriptChange, SparseRefused, applied, not_applied
     from gnnbench.advice.watch.clock import Watch
-    from gnnbench.advice.watch.script import ScriptError, run_watched
+    from gnnbench.advice.watch.script import ScriptError, run_watched, watchdog
     from gnnbench.process import allocator_in_effect
 
     change = ScriptChange.from_dict(spec["change"])
@@ -100,7 +80,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         threads["intra_op"] = torch.get_num_threads()
         _record_losses(stack, losses, rss)
         if spec.get("wait_bound_s"):
-            _watchdog(w, float(spec["wait_bound_s"]), spec["_write"])
+            watchdog(w, float(spec["wait_bound_s"]), spec["_write"])
         try:
             run_watched(list(spec["argv"]), w)
         except ScriptError as exc:

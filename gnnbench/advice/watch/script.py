@@ -3,6 +3,11 @@ was measured, and diagnosed."""
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from typing import Any, Callable
+
 from gnnbench.advice.watch.clock import Watch
 from gnnbench.advice.watch.report import WatchReport
 
@@ -20,7 +25,6 @@ def run_watched(argv: list[str], w: Watch) -> None:
         ScriptError: the script is missing, raised an error, or ended before two measured steps; the message
             names the pieces of a training step that were never seen (loader, forward, backward, optimizer).
     """
-    import os
     import runpy
     import sys
 
@@ -71,9 +75,7 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
         import json
         import sys
 
-        from gnnbench.advice.watch.child import _watchdog
-
-        _watchdog(w, wait_bound_s, lambda r: print(f"gnnbench diagnose --script: {r['error']}; loader: "
+        watchdog(w, wait_bound_s, lambda r: print(f"gnnbench diagnose --script: {r['error']}; loader: "
                                                    f"{json.dumps(r['loader'], default=str)}", file=sys.stderr,
                                                    flush=True))
     run_watched(argv, w)
@@ -83,3 +85,23 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
 
         report.verify_in_script = "gnnbench diagnose --verify --script " + shlex.join(argv)
     return report
+
+
+def watchdog(w: Watch, bound: float, write: Callable[[dict[str, Any]], None]) -> threading.Thread:
+    """A thread that ends the run when one loader ``next()`` waits longer than ``bound`` seconds: it writes the
+    loader's state and exits the process with status 1 (a hung worker never returns); the thread ends when the
+    watch does."""
+    def run() -> None:
+        while True:
+            time.sleep(min(1.0, bound / 4))
+            if w._stack is None and "stopped" in w.timeline:
+                return  # the watch is over
+            if w._phase == "wait" and time.perf_counter() - w._t_phase > bound:
+                facts = w._loader_facts() if w.loaders else {}
+                write({"error": f"the loader's next() waited more than {bound:g} s (step {w.seen + 1}): the run "
+                                "was ended; a loader worker hung, died or is starved",
+                       "loader": facts, "hung": True})
+                os._exit(1)
+    t = threading.Thread(target=run, daemon=True, name="gnnbench-verify-watchdog")
+    t.start()
+    return t
