@@ -197,14 +197,58 @@ def _diagnose_script(args: argparse.Namespace) -> int:
 
     try:
         report = watch_script(args.script, steps=args.watch_steps, warmup=args.watch_warmup, sync=args.sync,
-                              device=None if args.device == "cpu" else args.device)
+                              device=None if args.device == "cpu" else args.device, wait_bound_s=args.wait_bound)
     except ScriptError as exc:
         print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.format())
+    if not args.verify:
+        print(json.dumps(report.to_dict(), indent=1, default=str) if args.json else report.format())
+        return 0
+    out: dict = {"diagnosis": report.to_dict()}
+    if not args.json:
+        print(report.format(), flush=True)
+    status = _verify_script(args, report, out)
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+    return status
+
+
+def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
+    """``diagnose --verify --script``: the top advice applied to the unmodified script and measured there
+    (``out["verify"]``); 1 when the baseline's runs failed."""
+    from gnnbench.advice.watch.verify import RunFailed, estimate_s, verify_plan, verify_script
+    from gnnbench.advice.watch.verify_text import format_verification
+
+    changes, refused, notes = verify_plan(report, top=args.top, workers_curve=args.workers_curve)
+    log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
+        (lambda line: print(line, flush=True))
+    for note in notes:
+        log(f"--verify: {note}")
+    if not changes:
+        log("\n--verify: nothing to measure in this script: " + ("; ".join(f"{k}: {v}" for k, v in refused.items())
+                                                               or "no advice"))
+        out["verify"] = {"refused": refused}
+        return 0
+    runs, seconds = estimate_s(report, changes, rounds=args.verify_rounds, steps=args.verify_steps,
+                               warmup=args.verify_warmup)
+    log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
+        f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step"
+        + (" (compilation not counted)" if any(c.compile for c in changes) else ""))
+    try:
+        v = verify_script(args.script, changes, refused=refused, rounds=args.verify_rounds,
+                          steps=args.verify_steps, warmup=args.verify_warmup, wait_bound_s=args.wait_bound,
+                          log=log)
+    except (RunFailed, ValueError) as exc:
+        print(f"gnnbench diagnose --script --verify: {exc}", file=sys.stderr)
+        return 1
+    v.notes[:0] = notes
+    out["verify"] = v.to_dict()
+    if not args.json:
+        print()
+        print(format_verification(v))
     return 0
 
 

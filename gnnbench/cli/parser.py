@@ -176,6 +176,18 @@ def _add_diagnose(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--watch-warmup", type=int, default=5, help="--script: warm-up steps left out (default 5)")
     p.add_argument("--sync", action="store_true",
                    help="--script: synchronize CUDA at every phase boundary (the breakdown mode)")
+    p.add_argument("--verify-rounds", type=int, default=4,
+                   help="--script --verify: rounds (each runs the script as it is and every variant once; default 4)")
+    p.add_argument("--verify-steps", type=int, default=10,
+                   help="--script --verify: measured steps per run (default 10)")
+    p.add_argument("--verify-warmup", type=int, default=3,
+                   help="--script --verify: warm-up steps per run, left out (default 3)")
+    p.add_argument("--workers-curve", action="store_true",
+                   help="--script --verify: also measure num_workers from 1 to the usable cores and one above, "
+                        "each with the intra-op threads the workers leave")
+    p.add_argument("--wait-bound", type=float, default=300.0,
+                   help="--script: a loader next() waiting longer (s) ends the run with the loader's state and "
+                        "exit 1 (default 300)")
     p.add_argument("--script", nargs=argparse.REMAINDER, default=None, metavar="SCRIPT ARGS",
                    help="diagnose your own training script, unmodified: run it under gnnbench.watch (its "
                         "loaders, model calls, backward and optimizer steps timed) for --watch-steps steps, "

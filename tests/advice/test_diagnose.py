@@ -344,12 +344,16 @@ def test_diagnose_of_a_labor_run_does_not_name_labor(capsys):
 
 
 def test_an_operator_is_attributed_by_the_code_path_that_issued_it():
-    """Issue 32's mend: on a GCN with scatter aggregation ``aten::mul`` comes from the per-edge normalization
-    multiply, the self weight, the normalization build and dropout (forward, and their backward through the
-    autograd sequence numbers); its time is attributed to those code paths and so to the entries that remove or
-    change them (sparse_agg, fast_dropout), not listed as "no entry targets it"."""
+    """On a GCN with scatter aggregation ``aten::mul`` comes from the per-edge normalization multiply, the self
+    weight, the normalization build and dropout (forward, and their backward through the autograd sequence
+    numbers); its time is attributed to those code paths and so to the entries that remove or change them
+    (sparse_agg, fast_dropout), not listed as "no entry targets it".
+
+    Every check is on where an operator ran (its phase and code path) or on the attribution rule applied to the
+    shares this profile measured; none expects a particular share, which a loaded machine shifts (dropout's
+    multiply can outweigh the edge multiply, or not)."""
     from gnnbench.advice.diagnosis_text import UNTARGETED, hot_op_lines
-    from gnnbench.advice.op_profile import op_profile
+    from gnnbench.advice.op_profile import MIN_CREDIT_OF_OP, UNMARKED, op_profile
     from gnnbench.training import Trainer
 
     config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64), model="gcn", warmup_steps=1,
@@ -365,19 +369,30 @@ def test_an_operator_is_attributed_by_the_code_path_that_issued_it():
         trainer.close()
     mul = profile.shares["aten::mul"]
     paths = profile.paths["aten::mul"]
+    cells = profile.cells["aten::mul"]
     assert {"aggregate.edge_norm", "dropout"} <= set(paths), paths
-    assert sum(paths.values()) >= 0.9 * mul, ("aten::mul ran outside every marked code path", paths, mul)
+    unmarked = {cell for cell, v in cells.items() if cell[1] == UNMARKED and v > 0}
+    assert not unmarked, ("aten::mul ran outside every marked code path", unmarked)
     # a backward operator counts in the path of its forward: the edge multiply's backward is a mul in backward
     by_phase = profile.phases["aten::mul"]
     assert by_phase.get("backward", 0) > 0 and by_phase.get("forward", 0) > 0, by_phase
-    edge_norm = profile.cells["aten::mul"]
-    assert edge_norm.get(("backward", "aggregate.edge_norm"), 0) > 0, edge_norm
+    assert cells.get(("backward", "aggregate.edge_norm"), 0) > 0, cells
+    # both entries are credited with the multiplies of their own paths, and the listing follows the rule
+    credits = {name: profile.credit(registry.get(name)).get("aten::mul", 0.0)
+               for name in ("sparse_agg", "fast_dropout", "fanout", "workers")}
+    assert credits["sparse_agg"] > 0 and credits["fast_dropout"] > 0, credits
     hot = {h.op: h for h in attribute_ops(profile, "node", threshold=0.0)}
-    assert {"sparse_agg", "fast_dropout"} <= set(hot["aten::mul"].entries), hot["aten::mul"]
+    expected = {o.name for o in registry.for_task("node")
+                if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul}
+    assert set(hot["aten::mul"].entries) == expected and expected & {"sparse_agg", "fast_dropout"}, \
+        (hot["aten::mul"], credits)
     assert hot["aten::mul"].paths == paths
     line = next(ln for ln in hot_op_lines([hot["aten::mul"]]) if "aten::mul" in ln)
-    assert UNTARGETED not in line and "aggregate.edge_norm" in line and "sparse_agg " in line, line
-    assert not {"fanout", "workers"} & set(hot["aten::mul"].entries), "the sampler's few muls do not list them"
+    assert UNTARGETED not in line and all(f"{e} " in line for e in hot["aten::mul"].entries), line
+    assert all(p in line for p, s in paths.items() if s >= 0.005), line
+    # the loader entries are credited with the sampler's multiplies only, never the model's
+    in_sampler = sum(v for (phase, path), v in cells.items() if path == "sample")
+    assert credits["fanout"] == pytest.approx(in_sampler) and credits["workers"] == pytest.approx(in_sampler)
     # the sampler's and the gather's operators are theirs too
     assert any("sample" in p for p in profile.paths.values()) and any("gather" in p for p in profile.paths.values())
     # the credit an entry gets is the time in its paths: sparse_agg's covers the scatter path's index_add_

@@ -204,8 +204,9 @@ def test_everything_patched_is_restored_and_hooks_removed():
 def test_a_full_batch_gcn_loop_is_cut_at_the_optimizer_step():
     """PyG's examples/gcn.py pattern: no loader, one step per epoch."""
     torch.manual_seed(0)
-    data = _data(n=500, e=4000)
-    model = GCN(16, 32, num_layers=2, out_channels=4)
+    # large enough that the kernels outweigh the loop's own Python (the loss, zero_grad) on a loaded machine
+    data = _data(n=3000, e=40000)
+    model = GCN(16, 64, num_layers=2, out_channels=4)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     with gnnbench.watch(None, model, opt, warmup=2, steps=6) as w:
         for _ in range(12):
@@ -378,13 +379,18 @@ def test_the_profile_attributes_a_pyg_gcn_loops_operators_by_code_path():
     paths = profile.paths["aten::mul"]
     assert {"aggregate.edge_norm", "dropout"} <= set(paths), paths
     mul = next(h for h in attribute_ops(profile, "node", threshold=0.0) if h.op == "aten::mul")
-    assert "sparse_agg" in mul.entries, mul  # the per-edge multiply: most of this GCN's aten::mul
     from gnnbench import registry
+    from gnnbench.advice.op_profile import MIN_CREDIT_OF_OP
 
+    # the per-edge multiply is credited to sparse_agg; whether it is listed follows the rule on this profile's
+    # shares (a loaded machine can shift them), not a share expected here
+    assert profile.credit(registry.get("sparse_agg")).get("aten::mul", 0) > 0
+    assert set(mul.entries) == {o.name for o in registry.for_task("node")
+                                if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul.share}, mul
     dropout = profile.credit(registry.get("fast_dropout"))  # dropout's own multiply and its mask
     assert dropout.get("aten::mul", 0) > 0 and dropout.get("aten::bernoulli_", 0) > 0, dropout
-    assert mul.credits["sparse_agg"] == pytest.approx(paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0)
-                                                      + paths.get("aggregate.scatter", 0))
+    assert profile.credit(registry.get("sparse_agg"))["aten::mul"] == pytest.approx(
+        paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0) + paths.get("aggregate.scatter", 0))
     r = w.report()
     assert all(h.entries or not h.paths for h in r.hot_ops), "an operator in a marked path has its entries"
     assert "no entry targets it" not in next((ln for ln in r.format().splitlines() if "aten::mul " in ln), "")
@@ -403,7 +409,7 @@ def test_the_device_busy_share_is_read_at_step_ends_and_decides_the_classificati
 
         def sample(self):
             reads.append(time.perf_counter())
-            time.sleep(0.05)  # a slow read: it must not land in the next step
+            time.sleep(0.15)  # a slow read: it must not land in the next step
             self.values.append(90.0)
 
         def mean_fraction(self):
@@ -417,8 +423,10 @@ def test_the_device_busy_share_is_read_at_step_ends_and_decides_the_classificati
     assert len(reads) == 4 and r.device_busy == pytest.approx(0.9)
     assert r.finding.compute_source == "NVML" and r.finding.bottleneck == "kernels"
     assert r.finding == classify(r.shares, busy_fraction=0.9)
-    assert all(rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.025
-               for rec in w.records[1:]), "the read's 50 ms are not in the next step's 'other'"
+    # a read on the clock would put at least its 150 ms into the next step's 'other' (zero_grad and the loss,
+    # a few ms, that a loaded machine can stretch to tens)
+    assert all(rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.15
+               for rec in w.records[1:]), "the read's 150 ms are not in the next step's 'other'"
     assert "compute share 90% (NVML)" in r.format()
 
 
@@ -674,3 +682,72 @@ def test_the_reproduce_command_follows_the_fanout_when_the_model_is_deeper():
     args = build_parser().parse_args(r.reproduce.split()[1:])
     assert args.layers == 2 and args.fanout == "6,3" and args.hidden == 24
     assert any("3 layers over a 2-hop fanout" in n for n in r.notes)
+
+
+def test_a_loop_too_short_for_the_profile_says_so_and_ranks_nothing_it_did_not_measure():
+    """A loop that ends before the profiled steps (here before its measured steps are all in) gets a diagnosis
+    of the steps it had, a note saying how many it needed, and advice not presented in an order nothing
+    measured."""
+    data, loader, model, opt = _sage_setup()  # about 6 batches an epoch
+    with gnnbench.watch(loader, model, opt, warmup=1, steps=20, profile_steps=3) as w:
+        _sage_loop(data, model, opt, loader)
+    r = w.report()
+    assert r.profiled is False and r.hot_ops == []
+    # where the watch's wall time went: the steps, and the report's own share
+    assert {"setup and first step", "until stopped", "report"} <= set(r.wall_s) and "wall time: " in r.format()
+    assert any("of the 20 asked for" in n for n in r.notes), r.notes
+    assert any("no profile" in n and "it needs 24" in n for n in r.notes), r.notes
+    text = r.format()
+    unranked = [a for a in r.advice if not a.op_share]
+    assert unranked, r.advice
+    for a in unranked:  # listed, never under "in this order"
+        block = text.split("not ranked:")[1]
+        assert a.entry in block
+    if "in this order" in text:
+        ordered = text.split("in this order")[1].split("not ranked:")[0]
+        assert not any(f"[{a.entry}" in ordered for a in unranked), ordered
+    if r.reproduce and "--flags" in r.reproduce:
+        assert not set(r.reproduce.split("--flags ")[1].split()[0].split(",")) & {a.entry for a in unranked}
+
+
+def test_the_model_is_the_one_that_trained_not_a_layer_called_after_the_last_step():
+    """With model=None (diagnose --script) the model is the outermost module of the steps an optimizer ended:
+    a layer-wise evaluation after training (each conv called on its own) does not replace a 3-layer GraphSAGE
+    by one of its layers."""
+    torch.manual_seed(0)
+    data = _data()
+    loader = NeighborLoader(data, num_neighbors=[6, 4, 2], batch_size=64, input_nodes=data.train_mask)
+    model = GraphSAGE(16, 24, num_layers=3, out_channels=4)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    with gnnbench.watch(None, None, None, warmup=1, steps=2) as w:
+        _sage_loop(data, model, opt, loader)
+        model.eval()
+        with torch.no_grad():  # layer-wise inference, as PyG's examples write it
+            x = data.x
+            for conv in model.convs:
+                x = conv(x, data.edge_index)
+    assert w.outer_model is model
+    r = w.report()
+    assert not any("layers over" in n for n in r.notes), r.notes
+    assert "--layers 3" in r.reproduce and "--hidden 24" in r.reproduce
+
+
+@pytest.mark.slow
+def test_diagnose_script_ends_a_hung_loader_with_its_state_and_exit_1(tmp_path):
+    import subprocess
+    import sys
+
+    hung = tmp_path / "hung.py"
+    hung.write_text("import time, torch\n"
+                    "class Slow(torch.utils.data.Dataset):\n"
+                    "    def __len__(self): return 100\n"
+                    "    def __getitem__(self, i):\n"
+                    "        if i >= 8: time.sleep(3600)\n"
+                    "        return torch.randn(8)\n"
+                    "m = torch.nn.Linear(8, 2)\n"
+                    "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+                    "for x in torch.utils.data.DataLoader(Slow(), batch_size=2):\n"
+                    "    opt.zero_grad(); m(x).sum().backward(); opt.step()\n")
+    proc = subprocess.run([sys.executable, "-m", "gnnbench.cli", "diagnose", "--wait-bound", "2", "--script",
+                           str(hung)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "waited more than 2 s" in proc.stderr and '"type": "DataLoader"' in proc.stderr

@@ -89,7 +89,10 @@ class Watch(_Patches, _Verdict):
         self._prof_shares: OpProfile | None = None
         self._path_stack: ExitStack | None = None  # the code paths marked while profiling (watch/paths.py)
         self.marked_paths: list[str] = []
-        self.outer_model: torch.nn.Module | None = None  # with model=None: the outermost module called
+        # with model=None: the outermost module called in the last step an optimizer step ended (the model that
+        # trained, not a module called outside the training steps)
+        self.outer_model: torch.nn.Module | None = None
+        self._step_module: torch.nn.Module | None = None  # the current step's first outermost module call
         self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
         self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
         self._optimizer_hooks: tuple[Callable, Callable] | None = None  # the step hooks, likewise
@@ -110,6 +113,9 @@ class Watch(_Patches, _Verdict):
         self._thread = threading.get_ident()
         self._counted: list[bool] = []  # per open module call (model=None): whether it is the model's
         self.backend: str | None = None
+        # wall-clock marks of the watch's course (entered, first step, warm-up, measured, profiled, profile
+        # analysed, stopped): where a diagnosis's time goes (WatchReport.wall_s)
+        self.timeline: dict[str, float] = {}
         self._busy: BusySampler | None = None  # NVML's device utilization, read at measured step ends (CUDA)
 
     # ------------------------------------------------------------------ clocks
@@ -191,6 +197,8 @@ class Watch(_Patches, _Verdict):
     def _close_step(self, *, stopping: bool = True) -> None:
         """Record the step the optimizer ended (at its end time), and stop the loop when the watch is done."""
         end, self._pending = self._pending, None
+        if self._step_module is not None:
+            self.outer_model, self._step_module = self._step_module, None
         record = dict(self._current, step=end - self._t_step, batches=self._batches)
         self._current, self._t_step, self._batches = {}, end, 0
         events, self.events = self.events, 0
@@ -198,6 +206,8 @@ class Watch(_Patches, _Verdict):
         hooks, self.hook_calls = self.hook_calls, 0
         opt_calls, self.opt_calls = self.opt_calls, 0
         self.seen += 1
+        if self.seen == 1 or self.seen == self.warmup:
+            self.timeline["first step" if self.seen == 1 else "warm-up"] = end
         measuring = self.seen > self.warmup and (self.steps is None or len(self.records) < self.steps)
         # the process's page faults and kernel time per measured step (gnnbench.process.StepUsage)
         self.usage.tick(self.seen - 1 if measuring else -1)
@@ -208,8 +218,10 @@ class Watch(_Patches, _Verdict):
             self.pass_counts.append(passes)
             self.hook_counts.append(hooks)
             self.opt_counts.append(opt_calls)
-            if self.steps is not None and len(self.records) == self.steps and self.profile_steps:
-                self._start_profile()
+            if self.steps is not None and len(self.records) == self.steps:
+                self.timeline["measured"] = _now()
+                if self.profile_steps:
+                    self._start_profile()
         elif self._prof is not None:
             self._prof_left -= 1
             if self._prof_left <= 0:
@@ -249,7 +261,9 @@ class Watch(_Patches, _Verdict):
         finally:
             if paths is not None:
                 paths.close()
+        self.timeline["profiled"] = _now()
         self._prof_shares = profile_shares(prof, self.device)
+        self.timeline["profile analysed"] = _now()
 
     # ------------------------------------------------------------------ instrumentation
     def __enter__(self) -> "Watch":
@@ -257,7 +271,7 @@ class Watch(_Patches, _Verdict):
 
         self._thread = threading.get_ident()
         self._phase, self._model_depth, self._inner, self._counted = None, 0, [], []
-        self._opt_open, self._in_closure = [], 0
+        self._opt_open, self._in_closure, self._step_module = [], 0, None
         self._stack = stack = ExitStack()
         try:
             self.backend = stack.enter_context(pyg_sampling_fallback())
@@ -273,6 +287,7 @@ class Watch(_Patches, _Verdict):
             stack.close()
             raise
         self._t_step = time.perf_counter()
+        self.timeline = {"entered": self._t_step}
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -280,6 +295,7 @@ class Watch(_Patches, _Verdict):
             self._close()
             self._close_step(stopping=False)  # the loop's last step
         stack, self._stack = self._stack, None
+        self.timeline["stopped"] = _now()
         self._phase = None
         if self._prof is not None:
             self._stop_profile()

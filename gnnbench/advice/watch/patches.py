@@ -174,19 +174,22 @@ class _Patches:
         with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
         def pre(module: Any, args: Any) -> None:
             self.hook_calls += 1
-            if self.model is None and self._model_depth == 0:
+            outermost = self.model is None and self._model_depth == 0
+            if outermost:
                 p = next(iter(module.parameters()), None)
                 if p is None:  # a parameterless module called outside the model (a loss): not the forward
                     self._counted.append(False)
                     return
-                if self._recording():
-                    self.outer_model = module
                 if self.device.type == "cpu" and not self._device_set:
                     self.device = p.device
             self._counted.append(True)
             self._model_depth += 1
             if self._model_depth == 1:
-                self._forward_opened = self._open("forward")
+                self._forward_opened = self._open("forward")  # (closes the step an optimizer ended first)
+            if outermost and self._step_module is None and self._recording():
+                # the step's first outermost module: it becomes the model when an optimizer step ends the step
+                # (an evaluation after the last step, a layer-wise inference over model.convs, never does)
+                self._step_module = module
 
         def post(module: Any, args: Any, output: Any) -> None:
             if not self._counted or not self._counted.pop():

@@ -71,6 +71,15 @@ class WatchReport:
     # the script's process, read back: allocator, threads, the measured steps' page faults and kernel share, and
     # the allocation-cost finding (gnnbench.process)
     process: dict[str, Any] = field(default_factory=dict)
+    # whether the profiled steps ran: None when none were asked for, False when the loop ended before them (the
+    # advice is then ranked only by what was measured: entries no measurement credits are listed unranked)
+    profiled: bool | None = None
+    # where the watch's wall time went, in seconds: from entry to the end of the first step (the script's own
+    # setup before its loop, and that step), the rest of the warm-up, the measured steps, the profiled steps,
+    # the profile's analysis, the steps after it until the loop stopped, and the report itself
+    wall_s: dict[str, float] = field(default_factory=dict)
+    # diagnose --script: the command that applies the advice to the script itself and measures it there
+    verify_in_script: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,24 +118,41 @@ class WatchReport:
         if self.process.get("finding"):
             lines.append(self.process["finding"])
         lines.append("")
-        if self.advice:
+        ranked = self.advice if self.profiled is not False else [a for a in self.advice if a.op_share]
+        unranked = [a for a in self.advice if a not in ranked]
+        if ranked:
             lines.append("try, in your loop, in this order (each measured by the gnnbench entry named):")
-            for i, a in enumerate(self.advice[:ADVICE_SHOWN], 1):
-                why = f"; the operators it removes or changes: {a.op_share:.0%} of the profile" if a.op_share else ""
-                lines.append(f"  {i}. {a.setting}  [{a.entry}{why}"
-                             f"{'; may cost accuracy' if a.costs_accuracy else ''}]")
-            if len(self.advice) > ADVICE_SHOWN:
-                lines.append(f"  ({len(self.advice) - ADVICE_SHOWN} more in to_dict()['advice']: "
-                             + ", ".join(a.entry for a in self.advice[ADVICE_SHOWN:]) + ")")
-        else:
+            for i, a in enumerate(ranked[:ADVICE_SHOWN], 1):
+                lines.append(f"  {i}. {self._advice_text(a)}")
+            if len(ranked) > ADVICE_SHOWN:
+                lines.append(f"  ({len(ranked) - ADVICE_SHOWN} more in to_dict()['advice']: "
+                             + ", ".join(a.entry for a in ranked[ADVICE_SHOWN:]) + ")")
+        if unranked:
+            lines.append("not ranked: the loop ended before the profiled steps, so nothing measured what these "
+                         "remove; candidates for the bottleneck, in no order:")
+            lines += [f"  - {self._advice_text(a)}" for a in unranked[:ADVICE_SHOWN]]
+            if len(unranked) > ADVICE_SHOWN:
+                lines.append(f"  ({len(unranked) - ADVICE_SHOWN} more: "
+                             + ", ".join(a.entry for a in unranked[ADVICE_SHOWN:]) + ")")
+        if not self.advice:
             lines.append("nothing in the registry targets it that applies to this loop")
         if self.reproduce:
             lines.append("")
             lines.append(f"verify by measurement on a twin of your graph:\n  {self.reproduce}")
+        if self.verify_in_script:
+            lines.append(f"or in your script itself (each change applied from the outside, measured against the "
+                         f"script as it is):\n  {self.verify_in_script}")
         if self.overhead is not None:
             lines.append(self._overhead_text())
         lines += [f"note: {n}" for n in self.notes]
+        if self.wall_s:
+            lines.append("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in self.wall_s.items()))
         return "\n".join(lines)
+
+    @staticmethod
+    def _advice_text(a: Advice) -> str:
+        why = f"; the operators it removes or changes: {a.op_share:.0%} of the profile" if a.op_share else ""
+        return f"{a.setting}  [{a.entry}{why}{'; may cost accuracy' if a.costs_accuracy else ''}]"
 
     def _overhead_text(self) -> str:
         text = (f"instrumentation overhead: at least {self.overhead:.2%} of the step (a lower bound: each "

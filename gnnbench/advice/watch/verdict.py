@@ -123,12 +123,14 @@ class _Verdict:
         running = report.process["allocator"]["allocator"]
         report.process["finding"] = allocation_finding(report.process.get("usage"), running, self.rules)
         report.advice = self._advice(finding, self._prof_shares or OpProfile())
+        self._short_loop_notes(report)
         if self._costs is not None:
             counts = {"event": self.event_counts, "pass": self.pass_counts, "hook": self.hook_counts,
                       "optimizer": self.opt_counts, "next": [r.get("batches", 0) for r in self.records]}
             report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in _COST_KINDS) / med
             report.overhead_measured = measured_overhead()
         report.reproduce = self._reproduce(report)
+        report.wall_s = self._wall_times()
         if self.backend and self.backend.startswith("gnnbench"):
             report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
                                 "sampler's, not pyg-lib's")
@@ -140,6 +142,35 @@ class _Verdict:
             report.notes.append("the loader samples in worker processes: 'wait' is the main process's wait for "
                                 "the next batch (the workers' own time overlaps the step)")
         return report
+
+    def _wall_times(self) -> dict[str, float]:
+        """Seconds between the marks of :attr:`Watch.timeline`, named by what ran between them, and the report
+        up to now (its share of a diagnosis: the operator attribution, the graph twin, the process read-back)."""
+        import time
+
+        names = {"first step": "setup and first step", "warm-up": "warm-up", "measured": "measured steps",
+                 "profiled": "profiled steps", "profile analysed": "profile analysis", "stopped": "until stopped"}
+        marks = sorted(self.timeline.items(), key=lambda kv: kv[1])
+        out = {names.get(b, b): t1 - t0 for (_, t0), (b, t1) in zip(marks, marks[1:]) if b in names}
+        if marks:
+            out["report"] = time.perf_counter() - marks[-1][1]
+        return out
+
+    def _short_loop_notes(self, report: WatchReport) -> None:
+        """Say so when the loop ended before the steps asked for: fewer measured steps, or no profile (the
+        advice is then not ranked by operators, :attr:`WatchReport.profiled`)."""
+        needed = self.warmup + (self.steps or 0) + self.profile_steps
+        if self.steps is not None and len(self.records) < self.steps:
+            report.notes.append(f"the loop ended after {self.seen} steps: {len(self.records)} measured of the "
+                                f"{self.steps} asked for (after {self.warmup} warm-up)")
+        if self.profile_steps:
+            report.profiled = self._prof_shares is not None
+            if not report.profiled:
+                report.notes.append(
+                    f"no profile: the loop ended after {self.seen} steps, before the {self.profile_steps} profiled "
+                    f"steps (it needs {needed}: {self.warmup} warm-up + {self.steps} measured + {self.profile_steps} "
+                    "profiled); the advice is ranked only by what was measured: run more epochs, or fewer "
+                    "--watch-steps")
 
     def _loader_facts(self) -> dict[str, Any]:
         if not self.loaders:
@@ -294,8 +325,9 @@ class _Verdict:
             parts.append(f"--batch-size {facts['batch_size']}")
         if self._task() == "link":
             parts.append("--task link")
-        if report.advice:
-            parts.append("--flags " + ",".join(a.entry for a in report.advice[:3]))
+        ranked = [a for a in report.advice if report.profiled is not False or a.op_share]  # what was measured
+        if ranked:
+            parts.append("--flags " + ",".join(a.entry for a in ranked[:3]))
         if self.device.type == "cuda":
             parts.append("--device cuda")
         return " ".join(parts)

@@ -1,0 +1,414 @@
+"""``gnnbench diagnose --script train.py --verify``: the advice measured in the user's own script.
+
+The baseline (the script as it is) and each variant (one :class:`~gnnbench.advice.watch.changes.ScriptChange`
+applied from the outside) run in processes of their own (:mod:`gnnbench.advice.watch.child`), alternating in
+rounds (each round runs every configuration once, its order rotated round by round, the script's randomness
+seeded alike within a round); each run's warm-up steps are left out and its measured steps summarized by their
+median. As ``gnnbench compare`` measures: per variant the paired ratio of the rounds' medians (baseline /
+variant: above 1 the variant is faster) with its run-level interval (:func:`gnnbench.measure.stats.paired_ratio`),
+significance family-wise across the variants (Holm), and the noise floor of the baseline's runs printed beside
+them. A variant that may change the numbers (compile, low precision) reports its loss at equal steps against the
+same-seed baseline. The variants that pay significantly, at most one per kind (loader, process, compile,
+precision), are then combined and measured as one more variant against the baseline in rounds of their own, and
+the exact change to make in the script is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any, Callable
+
+from gnnbench.advice.watch.changes import BASELINE, ScriptChange
+from gnnbench.measure.stats import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
+
+DEFAULT_ROUNDS = 4  # rounds of --verify (each runs the baseline and every variant once)
+DEFAULT_STEPS = 10  # measured steps per run
+DEFAULT_WARMUP = 3  # warm-up steps per run, left out
+COMPILE_WARMUP = 3  # warm-up steps of a compiled variant at least (its compilation stays out of the measure)
+WAIT_BOUND_S = 300.0  # a loader next() waiting longer ends the run (exit 1, the loader's state reported)
+
+
+@dataclass
+class Outcome:
+    """One variant's measurement against the baseline of the same rounds."""
+
+    change: ScriptChange
+    step_ms: list[float]  # per round, the run's median measured step
+    ratio: RatioInterval | None = None  # baseline / variant (above 1: the variant is faster)
+    significant: bool = False  # Holm across the variants
+    loss: dict[str, Any] | None = None  # at equal steps against the same-seed baseline
+    error: str | None = None  # a run failed: its reason (the variant is not judged)
+    warmup_s: list[float] = field(default_factory=list)  # per run, the warm-up's seconds (compilation is in it)
+
+    @property
+    def pays(self) -> bool:
+        return self.error is None and self.significant and self.ratio is not None and self.ratio.ratio > 1
+
+    def to_dict(self) -> dict[str, Any]:
+        r = self.ratio
+        return {"label": self.change.label, "entries": list(self.change.entries), "step_ms": self.step_ms,
+                "ratio": None if r is None else {"ratio": r.ratio, "low": r.low, "high": r.high,
+                                                 "p_value": r.p_value, "rounds": r.rounds},
+                "significant": self.significant, "pays": self.pays, "loss": self.loss, "error": self.error,
+                "warmup_s": self.warmup_s, "edit": list(self.change.edit)}
+
+
+@dataclass
+class Verification:
+    """What ``--verify`` measured in the script."""
+
+    rounds: int
+    steps: int
+    warmup: int
+    base_ms: list[float]  # per round, the baseline run's median measured step
+    floor: float  # the baseline's noise floor (smallest resolvable factor)
+    outcomes: list[Outcome] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # entry -> why it cannot be applied to this script
+    combination: Outcome | None = None
+    combination_base_ms: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    base_warmup_s: list[float] = field(default_factory=list)  # per baseline run, its warm-up's seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rounds": self.rounds, "steps": self.steps, "warmup": self.warmup, "base_ms": self.base_ms,
+                "floor": self.floor, "outcomes": [o.to_dict() for o in self.outcomes], "refused": self.refused,
+                "combination": self.combination.to_dict() if self.combination else None,
+                "combination_base_ms": self.combination_base_ms, "wall_s": self.wall_s, "notes": self.notes,
+                "base_warmup_s": self.base_warmup_s}
+
+
+class RunFailed(Exception):
+    """A run of the script failed; the message is the child's reason."""
+
+
+def _environment(change: ScriptChange) -> dict[str, str]:
+    """The child's environment: the allocator's (glibc's defaults for every other run, whatever the parent's
+    shell preloads), and the path gnnbench is imported from."""
+    from gnnbench.flags import Flags
+    from gnnbench.process import child_environment
+
+    env = child_environment(Flags(allocator=change.allocator or "glibc"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__import__("gnnbench").__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, seed: int, folder: str,
+             wait_bound_s: float = WAIT_BOUND_S, timeout_s: float | None = None) -> dict[str, Any]:
+    """One run of the script with ``change`` in a child process; its result (:mod:`~gnnbench.advice.watch.child`).
+
+    Raises:
+        RunFailed: the script raised, the change found nothing to apply to, the loader hung, or the child died.
+    """
+    tag = f"{change.label.replace('/', '_')}-{seed}-{time.monotonic_ns()}"
+    spec_path, out = os.path.join(folder, f"{tag}.spec.json"), os.path.join(folder, f"{tag}.json")
+    # torch.compile takes effect at the model's second training call (changes.py) and compiles there: those
+    # steps are warm-up (left out of every run alike: only the measured steps are compared)
+    warmup = max(warmup, COMPILE_WARMUP) if change.compile else warmup
+    spec = {"argv": argv, "change": change.to_dict(), "steps": steps, "warmup": warmup, "seed": seed, "out": out,
+            "wait_bound_s": wait_bound_s}
+    with open(spec_path, "w") as f:
+        json.dump(spec, f)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "gnnbench.advice.watch.child", spec_path],
+                              env=_environment(change), capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"{change.label}: the run took longer than {timeout_s:g} s and was ended") from None
+    try:
+        with open(out) as f:
+            result = json.load(f)
+    except (OSError, ValueError):
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        raise RunFailed(f"{change.label}: the run ended with status {proc.returncode} and no result"
+                        + (f": {' | '.join(tail)}" if tail else "")) from None
+    if result.get("error"):
+        loader = f" (loader: {result['loader']})" if result.get("hung") else ""
+        raise RunFailed(f"{result['error']}{loader}")
+    if len(result["step_s"]) < 2:
+        raise RunFailed(f"{change.label}: {len(result['step_s'])} measured step(s): the script ended after "
+                        f"{result['seen']} steps, fewer than {warmup} warm-up + {steps} measured")
+    return result
+
+
+SHM_NEEDED = 256 * 2**20  # free /dev/shm below this refuses loader workers (they pass batches through it)
+GROWTH_AT = 0.10  # resident memory growing more than this over a run's steps (and 64 MiB) is reported
+
+
+def shm_shortage(path: str = "/dev/shm") -> str | None:
+    """Why loader workers cannot be measured here: ``/dev/shm`` too small (a container's default 64 MiB), or
+    ``None``."""
+    import shutil
+
+    try:
+        free = shutil.disk_usage(path).free
+    except OSError:
+        return None  # no /dev/shm (not Linux): workers use the platform's own sharing
+    if free < SHM_NEEDED:
+        return (f"/dev/shm has {free / 2**20:.0f} MiB free, below {SHM_NEEDED / 2**20:.0f} MiB: loader workers "
+                "pass every batch through it and fail with 'bus error' or hang (docker: --shm-size=1g)")
+    return None
+
+
+def memory_growth(rss: list[int], warmup: int) -> str | None:
+    """The resident memory of a run growing step over step after its warm-up, or ``None``."""
+    after = rss[warmup:]
+    if len(after) < 3:
+        return None
+    grew = after[-1] - after[0]
+    if grew > max(GROWTH_AT * after[0], 64 * 2**20) and after[-1] >= max(after[:len(after) // 2]):
+        return (f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
+                f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB): the script keeps something each step "
+                "(a loss tensor with its graph, batches in a list)")
+    return None
+
+
+def _loss_at_equal_steps(base: list[list[float]], other: list[list[float]], level: float = 0.95
+                         ) -> dict[str, Any] | None:
+    """Per round, the mean difference of the variant's loss from the same-seed baseline's over the steps both
+    ran; across rounds its mean and a t-interval, and whether every loss was identical."""
+    diffs, identical, n_steps = [], True, None
+    for b, o in zip(base, other):
+        n = min(len(b), len(o))
+        if n == 0:
+            continue
+        n_steps = n if n_steps is None else min(n_steps, n)
+        d = [oo - bb for bb, oo in zip(b[:n], o[:n])]
+        identical = identical and all(x == 0 for x in d)
+        diffs.append(statistics.fmean(d))
+    if not diffs:
+        return None
+    mean = statistics.fmean(diffs)
+    half = (t_quantile((1 + level) / 2, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+            if len(diffs) > 1 else float("nan"))
+    base_mean = statistics.fmean(statistics.fmean(b[:n_steps]) for b in base if b)
+    return {"steps": n_steps, "base_loss": base_mean, "diff": mean, "low": mean - half, "high": mean + half,
+            "identical": identical, "rounds": len(diffs)}
+
+
+def _kind(change: ScriptChange) -> tuple[str, ...]:
+    """The settings a change holds (two changes of one kind do not combine: the better one is kept)."""
+    kinds = []
+    if change.loader or change.intra_op is not None:
+        kinds.append("loader")
+    if change.allocator:
+        kinds.append("process")
+    if change.compile:
+        kinds.append("compile")
+    if change.precision:
+        kinds.append("precision")
+    if change.sparse:
+        kinds.append("sparse")
+    return tuple(kinds)
+
+
+def best_set(outcomes: list[Outcome]) -> list[ScriptChange]:
+    """The variants that pay, largest gain first, at most one per kind of setting."""
+    chosen: list[ScriptChange] = []
+    taken: set[str] = set()
+    for o in sorted((o for o in outcomes if o.pays), key=lambda o: -o.ratio.ratio):
+        if not set(_kind(o.change)) & taken:
+            chosen.append(o.change)
+            taken |= set(_kind(o.change))
+    return chosen
+
+
+class _Runs:
+    """The rounds' runs with a progress line after each and an estimate of the time left."""
+
+    def __init__(self, argv: list[str], *, steps: int, warmup: int, folder: str, total: int, log: Callable,
+                 wait_bound_s: float, timeout_s: float | None) -> None:
+        self.argv, self.steps, self.warmup, self.folder = argv, steps, warmup, folder
+        self.total, self.log, self.done, self.t0 = total, log, 0, time.perf_counter()
+        self.wait_bound_s, self.timeout_s = wait_bound_s, timeout_s
+        self.growth: dict[str, str] = {}  # per configuration, the first run whose host memory grew
+        self.warmup_s: dict[str, list[float]] = {}  # per configuration, each run's warm-up seconds
+
+    def run(self, change: ScriptChange, round_: int, rounds: int) -> dict[str, Any] | str:
+        t = time.perf_counter()
+        try:
+            result: dict[str, Any] | str = run_once(
+                self.argv, change, steps=self.steps, warmup=self.warmup, seed=1000 + round_, folder=self.folder,
+                wait_bound_s=self.wait_bound_s, timeout_s=self.timeout_s)
+            what = f"{1e3 * statistics.median(result['step_s']):.1f} ms/step"
+        except RunFailed as exc:
+            result, what = str(exc), "failed"
+        self.done += 1
+        elapsed = time.perf_counter() - self.t0
+        left = elapsed / self.done * (self.total - self.done)
+        self.log(f"[verify] round {round_ + 1}/{rounds} {change.label}: {what} ({time.perf_counter() - t:.0f} s); "
+                 f"{self.done} of {self.total} runs done, {elapsed / 60:.1f} min so far, about "
+                 f"{left / 60:.1f} min left")
+        return result
+
+
+def _measure(runs: _Runs, changes: list[ScriptChange], rounds: int, round_offset: int = 0
+             ) -> tuple[list[float], list[list[float]], dict[str, list[float]], dict[str, list[list[float]]],
+                        dict[str, str]]:
+    """``rounds`` rounds of the baseline and ``changes``; per configuration each round's median step (ms) and
+    losses; a failed baseline run ends the measurement, a failed variant is dropped with its reason."""
+    base_ms: list[float] = []
+    base_loss: list[list[float]] = []
+    ms: dict[str, list[float]] = {c.label: [] for c in changes}
+    losses: dict[str, list[list[float]]] = {c.label: [] for c in changes}
+    failed: dict[str, str] = {}
+    for r in range(rounds):
+        configs = [BASELINE, *changes]
+        shift = (r + round_offset) % len(configs)
+        for change in configs[shift:] + configs[:shift]:  # every configuration takes every place in turn
+            if change.label in failed:
+                continue
+            result = runs.run(change, r + round_offset, rounds + round_offset)
+            if isinstance(result, str):
+                if change is BASELINE:
+                    raise RunFailed(f"the baseline run failed: {result}")
+                failed[change.label] = result
+                continue
+            if result.get("warmup_s") is not None:
+                runs.warmup_s.setdefault(change.label, []).append(float(result["warmup_s"]))
+            growth = memory_growth(result.get("rss", []), int(result.get("warmup", 0)))
+            if growth and change.label not in runs.growth:
+                runs.growth[change.label] = growth
+            median = 1e3 * statistics.median(result["step_s"])
+            if change is BASELINE:
+                base_ms.append(median)
+                base_loss.append(result["losses"])
+            else:
+                ms[change.label].append(median)
+                losses[change.label].append(result["losses"])
+    return base_ms, base_loss, ms, losses, failed
+
+
+def _outcomes(changes: list[ScriptChange], base_ms: list[float], base_loss: list[list[float]],
+              ms: dict[str, list[float]], losses: dict[str, list[list[float]]], failed: dict[str, str]
+              ) -> list[Outcome]:
+    out = []
+    for c in changes:
+        if c.label in failed:
+            out.append(Outcome(c, ms[c.label], error=failed[c.label]))
+            continue
+        o = Outcome(c, ms[c.label], paired_ratio(base_ms, ms[c.label]))
+        o.loss = _loss_at_equal_steps(base_loss, losses[c.label])
+        out.append(o)
+    judged = [o for o in out if o.ratio is not None]
+    for o, sig in zip(judged, holm([o.ratio.p_value for o in judged])):
+        o.significant = sig
+    return out
+
+
+def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict[str, str] | None = None,
+                  rounds: int = DEFAULT_ROUNDS, steps: int = DEFAULT_STEPS, warmup: int = DEFAULT_WARMUP,
+                  combine: bool = True, wait_bound_s: float = WAIT_BOUND_S, timeout_s: float | None = None,
+                  log: Callable[[str], None] = print) -> Verification:
+    """Measure ``changes`` in the script ``argv`` against the script as it is (see the module's docstring).
+
+    Args:
+        argv: The script and its arguments.
+        changes: The variants (their labels distinct).
+        refused: Entries that could not be applied, with the reason (reported beside the table).
+        rounds: Rounds; each runs the baseline and every variant once, in a rotated order.
+        steps: Measured steps per run (after ``warmup`` steps left out).
+        combine: Measure the variants that pay, combined, in ``rounds`` more rounds (when two or more pay).
+        wait_bound_s: A loader ``next()`` waiting longer ends the run (reported, the variant not judged).
+        timeout_s: A run taking longer is ended.
+        log: Where the progress lines go.
+
+    Raises:
+        RunFailed: a baseline run failed (nothing can be judged without it).
+        ValueError: fewer than 2 rounds, or labels that repeat.
+    """
+    if rounds < 2:
+        raise ValueError(f"--verify needs at least 2 rounds for an interval (got {rounds})")
+    labels = [c.label for c in changes]
+    if len(set(labels)) != len(labels) or "baseline" in labels:
+        raise ValueError(f"variant labels must be distinct and not 'baseline' (got {labels})")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="gnnbench-verify-") as folder:
+        # the combination's rounds are estimated as the same count again, run only when two or more pay
+        total = rounds * (1 + len(changes)) + (2 * rounds if combine and len(changes) > 1 else 0)
+        runs = _Runs(argv, steps=steps, warmup=warmup, folder=folder, total=total, log=log,
+                     wait_bound_s=wait_bound_s, timeout_s=timeout_s)
+        base_ms, base_loss, ms, losses, failed = _measure(runs, changes, rounds)
+        v = Verification(rounds, steps, warmup, base_ms, noise_floor(base_ms), refused=dict(refused or {}))
+        v.outcomes = _outcomes(changes, base_ms, base_loss, ms, losses, failed)
+        v.base_warmup_s = runs.warmup_s.get("baseline", [])
+        for o in v.outcomes:
+            o.warmup_s = runs.warmup_s.get(o.change.label, [])
+        chosen = best_set(v.outcomes) if combine else []
+        if len(chosen) > 1:
+            combo = reduce(ScriptChange.combined, chosen)
+            c_base, c_loss, c_ms, c_losses, c_failed = _measure(runs, [combo], rounds, round_offset=rounds)
+            v.combination = _outcomes([combo], c_base, c_loss, c_ms, c_losses, c_failed)[0]
+            v.combination_base_ms = c_base
+        elif combine and len(changes) > 1:
+            v.notes.append(f"{len(chosen)} variant(s) paid: no combination to measure")
+        v.notes += [f"{label}: {why}" for label, why in runs.growth.items()]
+    v.wall_s = time.perf_counter() - t0
+    return v
+
+
+def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores: int | None = None
+                ) -> tuple[list[ScriptChange], dict[str, str], list[str]]:
+    """What ``--verify`` measures after the diagnosis ``report`` (a :class:`WatchReport`): the first ``top``
+    pieces of advice that can be applied to the script, in the advice's order, the ones before them that cannot
+    (with the reason), and notes. Unranked advice (a loop too short for its profile) is not measured: nothing
+    ranked it. ``workers_curve`` adds ``num_workers`` from 1 to the usable cores and one above."""
+    from gnnbench.advice.watch.changes import change_for, worker_change
+    from gnnbench.process.threads import usable_cores
+
+    n = cores if cores is not None else len(usable_cores())
+    changes: list[ScriptChange] = []
+    refused: dict[str, str] = {}
+    notes: list[str] = []
+    ranked = [a for a in report.advice if report.profiled is not False or a.op_share]
+    if len(ranked) < len(report.advice):
+        notes.append(f"{len(report.advice) - len(ranked)} unranked piece(s) of advice not measured (no profile "
+                     "ranked them)")
+    shm = shm_shortage()
+    for a in ranked:
+        if len(changes) >= top:
+            break
+        change = change_for(a.entry, device=report.device, loader=report.loader, cores=n)
+        if shm and isinstance(change, ScriptChange) and change.loader.get("num_workers"):
+            change = shm  # reported before any run, never a worker crash midway
+        if isinstance(change, str):
+            refused[a.entry] = change
+        else:
+            changes.append(change)
+    if workers_curve:
+        loader = report.loader or {}
+        if not loader or loader.get("type") == "none (full batch)":
+            refused["workers curve"] = "the script iterates no DataLoader (a full-batch loop)"
+        elif shm:
+            refused["workers curve"] = shm
+        else:
+            have = {c.loader.get("num_workers") for c in changes if not c.pin_workers}
+            changes += [worker_change(k, cores=n, label=f"workers={k}") for k in range(1, n + 2)
+                        if k != int(loader.get("workers") or 0) and k not in have]
+            notes.append(f"workers curve: num_workers 1..{n + 1} on {n} usable cores, the intra-op threads "
+                         "cut to the cores the workers leave (at least 1); num_workers="
+                         f"{int(loader.get('workers') or 0)} is the baseline")
+    return changes, refused, notes
+
+
+START_S = 4.0  # a child's own start: Python, torch, PyG and gnnbench imported (on a 2-core CPU)
+
+
+def estimate_s(report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int,
+               combine: bool = True) -> tuple[int, float]:
+    """Runs ``--verify`` will make and the seconds they should take, from the diagnosis: each run starts
+    (:data:`START_S`), sets the script up and steps ``warmup + steps`` times at the diagnosed median step (the
+    combination's rounds counted when two or more variants could pay; compilation not counted)."""
+    runs = rounds * (1 + len(changes)) + (2 * rounds if combine and len(changes) > 1 else 0)
+    setup = max(0.0, report.wall_s.get("setup and first step", 0.0) - report.step_ms["median"] / 1e3)
+    per_run = START_S + setup + (warmup + steps) * report.step_ms["median"] / 1e3
+    return runs, runs * per_run
