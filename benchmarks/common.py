@@ -60,11 +60,11 @@ def skip_if_unavailable(config: RunConfig, *, in_this_process: bool = False) -> 
     if reasons:
         raise NotImplementedError(format_reasons(reasons))
     try:
-        from gnnbench.training.pipeline import process_mismatch
+        from gnnbench.process import start_refusal
     except ImportError:  # a commit from before the process entries
         return
-    if in_this_process and process_mismatch(config.flags):
-        raise NotImplementedError(format_reasons(process_mismatch(config.flags)))
+    if in_this_process and start_refusal(config.flags):
+        raise NotImplementedError(format_reasons(start_refusal(config.flags)))
 
 
 # The track_* runs train for a budget shown to reach the validation plateau on this workload (the accuracy

@@ -33,7 +33,7 @@ from gnnbench.process.readback import allocator_in_effect
 from gnnbench.process.threads import ThreadPlan, placement_unavailable, plan_for, threads_in_effect
 from gnnbench.process.usage import StepUsage, resource_usage
 
-__all__ = ["unavailable", "start_mismatch", "child_environment", "in_effect", "ALLOCATORS", "BASELINE_ALLOCATOR",
+__all__ = ["unavailable", "start_mismatch", "start_refusal", "placement", "was_placed", "child_environment", "in_effect", "ALLOCATORS", "BASELINE_ALLOCATOR",
            "shell_prefix", "allocator_in_effect", "resource_usage", "StepUsage", "ThreadPlan", "plan_for", "threads_in_effect",
            "PLACED"]
 
@@ -62,6 +62,26 @@ def start_mismatch(flags: Flags) -> str | None:
         return None
     running = found["allocator"] or f"{found['family']} ({found['library']}) with {found['settings'] or 'no settings'}"
     return f"allocator {flags.allocator!r} asked for, this process runs {running}"
+
+
+def start_refusal(flags: Flags) -> list[Unavailable]:
+    """An allocator other than the baseline that this process does not run: it is set when a process starts, so
+    a trainer refuses it rather than measure the allocator this process has (``gnnbench.measure.run`` starts a
+    process for it). The baseline is the process as it was started; its result records what that was."""
+    if flags.allocator == BASELINE_ALLOCATOR:
+        return []
+    mismatch = start_mismatch(flags)
+    if mismatch is None:
+        return []
+    return [Unavailable("allocator", f"{mismatch}; an allocator is set when a process starts: measure it with "
+                                     "gnnbench run or compare (they start one), or start this one with "
+                                     f"{shell_prefix(flags.allocator)}")]
+
+
+def placement(flags: Flags) -> ThreadPlan:
+    """The thread placement of ``flags`` (``thread_placement`` with its ``num_workers``) over this process's
+    cores (:func:`gnnbench.process.threads.plan_for`)."""
+    return plan_for(flags.thread_placement, flags.num_workers)
 
 
 def child_environment(flags: Flags, base: Mapping[str, str] | None = None) -> dict[str, str]:

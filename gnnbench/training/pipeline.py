@@ -24,7 +24,7 @@ from gnnbench.env import resolve_device
 from gnnbench.features.hot_set import hot_set_chooser
 from gnnbench.features.placement import features_for
 from gnnbench.features.stores import PlacedFeatures
-from gnnbench.flags import Unavailable, UnavailableError
+from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
 from gnnbench.graphs.prepare import PreparedGraph, prepare
 from gnnbench.graphs.source import load_source
@@ -102,20 +102,6 @@ def graph_of(config: RunConfig, graph: Any = None) -> tuple[Any, float]:
     return graph, graph.meta.get("generate_seconds", 0.0)
 
 
-def process_mismatch(flags) -> list[Unavailable]:
-    """An allocator other than the baseline that this process does not run: it is set when a process starts, so
-    it is refused here rather than measured as the allocator this process has (``gnnbench.measure.run`` starts a
-    process for it). The baseline is the process as it was started; its result records what that was."""
-    if flags.allocator == process.BASELINE_ALLOCATOR:
-        return []
-    mismatch = process.start_mismatch(flags)
-    if mismatch is None:
-        return []
-    return [Unavailable("allocator", f"{mismatch}; an allocator is set when a process starts: measure it with "
-                                     "gnnbench run or compare (they start one), or start this one with "
-                                     f"{process.shell_prefix(flags.allocator)}")]
-
-
 def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     """Build ``config``'s pipeline (on ``graph`` when given, else its own).
 
@@ -125,11 +111,11 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
     graph, graph_seconds = graph_of(config, graph)
-    items = check(config.flags, run_context(config, device, graph)) or process_mismatch(config.flags)
+    items = check(config.flags, run_context(config, device, graph)) or process.start_refusal(config.flags)
     if items:
         raise UnavailableError(items)
     flags, seed = config.flags, config.seed
-    threads = thread_placement.plan_for(flags.thread_placement, flags.num_workers)  # before any pinning
+    threads = process.placement(flags)  # planned before any pinning
     task = TASKS[config.task](graph, device, seed=seed)
     train_graph = task.train_graph
     prepared = prepare(train_graph, flags)
