@@ -107,7 +107,10 @@ def default_benches(base_config: Any, names: list[str] | None = None, *, steps: 
                 config = registry.config_for(base_config, parts)
                 refused = config_unavailable(config, device)
                 multi = config.nproc > 1 or config.flags.parallel != "none"
+                allocator = config.flags.allocator != base_config.flags.allocator
                 why = ("a multi-rank entry (torch.distributed): the gate times one process per tree" if multi else
+                       "an allocator entry: set when a process starts, and the gate's processes run with the "
+                       "environment the gate was started with" if allocator else
                        "; ".join(f"{k}: {v}" for k, v in refused.items()) if refused else None)
             if why is not None:
                 if skipped is not None:
