@@ -102,11 +102,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         equivalence_margin=args.equivalence_margin,
         order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
         dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
-        progress=SweepLines())
+        best_set=not (args.no_best_set or names == []), progress=SweepLines())
     if args.json:
-        print(json.dumps(measured.comparison.to_dict(), indent=1, default=str))
+        out = measured.comparison.to_dict()
+        if measured.best_set is not None:
+            out["best_set"] = measured.best_set.to_dict()
+        print(json.dumps(out, indent=1, default=str))
     else:
-        print(format_compare(measured.comparison))
+        print(format_compare(measured.comparison, best_set=measured.best_set))
     print(f"\n{measured.results.summary()}; results: {out_dir}", file=sys.stderr)
     return _failures(measured.results, "compare")
 

@@ -112,6 +112,9 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
                    help="also run the baseline against itself (A/A): the machine's noise check")
     p.add_argument("--no-all-recommended", action="store_true",
                    help="leave out the row of the registry's recommended entries together (the static set)")
+    p.add_argument("--no-best-set", action="store_true",
+                   help="after the single-entry rounds, do not measure the best set (the entries that paid at no "
+                        "accuracy cost, together) in rounds of its own (docs/best-set.md)")
     p.add_argument("--target-acc", type=float, default=None,
                    help="validation target for time to accuracy (default: calibrated, see --calibration-runs)")
     add_calibration_args(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
+from gnnbench.measure.best_set import outcome_line
 from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
 from gnnbench.measure.results import RunResult, graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
@@ -178,7 +179,7 @@ def _device_ms(row: ComparisonRow, phases: tuple[str, ...]) -> str:
     return "n/a" if not d else f"{sum(d.get(p, 0.0) for p in phases):.1f}"
 
 
-def format_compare(comparison, extra: list[Column] = ()) -> str:
+def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
     """The comparison table (:class:`gnnbench.measure.comparison.Comparison`): the primary speedup (time to accuracy
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
@@ -207,7 +208,7 @@ def format_compare(comparison, extra: list[Column] = ()) -> str:
                  "significant difference, family-wise significant slowdowns")
     if c.family:
         lines.append(c.family)
-    lines += headline(c)
+    lines += headline(c, best_set)
     lines.append("")
     lines.append("to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
                  "per step), each paired by round against the baseline (> 1: fewer steps, faster steps; 'ep': "
@@ -273,16 +274,23 @@ def _factor_cells(r: ComparisonRow, base: bool) -> tuple[str, str]:
     return steps, ratio_of(f.per_step) + unit if f.per_step else "-"
 
 
-def headline(c) -> list[str]:
-    """What pays here, from this sweep's measurement: the measured best at no accuracy cost, the trade-offs, and
-    what the registry's static list measured (a guess, never the headline)."""
+def headline(c, best_set=None) -> list[str]:
+    """What pays here, from this sweep's measurement: the measured best set first (its own rounds,
+    :mod:`gnnbench.measure.best_set`), the measured best row at no accuracy cost, the trade-offs, and what the
+    registry's static list measured (a guess, never the headline)."""
     def effect(r: ComparisonRow) -> str:
         return (f"{ratio(r.speedup, r.speedup_low, r.speedup_high)} by {r.primary}, accuracy "
                 f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}")
 
     best = measured_best(c)
-    lines = ["", "measured best here: " + (f"{best.label}: {effect(best)}" if best else
-                                           "nothing measured pays at no accuracy cost on this machine")]
+    def factored(r: ComparisonRow) -> str:
+        steps_x, per_step_x = _factor_cells(r, False)
+        return effect(r) + (f" (steps to the target {steps_x}, time per step {per_step_x})" if r.factors else "")
+
+    first = outcome_line(best_set, factored)
+    lines = [""] + ([first] if first else [])
+    lines += ["measured best single row here: " + (f"{best.label}: {effect(best)}" if best else
+                                                   "nothing measured pays at no accuracy cost on this machine")]
     lines += [f"trade-off: {r.label}: {effect(r)}" for r in tradeoffs(c)]
     static = next((r for r in c.rows if r.label == STATIC_LIST and r.status == "ok"), None)
     if static is not None and static is not best:

@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
 
 __all__ = ["FAMILY_ALPHA", "in_family", "round_log_ratios", "family_wise", "rank_key", "measured_best",
-           "tradeoffs", "pareto_front"]
+           "tradeoffs", "pareto_front", "pays", "NO_COST"]
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
 NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
-_NO_COST = ("no accuracy cost", "gains accuracy")  # accuracy verdicts of a row that pays at no accuracy cost
+NO_COST = ("no accuracy cost", "gains accuracy")  # accuracy verdicts of a row that pays at no accuracy cost
 
 
 def in_family(label: str) -> bool:
@@ -94,7 +94,7 @@ def rank_key(row: ComparisonRow) -> tuple:
     return (0, 1 if row.censored else 0, cls, -(row.speedup or 0.0))
 
 
-def _pays(r: ComparisonRow) -> bool:
+def pays(r: ComparisonRow) -> bool:
     """A row that pays: significant (family-wise), faster, reached the target in every round."""
     return r.status == "ok" and in_family(r.label) and bool(r.significant) and (r.speedup_low or 0) > 1 \
         and not r.censored
@@ -104,13 +104,13 @@ def measured_best(c: Comparison) -> ComparisonRow | None:
     """The configuration this sweep measured best on this machine: the top-ranked row that pays (significant
     after Holm, faster, reached the target in every round) at no accuracy cost; ``None`` when nothing does.
     Chosen from measurement only: the registry's static list competes as one measured row like any other."""
-    return next((r for r in c.rows if _pays(r) and r.acc_verdict in _NO_COST), None)
+    return next((r for r in c.rows if pays(r) and r.acc_verdict in NO_COST), None)
 
 
 def tradeoffs(c: Comparison) -> list[ComparisonRow]:
     """Rows that pay in time but not in accuracy: significantly faster, yet their accuracy at convergence is
     significantly lower or not shown to be within the no-cost band."""
-    return [r for r in c.rows if _pays(r) and r.acc_verdict not in _NO_COST]
+    return [r for r in c.rows if pays(r) and r.acc_verdict not in NO_COST]
 
 
 def pareto_front(rows: list[ComparisonRow]) -> list[str]:

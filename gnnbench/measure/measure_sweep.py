@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from gnnbench.atomic import write_json_atomic
+from gnnbench.measure.best_set import BestSetChoice, BestSetOutcome, choose, set_base, store_dir
 from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
 from gnnbench.measure.comparison import Comparison, compare, measured_best, tradeoffs
 from gnnbench.measure.executors import RoundExecutor
@@ -51,6 +52,10 @@ class SweepProgress:
     def sweep_ended(self) -> None:
         """After the sweep's last run, or when it stopped on an error."""
 
+    def best_set_chosen(self, choice: BestSetChoice, measured: bool) -> None:
+        """After the single-entry rounds: the best set chosen (``measured``: its own rounds follow, reported
+        through :meth:`sweep_started` and :meth:`sweep_run` like the sweep's)."""
+
 
 @dataclass
 class MeasuredSweep:
@@ -62,6 +67,7 @@ class MeasuredSweep:
     base: RunConfig  # the base configuration as measured (with the calibrated cadence and budgets)
     calibration: Calibration | None = None  # the target's calibration, made here or given
     calibration_runs: list[dict] = field(default_factory=list)  # the calibration's runs, when made here
+    best_set: BestSetOutcome | None = None  # the measured best set (docs/best-set.md), when asked for
 
 
 def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | Path, *,
@@ -73,7 +79,7 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
                   extra_entries: Sequence[Entry] = (), order_seed: int = 0,
                   isolate: bool = True, resume: bool = True, dist_timeout: float = DEFAULT_TIMEOUT,
                   executor: RoundExecutor | None = None, record_outcome: bool = False,
-                  progress: SweepProgress | None = None) -> MeasuredSweep:
+                  best_set: bool = False, progress: SweepProgress | None = None) -> MeasuredSweep:
     """Calibrate, sweep and compare: the baseline against each of ``names`` in interleaved rounds.
 
     Args:
@@ -109,6 +115,10 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
         dist_timeout: Seconds a multi-rank run's collective may wait.
         executor: Run the rounds as jobs on identical machines (:class:`RoundExecutor`).
         record_outcome: Record the measured best row and the trade-offs in the manifest (:func:`store_outcome`).
+        best_set: After the single-entry rounds, switch on together the entries that paid at no accuracy cost
+            (conflicts resolved as ``tune`` resolves them) and measure that set against the baseline in rounds
+            of its own, on seeds of its own, in ``out_dir/best-set`` (:mod:`gnnbench.measure.best_set`); the
+            choice is recorded in the manifest (``best_set``) before those rounds run.
         progress: Receives the runs as they start and end (default: nothing is reported).
 
     Raises:
@@ -148,8 +158,35 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
         return compare(own_runs + results, target_acc=target_acc, calibration=calibration, rule=rule,
                        equivalence_margin=equivalence_margin)
 
+    progress.sweep_started(entries, own_runs)
+    try:
+        results = run_sweep(entries, out_dir, isolate=isolate, resume=resume, order_seed=order_seed,
+                            progress=progress.sweep_run, calibration=own, rule=rule,
+                            equivalence_margin=equivalence_margin,
+                            after_round=_settled_after_round(judge) if rule is not None else None,
+                            dist_timeout=dist_timeout, executor=executor)
+    finally:
+        progress.sweep_ended()
+    comparison = judge(list(results))
+    best = None
+    if best_set:
+        accuracy_after = (accuracy_rounds if fixed_target and accuracy_rounds is not None
+                          and accuracy_rounds < repeats else None)
+        best = _measure_best_set(comparison, base, out_dir, cal, target if fixed_target else None,
+                                 target_acc=target_acc, repeats=repeats, accuracy_rounds=accuracy_after,
+                                 stop_when_settled=stop_when_settled, equivalence_margin=equivalence_margin,
+                                 order_seed=order_seed, isolate=isolate, resume=resume, dist_timeout=dist_timeout,
+                                 executor=executor, progress=progress)
+    if record_outcome:
+        store_outcome(out_dir, comparison, best)
+    return MeasuredSweep(comparison, results, entries, base, cal, own_runs, best)
+
+
+def _settled_after_round(judge):
+    """The stopping rule's hook of :func:`run_sweep`: the rows whose verdict is settled after a round (by
+    ``judge``, the sweep's comparison of the results so far), and whether every row's is."""
+
     def after_round(done: list[dict]) -> tuple[set[str], bool]:
-        """The rows whose verdict is settled after this round, and whether every row's is."""
         try:
             c = judge(done)
         except ValueError:  # no measured baseline yet: nothing is settled
@@ -157,23 +194,65 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
         stopped = {label for label, stop in c.stops.items() if stop is not None}
         return stopped, bool(c.stops) and len(stopped) == len(c.stops)
 
-    progress.sweep_started(entries, own_runs)
+    return after_round
+
+
+def _record_choice(out_dir: str | Path, choice: BestSetChoice) -> None:
+    """The set chosen, in the sweep's manifest before its rounds run (a resumed sweep and the report read it)."""
+    path = Path(out_dir) / MANIFEST
     try:
-        results = run_sweep(entries, out_dir, isolate=isolate, resume=resume, order_seed=order_seed,
-                            progress=progress.sweep_run, calibration=own, rule=rule,
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    manifest["best_set"] = choice.to_dict()
+    write_json_atomic(path, manifest)
+
+
+def _measure_best_set(comparison: Comparison, base: RunConfig, out_dir: str | Path, cal: Calibration | None,
+                      target: float | None, *, target_acc: float | None, repeats: int, accuracy_rounds: int | None,
+                      stop_when_settled: bool, equivalence_margin: float | None, order_seed: int, isolate: bool,
+                      resume: bool, dist_timeout: float, executor: RoundExecutor | None,
+                      progress: SweepProgress) -> BestSetOutcome:
+    """The best set chosen from ``comparison`` and measured against the baseline in rounds of its own, on the
+    set's seed stream, under a stopping rule of its own (a family of one row), in ``out_dir/best-set``."""
+    choice = choose(comparison, base)
+    _record_choice(out_dir, choice)
+    if not choice.measurable:
+        progress.best_set_chosen(choice, False)
+        return BestSetOutcome(choice)
+    if target is None:
+        progress.best_set_chosen(choice, False)
+        return BestSetOutcome(choice, reason="no target fixed before the rounds (calibration or --target-acc): "
+                                             "the set's rounds could not be judged on the sweep's target")
+    progress.best_set_chosen(choice, True)
+    entries = sweep_entries(set_base(base, choice), [choice.label], repeats=repeats, aa=False,
+                            include_all_recommended=False, target=target, accuracy_rounds=accuracy_rounds)
+    rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 else None
+
+    def judge(results: list[dict]) -> Comparison:
+        return compare(results, target_acc=target_acc, calibration=cal, rule=rule,
+                       equivalence_margin=equivalence_margin)
+
+    progress.sweep_started(entries, [])
+    try:
+        results = run_sweep(entries, store_dir(out_dir), isolate=isolate, resume=resume, order_seed=order_seed,
+                            progress=progress.sweep_run, calibration=cal, rule=rule,
                             equivalence_margin=equivalence_margin,
-                            after_round=after_round if rule is not None else None, dist_timeout=dist_timeout,
-                            executor=executor)
+                            after_round=_settled_after_round(judge) if rule is not None else None,
+                            dist_timeout=dist_timeout, executor=executor)
     finally:
         progress.sweep_ended()
-    comparison = judge(list(results))
-    if record_outcome:
-        store_outcome(out_dir, comparison)
-    return MeasuredSweep(comparison, results, entries, base, cal, own_runs)
+    try:
+        sub = judge(list(results))
+    except ValueError as exc:  # no measured baseline in the set's rounds
+        return BestSetOutcome(choice, reason=f"its rounds could not be compared: {exc}")
+    row = next((r for r in sub.rows if r.label == choice.label), None)
+    return BestSetOutcome(choice, row, sub, None if row is not None else "its row is missing from its rounds")
 
 
-def store_outcome(out_dir: str | Path, comparison: Comparison) -> None:
-    """Record in the sweep's manifest what it measured best (and the trade-offs), with the target it used."""
+def store_outcome(out_dir: str | Path, comparison: Comparison, best_set: BestSetOutcome | None = None) -> None:
+    """Record in the sweep's manifest what it measured best (and the trade-offs), with the target it used, and
+    the measured best set when there is one."""
     path = Path(out_dir) / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -183,4 +262,6 @@ def store_outcome(out_dir: str | Path, comparison: Comparison) -> None:
     manifest["outcome"] = {
         "measured_best": best.label if best else None, "tradeoffs": [r.label for r in tradeoffs(comparison)],
         "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
+    if best_set is not None:
+        manifest["outcome"]["best_set"] = best_set.to_dict()
     write_json_atomic(path, manifest)

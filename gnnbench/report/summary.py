@@ -4,12 +4,13 @@ one, and what pays here at what accuracy.
 
 from __future__ import annotations
 
+from gnnbench.measure.best_set import outcome_line
 from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
 from gnnbench.measure.results import graph_label
 from gnnbench.measure.rows import TIME_TO_ACCURACY
 from gnnbench.report.charts import _figure_html, _tradeoff_chart
 from gnnbench.report.rows import _esc, _ratio_text, _speedup_text
-from gnnbench.report.sweep import _Sweep
+from gnnbench.report.sweep import _Sweep, best_set_outcome
 from gnnbench.text import absent, pp
 
 
@@ -60,9 +61,17 @@ def _headline(sweeps: list[_Sweep]) -> str:
                     f"{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))} {where}: "
                     f"{_esc(r.acc_verdict)}")
 
+        if s.best_set_of is not None:
+            continue  # a best set's rounds: shown in the line of the sweep that chose it
         best = measured_best(c)
-        items = [f"<li class='gain'>Measured best here: {effect(best)}</li>" if best else
-                 "<li>Nothing measured pays at no accuracy cost on this machine.</li>"]
+        items = []
+        chosen = best_set_outcome(s, sweeps)
+        line = outcome_line(chosen, lambda r, metric=metric: f"{_speedup_text(r)} by {r.primary}, {metric} "
+                            f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}")
+        if line:
+            items.append(f"<li class='{'gain' if chosen.pays else 'muted'}'>{_esc(line[0].upper() + line[1:])}</li>")
+        items += [f"<li class='gain'>Measured best single row here: {effect(best)}</li>" if best else
+                  "<li>Nothing measured pays at no accuracy cost on this machine.</li>"]
         items += [f"<li class='tradeoff'>Trade-off: {effect(r)}</li>" for r in tradeoffs(c)]
         static = next((r for r in c.rows if r.label == STATIC_LIST and r.status == "ok"), None)
         if static is not None and static is not best:

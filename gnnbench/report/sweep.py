@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gnnbench.measure.calibration import CALIBRATION
+from gnnbench.measure.best_set import BEST_SET_DIR, BestSetOutcome
+from gnnbench.measure.calibration import CALIBRATION, Calibration
 from gnnbench.measure.comparison import BASELINE, Comparison, compare
 from gnnbench.measure.results import graph_label
 from gnnbench.report.charts import _sweep_charts
@@ -25,6 +26,12 @@ class _Sweep:
     runs: list[dict]
     comparison: Comparison | None
     error: str | None = None
+    group: str = ""  # the sweep's directory ("" for loose files)
+
+    @property
+    def best_set_of(self) -> str | None:
+        """The directory of the sweep whose best set this sweep measured (its ``best-set`` folder), or ``None``."""
+        return str(Path(self.group).parent) if self.group and Path(self.group).name == BEST_SET_DIR else None
 
 
 def _optimizer_text(cfg: dict) -> str:
@@ -89,10 +96,54 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
         groups.setdefault(r.get("_group", ""), []).append(r)
     out = []
     for g, group in sorted(groups.items()):
-        title = f"Sweep: {Path(g).name or 'runs'}"
+        path = Path(g)
+        title = (f"Sweep: {path.parent.name} / best set" if g and path.name == BEST_SET_DIR
+                 else f"Sweep: {path.name or 'runs'}")
         try:
-            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(Path(g)) if g else None,
-                                                    equivalence_margin=sweep_equivalence_margin(Path(g)) if g else None)))
+            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(path) if g else None,
+                                                    equivalence_margin=sweep_equivalence_margin(path) if g else None,
+                                                    calibration=_recorded_calibration(path, group) if g else None),
+                              group=g))
         except ValueError as exc:
-            out.append(_Sweep(title, group, None, str(exc)))
+            out.append(_Sweep(title, group, None, str(exc), group=g))
     return out
+
+
+def _recorded_calibration(group: Path, runs: list[dict]) -> Calibration | None:
+    """The calibration a sweep's manifest recorded, for a sweep whose calibration runs are elsewhere (a best set's
+    rounds are judged on the target of the sweep that chose it); ``None`` where the runs are here (compare reads
+    them) or none was recorded."""
+    if any(r.get("label") == CALIBRATION for r in runs):
+        return None
+    recorded = (_read_manifest(group) or {}).get("calibration")
+    return Calibration.from_dict(recorded) if recorded else None
+
+
+def _read_manifest(group: Path) -> dict | None:
+    import json
+
+    from gnnbench.measure.sweep import MANIFEST
+
+    try:
+        return json.loads((group / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def best_set_outcome(sweep: _Sweep, sweeps: list[_Sweep]) -> BestSetOutcome | None:
+    """The best set ``sweep`` chose (from its manifest) and what its own rounds measured (the ``best-set`` sweep
+    among ``sweeps``), or ``None`` for a sweep that chose none."""
+    from gnnbench.measure.best_set import BestSetChoice
+
+    recorded = (_read_manifest(Path(sweep.group)) or {}).get("best_set") if sweep.group else None
+    if not recorded:
+        return None
+    choice = BestSetChoice.from_dict(recorded)
+    measured = next((s for s in sweeps if s.best_set_of == sweep.group), None)
+    if not choice.measurable:
+        return BestSetOutcome(choice)
+    if measured is None or measured.comparison is None:
+        return BestSetOutcome(choice, reason=("its rounds are not in these results" if measured is None
+                                              else f"its rounds could not be compared: {measured.error}"))
+    row = next((r for r in measured.comparison.rows if r.label == choice.label), None)
+    return BestSetOutcome(choice, row, measured.comparison, None if row else "its row is missing from its rounds")

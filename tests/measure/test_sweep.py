@@ -255,7 +255,7 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
     assert [r.label for r in tradeoffs(c)] == ["lossy"]
     assert set(pareto_front(c.rows)) == {"sparse_agg", "lossy"}, "the baseline is beaten in both by sparse_agg"
     text = format_compare(c)
-    assert "measured best here: sparse_agg: 2.87x" in text and "trade-off: lossy" in text
+    assert "measured best single row here: sparse_agg: 2.87x" in text and "trade-off: lossy" in text
     assert "all_recommended (the registry's static list: a guess, not a recommendation) measured 0." in text
     nothing = compare([r for r in runs if r["label"] in ("baseline", "all_recommended", "fanout")])
     assert measured_best(nothing) is None

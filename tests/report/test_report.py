@@ -1,6 +1,7 @@
 """The published report: content, self-containment, and a real headless browser render."""
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -311,7 +312,7 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
 def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
     top = constructed[constructed.index("<section id='what-pays'>"):constructed.index("</section>")]
     assert constructed.index("id='what-pays'") < constructed.index("id='sweep-0'"), "before every sweep's table"
-    assert "Measured best here: <b>sparse_agg</b>" in top and "no accuracy cost" in top
+    assert "Measured best single row here: <b>sparse_agg</b>" in top and "no accuracy cost" in top
     listed = top[top.index("<ul>"):top.index("</ul>")]
     assert "Trade-off: <b>fast_lossy</b>" in listed and "fast_dropout" not in listed, "a censored row never headlines"
     assert 'id="tradeoff-top"' in top and "Pareto front" in top
@@ -372,3 +373,38 @@ def test_the_reports_history_renders_its_series_in_headless_chromium(tmp_path):
                          capture_output=True, text=True, timeout=120).stdout
     assert "legendtext" in dom, "plotly drew nothing"
     assert "time_step(baseline)" in dom and "time_step(int32)" in dom
+
+
+def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_path):
+    """A sweep's manifest names the set it chose; its rounds (the ``best-set`` folder) are judged on the target the
+    sweep's manifest recorded, and the page says what they measured before the best single row."""
+    from gnnbench.measure.best_set import BEST_SET_DIR, BestSetChoice
+    from gnnbench.report.inputs import ReportInputs
+    from tests.measure.test_best_set import _set_runs
+    from tests.measure.test_sweep import _result, _sweep
+
+    main, sub = tmp_path / "compare-x", tmp_path / "compare-x" / BEST_SET_DIR
+    sub.mkdir(parents=True)
+    runs = _sweep()
+    for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
+        runs.append(_result("csr", rnd, 0.08 * n, 1.6 * n, 0.80 + 0.001 * rnd + 0.0002 * (rnd % 2),
+                            [(2.0 * n, 0.70), (3.6 * n, 0.80)], ["csr"]))
+    for r in runs:
+        r["_group"] = str(main)
+    set_runs = _set_runs("sparse_agg+csr", 1.8)
+    for r in set_runs:
+        r["_group"] = str(sub)
+    for r in runs + set_runs:
+        r["config"] = CONFIG | {"seed": r["round"]}
+        r["stop_reason"] = "plateau"
+    choice = BestSetChoice(candidates=["sparse_agg", "csr"], names=["sparse_agg", "csr"],
+                           left_out={"workers": "conflicts with prefetch on field num_workers"})
+    (main / "sweep.json").write_text(json.dumps({"best_set": choice.to_dict()}))
+    (sub / "sweep.json").write_text(json.dumps({"calibration": None}))
+    html = build_report(ReportInputs(runs=runs + set_runs), tmp_path / "report.html").read_text()
+    top = html[html.index("<section id='what-pays'>"):html.index("</section>")]
+    assert "Measured best set here: sparse_agg+csr: 1.8" in top and "(its own 5 rounds)" in top
+    assert "left out: workers (conflicts with prefetch on field num_workers)" in top
+    assert top.index("Measured best set here") < top.index("Measured best single row here")
+    assert "Sweep: compare-x / best set" in html, "its rounds have a section of their own"
+    assert top.count("<a href='#sweep-") == 1, "the set's rounds are not a second headline"
