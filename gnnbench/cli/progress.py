@@ -97,6 +97,16 @@ class SweepLines(SweepProgress):
                 print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
                       f"{status}; {eta.text()}", file=sys.stderr, flush=True)
 
+    def best_set_chosen(self, choice, measured: bool) -> None:
+        left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
+        if measured:
+            text = f"best set: {choice.label}, measured against the baseline in rounds of its own"
+        elif choice.measurable:
+            text = f"best set: {choice.label} chosen, not measured (no target fixed before the rounds)"
+        else:
+            text = f"best set: none to measure ({len(choice.names)} entr{'y' if len(choice.names) == 1 else 'ies'} paid)"
+        print(f"{time.strftime('%H:%M:%S')} {text}" + (f"; {left}" if left else ""), file=sys.stderr, flush=True)
+
     def sweep_ended(self) -> None:
         if self._bar is not None:
             self._bar.close()

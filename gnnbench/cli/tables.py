@@ -6,7 +6,15 @@ from typing import Callable
 
 from gnnbench.flags import Flags
 from gnnbench.measure.best_set import outcome_line
-from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
+from gnnbench.measure.comparison import (
+    BASELINE,
+    STATIC_LIST,
+    ComparisonRow,
+    measured_best,
+    no_effect_text,
+    tradeoffs,
+    verdict_summary,
+)
 from gnnbench.measure.results import RunResult, graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
@@ -208,6 +216,9 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
                  "significant difference, family-wise significant slowdowns")
     if c.family:
         lines.append(c.family)
+    summary = verdict_summary(c.rows)
+    if summary:
+        lines.append(summary)
     lines += headline(c, best_set)
     lines.append("")
     lines.append("to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
@@ -230,8 +241,8 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
         base = r.label == BASELINE
         notes = []
         if not base and not r.significant:
-            notes.append("significant alone, not family-wise (Holm)" if r.significant_per_row
-                         else "no significant difference")
+            notes.append(no_effect_text(r) or ("significant alone, not family-wise (Holm)" if r.significant_per_row
+                                               else "no significant difference"))
         if r.tta_note:
             notes.append(r.tta_note)
         if not r.same_work:

@@ -40,10 +40,13 @@ from gnnbench.measure.family import (
     family_wise,
     in_family,
     measured_best,
+    no_effect_text,
+    no_effect_verdicts,
     pareto_front,
     rank_key,
     round_log_ratios,
     tradeoffs,
+    verdict_summary,
 )
 from gnnbench.measure.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
 from gnnbench.measure.paired import by_round, end_to_end, epoch_time, mean_interval, ratio_over_rounds
@@ -70,7 +73,7 @@ __all__ = ["Comparison", "ComparisonRow", "PairedRatio", "TimeToAccuracy", "comp
            "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE", "MEASURED_SUFFIX", "FLOOR_KEY", "in_family",
            "identity_problem", "MixedSweepError", "IDENTITY_KEYS", "NO_COST_PP", "converged_test",
            "equal_steps_test", "time_to_accuracy_run", "sampled_summary", "mean_interval", "measured_best",
-           "tradeoffs", "pareto_front", "rank_key", "STATIC_LIST"]
+           "tradeoffs", "pareto_front", "rank_key", "STATIC_LIST", "no_effect_text", "verdict_summary"]
 
 
 @dataclass
@@ -199,8 +202,10 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     # a derived row's steps to the target: the calibration's, for the target this comparison reads
     steps_to_target = (calibration.median_steps_to_target if calibration is not None and target is not None
                        and calibration.target == target else None)
-    rows = [_row(label, runs, e2e_base if end_to_end(runs) and e2e_base else base, target, steps_to_target,
-                 equivalence_margin) for label, runs in by_label.items()]
+    # an overlap entry is paired with the end-to-end copy of the baseline; that copy with the baseline itself
+    # (what per-phase synchronization costs), never with itself
+    rows = [_row(label, runs, e2e_base if end_to_end(runs) and e2e_base and label != E2E_BASELINE else base,
+                 target, steps_to_target, equivalence_margin) for label, runs in by_label.items()]
     if meaningless:
         for row in rows:
             if row.acc_verdict:
@@ -230,6 +235,7 @@ def compare(results: list[dict], *, target_acc: float | None = None,
             floor_by_look[k] = noise_floor(primary_base, rounds=rule.max_rounds)
         stops = settled(rule, round_log_ratios(rows, rounds), floor_by_look)
     family = family_wise(rows, rule, stops)
+    no_effect_verdicts(rows, equivalence_margin, clock_sd if clock_sd == clock_sd else None)
     aa = next((r for r in rows if r.label == AA_LABEL), None)
     head = [r for r in rows if r.label == BASELINE]
     rest = sorted((r for r in rows if r.label != BASELINE), key=rank_key)

@@ -8,14 +8,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gnnbench.measure.rows import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX, ComparisonRow
-from gnnbench.measure.sequential import Stop, StoppingRule, family_p_values, final_alpha
-from gnnbench.measure.stats import holm
+from gnnbench.measure.sequential import Stop, StoppingRule, family_p_values, final_alpha, sd_floor
+from gnnbench.measure.stats import equivalence, holm
 
 if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
 
 __all__ = ["FAMILY_ALPHA", "in_family", "round_log_ratios", "family_wise", "rank_key", "measured_best",
-           "tradeoffs", "pareto_front", "pays", "NO_COST"]
+           "tradeoffs", "pareto_front", "pays", "NO_COST", "no_effect_verdicts", "no_effect_text", "verdict_of",
+           "verdict_summary"]
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
 NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
@@ -76,6 +77,80 @@ def family_wise(rows: list[ComparisonRow], rule: StoppingRule | None = None,
                 f"significant is noise stays at or below {rule.alpha:.0%}; intervals are per row (95%)")
     return (f"significance is family-wise: Holm's procedure over the {len(family)} rows' p-values keeps the chance "
             f"that any row called significant is noise at or below {FAMILY_ALPHA:.0%}; intervals are per row (95%)")
+
+
+def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd: float | None = None) -> int:
+    """"No effect beyond +-margin": for every row of the family that is not significant, reached the target in
+    every round and has two rounds or more, the equivalence test (TOST, :func:`gnnbench.measure.stats.equivalence`)
+    of its primary ratio's per-round log ratios (the statistic its interval and its significance read) against
+    the margin the sweep declared before its rounds, with its sd taken as at least the clock's paired noise allows
+    (:func:`gnnbench.measure.sequential.sd_floor` of ``clock_sd``), as its interval is. Holm at 5% over those
+    rows' TOST p-values keeps the chance that any "no effect beyond" is false (a true effect at the margin or
+    beyond) at or below 5%. Sets ``row.no_effect`` (the test, ``equivalent`` the family-wise answer) in place;
+    returns how many rows were tested. ``margin`` None: nothing is tested."""
+    if margin is None:
+        return 0
+    tested, tests = [], []
+    for r in rows:
+        primary = r.primary_ratio
+        if r.status != "ok" or not in_family(r.label) or r.significant or r.censored or primary is None:
+            continue
+        xs = [x for x in primary.log_ratios or [] if x == x]
+        if len(xs) < 2:
+            continue
+        floor = sd_floor(clock_sd, len(xs)) if clock_sd is not None and clock_sd == clock_sd and clock_sd > 0 else 0.0
+        tested.append(r)
+        tests.append(equivalence(xs, margin, alpha=FAMILY_ALPHA, min_sd=floor))
+    keep = holm([t.p_value for t in tests], FAMILY_ALPHA) if tests else []
+    for r, t, k in zip(tested, tests, keep):
+        r.no_effect = {**t.to_dict(), "equivalent": bool(k), "equivalent_per_row": bool(t.equivalent),
+                       "clock": r.primary, "family": len(tested)}
+    return len(tested)
+
+
+def no_effect_text(row: ComparisonRow) -> str | None:
+    """``no effect beyond +-10% (90% interval [0.95, 1.03], Holm over 12 rows)`` for a row shown equivalent within
+    the sweep's margin; ``None`` otherwise."""
+    ne = row.no_effect
+    if not ne or not ne.get("equivalent"):
+        return None
+    return (f"no effect beyond +-{100 * ne['margin']:.0f}% ({100 * (1 - 2 * ne['alpha']):.0f}% interval "
+            f"[{ne['low']:.3f}, {ne['high']:.3f}], equivalence test, Holm over {ne['family']} rows)")
+
+
+FASTER, SLOWER, NO_EFFECT, NOT_RESOLVED = "faster", "slower", "no effect beyond the margin", "not resolved"
+
+
+def verdict_of(row: ComparisonRow) -> str | None:
+    """A family row's verdict: ``faster`` or ``slower`` (family-wise significant, in a bound's direction only),
+    ``no effect beyond the margin`` (shown equivalent, :func:`no_effect_verdicts`), else ``not resolved``;
+    ``None`` for a row outside the family or not measured."""
+    if row.status != "ok" or not in_family(row.label) or row.speedup is None:
+        return None
+    if row.significant and (row.speedup_low or 0) > 1:
+        return FASTER
+    if row.significant and row.speedup_high is not None and row.speedup_high < 1:
+        return SLOWER
+    if row.no_effect and row.no_effect.get("equivalent"):
+        return NO_EFFECT
+    return NOT_RESOLVED
+
+
+def verdict_summary(rows: list[ComparisonRow]) -> str:
+    """``verdicts for 14 of 21 rows: 3 faster, 4 slower, 7 no effect beyond +-10%; not resolved: a, b``."""
+    verdicts = {r.label: verdict_of(r) for r in rows}
+    verdicts = {k: v for k, v in verdicts.items() if v is not None}
+    if not verdicts:
+        return ""
+    margin = next((r.no_effect["margin"] for r in rows if r.no_effect), None)
+    counts = {v: sum(1 for x in verdicts.values() if x == v) for v in (FASTER, SLOWER, NO_EFFECT)}
+    open_ = sorted(k for k, v in verdicts.items() if v == NOT_RESOLVED)
+    words = [f"{counts[FASTER]} faster", f"{counts[SLOWER]} slower"]
+    if margin is not None:
+        words.append(f"{counts[NO_EFFECT]} no effect beyond +-{100 * margin:.0f}%")
+    done = len(verdicts) - len(open_)
+    return (f"verdicts for {done} of {len(verdicts)} rows ({', '.join(words)})"
+            + (f"; not resolved: {', '.join(open_)}" if open_ else ""))
 
 
 def rank_key(row: ComparisonRow) -> tuple:

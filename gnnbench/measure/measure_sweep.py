@@ -158,15 +158,9 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
         return compare(own_runs + results, target_acc=target_acc, calibration=calibration, rule=rule,
                        equivalence_margin=equivalence_margin)
 
-    progress.sweep_started(entries, own_runs)
-    try:
-        results = run_sweep(entries, out_dir, isolate=isolate, resume=resume, order_seed=order_seed,
-                            progress=progress.sweep_run, calibration=own, rule=rule,
-                            equivalence_margin=equivalence_margin,
-                            after_round=_settled_after_round(judge) if rule is not None else None,
-                            dist_timeout=dist_timeout, executor=executor)
-    finally:
-        progress.sweep_ended()
+    results = _rounds(entries, out_dir, progress, own_runs, judge, rule, calibration=own, isolate=isolate,
+                      resume=resume, order_seed=order_seed, equivalence_margin=equivalence_margin,
+                      dist_timeout=dist_timeout, executor=executor)
     comparison = judge(list(results))
     best = None
     if best_set:
@@ -180,6 +174,19 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
     if record_outcome:
         store_outcome(out_dir, comparison, best)
     return MeasuredSweep(comparison, results, entries, base, cal, own_runs, best)
+
+
+def _rounds(entries: list[Entry], folder: str | Path, progress: SweepProgress, seed_runs: list[dict], judge,
+            rule: StoppingRule | None, **options) -> SweepResults:
+    """``entries`` measured in interleaved rounds in ``folder`` (:func:`run_sweep` with ``options``), reported
+    through ``progress`` (``seed_runs``: the runs whose durations seed its estimate), stopping settled rows by
+    ``judge`` under ``rule``."""
+    progress.sweep_started(entries, seed_runs)
+    try:
+        return run_sweep(entries, folder, progress=progress.sweep_run, rule=rule,
+                         after_round=_settled_after_round(judge) if rule is not None else None, **options)
+    finally:
+        progress.sweep_ended()
 
 
 def _settled_after_round(judge):
@@ -233,15 +240,9 @@ def _measure_best_set(comparison: Comparison, base: RunConfig, out_dir: str | Pa
         return compare(results, target_acc=target_acc, calibration=cal, rule=rule,
                        equivalence_margin=equivalence_margin)
 
-    progress.sweep_started(entries, [])
-    try:
-        results = run_sweep(entries, store_dir(out_dir), isolate=isolate, resume=resume, order_seed=order_seed,
-                            progress=progress.sweep_run, calibration=cal, rule=rule,
-                            equivalence_margin=equivalence_margin,
-                            after_round=_settled_after_round(judge) if rule is not None else None,
-                            dist_timeout=dist_timeout, executor=executor)
-    finally:
-        progress.sweep_ended()
+    results = _rounds(entries, store_dir(out_dir), progress, [], judge, rule, calibration=cal, isolate=isolate,
+                      resume=resume, order_seed=order_seed, equivalence_margin=equivalence_margin,
+                      dist_timeout=dist_timeout, executor=executor)
     try:
         sub = judge(list(results))
     except ValueError as exc:  # no measured baseline in the set's rounds

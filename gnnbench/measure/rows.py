@@ -173,6 +173,8 @@ class ComparisonRow:
     p_value: float | None = None  # the primary ratio's p-value that Holm's procedure read
     significant_per_row: bool | None = None  # significant before the family-wise correction
     stop: Stop | None = None  # when the stopping rule settled its verdict (None: it ran every round)
+    # no effect beyond the declared margin: the equivalence test of its primary ratio (family.no_effect_verdicts)
+    no_effect: dict[str, Any] | None = None
 
     @property
     def primary_ratio(self) -> PairedRatio | None:
@@ -216,4 +218,4 @@ class ComparisonRow:
 
 
 _NOT_MEASURED = ("label", "optimizations", "derived", "timing_mode", "status", "reason")  # every row's fields
-_FAMILY = ("p_value", "significant_per_row", "stop")  # set by the family-wise step for the rows of the family
+_FAMILY = ("p_value", "significant_per_row", "stop", "no_effect")  # set by the family-wise step for the rows of the family

@@ -272,7 +272,8 @@ class Equivalence:
         return dataclasses.asdict(self)
 
 
-def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.05) -> Equivalence:
+def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.05,
+                min_sd: float = 0.0) -> Equivalence:
     """TOST on paired log ratios: is ``|mean| < log(1 + margin)`` shown at ``alpha``?
 
     With ``n`` finite values (nan: a missing round, skipped), mean ``m``, sample sd ``s`` and
@@ -280,7 +281,8 @@ def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.
     for Student's t on ``n - 1`` degrees of freedom, ``se = s / sqrt(n)``; equivalence is shown when the larger
     is below ``alpha``. Its size is ``alpha`` at the margin whatever ``s`` (the false "equivalent" rate of a
     true ratio of ``1 + margin`` is at most ``alpha``: ``docs/statistics.md``). With no spread (``s = 0``) the
-    p-value is 0 inside the margin and 1 outside.
+    p-value is 0 inside the margin and 1 outside. ``min_sd``: ``s`` is taken as at least this (a floor on the
+    spread the clock allows, :func:`gnnbench.measure.sequential.sd_floor`); it only makes the test harder to pass.
 
     Raises:
         ValueError: for ``margin`` not in (0, 1), ``alpha`` not in (0, 1) or a value that is infinite.
@@ -300,6 +302,7 @@ def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.
     mean, sd = _mean_sd(xs)
     if n < 2:
         return Equivalence(False, m_, math.exp(mean), nan, nan, nan, n, a)
+    sd = max(sd, float(min_sd)) if min_sd == min_sd else sd
     d = math.log1p(m_)
     se = sd / math.sqrt(n)
     if se > 0:

@@ -47,25 +47,30 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 """
 
 
-def _environment_table(runs: list[dict]) -> str:
-    """What the runs share; a field whose value differs between runs lists every value (each sweep's own
-    commit, fingerprint and threads are in its section)."""
+def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
+    """Where each sweep was measured, one column per sweep (the machine's hardware class, device, versions,
+    threads, commit): sweeps measured on different machines are shown apart, never merged. A field whose value
+    differs within one sweep lists every value."""
     envs = [r["environment"] for r in runs if r.get("environment")]
     if not envs:
         return "<p class='muted'>No run results given.</p>"
-    env = envs[0]
-    keys = ["device", "device_name", "torch", "torch_geometric", "python", "cuda", "threads", "cpu_count",
-            "platform", "commit"]
+    keys = ["hardware_class", "device", "device_name", "torch", "torch_geometric", "python", "cuda", "threads",
+            "cpu_count", "platform", "commit"]
+    columns = [(s.title, [r["environment"] for r in s.runs if r.get("environment")]) for s in sweeps or []]
+    columns = [(t, e) for t, e in columns if e] or [("runs", envs)]
 
-    def value(k: str) -> str:
-        seen = sorted({str(e.get(k)) for e in envs})
+    def value(group: list[dict], k: str) -> str:
+        seen = sorted({str(e.get(k)) for e in group})
         return seen[0] if len(seen) == 1 else "differs between runs: " + ", ".join(seen)
 
-    rows = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(value(k))}</td></tr>" for k in keys)
-    backends = env.get("optional_backends") or {}
-    rows += ("<tr><th>optional backends</th><td>"
-             + _esc(", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in backends.items())) + "</td></tr>")
-    return f"<table id='environment'>{rows}</table>"
+    head = "<tr><th></th>" + "".join(f"<th>{_esc(t)}</th>" for t, _ in columns) + "</tr>"
+    rows = "".join(f"<tr><th>{_esc(k.replace('_', ' '))}</th>"
+                   + "".join(f"<td>{_esc(value(group, k))}</td>" for _, group in columns) + "</tr>" for k in keys)
+    rows += ("<tr><th>optional backends</th>"
+             + "".join("<td>" + _esc(", ".join(f"{k}: {'yes' if v else 'no'}"
+                                               for k, v in (group[0].get("optional_backends") or {}).items()))
+                       + "</td>" for _, group in columns) + "</tr>")
+    return f"<table id='environment'>{head}{rows}</table>"
 
 
 # ------------------------------------------------------------------ other sections
@@ -115,7 +120,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
         f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps) + _headline(sweeps)
         + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). How these figures were "
           "measured: <a href='#method'>the method, below the tables</a>.</p>"
-        + "<h2>Environment</h2>" + _environment_table(inputs.runs) + "".join(sections)
+        + "<h2>Environment, per sweep</h2>" + _environment_table(inputs.runs, sweeps) + "".join(sections)
         + _asv_section(inputs) + _gate_history_section(inputs) + _gate_rates_section(inputs) + _pytest_benchmark_section(inputs)
         + _registry_section()
         + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"

@@ -4,7 +4,15 @@ a figure is embedded in the page (plotly.js itself is inlined once, by :func:`gn
 
 from __future__ import annotations
 
-from gnnbench.measure.comparison import BASELINE, NO_COST_PP, Comparison, ComparisonRow, pareto_front
+from gnnbench.measure.comparison import (
+    BASELINE,
+    E2E_BASELINE,
+    NO_COST_PP,
+    Comparison,
+    ComparisonRow,
+    in_family,
+    pareto_front,
+)
 from gnnbench.measure.rows import EPOCH_TIME, TIME_TO_ACCURACY
 from gnnbench.report.rows import _effect, _esc, _reached_text, _speedup_text
 from gnnbench.text import absent, pp
@@ -43,60 +51,118 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
         hovertext=[_esc(f"{r.label}: {_speedup_text(r)}") for r in ranked], hoverinfo="text"))
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.update_layout(title=f"{primary.capitalize()} speedup over the baseline (95% run-level interval)<br><sup>"
-                            "green: gain, amber: faster but costs accuracy, red: slower, grey: below the noise floor; "
-                            "faded and outlined: censored, a bound</sup>",
+                            "green: gain (family-wise), amber: faster but costs accuracy, red: slower (family-wise), olive: "
+                            "censored or a bound without a direction, grey: no family-wise verdict; faded and "
+                            "outlined: censored, a bound</sup>",
                       xaxis_title="speedup (x)", yaxis={"autorange": "reversed"},
                       height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
     return fig
 
 
+_EFFECT_WORDS = {"gain": "significant gain at no accuracy cost", "tradeoff": "significant gain that costs accuracy",
+                 "loss": "significantly slower", "na": "censored, or a bound without a direction",
+                 "muted": "no family-wise verdict"}
+_LABEL_SPOTS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
+
+
 def _notable(r: ComparisonRow, floors: dict) -> bool:
-    """A point the trade-off chart labels: a coloured effect, or an accuracy change beyond 1 pp (the rest stay
-    unlabelled in the cluster near 1x, 0 pp; every point names itself in its hover text)."""
-    return _effect(r, floors) in ("gain", "tradeoff", "loss") or abs(100 * (r.acc_delta or 0)) > 1
+    """A point the trade-off chart labels: a row with a family-wise verdict (gain, trade-off, slower); the rest are
+    one muted group, named in the list under the chart and in their hover text."""
+    return _effect(r, floors) in ("gain", "tradeoff", "loss")
+
+
+def _where_read(r: ComparisonRow) -> str:
+    """Where a row's accuracy was read: at convergence, or (derived rows, rows stopped at the target, runs cut by
+    a budget) what its cell says."""
+    return "at convergence" if r.converged is True else (r.acc_point or "not at convergence")
+
+
+def _label_positions(points: list[tuple[float, float]]) -> list[str]:
+    """A text position per labelled point, so that labels of points close together go to different sides: points
+    are taken in order of x (log scale) and y, and each takes the first side not taken by a point within a
+    quarter of a doubling and 1 pp of it."""
+    import math
+
+    order = sorted(range(len(points)), key=lambda i: points[i])
+    spots: dict[int, str] = {}
+    for i in order:
+        x, y = points[i]
+        near = {spots[j] for j in spots
+                if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.25
+                and abs(points[j][1] - y) < 1.0}
+        spots[i] = next((s for s in _LABEL_SPOTS if s not in near), _LABEL_SPOTS[len(spots) % len(_LABEL_SPOTS)])
+    return [spots[i] for i in range(len(points))]
 
 
 def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
-    """Speed against accuracy: time-to-accuracy speedup (log axis) against the accuracy delta at convergence (pp),
-    with both intervals; censored rows hollow, their bound in the hover text."""
+    """Speed against accuracy: time-to-accuracy speedup (log axis) against the paired accuracy delta (pp), with both
+    intervals. Colour is the row's verdict (the table's); the marker says where accuracy was read (filled circle:
+    at convergence; diamond: at equal steps or at the target) and whether time to accuracy is a bound (hollow:
+    censored). Rows with a verdict are labelled; the rest are one muted group. The legend names every colour and
+    marker drawn; the dotted front runs through rows with a family-wise verdict only."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    for name, part, symbol in (("reached the target in every round", [r for r in rows if not r.censored],
-                                "circle"),
-                               ("censored (a bound)", [r for r in rows if r.censored], "circle-open")):
-        if not part:
-            continue
-        tta = [r.tta_speedup for r in part]
-        x, y = [t.ratio for t in tta], [100 * r.acc_delta for r in part]
+    verdict = [r for r in rows if _notable(r, floors)]
+    muted = [r for r in rows if not _notable(r, floors)]
+    positions = dict(zip([r.label for r in verdict],
+                         _label_positions([(r.tta_speedup.ratio, 100 * r.acc_delta) for r in verdict])))
+    groups = []
+    for part, named in ((verdict, True), (muted, False)):
+        for censored in (False, True):
+            for converged in (True, False):
+                sub = [r for r in part if r.censored == censored and (r.converged is True) == converged]
+                if sub:
+                    groups.append((sub, named, censored, converged))
+    for sub, named, censored, converged in groups:
+        symbol = ("circle" if converged else "diamond") + ("-open" if censored else "")
+        tta = [r.tta_speedup for r in sub]
+        x, y = [t.ratio for t in tta], [100 * r.acc_delta for r in sub]
+        where = "accuracy at convergence" if converged else "accuracy at equal steps or at the target"
+        name = (f"{'with a verdict' if named else 'no family-wise verdict'}: {where}"
+                + ("; censored (a bound)" if censored else ""))
         fig.add_scatter(
-            x=x, y=y, mode="markers+text", name=name,
-            text=[_esc(r.label) if _notable(r, floors) else "" for r in part],
-            textposition="top center",
-            marker={"symbol": symbol, "size": 12, "line": {"width": 2},
-                    "color": [_CHART_COLOR[_effect(r, floors)] for r in part]},
-            error_x=_error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"},
-            error_y=_error_bars(y, [100 * r.acc_delta_low for r in part],
-                                [100 * r.acc_delta_high for r in part]) | {"color": "#777"},
+            x=x, y=y, mode="markers+text" if named else "markers", name=name,
+            text=[_esc(r.label) for r in sub] if named else None,
+            textposition=[positions[r.label] for r in sub] if named else None,
+            marker={"symbol": symbol, "size": 12 if named else 8, "line": {"width": 2},
+                    "color": [_CHART_COLOR[_effect(r, floors)] for r in sub], "opacity": 1.0 if named else 0.6},
+            error_x=_error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"} if named else None,
+            error_y=(_error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
+                     | {"color": "#777"}) if named else None,
             hovertext=[_esc(f"{r.label}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
-                            f"{metric} {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} at "
-                            f"convergence ({r.acc_verdict})") for r in part], hoverinfo="text")
-    front = pareto_front(rows)
-    by_label = {r.label: r for r in rows}
+                            f"{metric} {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)} "
+                            f"({r.acc_verdict})") for r in sub], hoverinfo="text")
+    for effect in dict.fromkeys(_effect(r, floors) for r in rows):  # one legend entry per colour drawn
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=f"colour: {_EFFECT_WORDS[effect]}",
+                        marker={"symbol": "square", "size": 12, "color": _CHART_COLOR[effect]}, hoverinfo="skip")
+    judged = [r for r in rows if _notable(r, floors)]
+    front = pareto_front(judged)
+    by_label = {r.label: r for r in judged}
     pts = [(1.0, 0.0) if label == BASELINE else (by_label[label].tta_speedup.ratio,
                                                  100 * by_label[label].acc_delta) for label in front]
     if len(pts) > 1:
-        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines", name="Pareto front",
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines",
+                        name="Pareto front of the rows with a verdict",
                         line={"color": "#2a9d5b", "width": 1, "dash": "dot"}, hoverinfo="skip")
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
     ticks = [2.0 ** k for k in range(-8, 9)]
-    fig.update_layout(title=f"Trade-off: time-to-accuracy speedup against test {metric} change at convergence<br>"
-                            "<sup>95% intervals; hollow: censored, the speedup is a bound (see the hover text)</sup>",
+    fig.update_layout(title=f"Trade-off: time-to-accuracy speedup against the test {metric} change<br>"
+                            "<sup>95% intervals on rows with a verdict; the legend names each colour and marker; "
+                            "every point names itself in its hover text</sup>",
                       xaxis={"type": "log", "title": "time-to-accuracy speedup (x, log scale)", "tickvals": ticks,
                              "ticktext": [f"{v:g}x" for v in ticks]},
-                      yaxis_title="accuracy delta at convergence (pp)", height=480)
+                      yaxis_title=f"test {metric} change against the baseline (pp)", height=520,
+                      legend={"orientation": "h", "y": -0.25})
     return fig
+
+
+def _muted_list(rows: list[ComparisonRow], floors: dict) -> str:
+    """The rows the trade-off chart draws as one muted group, named under it."""
+    muted = [r.label for r in rows if not _notable(r, floors)]
+    return (f"<p class='muted'>No family-wise verdict (the grey group): {_esc(', '.join(muted))}.</p>"
+            if muted else "")
 
 
 def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
@@ -104,12 +170,16 @@ def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
 
     deltas = [100 * r.acc_delta for r in ranked]
     fig = go.Figure(go.Bar(
-        x=deltas, y=[r.label for r in ranked], orientation="h", marker_color="#4a6fa5",
+        x=deltas, y=[r.label + ("" if r.converged is True else " †") for r in ranked], orientation="h",
+        marker_color=["#4a6fa5" if r.converged is True else "#a7b8d1" for r in ranked],
+        hovertext=[_esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}")
+                   for r in ranked], hoverinfo="text",
         error_x=_error_bars(deltas, [100 * r.acc_delta_low for r in ranked],
                             [100 * r.acc_delta_high for r in ranked])))
     fig.add_vrect(x0=-NO_COST_PP, x1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.08, line_width=0)
-    fig.update_layout(title=f"Test {metric} change at convergence against the baseline<br><sup>pp, 95% paired "
-                            f"interval over rounds; band: +-{NO_COST_PP} pp</sup>",
+    fig.update_layout(title=f"Test {metric} change against the baseline<br><sup>pp, 95% paired interval over "
+                            f"rounds; band: +-{NO_COST_PP} pp; dark: at convergence; light, †: read at equal steps "
+                            "or at the target (derived rows, rows stopped at the target)</sup>",
                       xaxis_title="pp", yaxis={"autorange": "reversed"},
                       height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
     return fig
@@ -134,12 +204,15 @@ def _phase_chart(measured: list[ComparisonRow]):
 
 def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
     measured = [r for r in c.rows if r.status == "ok"]
-    ranked = [r for r in measured if r.label != BASELINE and not absent(r.speedup)]
+    # the end-to-end copy of the baseline is a reference, not an optimization: in the table, not in the charts
+    ranked = [r for r in measured if r.label not in (BASELINE, E2E_BASELINE) and not absent(r.speedup)]
     primaries = sorted({r.primary for r in ranked}, key=[TIME_TO_ACCURACY, EPOCH_TIME].index) or [EPOCH_TIME]
     charts = "".join(_figure_html(_speedup_chart([r for r in ranked if r.primary == p], c.floors, p),
                                   f"speedup-{index}" + (f"-{k}" if k else "")) for k, p in enumerate(primaries))
-    tradeoff = [r for r in ranked if r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta)]
-    charts += (_figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}") if tradeoff else
+    # rows of the family only: the A/A check and derived rows' measured twins would sit on their own rows
+    tradeoff = [r for r in ranked if r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta) and in_family(r.label)]
+    charts += (_figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}")
+               + _muted_list(tradeoff, c.floors) if tradeoff else
                "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>")
     return (charts + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
             + _figure_html(_phase_chart(measured), f"phases-{index}"))

@@ -5,12 +5,11 @@ one, and what pays here at what accuracy.
 from __future__ import annotations
 
 from gnnbench.measure.best_set import outcome_line
-from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, measured_best, tradeoffs
-from gnnbench.measure.results import graph_label
+from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, in_family, measured_best, tradeoffs
 from gnnbench.measure.rows import TIME_TO_ACCURACY
 from gnnbench.report.charts import _figure_html, _tradeoff_chart
 from gnnbench.report.rows import _esc, _ratio_text, _speedup_text
-from gnnbench.report.sweep import _Sweep, best_set_outcome
+from gnnbench.report.sweep import _Sweep, best_set_outcome, where_measured
 from gnnbench.text import absent, pp
 
 
@@ -19,11 +18,13 @@ def _aa_line(s: _Sweep) -> str:
     name = _esc(s.title)
     if aa.status != "ok":
         return f"<li>{name}: the A/A row was not measured ({_esc(aa.status)}: {_esc(aa.reason)}).</li>"
-    epoch, step = aa.epoch_speedup, aa.step_speedup
-    noisy = any(d and d.significant for d in (epoch, step))
+    epoch, step, primary = aa.epoch_speedup, aa.step_speedup, aa.primary_ratio
+    noisy = any(d and d.significant for d in (epoch, step, primary))
     verdict = ("<b class='loss'>significant: this machine is too noisy for the effects reported below; treat "
                "them with suspicion</b>" if noisy else "no significant difference, as it should be")
-    return (f"<li>{name}: epoch time {_esc(_ratio_text(epoch))}, step time {_esc(_ratio_text(step))} over "
+    first = (f"{_esc(aa.primary)} (the sweep's primary clock) {_esc(_ratio_text(primary))}, "
+             if aa.primary != "epoch time" and primary is not None else "")
+    return (f"<li>{name}: {first}epoch time {_esc(_ratio_text(epoch))}, step time {_esc(_ratio_text(step))} over "
             f"{aa.rounds} rounds: {verdict}.</li>")
 
 
@@ -77,10 +78,10 @@ def _headline(sweeps: list[_Sweep]) -> str:
         if static is not None and static is not best:
             items.append(f"<li class='muted'>The registry's static list ({effect(static)}) is a guess, not a "
                          "recommendation.</li>")
-        parts.append(f"<p><a href='#sweep-{i}'>{_esc(s.title)}</a> ({_esc(graph_label(base['config']))}, "
-                     f"{_esc(base['config'].get('device', 'cpu'))}):</p><ul>{''.join(items)}</ul>")
+        parts.append(f"<p><a href='#sweep-{i}'>{_esc(s.title)}</a> ({_esc(where_measured(s, base))}):</p>"
+                     f"<ul>{''.join(items)}</ul>")
         if not chart:
-            ranked = [r for r in c.rows if r.status == "ok" and r.label != BASELINE
+            ranked = [r for r in c.rows if r.status == "ok" and in_family(r.label)
                       and r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta)]
             if ranked:
                 chart = _figure_html(_tradeoff_chart(ranked, c.floors, metric), "tradeoff-top")

@@ -58,6 +58,28 @@ def _length_text(cfg: dict) -> str:
     return "trained to a validation plateau" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def _ran_text(c: Comparison, cfg: dict) -> str:
+    """What ran: how long the runs trained (with a calibration: to the calibrated target and on to a plateau,
+    waiting at most each run's own steps to the target, within the step budget) and the rounds each row received
+    (the stopping rule gives fewer to rows it settled)."""
+    from collections import Counter
+
+    from gnnbench.measure.comparison import in_family
+
+    cal = c.calibration or {}
+    if cal.get("step_budget") and c.target is not None:
+        length = (f"trained past the target {c.target:.4f} on to a validation plateau, waiting for a further rise "
+                  f"at most as many steps as each run took to reach the target, within {cal['step_budget']} steps, "
+                  f"never stopping before step {cal.get('min_steps', 0)}")
+    else:
+        length = _length_text(cfg)
+    given = Counter(r.rounds for r in c.rows if r.status == "ok" and in_family(r.label))
+    rounds = (f"the baseline {c.rounds} rounds, the rows "
+              + ", ".join(f"{k} rounds ({n} row{'s' * (n != 1)})" for k, n in sorted(given.items()))
+              if given else f"{c.rounds} round(s)")
+    return f"{length}; {rounds}"
+
+
 def _sweep_section(s: _Sweep, index: int) -> str:
     if s.comparison is None:
         return f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
@@ -68,7 +90,7 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     head = (f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
             f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
             f"optimizer {_esc(_optimizer_text(cfg))}, "
-            f"device {_esc(cfg['device'])}, {_esc(_length_text(cfg))}, {s.comparison.rounds} round(s) "
+            f"device {_esc(cfg['device'])}, {_esc(_ran_text(s.comparison, cfg))} "
             "(one process per configuration and round), seeds "
             f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
             + _identity_html(base, s.runs, index))
@@ -128,6 +150,20 @@ def _read_manifest(group: Path) -> dict | None:
         return json.loads((group / MANIFEST).read_text())
     except (OSError, ValueError):
         return None
+
+
+def where_measured(sweep: _Sweep, base: dict) -> str:
+    """What a sweep's figures come from, in a few words: the graph, the device, the machine's hardware class, the
+    commit and the date its rounds started (from its manifest, where there is one)."""
+    env = base.get("environment") or {}
+    manifest = (_read_manifest(Path(sweep.group)) or {}) if sweep.group else {}
+    parts = [graph_label(base["config"]), base["config"].get("device", "cpu"),
+             env.get("hardware_class") or env.get("machine") or "machine not recorded"]
+    if env.get("commit"):
+        parts.append(f"commit {str(env['commit'])[:7]}")
+    if manifest.get("started"):
+        parts.append(f"started {str(manifest['started'])[:10]}")
+    return ", ".join(str(p) for p in parts)
 
 
 def best_set_outcome(sweep: _Sweep, sweeps: list[_Sweep]) -> BestSetOutcome | None:

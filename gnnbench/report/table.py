@@ -6,7 +6,15 @@ check of derived entries against measured ones.
 from __future__ import annotations
 
 from gnnbench import registry
-from gnnbench.measure.comparison import AA_LABEL, BASELINE, NO_COST_PP, Comparison, ComparisonRow
+from gnnbench.measure.comparison import (
+    AA_LABEL,
+    BASELINE,
+    NO_COST_PP,
+    Comparison,
+    ComparisonRow,
+    no_effect_text,
+    verdict_summary,
+)
 from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.measure.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
@@ -38,15 +46,17 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
     primary = r.primary_ratio
     text, effect, bound = _esc(_speedup_text(r)), _effect(r, floors), r.bound
     if primary and absent(primary.low):
-        return f"<td class='num muted'>{text}<br><small>not resolvable: below the noise floor</small></td>"
+        return f"<td class='num muted'>{text}<br><small>not resolved: one round, no interval</small></td>"
     if bound == "unknown":
         return (f"<td class='num na'>{text}<br><small>this row and the baseline both missed the target in some "
                 "rounds: no direction can be claimed</small></td>")
+    if not r.significant and no_effect_text(r):
+        return f"<td class='num muted'>{_esc(no_effect_text(r))}<br><small>{text}</small></td>"
     if not r.significant:
         why = {"at most": "censored: an upper bound on the speedup shows no gain",
                "at least": "the baseline missed rounds: a lower bound"}.get(
             bound, "significant alone, not after Holm's family-wise correction" if r.significant_per_row
-            else "below the noise floor")
+            else _stop_words(r))
         return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
     if _below_floor(r, floors):
         return (f"<td class='num {effect}'>{text}<br><small>below the noise floor "
@@ -59,6 +69,20 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
         return (f"<td class='num na'>{text}<br><small>reached the target in {_esc(_reached_text(r))} rounds: "
                 "not a clean gain</small></td>")
     return f"<td class='num {effect}'>{text}</td>"
+
+
+def _stop_words(r: ComparisonRow) -> str:
+    """Why a row that is not significant ended where it did, in the words of its stop: below the noise floor
+    only for a row the stopping rule stopped so."""
+    stop = r.stop
+    if stop is None or stop.reason == "max rounds":
+        return f"its interval contains 1 after {r.rounds} rounds: not resolved"
+    if stop.reason == "below the floor":
+        return f"stopped after round {stop.look}: its interval lies inside the noise floor"
+    if stop.reason == "futile":
+        return (f"stopped after round {stop.look} as futile: its chance of becoming significant by the last "
+                "round was below 10%")
+    return f"stopped after round {stop.look}: {stop.reason}"
 
 
 def _factors_text(r: ComparisonRow) -> str:
@@ -156,13 +180,20 @@ def _sweep_table(c: Comparison, metric: str, index: int) -> str:
     """Every row of the comparison, then every registry entry the sweep did not measure."""
     lines = [_row_html(r, c, metric) for r in c.rows]
     measured = {r.label for r in c.rows}
-    lines += [f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
-              f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
-              for name, opt in registry.REGISTRY.items() if name not in measured]
+    missing = [name for name in registry.REGISTRY if name not in measured]
+    if missing and 2 * (len(registry.REGISTRY) - len(missing)) < len(registry.REGISTRY):
+        # a sweep of a few entries (--flags): what it left out in one line, not a row each
+        lines.append(f"<tr><td colspan='{_COLUMNS}' class='muted'>Not in this sweep ({len(missing)} registry "
+                     f"entries; it measured the entries it was given): {_esc(', '.join(missing))}.</td></tr>")
+    else:  # a sweep of every entry: an entry missing here was registered after it ran
+        lines += [f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
+                  f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
+                  for name, opt in registry.REGISTRY.items() if name not in measured]
     return (f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
             "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
             "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
-            f"<th>test {_esc(metric)} at convergence (best validation point): delta, pp [95% paired interval]</th>"
+            f"<th>test {_esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
+            "unless the cell says where it was read</th>"
             f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>")
 
 
@@ -200,9 +231,12 @@ def _sweep_notes(c: Comparison, index: int) -> str:
     """The noise floor, the time-to-accuracy target and the ranking rule, printed beside the table."""
     floors = ", ".join(f"{k.replace('_', ' ')} {_floor_text(v)}" for k, v in c.floors.items())
     return (f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
-            f"spread of {c.rounds} baseline processes): {floors}. Effects whose interval contains 1 or whose "
-            "ratio lies within the floor are marked <i>below the noise floor</i>.</p>"
-            f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
+            f"spread of {c.rounds} baseline processes): {floors}. A row the stopping rule stopped because its "
+            "interval lay inside the floor of its own statistic says so; a row whose equivalence test shows its "
+            "effect within the margin declared before the sweep says <i>no effect beyond</i> it.</p>"
+            + (f"<p class='floor' id='verdicts-{index}'><b>Verdicts:</b> {_esc(verdict_summary(c.rows))}.</p>"
+               if verdict_summary(c.rows) else "")
+            + f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
             "<p class='floor'><b>Ranked by</b> time to accuracy wherever there is a target, epoch time otherwise "
             "(column <i>ranked by</i>): rows that reached the target in every round first, rows censored in some "
             "after them; within each, significant speedups, then no significant difference, then significant "

@@ -153,6 +153,8 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
     rows = {r.label: r for r in compare(runs).rows}
     assert rows["pin_memory"].timing_mode == "end_to_end"
     assert rows["pin_memory"].epoch_speedup.ratio == pytest.approx(2.0), "against the end-to-end baseline"
+    # the end-to-end copy against the baseline (what synchronizing the phases costs), never against itself
+    assert rows[E2E_BASELINE].epoch_speedup.ratio == pytest.approx(2.0 / 1.6)
     if all(unavailable_here(name, device=QUICK.device) for name in ("pin_memory", "feature_prefetch")):
         # nothing here can overlap: no end-to-end baseline is scheduled
         entries = sweep_entries(QUICK, ["pin_memory", "feature_prefetch"], repeats=1, include_all_recommended=False)
