@@ -7,7 +7,7 @@ that stops earlier than the one that ran. Prints, per rule, the minutes of train
 runs take and each row's mean paired test delta against the baseline (pp, over the rounds both trained to the
 plateau).
 
-    python scripts/patience_replay.py results/reference/compare-small-cpu --factors 1,0.5
+    python scripts/patience_replay.py results/reference/compare-small-cpu-0671164 --factors 1,0.5
 """
 
 from __future__ import annotations

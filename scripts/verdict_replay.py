@@ -8,7 +8,7 @@ that ran stopped after round 3 has 3 rounds, and where the new rule would have k
 "open: would receive round 4". Prints, per row of the family, the verdict then and now, the factors of its time
 to accuracy (steps to the target and time per step, paired) and how it is judged.
 
-    python scripts/verdict_replay.py results/reference/compare-small-cpu --margin 0.1 --quantization
+    python scripts/verdict_replay.py results/reference/compare-small-cpu-0671164 --margin 0.1 --quantization
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import ROOT
 
-REFERENCE = ROOT / "results" / "reference" / "compare-small-cpu"
+REFERENCE = ROOT / "results" / "reference" / "compare-small-cpu-0671164"  # the previous reference, run under the rule before
 
 
 def _script():
