@@ -222,7 +222,7 @@ def _diagnose_script(args: argparse.Namespace) -> int:
 def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
     """``diagnose --verify --script``: the top advice applied to the unmodified script and measured there
     (``out["verify"]``); 1 when the baseline's runs failed."""
-    from gnnbench.advice.watch.verify import RunFailed, estimate_s, verify_plan, verify_script
+    from gnnbench.advice.watch.verify import RunFailed, estimate_s, plan_rounds, verify_plan, verify_script
     from gnnbench.advice.watch.verify_text import format_verification
 
     changes, refused, notes = verify_plan(report, top=args.top, workers_curve=args.workers_curve)
@@ -235,15 +235,25 @@ def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
                                                                or "no advice"))
         out["verify"] = {"refused": refused}
         return 0
-    runs, seconds = estimate_s(report, changes, rounds=args.verify_rounds, steps=args.verify_steps,
+    budget_s = 60 * args.verify_budget if args.verify_budget and args.verify_budget > 0 else None
+    max_rounds = plan_rounds(report, changes, rounds=args.verify_rounds, steps=args.verify_steps,
+                             warmup=args.verify_warmup, budget_s=budget_s,
+                             cap=max(args.verify_rounds, args.verify_max_rounds))
+    runs, seconds = estimate_s(report, changes, rounds=max_rounds, steps=args.verify_steps,
                                warmup=args.verify_warmup)
-    log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
-        f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step"
-        + (" (compilation not counted)" if any(c.compile for c in changes) else ""))
+    compiled = " (compilation not counted)" if any(c.compile for c in changes) else ""
+    if max_rounds > args.verify_rounds:
+        log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
+            f"to {max_rounds} alternating rounds (a variant stops once decided): at most {runs} runs, about "
+            f"{seconds / 60:.1f} min at the diagnosed step{compiled}, within the budget of "
+            f"{args.verify_budget:g} min")
+    else:
+        log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {max_rounds} "
+            f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step{compiled}")
     try:
-        v = verify_script(args.script, changes, refused=refused, rounds=args.verify_rounds,
-                          steps=args.verify_steps, warmup=args.verify_warmup, wait_bound_s=args.wait_bound,
-                          log=log)
+        v = verify_script(args.script, changes, refused=refused, rounds=args.verify_rounds, max_rounds=max_rounds,
+                          budget_s=budget_s, steps=args.verify_steps, warmup=args.verify_warmup,
+                          wait_bound_s=args.wait_bound, log=log)
     except (RunFailed, ValueError) as exc:
         print(f"gnnbench diagnose --script --verify: {exc}", file=sys.stderr)
         return 1
@@ -277,12 +287,25 @@ def cmd_regress(args: argparse.Namespace) -> int:
     regression or a benchmark lost in HEAD; 2 when the trees cannot be compared or a benchmark process crashed
     or timed out (the JSON says which side, with its stderr's tail); 3 when no regression was seen but the
     machine was too noisy to see one of ``--sensitivity``; 0 otherwise."""
+    import time
+
     from gnnbench.atomic import write_json_atomic
     from gnnbench.measure.gate_run import run_gate
     from gnnbench.measure.gate_text import format_gate
 
-    def progress(r, rounds, role):
-        print(f"  round {r + 1}/{rounds}: {role}", file=sys.stderr, flush=True)
+    clock = {"t0": time.perf_counter(), "done": 0}
+
+    def progress(r, rounds, role):  # each process as it starts, with the time left at the pace so far
+        done, elapsed = clock["done"], time.perf_counter() - clock["t0"]
+        clock["done"] += 1
+        if "counted" in role:
+            print(f"  counts {r + 1}/{rounds}: {role}; {elapsed:.0f} s so far (about 1-2 min a counting process "
+                  "on tiny)", file=sys.stderr, flush=True)
+            return
+        left = "" if not done else f"; {elapsed:.0f} s so far, an extra round within the budget" \
+            if done >= 2 * rounds else \
+            f"; {elapsed:.0f} s so far, about {elapsed / done * (2 * rounds - done):.0f} s left for the planned rounds"
+        print(f"  round {r + 1}/{rounds}: {role}{left}", file=sys.stderr, flush=True)
 
     try:
         gated = run_gate(args.base, args.head, preset=args.preset, warmup=args.warmup, device=args.device,
@@ -290,7 +313,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
                          order_seed=args.order_seed, sensitivity=args.sensitivity,
                          budget_seconds=None if args.budget <= 0 else args.budget, max_rounds=args.max_rounds,
                          timeout=args.timeout, base_python=args.base_python, head_python=args.head_python,
-                         progress=progress)
+                         progress=progress, counts=args.counts, cache_sim=args.cache_sim)
     except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2

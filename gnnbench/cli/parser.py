@@ -17,7 +17,7 @@ from gnnbench.cli.options import (
     parse_flags,
 )
 from gnnbench.measure.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.regress import DEFAULT_ROUNDS
+from gnnbench.measure.regress import COUNT_PROCESSES, DEFAULT_ROUNDS
 from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 from gnnbench.measure.stats import DEFAULT_REPEATS
 
@@ -180,9 +180,16 @@ def _add_diagnose(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sync", action="store_true",
                    help="--script: synchronize CUDA at every phase boundary (the breakdown mode)")
     p.add_argument("--verify-rounds", type=int, default=4,
-                   help="--script --verify: rounds (each runs the script as it is and every variant once; default 4)")
-    p.add_argument("--verify-steps", type=int, default=10,
-                   help="--script --verify: measured steps per run (default 10)")
+                   help="--script --verify: rounds every variant receives (each runs the script as it is and every "
+                        "open variant once; default 4)")
+    p.add_argument("--verify-max-rounds", type=int, default=20,
+                   help="--script --verify: rounds at most, whatever the budget allows (default 20); a variant stops "
+                        "once decided (compare's stopping rule)")
+    p.add_argument("--verify-budget", type=float, default=15.0,
+                   help="--script --verify: minutes the rounds may take, the combination's included (default 15; "
+                        "0: exactly --verify-rounds rounds)")
+    p.add_argument("--verify-steps", type=int, default=20,
+                   help="--script --verify: measured steps per run (default 20)")
     p.add_argument("--verify-warmup", type=int, default=3,
                    help="--script --verify: warm-up steps per run, left out (default 3)")
     p.add_argument("--workers-curve", action="store_true",
@@ -277,6 +284,14 @@ def _add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", default="tiny", help="graph preset (default tiny)")
     p.add_argument("--device", default="cpu")
     p.add_argument("--order-seed", type=int, default=0, help="seed of the per-round order (recorded)")
+    p.add_argument("--counts", type=int, default=COUNT_PROCESSES, metavar="N",
+                   help="also count the instructions of the baseline and the micro-benchmarks under valgrind's "
+                        f"callgrind, N processes per tree (default {COUNT_PROCESSES}; 0: off): a count beyond its "
+                        "threshold is a regression whatever the machine's noise (memory stalls, waiting, threads "
+                        "and the GPU stay the wall clock's); where valgrind or a C compiler is missing, said so")
+    p.add_argument("--cache-sim", action="store_true",
+                   help="--counts: simulate the caches too (first- and last-level misses beside the instructions; "
+                        "about twice as slow)")
 
 
 def _add_gpu_check(sub: argparse._SubParsersAction) -> None:

@@ -61,7 +61,8 @@ def run_gate(base: str, head: str = WORKING_TREE, *, preset: str = "tiny", warmu
              order_seed: int = 0, sensitivity: float = DEFAULT_SENSITIVITY,
              budget_seconds: float | None = DEFAULT_BUDGET_SECONDS, max_rounds: int = MAX_ROUNDS,
              timeout: float = 1800.0, base_python: str | None = None, head_python: str | None = None,
-             progress: Callable[[int, int, str], None] | None = None) -> GateRun:
+             progress: Callable[[int, int, str], None] | None = None, counts: int = 0,
+             cache_sim: bool = False) -> GateRun:
     """Check out ``base`` and ``head`` side by side and run the gate between them.
 
     Args:
@@ -76,6 +77,7 @@ def run_gate(base: str, head: str = WORKING_TREE, *, preset: str = "tiny", warmu
             (:func:`gnnbench.measure.regress.gate`); ``budget_seconds=None``: no extra rounds.
         base_python, head_python: Each side's interpreter (default: this one).
         progress: ``progress(round, rounds, role)`` as each benchmark process starts.
+        counts, cache_sim: Counted instructions (:func:`gnnbench.measure.regress.count_gate`), processes per tree.
 
     Raises:
         ValueError: for options the gate refuses, an interpreter that is not one, or trees it cannot compare.
@@ -89,6 +91,7 @@ def run_gate(base: str, head: str = WORKING_TREE, *, preset: str = "tiny", warmu
             if not shutil.which(exe) and not Path(exe).is_file():
                 raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
         options = dict(rounds=rounds, threads=threads, order_seed=order_seed, pythons=pythons,
-                       sensitivity=sensitivity, budget_seconds=budget_seconds, max_rounds=max_rounds, timeout=timeout)
+                       sensitivity=sensitivity, budget_seconds=budget_seconds, max_rounds=max_rounds, timeout=timeout,
+                       counts=counts, cache_sim=cache_sim)
         result = gate(trees, benches, labels=(base, head), skipped=skipped, progress=progress, **options)
     return GateRun(base, head, result, benches, options)

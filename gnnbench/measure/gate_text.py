@@ -46,6 +46,7 @@ def format_gate(r: GateResult) -> str:
     judged = [m for b in r.benches for m in b.metrics()]
     if judged and not any(m.significant for m in judged):
         lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
+    lines += _count_lines(r)
     lines.append("")
     if r.skipped:
         lines.append("not run here: " + "; ".join(f"{k} ({v})" for k, v in r.skipped.items()))
@@ -56,6 +57,10 @@ def format_gate(r: GateResult) -> str:
         lines.append(f"GATE FAILED: {f.side}'s benchmark process {f.kind} in round {f.round + 1}{code}; the end "
                      f"of its stderr:\n{tail}")
     bad = r.regressed
+    if r.count_regressions:
+        lines.append("REGRESSION in counted instructions: "
+                     + ", ".join(f"{c.name} {c.ratio:.3f}x the instructions per {c.unit} (threshold "
+                                 f"{1 + c.threshold:.3f}x)" for c in r.count_regressions))
     if bad:
         lost = [b.name for b in bad if b.lost]
         slow = [b.name for b in bad if not b.lost]
@@ -63,12 +68,14 @@ def format_gate(r: GateResult) -> str:
             lines.append(f"REGRESSION in {len(slow)} benchmark(s): {', '.join(slow)}")
         if lost:
             lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
+    elif r.count_regressions:
+        lines.append("the wall clock flagged no regression; the counted instructions did (exit 1)")
     elif r.blind and r.failure is None:
         worst = max(b.detectable for b in r.blind)
         lines.append(f"no regression seen, but inconclusive here: {len(r.blind)} benchmark(s) that every "
                      f"configuration's code runs through could not have seen a {r.sensitivity:.0%} slowdown on this "
-                     f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)}; more "
-                     f"rounds (--rounds, --budget) or a quieter machine (exit 3)")
+                     f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)} (exit 3)")
+        lines.append(resolution_line(r))
     elif r.inconclusive and r.failure is None:
         worst = max(b.detectable for b in r.inconclusive)
         lines.append(f"no regression in the paths every configuration runs (the baseline and the micro-benchmarks "
@@ -84,6 +91,49 @@ def format_gate(r: GateResult) -> str:
                      f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
                      f"slowdown); {unjudged} could not run in both trees (listed above)")
     return "\n".join(lines)
+
+
+def _count_lines(r: GateResult) -> list[str]:
+    """The counted instructions beside the wall clock: one line per benchmark, or why none were taken."""
+    if r.counts_unavailable:
+        return ["", f"counted instructions: not taken here ({r.counts_unavailable}); the wall clock is the only "
+                    "measure"]
+    if not r.counts:
+        return []
+    n = max(len(c.base) + len(c.head) for c in r.counts) // 2
+    out = ["", f"counted instructions (callgrind, {n} process(es) per tree, {r.counts_seconds:.0f} s): ratio = head "
+               "/ base instructions per unit (above 1: head does more work); they do not move with the machine's "
+               "load, and cannot see memory stalls, waiting, other threads or the GPU (the wall clock judges those)",
+           f"{'benchmark':<22}{'unit':>6}{'base':>14}{'head':>14}{'ratio':>9}{'spread':>9}{'threshold':>11}  verdict"]
+    for c in r.counts:
+        if c.status != "ok":
+            out.append(f"{c.name:<22}{c.unit:>6}{'-':>14}{'-':>14}{'-':>9}{'-':>9}{'-':>11}  {c.status}: {c.reason}")
+            continue
+        import statistics
+        verdict = ("REGRESSION" if c.regression else "improvement" if c.improvement else
+                   "no change beyond the threshold")
+        out.append(f"{c.name:<22}{c.unit:>6}{statistics.median(c.base):>14,.0f}{statistics.median(c.head):>14,.0f}"
+                   f"{c.ratio:>8.4f}x{c.spread:>8.2%}{1 + c.threshold:>10.3f}x  {verdict}")
+    return out
+
+
+def resolution_line(r: GateResult) -> str:
+    """What the primary tier could resolve on this machine in this run, and the budget that would resolve the
+    sensitivity at the spread it measured (the rounds it needs at that spread, at this run's pace per round)."""
+    from gnnbench.measure.gate_verdicts import detectable_at
+
+    worst = max(r.blind, key=lambda b: b.detectable)
+    need = next((k for k in range(max(r.rounds, 2), 201) if detectable_at(worst, k) <= 1 + r.sensitivity + 1e-12),
+                None)
+    wall = max(r.seconds - r.counts_seconds, 0.0)
+    per_round = wall / max(r.rounds, 1)
+    where = (f"this machine resolves {_factor(worst.detectable)} on {worst.name} in {r.rounds} rounds "
+             f"({wall:.0f} s)")
+    if need is None:
+        return (f"{where}; at its spread no budget within 200 rounds would see {r.sensitivity:.0%}: a quieter "
+                "machine, or counted instructions (--counts), which do not move with its load")
+    return (f"{where}; at its spread, {need} rounds would see {r.sensitivity:.0%}: run with --max-rounds {need} "
+            f"--budget {math.ceil(need * per_round / 60) * 60:.0f}, or count instructions (--counts)")
 
 
 def _factor(x: float | None) -> str:

@@ -167,6 +167,14 @@ class GateResult:
     extra_rounds: dict[str, int] = field(default_factory=dict)  # rounds added per benchmark beyond ``rounds``
     failure: WorkerFailure | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # benchmarks the gate cannot run here -> why
+    counts: list[Any] = field(default_factory=list)  # CountVerdict per counted benchmark (gnnbench.measure.counts)
+    counts_unavailable: str | None = None  # why no instruction counts were taken here, when asked for
+    counts_seconds: float = 0.0  # the count stage's wall time (in ``seconds``)
+
+    @property
+    def count_regressions(self) -> list[Any]:
+        """Counted benchmarks whose instructions grew beyond their threshold in HEAD."""
+        return [c for c in self.counts if c.status == "ok" and c.regression]
 
     @property
     def regressed(self) -> list[BenchVerdict]:
@@ -187,18 +195,22 @@ class GateResult:
     def blind(self) -> list[BenchVerdict]:
         """The inconclusive benchmarks that make the whole run inconclusive: those of the primary tier (every
         benchmark when the set has no primary one). An entry whose work varies per batch can stay inconclusive
-        on a quiet machine; a primary benchmark that cannot see the sensitivity means the machine was too noisy."""
+        on a quiet machine; a primary benchmark that cannot see the sensitivity means the machine was too noisy.
+        A benchmark whose instructions were counted in both trees is not blind: the counts see any change of its
+        work beyond their threshold, whatever the machine's noise (what they cannot see, the text says)."""
         tiered = any(is_primary(b.name) for b in self.judged)
-        return [b for b in self.inconclusive if is_primary(b.name) or not tiered]
+        counted = {c.name for c in self.counts if c.status == "ok"}
+        return [b for b in self.inconclusive if (is_primary(b.name) or not tiered) and b.name not in counted]
 
     @property
     def exit_status(self) -> int:
-        """2: a benchmark process crashed or timed out; 1: a regression or a lost benchmark; 3: no regression
+        """2: a benchmark process crashed or timed out; 1: a regression (in time, accuracy or counted
+        instructions) or a lost benchmark; 3: no regression
         seen, but a primary benchmark (:attr:`blind`) could not have seen a slowdown of ``sensitivity`` (too
         noisy here), or nothing was judged; 0."""
         if self.failure is not None:
             return 2
-        if self.regressed:
+        if self.regressed or self.count_regressions:
             return 1
         return 3 if self.blind or not self.judged else 0
 
@@ -212,7 +224,10 @@ class GateResult:
                 "sensitivity": self.sensitivity, "budget_seconds": self.budget_seconds,
                 "extra_rounds": self.extra_rounds, "skipped": self.skipped,
                 "failure": asdict(self.failure) if self.failure else None,
-                "benches": [asdict(b) for b in self.benches]}
+                "benches": [asdict(b) for b in self.benches],
+                "counts": [c.to_dict() for c in self.counts], "counts_unavailable": self.counts_unavailable,
+                "counts_seconds": self.counts_seconds,
+                "count_regressions": [c.name for c in self.count_regressions]}
 
 
 def judge(names: list[str], data: dict[str, dict[str, list[dict]]], sensitivity: float) -> list[BenchVerdict]:

@@ -18,6 +18,13 @@ run reads ``{"status": "running"}``, which names it when the process dies). Per 
 ``step`` (median seconds), ``steps``, ``phases``, ``test`` accuracy (``None`` for micro-benchmarks),
 ``seconds``, and where measured ``setup`` / ``setup_phases`` and ``epoch`` / ``epoch_phases``; or a status
 with its ``reason``.
+
+Counting (the spec has ``counts``; the gate runs the worker under callgrind with the marker library's path in
+``GNNBENCH_COUNT_MARKER``, :mod:`gnnbench.measure.counts`): nothing is timed; a micro-benchmark's ``calls`` calls
+after its warm-up are one region, dumped under the benchmark's name; a training configuration runs once unmeasured
+(Python's and torch's lazy set-up), then ``epochs[0]`` and ``epochs[1]`` epochs as the regions ``NAME@a`` and
+``NAME@b``, whose difference is ``b - a`` epochs of steps (each epoch's validation in it). The result per
+benchmark: ``status``, ``counted`` (the regions, the unit and how many units the difference holds).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["MICRO_BENCHES", "UnknownBench", "script_in", "micro", "bench", "main"]
+__all__ = ["MICRO_BENCHES", "UnknownBench", "script_in", "micro", "bench", "counted", "marker", "main"]
 
 
 class UnknownBench(Exception):
@@ -74,6 +81,18 @@ MICRO_BENCHES: dict[str, Callable[[Any, Any, Any, int], Callable[[], Any]]] = {
 }
 
 
+def marker() -> Any:
+    """The count marker (``gnnbench_count_start`` / ``gnnbench_count_stop(name)``) when this process counts
+    instructions, else ``None``."""
+    path = os.environ.get("GNNBENCH_COUNT_MARKER")
+    if not path:
+        return None
+    import ctypes
+    lib = ctypes.CDLL(path)
+    lib.gnnbench_count_stop.argtypes = [ctypes.c_char_p]
+    return lib
+
+
 def script_in(folder: Path) -> Path:
     """This module's source copied into ``folder`` as ``gate_worker.py``: the program the gate runs in each tree."""
     path = Path(folder) / "gate_worker.py"
@@ -82,10 +101,11 @@ def script_in(folder: Path) -> Path:
 
 
 def micro(name: str, graph: Any, seed: int, calls: int = 60, *, fanout: tuple[int, ...] = (10, 5),
-          batch_size: int = 256) -> tuple[float, int]:
+          batch_size: int = 256, count: Any = None) -> tuple[float, int]:
     """One code path alone, many calls (:data:`MICRO_BENCHES`), on batches of the baseline's source with the
     benchmark's fanout and batch (the gate passes its workload's: gnnbench/measure/workload.py). Median seconds
-    per call over ``calls`` calls, after 5 untimed ones."""
+    per call over ``calls`` calls, after 5 untimed ones. With ``count`` (the marker), the ``calls`` calls are
+    one counted region named ``name`` instead, and no time is taken (the median is nan)."""
     from gnnbench.flags import Flags
     from gnnbench.graphs.prepare import prepare
     from gnnbench.sampling.sources import make_batch_source
@@ -105,6 +125,13 @@ def micro(name: str, graph: Any, seed: int, calls: int = 60, *, fanout: tuple[in
     fn = MICRO_BENCHES[name](graph, batch, batches, seed)
     for _ in range(5):
         fn()
+    if count is not None:
+        count.gnnbench_count_start()
+        for _ in range(calls):
+            fn()
+        count.gnnbench_count_stop(name.encode())
+        source.close()
+        return float("nan"), calls
     times = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -148,6 +175,33 @@ def bench(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], 
     return res
 
 
+def counted(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], Any], count: Any) -> dict:
+    """One benchmark's counted regions in this tree (see the module's docstring)."""
+    c = spec["counts"]
+    if name.startswith("micro:"):
+        try:
+            _, calls = micro(name, graph, spec["seed"], c["calls"], fanout=cfg["flags"]["fanout"],
+                             batch_size=cfg["flags"]["batch_size"], count=count)
+        except (ImportError, UnknownBench) as exc:
+            return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
+        return {"status": "ok", "counted": {"regions": [name], "unit": "call", "units": calls}}
+    a, b = c["epochs"]
+    one = {**cfg, "epochs": 1, "max_steps_per_epoch": None}
+    r = train(one)  # Python's and torch's lazy set-up, outside every region
+    if r.status != "ok":
+        return {"status": r.status, "reason": str(r.unavailable or r.error)}
+    regions = []
+    for epochs in (a, b):
+        count.gnnbench_count_start()
+        r = train({**one, "epochs": epochs})
+        count.gnnbench_count_stop(f"{name}@{epochs}".encode())
+        regions.append(f"{name}@{epochs}")
+        if r.status != "ok":
+            return {"status": r.status, "reason": str(r.unavailable or r.error)}
+    return {"status": "ok", "counted": {"regions": regions, "unit": "step",
+                                        "units": (b - a) * int(r.steps_per_epoch or 0)}}
+
+
 def _save(out: dict, path: str) -> None:
     """The results so far, replaced whole after every benchmark: a crash later keeps what was measured."""
     part = path + ".part"
@@ -172,11 +226,15 @@ def main(argv: list[str]) -> None:
     def train(cfg: dict) -> Any:
         return run(RunConfig.from_dict(cfg), graph=graph)
 
+    count = marker() if spec.get("counts") else None
+    if spec.get("counts") and count is None:
+        raise SystemExit("a counting spec needs the marker library (GNNBENCH_COUNT_MARKER)")
     for name, cfg in spec["benches"].items():
         out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
         _save(out, argv[2])
         try:
-            out[name] = bench(name, cfg, graph, spec, train)
+            out[name] = counted(name, cfg, graph, spec, train, count) if count is not None else \
+                bench(name, cfg, graph, spec, train)
         except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
             out[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
                          "traceback": traceback.format_exc()[-2000:]}

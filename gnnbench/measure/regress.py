@@ -44,7 +44,8 @@ from gnnbench.measure.gate_verdicts import (
 )
 from gnnbench.measure.gate_worker import MICRO_BENCHES, script_in
 
-__all__ = ["Bench", "gate", "default_benches", "gate_config", "MICRO", "DEFAULT_BUDGET_SECONDS", "DEFAULT_ROUNDS"]
+__all__ = ["Bench", "gate", "default_benches", "gate_config", "MICRO", "DEFAULT_BUDGET_SECONDS", "DEFAULT_ROUNDS",
+           "COUNT_BENCHES", "COUNT_PROCESSES", "count_gate", "per_unit"]
 
 MICRO = tuple(MICRO_BENCHES)  # code paths timed alone (the worker's table: sampler, gather, aggregation)
 DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
@@ -168,11 +169,14 @@ def _tail(text_: str | bytes | None, limit: int = 2000) -> str:
 
 
 def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float,
-              python: str = sys.executable) -> dict:
+              python: str = sys.executable, *, wrap: Callable[[list[str]], list[str]] | None = None,
+              env_extra: dict[str, str] | None = None) -> dict:
     """One benchmark process in ``tree``: its results per benchmark. Raises :class:`_WorkerFailed` (with what
     the process had written before it stopped and the end of its output) when it exits non-zero or runs past
-    ``timeout``; a process that runs past it is killed with everything it started (loader workers)."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    ``timeout``; a process that runs past it is killed with everything it started (loader workers). ``wrap``
+    puts a command before the worker's (callgrind), ``env_extra`` adds to its environment."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           **(env_extra or {})}
     log = out.with_suffix(".log")
 
     def partial() -> dict:
@@ -182,7 +186,8 @@ def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, tim
             return {}
 
     with open(log, "w") as sink:
-        proc = subprocess.Popen([python, str(worker), str(spec), str(out), str(threads)], cwd=tree, env=env,
+        argv = [python, str(worker), str(spec), str(out), str(threads)]
+        proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=tree, env=env,
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             returncode = proc.wait(timeout=timeout)
@@ -211,13 +216,103 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 Runner = Callable[[str, Path, Path], dict]  # (role, spec file, output file) -> results per benchmark
 
+# ------------------------------------------------------------------ counted instructions
+COUNT_PROCESSES = 1  # the CLI's default counting processes per tree (their repeatability: docs/regression-gate.md)
+COUNT_BENCHES = ("baseline", *MICRO)  # the primary tier: the code paths every configuration runs through
+COUNT_CALLS = 40  # a micro-benchmark's counted calls
+COUNT_EPOCHS = (1, 2)  # the baseline's counted runs: their difference is one epoch of steps
+CountRunner = Callable[[str, Path, Path], tuple[dict, dict]]  # (role, spec, folder) -> (results, regions)
+
+
+def _count_spec(benches: list[Bench], seed: int, folder: Path) -> Path:
+    import dataclasses
+
+    spec = {"graph": dataclasses.asdict(benches[0].config.spec), "seed": seed,
+            "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
+            "counts": {"calls": COUNT_CALLS, "epochs": list(COUNT_EPOCHS)}}
+    path = folder / f"count-spec-{seed}.json"
+    write_json_atomic(path, spec)
+    return path
+
+
+def per_unit(result: dict, regions: dict[str, dict[str, int]]) -> float | None:
+    """A benchmark's instructions per unit from its worker result and the regions dumped: a micro-benchmark's
+    region over its calls, a training configuration's two regions' difference over the steps between them."""
+    c = result.get("counted") if result.get("status") == "ok" else None
+    if not c or not c.get("units"):
+        return None
+    got = [regions.get(name, {}).get("Ir") for name in c["regions"]]
+    if any(x is None for x in got):
+        return None
+    total = got[0] if len(got) == 1 else got[1] - got[0]
+    return total / c["units"] if total > 0 else None
+
+
+def count_gate(trees: dict[str, Path], benches: list[Bench], *, repeats: int = 2, folder: Path,
+               worker: Path, pythons: dict[str, str], timeout: float = 1800.0, seed: int = 0,
+               cache_sim: bool = False, tolerance: float | None = None, runner: CountRunner | None = None,
+               progress: Callable[[int, int, str], None] | None = None) -> tuple[list[Any], str | None]:
+    """The benchmarks of :data:`COUNT_BENCHES` among ``benches`` counted in both trees (:mod:`gnnbench.measure.counts`),
+    ``repeats`` processes per tree (ABBA order), and judged per benchmark; with the reason when counts cannot be
+    taken here (then no verdict: the wall clock stays the only measure)."""
+    from gnnbench.measure import counts as cn
+
+    chosen = [b for b in benches if b.name in COUNT_BENCHES]
+    if not chosen:
+        return [], None
+    if runner is None:
+        why = cn.unavailable()
+        if why:
+            return [], why
+        marker = cn.marker_library()
+
+        def runner(role: str, spec: Path, out_dir: Path) -> tuple[dict, dict]:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            result = _run_tree(trees[role], spec, out_dir / "result.json", 1, worker, timeout, pythons[role],
+                               wrap=lambda argv: cn.callgrind_command(argv, out_dir, cache_sim=cache_sim),
+                               env_extra={cn.ENV_MARKER: str(marker), "PYTHONHASHSEED": "0"})
+            return result, cn.parse_dumps(out_dir)
+    spec = _count_spec(chosen, seed, folder)
+    values: dict[str, dict[str, list[float]]] = {b.name: {"base": [], "head": []} for b in chosen}
+    reasons: dict[str, str] = {}
+    for k in range(repeats):
+        for role in (("base", "head") if k % 2 == 0 else ("head", "base")):  # ABBA: neither side always first
+            if progress:
+                progress(k, repeats, f"{role} (counted instructions)")
+            try:
+                result, regions = runner(role, spec, folder / f"counts-{role}-{k}")
+            except _WorkerFailed as exc:
+                return [], (f"{role}'s counting process {exc.kind}"
+                            + (f" (exit {exc.returncode})" if exc.returncode is not None else "")
+                            + f": {exc.stderr[-300:]}")
+            except ValueError as exc:  # a dump that cannot be read
+                return [], f"{role}'s counts could not be read: {exc}"
+            for b in chosen:
+                got = result.get(b.name, {})
+                x = per_unit(got, regions)
+                if x is None:
+                    reasons.setdefault(b.name, f"{role}: {got.get('status', 'missing')}: {got.get('reason') or ''}")
+                else:
+                    values[b.name][role].append(x)
+    verdicts = []
+    for b in chosen:
+        unit = "step" if not b.name.startswith("micro:") else "call"
+        v = cn.judge_counts(b.name, unit, values[b.name]["base"], values[b.name]["head"],
+                            tolerance=cn.TOLERANCE if tolerance is None else tolerance)
+        if v.status != "ok" and b.name in reasons:
+            v.reason = reasons[b.name]
+        verdicts.append(v)
+    return verdicts, None
+
+
 
 def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_ROUNDS, threads: int = 1, order_seed: int = 0,
          timeout: float = 1800.0, labels: tuple[str, str] = ("base", "head"),
          pythons: dict[str, str] | None = None, sensitivity: float = DEFAULT_SENSITIVITY,
          budget_seconds: float | None = None, max_rounds: int = MAX_ROUNDS,
          skipped: dict[str, str] | None = None, runner: Runner | None = None,
-         progress: Callable[[int, int, str], None] | None = None) -> GateResult:
+         progress: Callable[[int, int, str], None] | None = None, counts: int = 0, cache_sim: bool = False,
+         count_runner: CountRunner | None = None) -> GateResult:
     """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
     judge every benchmark (see the module docstring).
 
@@ -227,6 +322,13 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
     the budget. A benchmark process that crashes or
     times out stops the gate: :attr:`GateResult.failure` holds the side, the round and its stderr's tail, and
     the benchmarks it had not reached read "not judged" (or lost, where BASE measured them).
+
+    ``counts`` (processes per tree, 0: none) then counts the instructions of the primary tier
+    (:data:`COUNT_BENCHES`) in both trees under callgrind (:func:`count_gate`; ``cache_sim`` adds cache misses):
+    a count beyond its threshold is a regression beside the wall-time verdicts, and a primary benchmark counted
+    in both trees no longer makes the run inconclusive. Where callgrind cannot run, the reason is kept
+    (:attr:`GateResult.counts_unavailable`) and the wall clock stays the only measure. ``count_runner`` replaces
+    the counting process (tests).
 
     ``pythons`` (``{"base": exe, "head": exe}``) runs each side with its own interpreter: two environments (two
     torch or PyG versions) on one commit or two, the check that catches a library upgrade's slowdown. Trees
@@ -240,6 +342,8 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
         raise ValueError(f"the gate needs at least 2 rounds for an interval (got {rounds!r})")
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1 (got {threads!r})")
+    if not isinstance(counts, int) or isinstance(counts, bool) or counts < 0:
+        raise ValueError(f"counts must be a number of processes per tree >= 0 (got {counts!r})")
     if not (isinstance(sensitivity, (int, float)) and 0 < sensitivity < 1):
         raise ValueError(f"sensitivity must be a fraction in (0, 1), e.g. 0.1 for 10% (got {sensitivity!r})")
     if budget_seconds is not None and not budget_seconds >= 0:
@@ -323,6 +427,12 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
                 break
             for b in todo:
                 result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
+        if counts and failure is None:
+            started = time.perf_counter()
+            result.counts, result.counts_unavailable = count_gate(
+                trees, benches, repeats=counts, folder=folder, worker=worker, pythons=pythons, timeout=timeout,
+                cache_sim=cache_sim, runner=count_runner, progress=progress)
+            result.counts_seconds = time.perf_counter() - started
     result.benches = judge([b.name for b in benches], data, sensitivity)
     if failure is not None:
         result.failure = failure

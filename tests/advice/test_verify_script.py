@@ -161,6 +161,63 @@ def test_a_failed_variant_is_reported_not_judged_and_a_failed_baseline_stops(mon
         vf.verify_script(["t.py"], [], rounds=1)
 
 
+def test_rounds_until_decided_stop_a_variant_once_decided_and_the_budget_ends_the_rest(monkeypatch):
+    """Above ``rounds``, each round is a look of compare's stopping rule: a clear gain stops as significant at the
+    first look, a change within the rounds' jitter stops as futile, and neither receives later rounds; the
+    baseline runs every round while a variant is open. A budget that ends first leaves the open variant judged at
+    the last look's level, said in its verdict."""
+    calls = _fake_runs(monkeypatch, {"workers": 0.5, "glibc_tuned": 1.0})
+    loader = worker_change(1, cores=2)
+    alloc = ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
+    v = vf.verify_script(["t.py"], [loader, alloc], rounds=3, max_rounds=12, combine=False, log=lambda s: None)
+    by = {o.change.label: o for o in v.outcomes}
+    assert by["workers"].pays and by["workers"].stop["reason"] == "significant" and by["workers"].stop["look"] == 3
+    assert by["glibc_tuned"].stop["reason"] in ("futile", "max rounds") and not by["glibc_tuned"].significant
+    assert by["workers"].stop["level"] < 0.05  # the level of a look before the last: alpha split over the looks
+    ran = [label for label, seed in calls]
+    assert ran.count("workers") == 3 and ran.count("baseline") == v.rounds == len(v.base_ms)
+    assert ran.count("glibc_tuned") == by["glibc_tuned"].stop["look"] <= 12
+    text = format_verification(v)
+    assert "3 to 12" in text and "decided after 3 rounds" in text
+    assert v.to_dict()["max_rounds"] == 12 and v.to_dict()["outcomes"][0]["stop"]["reason"] == "significant"
+
+    # a budget of 50 s on a clock where every run takes tens of seconds: the rounds end after the first 2
+    class Clock:
+        now = 0.0
+
+        def perf_counter(self):
+            Clock.now += 5.0  # every reading of the clock: runs take tens of seconds on it
+            return Clock.now
+    monkeypatch.setattr(vf.time, "perf_counter", Clock().perf_counter)
+
+    def run_once(argv, change, *, steps, warmup, seed, folder, wait_bound_s, timeout_s):  # 0% and 6% by turns
+        step = 0.1 if change.label == "baseline" or seed % 2 == 0 else 0.1 / 1.06
+        return {"step_s": [step] * steps, "losses": [1.0] * (warmup + steps), "seen": warmup + steps}
+    monkeypatch.setattr(vf, "run_once", run_once)
+    v = vf.verify_script(["t.py"], [alloc], rounds=2, max_rounds=20, budget_s=50.0, combine=False,
+                         log=lambda s: None)
+    o = v.outcomes[0]
+    assert v.rounds == 2 and o.stop == {"reason": "budget", "look": 2, "level": vf._rule(2, 20).look_alpha(2)}
+    assert not o.significant and "the budget ended its rounds after 2" in format_verification(v)
+    with pytest.raises(ValueError, match="max rounds"):
+        vf.verify_script(["t.py"], [alloc], rounds=4, max_rounds=3)
+    with pytest.raises(ValueError, match="budget"):
+        vf.verify_script(["t.py"], [alloc], rounds=2, max_rounds=3, budget_s=0)
+
+
+def test_the_rounds_are_planned_from_the_budget_at_the_diagnosed_step():
+    class R:
+        step_ms = {"median": 100.0}
+        wall_s = {"setup and first step": 1.1}
+    changes = [worker_change(1, cores=2), change_for("full_amp")]
+    _, per_round = vf.estimate_s(R(), changes, rounds=1, steps=20, warmup=3)
+    assert per_round == pytest.approx((3 + 2) * (vf.START_S + 1.0 + 23 * 0.1))
+    assert vf.plan_rounds(R(), changes, rounds=4, steps=20, warmup=3, budget_s=10 * per_round) == 10
+    assert vf.plan_rounds(R(), changes, rounds=4, steps=20, warmup=3, budget_s=per_round) == 4  # never below
+    assert vf.plan_rounds(R(), changes, rounds=4, steps=20, warmup=3, budget_s=1e9) == vf.MAX_ROUNDS
+    assert vf.plan_rounds(R(), changes, rounds=4, steps=20, warmup=3, budget_s=None) == 4
+
+
 def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
     from gnnbench.advice.watch.report import Advice
 
@@ -266,6 +323,10 @@ def test_a_small_dev_shm_refuses_workers_before_any_run_and_memory_growth_is_rep
     assert vf.memory_growth([500 * mib] * 12, 2) is None
     assert "grew 180 MiB over 10 steps" in vf.memory_growth([500 * mib] * 2 + [(500 + 20 * i) * mib
                                                                                  for i in range(1, 11)], 2)
+    # pools filling over the first steps, then a plateau (measured: PyG's NeighborLoader + GraphSAGE on small,
+    # 682 -> 742 MiB in 10 steps, flat for the next 10): not growth
+    plateau = [564, 663, 683, 682, 702, 682, 702, 663, 683, 702, 722, 722, 741, 742] + [742] * 9
+    assert vf.memory_growth([x * mib + (0 if x < 700 else 40 * mib) for x in plateau], 3) is None
 
 
 def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refused_for_gat():
@@ -416,8 +477,9 @@ def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prin
     result = vf.run_once([str(script)], worker_change(1, cores=2), steps=3, warmup=1, seed=0, folder=str(tmp_path))
     assert result["applied"]["loaders"] == 1 and result["loader"]["workers"] == 1
     assert result["loader"]["type"] == "LinkNeighborLoader" and result["threads"]["intra_op"] == 1
-    code = main(["diagnose", "--json", "--verify", "--verify-rounds", "2", "--verify-steps", "3", "--verify-warmup",
-                 "1", "--watch-steps", "3", "--watch-warmup", "1", "--top", "2", "--script", str(script)])
+    code = main(["diagnose", "--json", "--verify", "--verify-rounds", "2", "--verify-budget", "0", "--verify-steps",
+                 "3", "--verify-warmup", "1", "--watch-steps", "3", "--watch-warmup", "1", "--top", "2", "--script",
+                 str(script)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     out = json.loads(captured.out)

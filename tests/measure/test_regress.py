@@ -107,7 +107,7 @@ def test_cli_smoke_run_is_inconclusive_not_a_pass():
     'no regression'."""
     out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--bench", "baseline",
                           "--rounds", "2", "--steps", "3", "--warmup", "1", "--budget", "0",
-                          "--sensitivity", "0.001"], cwd=ROOT,
+                          "--sensitivity", "0.001", "--counts", "0"], cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 3, (out.stdout, out.stderr)
     assert "inconclusive here" in out.stdout and "Holm over 1 benchmarks" in out.stdout

@@ -35,6 +35,7 @@ def test_every_gnnbench_command_of_the_ci_recipe_parses():
     gate = next(a for a in commands if a[0] == "regress")
     args = parser.parse_args(gate)
     assert args.rounds >= 8 and args.budget > 0 and args.out, "enough rounds to see 10%, extra rounds allowed"
+    assert args.counts >= 1 and "apt-get install -y valgrind" in RECIPE.read_text(), "instructions counted too"
 
 
 def test_the_recipe_checks_out_the_history_the_gate_needs():

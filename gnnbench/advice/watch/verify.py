@@ -11,6 +11,14 @@ them. A variant that may change the numbers (compile, low precision) reports its
 same-seed baseline. The variants that pay significantly, at most one per kind (loader, process, compile,
 precision), are then combined and measured as one more variant against the baseline in rounds of their own, and
 the exact change to make in the script is printed.
+
+Rounds until decided (``max_rounds`` above ``rounds``, the CLI's default with ``--verify-budget``): after the first
+``rounds`` rounds, each round is a look of ``compare``'s stopping rule (:mod:`gnnbench.measure.sequential`, Holm
+at every look, alpha split over the looks, a variant stopped once significant or futile); a variant still open
+receives another round while the time left allows one (the budget, measured against the rounds' own pace), and
+when the budget ends first, its verdict is taken at the level of the last look made (a smaller level than the
+last look's: never more false alarms). :func:`plan_rounds` sizes ``max_rounds`` from the diagnosed step before
+the first run.
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ from functools import reduce
 from typing import Any, Callable
 
 from gnnbench.advice.watch.changes import BASELINE, ScriptChange
+from gnnbench.measure.sequential import SIGNIFICANT, StoppingRule, family_p_values, settled
 from gnnbench.measure.stats import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
 
-DEFAULT_ROUNDS = 4  # rounds of --verify (each runs the baseline and every variant once)
-DEFAULT_STEPS = 10  # measured steps per run
+DEFAULT_ROUNDS = 4  # rounds of --verify every variant receives (each runs the baseline and every variant once)
+DEFAULT_STEPS = 20  # measured steps per run
+DEFAULT_BUDGET_S = 15 * 60.0  # the CLI's budget for --verify's rounds, the combination's included
+MAX_ROUNDS = 20  # rounds at most, whatever the budget
 DEFAULT_WARMUP = 3  # warm-up steps per run, left out
 COMPILE_WARMUP = 3  # warm-up steps of a compiled variant at least (its compilation stays out of the measure)
 WAIT_BOUND_S = 300.0  # a loader next() waiting longer ends the run (exit 1, the loader's state reported)
@@ -48,6 +59,7 @@ class Outcome:
     loss: dict[str, Any] | None = None  # at equal steps against the same-seed baseline
     error: str | None = None  # a run failed: its reason (the variant is not judged)
     warmup_s: list[float] = field(default_factory=list)  # per run, the warm-up's seconds (compilation is in it)
+    stop: dict[str, Any] | None = None  # why its rounds ended: reason, look, level (the stopping rule's Stop)
 
     @property
     def pays(self) -> bool:
@@ -59,7 +71,7 @@ class Outcome:
                 "ratio": None if r is None else {"ratio": r.ratio, "low": r.low, "high": r.high,
                                                  "p_value": r.p_value, "rounds": r.rounds},
                 "significant": self.significant, "pays": self.pays, "loss": self.loss, "error": self.error,
-                "warmup_s": self.warmup_s, "edit": list(self.change.edit)}
+                "warmup_s": self.warmup_s, "edit": list(self.change.edit), "stop": self.stop}
 
 
 @dataclass
@@ -78,13 +90,17 @@ class Verification:
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)
     base_warmup_s: list[float] = field(default_factory=list)  # per baseline run, its warm-up's seconds
+    min_rounds: int = 0  # rounds every variant received before it could stop
+    max_rounds: int = 0  # rounds at most (the stopping rule's last look)
+    budget_s: float | None = None  # the time the rounds could take (None: no budget)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rounds": self.rounds, "steps": self.steps, "warmup": self.warmup, "base_ms": self.base_ms,
                 "floor": self.floor, "outcomes": [o.to_dict() for o in self.outcomes], "refused": self.refused,
                 "combination": self.combination.to_dict() if self.combination else None,
                 "combination_base_ms": self.combination_base_ms, "wall_s": self.wall_s, "notes": self.notes,
-                "base_warmup_s": self.base_warmup_s}
+                "base_warmup_s": self.base_warmup_s, "min_rounds": self.min_rounds, "max_rounds": self.max_rounds,
+                "budget_s": self.budget_s}
 
 
 class RunFailed(Exception):
@@ -142,6 +158,7 @@ def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, 
 
 SHM_NEEDED = 256 * 2**20  # free /dev/shm below this refuses loader workers (they pass batches through it)
 GROWTH_AT = 0.10  # resident memory growing more than this over a run's steps (and 64 MiB) is reported
+LATE_SHARE = 0.35  # ... when its second half of the steps still adds this share of the growth (no plateau)
 
 
 def shm_shortage(path: str = "/dev/shm") -> str | None:
@@ -160,15 +177,20 @@ def shm_shortage(path: str = "/dev/shm") -> str | None:
 
 
 def memory_growth(rss: list[int], warmup: int) -> str | None:
-    """The resident memory of a run growing step over step after its warm-up, or ``None``."""
+    """The resident memory of a run growing step over step after its warm-up, or ``None``. Growth that levels off
+    (the allocator's pools and PyG's caches filling over the first steps, then a plateau) is not growth: the
+    second half of the steps must still add at least :data:`LATE_SHARE` of the whole growth, as a step that
+    keeps something does at every step."""
     after = rss[warmup:]
-    if len(after) < 3:
+    if len(after) < 4:
         return None
     grew = after[-1] - after[0]
-    if grew > max(GROWTH_AT * after[0], 64 * 2**20) and after[-1] >= max(after[:len(after) // 2]):
+    half = after[len(after) // 2:]
+    if grew > max(GROWTH_AT * after[0], 64 * 2**20) and after[-1] >= max(after[:len(after) // 2]) and \
+            half[-1] - half[0] >= LATE_SHARE * grew:
         return (f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
-                f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB): the script keeps something each step "
-                "(a loss tensor with its graph, batches in a list)")
+                f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB), still growing in the last half: the "
+                "script keeps something each step (a loss tensor with its graph, batches in a list)")
     return None
 
 
@@ -233,6 +255,13 @@ class _Runs:
         self.growth: dict[str, str] = {}  # per configuration, the first run whose host memory grew
         self.warmup_s: dict[str, list[float]] = {}  # per configuration, each run's warm-up seconds
 
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def per_run_s(self) -> float:
+        """The mean seconds of a run so far (0 before the first)."""
+        return self.elapsed() / self.done if self.done else 0.0
+
     def run(self, change: ScriptChange, round_: int, rounds: int) -> dict[str, Any] | str:
         t = time.perf_counter()
         try:
@@ -243,35 +272,61 @@ class _Runs:
         except RunFailed as exc:
             result, what = str(exc), "failed"
         self.done += 1
-        elapsed = time.perf_counter() - self.t0
-        left = elapsed / self.done * (self.total - self.done)
+        self.total = max(self.total, self.done)
+        left = self.per_run_s() * (self.total - self.done)
         self.log(f"[verify] round {round_ + 1}/{rounds} {change.label}: {what} ({time.perf_counter() - t:.0f} s); "
-                 f"{self.done} of {self.total} runs done, {elapsed / 60:.1f} min so far, about "
-                 f"{left / 60:.1f} min left")
+                 f"{self.done} of {'at most ' if self.total > self.done else ''}{self.total} runs done, "
+                 f"{self.elapsed() / 60:.1f} min so far, about {left / 60:.1f} min left at most")
         return result
 
 
-def _measure(runs: _Runs, changes: list[ScriptChange], rounds: int, round_offset: int = 0
-             ) -> tuple[list[float], list[list[float]], dict[str, list[float]], dict[str, list[list[float]]],
-                        dict[str, str]]:
-    """``rounds`` rounds of the baseline and ``changes``; per configuration each round's median step (ms) and
-    losses; a failed baseline run ends the measurement, a failed variant is dropped with its reason."""
-    base_ms: list[float] = []
-    base_loss: list[list[float]] = []
-    ms: dict[str, list[float]] = {c.label: [] for c in changes}
-    losses: dict[str, list[list[float]]] = {c.label: [] for c in changes}
-    failed: dict[str, str] = {}
-    for r in range(rounds):
-        configs = [BASELINE, *changes]
+@dataclass
+class _Measured:
+    """What :func:`_measure` measured: per configuration each round's median step (ms) and losses, the variants
+    that failed (with the reason), and per variant whether it is significant and why its rounds ended."""
+
+    base_ms: list[float]
+    base_loss: list[list[float]]
+    ms: dict[str, list[float]]
+    losses: dict[str, list[list[float]]]
+    failed: dict[str, str]
+    significant: dict[str, bool]
+    stops: dict[str, dict[str, Any]]
+
+
+def _log_ratios(m: _Measured, labels: list[str]) -> dict[str, list[float]]:
+    """Per variant not failed, its paired per-round ``log(baseline / variant)`` (a variant's rounds are the
+    first ones: it runs every round until it stops)."""
+    return {c: [math.log(b / x) for b, x in zip(m.base_ms, m.ms[c])] for c in labels if c not in m.failed}
+
+
+def _measure(runs: _Runs, changes: list[ScriptChange], rule: StoppingRule, *, deadline_s: float | None = None,
+             round_offset: int = 0, reserve: int = 0) -> _Measured:
+    """Rounds of the baseline and the ``changes`` still open under ``rule`` (at least ``rule.min_rounds``, at most
+    ``rule.max_rounds``; another round only while it ends before ``deadline_s`` on the runs' clock, at their
+    pace so far). A failed baseline run ends the measurement, a failed variant is dropped with its reason.
+    ``reserve``: runs planned after these (the progress line's total)."""
+    labels = [c.label for c in changes]
+    m = _Measured([], [], {c: [] for c in labels}, {c: [] for c in labels}, {}, {}, {})
+    stops: dict[str, Any] = {c: None for c in labels}
+    budget_end = False
+    for r in range(rule.max_rounds):
+        active = [c for c in changes if c.label not in m.failed and stops[c.label] is None]
+        if not active:
+            break
+        if r >= rule.min_rounds and deadline_s is not None and \
+                runs.elapsed() + runs.per_run_s() * (1 + len(active)) > deadline_s:
+            budget_end = True
+            break
+        runs.total = runs.done + (rule.max_rounds - r) * (1 + len(active)) + reserve
+        configs = [BASELINE, *active]
         shift = (r + round_offset) % len(configs)
         for change in configs[shift:] + configs[:shift]:  # every configuration takes every place in turn
-            if change.label in failed:
-                continue
-            result = runs.run(change, r + round_offset, rounds + round_offset)
+            result = runs.run(change, r + round_offset, rule.max_rounds + round_offset)
             if isinstance(result, str):
                 if change is BASELINE:
                     raise RunFailed(f"the baseline run failed: {result}")
-                failed[change.label] = result
+                m.failed[change.label] = result
                 continue
             if result.get("warmup_s") is not None:
                 runs.warmup_s.setdefault(change.label, []).append(float(result["warmup_s"]))
@@ -280,33 +335,57 @@ def _measure(runs: _Runs, changes: list[ScriptChange], rounds: int, round_offset
                 runs.growth[change.label] = growth
             median = 1e3 * statistics.median(result["step_s"])
             if change is BASELINE:
-                base_ms.append(median)
-                base_loss.append(result["losses"])
+                m.base_ms.append(median)
+                m.base_loss.append(result["losses"])
             else:
-                ms[change.label].append(median)
-                losses[change.label].append(result["losses"])
-    return base_ms, base_loss, ms, losses, failed
+                m.ms[change.label].append(median)
+                m.losses[change.label].append(result["losses"])
+        for label in m.failed:  # a variant that failed in this round has one entry fewer than the baseline
+            stops.pop(label, None)
+        if r + 1 >= rule.min_rounds:
+            stops.update(settled(rule, _log_ratios(m, labels)))
+    logs = _log_ratios(m, labels)
+    look = len(m.base_ms)
+    for label, s in stops.items():
+        if s is not None:
+            m.significant[label] = s.reason == SIGNIFICANT
+            m.stops[label] = {**s.to_dict(), "level": s.alpha}
+    still = [label for label, s in stops.items() if s is None]
+    if still:  # the budget ended the rounds: Holm at the level of the last look made (stopped rows at 0 or 1)
+        a = rule.look_alpha(look)
+        own = {c: paired_ratio(m.base_ms[:len(logs[c])], m.ms[c]).p_value for c in logs}
+        ps = family_p_values(stops, own)
+        verdict = dict(zip(ps, holm(list(ps.values()), a) if a > 0 else [False] * len(ps)))
+        for label in still:
+            m.significant[label] = bool(verdict.get(label))
+            m.stops[label] = {"reason": "budget" if budget_end else "max rounds", "look": look, "level": a}
+    return m
 
 
-def _outcomes(changes: list[ScriptChange], base_ms: list[float], base_loss: list[list[float]],
-              ms: dict[str, list[float]], losses: dict[str, list[list[float]]], failed: dict[str, str]
-              ) -> list[Outcome]:
+def _outcomes(changes: list[ScriptChange], m: _Measured) -> list[Outcome]:
     out = []
     for c in changes:
-        if c.label in failed:
-            out.append(Outcome(c, ms[c.label], error=failed[c.label]))
+        if c.label in m.failed:
+            out.append(Outcome(c, m.ms[c.label], error=m.failed[c.label]))
             continue
-        o = Outcome(c, ms[c.label], paired_ratio(base_ms, ms[c.label]))
-        o.loss = _loss_at_equal_steps(base_loss, losses[c.label])
+        n = len(m.ms[c.label])
+        o = Outcome(c, m.ms[c.label], paired_ratio(m.base_ms[:n], m.ms[c.label]))
+        o.loss = _loss_at_equal_steps(m.base_loss[:n], m.losses[c.label])
+        o.significant = m.significant.get(c.label, False)
+        o.stop = m.stops.get(c.label)
         out.append(o)
-    judged = [o for o in out if o.ratio is not None]
-    for o, sig in zip(judged, holm([o.ratio.p_value for o in judged])):
-        o.significant = sig
     return out
+
+
+def _rule(rounds: int, max_rounds: int) -> StoppingRule:
+    """``compare``'s stopping rule for ``rounds``..``max_rounds`` rounds (one look at ``alpha`` when equal). No
+    noise-floor stop: the baseline's unpaired spread is not the paired ratio's floor (docs/statistics.md)."""
+    return StoppingRule(min_rounds=rounds, max_rounds=max_rounds, paired_floor=False)
 
 
 def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict[str, str] | None = None,
                   rounds: int = DEFAULT_ROUNDS, steps: int = DEFAULT_STEPS, warmup: int = DEFAULT_WARMUP,
+                  max_rounds: int | None = None, budget_s: float | None = None,
                   combine: bool = True, wait_bound_s: float = WAIT_BOUND_S, timeout_s: float | None = None,
                   log: Callable[[str], None] = print) -> Verification:
     """Measure ``changes`` in the script ``argv`` against the script as it is (see the module's docstring).
@@ -315,45 +394,76 @@ def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict
         argv: The script and its arguments.
         changes: The variants (their labels distinct).
         refused: Entries that could not be applied, with the reason (reported beside the table).
-        rounds: Rounds; each runs the baseline and every variant once, in a rotated order.
+        rounds: Rounds every variant receives; each runs the baseline and every open variant once, in a rotated
+            order.
         steps: Measured steps per run (after ``warmup`` steps left out).
-        combine: Measure the variants that pay, combined, in ``rounds`` more rounds (when two or more pay).
+        max_rounds: Rounds at most (None: ``rounds``, a fixed count and one look); above ``rounds``, a variant
+            stops once decided by the stopping rule.
+        budget_s: Seconds the rounds may take, the combination's included (None: no budget); a round that would
+            end past it is not started (the combination's rounds, when planned, get the budget's share of their
+            runs).
+        combine: Measure the variants that pay, combined, in rounds of their own (when two or more pay).
         wait_bound_s: A loader ``next()`` waiting longer ends the run (reported, the variant not judged).
         timeout_s: A run taking longer is ended.
         log: Where the progress lines go.
 
     Raises:
         RunFailed: a baseline run failed (nothing can be judged without it).
-        ValueError: fewer than 2 rounds, or labels that repeat.
+        ValueError: fewer than 2 rounds, ``max_rounds`` below ``rounds``, a budget that is not positive, or labels
+            that repeat.
     """
     if rounds < 2:
         raise ValueError(f"--verify needs at least 2 rounds for an interval (got {rounds})")
+    max_rounds = rounds if max_rounds is None else max_rounds
+    if max_rounds < rounds:
+        raise ValueError(f"--verify's max rounds ({max_rounds}) must be at least its rounds ({rounds})")
+    if budget_s is not None and not budget_s > 0:
+        raise ValueError(f"--verify's budget must be a positive number of seconds (got {budget_s!r})")
     labels = [c.label for c in changes]
     if len(set(labels)) != len(labels) or "baseline" in labels:
         raise ValueError(f"variant labels must be distinct and not 'baseline' (got {labels})")
     t0 = time.perf_counter()
+    rule = _rule(rounds, max_rounds)
+    combo_runs = 2 * max_rounds if combine and len(changes) > 1 else 0
+    single_runs = max_rounds * (1 + len(changes))
     with tempfile.TemporaryDirectory(prefix="gnnbench-verify-") as folder:
-        # the combination's rounds are estimated as the same count again, run only when two or more pay
-        total = rounds * (1 + len(changes)) + (2 * rounds if combine and len(changes) > 1 else 0)
-        runs = _Runs(argv, steps=steps, warmup=warmup, folder=folder, total=total, log=log,
+        runs = _Runs(argv, steps=steps, warmup=warmup, folder=folder, total=single_runs + combo_runs, log=log,
                      wait_bound_s=wait_bound_s, timeout_s=timeout_s)
-        base_ms, base_loss, ms, losses, failed = _measure(runs, changes, rounds)
-        v = Verification(rounds, steps, warmup, base_ms, noise_floor(base_ms), refused=dict(refused or {}))
-        v.outcomes = _outcomes(changes, base_ms, base_loss, ms, losses, failed)
+        # the single variants' share of the budget: their runs' share of the planned runs
+        deadline = None if budget_s is None else budget_s * single_runs / (single_runs + combo_runs)
+        m = _measure(runs, changes, rule, deadline_s=deadline, reserve=combo_runs)
+        v = Verification(len(m.base_ms), steps, warmup, m.base_ms, noise_floor(m.base_ms),
+                         refused=dict(refused or {}), min_rounds=rounds, max_rounds=max_rounds, budget_s=budget_s)
+        v.outcomes = _outcomes(changes, m)
         v.base_warmup_s = runs.warmup_s.get("baseline", [])
         for o in v.outcomes:
             o.warmup_s = runs.warmup_s.get(o.change.label, [])
         chosen = best_set(v.outcomes) if combine else []
         if len(chosen) > 1:
             combo = reduce(ScriptChange.combined, chosen)
-            c_base, c_loss, c_ms, c_losses, c_failed = _measure(runs, [combo], rounds, round_offset=rounds)
-            v.combination = _outcomes([combo], c_base, c_loss, c_ms, c_losses, c_failed)[0]
-            v.combination_base_ms = c_base
+            c = _measure(runs, [combo], rule, deadline_s=budget_s, round_offset=len(m.base_ms))
+            v.combination = _outcomes([combo], c)[0]
+            v.combination_base_ms = c.base_ms
         elif combine and len(changes) > 1:
-            v.notes.append(f"{len(chosen)} variant(s) paid: no combination to measure")
+            paid = [o for o in v.outcomes if o.pays]
+            v.notes.append(f"{len(paid)} variants paid, all setting the same kind ({', '.join(_kind(paid[0].change))}"
+                           "): the best of them stands, no combination to measure" if len(paid) > 1 else
+                           f"{len(paid)} variant(s) paid: no combination to measure")
         v.notes += [f"{label}: {why}" for label, why in runs.growth.items()]
     v.wall_s = time.perf_counter() - t0
     return v
+
+
+def plan_rounds(report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int,
+                budget_s: float | None, cap: int = MAX_ROUNDS, combine: bool = True) -> int:
+    """The most rounds ``--verify`` can plan within ``budget_s`` at the diagnosed step (:func:`estimate_s`; the
+    combination's rounds counted when two or more variants could pay), between ``rounds`` and ``cap``; ``rounds``
+    with no budget."""
+    if budget_s is None:
+        return rounds
+    _, per_round = estimate_s(report, changes, rounds=1, steps=steps, warmup=warmup, combine=combine)
+    fit = int(budget_s // per_round) if per_round > 0 else cap
+    return max(rounds, min(cap, fit))
 
 
 def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores: int | None = None

@@ -8,6 +8,7 @@ import statistics
 from typing import Any
 
 from gnnbench.advice.watch.verify import COMPILE_WARMUP, Outcome, Verification
+from gnnbench.measure.sequential import FUTILE, SIGNIFICANT
 
 
 def _verdict(o: Outcome, floor: float) -> str:
@@ -16,13 +17,34 @@ def _verdict(o: Outcome, floor: float) -> str:
     r = o.ratio
     if r is None or not math.isfinite(r.low):
         return "not resolved (too few rounds)"
+    after = _after(o)
     if o.significant:
-        return "pays here" if r.ratio > 1 else "slower here: does not pay"
+        return ("pays here" if r.ratio > 1 else "slower here: does not pay") + after
+    if o.stop and o.stop.get("reason") == FUTILE:
+        return (f"no difference resolved: stopped after {o.stop['look']} rounds, more rounds would almost surely "
+                "not resolve one (futility)")
     if r.significant:
-        return "an interval excluding 1, not significant across the variants (Holm)"
+        return "an interval excluding 1, not significant across the variants (Holm)" + after
     if math.isfinite(floor) and max(r.high, 1 / r.low) <= floor:
-        return f"no difference resolved (within the noise floor {floor:.3f}x)"
-    return "not resolved: the interval contains 1"
+        return f"no difference resolved (within the noise floor {floor:.3f}x)" + after
+    return "not resolved: the interval contains 1" + after
+
+
+def _after(o: Outcome) -> str:
+    """When the rounds ended before the rule's last look: said with the verdict."""
+    if o.stop and o.stop.get("reason") == "budget":
+        return f" (the budget ended its rounds after {o.stop['look']}; judged at that look's level)"
+    if o.stop and o.stop.get("reason") == SIGNIFICANT:
+        return f" (decided after {o.stop['look']} rounds)"
+    return ""
+
+
+def _rounds_text(v: Verification) -> str:
+    if v.max_rounds <= v.min_rounds:
+        return f"{v.rounds} alternating rounds"
+    budget = f", within {v.budget_s / 60:.0f} min" if v.budget_s else ""
+    return (f"{v.rounds} alternating rounds ({v.min_rounds} to {v.max_rounds}{budget}: a variant stops once decided "
+            "by compare's stopping rule, its level split over the looks)")
 
 
 def _loss_text(loss: dict[str, Any] | None) -> str:
@@ -37,8 +59,8 @@ def _loss_text(loss: dict[str, Any] | None) -> str:
 
 def format_verification(v: Verification) -> str:
     """The table, the verdicts, the refusals, the combination and the lines to edit."""
-    lines = [f"--verify in your script: baseline and each variant in separate processes, {v.rounds} alternating "
-             f"rounds, {v.steps} measured steps a run after {v.warmup} warm-up; ratio = baseline / variant step "
+    lines = [f"--verify in your script: baseline and each variant in separate processes, {_rounds_text(v)}, "
+             f"{v.steps} measured steps a run after {v.warmup} warm-up; ratio = baseline / variant step "
              "(above 1: faster), paired-t over rounds, Holm across the variants",
              f"baseline: {statistics.median(v.base_ms):.1f} ms/step (median of the rounds' run medians); noise "
              f"floor {v.floor:.3f}x (A/A, from the baseline's spread over {len(v.base_ms)} runs)", ""]
@@ -58,8 +80,8 @@ def format_verification(v: Verification) -> str:
     chosen = [o for o in v.outcomes if o.pays]
     if v.combination is not None:
         c = v.combination
-        lines.append(f"combined ({', '.join(c.change.entries)}), measured in {v.rounds} rounds of its own against "
-                     f"the baseline ({statistics.median(v.combination_base_ms):.1f} ms/step there):")
+        lines.append(f"combined ({', '.join(c.change.entries)}), measured in {len(v.combination_base_ms)} rounds "
+                     f"of its own against the baseline ({statistics.median(v.combination_base_ms):.1f} ms/step there):")
         lines.append(_row(c, width, v.floor))
         if c.loss:
             lines.append(f"{'':<{width}}  {_loss_text(c.loss)}")
