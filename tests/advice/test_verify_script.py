@@ -16,6 +16,7 @@ from gnnbench.advice.watch import changes as ch
 from gnnbench.advice.watch import verify as vf
 from gnnbench.advice.watch.changes import ScriptChange, change_for, worker_change
 from gnnbench.advice.watch.verify_text import format_verification
+from tests.helpers import ROOT
 
 LOADER = {"type": "NeighborLoader", "workers": 0, "batch_size": 64}
 
@@ -166,7 +167,15 @@ def test_rounds_until_decided_stop_a_variant_once_decided_and_the_budget_ends_th
     first look, a change within the rounds' jitter stops as futile, and neither receives later rounds; the
     baseline runs every round while a variant is open. A budget that ends first leaves the open variant judged at
     the last look's level, said in its verdict."""
-    calls = _fake_runs(monkeypatch, {"workers": 0.5, "glibc_tuned": 1.0})
+    calls = []
+
+    def run_once(argv, change, *, steps, warmup, seed, folder, wait_bound_s, timeout_s):  # no hash(): the
+        calls.append((change.label, seed))  # same rounds whatever PYTHONHASHSEED
+        drift = 1.0 + 0.05 * (seed % 3)
+        factor = {"workers": 0.5, "glibc_tuned": 1.0 + 0.004 * (-1) ** seed}.get(change.label, 1.0)
+        return {"step_s": [0.1 * drift * factor] * steps, "losses": [1.0] * (warmup + steps),
+                "seen": warmup + steps}
+    monkeypatch.setattr(vf, "run_once", run_once)
     loader = worker_change(1, cores=2)
     alloc = ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
     v = vf.verify_script(["t.py"], [loader, alloc], rounds=3, max_rounds=12, combine=False, log=lambda s: None)
@@ -369,32 +378,7 @@ def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refu
     assert issubclass(ch.SparseRefused, BaseException) and not issubclass(ch.SparseRefused, Exception)
 
 
-SAMPLING_BOUND = textwrap.dedent('''
-    import time
-    import torch
-    import torch.nn.functional as F
-    from torch_geometric.data import Data
-    from torch_geometric.loader import NeighborLoader
-    from torch_geometric.nn import GraphSAGE
-
-    def slow(batch):  # a costly user transform: loader-side work that workers overlap with the step
-        time.sleep(0.03)
-        return batch
-
-    n = 4000
-    g = torch.Generator().manual_seed(0)
-    data = Data(x=torch.randn(n, 64, generator=g), edge_index=torch.randint(0, n, (2, 40000), generator=g),
-                y=torch.randint(0, 4, (n,), generator=g))
-    loader = NeighborLoader(data, num_neighbors=[10, 5], batch_size=128, shuffle=True, transform=slow)
-    model = GraphSAGE(64, 256, num_layers=2, out_channels=4)  # about as long a step as the transform
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    for epoch in range(3):
-        for batch in loader:
-            opt.zero_grad()
-            out = model(batch.x, batch.edge_index)[:batch.batch_size]
-            F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
-            opt.step()
-''')
+SAMPLING_BOUND = (ROOT / "scripts" / "user_loops" / "sampling_bound.py").read_text()  # the loop README quotes
 
 
 @pytest.mark.slow
