@@ -76,7 +76,7 @@ def replay(sweep: Path, margin: float) -> str:
     if not ran:
         raise SystemExit(f"{sweep}: its sweep.json records no stopping rule (it ran every round): nothing to replay")
     then_rule = StoppingRule.from_dict(ran)
-    now_rule = StoppingRule.from_dict({**ran, "paired_floor": True})
+    now_rule = StoppingRule.from_dict({**ran, "paired_floor": True, "equivalence_futility": True})
     with crossing_as_it_ran():
         then = compare(runs, rule=then_rule)
     now = compare(runs, rule=now_rule, equivalence_margin=margin)

@@ -3,7 +3,9 @@ accuracy cost are switched on together (conflicts resolved as ``tune`` resolves 
 against the baseline in rounds of its own, on seeds no other round of the sweep uses.
 
 The set is chosen on the single-entry rounds and judged on its own rounds, so its verdict is a fresh test (a
-family of one row, under a stopping rule of its own); the selection cannot inflate it.
+family of one row, under a stopping rule of its own); the selection cannot inflate it. That is why a row that is
+significant on its own test but not after Holm's correction over the whole family is a candidate too, after the
+family-wise ones: choosing a hypothesis costs no error rate, only the set's own rounds decide it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from gnnbench import registry
-from gnnbench.measure.family import NO_COST, pays
+from gnnbench.measure.family import NO_COST, pays, pays_alone
 from gnnbench.measure.rows import STATIC_LIST, ComparisonRow
-from gnnbench.training import RunConfig
+from gnnbench.training import RunConfig, config_unavailable
 
 if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
@@ -31,10 +33,12 @@ MIN_SET_ROUNDS = 3  # the set's rounds at least (accuracy needs an interval; the
 
 @dataclass
 class BestSetChoice:
-    """What the single-entry rounds chose: the rows that pay at no accuracy cost (``candidates``, ranked), those
-    left out and why, and the entries of the set (``names``; fewer than two: no set to measure)."""
+    """What the single-entry rounds chose: the rows that pay at no accuracy cost (``candidates``: family-wise
+    first, then those significant alone, ``per_row``; each ranked), those left out and why, and the entries of
+    the set (``names``; fewer than two: no set to measure)."""
 
     candidates: list[str] = field(default_factory=list)
+    per_row: list[str] = field(default_factory=list)  # candidates significant alone, not family-wise
     left_out: dict[str, str] = field(default_factory=dict)  # candidate -> why it is not in the set
     names: list[str] = field(default_factory=list)  # the set's entries, in the order they were taken
     seed_offset: int = BEST_SET_SEED_OFFSET
@@ -96,11 +100,18 @@ def _fields(name: str, flags) -> set[str]:
 def choose(comparison: "Comparison", base: RunConfig) -> BestSetChoice:
     """The set the single-entry rows of ``comparison`` found to pay: candidates are the rows that pay at no
     accuracy cost (family-wise significant, faster, reached the target in every round; the registry's static
-    list excepted), in rank order; each is taken unless it conflicts with one taken before it: it sets a field
-    of :class:`~gnnbench.flags.Flags` a taken entry set, it is not applicable once those are on, or adding it
-    leaves the flags unchanged. A combination row (``a+b``) is a candidate as its parts together."""
-    candidates = [r for r in comparison.rows if pays(r) and r.acc_verdict in NO_COST and r.label != STATIC_LIST]
-    choice = BestSetChoice(candidates=[r.label for r in candidates])
+    list excepted), in rank order, then the rows that pay alone (:func:`pays_alone`: significant before Holm's
+    correction), in rank order; each is taken unless it conflicts with one taken before it: it sets a field
+    of :class:`~gnnbench.flags.Flags` a taken entry set, it is not applicable once those are on, the
+    configuration with it cannot run on this device (:func:`config_unavailable`), or adding it leaves the flags
+    unchanged. A combination row (``a+b``) is a candidate as its parts together."""
+    def free(r: ComparisonRow) -> bool:
+        return r.acc_verdict in NO_COST and r.label != STATIC_LIST
+
+    family = [r for r in comparison.rows if pays(r) and free(r)]
+    alone = [r for r in comparison.rows if pays_alone(r) and free(r)]
+    candidates = family + alone
+    choice = BestSetChoice(candidates=[r.label for r in candidates], per_row=[r.label for r in alone])
     taken: list[str] = []
     owner: dict[str, str] = {}  # field -> the taken entry that set it
     for row in candidates:
@@ -117,6 +128,11 @@ def choose(comparison: "Comparison", base: RunConfig) -> BestSetChoice:
         why = registry.not_applicable(current, parts)
         if why:
             choice.left_out[row.label] = f"not applicable with {'+'.join(taken)} on: {why}"
+            continue
+        cannot = config_unavailable(registry.config_for(current, parts)) if taken else {}
+        if cannot:
+            field_, reason = next(iter(cannot.items()))
+            choice.left_out[row.label] = f"cannot run with {'+'.join(taken)} on here ({field_}: {reason})"
             continue
         if taken and registry.config_for(current, parts).flags == current.flags:
             choice.left_out[row.label] = f"changes nothing once {'+'.join(taken)} is on"
@@ -141,7 +157,9 @@ def outcome_line(outcome: BestSetOutcome | None, effect: Callable[[ComparisonRow
         return None
     choice = outcome.choice
     left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
-    left = f"; {left}" if left else ""
+    alone = [n for n in choice.per_row if n in choice.names]
+    left = (f"; {left}" if left else "") + (
+        f"; chosen on their own test, not family-wise: {', '.join(alone)}" if alone else "")
     if not choice.measurable or outcome.row is None:
         why = outcome.reason or ("fewer than two entries pay at no accuracy cost here: the best single row is the "
                                  "answer")

@@ -223,7 +223,8 @@ def compare(results: list[dict], *, target_acc: float | None = None,
         floors["paired_clock"] = floor_of_sd(clock_sd, len(rounds))
     if rule is not None and paired:
         min_sd, per_row = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
-        stops = settled(rule, round_log_ratios(rows, rounds), None, row_floors=per_row, min_sd=min_sd)
+        stops = settled(rule, round_log_ratios(rows, rounds), None, row_floors=per_row, min_sd=min_sd,
+                        margin=equivalence_margin)
     elif rule is not None:
         floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
         for k in rule.looks:

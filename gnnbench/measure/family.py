@@ -14,7 +14,7 @@ from gnnbench.measure.stats import equivalence, holm
 if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
 
-__all__ = ["FAMILY_ALPHA", "in_family", "round_log_ratios", "family_wise", "rank_key", "measured_best",
+__all__ = ["FAMILY_ALPHA", "in_family", "round_log_ratios", "family_wise", "rank_key", "measured_best", "pays_alone",
            "tradeoffs", "pareto_front", "pays", "NO_COST", "no_effect_verdicts", "no_effect_text", "verdict_of",
            "verdict_summary"]
 
@@ -173,6 +173,13 @@ def pays(r: ComparisonRow) -> bool:
     """A row that pays: significant (family-wise), faster, reached the target in every round."""
     return r.status == "ok" and in_family(r.label) and bool(r.significant) and (r.speedup_low or 0) > 1 \
         and not r.censored
+
+
+def pays_alone(r: ComparisonRow) -> bool:
+    """A row that pays on its own test but not after the family-wise correction: significant before Holm,
+    faster, reached the target in every round. A hypothesis for the measured best set, never a verdict."""
+    return r.status == "ok" and in_family(r.label) and not r.significant and bool(r.significant_per_row) \
+        and (r.speedup_low or 0) > 1 and not r.censored
 
 
 def measured_best(c: Comparison) -> ComparisonRow | None:

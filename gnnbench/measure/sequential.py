@@ -11,7 +11,10 @@ row (a configuration paired with the shared baseline) whether it stops receiving
 * :data:`FUTILE`: before the last round, the chance that it is significant at the last look, were the remaining
   rounds to continue as its rounds so far (its conditional power under its current estimate, at the last look's
   full level), is below ``curtail`` (10%): more rounds would almost surely end in "no significant difference"
-  too (stochastic curtailment); it is never called significant;
+  too (stochastic curtailment); it is never called significant. Where the sweep declared an equivalence margin
+  (``StoppingRule.equivalence_futility``), a row is futile only when the chance that its equivalence test shows
+  "no effect beyond the margin" at the last look (:func:`equivalence_power`) is below ``curtail`` too: a row
+  with no real effect keeps its rounds until that verdict can be reached;
 * :data:`MAX_ROUNDS`: it reached ``max_rounds``.
 
 The levels are a weighted Bonferroni split of ``alpha`` over the looks: ``final_share * alpha`` at the last look,
@@ -57,6 +60,7 @@ __all__ = [
     "MAX_ROUNDS",
     "CURTAIL",
     "conditional_power",
+    "equivalence_power",
     "CORRECTIONS",
     "StoppingRule",
     "Stop",
@@ -130,6 +134,10 @@ class StoppingRule:
             (``settled``'s ``row_floors``) and only while its interval contains 1, and its per-round sd is floored
             at the clock's paired noise (``min_sd``). False: the rule before, one floor for every row and no sd
             floor, kept to replay sweeps that ran under it.
+        equivalence_futility: True (the rule): where ``settled`` is given the sweep's equivalence margin, a row
+            stops as futile only when both its significance and its equivalence at the last look are out of
+            reach (:func:`equivalence_power` below ``curtail`` too). False: futility reads significance only,
+            the rule before, kept to replay sweeps that ran under it.
 
     Raises:
         ValueError: naming the field and its bad value.
@@ -143,6 +151,7 @@ class StoppingRule:
     correction: str = "bonferroni"
     curtail: float = CURTAIL
     paired_floor: bool = True
+    equivalence_futility: bool = True
 
     def __post_init__(self) -> None:
         _count(self.min_rounds, "min_rounds", 1)
@@ -157,6 +166,8 @@ class StoppingRule:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
         if not isinstance(self.paired_floor, bool):
             raise ValueError(f"paired_floor must be True or False, got {self.paired_floor!r}")
+        if not isinstance(self.equivalence_futility, bool):
+            raise ValueError(f"equivalence_futility must be True or False, got {self.equivalence_futility!r}")
         if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
                 0.0 <= self.curtail < 1.0):
             raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
@@ -198,16 +209,19 @@ class StoppingRule:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> StoppingRule:
         """The rule a sweep's manifest recorded (:meth:`to_dict`; derived keys are ignored). A manifest without
-        ``paired_floor`` ran under the rule before it (``paired_floor=False``)."""
+        ``paired_floor`` ran under the rule before it (``paired_floor=False``), one without
+        ``equivalence_futility`` under futility by significance only (``equivalence_futility=False``)."""
         names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail",
-                 "paired_floor")
-        return cls(**{"paired_floor": False, **{k: d[k] for k in names if k in d}})
+                 "paired_floor", "equivalence_futility")
+        return cls(**{"paired_floor": False, "equivalence_futility": False,
+                      **{k: d[k] for k in names if k in d}})
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as plain data (for a sweep's manifest), with the level at each look."""
         return {"min_rounds": self.min_rounds, "max_rounds": self.max_rounds, "alpha": float(self.alpha),
                 "final_share": float(self.final_share), "futility": self.futility, "correction": self.correction,
                 "curtail": float(self.curtail), "paired_floor": self.paired_floor,
+                "equivalence_futility": self.equivalence_futility,
                 "look_alpha": {str(k): self.look_alpha(k) for k in self.looks},
                 "method": ("Holm across rows at every look; weighted Bonferroni over the looks; rows below the "
                            "floor stop and are never significant"
@@ -216,6 +230,9 @@ class StoppingRule:
                               "paired noise" if self.paired_floor else "")
                            + (f"; rows whose conditional power at the last look is below {self.curtail:.0%} stop "
                               "as futile and are never significant" if self.curtail > 0 else "")
+                           + (" (with a declared equivalence margin, only when the chance of showing no effect "
+                              "beyond it at the last look is below that too)"
+                              if self.curtail > 0 and self.equivalence_futility else "")
                            if self.correction != "none" else
                            "Holm across rows at every look at the full alpha (not family-wise over the looks)")}
 
@@ -362,6 +379,34 @@ def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float
     return _phi((abs(mean) - crit) / spread) + _phi((-abs(mean) - crit) / spread)
 
 
+def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float, min_sd: float = 0.0) -> float:
+    """The chance that a row's equivalence test (TOST at ``rule.alpha`` each side against ``log(1 + margin)``,
+    :func:`gnnbench.measure.stats.equivalence`, the most lenient Holm step) shows "no effect beyond the margin"
+    at the last look, given its log ratios so far and supposing its remaining rounds continue as those did (as
+    :func:`conditional_power`). With ``n`` pairs so far, ``q`` left, ``N = n + q``, current mean ``m`` and sd
+    ``s``, the final mean is normal around ``m`` with sd ``s sqrt(q) / N`` and must lie within
+    ``+-(d - c)``, ``d = log(1 + margin)``, ``c = t_{N-1, 1-alpha} s / sqrt(N)``: the chance is
+    ``Phi((d - c - m) / sd_end) - Phi((-(d - c) - m) / sd_end)``, 0 when ``c >= d`` (the margin is out of reach
+    in the rounds left). 1 when it cannot be judged (fewer than 2 pairs, no spread); 0 when no round is left.
+    ``min_sd``: the sd is taken as at least this (the clock's paired noise)."""
+    xs = [x for x in values if x == x]
+    n, left = len(xs), rule.max_rounds - len(values)
+    if left <= 0:
+        return 0.0
+    if n < 2:
+        return 1.0
+    mean = sum(xs) / n
+    sd = max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
+    if not sd > 0:
+        return 1.0
+    end = n + left
+    room = math.log1p(float(margin)) - t_quantile(1.0 - float(rule.alpha), end - 1) * sd / math.sqrt(end)
+    if room <= 0:
+        return 0.0
+    spread = sd * math.sqrt(left) / end
+    return max(0.0, _phi((room - mean) / spread) - _phi((-room - mean) / spread))
+
+
 def _phi(z: float) -> float:
     return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
 
@@ -377,7 +422,8 @@ def _holm_p(stop: Stop | None, p: float) -> float:
 def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
             floor: float | Mapping[int, float] | None = None, *,
             row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
-            min_sd: float | Mapping[int, float] | None = None) -> dict[str, Stop | None]:
+            min_sd: float | Mapping[int, float] | None = None,
+            margin: float | None = None) -> dict[str, Stop | None]:
     """After a round: which rows stop, and why.
 
     ``log_ratios[row][j]`` is the row's paired log ratio ``log(baseline / row)`` of its primary clock in round
@@ -406,6 +452,9 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
             it replaces ``floor`` for that row (only under ``rule.paired_floor``).
         min_sd: The clock's paired noise, the sd of a per-round log ratio no row's is taken below (one value or
             one per look; None or nan: none; only under ``rule.paired_floor``).
+        margin: The equivalence margin the sweep declared before its rounds (e.g. 0.10), or None. Under
+            ``rule.equivalence_futility`` a row is futile only when its :func:`equivalence_power` against it is
+            below ``rule.curtail`` too.
 
     Returns:
         Per row (in the order given), its :class:`Stop`, or None while it keeps receiving rounds.
@@ -434,7 +483,9 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
                 reason = SIGNIFICANT
             elif fr is not None and 1.0 / fr < low and high < fr and (not rule.paired_floor or low <= 1.0 <= high):
                 reason = BELOW_FLOOR
-            elif k < rule.max_rounds and conditional_power(data[row][:k], rule, sd0) < rule.curtail:
+            elif k < rule.max_rounds and conditional_power(data[row][:k], rule, sd0) < rule.curtail and (
+                    margin is None or not rule.equivalence_futility
+                    or equivalence_power(data[row][:k], rule, margin, sd0) < rule.curtail):
                 reason = FUTILE
             elif k == rule.max_rounds:
                 reason = MAX_ROUNDS
@@ -464,12 +515,13 @@ def family_p_values(stops: Mapping[str, Stop | None], p_values: Mapping[str, flo
 def final_significant(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
                       floor: float | Mapping[int, float] | None = None, *,
                       row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
-                      min_sd: float | Mapping[int, float] | None = None) -> dict[str, bool]:
+                      min_sd: float | Mapping[int, float] | None = None,
+                      margin: float | None = None) -> dict[str, bool]:
     """The final family-wise verdict of a sweep run under ``rule``: Holm at :func:`final_alpha` over
     :func:`family_p_values` (a row still open enters with the p-value of all its rounds). After ``max_rounds``
     it is exactly the set of rows :func:`settled` stopped as significant."""
     data = _checked(log_ratios)
-    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd)
+    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd, margin=margin)
     sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
     own = {row: _interval(data[row][:rule.max_rounds], rule.level, sd0)[4] for row in data}
     ps = family_p_values(stops, own)

@@ -19,7 +19,7 @@ import numpy as np
 from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor
 from gnnbench.measure.stats import t_quantile
 
-__all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "tables"]
+__all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "simulate_rule_equivalence", "tables"]
 
 
 def _t_two_sided(t: np.ndarray, df: int) -> np.ndarray:
@@ -283,6 +283,31 @@ def simulate_equivalence(margin: float = 0.10, *, true_ratio: float | None = Non
     return float(((mean - half > -d) & (mean + half < d)).mean())
 
 
+def simulate_rule_equivalence(rule: StoppingRule, margin: float = 0.10, *, true_ratio: float | None = None,
+                              sd: float = 0.05, trials: int = 4000, seed: int = 0) -> tuple[float, float]:
+    """One row run under ``rule`` with the sweep's equivalence margin (futility that waits for equivalence,
+    :func:`gnnbench.measure.sequential.settled` with ``margin``), then judged as ``compare`` judges it: not
+    significant, its equivalence test (TOST at 5%) over the rounds it received, its sd floored at the clock's
+    paired noise (``sd``, the true per-round sd). Per-round log ratios ``N(log true_ratio, sd)``; ``true_ratio``
+    default: at the margin, where the share called equivalent is the false "equivalent" rate. Returns that share
+    and the mean rounds the row received."""
+    from gnnbench.measure.sequential import settled, sd_floor
+    from gnnbench.measure.stats import equivalence
+
+    ratio = 1.0 + margin if true_ratio is None else true_ratio
+    rng = np.random.default_rng(seed)
+    x = rng.normal(math.log(ratio), sd, size=(int(trials), rule.max_rounds))
+    called, rounds = 0, 0
+    for row in x:
+        stop = settled(rule, {"row": list(row)}, None, min_sd=sd, margin=margin)["row"]
+        k = stop.look if stop is not None else rule.max_rounds
+        rounds += k
+        if stop is not None and stop.reason == "significant":
+            continue
+        called += equivalence(row[:k], margin, min_sd=sd_floor(sd, k)).equivalent
+    return called / len(x), rounds / len(x)
+
+
 # --- The tables of docs/statistics.md -----------------------------------------------------------------
 
 def tables(*, trials: int = 20000, seed: int = 0) -> str:
@@ -347,6 +372,23 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
             lo = simulate_equivalence(0.10, true_ratio=1 / 1.1, rounds=rounds, sd=sd, trials=trials, seed=seed)
             null = simulate_equivalence(0.10, true_ratio=1.0, rounds=rounds, sd=sd, trials=trials, seed=seed)
             lines.append(f"| {rounds} | {sd:g} | {hi:.2%} | {lo:.2%} | {null:.1%} |")
+    n = max(trials // 5, 1)
+    lines += ["", f"The equivalence test after rounds that stop when decided (`--repeats 5`, margin 10%, one row, "
+              f"{n} simulated rows per cell, seed {seed}): a row is futile only when neither significance nor "
+              "equivalence is within reach (`equivalence_futility`), then judged on the rounds it received. The "
+              "share called equivalent at the margin (the false \"equivalent\" rate) and at no effect (the "
+              "power), and the mean rounds a row at no effect received, with futility by significance only "
+              "(the rule before) and with equivalence.", "",
+              "| sd | at 1.1x, before | at 1.1x, rule | at no effect, before | at no effect, rule | rounds, before "
+              "| rounds, rule |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    for sd in (0.03, 0.05, 0.07):
+        before = StoppingRule(max_rounds=5, equivalence_futility=False)
+        rule = StoppingRule(max_rounds=5)
+        hb, _ = simulate_rule_equivalence(before, sd=sd, trials=n, seed=seed)
+        hr, _ = simulate_rule_equivalence(rule, sd=sd, trials=n, seed=seed)
+        nb, rb = simulate_rule_equivalence(before, true_ratio=1.0, sd=sd, trials=n, seed=seed)
+        nr, rr = simulate_rule_equivalence(rule, true_ratio=1.0, sd=sd, trials=n, seed=seed)
+        lines.append(f"| {sd:g} | {hb:.2%} | {hr:.2%} | {nb:.1%} | {nr:.1%} | {rb:.2f} | {rr:.2f} |")
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -25,17 +25,27 @@ from gnnbench.training import RunConfig
 from tests.measure.test_sweep import _result, _sweep
 
 
-def _row(label, speedup=1.5, *, low=None, significant=True, acc="no accuracy cost", censored=False, opts=None):
+def _row(label, speedup=1.5, *, low=None, significant=True, acc="no accuracy cost", censored=False, opts=None,
+         alone=None):
     return ComparisonRow(label=label, optimizations=list(opts or label.split("+")), status="ok", speedup=speedup,
                          speedup_low=low if low is not None else speedup * 0.9, speedup_high=speedup * 1.1,
-                         significant=significant, censored=censored, acc_verdict=acc)
+                         significant=significant, censored=censored, acc_verdict=acc,
+                         significant_per_row=significant if alone is None else alone)
+
+
+@pytest.fixture
+def runs_anywhere(monkeypatch):
+    """Every combination runs on this device (the device's own refusals are tested apart)."""
+    from gnnbench.measure import best_set
+
+    monkeypatch.setattr(best_set, "config_unavailable", lambda config, device=None: {})
 
 
 def _comparison(rows):
     return SimpleNamespace(rows=[ComparisonRow(label="baseline")] + rows)
 
 
-def test_candidates_are_the_rows_that_pay_at_no_cost_and_conflicts_are_resolved_in_rank_order():
+def test_candidates_are_the_rows_that_pay_at_no_cost_and_conflicts_are_resolved_in_rank_order(runs_anywhere):
     base = RunConfig()
     rows = [_row("sparse_agg", 1.6), _row("full_amp", 1.3), _row("prefetch", 1.2),
             _row("partial_amp", 1.15),  # sets precision, as full_amp (ranked above it) does
@@ -55,7 +65,57 @@ def test_candidates_are_the_rows_that_pay_at_no_cost_and_conflicts_are_resolved_
     assert BestSetChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
 
 
-def test_an_entry_not_applicable_once_the_set_is_on_is_left_out_with_the_reason(monkeypatch):
+def test_rows_significant_alone_are_candidates_after_the_family_wise_ones(runs_anywhere):
+    """The set is judged on rounds of its own, so a row that pays on its own test but not after Holm is a
+    hypothesis worth those rounds: taken after every family-wise candidate, and named as such."""
+    rows = [_row("tcmalloc", 1.4), _row("full_amp", 1.35, significant=False, alone=True),
+            _row("sparse_agg", 1.34, significant=False, alone=True),
+            _row("fast_dropout", 1.3, significant=False, alone=True, acc="inconclusive"),  # accuracy unknown
+            _row("compile", 1.2, significant=False, alone=False),  # not even alone
+            _row("prefetch", 0.8, low=0.7, significant=False, alone=True)]  # significant, but slower
+    choice = choose(_comparison(rows), RunConfig())
+    assert choice.candidates == ["tcmalloc", "full_amp", "sparse_agg"]
+    assert choice.per_row == ["full_amp", "sparse_agg"]
+    assert choice.names == ["tcmalloc", "full_amp", "sparse_agg"]
+    assert BestSetChoice.from_dict(json.loads(json.dumps(choice.to_dict()))) == choice
+    line = outcome_line(BestSetOutcome(choice, reason="not measured yet"), lambda r: "-")
+    assert "chosen on their own test, not family-wise: full_amp, sparse_agg" in line
+    # family-wise rows rank first whatever their ratio
+    rows = [_row("full_amp", 1.9, significant=False, alone=True), _row("tcmalloc", 1.2)]
+    assert choose(_comparison(rows), RunConfig()).candidates == ["tcmalloc", "full_amp"]
+
+
+def test_an_entry_that_cannot_run_with_the_set_on_this_device_is_left_out_with_the_reason(monkeypatch):
+    from gnnbench.measure import best_set
+
+    def cannot(config, device=None):  # a constructed device refusal of the pair
+        if config.flags.aggregation == "sparse" and config.flags.precision == "full":
+            return {"precision": "no low-precision sparse product on this device"}
+        return {}
+
+    monkeypatch.setattr(best_set, "config_unavailable", cannot)
+    choice = choose(_comparison([_row("full_amp", 1.5), _row("sparse_agg", 1.4), _row("fast_dropout", 1.2)]),
+                    RunConfig())
+    assert choice.names == ["full_amp", "fast_dropout"]
+    assert choice.left_out == {"sparse_agg": "cannot run with full_amp on here (precision: no low-precision "
+                                             "sparse product on this device)"}
+
+
+def test_the_device_refusal_is_the_real_one():
+    """full_amp + sparse_agg is refused where the device has no bfloat16 sparse product (this CPU build of
+    torch) and taken where it has one: choose asks the same availability check a run does."""
+    from gnnbench import registry
+    from gnnbench.training import config_unavailable
+
+    refused = config_unavailable(registry.config_for(RunConfig(), ["full_amp", "sparse_agg"]))
+    choice = choose(_comparison([_row("full_amp", 1.5), _row("sparse_agg", 1.4)]), RunConfig())
+    if refused:
+        assert choice.names == ["full_amp"] and "cannot run with full_amp on here" in choice.left_out["sparse_agg"]
+    else:
+        assert choice.names == ["full_amp", "sparse_agg"]
+
+
+def test_an_entry_not_applicable_once_the_set_is_on_is_left_out_with_the_reason(monkeypatch, runs_anywhere):
     from gnnbench import registry
 
     real = registry.not_applicable
@@ -72,7 +132,7 @@ def test_an_entry_not_applicable_once_the_set_is_on_is_left_out_with_the_reason(
                                           "graph capture of the sparse product"}
 
 
-def test_one_candidate_is_no_set_and_the_best_single_row_is_the_answer():
+def test_one_candidate_is_no_set_and_the_best_single_row_is_the_answer(runs_anywhere):
     choice = choose(_comparison([_row("sparse_agg", 1.6), _row("compile", 1.2, significant=False)]), RunConfig())
     assert choice.names == ["sparse_agg"] and not choice.measurable
     line = outcome_line(BestSetOutcome(choice), lambda r: "-")

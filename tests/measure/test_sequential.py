@@ -341,3 +341,46 @@ def test_curtailment_keeps_the_aa_rate_and_costs_little_power():
     b = simulate(without, rows=20, effects=1, true_ratio=1.25, trials=TRIALS, seed=0)
     assert a.futile > 0 and a.power >= b.power - 0.05, (a.power, b.power)
     assert a.rounds_null < b.rounds_null  # null rows stop sooner: the rounds it saves
+
+
+def test_equivalence_power_reads_the_rounds_left_and_the_margin():
+    from gnnbench.measure.sequential import equivalence_power
+
+    rule = StoppingRule(max_rounds=5)
+    near_one = [0.01, -0.02, 0.015]
+    assert equivalence_power(near_one, rule, 0.10) > 0.9  # tight and centred: equivalence within reach
+    assert equivalence_power([0.12, 0.10, 0.14], rule, 0.10) < 0.05  # beyond the margin
+    assert equivalence_power(near_one, rule, 0.10, min_sd=0.5) == 0.0  # the clock's noise puts it out of reach
+    assert equivalence_power(near_one + [0.0, 0.01], rule, 0.10) == 0.0  # no round left
+    assert equivalence_power([0.01], rule, 0.10) == 1.0  # cannot be judged yet
+
+
+def test_futility_waits_for_equivalence_where_a_margin_is_declared():
+    """A row with no effect and a spread that rules out significance is futile by significance alone; with the
+    sweep's margin it keeps its rounds, because "no effect beyond the margin" is within reach, and it still
+    stops when neither is. A rule from a manifest that predates it replays as it ran."""
+    rule = StoppingRule(max_rounds=5)
+    rows = {"none": [0.02, -0.03, 0.01], "far": [0.4, -0.3, 0.35]}
+    assert settled(rule, rows)["none"].reason == "futile"
+    stops = settled(rule, rows, margin=0.10)
+    assert stops["none"] is None
+    assert stops["far"].reason == "futile"
+    before = StoppingRule.from_dict({k: v for k, v in rule.to_dict().items() if k != "equivalence_futility"})
+    assert before.equivalence_futility is False and before.paired_floor is True
+    assert settled(before, rows, margin=0.10)["none"].reason == "futile"
+    assert StoppingRule.from_dict(rule.to_dict()) == rule
+    with pytest.raises(ValueError, match="equivalence_futility"):
+        StoppingRule(equivalence_futility="yes")
+
+
+def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_power():
+    """Simulated (docs/statistics.md): at the margin the share called equivalent stays at or below 5% under the
+    rule; at no effect more rows are shown equivalent than with futility by significance only."""
+    from gnnbench.measure.sequential_sim import simulate_rule_equivalence
+
+    rule, before = StoppingRule(max_rounds=5), StoppingRule(max_rounds=5, equivalence_futility=False)
+    false_rate, _ = simulate_rule_equivalence(rule, sd=0.07, trials=800, seed=1)
+    assert false_rate <= 0.05 + 2 * (0.05 * 0.95 / 800) ** 0.5
+    power_rule, rounds_rule = simulate_rule_equivalence(rule, true_ratio=1.0, sd=0.05, trials=400, seed=1)
+    power_before, rounds_before = simulate_rule_equivalence(before, true_ratio=1.0, sd=0.05, trials=400, seed=1)
+    assert power_rule > power_before + 0.2 and rounds_rule > rounds_before
