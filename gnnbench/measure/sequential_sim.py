@@ -291,7 +291,7 @@ def simulate_rule_equivalence(rule: StoppingRule, margin: float = 0.10, *, true_
     paired noise (``sd``, the true per-round sd). Per-round log ratios ``N(log true_ratio, sd)``; ``true_ratio``
     default: at the margin, where the share called equivalent is the false "equivalent" rate. Returns that share
     and the mean rounds the row received."""
-    from gnnbench.measure.sequential import settled, sd_floor
+    from gnnbench.measure.sequential import sd_floor, settled
     from gnnbench.measure.stats import equivalence
 
     ratio = 1.0 + margin if true_ratio is None else true_ratio
