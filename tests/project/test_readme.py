@@ -1,6 +1,8 @@
 """README's optimization table is exactly ``gnnbench flags --markdown``, and its first two commands stay put."""
 
 
+from pathlib import Path
+
 from gnnbench.cli.tables import registry_markdown
 from tests.helpers import ROOT
 
@@ -31,3 +33,47 @@ def test_readme_reference_block_is_generated_from_the_committed_reference():
     assert block == reference_markdown(ROOT / "results" / "reference" / "compare-small-cpu"), (
         "README's reference block is stale: paste `python -m gnnbench.report.reference_md "
         "results/reference/compare-small-cpu` into it")
+
+
+def test_readme_gate_block_is_generated_from_the_published_gate_files():
+    """The gate's published figures (error rates, every run's exit and time, the counted instructions) are
+    `python -m gnnbench.report.gate_md` of the committed files: a changed file or a hand-edited figure fails."""
+    from gnnbench.report.gate_md import MARKERS, gate_markdown
+
+    start, end = MARKERS
+    assert start in README and end in README, "README lost its gate markers"
+    block = README[README.index(start) + len(start):README.index(end)]
+    ref = ROOT / "results" / "reference"
+    assert block == gate_markdown(ref / "gate-error-rates.json", ref / "gate-counts.json"), (
+        "README's gate block is stale: paste `python -m gnnbench.report.gate_md "
+        "results/reference/gate-error-rates.json results/reference/gate-counts.json` into it")
+
+
+def test_readme_labor_paragraph_matches_its_sweep():
+    """The LABOR paragraph's target, its calibration and the labor row's time-to-accuracy interval are those the
+    committed LABOR sweep gives (the report's own loader and comparison)."""
+    import json
+    import re
+
+    from gnnbench.measure.comparison import compare
+    from gnnbench.report.inputs import load_inputs, sweep_equivalence_margin, sweep_rule
+
+    sweep = ROOT / "results" / "reference" / "compare-small-labor-cpu"
+    at = README.index("**LABOR against fanout on `small`**")
+    text = README[at:README.index("The claim is", at)]
+    cal = json.loads((sweep / "sweep.json").read_text())["calibration"]
+    assert f"target\nvalidation {cal['target']:.4f}, calibrated by its own {len(cal['seeds'])} calibration runs" in text
+    runs = [r for r in load_inputs(runs=[sweep]).runs if Path(r.get("_group", "")) == sweep]
+    c = compare(runs, rule=sweep_rule(sweep), equivalence_margin=sweep_equivalence_margin(sweep))
+    labor = next(r for r in c.rows if r.label == "labor")
+    shown = re.search(r"\| `labor` [^|]*\| \*\*([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]\*\*, reached (\d)/(\d)", text)
+    assert shown, "README's LABOR table lost its labor row"
+    assert tuple(float(x) for x in shown.group(1, 2, 3)) == tuple(
+        round(v, 2) for v in (labor.speedup, labor.speedup_low, labor.speedup_high))
+    assert int(shown.group(5)) == labor.rounds
+    fanout = next(r for r in c.rows if r.label == "fanout")
+    assert f"| <= {fanout.speedup:.2f}x [{fanout.speedup_low:.2f}, {fanout.speedup_high:.2f}], reached 0/{fanout.rounds}" \
+        in text
+    floors = {k: f"+-{100 * (v - 1):.1f}%" for k, v in c.floors.items()}
+    assert (f"floors step {floors['step']}, epoch {floors['epoch']}, time to accuracy {floors['time_to_accuracy']}"
+            in text.replace("\n", " "))

@@ -1,0 +1,96 @@
+"""README's regression-gate figures, generated from the published files so that they cannot drift from them.
+
+Two files, two measures: ``results/reference/gate-error-rates.json`` (``scripts/gate_error_rates.py``: default
+gate runs on throwaway commits, judged by wall time) and ``results/reference/gate-counts.json``
+(``scripts/gate_counts.py``: the primary tier's counted instructions). :func:`gate_markdown` words both;
+``tests/project/test_readme.py`` checks README's block between :data:`MARKERS` against it::
+
+    python -m gnnbench.report.gate_md results/reference/gate-error-rates.json results/reference/gate-counts.json
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from gnnbench.measure.counts import counts_markdown
+from gnnbench.measure.gate_rates import summarize
+from gnnbench.text import percent
+
+__all__ = ["MARKERS", "gate_markdown", "wall_clock_markdown", "EXIT_WORDS"]
+
+MARKERS = ("<!-- gate:start -->", "<!-- gate:end -->")
+
+EXIT_WORDS = {0: "no regression", 1: "a regression", 2: "could not compare",
+              3: "inconclusive: nothing regressed, but a primary benchmark could not resolve the sensitivity"}
+
+
+def _rate(r: dict) -> str:
+    if not r["n"]:
+        return "none measured"
+    return (f"{r['k']} of {r['n']} ({percent(r['rate'], digits=0)} [{percent(r['low'], digits=0)}, "
+            f"{percent(r['high'], digits=0)}])")
+
+
+def _exits(runs: list[dict]) -> str:
+    counts: dict[int, int] = {}
+    for r in runs:
+        counts[int(r["exit_status"])] = counts.get(int(r["exit_status"]), 0) + 1
+    return "; ".join(f"{n} exit {code} ({EXIT_WORDS.get(code, 'other')})" for code, n in sorted(counts.items()))
+
+
+def _seconds(runs: list[dict]) -> str:
+    s = sorted(float(r["seconds"]) for r in runs)
+    return f"{s[0]:.0f}-{s[-1]:.0f} s (median {statistics.median(s):.0f} s)"
+
+
+def wall_clock_markdown(doc: dict) -> str:
+    """The error-rate file in words: false alarms and every null run's exit, detection per size with the
+    slowdowns delivered, and the time of every run, min to max."""
+    s = summarize(doc)
+    results = doc["results"]
+    null = [r for name, res in results.items() if name.startswith("null") for r in res["detail"]]
+    slow = [r for name, res in results.items() if name.startswith("slow-") for r in res["detail"]]
+    settings = doc.get("settings") or {}
+    kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
+    lines = [f"- **Where.** {cpu}, {cores} cores ({kind}), {doc.get('threads', '?')} thread per process, "
+             f"throwaway commits on "
+             f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
+             f"{settings.get('budget', 0):.0f} s budget per run, {s['default_set']} benchmarks, "
+             f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
+             + ("" if doc.get("complete") else " (incomplete)") + ".",
+             f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}; "
+             f"benchmark verdicts: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}."]
+    for pct, r in s["sizes"].items():
+        delivered = [p["delivered"]["slowdown"] for p in (s["paths"][path].get(pct) for path in s["paths"])
+                     if p and p.get("delivered")]
+        got = (f"; delivered {100 * min(delivered):+.1f} to {100 * max(delivered):+.1f}%, each checked by a "
+               f"{settings.get('pilot_rounds', '?')}-round pilot" if delivered else "")
+        paths = [p for p in s["paths"] if pct in s["paths"][p]]
+        lines.append(f"- **Detection at {pct}%.** The step {pct}% slower through "
+                     f"{', '.join(paths[:-1]) + ' or ' + paths[-1] if len(paths) > 1 else ''.join(paths)}{got}. "
+                     f"Runs that failed the gate: {_rate(r['detect'])}; the right phase named in "
+                     f"{r['right_phase']['k']} of {r['right_phase']['n']}.")
+    lines.append(f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
+                 f"the null runs {_seconds(null)}.")
+    return "\n".join(lines)
+
+
+def gate_markdown(rates: str | Path, counts: str | Path) -> str:
+    """README's gate block: the wall-clock error rates of ``rates`` and the counted instructions of
+    ``counts``, each with the file it comes from."""
+    doc = json.loads(Path(rates).read_text())
+    return ("\n**Wall clock** (`results/reference/gate-error-rates.json`, made by `python scripts/gate_error_rates.py"
+            "`; 95% Wilson intervals):\n\n" + wall_clock_markdown(doc) + "\n\n"
+            "**Counted instructions** (`results/reference/gate-counts.json`; `slow-*` are the same injected "
+            "slowdowns, timed busy-waits that run longer under instrumentation, so their counted size exceeds their "
+            "wall-clock size: the verdict carries over, the size does not):\n" + counts_markdown(counts))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if len(sys.argv) != 3:
+        print("usage: python -m gnnbench.report.gate_md RATES.json COUNTS.json", file=sys.stderr)
+        raise SystemExit(2)
+    print(gate_markdown(sys.argv[1], sys.argv[2]), end="")

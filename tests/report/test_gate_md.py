@@ -1,0 +1,33 @@
+"""README's gate block in words (``gnnbench.report.gate_md``): every null run's exit is named, an inconclusive one
+included, and the run times are read from every run, min to max."""
+
+from __future__ import annotations
+
+from gnnbench.report.gate_md import wall_clock_markdown
+
+
+def _run(seconds, exit_status=0, flagged=(), right=None):
+    return {"seconds": seconds, "exit_status": exit_status, "flagged": list(flagged), "right_phase": right,
+            "per_bench": {"baseline": {}, "csr": {}}, "ratio": 1.0, "p_value": 0.5, "high": 1.1, "threshold": 1.03}
+
+
+def _doc():
+    slow = {"commit": "c", "runs": 2, "flagged": 1, "right_phase": 1,
+            "delivered": {"slowdown": 0.048, "low": 0.03, "high": 0.06, "rounds": 12},
+            "detail": [_run(410.0, 1, ["baseline"], True), _run(300.0, 3)]}
+    return {"machine": "vm|AMD EPYC|2", "threads": 1, "base": "abcdef123456", "complete": True,
+            "settings": {"rounds": 8, "budget": 600, "pilot_rounds": 12}, "wall_seconds": 1800,
+            "benches": {"null": ["baseline", "csr"]}, "shares": {},
+            "results": {"null-comment": {"runs": 3, "flagged": 0, "right_phase": 0,
+                                         "detail": [_run(250.0), _run(260.0, 3), _run(290.0)]},
+                        "slow-sample-5": slow}}
+
+
+def test_every_exit_and_the_whole_range_of_run_times_are_stated():
+    text = wall_clock_markdown(_doc())
+    assert "AMD EPYC, 2 cores (vm)" in text and "abcdef1" in text and "30 minutes" in text
+    assert "2 exit 0 (no regression); 1 exit 3 (inconclusive" in text
+    assert "0 of 3" in text and "0 of 6" in text  # runs, then benchmark verdicts
+    assert "Detection at 5%.** The step 5% slower through sample; delivered +4.8 to +4.8%" in text
+    assert "Runs that failed the gate: 1 of 2" in text and "right phase named in 1 of 1" in text
+    assert "250-410 s (median 290 s) over all 5 runs" in text and "null runs 250-290 s (median 260 s)" in text
