@@ -28,7 +28,7 @@ import gnnbench.measure.time_to_accuracy as tta_module  # noqa: E402
 from gnnbench.measure.calibration import CALIBRATION, time_to  # noqa: E402
 from gnnbench.measure.comparison import compare, in_family  # noqa: E402
 from gnnbench.measure.crossing import interpolated_crossing  # noqa: E402
-from gnnbench.measure.sequential import StoppingRule  # noqa: E402
+from gnnbench.measure.sequential import EQUIVALENCE_FUTILITY, StoppingRule  # noqa: E402
 
 
 def load(sweep: Path) -> tuple[dict, list[dict]]:
@@ -76,7 +76,7 @@ def replay(sweep: Path, margin: float) -> str:
     if not ran:
         raise SystemExit(f"{sweep}: its sweep.json records no stopping rule (it ran every round): nothing to replay")
     then_rule = StoppingRule.from_dict(ran)
-    now_rule = StoppingRule.from_dict({**ran, "paired_floor": True, "equivalence_futility": True})
+    now_rule = StoppingRule.from_dict({**ran, "paired_floor": True, "equivalence_futility": EQUIVALENCE_FUTILITY})
     with crossing_as_it_ran():
         then = compare(runs, rule=then_rule)
     now = compare(runs, rule=now_rule, equivalence_margin=margin)

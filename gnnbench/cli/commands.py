@@ -91,6 +91,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
+    if names == [] and args.flags is None:
+        print("compare --aa without --flags measures the A/A pair only (the baseline against a copy of itself); "
+              "add --flags NAMES, or --flags $(gnnbench flags --names) for every entry, to compare entries too",
+              file=sys.stderr)
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     measured = measure_sweep(

@@ -157,12 +157,12 @@ def outcome_line(outcome: BestSetOutcome | None, effect: Callable[[ComparisonRow
         return None
     choice = outcome.choice
     left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
-    alone = [n for n in choice.per_row if n in choice.names]
+    alone = [n for n in choice.per_row if all(p in choice.names for p in registry.combination(n))]
     left = (f"; {left}" if left else "") + (
-        f"; chosen on their own test, not family-wise: {', '.join(alone)}" if alone else "")
+        f"; chosen on their own test, not family-wise: {', '.join(alone)}" if alone and choice.measurable else "")
     if not choice.measurable or outcome.row is None:
-        why = outcome.reason or ("fewer than two entries pay at no accuracy cost here: the best single row is the "
-                                 "answer")
+        why = outcome.reason or ("fewer than two entries pay at no accuracy cost here, family-wise or on their own "
+                                 "test: the best single row is the answer")
         return f"best set: none measured ({why}){left}"
     r = outcome.row
     if r.status != "ok":

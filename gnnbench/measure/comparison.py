@@ -223,8 +223,10 @@ def compare(results: list[dict], *, target_acc: float | None = None,
         floors["paired_clock"] = floor_of_sd(clock_sd, len(rounds))
     if rule is not None and paired:
         min_sd, per_row = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
+        # futility waits for equivalence only where "no effect beyond the margin" can be tested (no_effect_verdicts)
+        untested = [r.label for r in rows if r.censored or r.primary_ratio is None]
         stops = settled(rule, round_log_ratios(rows, rounds), None, row_floors=per_row, min_sd=min_sd,
-                        margin=equivalence_margin)
+                        margin=equivalence_margin, untested=untested)
     elif rule is not None:
         floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
         for k in rule.looks:

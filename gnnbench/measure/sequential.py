@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 from scipy.stats import chi2 as _chi2
@@ -59,6 +59,7 @@ __all__ = [
     "FUTILE",
     "MAX_ROUNDS",
     "CURTAIL",
+    "EQUIVALENCE_FUTILITY",
     "conditional_power",
     "equivalence_power",
     "CORRECTIONS",
@@ -88,6 +89,9 @@ MAX_ROUNDS = "max rounds"
 SD_FLOOR_QUANTILE: float = 0.05
 """A row's per-round sd is taken as at least this quantile of the sample sd its rounds would show under the
 clock's paired noise (:func:`sd_floor`)."""
+
+EQUIVALENCE_FUTILITY: int = 2
+"""The version of futility that waits for equivalence new sweeps run under (:attr:`StoppingRule.equivalence_futility`)."""
 
 CURTAIL: float = 0.10
 """A row stops as :data:`FUTILE` when its conditional power at the last look is below this."""
@@ -134,10 +138,13 @@ class StoppingRule:
             (``settled``'s ``row_floors``) and only while its interval contains 1, and its per-round sd is floored
             at the clock's paired noise (``min_sd``). False: the rule before, one floor for every row and no sd
             floor, kept to replay sweeps that ran under it.
-        equivalence_futility: True (the rule): where ``settled`` is given the sweep's equivalence margin, a row
-            stops as futile only when both its significance and its equivalence at the last look are out of
-            reach (:func:`equivalence_power` below ``curtail`` too). False: futility reads significance only,
-            the rule before, kept to replay sweeps that ran under it.
+        equivalence_futility: Where ``settled`` is given the sweep's equivalence margin, a row stops as futile
+            only when both its significance and its equivalence at the last look are out of reach
+            (:func:`equivalence_power` below ``curtail`` too). 2 (the rule): the projection takes the sd floor
+            of the last look, and rows whose equivalence is never tested (``settled``'s ``untested``: censored
+            ones) do not wait for it. 1: the first version (the sd floor of the rounds so far, every row waits),
+            recorded as ``true`` by the sweeps that ran under it. 0 (``false``, or a manifest without the field):
+            futility reads significance only, the rule before. 1 and 0 are kept to replay sweeps as they ran.
 
     Raises:
         ValueError: naming the field and its bad value.
@@ -151,7 +158,7 @@ class StoppingRule:
     correction: str = "bonferroni"
     curtail: float = CURTAIL
     paired_floor: bool = True
-    equivalence_futility: bool = True
+    equivalence_futility: int = EQUIVALENCE_FUTILITY
 
     def __post_init__(self) -> None:
         _count(self.min_rounds, "min_rounds", 1)
@@ -166,8 +173,13 @@ class StoppingRule:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
         if not isinstance(self.paired_floor, bool):
             raise ValueError(f"paired_floor must be True or False, got {self.paired_floor!r}")
-        if not isinstance(self.equivalence_futility, bool):
-            raise ValueError(f"equivalence_futility must be True or False, got {self.equivalence_futility!r}")
+        ef = self.equivalence_futility
+        if isinstance(ef, bool):  # manifests of the first version recorded true / false
+            object.__setattr__(self, "equivalence_futility", int(ef))
+        elif not isinstance(ef, (int, np.integer)) or ef not in (0, 1, 2):
+            raise ValueError(f"equivalence_futility must be 0, 1 or 2 (or true / false, read as 1 / 0), got {ef!r}")
+        else:
+            object.__setattr__(self, "equivalence_futility", int(ef))
         if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
                 0.0 <= self.curtail < 1.0):
             raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
@@ -210,10 +222,11 @@ class StoppingRule:
     def from_dict(cls, d: Mapping[str, Any]) -> StoppingRule:
         """The rule a sweep's manifest recorded (:meth:`to_dict`; derived keys are ignored). A manifest without
         ``paired_floor`` ran under the rule before it (``paired_floor=False``), one without
-        ``equivalence_futility`` under futility by significance only (``equivalence_futility=False``)."""
+        ``equivalence_futility`` under futility by significance only (``equivalence_futility=0``; ``true``, as
+        the first version recorded it, is 1)."""
         names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail",
                  "paired_floor", "equivalence_futility")
-        return cls(**{"paired_floor": False, "equivalence_futility": False,
+        return cls(**{"paired_floor": False, "equivalence_futility": 0,
                       **{k: d[k] for k in names if k in d}})
 
     def to_dict(self) -> dict[str, Any]:
@@ -379,16 +392,19 @@ def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float
     return _phi((abs(mean) - crit) / spread) + _phi((-abs(mean) - crit) / spread)
 
 
-def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float, min_sd: float = 0.0) -> float:
+def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float, min_sd: float = 0.0, *,
+                      final_floor: bool = True) -> float:
     """The chance that a row's equivalence test (TOST at ``rule.alpha`` each side against ``log(1 + margin)``,
     :func:`gnnbench.measure.stats.equivalence`, the most lenient Holm step) shows "no effect beyond the margin"
     at the last look, given its log ratios so far and supposing its remaining rounds continue as those did (as
     :func:`conditional_power`). With ``n`` pairs so far, ``q`` left, ``N = n + q``, current mean ``m`` and sd
     ``s``, the final mean is normal around ``m`` with sd ``s sqrt(q) / N`` and must lie within
-    ``+-(d - c)``, ``d = log(1 + margin)``, ``c = t_{N-1, 1-alpha} s / sqrt(N)``: the chance is
+    ``+-(d - c)``, ``d = log(1 + margin)``, ``c = t_{N-1, 1-alpha} s_N / sqrt(N)`` (``s_N``: ``s`` taken as at
+    least the sd floor of ``N`` rounds, as the final test takes it): the chance is
     ``Phi((d - c - m) / sd_end) - Phi((-(d - c) - m) / sd_end)``, 0 when ``c >= d`` (the margin is out of reach
     in the rounds left). 1 when it cannot be judged (fewer than 2 pairs, no spread); 0 when no round is left.
-    ``min_sd``: the sd is taken as at least this (the clock's paired noise)."""
+    ``min_sd``: the sd is taken as at least this (the clock's paired noise). ``final_floor`` False: ``s_N`` is
+    ``s`` (the first version, which took the floor of the rounds so far only)."""
     xs = [x for x in values if x == x]
     n, left = len(xs), rule.max_rounds - len(values)
     if left <= 0:
@@ -400,7 +416,9 @@ def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float
     if not sd > 0:
         return 1.0
     end = n + left
-    room = math.log1p(float(margin)) - t_quantile(1.0 - float(rule.alpha), end - 1) * sd / math.sqrt(end)
+    # the final TOST takes its sd as at least the floor for ``end`` rounds (larger than for ``n``)
+    sd_end = max(sd, sd_floor(min_sd, end)) if final_floor else sd
+    room = math.log1p(float(margin)) - t_quantile(1.0 - float(rule.alpha), end - 1) * sd_end / math.sqrt(end)
     if room <= 0:
         return 0.0
     spread = sd * math.sqrt(left) / end
@@ -423,7 +441,7 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
             floor: float | Mapping[int, float] | None = None, *,
             row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
             min_sd: float | Mapping[int, float] | None = None,
-            margin: float | None = None) -> dict[str, Stop | None]:
+            margin: float | None = None, untested: Collection[str] = ()) -> dict[str, Stop | None]:
     """After a round: which rows stop, and why.
 
     ``log_ratios[row][j]`` is the row's paired log ratio ``log(baseline / row)`` of its primary clock in round
@@ -455,6 +473,8 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
         margin: The equivalence margin the sweep declared before its rounds (e.g. 0.10), or None. Under
             ``rule.equivalence_futility`` a row is futile only when its :func:`equivalence_power` against it is
             below ``rule.curtail`` too.
+        untested: Rows whose equivalence is never tested (censored ones): under ``equivalence_futility`` 2
+            they do not wait for it.
 
     Returns:
         Per row (in the order given), its :class:`Stop`, or None while it keeps receiving rounds.
@@ -465,6 +485,9 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
     data = _checked(log_ratios)
     n = max((len(v) for v in data.values()), default=0)
     stops: dict[str, Stop | None] = {row: None for row in data}
+    version = rule.equivalence_futility if margin is not None else 0
+    untested = set(untested) if version >= 2 else set()
+
     for k in range(rule.min_rounds, min(n, rule.max_rounds) + 1):
         a = rule.look_alpha(k)
         sd0 = _min_sd_at(min_sd, k) if rule.paired_floor else 0.0
@@ -484,8 +507,9 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
             elif fr is not None and 1.0 / fr < low and high < fr and (not rule.paired_floor or low <= 1.0 <= high):
                 reason = BELOW_FLOOR
             elif k < rule.max_rounds and conditional_power(data[row][:k], rule, sd0) < rule.curtail and (
-                    margin is None or not rule.equivalence_futility
-                    or equivalence_power(data[row][:k], rule, margin, sd0) < rule.curtail):
+                    not version or row in untested
+                    or equivalence_power(data[row][:k], rule, margin, sd0, final_floor=version >= 2)
+                    < rule.curtail):
                 reason = FUTILE
             elif k == rule.max_rounds:
                 reason = MAX_ROUNDS
@@ -516,12 +540,12 @@ def final_significant(rule: StoppingRule, log_ratios: Mapping[str, Sequence[floa
                       floor: float | Mapping[int, float] | None = None, *,
                       row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
                       min_sd: float | Mapping[int, float] | None = None,
-                      margin: float | None = None) -> dict[str, bool]:
+                      margin: float | None = None, untested: Collection[str] = ()) -> dict[str, bool]:
     """The final family-wise verdict of a sweep run under ``rule``: Holm at :func:`final_alpha` over
     :func:`family_p_values` (a row still open enters with the p-value of all its rounds). After ``max_rounds``
     it is exactly the set of rows :func:`settled` stopped as significant."""
     data = _checked(log_ratios)
-    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd, margin=margin)
+    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd, margin=margin, untested=untested)
     sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
     own = {row: _interval(data[row][:rule.max_rounds], rule.level, sd0)[4] for row in data}
     ps = family_p_values(stops, own)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor
+from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor, settled
 from gnnbench.measure.stats import t_quantile
 
 __all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "simulate_rule_equivalence", "tables"]
@@ -291,7 +291,6 @@ def simulate_rule_equivalence(rule: StoppingRule, margin: float = 0.10, *, true_
     paired noise (``sd``, the true per-round sd). Per-round log ratios ``N(log true_ratio, sd)``; ``true_ratio``
     default: at the margin, where the share called equivalent is the false "equivalent" rate. Returns that share
     and the mean rounds the row received."""
-    from gnnbench.measure.sequential import sd_floor, settled
     from gnnbench.measure.stats import equivalence
 
     ratio = 1.0 + margin if true_ratio is None else true_ratio
@@ -382,7 +381,7 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
               "| sd | at 1.1x, before | at 1.1x, rule | at no effect, before | at no effect, rule | rounds, before "
               "| rounds, rule |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for sd in (0.03, 0.05, 0.07):
-        before = StoppingRule(max_rounds=5, equivalence_futility=False)
+        before = StoppingRule(max_rounds=5, equivalence_futility=0)
         rule = StoppingRule(max_rounds=5)
         hb, _ = simulate_rule_equivalence(before, sd=sd, trials=n, seed=seed)
         hr, _ = simulate_rule_equivalence(rule, sd=sd, trials=n, seed=seed)

@@ -18,9 +18,16 @@ from gnnbench.report.rows import _effect, _esc, _reached_text, _speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES
 
-__all__ = ["phases_present"]
+__all__ = ["phases_present", "COLOR_WORDS"]
 
 _CHART_COLOR = {"gain": "#2a9d5b", "tradeoff": "#e08e0b", "loss": "#c0392b", "na": "#c9b458", "muted": "#9aa5b1"}
+_ACCURACY_COLOR = {"converged": "#4a6fa5", "elsewhere": "#a7b8d1"}
+
+COLOR_WORDS = {_CHART_COLOR["gain"]: "green", _CHART_COLOR["tradeoff"]: "amber", _CHART_COLOR["loss"]: "red",
+               _CHART_COLOR["na"]: "olive", _CHART_COLOR["muted"]: "grey",
+               _ACCURACY_COLOR["converged"]: "dark", _ACCURACY_COLOR["elsewhere"]: "light"}
+"""The word each colour of a chart without a legend goes by in that chart's title (its legend): a test renders the
+report and requires every drawn colour's word there."""
 
 
 def _figure_html(fig, div_id: str) -> str:
@@ -171,7 +178,7 @@ def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
     deltas = [100 * r.acc_delta for r in ranked]
     fig = go.Figure(go.Bar(
         x=deltas, y=[r.label + ("" if r.converged is True else " †") for r in ranked], orientation="h",
-        marker_color=["#4a6fa5" if r.converged is True else "#a7b8d1" for r in ranked],
+        marker_color=[_ACCURACY_COLOR["converged" if r.converged is True else "elsewhere"] for r in ranked],
         hovertext=[_esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}")
                    for r in ranked], hoverinfo="text",
         error_x=_error_bars(deltas, [100 * r.acc_delta_low for r in ranked],

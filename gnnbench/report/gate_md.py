@@ -43,6 +43,8 @@ def _exits(runs: list[dict]) -> str:
 
 def _seconds(runs: list[dict]) -> str:
     s = sorted(float(r["seconds"]) for r in runs)
+    if not s:
+        return "no runs"
     return f"{s[0]:.0f}-{s[-1]:.0f} s (median {statistics.median(s):.0f} s)"
 
 
@@ -58,7 +60,7 @@ def wall_clock_markdown(doc: dict) -> str:
     lines = [f"- **Where.** {cpu}, {cores} cores ({kind}), {doc.get('threads', '?')} thread per process, "
              f"throwaway commits on "
              f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
-             f"{settings.get('budget', 0):.0f} s budget per run, {s['default_set']} benchmarks, "
+             f"{settings.get('budget') or 0:.0f} s budget per run, {s['default_set']} benchmarks, "
              f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
              + ("" if doc.get("complete") else " (incomplete)") + ".",
              f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}; "

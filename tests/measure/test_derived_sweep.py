@@ -146,3 +146,25 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
         assert main(["compare", "--preset", "tiny", *argv]) == 2, argv
         err = capsys.readouterr().err
         assert "--also-measure" in err and why in err, (argv, err)
+
+
+def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tmp_path):
+    """`compare --aa` alone is the A/A check: it says so before it starts, and names how to compare entries."""
+    from gnnbench.cli import main
+    from gnnbench.measure import measure_sweep
+
+    class Started(Exception):
+        pass
+
+    def started(base, names, out_dir, **kwargs):
+        raise Started(names)
+
+    monkeypatch.setattr(measure_sweep, "measure_sweep", started)
+    with pytest.raises(Started) as got:
+        main(["compare", "--preset", "tiny", "--aa", "--out-dir", str(tmp_path / "aa")])
+    assert got.value.args == ([],)
+    err = capsys.readouterr().err
+    assert "measures the A/A pair only" in err and "--flags $(gnnbench flags --names)" in err
+    with pytest.raises(Started):
+        main(["compare", "--preset", "tiny", "--aa", "--flags", "int32", "--out-dir", str(tmp_path / "x")])
+    assert "A/A pair only" not in capsys.readouterr().err

@@ -351,6 +351,9 @@ def test_equivalence_power_reads_the_rounds_left_and_the_margin():
     assert equivalence_power(near_one, rule, 0.10) > 0.9  # tight and centred: equivalence within reach
     assert equivalence_power([0.12, 0.10, 0.14], rule, 0.10) < 0.05  # beyond the margin
     assert equivalence_power(near_one, rule, 0.10, min_sd=0.5) == 0.0  # the clock's noise puts it out of reach
+    # the final test floors the sd for 5 rounds, more than for 3: the projection is no more hopeful than it
+    assert equivalence_power(near_one, rule, 0.10, min_sd=0.12) < equivalence_power(
+        near_one, rule, 0.10, min_sd=0.12, final_floor=False)
     assert equivalence_power(near_one + [0.0, 0.01], rule, 0.10) == 0.0  # no round left
     assert equivalence_power([0.01], rule, 0.10) == 1.0  # cannot be judged yet
 
@@ -366,11 +369,18 @@ def test_futility_waits_for_equivalence_where_a_margin_is_declared():
     assert stops["none"] is None
     assert stops["far"].reason == "futile"
     before = StoppingRule.from_dict({k: v for k, v in rule.to_dict().items() if k != "equivalence_futility"})
-    assert before.equivalence_futility is False and before.paired_floor is True
+    assert before.equivalence_futility == 0 and before.paired_floor is True
+    assert StoppingRule.from_dict({**rule.to_dict(), "equivalence_futility": True}).equivalence_futility == 1
     assert settled(before, rows, margin=0.10)["none"].reason == "futile"
     assert StoppingRule.from_dict(rule.to_dict()) == rule
     with pytest.raises(ValueError, match="equivalence_futility"):
         StoppingRule(equivalence_futility="yes")
+    with pytest.raises(ValueError, match="equivalence_futility"):
+        StoppingRule(equivalence_futility=3)
+    # a censored row never gets the equivalence verdict, so it does not wait for it
+    assert settled(rule, rows, margin=0.10, untested=["none"])["none"].reason == "futile"
+    assert settled(StoppingRule(max_rounds=5, equivalence_futility=1), rows, margin=0.10,
+                   untested=["none"])["none"] is None  # the first version: every row waited
 
 
 def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_power():
@@ -378,7 +388,7 @@ def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_
     rule; at no effect more rows are shown equivalent than with futility by significance only."""
     from gnnbench.measure.sequential_sim import simulate_rule_equivalence
 
-    rule, before = StoppingRule(max_rounds=5), StoppingRule(max_rounds=5, equivalence_futility=False)
+    rule, before = StoppingRule(max_rounds=5), StoppingRule(max_rounds=5, equivalence_futility=0)
     false_rate, _ = simulate_rule_equivalence(rule, sd=0.07, trials=800, seed=1)
     assert false_rate <= 0.05 + 2 * (0.05 * 0.95 / 800) ** 0.5
     power_rule, rounds_rule = simulate_rule_equivalence(rule, true_ratio=1.0, sd=0.05, trials=400, seed=1)
