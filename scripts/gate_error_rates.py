@@ -14,6 +14,14 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
   ``time.sleep`` overshoots by tens of microseconds. The gather times its phase inside the method, so it is
   slowed in its timed statement instead (:data:`INSIDE`).
 
+  With ``--injection work`` the slowdown is work instead of a timed wait: after each call the path's own work
+  is done again ``frac`` times on average (a running debt: once more whenever it reaches 1), its result
+  discarded and its side effects undone (:data:`AGAIN`: the sampler's generator state restored, the aggregation
+  under ``no_grad``, the feature gather's ``index_select`` repeated; the optimizer, whose step cannot be
+  repeated, does one elementwise product per parameter's gradient). Work is what a real regression adds, and
+  it is what counted instructions (``--counts N``) see at its own size: a timed busy-wait runs as long as the
+  instrumented call, so under callgrind its counted size is several times its wall-clock size.
+
 **Delivered, not nominal.** Before its gate runs, each slow commit's slowdown of the baseline step is measured
 by a pilot gate on the baseline alone (``--pilot-rounds`` alternating processes against BASE); while it lies
 more than one point from ``pct``, ``frac`` is scaled by ``pct / delivered`` and the commit made again (at most
@@ -28,7 +36,11 @@ every commit, with the machine, the settings and the wall time; a rerun with the
 
     python scripts/gate_error_rates.py [--null-repeats 6] [--repeats 2] [--sizes 5,10]
         [--paths sample,gather,aggregation,optimizer] [--bench default] [--rounds 8] [--budget 600]
-        [--out results/reference/gate-error-rates.json]
+        [--injection spin|work] [--counts 0] [--out results/reference/gate-error-rates.json]
+
+With ``--counts N`` every gate run also counts the primary tier's instructions (N processes per tree,
+``gnnbench regress --counts``); a count regression fails the run as a wall-time one does, and each run records
+both (``flagged`` holds the wall-time names, ``count_flagged`` the counted ones).
 """
 
 from __future__ import annotations
@@ -76,6 +88,56 @@ def _gate_slow(*args, **kwargs):
 
 
 {cls}.{method} = _gate_slow
+'''
+
+# --injection work: the path's own work once more, side effects undone (``{args}``: the wrapper's arguments).
+AGAIN = {
+    "sample": ("_gate_gen = args[0].generator\n        _gate_state = _gate_gen.get_state()\n"
+               "        _gate_orig(*args, **kwargs)\n        _gate_gen.set_state(_gate_state)"),
+    "aggregation": "with _gate_torch.no_grad():\n            _gate_orig(*args, **kwargs)",
+    "optimizer": ("with _gate_torch.no_grad():\n            for _gate_group in args[0].param_groups:\n"
+                  "                for _gate_p in _gate_group[\"params\"]:\n"
+                  "                    if _gate_p.grad is not None:\n"
+                  "                        _gate_torch.addcmul(_gate_p.grad, _gate_p.grad, _gate_p.grad)"),
+}
+
+SLOW_WORK = '''
+
+# --- injected by scripts/gate_error_rates.py: {pct}% slower, as work ---
+{imports}import functools as _gate_ft
+
+import torch as _gate_torch
+
+_gate_orig = {cls}.{method}
+_gate_debt = [0.0]
+
+
+@_gate_ft.wraps(_gate_orig)
+def _gate_slow(*args, **kwargs):
+    out = _gate_orig(*args, **kwargs)
+    _gate_debt[0] += {frac}
+    while _gate_debt[0] >= 1.0:  # the same work again, deterministic: counted instructions see it at its size
+        _gate_debt[0] -= 1.0
+        {again}
+    return out
+
+
+{cls}.{method} = _gate_slow
+'''
+
+SLOW_INSIDE_WORK = '''
+
+# --- injected by scripts/gate_error_rates.py: {pct}% slower, as work ---
+_gate_debt = [0.0]
+
+
+def _gate_slow_rows(table, ids):
+    out = table.index_select(0, ids)
+    _gate_debt[0] += {frac}
+    while _gate_debt[0] >= 1.0:
+        _gate_debt[0] -= 1.0
+        table.index_select(0, ids)
+    return out
 '''
 
 # A path whose phase is timed inside the method (the feature gather times ``gather`` around its own
@@ -188,11 +250,25 @@ def _edit_rename(file: str, old: str, new: str):
 CARRIER = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
 
 
-def _slow_edit(path: str, pct: int, frac: float):
-    file, cls, method, imports, _ = PATHS[path]
+def slow_source(path: str, pct: int, frac: float, injection: str = "spin") -> str:
+    """The code appended to ``path``'s module to make the step ``pct`` percent slower (``frac``: the path's
+    own share of extra time or work per call)."""
+    _, cls, method, imports, _ = PATHS[path]
+    if injection not in ("spin", "work"):
+        raise SystemExit(f"--injection must be spin or work, got {injection!r}")
     if path in INSIDE:
-        return _edit_inside(file, *INSIDE[path], SLOW_INSIDE.format(pct=pct, frac=frac))
-    return _edit_append(file, SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac))
+        return (SLOW_INSIDE if injection == "spin" else SLOW_INSIDE_WORK).format(pct=pct, frac=frac)
+    if injection == "spin":
+        return SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac)
+    return SLOW_WORK.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac, again=AGAIN[path])
+
+
+def _slow_edit(path: str, pct: int, frac: float, injection: str = "spin"):
+    file = PATHS[path][0]
+    text = slow_source(path, pct, frac, injection)
+    if path in INSIDE:
+        return _edit_inside(file, *INSIDE[path], text)
+    return _edit_append(file, text)
 
 
 def _slowdown(v) -> dict:
@@ -208,7 +284,12 @@ def _run_record(r, path: str | None) -> dict:
     if path is not None and hits:
         right = bool((base is not None and "baseline" in hits and base.phase in PATHS[path][4])
                      or CARRIER.get(path) in hits)
-    return {"seconds": r.seconds, "rounds": r.rounds, "exit_status": r.exit_status, "flagged": hits,
+    counted = [c.name for c in r.count_regressions]
+    if path is not None and counted and not right:
+        right = "baseline" in counted or CARRIER.get(path) in counted
+    return {"seconds": r.seconds, "rounds": r.rounds, "exit_status": r.exit_status, "flagged": hits + [
+                f"{n} (counts)" for n in counted], "count_flagged": counted,
+            "counts": {c.name: c.ratio for c in r.counts if c.status == "ok"},
             "right_phase": right, "inconclusive": [b.name for b in r.inconclusive],
             "blind": [b.name for b in r.blind],
             "ratio": base.ratio if base else None, "low": base.low if base else None,
@@ -237,6 +318,9 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--pilot-rounds", type=int, default=12, help="rounds of the baseline-only pilot of a slow commit")
     p.add_argument("--calibrations", type=int, default=2, help="re-made commits at most, to deliver the size")
+    p.add_argument("--injection", choices=("spin", "work"), default="spin",
+                   help="how a slow commit is slower: a timed busy-wait (spin) or the path's own work again (work)")
+    p.add_argument("--counts", type=int, default=0, help="callgrind processes per tree in every gate run (0: none)")
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
     a = p.parse_args()
     torch.set_num_threads(1)  # the gate's processes compute with one thread: shares are measured alike
@@ -275,7 +359,8 @@ def main() -> None:
         records = []
         for k in range(repeats):
             with trees_for(base_commit, commit, repo=clone) as trees:
-                r = gate(trees, benches, rounds=a.rounds, order_seed=k, budget_seconds=a.budget, skipped=skipped)
+                r = gate(trees, benches, rounds=a.rounds, order_seed=k, budget_seconds=a.budget, skipped=skipped,
+                         counts=a.counts)
             records.append(_run_record(r, path))
         return records
 
@@ -295,7 +380,8 @@ def main() -> None:
                 # the step pct% slower, all of it in this path: the path slower by pct / its share, then checked
                 frac, pilots = round(pct / 100 / shares[path], 4), []
                 for attempt in range(a.calibrations + 1):
-                    commit = _commit(clone, base_commit, f"{name} (x{frac})", _slow_edit(path, pct, frac))
+                    commit = _commit(clone, base_commit, f"{name} (x{frac})",
+                                     _slow_edit(path, pct, frac, a.injection))
                     with trees_for(base_commit, commit, repo=clone) as trees:
                         got = _slowdown(gate(trees, pilot, rounds=a.pilot_rounds, order_seed=1000 + attempt).benches[0])
                     pilots.append({"frac": frac, **got})

@@ -1,0 +1,68 @@
+"""The slowdowns ``scripts/gate_error_rates.py`` injects as work (``--injection work``): the path's own work done
+again ``frac`` times per call on average, its side effects undone, so counted instructions see it and the
+training trajectory does not move."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from tests.helpers import ROOT
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("gate_error_rates", ROOT / "scripts" / "gate_error_rates.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_work_repeats_the_call_frac_times_on_average_and_keeps_the_samplers_draws():
+    script = _script()
+
+    class NeighborSampleCore:  # stands in for the sampler: its draws come from its own generator
+        calls = 0
+
+        def __init__(self):
+            self.generator = torch.Generator().manual_seed(0)
+
+        def sample(self, n):
+            NeighborSampleCore.calls += 1
+            return torch.rand(n, generator=self.generator)
+
+    plain = NeighborSampleCore()
+    expected = [plain.sample(3) for _ in range(8)]
+    NeighborSampleCore.calls = 0
+    ns = {"NeighborSampleCore": NeighborSampleCore}
+    exec(script.slow_source("sample", 5, 0.75, "work"), ns)
+    slowed = NeighborSampleCore()
+    got = [slowed.sample(3) for _ in range(8)]
+    assert NeighborSampleCore.calls == 8 + 6  # 0.75 more per call: 6 repeats over 8 calls
+    assert all(torch.equal(a, b) for a, b in zip(expected, got)), "the repeats left the draws unchanged"
+
+
+def test_work_for_the_gather_and_the_optimizer_changes_no_result():
+    script = _script()
+    ns: dict = {}
+    exec(script.slow_source("gather", 10, 2.5, "work"), ns)
+    table, ids = torch.arange(12.0).reshape(6, 2), torch.tensor([4, 0, 4])
+    assert torch.equal(ns["_gate_slow_rows"](table, ids), table.index_select(0, ids))
+    assert "torch.no_grad" not in script.slow_source("gather", 10, 2.5, "spin")  # the timed variant stays
+
+    p = torch.nn.Parameter(torch.ones(4))
+    opt = torch.optim.Adam([p], lr=0.1)
+    ns = {"torch": torch}
+    exec(script.slow_source("optimizer", 5, 1.5, "work"), ns)
+    try:
+        p.grad = torch.full((4,), 0.5)
+        opt.step()
+        after_one = p.detach().clone()
+        ref = torch.nn.Parameter(torch.ones(4))
+        ref_opt = torch.optim.Adam([ref], lr=0.1)
+        ref.grad = torch.full((4,), 0.5)
+        ns["_gate_orig"](ref_opt)  # the original step, once
+        assert torch.equal(after_one, ref.detach()), "one step, not two: the extra work leaves the parameters"
+        assert torch.equal(p.grad, torch.full((4,), 0.5))
+    finally:
+        torch.optim.Adam.step = ns["_gate_orig"]
