@@ -66,3 +66,13 @@ def skip_unless_runs(what: RunConfig | Flags | str, *, device: str | torch.devic
     why = unavailable_here(what, device=device, **context)
     if why is not None:
         pytest.skip(why)
+
+
+def load_script(name: str):
+    """The module of ``scripts/<name>.py`` (scripts are not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

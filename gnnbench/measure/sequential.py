@@ -367,6 +367,17 @@ def floored_interval(xs: Sequence[float], level: float, min_sd: float) -> tuple[
     return n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), p
 
 
+def _so_far(values: Sequence[float], rule: StoppingRule, min_sd: float) -> tuple[int, int, float, float]:
+    """A row's rounds so far for a projection: its pairs ``n`` (nan: a missing round), the rounds left, the mean
+    of its log ratios and their sd floored at the clock's noise (nan below 2 pairs)."""
+    xs = [x for x in values if x == x]
+    n, left = len(xs), rule.max_rounds - len(values)
+    if n < 2:
+        return n, left, float("nan"), float("nan")
+    mean = sum(xs) / n
+    return n, left, mean, max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
+
+
 def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float = 0.0) -> float:
     """The chance that a row is significant at the last look, given its log ratios so far (nan: a missing
     round) and supposing its remaining rounds continue as those did: their mean is the current mean and their
@@ -378,13 +389,8 @@ def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float
     ``Phi((|m| - c) / (s sqrt(q) / N)) + Phi((-|m| - c) / (s sqrt(q) / N))``. 1 when it cannot be judged (fewer
     than 2 pairs, no spread) or no round is left. ``min_sd``: the sd is taken as at least this (the clock's
     paired noise)."""
-    xs = [x for x in values if x == x]
-    n, left = len(xs), rule.max_rounds - len(values)
-    if n < 2 or left <= 0:
-        return 1.0
-    mean = sum(xs) / n
-    sd = max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
-    if not sd > 0:
+    n, left, mean, sd = _so_far(values, rule, min_sd)
+    if n < 2 or left <= 0 or not sd > 0:
         return 1.0
     end = n + left
     crit = t_quantile(1.0 - rule.look_alpha(rule.max_rounds) / 2.0, end - 1) * sd / math.sqrt(end)
@@ -405,15 +411,10 @@ def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float
     in the rounds left). 1 when it cannot be judged (fewer than 2 pairs, no spread); 0 when no round is left.
     ``min_sd``: the sd is taken as at least this (the clock's paired noise). ``final_floor`` False: ``s_N`` is
     ``s`` (the first version, which took the floor of the rounds so far only)."""
-    xs = [x for x in values if x == x]
-    n, left = len(xs), rule.max_rounds - len(values)
+    n, left, mean, sd = _so_far(values, rule, min_sd)
     if left <= 0:
         return 0.0
-    if n < 2:
-        return 1.0
-    mean = sum(xs) / n
-    sd = max(math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)), sd_floor(min_sd, n))
-    if not sd > 0:
+    if n < 2 or not sd > 0:
         return 1.0
     end = n + left
     # the final TOST takes its sd as at least the floor for ``end`` rounds (larger than for ``n``)

@@ -1,19 +1,15 @@
 """scripts/equivalence_aa.py: the measured A/A rows (baseline seeds, fresh seeds) and the half-lr control are
 planned as the issue asks, and each row's verdicts are summarized from the comparison."""
 
-import importlib.util
 
 from gnnbench.measure.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
 from gnnbench.measure.rows import EPOCH_TIME, ComparisonRow, PairedRatio
 from gnnbench.training import RunConfig
-from tests.helpers import ROOT
+from tests.helpers import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("equivalence_aa", ROOT / "scripts" / "equivalence_aa.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("equivalence_aa")
 
 
 def test_the_plan_pairs_own_seed_copies_fresh_seed_copies_and_the_half_lr_control():

@@ -4,18 +4,13 @@ training trajectory does not move."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import torch
 
-from tests.helpers import ROOT
+from tests.helpers import load_script
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("gate_error_rates", ROOT / "scripts" / "gate_error_rates.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("gate_error_rates")
 
 
 def test_work_repeats_the_call_frac_times_on_average_and_keeps_the_samplers_draws():
