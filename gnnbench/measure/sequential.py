@@ -173,13 +173,10 @@ class StoppingRule:
             raise ValueError(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
         if not isinstance(self.paired_floor, bool):
             raise ValueError(f"paired_floor must be True or False, got {self.paired_floor!r}")
-        ef = self.equivalence_futility
-        if isinstance(ef, bool):  # manifests of the first version recorded true / false
-            object.__setattr__(self, "equivalence_futility", int(ef))
-        elif not isinstance(ef, (int, np.integer)) or ef not in (0, 1, 2):
+        ef = self.equivalence_futility  # manifests of the first version recorded true / false (1 / 0)
+        if not isinstance(ef, (bool, int, np.integer)) or ef not in (0, 1, 2):
             raise ValueError(f"equivalence_futility must be 0, 1 or 2 (or true / false, read as 1 / 0), got {ef!r}")
-        else:
-            object.__setattr__(self, "equivalence_futility", int(ef))
+        object.__setattr__(self, "equivalence_futility", int(ef))
         if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
                 0.0 <= self.curtail < 1.0):
             raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
