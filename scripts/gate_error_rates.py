@@ -8,7 +8,8 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
 - **slow-<path>-<pct>**: the step made ``pct`` percent slower, all of it in one code path: the sampler
   (``NeighborSampleCore.sample``, phase ``sample``), the feature gather (``HostFeatures.gather``, phase
   ``gather``), the aggregation (``Aggregator.gcn``, phases ``forward``/``backward``) or the optimizer
-  (``torch.optim.Adam.step``, phase ``optimizer``). A wrapper busy-waits after each call for ``frac`` times the
+  (``torch.optim.Adam.step``, phase ``optimizer``) or the node task's loss (``NodeClassification.loss``, phase
+  ``forward``; like the optimizer, no micro-benchmark times it: only the end-to-end step shows it). A wrapper busy-waits after each call for ``frac`` times the
   call's own time, ``frac`` starting at ``pct / share`` (``share``: the path's share of the baseline's step,
   measured first in this process at the gate's one thread, :func:`path_share`). It spins rather than sleeps:
   ``time.sleep`` overshoots by tens of microseconds. The gather times its phase inside the method, so it is
@@ -17,7 +18,7 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
   With ``--injection work`` the slowdown is work instead of a timed wait: after each call the path's own work
   is done again ``frac`` times on average (a running debt: once more whenever it reaches 1), its result
   discarded and its side effects undone (:data:`AGAIN`: the sampler's generator state restored, the aggregation
-  under ``no_grad``, the feature gather's ``index_select`` repeated; the optimizer, whose step cannot be
+  and the loss under ``no_grad``, the feature gather's ``index_select`` repeated; the optimizer, whose step cannot be
   repeated, does one elementwise product per parameter's gradient). Work is what a real regression adds, and
   it is what counted instructions (``--counts N``) see at its own size: a timed busy-wait runs as long as the
   instrumented call, so under callgrind its counted size is several times its wall-clock size.
@@ -35,7 +36,7 @@ path's phase or the path's own micro-benchmark was flagged. Results are written 
 every commit, with the machine, the settings and the wall time; a rerun with the same settings resumes.
 
     python scripts/gate_error_rates.py [--null-repeats 6] [--repeats 2] [--sizes 5,10]
-        [--paths sample,gather,aggregation,optimizer] [--bench default] [--rounds 8] [--budget 600]
+        [--paths sample,gather,aggregation,optimizer,loss] [--bench default] [--rounds 8] [--budget 600]
         [--injection spin|work] [--counts 0] [--out results/reference/gate-error-rates.json]
 
 With ``--counts N`` every gate run also counts the primary tier's instructions (N processes per tree,
@@ -65,6 +66,7 @@ PATHS = {
     "gather": ("gnnbench/features/stores.py", "HostFeatures", "gather", "", ("gather",)),
     "aggregation": ("gnnbench/models/aggregation.py", "Aggregator", "gcn", "", ("forward", "backward")),
     "optimizer": ("gnnbench/training/optim.py", "torch.optim.Adam", "step", "import torch\n", ("optimizer",)),
+    "loss": ("gnnbench/models/tasks.py", "NodeClassification", "loss", "", ("forward",)),
 }
 
 SLOW = '''
@@ -95,6 +97,7 @@ AGAIN = {
     "sample": ("_gate_gen = args[0].generator\n        _gate_state = _gate_gen.get_state()\n"
                "        _gate_orig(*args, **kwargs)\n        _gate_gen.set_state(_gate_state)"),
     "aggregation": "with _gate_torch.no_grad():\n            _gate_orig(*args, **kwargs)",
+    "loss": "with _gate_torch.no_grad():\n            _gate_orig(*args, **kwargs)",
     "optimizer": ("with _gate_torch.no_grad():\n            for _gate_group in args[0].param_groups:\n"
                   "                for _gate_p in _gate_group[\"params\"]:\n"
                   "                    if _gate_p.grad is not None:\n"
@@ -246,7 +249,7 @@ def _edit_rename(file: str, old: str, new: str):
     return edit
 
 
-# the micro-benchmark that times each path alone (its flag names the path); the optimizer has none
+# the micro-benchmark that times each path alone (its flag names the path); the optimizer and the loss have none
 CARRIER = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
 
 

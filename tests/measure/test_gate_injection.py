@@ -61,3 +61,31 @@ def test_work_for_the_gather_and_the_optimizer_changes_no_result():
         assert torch.equal(p.grad, torch.full((4,), 0.5))
     finally:
         torch.optim.Adam.step = ns["_gate_orig"]
+
+
+def test_the_loss_path_repeats_the_loss_without_a_graph_and_returns_the_same_loss():
+    """The slowdown only the end-to-end step shows (no micro-benchmark times the loss): the node task's loss
+    computed again under ``no_grad``; the returned loss, and so the gradients, are the original's."""
+    script = _script()
+    assert script.PATHS["loss"][1] == "NodeClassification" and "loss" not in script.CARRIER
+
+    class NodeClassification:
+        calls, grad_modes = 0, []
+
+        def loss(self, out, batch):
+            NodeClassification.calls += 1
+            NodeClassification.grad_modes.append(torch.is_grad_enabled())
+            return torch.nn.functional.cross_entropy(out, batch)
+
+    out = torch.randn(5, 3, requires_grad=True)
+    labels = torch.tensor([0, 2, 1, 1, 0])
+    expected = NodeClassification().loss(out, labels)
+    NodeClassification.calls, NodeClassification.grad_modes = 0, []
+    ns = {"NodeClassification": NodeClassification}
+    exec(script.slow_source("loss", 10, 2.5, "work"), ns)
+    got = [NodeClassification().loss(out, labels) for _ in range(2)]
+    assert NodeClassification.calls == 2 + 5  # 2.5 more per call
+    assert NodeClassification.grad_modes == [True, False, False, True, False, False, False]
+    assert all(torch.equal(g, expected) and g.requires_grad for g in got)
+    spin = script.slow_source("loss", 10, 2.5, "spin")
+    assert "NodeClassification.loss = _gate_slow" in spin and "no_grad" not in spin
