@@ -9,6 +9,13 @@ that ran stopped after round 3 has 3 rounds, and where the new rule would have k
 to accuracy (steps to the target and time per step, paired) and how it is judged.
 
     python scripts/verdict_replay.py results/reference/compare-small-cpu-0671164 --margin 0.1 --quantization
+
+``--noise`` asks what the clock allows at all: the paired noise of three clocks (the epoch clock the verdicts
+read, and the mean and median in-process step time), whether neighbouring processes share their noise (the
+correlation of each run's residual with the run ``lag`` places later in its round: near 0, pairing closer in
+time would not help, the noise is each process's own), and the rounds a row needs at that noise for a verdict:
+"no effect beyond the margin" for a row with no effect (TOST, 80% of rows), and a 15% effect through Holm's
+first step of the family (80% power).
 """
 
 from __future__ import annotations
@@ -28,7 +35,9 @@ import gnnbench.measure.time_to_accuracy as tta_module  # noqa: E402
 from gnnbench.measure.calibration import CALIBRATION, time_to  # noqa: E402
 from gnnbench.measure.comparison import compare, in_family  # noqa: E402
 from gnnbench.measure.crossing import interpolated_crossing  # noqa: E402
-from gnnbench.measure.sequential import EQUIVALENCE_FUTILITY, StoppingRule  # noqa: E402
+from gnnbench.measure.paired_floor import clock_noise_sd  # noqa: E402
+from gnnbench.measure.sequential import EQUIVALENCE_FUTILITY, StoppingRule, sd_floor  # noqa: E402
+from gnnbench.measure.stats import equivalence, t_test_power  # noqa: E402
 
 
 def load(sweep: Path) -> tuple[dict, list[dict]]:
@@ -144,12 +153,120 @@ def quantization(sweep: Path, keep: int = 2) -> str:
             f"{rms(interp_err):.2f} ({100 * rms(interp_err) / med:.1f}%)\n")
 
 
+def _step_clock(run: dict, how) -> float:
+    """A run's in-process step time (its first 3 steps, warm-up, left out when it has more than 5)."""
+    s = run.get("step_seconds_all") or []
+    s = s[3:] if len(s) > 5 else s
+    return how(s) if s else float("nan")
+
+
+CLOCKS = {"step mean": statistics.fmean, "step median": statistics.median}
+
+
+def pooled_sd(by: dict[str, dict[int, dict]], clock) -> tuple[float, int]:
+    """The pooled within-row sd of ``log(baseline / row)`` per round under ``clock`` (each row's deviations from
+    its own mean, as :func:`~gnnbench.measure.paired_floor.clock_noise_sd`), and its degrees of freedom."""
+    base = by.get("baseline", {})
+    ss, df = 0.0, 0
+    for label, rounds in by.items():
+        if label == "baseline" or not in_family(label) and label != "baseline (A/A)":
+            continue
+        xs = [math.log(clock(base[k]) / clock(r)) for k, r in rounds.items() if k in base]
+        xs = [x for x in xs if x == x]
+        if len(xs) < 2:
+            continue
+        m = statistics.fmean(xs)
+        ss += sum((x - m) ** 2 for x in xs)
+        df += len(xs) - 1
+    return (math.sqrt(ss / df) if df else float("nan")), df
+
+
+def lag_correlation(manifest: dict, by: dict[str, dict[int, dict]], lags=(1, 2, 5, 10)) -> dict[int, tuple]:
+    """Per lag: the correlation of each run's residual (its log step mean minus its row's mean over rounds) with
+    the residual of the run ``lag`` places later in the same round's order, and the number of pairs."""
+    means = {}
+    for label, rounds in by.items():
+        logs = [math.log(_step_clock(r, statistics.fmean)) for r in rounds.values()]
+        if len(logs) >= 2:
+            means[label] = statistics.fmean(logs)
+    out = {}
+    seqs = []
+    for k, order in enumerate(manifest.get("rounds") or []):
+        seqs.append([math.log(_step_clock(by[lb][k], statistics.fmean)) - means[lb] for lb in order
+                     if lb in means and k in by[lb]])
+    for lag in lags:
+        pairs = [(q[i], q[i + lag]) for q in seqs for i in range(len(q) - lag)]
+        out[lag] = (statistics.correlation(*zip(*pairs)) if len(pairs) > 2 else float("nan"), len(pairs))
+    return out
+
+
+def rounds_for_equivalence(sd: float, margin: float, alpha: float, power: float = 0.8, most: int = 40,
+                           draws: int = 4000, seed: int = 0) -> int | None:
+    """The fewest rounds at which a row with no effect and per-round sd ``sd`` shows "no effect beyond
+    ``margin``" (TOST at ``alpha``, its sd floored as the sweep floors it) in ``power`` of ``draws`` simulated
+    rows; None beyond ``most``."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for n in range(2, most + 1):
+        xs = rng.normal(0.0, sd, size=(draws, n))
+        floor = sd_floor(sd, n)
+        shown = sum(equivalence(row, margin, alpha=alpha, min_sd=floor).equivalent for row in xs)
+        if shown >= power * draws:
+            return n
+    return None
+
+
+def rounds_for_effect(sd: float, effect: float, alpha: float, power: float = 0.8, most: int = 40) -> int | None:
+    """The fewest rounds at which a paired t test at ``alpha`` (two-sided) sees a ratio ``effect`` with
+    ``power`` at per-round sd ``sd`` (:func:`~gnnbench.measure.stats.t_test_power`); None beyond ``most``."""
+    for n in range(2, most + 1):
+        if t_test_power(math.log(effect) / (sd / math.sqrt(n)), n - 1, alpha) >= power:
+            return n
+    return None
+
+
+def noise(sweep: Path, margin: float) -> str:
+    """What the sweep's clock allows: the paired noise of three clocks, whether neighbouring runs share it, and
+    the rounds a verdict needs at that noise (module docstring)."""
+    manifest, runs = load(sweep)
+    by: dict[str, dict[int, dict]] = {}
+    for r in runs:
+        if r.get("status") == "ok":
+            by.setdefault(r["label"], {})[r["round"]] = r
+    rule = StoppingRule.from_dict(manifest["rule"]) if manifest.get("rule") else StoppingRule()
+    cmp = compare(runs, rule=rule, equivalence_margin=margin)
+    family = sum(1 for r in cmp.rows if r.status == "ok" and in_family(r.label))
+    epoch_sd = clock_noise_sd(cmp.rows, sorted(by.get("baseline", {})))
+    clocks = {"epoch (the verdicts' clock)": (epoch_sd, None)}
+    for name, how in CLOCKS.items():
+        clocks[name] = pooled_sd(by, lambda run, how=how: _step_clock(run, how))
+    lines = [f"{sweep}: {family} rows in the family, rule alpha {rule.alpha:g}, at most {rule.max_rounds} rounds;"
+             f" margin +-{margin:.0%}", "",
+             "| clock | paired noise (pooled sd per round) | rounds for \"no effect beyond the margin\" (80% of "
+             f"null rows, TOST at {rule.alpha:g}) | rounds to see 15% family-wise (80%, Holm's first step "
+             f"{rule.alpha:g}/{family}) |", "|---|---|---|---|"]
+    for name, (sd, _df) in clocks.items():
+        eq = rounds_for_equivalence(sd, margin, rule.alpha)
+        eff = rounds_for_effect(sd, 1.15, rule.alpha / max(family, 1))
+        lines.append(f"| {name} | {sd:.4f} | {eq if eq else '> 40'} | {eff if eff else '> 40'} |")
+    corr = lag_correlation(manifest, by)
+    lines += ["", "Residual correlation with the run `lag` places later in the same round (step mean): "
+              + ", ".join(f"lag {k}: {c:+.2f} ({n} pairs)" for k, (c, n) in corr.items())]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sweep", type=Path, help="a sweep's folder (its sweep.json records the rule it ran under)")
     ap.add_argument("--margin", type=float, default=0.10, help="the equivalence margin to judge under (0.1: 10%%)")
     ap.add_argument("--quantization", action="store_true", help="also measure what interpolation removes")
+    ap.add_argument("--noise", action="store_true", help="only what the clock allows: its paired noise, whether "
+                    "neighbouring runs share it, and the rounds a verdict needs at it")
     args = ap.parse_args(argv)
+    if args.noise:
+        print(noise(args.sweep, args.margin))
+        return 0
     print(replay(args.sweep, args.margin))
     if args.quantization:
         print(quantization(args.sweep))

@@ -2,6 +2,8 @@
 noise, and three rounds that agree by chance do not settle a row."""
 
 import importlib.util
+import math
+import random
 
 import pytest
 
@@ -38,3 +40,46 @@ def test_interpolation_removes_quantization_on_the_reference_curves():
     first = float(text.split("first evaluation at or above: mean ")[1].split("rms ")[1].split()[0])
     interp = float(text.split("interpolated:")[1].split("rms ")[1].split()[0])
     assert interp < first
+
+
+def test_rounds_a_verdict_needs_grow_with_the_clocks_noise():
+    s = _script()
+    quiet, noisy = s.rounds_for_equivalence(0.03, 0.10, 0.05), s.rounds_for_equivalence(0.10, 0.10, 0.05)
+    assert quiet is not None and noisy is not None and quiet < noisy
+    assert s.rounds_for_equivalence(0.5, 0.10, 0.05, most=10) is None  # out of reach: said, not guessed
+    # a 15% effect at sd 0.05 through Holm's first step of 26 rows: the noncentral t power crosses 80% there
+    n = s.rounds_for_effect(0.05, 1.15, 0.05 / 26)
+    assert s.t_test_power(math.log(1.15) / (0.05 / math.sqrt(n)), n - 1, 0.05 / 26) >= 0.8
+    assert s.t_test_power(math.log(1.15) / (0.05 / math.sqrt(n - 1)), n - 2, 0.05 / 26) < 0.8
+    assert s.rounds_for_effect(0.10, 1.15, 0.05 / 26) > n
+
+
+def _run(label, k, step):
+    return {"status": "ok", "label": label, "round": k, "step_seconds_all": [step] * 8}
+
+
+def test_neighbouring_runs_that_share_their_noise_show_in_the_lag_correlation():
+    rng = random.Random(3)
+    labels = [f"row{i}" for i in range(12)]
+    by, order = {}, []
+    for k in range(4):
+        drift, seq = 0.0, labels[:]
+        rng.shuffle(seq)
+        order.append(seq)
+        for lb in seq:  # a slow random walk: neighbours in a round share most of their noise
+            drift += rng.gauss(0.0, 0.05)
+            by.setdefault(lb, {})[k] = _run(lb, k, math.exp(drift + rng.gauss(0.0, 0.005)))
+    corr = _script().lag_correlation({"rounds": order}, by, lags=(1,))
+    assert corr[1][0] > 0.5 and corr[1][1] == 4 * 11
+    sd, df = _script().pooled_sd({"baseline": by["row0"], "row1": by["row1"]}, lambda r: r["step_seconds_all"][0])
+    assert df == 3 and sd > 0
+
+
+@pytest.mark.slow
+def test_the_noise_table_in_the_docs_is_the_commands_output():
+    text = _script().noise(ROOT / "results" / "reference" / "compare-small-cpu", 0.10)
+    table = [line for line in text.splitlines() if line.startswith("| ")]
+    docs = (ROOT / "docs" / "statistics.md").read_text()
+    assert len(table) == 4 and all(line in docs for line in table[1:]), table
+    epoch = table[1].strip("| ").split(" | ")
+    assert epoch[0].startswith("epoch") and int(epoch[2]) > 5 and int(epoch[3]) > 5  # the sweep's 5 rounds cannot give either verdict here
