@@ -25,8 +25,8 @@ In a temporary clone of this repository, commits are made on top of BASE (defaul
 
 **Delivered, not nominal.** Before its gate runs, each slow commit's slowdown of the baseline step is measured
 by a pilot gate on the baseline alone (``--pilot-rounds`` alternating processes against BASE); while it lies
-more than one point from ``pct``, ``frac`` is scaled by ``pct / delivered`` and the commit made again (at most
-``--calibrations`` times). The pilots and the slowdown the runs themselves measured on the baseline are kept.
+more than one point from ``pct`` and its 95% interval excludes ``pct``, ``frac`` is scaled by ``pct /
+delivered`` and the commit made again (at most ``--calibrations`` times). The pilots and the slowdown the runs themselves measured on the baseline are kept.
 
 Every gate run compares BASE with the commit on ``--bench`` (default: the gate's default set, every benchmark
 that runs here), ``--rounds`` rounds and ``--budget`` seconds, as ``gnnbench regress`` does by default. A null
@@ -37,7 +37,7 @@ every commit, with the machine, the settings and the wall time; a rerun with the
 
     python scripts/gate_error_rates.py [--null-repeats 6] [--repeats 2] [--sizes 5,10]
         [--paths sample,gather,aggregation,optimizer,loss] [--bench default] [--rounds 8] [--budget 600]
-        [--injection spin|work] [--counts 0] [--out results/reference/gate-error-rates.json]
+        [--injection spin|work] [--counts 0] [--condition TEXT] [--out results/reference/gate-error-rates.json]
 
 With ``--counts N`` every gate run also counts the primary tier's instructions (N processes per tree,
 ``gnnbench regress --counts``); a count regression fails the run as a wall-time one does, and each run records
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -279,6 +280,14 @@ def _slowdown(v) -> dict:
     return {"slowdown": 1 / v.ratio - 1, "low": 1 / v.high - 1, "high": 1 / v.low - 1, "rounds": v.rounds}
 
 
+def delivered_as_asked(got: dict, pct: int) -> bool:
+    """Whether a pilot shows the slowdown asked for: within one point of ``pct``, or its 95% interval holds
+    ``pct`` (a noisy pilot that cannot tell the size from ``pct`` is not a reason to re-scale: re-scaling by a
+    noisy estimate chases the noise)."""
+    want = pct / 100
+    return abs(got["slowdown"] - want) <= 0.01 or got["low"] <= want <= got["high"]
+
+
 def _run_record(r, path: str | None) -> dict:
     hits = [b.name for b in r.regressed]
     by = {b.name: b for b in r.benches}
@@ -324,13 +333,16 @@ def main() -> None:
     p.add_argument("--injection", choices=("spin", "work"), default="spin",
                    help="how a slow commit is slower: a timed busy-wait (spin) or the path's own work again (work)")
     p.add_argument("--counts", type=int, default=0, help="callgrind processes per tree in every gate run (0: none)")
+    p.add_argument("--condition", default="",
+                   help="what else the machine did meanwhile, in words (e.g. 'the other core busy'); recorded, and "
+                        "not part of the settings a rerun resumes on")
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
     a = p.parse_args()
     torch.set_num_threads(1)  # the gate's processes compute with one thread: shares are measured alike
     t_start = time.perf_counter()
     repo = Path(_git(Path("."), "rev-parse", "--show-toplevel"))
     base_commit = _git(repo, "rev-parse", a.base)
-    settings = {k: v for k, v in vars(a).items() if k != "out"}
+    settings = {k: v for k, v in vars(a).items() if k not in ("out", "condition")}
     out = Path(a.out)
     results: dict[str, dict] = {}
     shares: dict[str, float] = {}  # each path's share of the baseline's step (measured once, kept on resume)
@@ -353,6 +365,7 @@ def main() -> None:
 
     def save(done: bool) -> None:
         write_json_atomic(out, {"machine": env.get("machine"), "threads": 1, "base": base_commit,
+                                "condition": a.condition, "cores": sorted(os.sched_getaffinity(0)),
                                 "settings": settings, "complete": done,
                                 "benches": {"null": [b.name for b in benches], "slow": [b.name for b in benches]},
                                 "skipped": skipped, "shares": shares,
@@ -390,7 +403,7 @@ def main() -> None:
                     pilots.append({"frac": frac, **got})
                     print(f"{name:<22} pilot {attempt + 1}: x{frac} delivers {100 * got['slowdown']:+.1f}% "
                           f"[{100 * got['low']:+.1f}, {100 * got['high']:+.1f}]", flush=True)
-                    if abs(got["slowdown"] - pct / 100) <= 0.01 or got["slowdown"] <= 0 or attempt == a.calibrations:
+                    if delivered_as_asked(got, pct) or got["slowdown"] <= 0 or attempt == a.calibrations:
                         break
                     frac = round(frac * (pct / 100) / got["slowdown"], 4)
                 records = runs_of(commit, a.repeats, path)

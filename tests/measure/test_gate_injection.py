@@ -89,3 +89,11 @@ def test_the_loss_path_repeats_the_loss_without_a_graph_and_returns_the_same_los
     assert all(torch.equal(g, expected) and g.requires_grad for g in got)
     spin = script.slow_source("loss", 10, 2.5, "spin")
     assert "NodeClassification.loss = _gate_slow" in spin and "no_grad" not in spin
+
+
+def test_a_pilot_that_cannot_tell_the_size_from_the_ask_does_not_rescale_it():
+    script = _script()
+    assert script.delivered_as_asked({"slowdown": 0.056, "low": 0.05, "high": 0.062}, 5)  # within a point
+    assert script.delivered_as_asked({"slowdown": 0.107, "low": 0.031, "high": 0.189}, 5)  # noisy: holds 5%
+    assert not script.delivered_as_asked({"slowdown": 0.107, "low": 0.08, "high": 0.13}, 5)  # clearly too big
+    assert not script.delivered_as_asked({"slowdown": 0.02, "low": 0.01, "high": 0.03}, 10)
