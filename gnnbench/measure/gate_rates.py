@@ -7,7 +7,8 @@ the whole default set, Holm across it), the per-benchmark false-alarm rate, and 
 detection rate, how often the named phase was the right one and the slowdown the commit delivered (measured on
 the baseline). Where slow commits ran the default set (the script's default), a detection is a default run
 failing the gate; where they ran the baseline alone (older documents), their detection is also read at the
-default set's strictest Holm step (``alpha / m`` for ``m`` benchmarks). ``gnnbench report --gate-rates`` shows
+default set's strictest Holm step (``alpha / m`` for ``m`` benchmarks). Where the runs also counted instructions
+(``--counts N``), each rate is also split by the measure that raised it (``*_wall``, ``*_counts``). ``gnnbench report --gate-rates`` shows
 it; ``docs/regression-gate.md`` discusses it.
 """
 
@@ -52,6 +53,11 @@ def _strict_detect(run: dict, m: int, alpha: float) -> bool:
     return p <= alpha / m and ratio < 1 / threshold and high < 1
 
 
+def _wall(run: dict) -> list[str]:
+    """The benchmarks a run flagged by wall time (``flagged`` also names the counted ones, as ``name (counts)``)."""
+    return [n for n in run.get("flagged") or [] if not n.endswith(" (counts)")]
+
+
 def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
     """Rates of a ``gate_error_rates.py`` document (see the module docstring).
 
@@ -65,6 +71,7 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
     default_set = ((doc.get("settings") or {}).get("bench") == "default")  # slow commits ran the whole set
     null_runs = [r for name, res in results.items() if name.startswith("null") for r in res["detail"]]
     per_bench = [(name in r["flagged"]) for r in null_runs for name in (r.get("per_bench") or {})]
+    counted = int((doc.get("settings") or {}).get("counts") or 0) > 0  # runs that also counted instructions
     out: dict[str, Any] = {
         "machine": doc.get("machine"), "base": doc.get("base"), "settings": doc.get("settings"),
         "wall_seconds": doc.get("wall_seconds"), "complete": doc.get("complete", False), "default_set": m,
@@ -72,8 +79,11 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
         "false_alarm": _rate(sum(bool(r["flagged"]) for r in null_runs), len(null_runs)),
         "false_alarm_per_bench": _rate(sum(per_bench), len(per_bench)),
         "null_gate_seconds": (sorted(r["seconds"] for r in null_runs)[len(null_runs) // 2] if null_runs else None),
-        "sizes": {}, "paths": {},
+        "sizes": {}, "paths": {}, "counted": counted,
     }
+    if counted:  # which measure raised each alarm: the wall clock, the counted instructions
+        out["false_alarm_wall"] = _rate(sum(bool(_wall(r)) for r in null_runs), len(null_runs))
+        out["false_alarm_counts"] = _rate(sum(bool(r.get("count_flagged")) for r in null_runs), len(null_runs))
     for name, res in results.items():
         if not name.startswith("slow-"):
             continue
@@ -86,14 +96,22 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
                "median_ratio": sorted(r["ratio"] for r in runs)[len(runs) // 2],
                "delivered": res.get("delivered")}
         out["paths"].setdefault(path, {})[int(pct)] = row
-        size = out["sizes"].setdefault(int(pct), {"flagged": 0, "runs": 0, "right": 0, "strict": 0})
+        size = out["sizes"].setdefault(int(pct), {"flagged": 0, "runs": 0, "right": 0, "strict": 0, "wall": 0,
+                                                   "counts": 0})
+        size["wall"] += sum(bool(_wall(r)) for r in runs)
+        size["counts"] += sum(bool(r.get("count_flagged")) for r in runs)
+        if counted:
+            row["detect_wall"] = _rate(sum(bool(_wall(r)) for r in runs), len(runs))
+            row["detect_counts"] = _rate(sum(bool(r.get("count_flagged")) for r in runs), len(runs))
         size["flagged"] += res["flagged"]
         size["runs"] += len(runs)
         size["right"] += res["right_phase"]
         size["strict"] += strict
     out["slow_runs_default_set"] = default_set
     out["sizes"] = {pct: {"detect": _rate(s["flagged"], s["runs"]), "right_phase": _rate(s["right"], s["flagged"]),
-                          "detect_in_default_set": _rate(s["strict"], s["runs"])}
+                          "detect_in_default_set": _rate(s["strict"], s["runs"]),
+                          **({"detect_wall": _rate(s["wall"], s["runs"]), "detect_counts": _rate(s["counts"], s["runs"])}
+                             if counted else {})}
                     for pct, s in sorted(out["sizes"].items())}
     return out
 
@@ -111,11 +129,16 @@ def format_rates(s: dict) -> str:
              f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
              f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
              f" (target <= {percent(TARGETS['false_alarm'], digits=0)})",
-             f"  false alarms per benchmark: {_pct(s['false_alarm_per_bench'])}"]
+             f"  false alarms per benchmark (wall time): {_pct(s['false_alarm_per_bench'])}"]
+    if s.get("counted"):
+        lines.insert(2, f"    by wall time {_pct(s['false_alarm_wall'])}, by counted instructions "
+                        f"{_pct(s['false_alarm_counts'])}")
     for pct, r in s["sizes"].items():
         if s.get("slow_runs_default_set"):
             lines.append(f"  step {pct}% slower: default runs failed {_pct(r['detect'])}, right phase "
-                         f"{_pct(r['right_phase'])}")
+                         f"{_pct(r['right_phase'])}" + (f" (by wall time {_pct(r['detect_wall'])}, by counted "
+                                                        f"instructions {_pct(r['detect_counts'])})"
+                                                        if s.get("counted") else ""))
         else:
             lines.append(f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
                          f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}")

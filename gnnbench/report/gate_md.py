@@ -5,7 +5,8 @@ gate runs on throwaway commits, judged by wall time) and ``results/reference/gat
 (``scripts/gate_counts.py``: the primary tier's counted instructions). :func:`gate_markdown` words both;
 ``tests/project/test_readme.py`` checks README's block between :data:`MARKERS` against it::
 
-    python -m gnnbench.report.gate_md results/reference/gate-error-rates.json results/reference/gate-counts.json
+    python -m gnnbench.report.gate_md results/reference/gate-error-rates.json \\
+        results/reference/gate-error-rates-work-busy.json results/reference/gate-counts.json
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from gnnbench.measure.counts import counts_markdown
 from gnnbench.measure.gate_rates import summarize
 from gnnbench.text import percent
 
-__all__ = ["MARKERS", "gate_markdown", "wall_clock_markdown", "EXIT_WORDS"]
+__all__ = ["MARKERS", "gate_markdown", "wall_clock_markdown", "command", "EXIT_WORDS"]
 
 MARKERS = ("<!-- gate:start -->", "<!-- gate:end -->")
 
@@ -57,14 +58,21 @@ def wall_clock_markdown(doc: dict) -> str:
     slow = [r for name, res in results.items() if name.startswith("slow-") for r in res["detail"]]
     settings = doc.get("settings") or {}
     kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
-    lines = [f"- **Where.** {cpu}, {cores} cores ({kind}), {doc.get('threads', '?')} thread per process, "
-             f"throwaway commits on "
+    condition = f"; {doc['condition']}" if doc.get("condition") else ""
+    pinned = (f", pinned to core {', '.join(str(c) for c in doc['cores'])}" if doc.get("cores")
+              and len(doc["cores"]) < int(cores if str(cores).isdigit() else 0) else "")
+    by = (lambda r, key: f" (by wall time {_rate(r[key + '_wall'])}; by counted instructions "
+          f"{_rate(r[key + '_counts'])})") if s.get("counted") else (lambda r, key: "")
+    lines = [f"- **Where.** {cpu}, {cores} cores ({kind}){pinned}{condition}; {doc.get('threads', '?')} thread "
+             f"per process, {_injection(settings)}, throwaway commits on "
              f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
              f"{settings.get('budget') or 0:.0f} s budget per run, {s['default_set']} benchmarks, "
              f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
              + ("" if doc.get("complete") else " (incomplete)") + ".",
-             f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}; "
-             f"benchmark verdicts: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}."]
+             f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}"
+             + (by({"false_alarm_wall": s["false_alarm_wall"], "false_alarm_counts": s["false_alarm_counts"]},
+                   "false_alarm") if s.get("counted") else "")
+             + f"; benchmark verdicts by wall time: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}."]
     for pct, r in s["sizes"].items():
         delivered = [p["delivered"]["slowdown"] for p in (s["paths"][path].get(pct) for path in s["paths"])
                      if p and p.get("delivered")]
@@ -73,26 +81,51 @@ def wall_clock_markdown(doc: dict) -> str:
         paths = [p for p in s["paths"] if pct in s["paths"][p]]
         lines.append(f"- **Detection at {pct}%.** The step {pct}% slower through "
                      f"{', '.join(paths[:-1]) + ' or ' + paths[-1] if len(paths) > 1 else ''.join(paths)}{got}. "
-                     f"Runs that failed the gate: {_rate(r['detect'])}; the right phase named in "
+                     f"Runs that failed the gate: {_rate(r['detect'])}{by(r, 'detect')}; the right phase named in "
                      f"{r['right_phase']['k']} of {r['right_phase']['n']}.")
     lines.append(f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
                  f"the null runs {_seconds(null)}.")
     return "\n".join(lines)
 
 
-def gate_markdown(rates: str | Path, counts: str | Path) -> str:
-    """README's gate block: the wall-clock error rates of ``rates`` and the counted instructions of
-    ``counts``, each with the file it comes from."""
-    doc = json.loads(Path(rates).read_text())
-    return ("\n**Wall clock** (`results/reference/gate-error-rates.json`, made by `python scripts/gate_error_rates.py"
-            "`; 95% Wilson intervals):\n\n" + wall_clock_markdown(doc) + "\n\n"
+def _injection(settings: dict) -> str:
+    return ("slowdowns injected as the path's own work again" if settings.get("injection") == "work"
+            else "slowdowns injected as timed busy-waits") + (
+        f", {settings['counts']} callgrind process per tree counting the primary tier" if settings.get("counts")
+        else ", wall time only")
+
+
+def command(settings: dict) -> str:
+    """The command line that made a file with ``settings`` (the options that differ from the script's defaults;
+    a rerun with it resumes the file)."""
+    defaults = {"base": "HEAD", "repeats": 2, "null_repeats": 6, "sizes": "5,10",
+                "paths": "sample,gather,aggregation,optimizer,loss", "bench": "default", "rounds": 8, "budget": 600.0,
+                "steps": 20, "pilot_rounds": 12, "calibrations": 2, "injection": "spin", "counts": 0}
+    opts = [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
+            for k, v in settings.items() if k in defaults and k != "base" and v != defaults[k]]
+    return " ".join(["python scripts/gate_error_rates.py", *opts])
+
+
+def gate_markdown(rates: str | Path | list, counts: str | Path) -> str:
+    """README's gate block: the error rates of each file of ``rates`` (one path or several, each made by
+    ``scripts/gate_error_rates.py`` under its own settings and condition) and the counted instructions of
+    ``counts``, each with the file it comes from and the command that made it."""
+    parts = []
+    for path in rates if isinstance(rates, list) else [rates]:
+        doc = json.loads(Path(path).read_text())
+        settings = doc.get("settings") or {}
+        what = "Wall clock and counted instructions" if settings.get("counts") else "Wall clock"
+        name = f"results/reference/{Path(path).name}"
+        parts.append(f"\n**{what}** (`{name}`, made by `{command(settings)} --out {name}`; 95% Wilson "
+                     "intervals):\n\n" + wall_clock_markdown(doc) + "\n")
+    return ("".join(parts) + "\n"
             "**Counted instructions** (`results/reference/gate-counts.json`; `slow-*` are the same injected "
             "slowdowns, timed busy-waits that run longer under instrumentation, so their counted size exceeds their "
             "wall-clock size: the verdict carries over, the size does not):\n" + counts_markdown(counts))
 
 
 if __name__ == "__main__":  # pragma: no cover
-    if len(sys.argv) != 3:
-        print("usage: python -m gnnbench.report.gate_md RATES.json COUNTS.json", file=sys.stderr)
+    if len(sys.argv) < 3:
+        print("usage: python -m gnnbench.report.gate_md RATES.json [RATES.json ...] COUNTS.json", file=sys.stderr)
         raise SystemExit(2)
-    print(gate_markdown(sys.argv[1], sys.argv[2]), end="")
+    print(gate_markdown(sys.argv[1:-1], sys.argv[-1]), end="")

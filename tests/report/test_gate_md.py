@@ -31,3 +31,29 @@ def test_every_exit_and_the_whole_range_of_run_times_are_stated():
     assert "Detection at 5%.** The step 5% slower through sample; delivered +4.8 to +4.8%" in text
     assert "Runs that failed the gate: 1 of 2" in text and "right phase named in 1 of 1" in text
     assert "250-410 s (median 290 s) over all 5 runs" in text and "null runs 250-290 s (median 260 s)" in text
+
+
+def test_runs_that_also_counted_say_which_measure_raised_each_alarm_and_where_they_ran():
+    from gnnbench.report.gate_md import command
+
+    doc = _doc()
+    doc["settings"].update({"counts": 1, "injection": "work", "paths": "loss,sample", "null_repeats": 2})
+    doc["condition"], doc["cores"] = "the other core busy", [0]
+    slow = doc["results"]["slow-sample-5"]["detail"]
+    slow[0]["flagged"], slow[0]["count_flagged"] = ["baseline", "micro:sampler (counts)"], ["micro:sampler"]
+    slow[1]["flagged"], slow[1]["count_flagged"] = ["micro:sampler (counts)"], ["micro:sampler"]
+    doc["results"]["slow-sample-5"]["flagged"] = 2
+    null = doc["results"]["null-comment"]["detail"]
+    null[2]["flagged"], null[2]["count_flagged"] = ["baseline (counts)"], ["baseline"]
+    doc["results"]["null-comment"]["flagged"] = 1
+    text = wall_clock_markdown(doc)
+    assert "2 cores (vm), pinned to core 0; the other core busy;" in text
+    assert "the path's own work again, 1 callgrind process per tree" in text
+    assert ("Runs that failed the gate: 2 of 2 (100% [34%, 100%]) (by wall time 1 of 2 (50% [9%, 91%]); by counted "
+            "instructions 2 of 2") in text
+    assert "null commits that failed the gate: 1 of 3 (33% [6%, 79%]) (by wall time 0 of 3" in text
+    assert "benchmark verdicts by wall time: 0 of 6" in text  # a counted alarm is not a wall-clock one
+    cmd = command(doc["settings"])
+    assert cmd.startswith("python scripts/gate_error_rates.py ") and "--counts 1" in cmd
+    assert "--injection work" in cmd and "--paths loss,sample" in cmd and "--null-repeats 2" in cmd
+    assert "--rounds" not in cmd  # a default is not repeated
