@@ -157,13 +157,41 @@ def where_measured(sweep: _Sweep, base: dict) -> str:
     commit and the date its rounds started (from its manifest, where there is one)."""
     env = base.get("environment") or {}
     manifest = (_read_manifest(Path(sweep.group)) or {}) if sweep.group else {}
-    parts = [graph_label(base["config"]), base["config"].get("device", "cpu"),
-             env.get("hardware_class") or env.get("machine") or "machine not recorded"]
+    parts = [graph_label(base["config"]), base["config"].get("device", "cpu"), _machine(env)]
     if env.get("commit"):
         parts.append(f"commit {str(env['commit'])[:7]}")
     if manifest.get("started"):
         parts.append(f"started {str(manifest['started'])[:10]}")
+    else:  # no manifest says when its rounds ran: the date its results were committed, said as such
+        committed = _committed_on(Path(sweep.group)) if sweep.group else None
+        parts.append(f"results committed {committed} (no sweep.json records when its rounds ran)" if committed
+                     else "date not recorded")
     return ", ".join(str(p) for p in parts)
+
+
+def _machine(env: dict) -> str:
+    """The machine in words: its hardware class, or, for runs older than that field, the machine key read as
+    ``<cpu>, <n> cores (<kind>)``."""
+    if env.get("hardware_class"):
+        return str(env["hardware_class"])
+    key = str(env.get("machine") or "")
+    if key.count("|") == 2:
+        kind, cpu, cores = key.split("|")
+        return f"{cpu}, {cores} cores ({kind}; hardware class not recorded)"
+    return key or "machine not recorded"
+
+
+def _committed_on(folder: Path) -> str | None:
+    """The date (YYYY-MM-DD) of the last commit that touched ``folder``, or None outside a git work tree."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", "."], cwd=folder, capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    date = out.stdout.strip()
+    return date if out.returncode == 0 and len(date) == 10 else None
 
 
 def best_set_outcome(sweep: _Sweep, sweeps: list[_Sweep]) -> BestSetOutcome | None:

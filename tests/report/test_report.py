@@ -413,3 +413,30 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
     assert top.index("Measured best set here") < top.index("Measured best single row here")
     assert "Sweep: compare-x / best set" in html, "its rounds have a section of their own"
     assert top.count("<a href='#sweep-") == 1, "the set's rounds are not a second headline"
+
+
+def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_manifest(tmp_path):
+    """Issue 46: every sweep on the first screen says its graph, machine and date. A sweep older than the
+    manifest (no ``sweep.json``) and the ``hardware_class`` field says the date its results were committed, as
+    such, and its machine key in words; outside git, that no date is recorded."""
+    import subprocess
+
+    from gnnbench.report.sweep import _Sweep, where_measured
+    from tests.helpers import ROOT
+
+    old = ROOT / "results" / "reference" / "compression-small-cpu"
+    base = {"config": {"preset": "small", "device": "cpu"},
+            "environment": {"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"}}
+    text = where_measured(_Sweep("t", [], None, group=str(old)), base)
+    assert "AMD EPYC, 2 cores (vm; hardware class not recorded)" in text and "commit 69994c8" in text
+    committed = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(old)], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+    if committed:  # a checkout with history (CI's clone has it)
+        assert f"results committed {committed} (no sweep.json records when its rounds ran)" in text
+    loose = tmp_path / "sweep"
+    loose.mkdir()
+    assert "date not recorded" in where_measured(_Sweep("t", [], None, group=str(loose)), base)
+    base["environment"]["hardware_class"] = "AMD EPYC|2 cores|24 GiB"
+    (loose / "sweep.json").write_text('{"started": "2026-12-01T10:00:00"}')
+    text = where_measured(_Sweep("t", [], None, group=str(loose)), base)
+    assert "AMD EPYC|2 cores|24 GiB" in text and "started 2026-12-01" in text
