@@ -28,14 +28,16 @@ class Aggregation:
         self.h = torch.randn(b.num_nodes, 64, generator=torch.Generator().manual_seed(0))
         fixed = lambda: self.weights  # noqa: E731
         if mode == "prebuilt":
-            adj = torch.sparse_csr_tensor(b.rowptr, b.edge_index[0], self.weights.edge_weight,
-                                          size=(b.num_nodes, b.num_nodes))
+            adj = torch.sparse_csr_tensor(
+                b.rowptr, b.edge_index[0], self.weights.edge_weight, size=(b.num_nodes, b.num_nodes)
+            )
             self.fn = lambda: torch.sparse.mm(adj, self.h)
         else:
             rowptr = b.rowptr if mode == "sparse_csr" else None
             kind = "scatter" if mode == "scatter" else "sparse"
-            self.fn = lambda: Aggregator(b.edge_index, b.num_nodes, mode=kind, gcn_weights=fixed,
-                                         rowptr=rowptr).gcn(self.h)
+            self.fn = lambda: Aggregator(b.edge_index, b.num_nodes, mode=kind, gcn_weights=fixed, rowptr=rowptr).gcn(
+                self.h
+            )
 
     def time_aggregate(self, mode):
         self.fn()

@@ -29,6 +29,7 @@ except ImportError:  # asv runs these suites over older commits, from before the
     def bench_config(flags: Flags = BENCH_FLAGS, *, preset: str = "tiny", **fields) -> RunConfig:
         return RunConfig(spec=bench_spec(preset), flags=flags, hidden=32, **fields)
 
+
 BENCH_SPEC = bench_spec()
 
 
@@ -44,8 +45,13 @@ def graph(spec: GraphSpec = BENCH_SPEC):
 def config_for(name: str) -> RunConfig:
     """The baseline, or the baseline with ``name`` switched on, on the entry's own task."""
     opt = None if name == BASELINE else registry.get(name)
-    return bench_config(opt.apply(BENCH_FLAGS) if opt else BENCH_FLAGS, task=opt.task if opt else "node",
-                        epochs=2, warmup_steps=2, device=device())
+    return bench_config(
+        opt.apply(BENCH_FLAGS) if opt else BENCH_FLAGS,
+        task=opt.task if opt else "node",
+        epochs=2,
+        warmup_steps=2,
+        device=device(),
+    )
 
 
 def skip_if_unavailable(config: RunConfig, *, in_this_process: bool = False) -> None:

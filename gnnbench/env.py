@@ -13,12 +13,19 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["environment", "optional_backends", "resolve_device", "code_fingerprint", "machine_id", "hardware_class",
-           "device_memory_bytes", "COMPARABLE_KEYS"]
+__all__ = [
+    "environment",
+    "optional_backends",
+    "resolve_device",
+    "code_fingerprint",
+    "machine_id",
+    "hardware_class",
+    "device_memory_bytes",
+    "COMPARABLE_KEYS",
+]
 
 # What must match for a stored result to stand in for a new measurement (besides the config).
-COMPARABLE_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python",
-                   "threads")
+COMPARABLE_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python", "threads")
 
 
 def _git_commit() -> str | None:
@@ -29,8 +36,9 @@ def _git_commit() -> str | None:
         return None
     if out.returncode != 0:
         return None
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                           capture_output=True, text=True, timeout=5).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=5
+    ).stdout.strip()
     return out.stdout.strip() + ("+dirty" if dirty else "")
 
 

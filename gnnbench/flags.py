@@ -14,9 +14,28 @@ from typing import Any, Iterable, Mapping
 
 import torch
 
-__all__ = ["Flags", "Unavailable", "UnavailableError", "RunContext", "format_reasons", "INDEX_DTYPES", "BATCH_SOURCES", "FEATURE_PLACEMENTS", "SAMPLER_BACKENDS", "SAMPLERS",
-           "NEGATIVE_MODES", "AGGREGATIONS", "PRECISIONS", "DROPOUT_KERNELS", "FEATURE_DTYPES", "PARALLEL_MODES",
-           "PARTITIONERS", "GRAD_COMPRESSIONS", "ALLOCATOR_NAMES", "THREAD_PLACEMENTS"]
+__all__ = [
+    "Flags",
+    "Unavailable",
+    "UnavailableError",
+    "RunContext",
+    "format_reasons",
+    "INDEX_DTYPES",
+    "BATCH_SOURCES",
+    "FEATURE_PLACEMENTS",
+    "SAMPLER_BACKENDS",
+    "SAMPLERS",
+    "NEGATIVE_MODES",
+    "AGGREGATIONS",
+    "PRECISIONS",
+    "DROPOUT_KERNELS",
+    "FEATURE_DTYPES",
+    "PARALLEL_MODES",
+    "PARTITIONERS",
+    "GRAD_COMPRESSIONS",
+    "ALLOCATOR_NAMES",
+    "THREAD_PLACEMENTS",
+]
 
 INDEX_DTYPES = ("int64", "int32")
 SAMPLER_BACKENDS = ("gnnbench", "pyg")
@@ -56,8 +75,15 @@ _CHOICES = {
     "allocator": ALLOCATOR_NAMES,
     "thread_placement": THREAD_PLACEMENTS,
 }
-_POSITIVE_INTS = ("batch_size", "cluster_size", "clusters_per_batch", "saint_roots", "saint_walk_length",
-                  "negative_ratio", "powersgd_rank")
+_POSITIVE_INTS = (
+    "batch_size",
+    "cluster_size",
+    "clusters_per_batch",
+    "saint_roots",
+    "saint_walk_length",
+    "negative_ratio",
+    "powersgd_rank",
+)
 _NON_NEGATIVE_INTS = ("num_workers", "repartition_every", "batch_cache_epochs", "hot_budget_bytes", "pipeline_depth")
 _KEYS_BATCHES = "keys_batches"  # field metadata: the field's value changes the sampled batches
 
@@ -78,13 +104,13 @@ class Flags:
     cached_norm: bool = False  # GCN normalization computed once: per graph (full batch), per batch (sampled)
     keep_csr: bool = _batch_key(False)  # keep CSR beside COO instead of deriving neighbour lists on each use
     # --- sampling (gnnbench.sampling) ---
-    fanout: tuple[int, ...] = _batch_key((15, 10, 5))  # neighbours per hop (-1 = all); the model depth follows its length
+    fanout: tuple[int, ...] = _batch_key((15, 10, 5))  # neighbours per hop (-1 = all); model depth = its length
     sample_replace: bool = _batch_key(False)  # draw neighbours with replacement
-    sampler_device: str = _batch_key("host")  # neighbour sampling on "host" | "device" (CSR on the GPU) | "uva" (pinned CSR)
-    sampler_backend: str = _batch_key("gnnbench")  # "gnnbench" (vectorized, exact) | "pyg" (needs pyg-lib or torch-sparse)
+    sampler_device: str = _batch_key("host")  # sample on "host" | "device" (CSR on the GPU) | "uva" (pinned CSR)
+    sampler_backend: str = _batch_key("gnnbench")  # "gnnbench" (vectorized, exact) | "pyg" (pyg-lib/torch-sparse)
     sampler: str = _batch_key("neighbor")  # "neighbor" | "labor" (LABOR-0: sources shared by overlapping targets)
     batch_size: int = _batch_key(1024)  # seed nodes per neighbour-sampled mini-batch
-    batch_source: str = _batch_key("neighbor")  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (whole graph, one step/epoch)
+    batch_source: str = _batch_key("neighbor")  # "neighbor" | "cluster_gcn" | "saint_rw" | "full" (1 step/epoch)
     cluster_size: int = _batch_key(3000)  # Cluster-GCN: target nodes per METIS part
     clusters_per_batch: int = _batch_key(4)  # Cluster-GCN: parts merged into one batch
     repartition_every: int = _batch_key(0)  # Cluster-GCN: re-run METIS every N epochs (0 = never)
@@ -113,22 +139,23 @@ class Flags:
     # --- link prediction (gnnbench.sampling.negative) ---
     negative_mode: str = _batch_key("uniform")  # negatives: "uniform" | "degree" (deg ** 0.75)
     negative_strict: bool = _batch_key(True)  # reject negatives that are training positives
-    negative_ratio: int = _batch_key(1)  # negatives drawn per positive edge (binary labels; PyG's NegativeSampling amount), >= 1
+    negative_ratio: int = _batch_key(1)  # negatives per positive edge, >= 1 (PyG's NegativeSampling amount)
     # --- multi-process training (gnnbench.parallel; the world size is RunConfig.nproc, not a flag) ---
     parallel: str = "none"  # "none" | "data" (DDP: graph replicated, seeds split per rank) | "partition"
     partitioner: str = "metis"  # parallel="partition": "metis" (edge-cut) | "degree" (balanced by degree)
     grad_compression: str = "none"  # DDP comm hook: "none" (dense all-reduce) | "topk" | "fp16" | "powersgd"
-    topk_ratio: float = 0.01  # grad_compression="topk": share of each parameter's entries sent (error feedback keeps the rest)
+    topk_ratio: float = 0.01  # grad_compression="topk": share of each parameter's entries sent (error feedback: rest)
     powersgd_rank: int = 2  # grad_compression="powersgd": matrix approximation rank of PowerSGD
     # --- the process (gnnbench.process): set when the measured process starts, read back from it ---
     allocator: str = "glibc"  # "glibc" (defaults) | "glibc_tuned" | "tcmalloc" | "jemalloc" | "jemalloc_pyg"
-    thread_placement: str = "shared"  # "shared" (PyTorch's defaults) | "split" (a core per worker, the rest to training)
+    thread_placement: str = "shared"  # "shared" (PyTorch's defaults) | "split" (a core per worker, rest to training)
 
     def __post_init__(self) -> None:
         for name, choices in _CHOICES.items():
             if getattr(self, name) not in choices:
-                raise ValueError(f"Flags.{name} must be one of {', '.join(map(repr, choices))} "
-                                 f"(got {getattr(self, name)!r})")
+                raise ValueError(
+                    f"Flags.{name} must be one of {', '.join(map(repr, choices))} (got {getattr(self, name)!r})"
+                )
         for f in dataclasses.fields(self):
             if f.type in ("bool", bool) and not isinstance(getattr(self, f.name), bool):
                 raise ValueError(f"Flags.{f.name} must be True or False (got {getattr(self, f.name)!r})")
@@ -146,21 +173,29 @@ class Flags:
         fanout = self.fanout
         if isinstance(fanout, (list, tuple)):
             object.__setattr__(self, "fanout", tuple(fanout))
-        if (not isinstance(fanout, (list, tuple)) or not fanout
-                or any(isinstance(k, bool) or not isinstance(k, int) or (k < 1 and k != -1) for k in fanout)):
+        if (
+            not isinstance(fanout, (list, tuple))
+            or not fanout
+            or any(isinstance(k, bool) or not isinstance(k, int) or (k < 1 and k != -1) for k in fanout)
+        ):
             raise ValueError(f"Flags.fanout must be a non-empty list of positive integers or -1 (got {fanout!r})")
         if self.prefetch_factor is not None and (
-                isinstance(self.prefetch_factor, bool) or not isinstance(self.prefetch_factor, int)
-                or self.prefetch_factor < 1):
+            isinstance(self.prefetch_factor, bool)
+            or not isinstance(self.prefetch_factor, int)
+            or self.prefetch_factor < 1
+        ):
             raise ValueError(f"Flags.prefetch_factor must be None or an integer >= 1 (got {self.prefetch_factor!r})")
         if self.thread_placement == "split" and self.num_workers == 0:
-            raise ValueError("Flags.thread_placement='split' divides the cores between training and loader "
-                             "workers, so it needs num_workers > 0 (got num_workers=0)")
+            raise ValueError(
+                "Flags.thread_placement='split' divides the cores between training and loader "
+                "workers, so it needs num_workers > 0 (got num_workers=0)"
+            )
         if self.num_workers == 0 and (self.prefetch_factor is not None or self.persistent_workers):
             raise ValueError(
                 "Flags.prefetch_factor and persistent_workers need num_workers > 0 "
                 f"(got num_workers=0, prefetch_factor={self.prefetch_factor!r}, "
-                f"persistent_workers={self.persistent_workers!r})")
+                f"persistent_workers={self.persistent_workers!r})"
+            )
 
     @classmethod
     def batch_key_fields(cls) -> tuple[str, ...]:

@@ -24,8 +24,16 @@ import torch
 
 from gnnbench.flags import Unavailable, UnavailableError
 
-__all__ = ["PeakMemory", "RssSampler", "SAMPLE_SECONDS", "hwm_bytes", "rss_bytes", "peak_bytes", "measure_peak",
-           "uva_view"]
+__all__ = [
+    "PeakMemory",
+    "RssSampler",
+    "SAMPLE_SECONDS",
+    "hwm_bytes",
+    "rss_bytes",
+    "peak_bytes",
+    "measure_peak",
+    "uva_view",
+]
 
 T = TypeVar("T")
 
@@ -187,8 +195,12 @@ class PeakMemory:
         """``train_peak_bytes``, ``eval_peak_bytes``, ``eval_rise_bytes`` and ``peak_method`` (the compute
         device's memory: allocated CUDA memory, or the host's resident set on the CPU)."""
         if not self.available:
-            return {"train_peak_bytes": None, "eval_peak_bytes": None, "eval_rise_bytes": None,
-                    "peak_method": "not measured: the host split needs Linux's /proc/self/status and statm"}
+            return {
+                "train_peak_bytes": None,
+                "eval_peak_bytes": None,
+                "eval_rise_bytes": None,
+                "peak_method": "not measured: the host split needs Linux's /proc/self/status and statm",
+            }
         train = self.train_peak
         if self.cuda:
             train = max(train, torch.cuda.max_memory_allocated(self.device))
@@ -197,8 +209,12 @@ class PeakMemory:
             if self._hwm_after_eval is None or now > self._hwm_after_eval:
                 train = max(train, now)
         scope = "CUDA allocated memory" if self.cuda else "host resident set"
-        return {"train_peak_bytes": train, "eval_peak_bytes": self.eval_peak, "eval_rise_bytes": self.eval_rise,
-                "peak_method": f"{scope}; evaluation: {self.eval_method or 'no evaluation ran'}"}
+        return {
+            "train_peak_bytes": train,
+            "eval_peak_bytes": self.eval_peak,
+            "eval_rise_bytes": self.eval_rise,
+            "peak_method": f"{scope}; evaluation: {self.eval_method or 'no evaluation ran'}",
+        }
 
 
 # ------------------------------------------------------------------ zero-copy views of pinned host memory
@@ -217,8 +233,11 @@ class _CudaArrayView:
             raise TypeError(f"uva_view supports float32, float16, int32 and int64 tensors (got {host.dtype})")
         self._host = host
         self.__cuda_array_interface__ = {
-            "shape": tuple(host.shape), "typestr": self._TYPESTR[host.dtype], "data": (host.data_ptr(), False),
-            "version": 3, "strides": None,
+            "shape": tuple(host.shape),
+            "typestr": self._TYPESTR[host.dtype],
+            "data": (host.data_ptr(), False),
+            "version": 3,
+            "strides": None,
         }
 
 
@@ -231,11 +250,18 @@ def uva_view(host: torch.Tensor, device: torch.device, field: str = "feature_pla
     view = torch.as_tensor(_CudaArrayView(host), device=device)
     if view.data_ptr() != host.data_ptr():
         # torch copied the buffer instead of viewing it (e.g. pinned under another current device).
-        raise UnavailableError([Unavailable(
-            field, f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made "
-            "a device copy instead")])
+        raise UnavailableError(
+            [
+                Unavailable(
+                    field,
+                    f"zero-copy (UVA) view of pinned memory is not possible on {device}: torch made "
+                    "a device copy instead",
+                )
+            ]
+        )
     probe = min(host.size(0), 4)
     if probe and not torch.equal(view[:probe].cpu(), host[:probe]):
-        raise UnavailableError([Unavailable(
-            field, "zero-copy (UVA) access returned different values than host memory on this system")])
+        raise UnavailableError(
+            [Unavailable(field, "zero-copy (UVA) access returned different values than host memory on this system")]
+        )
     return view

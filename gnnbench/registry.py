@@ -21,8 +21,20 @@ from gnnbench.timing import CODE_PATHS
 from gnnbench.training import availability
 from gnnbench.training.config import RunConfig
 
-__all__ = ["Optimization", "REGISTRY", "get", "names", "flags_for", "for_task", "combination", "TASK_NAMES",
-           "BOTTLENECKS", "NotApplicable", "config_for", "not_applicable"]
+__all__ = [
+    "Optimization",
+    "REGISTRY",
+    "get",
+    "names",
+    "flags_for",
+    "for_task",
+    "combination",
+    "TASK_NAMES",
+    "BOTTLENECKS",
+    "NotApplicable",
+    "config_for",
+    "not_applicable",
+]
 
 TASK_NAMES = ("node", "link")
 # What an entry can relieve: the groups of phases ``gnnbench diagnose`` classifies a step by.
@@ -105,14 +117,17 @@ class Optimization:
         if set(self.targets) - set(BOTTLENECKS):
             raise ValueError(f"Optimization.targets must be a subset of {BOTTLENECKS} (got {self.targets!r})")
         if set(self.paths) - set(CODE_PATHS):
-            raise ValueError(f"Optimization.paths must name code paths of gnnbench.timing.CODE_PATHS "
-                             f"({', '.join(CODE_PATHS)}) (got {self.paths!r})")
+            raise ValueError(
+                f"Optimization.paths must name code paths of gnnbench.timing.CODE_PATHS "
+                f"({', '.join(CODE_PATHS)}) (got {self.paths!r})"
+            )
         if isinstance(self.nproc, bool) or not isinstance(self.nproc, int) or self.nproc < 1:
             raise ValueError(f"Optimization.nproc must be an integer >= 1 (got {self.nproc!r})")
         if self.same_trajectory and (self.costs_accuracy or self.changes_work):
-            raise ValueError(f"{self.name}: an entry that may cost accuracy or changes the work per step cannot "
-                             "leave the training trajectory unchanged (same_trajectory=True)")
-
+            raise ValueError(
+                f"{self.name}: an entry that may cost accuracy or changes the work per step cannot "
+                "leave the training trajectory unchanged (same_trajectory=True)"
+            )
 
     def changes_for(self, base: Flags) -> dict[str, Any]:
         """The field values this optimization sets on ``base``."""
@@ -174,7 +189,7 @@ _ENTRIES = (
         "idtype (DGL docs: DGLGraph.int). On CPU the scatter path here widens indices once per batch, so time is "
         "saved only with sparse_agg.",
         layer="gnnbench.graphs.prepare",
-        targets=('kernels',),
+        targets=("kernels",),
     ),
     Optimization(
         name="cached_norm",
@@ -186,8 +201,8 @@ _ENTRIES = (
         "transductive full-graph use (PyG docs: GCNConv); on sampled batches it normalizes once per batch instead "
         "of once per layer.",
         layer="gnnbench.models.aggregation",
-        targets=('kernels',),
-        paths=('norm.build',),
+        targets=("kernels",),
+        paths=("norm.build",),
     ),
     Optimization(
         name="csr",
@@ -198,9 +213,9 @@ _ENTRIES = (
         expected_effect="Builds the sparse layout once, as PyG's ToSparseTensor transform does, so no aggregation "
         "sorts edges or builds offsets (PyG docs: Memory-Efficient Aggregations); it matters only with sparse_agg.",
         layer="gnnbench.graphs.prepare",
-        targets=('kernels',),
-        paths=('aggregate.csr_build', 'aggregate.spmm_converting'),
-        ops=('aten::sort', 'aten::argsort', 'aten::_to_sparse_csr', 'aten::_convert_indices_from_coo_to_csr'),
+        targets=("kernels",),
+        paths=("aggregate.csr_build", "aggregate.spmm_converting"),
+        ops=("aten::sort", "aten::argsort", "aten::_to_sparse_csr", "aten::_convert_indices_from_coo_to_csr"),
     ),
     Optimization(
         name="fanout",
@@ -213,8 +228,8 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         changes_work=True,
-        targets=('sampling', 'features', 'kernels'),
-        paths=('sample',),
+        targets=("sampling", "features", "kernels"),
+        paths=("sample",),
     ),
     Optimization(
         name="labor",
@@ -230,8 +245,8 @@ _ENTRIES = (
         recommended=False,
         tasks=("node",),
         changes_work=True,
-        targets=('sampling', 'features', 'kernels'),
-        paths=('sample',),
+        targets=("sampling", "features", "kernels"),
+        paths=("sample",),
     ),
     Optimization(
         name="workers",
@@ -241,8 +256,8 @@ _ENTRIES = (
         expected_effect="Overlaps sampling with training when sampling is the bottleneck and spare cores exist "
         "(PyTorch docs: torch.utils.data, multi-process data loading).",
         layer="gnnbench.sampling.loaders",
-        targets=('sampling',),
-        paths=('sample',),
+        targets=("sampling",),
+        paths=("sample",),
     ),
     Optimization(
         name="persistent_workers",
@@ -252,18 +267,20 @@ _ENTRIES = (
         expected_effect="Saves re-creating the worker processes at every epoch, which matters most for short "
         "epochs (PyTorch docs: DataLoader persistent_workers).",
         layer="gnnbench.sampling.loaders",
-        targets=('sampling',),
+        targets=("sampling",),
     ),
     Optimization(
         name="prefetch",
         same_trajectory=True,
-        changes=lambda base: {"num_workers": max(base.num_workers, 2),
-                              "prefetch_factor": max(base.prefetch_factor or 2, 4)},
+        changes=lambda base: {
+            "num_workers": max(base.num_workers, 2),
+            "prefetch_factor": max(base.prefetch_factor or 2, 4),
+        },
         description="Let each of (at least) 2 loader workers prepare 4 batches ahead (PyTorch's default is 2).",
         expected_effect="Absorbs jitter in sampling time, but cannot help when sampling is slower than compute on "
         "average (PyTorch docs: DataLoader prefetch_factor).",
         layer="gnnbench.sampling.loaders",
-        targets=('sampling',),
+        targets=("sampling",),
     ),
     Optimization(
         name="pin_memory",
@@ -274,8 +291,8 @@ _ENTRIES = (
         "compute with non_blocking=True (PyTorch docs: CUDA semantics, pinned memory buffers).",
         layer="gnnbench.features.stores",
         overlap=True,
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
     ),
     Optimization(
         name="batch_cache",
@@ -287,8 +304,8 @@ _ENTRIES = (
         layer="gnnbench.sampling.cache",
         costs_accuracy=True,
         recommended=False,
-        targets=('sampling',),
-        paths=('sample',),
+        targets=("sampling",),
+        paths=("sample",),
     ),
     Optimization(
         name="cluster_gcn",
@@ -300,8 +317,8 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         changes_work=True,
-        targets=('sampling', 'features'),
-        paths=('sample',),
+        targets=("sampling", "features"),
+        paths=("sample",),
         oom_rung=2,
         oom_hint="bigger or overlapping subgraphs: raise clusters_per_batch or cluster_size, or re-partition "
         "(repartition_every) so batches mix across epochs",
@@ -316,8 +333,8 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         changes_work=True,
-        targets=('sampling', 'features'),
-        paths=('sample',),
+        targets=("sampling", "features"),
+        paths=("sample",),
     ),
     Optimization(
         name="full_batch",
@@ -330,8 +347,8 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         changes_work=True,
-        targets=('sampling', 'features'),
-        paths=('sample', 'gather'),
+        targets=("sampling", "features"),
+        paths=("sample", "gather"),
     ),
     Optimization(
         name="features_on_device",
@@ -341,8 +358,8 @@ _ENTRIES = (
         expected_effect="No per-batch feature copies, for N x F device memory; DGL advises keeping graph data on "
         "the GPU whenever it fits (DGL user guide: Using GPU for Neighborhood Sampling).",
         layer="gnnbench.features.stores",
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
     ),
     Optimization(
         name="fp16_features",
@@ -353,8 +370,8 @@ _ENTRIES = (
         expected_effect="Halves host-to-device feature traffic and feature-cache bytes; SALIENT stores features "
         "in half precision for this reason (Kaler et al., MLSys 2022). Accuracy: features rounded to fp16.",
         layer="gnnbench.features.placement",
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
         oom_rung=1,
         oom_hint="keep aggregation in fp32: only the stored features are fp16 here (avoid precision='full')",
     ),
@@ -369,8 +386,8 @@ _ENTRIES = (
         "serves most gathers (PaGraph, Lin et al., SoCC 2020; GNNLab, Yang et al., EuroSys 2022); each result's "
         "transfer.hot_hit_rate is the share served.",
         layer="gnnbench.features.stores",
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
     ),
     Optimization(
         name="uva",
@@ -382,8 +399,8 @@ _ENTRIES = (
         "faster than gather-then-copy for large feature tables (PyTorch-Direct, Min et al., VLDB 2021; DGL's "
         "use_uva).",
         layer="gnnbench.features.stores",
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
     ),
     Optimization(
         name="feature_prefetch",
@@ -394,8 +411,8 @@ _ENTRIES = (
         "does (Kaler et al., MLSys 2022).",
         layer="gnnbench.features.stores",
         overlap=True,
-        targets=('features',),
-        paths=('gather',),
+        targets=("features",),
+        paths=("gather",),
     ),
     Optimization(
         name="gpu_sampling",
@@ -407,8 +424,8 @@ _ENTRIES = (
         "sampling than CPU sampling on graphs that fit the GPU (DGL user guide: Using GPU for Neighborhood "
         "Sampling).",
         layer="gnnbench.sampling.sources",
-        targets=('sampling',),
-        paths=('sample',),
+        targets=("sampling",),
+        paths=("sample",),
         tasks=("node",),  # link batches are drawn by the link loader on the host
     ),
     Optimization(
@@ -420,8 +437,8 @@ _ENTRIES = (
         expected_effect="Most of GPU sampling's gain without the CSR in device memory; DGL samples over a pinned "
         "graph this way (DGL user guide: Using GPU for Neighborhood Sampling, UVA).",
         layer="gnnbench.sampling.sources",
-        targets=('sampling',),
-        paths=('sample',),
+        targets=("sampling",),
+        paths=("sample",),
         tasks=("node",),  # link batches are drawn by the link loader on the host
     ),
     Optimization(
@@ -435,8 +452,8 @@ _ENTRIES = (
         "SALIENT do (Kaler et al., MLSys 2022): at best the step shrinks to its largest stage.",
         layer="gnnbench.features.pipelined",
         overlap=True,
-        targets=('sampling', 'features'),
-        paths=('sample', 'gather'),
+        targets=("sampling", "features"),
+        paths=("sample", "gather"),
     ),
     Optimization(
         name="sparse_agg",
@@ -447,9 +464,9 @@ _ENTRIES = (
         expected_effect="No E x F message tensor: PyG documents sparse-matrix aggregation as lower in memory and "
         "faster than gather-scatter (PyG docs: Memory-Efficient Aggregations).",
         layer="gnnbench.models.aggregation",
-        targets=('kernels',),
-        paths=('aggregate.gather', 'aggregate.edge_norm', 'aggregate.scatter', 'aggregate.mean_scale'),
-        ops=('aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
+        targets=("kernels",),
+        paths=("aggregate.gather", "aggregate.edge_norm", "aggregate.scatter", "aggregate.mean_scale"),
+        ops=("aten::index_select", "aten::index_add_", "aten::index_add", "aten::scatter_add_"),
     ),
     Optimization(
         name="norm_estimator",
@@ -461,8 +478,8 @@ _ENTRIES = (
         layer="gnnbench.models.aggregation",
         costs_accuracy=True,
         recommended=False,
-        targets=('kernels',),
-        paths=('norm.build',),
+        targets=("kernels",),
+        paths=("norm.build",),
     ),
     Optimization(
         name="partial_amp",
@@ -472,9 +489,9 @@ _ENTRIES = (
         "training reports as accuracy-neutral (Micikevicius et al., ICLR 2018); the gain is bounded by the linear "
         "layers' share of the step.",
         layer="gnnbench.models.precision",
-        targets=('kernels',),
-        paths=('linear',),
-        ops=('aten::mm', 'aten::addmm'),
+        targets=("kernels",),
+        paths=("linear",),
+        ops=("aten::mm", "aten::addmm"),
     ),
     Optimization(
         name="full_amp",
@@ -486,10 +503,25 @@ _ENTRIES = (
         layer="gnnbench.models.precision",
         costs_accuracy=True,
         recommended=False,
-        targets=('kernels',),
-        paths=('linear', 'aggregate.gather', 'aggregate.edge_norm', 'aggregate.scatter', 'aggregate.mean_scale',
-               'aggregate.self_weight', 'aggregate.spmm', 'aggregate.spmm_converting'),
-        ops=('aten::mm', 'aten::addmm', 'aten::index_select', 'aten::index_add_', 'aten::index_add', 'aten::scatter_add_'),
+        targets=("kernels",),
+        paths=(
+            "linear",
+            "aggregate.gather",
+            "aggregate.edge_norm",
+            "aggregate.scatter",
+            "aggregate.mean_scale",
+            "aggregate.self_weight",
+            "aggregate.spmm",
+            "aggregate.spmm_converting",
+        ),
+        ops=(
+            "aten::mm",
+            "aten::addmm",
+            "aten::index_select",
+            "aten::index_add_",
+            "aten::index_add",
+            "aten::scatter_add_",
+        ),
     ),
     Optimization(
         name="fast_dropout",
@@ -500,9 +532,9 @@ _ENTRIES = (
         "it replaces CPU bernoulli_(p), a serial kernel since its MKL path was disabled (pytorch/pytorch#132395); "
         "CUDA's fused dropout is already vectorized.",
         layer="gnnbench.models.nets",
-        targets=('kernels',),
-        paths=('dropout',),
-        ops=('aten::bernoulli_',),
+        targets=("kernels",),
+        paths=("dropout",),
+        ops=("aten::bernoulli_",),
     ),
     Optimization(
         name="compile",
@@ -511,8 +543,8 @@ _ENTRIES = (
         expected_effect="PyG reports 2.2-2.8x for compiled GCN, GraphSAGE and GIN on a 10k-node synthetic graph "
         "(PyG docs: Compiled Graph Neural Networks); the first steps pay the compile time.",
         layer="gnnbench.models.nets",
-        targets=('kernels',),
-        ops=('aten::add', 'aten::add_', 'aten::relu', 'aten::threshold_backward', 'aten::div_', 'aten::clamp_min'),
+        targets=("kernels",),
+        ops=("aten::add", "aten::add_", "aten::relu", "aten::threshold_backward", "aten::div_", "aten::clamp_min"),
     ),
     Optimization(
         name="degree_negatives",
@@ -524,7 +556,7 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         tasks=("link",),
-        targets=('negatives',),
+        targets=("negatives",),
     ),
     Optimization(
         name="unchecked_negatives",
@@ -537,7 +569,7 @@ _ENTRIES = (
         costs_accuracy=True,
         recommended=False,
         tasks=("link",),
-        targets=('negatives',),
+        targets=("negatives",),
     ),
 )
 

@@ -10,8 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["absent", "human_bytes", "percent", "ratio", "ratio_of", "pp", "noise_floor", "seconds", "milliseconds",
-           "ONE_ROUND"]
+__all__ = [
+    "absent",
+    "human_bytes",
+    "percent",
+    "ratio",
+    "ratio_of",
+    "pp",
+    "noise_floor",
+    "seconds",
+    "milliseconds",
+    "ONE_ROUND",
+]
 
 ONE_ROUND = "(one round: no interval)"  # said after a ratio measured in one round, where asked for
 
@@ -35,8 +45,16 @@ def percent(x: float | None, *, digits: int = 1, missing: str = "n/a") -> str:
     return missing if absent(x) else f"{x:.{digits}%}"
 
 
-def ratio(value: float | None, low: float | None = None, high: float | None = None, *, digits: int = 2,
-          unit: str = "x", missing: str = "-", one_round: bool = False) -> str:
+def ratio(
+    value: float | None,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    digits: int = 2,
+    unit: str = "x",
+    missing: str = "-",
+    one_round: bool = False,
+) -> str:
     """A ratio with its interval: ``1.23x [1.10, 1.38]``.
 
     Args:
@@ -67,8 +85,7 @@ def ratio_of(d: Any, **options: Any) -> str:
     return ratio(d.ratio, d.low, d.high, **options)
 
 
-def pp(delta: float, low: float | None = None, high: float | None = None, *, digits: int = 2,
-       unit: str = " pp") -> str:
+def pp(delta: float, low: float | None = None, high: float | None = None, *, digits: int = 2, unit: str = " pp") -> str:
     """A difference of two fractions in percentage points, signed, with its interval: ``-0.12 pp [-0.40, +0.16]``.
 
     Args:

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize", "CODE_PATHS", "PATH_RANGE", "code_path",
-           "in_code_path"]
+__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize", "CODE_PATHS", "PATH_RANGE", "code_path", "in_code_path"]
 
 PHASE_RANGE = "phase:"  # prefix of the profiler range of a phase (PhaseTimer.label)
 PHASES = ("sample", "negatives", "gather", "transfer", "forward", "backward", "optimizer")
@@ -49,8 +48,9 @@ CODE_PATHS = {
     "aggregate.csr_build": "a batch's CSR built in the step (edges sorted by target, offsets, values permuted)",
     "aggregate.spmm": "the CSR sparse-matrix product over the batch's own CSR",
     "aggregate.spmm_converting": "the sparse-matrix product through torch.sparse, which converts the "
-                                 "adjacency per call (a transposition sort in backward)",
+    "adjacency per call (a transposition sort in backward)",
 }
+
 
 def code_path(name: str):
     """A context manager marking code path ``name`` (:data:`CODE_PATHS`) as the profiler range
@@ -75,7 +75,9 @@ def in_code_path(name: str):
         def marked(*args, **kwargs):
             with code_path(name):
                 return fn(*args, **kwargs)
+
         return marked
+
     return wrap
 
 
@@ -217,8 +219,14 @@ class PhaseTimer:
 def summarize(values: list[float]) -> dict[str, float]:
     """Median with spread: quartiles and min-max."""
     if not values:
-        return {"median": float("nan"), "q1": float("nan"), "q3": float("nan"), "min": float("nan"),
-                "max": float("nan"), "n": 0}
+        return {
+            "median": float("nan"),
+            "q1": float("nan"),
+            "q3": float("nan"),
+            "min": float("nan"),
+            "max": float("nan"),
+            "n": 0,
+        }
     v = sorted(values)
     if len(v) >= 2:
         q1, _, q3 = statistics.quantiles(v, n=4, method="inclusive")

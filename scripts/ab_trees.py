@@ -37,8 +37,8 @@ def main() -> None:
     p.add_argument("after")
     p.add_argument("--rounds", type=int, default=8)
     argv = sys.argv[1:]
-    run_args = argv[argv.index("--") + 1:] if "--" in argv else ["--preset", "tiny"]
-    a = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    run_args = argv[argv.index("--") + 1 :] if "--" in argv else ["--preset", "tiny"]
+    a = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     a.run_args = run_args
     if a.rounds < 2:
         p.error(f"--rounds must be at least 2 for an interval (got {a.rounds})")
@@ -54,15 +54,22 @@ def main() -> None:
             for name in order:
                 out = Path(tmp) / f"{name}-{r}.json"
                 env = {**os.environ, "PYTHONPATH": str(trees[name])}
-                subprocess.run([sys.executable, "-m", "gnnbench.cli", "run", *a.run_args, "--seed", str(r),
-                                "--out", str(out)], env=env, cwd=trees[name], check=True, capture_output=True)
+                subprocess.run(
+                    [sys.executable, "-m", "gnnbench.cli", "run", *a.run_args, "--seed", str(r), "--out", str(out)],
+                    env=env,
+                    cwd=trees[name],
+                    check=True,
+                    capture_output=True,
+                )
                 results[name].append(json.loads(out.read_text()))
     for name in trees:
         print(f"{name}: {trees[name]} (code fingerprint {results[name][0]['environment'].get('code_fingerprint')})")
     for metric, read in METRICS.items():
         ri = paired_ratio([read(d) for d in results["before"]], [read(d) for d in results["after"]])
         verdict = "significant" if ri.significant else "no significant difference"
-        print(f"{metric:<6} before/after {ri.ratio:.3f} [{ri.low:.3f}, {ri.high:.3f}] over {a.rounds} rounds: {verdict}")
+        print(
+            f"{metric:<6} before/after {ri.ratio:.3f} [{ri.low:.3f}, {ri.high:.3f}] over {a.rounds} rounds: {verdict}"
+        )
 
 
 if __name__ == "__main__":

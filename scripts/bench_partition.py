@@ -40,8 +40,19 @@ def measure(graph, num_parts: int, method: str, deal: str, repeats: int, warmup:
 
 
 def format_table(rows: list[dict]) -> str:
-    cells = [[r["method"], str(r["parts"]), f"{r['seconds']:.4f}", f"{r['min_seconds']:.4f}", f"{100 * r['edge_cut_fraction']:.2f}",
-              f"{r['node_balance']:.4f}", f"{r['edge_balance']:.4f}", f"{r['mean_halo_nodes']:.0f}"] for r in rows]
+    cells = [
+        [
+            r["method"],
+            str(r["parts"]),
+            f"{r['seconds']:.4f}",
+            f"{r['min_seconds']:.4f}",
+            f"{100 * r['edge_cut_fraction']:.2f}",
+            f"{r['node_balance']:.4f}",
+            f"{r['edge_balance']:.4f}",
+            f"{r['mean_halo_nodes']:.0f}",
+        ]
+        for r in rows
+    ]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(COLUMNS)]
     line = lambda values: "  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(values, widths)))
     return "\n".join([line(COLUMNS), line(["-" * w for w in widths]), *map(line, cells)])
@@ -51,8 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", choices=list(PRESETS), default="small")
     parser.add_argument("--parts", type=int, nargs="+", default=[2, 4])
-    parser.add_argument("--repeats", type=int, default=7,
-                        help="timed runs of each degree partition, after one untimed warm-up (median kept)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=7,
+        help="timed runs of each degree partition, after one untimed warm-up (median kept)",
+    )
     parser.add_argument("--metis-repeats", type=int, default=1, help="runs of METIS (median kept)")
     parser.add_argument("--out", help="also write the rows, ratios and environment as JSON")
     args = parser.parse_args(argv)
@@ -60,8 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     graph = generate(GraphSpec.preset(args.preset))
     gen_s = time.perf_counter() - t0
-    print(f"graph {args.preset}: {graph.num_nodes:,} nodes, {graph.num_edges:,} directed edges "
-          f"(generated in {gen_s:.1f} s); torch threads {torch.get_num_threads()}", flush=True)
+    print(
+        f"graph {args.preset}: {graph.num_nodes:,} nodes, {graph.num_edges:,} directed edges "
+        f"(generated in {gen_s:.1f} s); torch threads {torch.get_num_threads()}",
+        flush=True,
+    )
 
     rows = []
     for k in args.parts:
@@ -74,14 +92,28 @@ def main(argv: list[str] | None = None) -> int:
     for k in args.parts:
         by = {r["method"]: r for r in rows if r["parts"] == k}
         metis, degree = by["metis"], by["degree"]
-        ratios[k] = {"median": metis["seconds"] / degree["seconds"], "min": metis["min_seconds"] / degree["min_seconds"]}
-        print(f"parts={k}: METIS / degree time = {metis['seconds']:.3f} s / {degree['seconds']:.4f} s = "
-              f"{ratios[k]['median']:.0f}x (medians), {ratios[k]['min']:.0f}x (minima)")
+        ratios[k] = {
+            "median": metis["seconds"] / degree["seconds"],
+            "min": metis["min_seconds"] / degree["min_seconds"],
+        }
+        print(
+            f"parts={k}: METIS / degree time = {metis['seconds']:.3f} s / {degree['seconds']:.4f} s = "
+            f"{ratios[k]['median']:.0f}x (medians), {ratios[k]['min']:.0f}x (minima)"
+        )
     if args.out:
-        write_json_atomic(args.out, {"preset": args.preset, "num_nodes": graph.num_nodes, "num_edges": graph.num_edges,
-                                     "generate_seconds": gen_s, "rows": rows, "metis_over_degree_time": ratios,
-                                     "command": " ".join(["scripts/bench_partition.py", *(argv or sys.argv[1:])]),
-                                     "environment": environment("cpu")})
+        write_json_atomic(
+            args.out,
+            {
+                "preset": args.preset,
+                "num_nodes": graph.num_nodes,
+                "num_edges": graph.num_edges,
+                "generate_seconds": gen_s,
+                "rows": rows,
+                "metis_over_degree_time": ratios,
+                "command": " ".join(["scripts/bench_partition.py", *(argv or sys.argv[1:])]),
+                "environment": environment("cpu"),
+            },
+        )
     return 0
 
 

@@ -46,9 +46,15 @@ def plan(base, *, own: int, fresh: int, repeats: int) -> list[Entry]:
         seeded = dataclasses.replace(base, seed=base.seed + r)
         entries.append(Entry(BASELINE, seeded, (), r))
         entries += [Entry(f"A/A own {k + 1}", seeded, (), r) for k in range(own)]
-        entries += [Entry(f"A/A fresh {k + 1}", dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET
-                                                                    + 1000 * (k + 1) + r), (), r)
-                    for k in range(fresh)]
+        entries += [
+            Entry(
+                f"A/A fresh {k + 1}",
+                dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + 1000 * (k + 1) + r),
+                (),
+                r,
+            )
+            for k in range(fresh)
+        ]
         entries.append(Entry(CONTROL, dataclasses.replace(seeded, lr=base.lr / 2), (), r))
     return entries
 
@@ -57,12 +63,20 @@ def row_summary(r) -> dict:
     """What a row's verdicts were: significance (family-wise), how it was judged, its steps' equivalence."""
     f = r.factors
     eq = (f.equivalence or {}) if f is not None else {}
-    return {"label": r.label, "rounds": r.rounds, "significant": bool(r.significant), "speedup": r.speedup,
-            "low": r.speedup_low, "high": r.speedup_high, "primary": r.primary,
-            "judged_by": f.judged_by if f is not None else None,
-            "steps_ratio": f.steps.ratio if f is not None and f.steps is not None else None,
-            "steps_equivalent": eq.get("equivalent"), "equivalence": eq or None,
-            "stop": r.stop.to_dict() if getattr(r, "stop", None) is not None and hasattr(r.stop, "to_dict") else None}
+    return {
+        "label": r.label,
+        "rounds": r.rounds,
+        "significant": bool(r.significant),
+        "speedup": r.speedup,
+        "low": r.speedup_low,
+        "high": r.speedup_high,
+        "primary": r.primary,
+        "judged_by": f.judged_by if f is not None else None,
+        "steps_ratio": f.steps.ratio if f is not None and f.steps is not None else None,
+        "steps_equivalent": eq.get("equivalent"),
+        "equivalence": eq or None,
+        "stop": r.stop.to_dict() if getattr(r, "stop", None) is not None and hasattr(r.stop, "to_dict") else None,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,14 +85,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--own", type=int, default=2, help="A/A rows on the baseline's own seeds (default 2)")
     p.add_argument("--fresh", type=int, default=2, help="A/A rows on fresh seed streams (default 2)")
     p.add_argument("--repeats", type=int, default=5, help="rounds at most (default 5)")
-    p.add_argument("--margin", type=float, default=DEFAULT_EQUIVALENCE_MARGIN,
-                   help=f"the equivalence margin declared before the rounds (default {DEFAULT_EQUIVALENCE_MARGIN:g})")
+    p.add_argument(
+        "--margin",
+        type=float,
+        default=DEFAULT_EQUIVALENCE_MARGIN,
+        help=f"the equivalence margin declared before the rounds (default {DEFAULT_EQUIVALENCE_MARGIN:g})",
+    )
     p.add_argument("--calibration-runs", type=int, default=3)
     p.add_argument("--out-dir", required=True)
     args = p.parse_args(argv)
     if min(args.own, args.fresh) < 0 or args.own + args.fresh < 1 or args.repeats < 3:
-        p.error(f"--own and --fresh must be >= 0 with at least one row, --repeats >= 3 (got {args.own}, "
-                f"{args.fresh}, {args.repeats})")
+        p.error(
+            f"--own and --fresh must be >= 0 with at least one row, --repeats >= 3 (got {args.own}, "
+            f"{args.fresh}, {args.repeats})"
+        )
     base = config_from_args(build_parser().parse_args(["compare", "--preset", args.preset]), [])
     out = Path(args.out_dir)
     started = time.perf_counter()
@@ -100,32 +120,53 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(done, total, entry, status):
         if status != "running":
-            print(f"{time.strftime('%H:%M:%S')} {done}/{total} round {entry.round} {entry.label}: {status}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{time.strftime('%H:%M:%S')} {done}/{total} round {entry.round} {entry.label}: {status}",
+                file=sys.stderr,
+                flush=True,
+            )
 
-    results = run_sweep(entries, out, calibration=cal, rule=rule, after_round=after_round, progress=progress,
-                        equivalence_margin=args.margin)
+    results = run_sweep(
+        entries,
+        out,
+        calibration=cal,
+        rule=rule,
+        after_round=after_round,
+        progress=progress,
+        equivalence_margin=args.margin,
+    )
     c = judge(results)
     rows = [row_summary(r) for r in c.rows if r.label != BASELINE and r.status == "ok"]
     aa = [r for r in rows if r["label"].startswith("A/A ")]
     control = next((r for r in rows if r["label"] == CONTROL), None)
     summary = {
-        "preset": args.preset, "margin": args.margin, "max_rounds": args.repeats, "target": c.target,
-        "family": c.family, "floors": c.floors,
-        "aa_false_positives": sum(r["significant"] for r in aa), "aa_rows": len(aa),
+        "preset": args.preset,
+        "margin": args.margin,
+        "max_rounds": args.repeats,
+        "target": c.target,
+        "family": c.family,
+        "floors": c.floors,
+        "aa_false_positives": sum(r["significant"] for r in aa),
+        "aa_rows": len(aa),
         "control_passed_as_equivalent": bool(control and control["steps_equivalent"]),
-        "rows": rows, "runs": len(results), "runs_at_most": len(entries),
+        "rows": rows,
+        "runs": len(results),
+        "runs_at_most": len(entries),
         "wall_seconds": time.perf_counter() - started,
     }
     write_json_atomic(out / "equivalence-summary.json", summary)
-    print(f"{summary['aa_false_positives']} of {len(aa)} A/A rows called significant; the half-lr control's steps "
-          f"{'PASSED as equivalent (a false equivalence)' if summary['control_passed_as_equivalent'] else 'not shown equivalent'}; "
-          f"{len(results)} of {len(entries)} runs ({summary['wall_seconds'] / 60:.1f} min)")
+    print(
+        f"{summary['aa_false_positives']} of {len(aa)} A/A rows called significant; the half-lr control's steps "
+        f"{'PASSED as equivalent (a false equivalence)' if summary['control_passed_as_equivalent'] else 'not shown equivalent'}; "
+        f"{len(results)} of {len(entries)} runs ({summary['wall_seconds'] / 60:.1f} min)"
+    )
     for r in rows:
         steps = f"{r['steps_ratio']:.3f}" if r["steps_ratio"] is not None else "-"
-        print(f"  {r['label']}: {r['rounds']} rounds, {r['speedup']:.3f}x [{r['low']:.3f}, {r['high']:.3f}] by "
-              f"{r['primary']} ({r['judged_by']}), {'SIGNIFICANT' if r['significant'] else 'no significant difference'}; "
-              f"steps ratio {steps}, equivalent within +-{args.margin:g}: {r['steps_equivalent']}")
+        print(
+            f"  {r['label']}: {r['rounds']} rounds, {r['speedup']:.3f}x [{r['low']:.3f}, {r['high']:.3f}] by "
+            f"{r['primary']} ({r['judged_by']}), {'SIGNIFICANT' if r['significant'] else 'no significant difference'}; "
+            f"steps ratio {steps}, equivalent within +-{args.margin:g}: {r['steps_equivalent']}"
+        )
     return 0
 
 

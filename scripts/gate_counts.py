@@ -63,8 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=None, help="comma-separated case names (default: all)")
     p.add_argument("--pcts", default="5,10", help="the slowdowns in percent (default 5,10)")
     args = p.parse_args(argv)
-    cases: dict[str, tuple] = {"same": (None, False, 2), "same-busy": (None, True, 2),
-                               "tuning": (_floyd_everywhere, False, 1)}
+    cases: dict[str, tuple] = {
+        "same": (None, False, 2),
+        "same-busy": (None, True, 2),
+        "tuning": (_floyd_everywhere, False, 1),
+    }
     shares = {}
     for path in PATHS:
         for pct in (int(x) for x in args.pcts.split(",")):
@@ -100,24 +103,36 @@ def main(argv: list[str] | None = None) -> int:
             spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if busy else None
             t0 = time.perf_counter()
             try:
-                verdicts, why = count_gate({"base": ROOT, "head": head}, benches, repeats=repeats,
-                                           folder=Path(tmp), worker=script_in(Path(tmp)),
-                                           pythons={"base": sys.executable, "head": sys.executable}, timeout=1800)
+                verdicts, why = count_gate(
+                    {"base": ROOT, "head": head},
+                    benches,
+                    repeats=repeats,
+                    folder=Path(tmp),
+                    worker=script_in(Path(tmp)),
+                    pythons={"base": sys.executable, "head": sys.executable},
+                    timeout=1800,
+                )
             finally:
                 if spinner is not None:
                     spinner.kill()
                     spinner.wait()
             if why:
                 raise SystemExit(f"{name}: {why}")
-        doc["cases"][name] = {"seconds": time.perf_counter() - t0, "repeats": repeats,
-                              "share": shares.get(name.split("-")[1]) if name.startswith("slow-") else None,
-                              "benches": {v.name: v.to_dict() for v in verdicts}}
+        doc["cases"][name] = {
+            "seconds": time.perf_counter() - t0,
+            "repeats": repeats,
+            "share": shares.get(name.split("-")[1]) if name.startswith("slow-") else None,
+            "benches": {v.name: v.to_dict() for v in verdicts},
+        }
         write_json_atomic(out, doc)
         print(f"{name} ({time.perf_counter() - t0:.0f} s):")
         for v in verdicts:
-            print(f"  {v.name:<20} {v.status:<6} ratio {v.ratio if v.ratio is None else f'{v.ratio:.5f}'}"
-                  f"  spread {v.spread if v.spread is None else f'{v.spread:.5f}'}"
-                  f"  {'REGRESSION' if v.regression else 'improvement' if v.improvement else '-'}", flush=True)
+            print(
+                f"  {v.name:<20} {v.status:<6} ratio {v.ratio if v.ratio is None else f'{v.ratio:.5f}'}"
+                f"  spread {v.spread if v.spread is None else f'{v.spread:.5f}'}"
+                f"  {'REGRESSION' if v.regression else 'improvement' if v.improvement else '-'}",
+                flush=True,
+            )
     return 0
 
 

@@ -70,7 +70,7 @@ PATHS = {
     "loss": ("gnnbench/models/tasks.py", "NodeClassification", "loss", "", ("forward",)),
 }
 
-SLOW = '''
+SLOW = """
 
 # --- injected by scripts/gate_error_rates.py: {pct}% slower ---
 {imports}import functools as _gate_ft
@@ -91,21 +91,25 @@ def _gate_slow(*args, **kwargs):
 
 
 {cls}.{method} = _gate_slow
-'''
+"""
 
 # --injection work: the path's own work once more, side effects undone (``{args}``: the wrapper's arguments).
 AGAIN = {
-    "sample": ("_gate_gen = args[0].generator\n        _gate_state = _gate_gen.get_state()\n"
-               "        _gate_orig(*args, **kwargs)\n        _gate_gen.set_state(_gate_state)"),
+    "sample": (
+        "_gate_gen = args[0].generator\n        _gate_state = _gate_gen.get_state()\n"
+        "        _gate_orig(*args, **kwargs)\n        _gate_gen.set_state(_gate_state)"
+    ),
     "aggregation": "with _gate_torch.no_grad():\n            _gate_orig(*args, **kwargs)",
     "loss": "with _gate_torch.no_grad():\n            _gate_orig(*args, **kwargs)",
-    "optimizer": ("with _gate_torch.no_grad():\n            for _gate_group in args[0].param_groups:\n"
-                  "                for _gate_p in _gate_group[\"params\"]:\n"
-                  "                    if _gate_p.grad is not None:\n"
-                  "                        _gate_torch.addcmul(_gate_p.grad, _gate_p.grad, _gate_p.grad)"),
+    "optimizer": (
+        "with _gate_torch.no_grad():\n            for _gate_group in args[0].param_groups:\n"
+        '                for _gate_p in _gate_group["params"]:\n'
+        "                    if _gate_p.grad is not None:\n"
+        "                        _gate_torch.addcmul(_gate_p.grad, _gate_p.grad, _gate_p.grad)"
+    ),
 }
 
-SLOW_WORK = '''
+SLOW_WORK = """
 
 # --- injected by scripts/gate_error_rates.py: {pct}% slower, as work ---
 {imports}import functools as _gate_ft
@@ -127,9 +131,9 @@ def _gate_slow(*args, **kwargs):
 
 
 {cls}.{method} = _gate_slow
-'''
+"""
 
-SLOW_INSIDE_WORK = '''
+SLOW_INSIDE_WORK = """
 
 # --- injected by scripts/gate_error_rates.py: {pct}% slower, as work ---
 _gate_debt = [0.0]
@@ -142,17 +146,19 @@ def _gate_slow_rows(table, ids):
         _gate_debt[0] -= 1.0
         table.index_select(0, ids)
     return out
-'''
+"""
 
 # A path whose phase is timed inside the method (the feature gather times ``gather`` around its own
 # index_select): a wrapper's spin after the call would land outside that phase, so the slowdown goes into the
 # timed statement itself. path -> (the statement as written, its slowed replacement).
 INSIDE = {
-    "gather": ("rows = self._host.index_select(0, ids)\n            self.stats.record(0, ids.numel())",
-               "rows = _gate_slow_rows(self._host, ids)\n            self.stats.record(0, ids.numel())"),
+    "gather": (
+        "rows = self._host.index_select(0, ids)\n            self.stats.record(0, ids.numel())",
+        "rows = _gate_slow_rows(self._host, ids)\n            self.stats.record(0, ids.numel())",
+    ),
 }
 
-SLOW_INSIDE = '''
+SLOW_INSIDE = """
 
 # --- injected by scripts/gate_error_rates.py: {pct}% slower ---
 import time as _gate_time
@@ -166,7 +172,7 @@ def _gate_slow_rows(table, ids):
     while _gate_time.perf_counter() < until:
         pass
     return out
-'''
+"""
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -234,6 +240,7 @@ def _edit_inside(file: str, old: str, new: str, text: str):
         if old not in source:
             raise SystemExit(f"{file} no longer holds the statement to slow ({old.splitlines()[0]!r}): update INSIDE")
         (c / file).write_text(source.replace(old, new) + text)
+
     return edit
 
 
@@ -247,6 +254,7 @@ def _edit_rename(file: str, old: str, new: str):
         if old not in text:
             raise SystemExit(f"null-rename: {old!r} is not in {file}; choose another private name")
         (c / file).write_text(text.replace(old, new))
+
     return edit
 
 
@@ -294,23 +302,34 @@ def _run_record(r, path: str | None) -> dict:
     base = by.get("baseline")
     right = None
     if path is not None and hits:
-        right = bool((base is not None and "baseline" in hits and base.phase in PATHS[path][4])
-                     or CARRIER.get(path) in hits)
+        right = bool(
+            (base is not None and "baseline" in hits and base.phase in PATHS[path][4]) or CARRIER.get(path) in hits
+        )
     counted = [c.name for c in r.count_regressions]
     if path is not None and counted and not right:
         right = "baseline" in counted or CARRIER.get(path) in counted
-    return {"seconds": r.seconds, "rounds": r.rounds, "exit_status": r.exit_status, "flagged": hits + [
-                f"{n} (counts)" for n in counted], "count_flagged": counted,
-            "counts": {c.name: c.ratio for c in r.counts if c.status == "ok"},
-            "right_phase": right, "inconclusive": [b.name for b in r.inconclusive],
-            "blind": [b.name for b in r.blind],
-            "ratio": base.ratio if base else None, "low": base.low if base else None,
-            "high": base.high if base else None, "p_value": base.p_value if base else None,
-            "threshold": base.threshold if base else None, "phase": base.phase if base else None,
-            "phase_ratio": base.phase_ratio if base else None,
-            "measured": sum(v.status == "ok" for v in r.benches),
-            "per_bench": {v.name: [v.ratio, v.low, v.high, v.threshold, v.p_value, v.alpha] for v in r.benches
-                          if v.status == "ok"}}
+    return {
+        "seconds": r.seconds,
+        "rounds": r.rounds,
+        "exit_status": r.exit_status,
+        "flagged": hits + [f"{n} (counts)" for n in counted],
+        "count_flagged": counted,
+        "counts": {c.name: c.ratio for c in r.counts if c.status == "ok"},
+        "right_phase": right,
+        "inconclusive": [b.name for b in r.inconclusive],
+        "blind": [b.name for b in r.blind],
+        "ratio": base.ratio if base else None,
+        "low": base.low if base else None,
+        "high": base.high if base else None,
+        "p_value": base.p_value if base else None,
+        "threshold": base.threshold if base else None,
+        "phase": base.phase if base else None,
+        "phase_ratio": base.phase_ratio if base else None,
+        "measured": sum(v.status == "ok" for v in r.benches),
+        "per_bench": {
+            v.name: [v.ratio, v.low, v.high, v.threshold, v.p_value, v.alpha] for v in r.benches if v.status == "ok"
+        },
+    }
 
 
 def main() -> None:
@@ -322,20 +341,32 @@ def main() -> None:
     p.add_argument("--null-repeats", type=int, default=6, help="gate runs per null commit")
     p.add_argument("--sizes", default="5,10", help="slowdowns in percent")
     p.add_argument("--paths", default=",".join(PATHS))
-    p.add_argument("--bench", default="default",
-                   help="benchmarks of every gate run ('default': the gate's default set)")
+    p.add_argument(
+        "--bench", default="default", help="benchmarks of every gate run ('default': the gate's default set)"
+    )
     p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_SECONDS,
-                   help="each gate run's budget in seconds (extra rounds), as the CLI's default")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_SECONDS,
+        help="each gate run's budget in seconds (extra rounds), as the CLI's default",
+    )
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--pilot-rounds", type=int, default=12, help="rounds of the baseline-only pilot of a slow commit")
     p.add_argument("--calibrations", type=int, default=2, help="re-made commits at most, to deliver the size")
-    p.add_argument("--injection", choices=("spin", "work"), default="spin",
-                   help="how a slow commit is slower: a timed busy-wait (spin) or the path's own work again (work)")
+    p.add_argument(
+        "--injection",
+        choices=("spin", "work"),
+        default="spin",
+        help="how a slow commit is slower: a timed busy-wait (spin) or the path's own work again (work)",
+    )
     p.add_argument("--counts", type=int, default=0, help="callgrind processes per tree in every gate run (0: none)")
-    p.add_argument("--condition", default="",
-                   help="what else the machine did meanwhile, in words (e.g. 'the other core busy'); recorded, and "
-                        "not part of the settings a rerun resumes on")
+    p.add_argument(
+        "--condition",
+        default="",
+        help="what else the machine did meanwhile, in words (e.g. 'the other core busy'); recorded, and "
+        "not part of the settings a rerun resumes on",
+    )
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
     a = p.parse_args()
     torch.set_num_threads(1)  # the gate's processes compute with one thread: shares are measured alike
@@ -358,25 +389,44 @@ def main() -> None:
             print(f"resuming: {len(results)} commit(s) already measured in {out}", flush=True)
     config = gate_config("tiny")
     skipped: dict[str, str] = {}
-    benches = default_benches(config, None if a.bench == "default" else a.bench.split(","), steps=a.steps,
-                              skipped=skipped)
+    benches = default_benches(
+        config, None if a.bench == "default" else a.bench.split(","), steps=a.steps, skipped=skipped
+    )
     pilot = default_benches(config, ["baseline"], steps=a.steps)
     env = environment("cpu")
 
     def save(done: bool) -> None:
-        write_json_atomic(out, {"machine": env.get("machine"), "threads": 1, "base": base_commit,
-                                "condition": a.condition, "cores": sorted(os.sched_getaffinity(0)),
-                                "settings": settings, "complete": done,
-                                "benches": {"null": [b.name for b in benches], "slow": [b.name for b in benches]},
-                                "skipped": skipped, "shares": shares,
-                                "wall_seconds": spent + time.perf_counter() - t_start, "results": results})
+        write_json_atomic(
+            out,
+            {
+                "machine": env.get("machine"),
+                "threads": 1,
+                "base": base_commit,
+                "condition": a.condition,
+                "cores": sorted(os.sched_getaffinity(0)),
+                "settings": settings,
+                "complete": done,
+                "benches": {"null": [b.name for b in benches], "slow": [b.name for b in benches]},
+                "skipped": skipped,
+                "shares": shares,
+                "wall_seconds": spent + time.perf_counter() - t_start,
+                "results": results,
+            },
+        )
 
     def runs_of(commit: str, repeats: int, path: str | None) -> list[dict]:
         records = []
         for k in range(repeats):
             with trees_for(base_commit, commit, repo=clone) as trees:
-                r = gate(trees, benches, rounds=a.rounds, order_seed=k, budget_seconds=a.budget, skipped=skipped,
-                         counts=a.counts)
+                r = gate(
+                    trees,
+                    benches,
+                    rounds=a.rounds,
+                    order_seed=k,
+                    budget_seconds=a.budget,
+                    skipped=skipped,
+                    counts=a.counts,
+                )
             records.append(_run_record(r, path))
         return records
 
@@ -384,8 +434,10 @@ def main() -> None:
         clone = Path(tmp) / "clone"
         _git(repo, "clone", "-q", "--no-hardlinks", str(repo), str(clone))
         sampler = PATHS["sample"][0]
-        nulls = {"null-comment": _edit_append(sampler, "\n# a comment\n"),
-                 "null-rename": _edit_rename(sampler, "_take_all", "_take_every")}
+        nulls = {
+            "null-comment": _edit_append(sampler, "\n# a comment\n"),
+            "null-rename": _edit_rename(sampler, "_take_all", "_take_every"),
+        }
         for path in a.paths.split(","):
             if path not in shares:
                 shares[path] = statistics.median(path_share(pilot[0].config, path) for _ in range(3))
@@ -396,25 +448,38 @@ def main() -> None:
                 # the step pct% slower, all of it in this path: the path slower by pct / its share, then checked
                 frac, pilots = round(pct / 100 / shares[path], 4), []
                 for attempt in range(a.calibrations + 1):
-                    commit = _commit(clone, base_commit, f"{name} (x{frac})",
-                                     _slow_edit(path, pct, frac, a.injection))
+                    commit = _commit(clone, base_commit, f"{name} (x{frac})", _slow_edit(path, pct, frac, a.injection))
                     with trees_for(base_commit, commit, repo=clone) as trees:
                         got = _slowdown(gate(trees, pilot, rounds=a.pilot_rounds, order_seed=1000 + attempt).benches[0])
                     pilots.append({"frac": frac, **got})
-                    print(f"{name:<22} pilot {attempt + 1}: x{frac} delivers {100 * got['slowdown']:+.1f}% "
-                          f"[{100 * got['low']:+.1f}, {100 * got['high']:+.1f}]", flush=True)
+                    print(
+                        f"{name:<22} pilot {attempt + 1}: x{frac} delivers {100 * got['slowdown']:+.1f}% "
+                        f"[{100 * got['low']:+.1f}, {100 * got['high']:+.1f}]",
+                        flush=True,
+                    )
                     if delivered_as_asked(got, pct) or got["slowdown"] <= 0 or attempt == a.calibrations:
                         break
                     frac = round(frac * (pct / 100) / got["slowdown"], 4)
                 records = runs_of(commit, a.repeats, path)
                 flagged = sum(bool(x["flagged"]) for x in records)
                 right = sum(bool(x["right_phase"]) for x in records)
-                results[name] = {"commit": commit, "frac": frac, "pilots": pilots, "delivered": pilots[-1],
-                                 "runs": len(records), "flagged": flagged, "rate": flagged / len(records),
-                                 "right_phase": right, "detail": records}
-                print(f"{name:<22} flagged {flagged}/{len(records)}"
-                      + (f", right phase {right}/{flagged}" if flagged else "")
-                      + f"  (gate run {statistics.median(x['seconds'] for x in records):.0f} s)", flush=True)
+                results[name] = {
+                    "commit": commit,
+                    "frac": frac,
+                    "pilots": pilots,
+                    "delivered": pilots[-1],
+                    "runs": len(records),
+                    "flagged": flagged,
+                    "rate": flagged / len(records),
+                    "right_phase": right,
+                    "detail": records,
+                }
+                print(
+                    f"{name:<22} flagged {flagged}/{len(records)}"
+                    + (f", right phase {right}/{flagged}" if flagged else "")
+                    + f"  (gate run {statistics.median(x['seconds'] for x in records):.0f} s)",
+                    flush=True,
+                )
                 save(False)
         # the null commits after the slow ones: a measurement cut short still holds the detection rates
         for name, edit in nulls.items():
@@ -423,10 +488,19 @@ def main() -> None:
             commit = _commit(clone, base_commit, name, edit)
             records = runs_of(commit, a.null_repeats, None)
             flagged = sum(bool(x["flagged"]) for x in records)
-            results[name] = {"commit": commit, "runs": len(records), "flagged": flagged,
-                             "rate": flagged / len(records), "right_phase": 0, "detail": records}
-            print(f"{name:<22} flagged {flagged}/{len(records)}  (gate run "
-                  f"{statistics.median(x['seconds'] for x in records):.0f} s)", flush=True)
+            results[name] = {
+                "commit": commit,
+                "runs": len(records),
+                "flagged": flagged,
+                "rate": flagged / len(records),
+                "right_phase": 0,
+                "detail": records,
+            }
+            print(
+                f"{name:<22} flagged {flagged}/{len(records)}  (gate run "
+                f"{statistics.median(x['seconds'] for x in records):.0f} s)",
+                flush=True,
+            )
             save(False)
     save(True)
     print(f"wrote {out} ({spent + time.perf_counter() - t_start:.0f} s)")

@@ -80,13 +80,18 @@ def write_files(preset: str, folder: Path) -> dict:
     edges = graph.edge_index.numpy()
     with open(folder / "g.csv", "wb") as fh:
         for lo in range(0, edges.shape[1], ROWS_PER_CHUNK):
-            fh.write(format_edges(edges[:, lo:lo + ROWS_PER_CHUNK].T))
+            fh.write(format_edges(edges[:, lo : lo + ROWS_PER_CHUNK].T))
     np.save(folder / "g.features.npy", graph.x.numpy())
     np.save(folder / "g.labels.npy", graph.y.numpy())
     np.save(folder / "g.edges.npy", edges)  # the edge list's baseline reads this
     sizes = {p.name: p.stat().st_size for p in folder.iterdir()}
-    return {"preset": preset, "num_nodes": graph.num_nodes, "num_edges": graph.num_edges,
-            "generate_seconds": gen_s, "file_bytes": sizes}
+    return {
+        "preset": preset,
+        "num_nodes": graph.num_nodes,
+        "num_edges": graph.num_edges,
+        "generate_seconds": gen_s,
+        "file_bytes": sizes,
+    }
 
 
 def child(fmt: str, mode: str, folder: Path) -> dict:
@@ -103,8 +108,9 @@ def child(fmt: str, mode: str, folder: Path) -> dict:
 
     def baseline() -> Graph:
         if fmt == "csv":
-            return Graph.from_edges(np.load(folder / "g.edges.npy"), np.load(folder / "g.features.npy"),
-                                    np.load(folder / "g.labels.npy"))
+            return Graph.from_edges(
+                np.load(folder / "g.edges.npy"), np.load(folder / "g.features.npy"), np.load(folder / "g.labels.npy")
+            )
         with np.load(folder / "g.npz") as z:
             arrays = {k: z[k] for k in ("edge_index", "x", "y", "train_mask", "val_mask", "test_mask")}
         return Graph.from_edges(arrays.pop("edge_index"), arrays.pop("x"), arrays.pop("y"), **arrays)
@@ -114,13 +120,19 @@ def child(fmt: str, mode: str, folder: Path) -> dict:
         graph, seconds, peak = measure_load(folder / f"g.{fmt}")
     else:
         graph, seconds, peak = measure_peak(baseline)
-    return {"seconds": seconds, "peak_bytes": peak, "rss_after_imports": before, "graph_bytes": graph.nbytes(),
-            "num_edges": graph.num_edges}
+    return {
+        "seconds": seconds,
+        "peak_bytes": peak,
+        "rss_after_imports": before,
+        "graph_bytes": graph.nbytes(),
+        "num_edges": graph.num_edges,
+    }
 
 
 def measure(fmt: str, mode: str, folder: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", fmt, mode, str(folder)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", fmt, mode, str(folder)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -141,8 +153,11 @@ def main() -> None:
     try:
         if not (folder / "g.csv").exists():
             info = write_files(args.preset, folder)
-            print(f"generated {args.preset} in {info['generate_seconds']:.1f} s: {info['num_nodes']} nodes, "
-                  f"{info['num_edges']} edges", flush=True)
+            print(
+                f"generated {args.preset} in {info['generate_seconds']:.1f} s: {info['num_nodes']} nodes, "
+                f"{info['num_edges']} edges",
+                flush=True,
+            )
         else:
             info = {"preset": args.preset, "reused": str(folder)}
         runs: dict[str, dict[str, list[dict]]] = {f: {"load": [], "baseline": []} for f in FORMATS}
@@ -165,22 +180,43 @@ def main() -> None:
         peak = max(m["peak_bytes"] for m in load)
         peak_base = max(m["peak_bytes"] for m in base)
         final = load[0]["graph_bytes"]
-        rows.append({"format": fmt, "load_s": t_load, "baseline_s": t_base, "time_ratio": ratio,
-                     "load_min_s": min(m["seconds"] for m in load), "baseline_min_s": min(m["seconds"] for m in base),
-                     "peak_bytes": peak, "baseline_peak_bytes": peak_base, "graph_bytes": final,
-                     "peak_ratio": peak / final, "time_ok": ratio <= TIME_TARGET,
-                     "peak_ok": peak / final <= PEAK_TARGET, "runs": runs[fmt]})
+        rows.append(
+            {
+                "format": fmt,
+                "load_s": t_load,
+                "baseline_s": t_base,
+                "time_ratio": ratio,
+                "load_min_s": min(m["seconds"] for m in load),
+                "baseline_min_s": min(m["seconds"] for m in base),
+                "peak_bytes": peak,
+                "baseline_peak_bytes": peak_base,
+                "graph_bytes": final,
+                "peak_ratio": peak / final,
+                "time_ok": ratio <= TIME_TARGET,
+                "peak_ok": peak / final <= PEAK_TARGET,
+                "runs": runs[fmt],
+            }
+        )
     mib = 1 << 20
-    print(f"\n{'format':<7}{'load s':>12}{'numpy+clean s':>15}{'ratio':>7}  {'peak MiB':>9}{'numpy+clean MiB':>17}"
-          f"{'graph MiB':>11}{'ratio':>7}  targets (time <= {TIME_TARGET}x, peak <= {PEAK_TARGET}x)")
+    print(
+        f"\n{'format':<7}{'load s':>12}{'numpy+clean s':>15}{'ratio':>7}  {'peak MiB':>9}{'numpy+clean MiB':>17}"
+        f"{'graph MiB':>11}{'ratio':>7}  targets (time <= {TIME_TARGET}x, peak <= {PEAK_TARGET}x)"
+    )
     print("(times: median (min) over rounds; time ratio: median of the per-round load / baseline ratios)")
     for row in rows:
-        print(f"{row['format']:<7}{row['load_s']:>6.2f} ({row['load_min_s']:.2f}){row['baseline_s']:>8.2f} "
-              f"({row['baseline_min_s']:.2f}){row['time_ratio']:>7.2f}  "
-              f"{row['peak_bytes'] / mib:>9.0f}{row['baseline_peak_bytes'] / mib:>17.0f}{row['graph_bytes'] / mib:>11.0f}"
-              f"{row['peak_ratio']:>7.2f}  {'ok' if row['time_ok'] else 'SLOW'} / {'ok' if row['peak_ok'] else 'OVER'}")
-    result = {"info": info, "targets": {"time_ratio": TIME_TARGET, "peak_ratio": PEAK_TARGET},
-              "python": sys.version.split()[0], "cpus": os.cpu_count(), "rows": rows}
+        print(
+            f"{row['format']:<7}{row['load_s']:>6.2f} ({row['load_min_s']:.2f}){row['baseline_s']:>8.2f} "
+            f"({row['baseline_min_s']:.2f}){row['time_ratio']:>7.2f}  "
+            f"{row['peak_bytes'] / mib:>9.0f}{row['baseline_peak_bytes'] / mib:>17.0f}{row['graph_bytes'] / mib:>11.0f}"
+            f"{row['peak_ratio']:>7.2f}  {'ok' if row['time_ok'] else 'SLOW'} / {'ok' if row['peak_ok'] else 'OVER'}"
+        )
+    result = {
+        "info": info,
+        "targets": {"time_ratio": TIME_TARGET, "peak_ratio": PEAK_TARGET},
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "rows": rows,
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
         print(f"wrote {args.out}")

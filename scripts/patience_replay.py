@@ -46,16 +46,23 @@ def granularity(run: dict) -> float:
         return 0.0
     n = round(spec["num_nodes"] * spec["val_frac"])
     if not all(abs(p["val"] * n - round(p["val"] * n)) < 1e-3 for p in run["curve"]):
-        raise SystemExit(f"{run['label']} round {run['round']}: its validation values are not whole numbers of "
-                         f"{n} nodes; this replay cannot tell the split's size")
+        raise SystemExit(
+            f"{run['label']} round {run['round']}: its validation values are not whole numbers of "
+            f"{n} nodes; this replay cannot tell the split's size"
+        )
     return 1.0 / n
 
 
 def replay(run: dict, target: float | None, factor: float) -> tuple[int, float]:
     """(steps at which the rule stops, test metric at the best validation point up to there)."""
     cfg = run["config"]
-    rule = ScaledPlateau(cfg["patience"], cfg["min_delta"], granularity=granularity(run),
-                         min_steps=cfg.get("min_steps", 0), target=target)
+    rule = ScaledPlateau(
+        cfg["patience"],
+        cfg["min_delta"],
+        granularity=granularity(run),
+        min_steps=cfg.get("min_steps", 0),
+        target=target,
+    )
     rule.factor = factor
     seen = []
     for point in run["curve"]:
@@ -81,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         r = json.loads(f.read_text())
         if r.get("status") == "ok" and r.get("stop_reason") == "plateau" and r.get("label") != CALIBRATION:
             runs[(r["label"], r["round"])] = r
-    rules = [("patience epochs only", None, 1.0)] + [(f"wait <= {x:g} x steps to the target", target, x)
-                                                     for x in map(float, args.factors.split(","))]
+    rules = [("patience epochs only", None, 1.0)] + [
+        (f"wait <= {x:g} x steps to the target", target, x) for x in map(float, args.factors.split(","))
+    ]
     for name, tgt, factor in rules:
         minutes, deltas = 0.0, {}
         for (label, rnd), r in sorted(runs.items()):

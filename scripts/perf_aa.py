@@ -26,8 +26,17 @@ DEFAULT_THRESHOLD = 25  # percent, on median: README's gate for the variable-wor
 
 
 def _pytest(args: list[str]) -> int:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/perf/test_optimizations_perf.py",
-           "--benchmark-enable", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "tests/perf/test_optimizations_perf.py",
+        "--benchmark-enable",
+        *args,
+    ]
     print("$", " ".join(cmd[1:]), flush=True)
     return subprocess.run(cmd, cwd=ROOT).returncode
 
@@ -43,29 +52,48 @@ def main(argv: list[str] | None = None) -> int:
         a, b = Path(tmp, "a.json"), Path(tmp, "b.json")
         if _pytest([f"--benchmark-storage={storage}", "--benchmark-save=aa", f"--benchmark-json={a}", *args.extra]):
             return 2
-        gate = _pytest([f"--benchmark-storage={storage}", "--benchmark-compare=0001",
-                        f"--benchmark-compare-fail=median:{args.threshold:g}%", f"--benchmark-json={b}", *args.extra])
+        gate = _pytest(
+            [
+                f"--benchmark-storage={storage}",
+                "--benchmark-compare=0001",
+                f"--benchmark-compare-fail=median:{args.threshold:g}%",
+                f"--benchmark-json={b}",
+                *args.extra,
+            ]
+        )
         first = {x["fullname"]: x["stats"] for x in json.loads(a.read_text())["benchmarks"]}
         second = {x["fullname"]: x["stats"] for x in json.loads(b.read_text())["benchmarks"]}
     rows = []
     for name in sorted(first.keys() & second.keys()):
-        rows.append((name.split("::")[-1], 100 * (second[name]["min"] / first[name]["min"] - 1),
-                     100 * (second[name]["median"] / first[name]["median"] - 1)))
+        rows.append(
+            (
+                name.split("::")[-1],
+                100 * (second[name]["min"] / first[name]["min"] - 1),
+                100 * (second[name]["median"] / first[name]["median"] - 1),
+            )
+        )
     print(f"\n{'benchmark':<60}{'min %':>9}{'median %':>10}")
     for name, dmin, dmed in rows:
         print(f"{name:<60}{dmin:>+9.1f}{dmed:>+10.1f}")
     worst_min = max((abs(r[1]) for r in rows), default=float("nan"))
     worst_med = max((abs(r[2]) for r in rows), default=float("nan"))
-    print(f"\nA/A over {len(rows)} benchmarks: largest |change| of min {worst_min:.1f}%, of median {worst_med:.1f}%; "
-          f"gate median:{args.threshold:g}% {'passed (no false alarm)' if gate == 0 else 'FAILED (false alarm)'}")
+    print(
+        f"\nA/A over {len(rows)} benchmarks: largest |change| of min {worst_min:.1f}%, of median {worst_med:.1f}%; "
+        f"gate median:{args.threshold:g}% {'passed (no false alarm)' if gate == 0 else 'FAILED (false alarm)'}"
+    )
     if args.out:
         from gnnbench.atomic import write_json_atomic
         from gnnbench.env import environment
 
-        write_json_atomic(args.out, {"machine": environment("cpu").get("machine"), "threshold_pct": args.threshold,
-                                     "gate_passed": gate == 0, "benchmarks": [
-                                         {"name": n, "min_change_pct": a, "median_change_pct": b}
-                                         for n, a, b in rows]})
+        write_json_atomic(
+            args.out,
+            {
+                "machine": environment("cpu").get("machine"),
+                "threshold_pct": args.threshold,
+                "gate_passed": gate == 0,
+                "benchmarks": [{"name": n, "min_change_pct": a, "median_change_pct": b} for n, a, b in rows],
+            },
+        )
     return 0 if gate == 0 else 1
 
 

@@ -33,23 +33,40 @@ def main() -> None:
     runs = load_inputs(runs=[Path(a.sweep)]).runs
     c = compare(runs)
     base = [r for r in runs if r.get("label") == "baseline" and r.get("status") == "ok"]
-    rows = sum(1 for r in c.rows if r.get("status") == "ok" and r["label"] not in ("baseline", "baseline (A/A)",
-                                                                                    "baseline (end-to-end)"))
+    rows = sum(
+        1
+        for r in c.rows
+        if r.get("status") == "ok" and r["label"] not in ("baseline", "baseline (A/A)", "baseline (end-to-end)")
+    )
     rounds = len(base)
     out = {"sweep": a.sweep, "rounds": rounds, "rows": rows}
-    series = {"step": [r["step_seconds"]["median"] for r in base],
-              "time_to_accuracy": [t for t in (time_to(r, c.target) for r in base) if t is not None]}
+    series = {
+        "step": [r["step_seconds"]["median"] for r in base],
+        "time_to_accuracy": [t for t in (time_to(r, c.target) for r in base) if t is not None],
+    }
     for name, values in series.items():
         if len(values) < 2:
             continue
         sd = statistics.stdev(math.log(v) for v in values)
-        per_row = {"aa": simulate_calibration(rounds=DEFAULT_REPEATS, trials=a.trials, process_sd=(sd, sd)),
-                   "power": simulate_calibration(rounds=DEFAULT_REPEATS, true_ratio=a.ratio, trials=a.trials,
-                                                 process_sd=(sd, sd))}
-        holm_worst = simulate_calibration(rounds=DEFAULT_REPEATS, true_ratio=a.ratio, trials=a.trials,
-                                          process_sd=(sd, sd), level=1 - 0.05 / max(1, rows))
-        out[name] = {"process_sd": sd, "aa_per_row": per_row["aa"], "power_per_row": per_row["power"],
-                     "power_holm_worst_step": holm_worst}
+        per_row = {
+            "aa": simulate_calibration(rounds=DEFAULT_REPEATS, trials=a.trials, process_sd=(sd, sd)),
+            "power": simulate_calibration(
+                rounds=DEFAULT_REPEATS, true_ratio=a.ratio, trials=a.trials, process_sd=(sd, sd)
+            ),
+        }
+        holm_worst = simulate_calibration(
+            rounds=DEFAULT_REPEATS,
+            true_ratio=a.ratio,
+            trials=a.trials,
+            process_sd=(sd, sd),
+            level=1 - 0.05 / max(1, rows),
+        )
+        out[name] = {
+            "process_sd": sd,
+            "aa_per_row": per_row["aa"],
+            "power_per_row": per_row["power"],
+            "power_holm_worst_step": holm_worst,
+        }
     print(json.dumps(out, indent=1))
 
 

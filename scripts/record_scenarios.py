@@ -29,15 +29,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     recorded = {}
     for name in SCENARIOS:
-        cmd = [sys.executable, "-m", "gnnbench.cli", "diagnose", "--scenario", name, "--steps", str(args.steps), "--json"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "gnnbench.cli",
+            "diagnose",
+            "--scenario",
+            name,
+            "--steps",
+            str(args.steps),
+            "--json",
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         d = json.loads(proc.stdout)["diagnosis"]
         f = d["finding"]
-        recorded[name] = {"shares": d["shares"], "busy_fraction": f["compute_share"] if f["compute_source"] == "NVML"
-                          else None, "finding": f, "step_ms": d["step_ms"], "top_ops": d["top_ops"],
-                          "config": d["config"], "environment": environment(d["device"]), "command": " ".join(cmd[1:])}
-        print(f"{name}: {f['bottleneck']} ({', '.join(f'{g} {s:.0%}' for g, s in d['shares'].items())}), "
-              f"step {d['step_ms']['median']:.1f} ms", flush=True)
+        recorded[name] = {
+            "shares": d["shares"],
+            "busy_fraction": f["compute_share"] if f["compute_source"] == "NVML" else None,
+            "finding": f,
+            "step_ms": d["step_ms"],
+            "top_ops": d["top_ops"],
+            "config": d["config"],
+            "environment": environment(d["device"]),
+            "command": " ".join(cmd[1:]),
+        }
+        print(
+            f"{name}: {f['bottleneck']} ({', '.join(f'{g} {s:.0%}' for g, s in d['shares'].items())}), "
+            f"step {d['step_ms']['median']:.1f} ms",
+            flush=True,
+        )
     write_json_atomic(args.out, recorded)
     print(f"wrote {args.out}")
     return 0

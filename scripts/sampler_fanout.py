@@ -28,8 +28,9 @@ from gnnbench.sampling.neighbor import NeighborSampleCore
 METHODS = {"auto": None, "loop": 10**9, "sorted": 0}  # FLOYD_LOOP_MAX_FANOUT for each --method
 
 
-def measure(nodes: int, avg_degree: float, fanouts: list[int], frontier: int, repeats: int, seed: int = 0,
-            device: str = "cpu") -> list[dict]:
+def measure(
+    nodes: int, avg_degree: float, fanouts: list[int], frontier: int, repeats: int, seed: int = 0, device: str = "cpu"
+) -> list[dict]:
     g = generate(GraphSpec(num_nodes=nodes, avg_degree=avg_degree, seed=seed))
     rowptr, col = g.rowptr.to(device), g.edge_index[0].contiguous().to(device)
     seeds = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(seed))[:frontier].to(device)
@@ -68,8 +69,9 @@ def main() -> None:
         torch.set_num_threads(a.threads)
     if METHODS[a.method] is not None:
         neighbor.FLOYD_LOOP_MAX_FANOUT = METHODS[a.method]
-    rows = measure(a.nodes, a.avg_degree, [int(k) for k in a.fanouts.split(",")], a.frontier, a.repeats,
-                   device=a.device)
+    rows = measure(
+        a.nodes, a.avg_degree, [int(k) for k in a.fanouts.split(",")], a.frontier, a.repeats, device=a.device
+    )
     if a.json:
         print(json.dumps(rows))
         return

@@ -60,30 +60,52 @@ def main(argv: list[str] | None = None) -> int:
 
     def progress(done, total, entry, status):
         if status != "running":
-            print(f"{time.strftime('%H:%M:%S')} {done}/{total} round {entry.round} {entry.label}: {status}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{time.strftime('%H:%M:%S')} {done}/{total} round {entry.round} {entry.label}: {status}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     results = run_sweep(entries, out, calibration=cal, rule=rule, after_round=after_round, progress=progress)
     c = compare(list(cal_runs) + list(results), rule=rule)
     rows = [r for r in c.rows if r["label"].startswith("A/A ")]
     summary = {
-        "preset": args.preset, "copies": args.copies, "max_rounds": args.repeats, "rule": c.rule,
-        "target": c.target, "floors": c.floors,
+        "preset": args.preset,
+        "copies": args.copies,
+        "max_rounds": args.repeats,
+        "rule": c.rule,
+        "target": c.target,
+        "floors": c.floors,
         "false_positives": sum(bool(r.get("significant")) for r in rows),
-        "rows": [{"label": r["label"], "rounds": r.get("rounds"), "significant": bool(r.get("significant")),
-                  "speedup": r.get("speedup"), "low": r.get("speedup_low"), "high": r.get("speedup_high"),
-                  "stop": r.get("stop")} for r in rows],
-        "runs": len(results), "runs_at_most": len(entries), "wall_seconds": time.perf_counter() - started,
+        "rows": [
+            {
+                "label": r["label"],
+                "rounds": r.get("rounds"),
+                "significant": bool(r.get("significant")),
+                "speedup": r.get("speedup"),
+                "low": r.get("speedup_low"),
+                "high": r.get("speedup_high"),
+                "stop": r.get("stop"),
+            }
+            for r in rows
+        ],
+        "runs": len(results),
+        "runs_at_most": len(entries),
+        "wall_seconds": time.perf_counter() - started,
         "family": c.family,
     }
     write_json_atomic(out / "aa-summary.json", summary)
-    print(f"{summary['false_positives']} of {len(rows)} A/A rows called significant; {len(results)} of "
-          f"{len(entries)} runs ran ({summary['wall_seconds'] / 60:.1f} min); rule: {c.family}")
+    print(
+        f"{summary['false_positives']} of {len(rows)} A/A rows called significant; {len(results)} of "
+        f"{len(entries)} runs ran ({summary['wall_seconds'] / 60:.1f} min); rule: {c.family}"
+    )
     for r in summary["rows"]:
         stop = r["stop"] or {}
-        print(f"  {r['label']}: {r['rounds']} rounds, {r['speedup']:.3f}x [{r['low']:.3f}, {r['high']:.3f}], "
-              f"{'SIGNIFICANT' if r['significant'] else 'no significant difference'}; "
-              f"stopped after round {stop.get('look')}: {stop.get('reason')}")
+        print(
+            f"  {r['label']}: {r['rounds']} rounds, {r['speedup']:.3f}x [{r['low']:.3f}, {r['high']:.3f}], "
+            f"{'SIGNIFICANT' if r['significant'] else 'no significant difference'}; "
+            f"stopped after round {stop.get('look')}: {stop.get('reason')}"
+        )
     return 0
 
 

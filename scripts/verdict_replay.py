@@ -90,10 +90,14 @@ def replay(sweep: Path, margin: float) -> str:
         then = compare(runs, rule=then_rule)
     now = compare(runs, rule=now_rule, equivalence_margin=margin)
     rows_then = {r.label: r for r in then.rows}
-    lines = [f"{sweep}: {then.rounds} baseline rounds; the clock's paired noise (pooled sd of the epoch clock's "
-             f"per-round log ratios) {now.clock_sd:.4f}; equivalence margin +-{margin:.0%}", "",
-             "| row | verdict as it ran | verdict now | judged by (now) | steps to target, ratio | time per step, "
-             "ratio | time to accuracy now |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"{sweep}: {then.rounds} baseline rounds; the clock's paired noise (pooled sd of the epoch clock's "
+        f"per-round log ratios) {now.clock_sd:.4f}; equivalence margin +-{margin:.0%}",
+        "",
+        "| row | verdict as it ran | verdict now | judged by (now) | steps to target, ratio | time per step, "
+        "ratio | time to accuracy now |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in now.rows:
         if r.status != "ok" or not in_family(r.label):
             continue
@@ -103,10 +107,12 @@ def replay(sweep: Path, margin: float) -> str:
         judged = f.judged_by if f else "epoch time"
         if f and f.equivalence:
             judged += f" (TOST p {f.equivalence['p_value']:.2g})"
-        lines.append(f"| {r.label} | {verdict(old, then.stops.get(r.label), rounds)} | "
-                     f"{verdict(r, now.stops.get(r.label), rounds)} | {judged} | "
-                     f"{_ratio(f.steps) if f else '-'} | {_ratio(f.per_step) if f else '-'} | "
-                     f"{_ratio(r.tta_speedup)} |")
+        lines.append(
+            f"| {r.label} | {verdict(old, then.stops.get(r.label), rounds)} | "
+            f"{verdict(r, now.stops.get(r.label), rounds)} | {judged} | "
+            f"{_ratio(f.steps) if f else '-'} | {_ratio(f.per_step) if f else '-'} | "
+            f"{_ratio(r.tta_speedup)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -136,21 +142,25 @@ def quantization(sweep: Path, keep: int = 2) -> str:
         first_err.append(first - full["step"])
         interp_err.append(c["step"] - full["step"])
         steps.append(full["step"])
-    cadence = statistics.median(float(r["curve"][1]["step"] - r["curve"][0]["step"]) for r in runs
-                                if r.get("status") == "ok" and len(r.get("curve") or []) > 1
-                                and r.get("label") != CALIBRATION)
+    cadence = statistics.median(
+        float(r["curve"][1]["step"] - r["curve"][0]["step"])
+        for r in runs
+        if r.get("status") == "ok" and len(r.get("curve") or []) > 1 and r.get("label") != CALIBRATION
+    )
 
     def rms(xs):
         return math.sqrt(sum(x * x for x in xs) / len(xs))
 
     med = statistics.median(steps)
-    return (f"{len(steps)} curves that reach the target {target:g}, thinned from every {cadence:g} to every "
-            f"{keep * cadence:g} steps (median steps to the target {med:.1f}); error against the crossing "
-            f"interpolated at the full cadence:\n"
-            f"  first evaluation at or above: mean {statistics.mean(first_err):+.2f} steps, rms {rms(first_err):.2f} "
-            f"({100 * rms(first_err) / med:.1f}% of the steps to the target)\n"
-            f"  interpolated:                 mean {statistics.mean(interp_err):+.2f} steps, rms "
-            f"{rms(interp_err):.2f} ({100 * rms(interp_err) / med:.1f}%)\n")
+    return (
+        f"{len(steps)} curves that reach the target {target:g}, thinned from every {cadence:g} to every "
+        f"{keep * cadence:g} steps (median steps to the target {med:.1f}); error against the crossing "
+        f"interpolated at the full cadence:\n"
+        f"  first evaluation at or above: mean {statistics.mean(first_err):+.2f} steps, rms {rms(first_err):.2f} "
+        f"({100 * rms(first_err) / med:.1f}% of the steps to the target)\n"
+        f"  interpolated:                 mean {statistics.mean(interp_err):+.2f} steps, rms "
+        f"{rms(interp_err):.2f} ({100 * rms(interp_err) / med:.1f}%)\n"
+    )
 
 
 def _step_clock(run: dict, how) -> float:
@@ -192,16 +202,22 @@ def lag_correlation(manifest: dict, by: dict[str, dict[int, dict]], lags=(1, 2, 
     out = {}
     seqs = []
     for k, order in enumerate(manifest.get("rounds") or []):
-        seqs.append([math.log(_step_clock(by[lb][k], statistics.fmean)) - means[lb] for lb in order
-                     if lb in means and k in by[lb]])
+        seqs.append(
+            [
+                math.log(_step_clock(by[lb][k], statistics.fmean)) - means[lb]
+                for lb in order
+                if lb in means and k in by[lb]
+            ]
+        )
     for lag in lags:
         pairs = [(q[i], q[i + lag]) for q in seqs for i in range(len(q) - lag)]
         out[lag] = (statistics.correlation(*zip(*pairs)) if len(pairs) > 2 else float("nan"), len(pairs))
     return out
 
 
-def rounds_for_equivalence(sd: float, margin: float, alpha: float, power: float = 0.8, most: int = 40,
-                           draws: int = 4000, seed: int = 0) -> int | None:
+def rounds_for_equivalence(
+    sd: float, margin: float, alpha: float, power: float = 0.8, most: int = 40, draws: int = 4000, seed: int = 0
+) -> int | None:
     """The fewest rounds at which a row with no effect and per-round sd ``sd`` shows "no effect beyond
     ``margin``" (TOST at ``alpha``, its sd floored as the sweep floors it) in ``power`` of ``draws`` simulated
     rows; None beyond ``most``."""
@@ -241,18 +257,25 @@ def noise(sweep: Path, margin: float) -> str:
     clocks = {"epoch (the verdicts' clock)": (epoch_sd, None)}
     for name, how in CLOCKS.items():
         clocks[name] = pooled_sd(by, lambda run, how=how: _step_clock(run, how))
-    lines = [f"{sweep}: {family} rows in the family, rule alpha {rule.alpha:g}, at most {rule.max_rounds} rounds;"
-             f" margin +-{margin:.0%}", "",
-             "| clock | paired noise (pooled sd per round) | rounds for \"no effect beyond the margin\" (80% of "
-             f"null rows, TOST at {rule.alpha:g}) | rounds to see 15% family-wise (80%, Holm's first step "
-             f"{rule.alpha:g}/{family}) |", "|---|---|---|---|"]
+    lines = [
+        f"{sweep}: {family} rows in the family, rule alpha {rule.alpha:g}, at most {rule.max_rounds} rounds;"
+        f" margin +-{margin:.0%}",
+        "",
+        '| clock | paired noise (pooled sd per round) | rounds for "no effect beyond the margin" (80% of '
+        f"null rows, TOST at {rule.alpha:g}) | rounds to see 15% family-wise (80%, Holm's first step "
+        f"{rule.alpha:g}/{family}) |",
+        "|---|---|---|---|",
+    ]
     for name, (sd, _df) in clocks.items():
         eq = rounds_for_equivalence(sd, margin, rule.alpha)
         eff = rounds_for_effect(sd, 1.15, rule.alpha / max(family, 1))
         lines.append(f"| {name} | {sd:.4f} | {eq if eq else '> 40'} | {eff if eff else '> 40'} |")
     corr = lag_correlation(manifest, by)
-    lines += ["", "Residual correlation with the run `lag` places later in the same round (step mean): "
-              + ", ".join(f"lag {k}: {c:+.2f} ({n} pairs)" for k, (c, n) in corr.items())]
+    lines += [
+        "",
+        "Residual correlation with the run `lag` places later in the same round (step mean): "
+        + ", ".join(f"lag {k}: {c:+.2f} ({n} pairs)" for k, (c, n) in corr.items()),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -261,8 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("sweep", type=Path, help="a sweep's folder (its sweep.json records the rule it ran under)")
     ap.add_argument("--margin", type=float, default=0.10, help="the equivalence margin to judge under (0.1: 10%%)")
     ap.add_argument("--quantization", action="store_true", help="also measure what interpolation removes")
-    ap.add_argument("--noise", action="store_true", help="only what the clock allows: its paired noise, whether "
-                    "neighbouring runs share it, and the rounds a verdict needs at it")
+    ap.add_argument(
+        "--noise",
+        action="store_true",
+        help="only what the clock allows: its paired noise, whether "
+        "neighbouring runs share it, and the rounds a verdict needs at it",
+    )
     args = ap.parse_args(argv)
     if args.noise:
         print(noise(args.sweep, args.margin))

@@ -61,8 +61,7 @@ def _loop(preset: str, blocks: int, steps: int, seed: int) -> dict:
     medians: dict[str, list[float]] = {"plain": [], "watched": []}
     estimates = []
     with pyg_sampling_fallback():  # PyG's NeighborLoader needs pyg-lib or torch-sparse; both modes use the same
-        loader = NeighborLoader(data, num_neighbors=[10, 5], batch_size=256, input_nodes=data.train_mask,
-                                shuffle=True)
+        loader = NeighborLoader(data, num_neighbors=[10, 5], batch_size=256, input_nodes=data.train_mask, shuffle=True)
         model = GraphSAGE(data.num_features, 64, num_layers=2, out_channels=classes)
         opt = torch.optim.Adam(model.parameters(), lr=0.01)
         model.train()
@@ -79,8 +78,8 @@ def _loop(preset: str, blocks: int, steps: int, seed: int) -> dict:
                     except StopIteration:
                         break
                     opt.zero_grad()
-                    out = model(batch.x, batch.edge_index)[:batch.batch_size]
-                    loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+                    out = model(batch.x, batch.edge_index)[: batch.batch_size]
+                    loss = F.cross_entropy(out, batch.y[: batch.batch_size])
                     loss.backward()
                     opt.step()
                     times.append(time.perf_counter() - t0)
@@ -98,13 +97,27 @@ def _loop(preset: str, blocks: int, steps: int, seed: int) -> dict:
                 times = block(steps)
             medians["watched" if watched else "plain"].append(statistics.median(times))
     est = [e for e in estimates if e is not None]
-    return {"plain": statistics.median(medians["plain"]), "watched": statistics.median(medians["watched"]),
-            "estimate": statistics.median(est) if est else None}
+    return {
+        "plain": statistics.median(medians["plain"]),
+        "watched": statistics.median(medians["watched"]),
+        "estimate": statistics.median(est) if est else None,
+    }
 
 
 def _child(args: argparse.Namespace, seed: int) -> dict:
-    cmd = [sys.executable, __file__, "--child", "--preset", args.preset, "--blocks", str(args.blocks),
-           "--steps", str(args.steps), "--seed", str(seed)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--preset",
+        args.preset,
+        "--blocks",
+        str(args.blocks),
+        "--steps",
+        str(args.steps),
+        "--seed",
+        str(seed),
+    ]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -136,24 +149,43 @@ def main(argv: list[str] | None = None) -> int:
         watched.append(got["watched"])
         if got.get("estimate") is not None:
             estimates.append(got["estimate"])
-        print(f"process {r}: unwatched {1e3 * plain[-1]:.3f} ms, watched {1e3 * watched[-1]:.3f} ms "
-              f"(medians of {args.blocks // 2} blocks each)", flush=True)
+        print(
+            f"process {r}: unwatched {1e3 * plain[-1]:.3f} ms, watched {1e3 * watched[-1]:.3f} ms "
+            f"(medians of {args.blocks // 2} blocks each)",
+            flush=True,
+        )
     ratio = paired_ratio(watched, plain)  # watched / unwatched: > 1 is the watch's cost
     est = statistics.median(estimates) if estimates else None
-    verdict = ("goal met" if ratio.high < 1 + GOAL else
-               "goal missed" if ratio.low > 1 + GOAL else "undecided at this noise")
-    print(f"\nwatched / unwatched median step, paired within {args.rounds} processes ({args.preset}, "
-          f"{args.blocks} blocks of {args.steps} steps each, ABBA): {ratio.ratio:.4f}x "
-          f"[{ratio.low:.4f}, {ratio.high:.4f}] (95%); median step {1e3 * statistics.median(plain):.2f} ms "
-          "unwatched")
+    verdict = (
+        "goal met" if ratio.high < 1 + GOAL else "goal missed" if ratio.low > 1 + GOAL else "undecided at this noise"
+    )
+    print(
+        f"\nwatched / unwatched median step, paired within {args.rounds} processes ({args.preset}, "
+        f"{args.blocks} blocks of {args.steps} steps each, ABBA): {ratio.ratio:.4f}x "
+        f"[{ratio.low:.4f}, {ratio.high:.4f}] (95%); median step {1e3 * statistics.median(plain):.2f} ms "
+        "unwatched"
+    )
     if est is not None:
         print(f"the watch's own estimate (a lower bound): {est:.2%} of the step")
     print(f"goal: under {GOAL:.0%} of the step: {verdict}")
     if args.out:
-        write_json_atomic(args.out, {"preset": args.preset, "rounds": args.rounds, "blocks": args.blocks,
-                                     "steps": args.steps, "unwatched": plain, "watched": watched,
-                                     "ratio": ratio.ratio, "low": ratio.low, "high": ratio.high, "estimate": est,
-                                     "goal": GOAL, "verdict": verdict})
+        write_json_atomic(
+            args.out,
+            {
+                "preset": args.preset,
+                "rounds": args.rounds,
+                "blocks": args.blocks,
+                "steps": args.steps,
+                "unwatched": plain,
+                "watched": watched,
+                "ratio": ratio.ratio,
+                "low": ratio.low,
+                "high": ratio.high,
+                "estimate": est,
+                "goal": GOAL,
+                "verdict": verdict,
+            },
+        )
     return 0
 
 

@@ -20,8 +20,14 @@ DATA = ROOT / "tests" / "data"  # files the tests read (recorded results, old sc
 # The quick training configuration: tiny at 3,000 nodes, a small fanout and batch, one epoch of at most 6 steps
 # (2 of them warm-up) with a small model. A module that needs a variant states how it differs:
 # ``dataclasses.replace(QUICK, ...)``.
-QUICK = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=3000), flags=Flags(fanout=(5, 3), batch_size=96),
-                  epochs=1, max_steps_per_epoch=6, warmup_steps=2, hidden=16)
+QUICK = RunConfig(
+    spec=GraphSpec.preset("tiny", num_nodes=3000),
+    flags=Flags(fanout=(5, 3), batch_size=96),
+    epochs=1,
+    max_steps_per_epoch=6,
+    warmup_steps=2,
+    hidden=16,
+)
 
 
 def check_batch_edges(graph, batch) -> None:
@@ -29,8 +35,9 @@ def check_batch_edges(graph, batch) -> None:
     assert torch.equal(graph.edge_index[:, batch.e_id], batch.n_id[batch.edge_index])
 
 
-def unavailable_here(what: RunConfig | Flags | str, *, device: str | torch.device | None = None,
-                     **context) -> str | None:
+def unavailable_here(
+    what: RunConfig | Flags | str, *, device: str | torch.device | None = None, **context
+) -> str | None:
     """Why ``what`` cannot run here, in the layers' words, or ``None`` when it can.
 
     The answer is the layers' own (:func:`gnnbench.training.availability.check`): the one the trainer refuses
@@ -54,12 +61,10 @@ def unavailable_here(what: RunConfig | Flags | str, *, device: str | torch.devic
         return format_reasons(found) if found else None
     if isinstance(what, str):
         return registry.get(what).unavailable("cpu" if device is None else device, **context)
-    raise TypeError(f"unavailable_here takes a RunConfig, Flags or a registry entry's name "
-                    f"(got {type(what).__name__})")
+    raise TypeError(f"unavailable_here takes a RunConfig, Flags or a registry entry's name (got {type(what).__name__})")
 
 
-def skip_unless_runs(what: RunConfig | Flags | str, *, device: str | torch.device | None = None,
-                     **context) -> None:
+def skip_unless_runs(what: RunConfig | Flags | str, *, device: str | torch.device | None = None, **context) -> None:
     """Skip the calling test, with the layers' reasons, when ``what`` cannot run here (:func:`unavailable_here`,
     same arguments)."""
     __tracebackhide__ = True  # pytest reports the skip at the calling test's line

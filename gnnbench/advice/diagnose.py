@@ -75,8 +75,9 @@ class Diagnosis:
         return dataclasses.asdict(self)
 
 
-def _run_template(config: RunConfig, steps: int, graph: Any,
-                  profile_steps: int) -> tuple[Trainer, BusySampler, OpProfile]:
+def _run_template(
+    config: RunConfig, steps: int, graph: Any, profile_steps: int
+) -> tuple[Trainer, BusySampler, OpProfile]:
     """The quick template: ``steps`` measured steps (after warm-up), then ``profile_steps`` more under the
     operator profiler (kept out of the timings)."""
     trainer = Trainer(config, graph)
@@ -90,8 +91,9 @@ def _run_template(config: RunConfig, steps: int, graph: Any,
             busy.sample()
             if len(trainer.timer.step_seconds) >= steps:
                 break
-        trainer.threads_seen = threads_in_effect(trainer.pipeline.threads,
-                                                 getattr(trainer.pipeline.batches, "worker_cores", None))
+        trainer.threads_seen = threads_in_effect(
+            trainer.pipeline.threads, getattr(trainer.pipeline.batches, "worker_cores", None)
+        )
         if profile_steps:
             recorded = len(trainer.timer.step_seconds)
             profile = op_profile(loop, profile_steps, trainer.device, trainer.timer)
@@ -102,8 +104,9 @@ def _run_template(config: RunConfig, steps: int, graph: Any,
     return trainer, busy, profile
 
 
-def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: Rules = RULES,
-             profile_steps: int = 5) -> Diagnosis:
+def diagnose(
+    config: RunConfig, *, steps: int = 100, graph: Any = None, rules: Rules = RULES, profile_steps: int = 5
+) -> Diagnosis:
     """Run the quick template on ``config`` (``steps`` measured steps after ``config.warmup_steps``, then
     ``profile_steps`` under the operator profiler, which ranks kernel entries) and classify.
     Raises :class:`~gnnbench.flags.UnavailableError` when the configuration cannot run here."""
@@ -131,22 +134,31 @@ def diagnose(config: RunConfig, *, steps: int = 100, graph: Any = None, rules: R
         config = dataclasses.replace(config, flags=config.flags.replace(allocator=running))
     proc["finding"] = allocation_finding(usage, running, rules)
     return Diagnosis(
-        config=config.to_dict(), device=str(device), steps=n,
-        step_ms={"mean": step_ms, "median": 1e3 * statistics.median(timer.step_seconds),
-                 "min": 1e3 * min(timer.step_seconds), "max": 1e3 * max(timer.step_seconds)},
-        phase_ms={p: 1e3 * v for p, v in phase_s.items()}, shares=shares,
-        data_wait_share=phase_s.get("sample", 0.0) / mean_step, finding=finding,
+        config=config.to_dict(),
+        device=str(device),
+        steps=n,
+        step_ms={
+            "mean": step_ms,
+            "median": 1e3 * statistics.median(timer.step_seconds),
+            "min": 1e3 * min(timer.step_seconds),
+            "max": 1e3 * max(timer.step_seconds),
+        },
+        phase_ms={p: 1e3 * v for p, v in phase_s.items()},
+        shares=shares,
+        data_wait_share=phase_s.get("sample", 0.0) / mean_step,
+        finding=finding,
         expected=expectation(config.task, trainer.pipeline.graph.num_nodes, rules),
         recommendations=recommend(finding, shares, step_ms, config, device, profile, rules, usage=usage),
         process=proc,
         top_ops=sorted(profile.shares.items(), key=lambda kv: -kv[1])[:8],
         hot_ops=attribute_ops(profile, config.task),
-        memory={"host_peak_bytes": peak_bytes(),
-                "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None},
+        memory={
+            "host_peak_bytes": peak_bytes(),
+            "device_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None,
+        },
         compile=_compile_figures(trainer),
         sampled=trainer.sampled.to_dict(),
-        explosion=explosion_finding(trainer.sampled.to_dict(), finding, rules, flags=config.flags,
-                                    task=config.task),
+        explosion=explosion_finding(trainer.sampled.to_dict(), finding, rules, flags=config.flags, task=config.task),
     )
 
 
@@ -156,7 +168,10 @@ def _compile_figures(trainer: Trainer) -> dict[str, Any] | None:
     if counters is None:
         return None
     graphs = int(counters["stats"].get("unique_graphs", 0))
-    return {"graphs": graphs, "recompilations": max(0, graphs - 1),
-            "graph_breaks": int(sum(counters["graph_break"].values())),
-            "break_reasons": sorted(str(k) for k in counters["graph_break"])[:5],
-            "first_step_seconds": trainer.first_step_seconds}
+    return {
+        "graphs": graphs,
+        "recompilations": max(0, graphs - 1),
+        "graph_breaks": int(sum(counters["graph_break"].values())),
+        "break_reasons": sorted(str(k) for k in counters["graph_break"])[:5],
+        "first_step_seconds": trainer.first_step_seconds,
+    }

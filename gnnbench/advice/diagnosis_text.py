@@ -24,8 +24,9 @@ def bottleneck_line(shares: dict[str, float]) -> str:
 def compute_line(finding: Finding, data_wait_share: float, device_busy: float | None = None) -> str:
     """The compute share the classification read (and where from), the share spent waiting for data, and
     the device's busy share where NVML measured one."""
-    line = (f"compute share {finding.compute_share:.0%} ({finding.compute_source}); waiting for data "
-            f"{data_wait_share:.0%}")
+    line = (
+        f"compute share {finding.compute_share:.0%} ({finding.compute_source}); waiting for data {data_wait_share:.0%}"
+    )
     if device_busy is not None and finding.compute_source != "NVML":
         line += f"; device busy {device_busy:.0%} (NVML)"
     return line
@@ -71,16 +72,21 @@ def process_line(proc: dict) -> str:
         if threads.get("worker_cores"):
             text += f", loader workers on {threads['worker_cores']}"
     if usage and usage.get("kernel_share") is not None:
-        text += (f"; measured steps: {usage['minor_faults_per_step']:,.0f} page faults a step, "
-                 f"{usage['kernel_share']:.0%} of their CPU time in the kernel")
+        text += (
+            f"; measured steps: {usage['minor_faults_per_step']:,.0f} page faults a step, "
+            f"{usage['kernel_share']:.0%} of their CPU time in the kernel"
+        )
     return text
 
 
 def format_diagnosis(d: Diagnosis) -> str:
     """The human-readable report: breakdown, classification, what to try."""
     f = d.finding
-    lines = [f"diagnose: {d.steps} measured steps on {d.device}; step {d.step_ms['mean']:.1f} ms mean "
-             f"(median {d.step_ms['median']:.1f}, min {d.step_ms['min']:.1f}, max {d.step_ms['max']:.1f})", ""]
+    lines = [
+        f"diagnose: {d.steps} measured steps on {d.device}; step {d.step_ms['mean']:.1f} ms mean "
+        f"(median {d.step_ms['median']:.1f}, min {d.step_ms['min']:.1f}, max {d.step_ms['max']:.1f})",
+        "",
+    ]
     lines.append(f"{'phase':<12}{'ms/step':>10}{'share':>8}")
     for p, ms in d.phase_ms.items():
         if ms > 0 or p != "negatives":
@@ -97,14 +103,20 @@ def format_diagnosis(d: Diagnosis) -> str:
         lines.append(process_line(d.process))
     s = d.sampled
     if s:
-        hops = (" (per hop: " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"]) + ")") if s.get("nodes_per_hop") else ""
-        lines.append(f"sampled: {s['nodes_per_batch']:.0f} nodes per batch{hops}, {s['coverage']:.0%} of the graph's "
-                     f"nodes; {s['edges_per_batch']:.0f} edges")
+        hops = (
+            (" (per hop: " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"]) + ")") if s.get("nodes_per_hop") else ""
+        )
+        lines.append(
+            f"sampled: {s['nodes_per_batch']:.0f} nodes per batch{hops}, {s['coverage']:.0%} of the graph's "
+            f"nodes; {s['edges_per_batch']:.0f} edges"
+        )
     if d.compile is not None:
         c = d.compile
-        lines.append(f"compile: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), {c['recompilations']} "
-                     f"recompilation(s); first step {c['first_step_seconds'] or 0:.1f} s (compilation included)"
-                     + (f"; breaks: {'; '.join(c['break_reasons'])}" if c["break_reasons"] else ""))
+        lines.append(
+            f"compile: {c['graphs']} graph(s), {c['graph_breaks']} graph break(s), {c['recompilations']} "
+            f"recompilation(s); first step {c['first_step_seconds'] or 0:.1f} s (compilation included)"
+            + (f"; breaks: {'; '.join(c['break_reasons'])}" if c["break_reasons"] else "")
+        )
     if d.hot_ops:
         lines += hot_op_lines(d.hot_ops)
     elif d.top_ops:
@@ -138,6 +150,8 @@ def format_diagnosis(d: Diagnosis) -> str:
             lines.append(f"  - {r.name}: {r.not_applicable}")
     if runnable:
         lines.append("")
-        lines.append("measure them: gnnbench diagnose ... --verify (or gnnbench compare --flags "
-                     f"{','.join(r.name for r in runnable)})")
+        lines.append(
+            "measure them: gnnbench diagnose ... --verify (or gnnbench compare --flags "
+            f"{','.join(r.name for r in runnable)})"
+        )
     return "\n".join(lines)

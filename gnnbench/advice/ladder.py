@@ -30,8 +30,7 @@ from gnnbench.timing import summarize
 from gnnbench.training import RunConfig, Trainer, availability
 from gnnbench.training.pipeline import graph_of
 
-__all__ = ["Rung", "RUNGS", "RungResult", "LadderResult", "walk", "STATUSES", "ACCURACY_DROP_PP",
-           "DEFAULT_PROBE_STEPS"]
+__all__ = ["Rung", "RUNGS", "RungResult", "LadderResult", "walk", "STATUSES", "ACCURACY_DROP_PP", "DEFAULT_PROBE_STEPS"]
 
 STATUSES = ("fits", "over", "oom", "skipped", "unavailable")
 ACCURACY_DROP_PP = 1.0  # a rung whose test metric falls this many points below the rung before shows its hint
@@ -60,6 +59,7 @@ class Rung:
     def of_entry(cls, opt: Any) -> "Rung":
         """A rung that switches a registry entry on (:attr:`~gnnbench.registry.Optimization.oom_rung`): its
         change, its description, its hint; skipped when the flags so far already have it."""
+
         def skip(flags: Flags) -> str | None:
             return f"{opt.name} is already on: {opt.description}" if opt.apply(flags) == flags else None
 
@@ -71,6 +71,7 @@ def _neighbour_sampled(what: str) -> Callable[[Flags], str | None]:
         if flags.batch_source != "neighbor":
             return f"batch_source={flags.batch_source!r} does not sample neighbours: {what}"
         return None
+
     return reason
 
 
@@ -89,12 +90,20 @@ def _skip_batch(flags: Flags) -> str | None:
 
 
 RUNGS: tuple[Rung, ...] = (
-    Rung("halve_fanout", "halve every hop of the fanout (at least 1)",
-         lambda f: {"fanout": tuple(k if k == -1 else max(1, k // 2) for k in f.fanout)}, _skip_fanout,
-         "a smaller sampled neighbourhood: halve the deepest hops only (e.g. --fanout 15,10,2)"),
-    Rung("halve_batch", "halve the seed nodes per batch",
-         lambda f: {"batch_size": max(1, f.batch_size // 2)}, _skip_batch,
-         "smaller batches give noisier gradients: lower the learning rate or train more steps"),
+    Rung(
+        "halve_fanout",
+        "halve every hop of the fanout (at least 1)",
+        lambda f: {"fanout": tuple(k if k == -1 else max(1, k // 2) for k in f.fanout)},
+        _skip_fanout,
+        "a smaller sampled neighbourhood: halve the deepest hops only (e.g. --fanout 15,10,2)",
+    ),
+    Rung(
+        "halve_batch",
+        "halve the seed nodes per batch",
+        lambda f: {"batch_size": max(1, f.batch_size // 2)},
+        _skip_batch,
+        "smaller batches give noisier gradients: lower the learning rate or train more steps",
+    ),
     *(Rung.of_entry(o) for o in registry.oom_rungs()),
 )
 
@@ -163,11 +172,16 @@ class LadderResult:
 
     def to_dict(self) -> dict[str, Any]:
         final, smallest = self.final, self.smallest
-        return {"budget_bytes": self.budget_bytes, "device": self.device, "memory_source": self.memory_source,
-                "probe_steps": self.probe_steps, "fits": final is not None,
-                "final": final.to_dict() if final else None,
-                "smallest_peak_bytes": smallest.peak_bytes if smallest else None,
-                "path": [r.to_dict() for r in self.path]}
+        return {
+            "budget_bytes": self.budget_bytes,
+            "device": self.device,
+            "memory_source": self.memory_source,
+            "probe_steps": self.probe_steps,
+            "fits": final is not None,
+            "final": final.to_dict() if final else None,
+            "smallest_peak_bytes": smallest.peak_bytes if smallest else None,
+            "path": [r.to_dict() for r in self.path],
+        }
 
 
 def _describe(before: Flags, after: Flags) -> str:
@@ -179,8 +193,15 @@ def _describe(before: Flags, after: Flags) -> str:
     return ", ".join(parts)
 
 
-def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps: int = DEFAULT_PROBE_STEPS,
-         rungs: tuple[Rung, ...] = RUNGS, progress: Callable[[RungResult], None] | None = None) -> LadderResult:
+def walk(
+    config: RunConfig,
+    budget_bytes: int,
+    *,
+    graph: Any = None,
+    probe_steps: int = DEFAULT_PROBE_STEPS,
+    rungs: tuple[Rung, ...] = RUNGS,
+    progress: Callable[[RungResult], None] | None = None,
+) -> LadderResult:
     """Walk the ladder from ``config`` until a step's measured peak fits ``budget_bytes``.
 
     Args:
@@ -206,7 +227,8 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
         raise ValueError(f"probe_steps must be an integer >= 1 (got {probe_steps!r})")
     device = resolve_device(config.device)
     given = availability.check(config.flags, availability.run_context(config, device, graph)) + memory.unavailable(
-        config.flags, availability.run_context(config, device, graph))
+        config.flags, availability.run_context(config, device, graph)
+    )
     if given:  # the configuration as given cannot run: nothing to walk down from
         raise UnavailableError(given)
     graph = graph_of(config, graph)[0]
@@ -237,12 +259,16 @@ def walk(config: RunConfig, budget_bytes: int, *, graph: Any = None, probe_steps
         metric = result.test_metric
         if metric is not None:
             notes = [result.note] if result.note else []
-            if previous_metric is not None and rung is not None and (
-                    drop := 100.0 * (previous_metric - metric)) > ACCURACY_DROP_PP:
+            if (
+                previous_metric is not None
+                and rung is not None
+                and (drop := 100.0 * (previous_metric - metric)) > ACCURACY_DROP_PP
+            ):
                 notes.append(f"this rung costs {drop:.1f} pp: {rung.hint}")
             given_metric = metric if given_metric is None else given_metric
-            result = dataclasses.replace(result, accuracy_delta_pp=100.0 * (metric - given_metric),
-                                         note="; ".join(notes))
+            result = dataclasses.replace(
+                result, accuracy_delta_pp=100.0 * (metric - given_metric), note="; ".join(notes)
+            )
             previous_metric = metric
         record(result)
         if result.status == "fits":
@@ -264,10 +290,24 @@ def _try(name: str, change: str, cfg: RunConfig, graph: Any, budget: int, probe_
             torch.cuda.empty_cache()
         return RungResult(name, change, cfg.flags, "oom", note=oom)
     timed = not math.isnan(step)
-    note = "" if timed else (f"no step timed after the {probe_steps} measured for memory (warm-up): "
-                             "give it more steps (--epochs, --max-steps)")
-    return RungResult(name, change, cfg.flags, "fits" if peak <= budget else "over", peak_bytes=peak,
-                      step_seconds=step if timed else None, test_metric=metric, note=note)
+    note = (
+        ""
+        if timed
+        else (
+            f"no step timed after the {probe_steps} measured for memory (warm-up): "
+            "give it more steps (--epochs, --max-steps)"
+        )
+    )
+    return RungResult(
+        name,
+        change,
+        cfg.flags,
+        "fits" if peak <= budget else "over",
+        peak_bytes=peak,
+        step_seconds=step if timed else None,
+        test_metric=metric,
+        note=note,
+    )
 
 
 def _short_run(cfg: RunConfig, graph: Any, probe_steps: int) -> tuple[int, float, float]:

@@ -22,8 +22,17 @@ from gnnbench import registry
 from gnnbench.advice.rules import PHASE_GROUPS
 from gnnbench.timing import PATH_RANGE, PHASE_RANGE
 
-__all__ = ["HotOp", "HOT_OP_SHARE", "OUTSIDE", "UNMARKED", "UNKNOWN_PHASE", "OpProfile", "op_profile",
-           "profile_shares", "attribute_ops"]
+__all__ = [
+    "HotOp",
+    "HOT_OP_SHARE",
+    "OUTSIDE",
+    "UNMARKED",
+    "UNKNOWN_PHASE",
+    "OpProfile",
+    "op_profile",
+    "profile_shares",
+    "attribute_ops",
+]
 
 
 @dataclass(frozen=True)
@@ -60,14 +69,14 @@ class OpProfile:
     cells: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
 
     @classmethod
-    def from_shares(cls, shares: dict[str, float], phases: dict[str, dict[str, float]] | None = None
-                    ) -> "OpProfile":
+    def from_shares(cls, shares: dict[str, float], phases: dict[str, dict[str, float]] | None = None) -> "OpProfile":
         """A profile without code paths: per operator its share, split by phase where ``phases`` has it."""
         cells: dict[str, dict[tuple[str, str], float]] = {}
         for op, share in shares.items():
             by_phase = (phases or {}).get(op)
-            cells[op] = ({(ph, UNMARKED): v for ph, v in by_phase.items()} if by_phase
-                         else {(UNKNOWN_PHASE, UNMARKED): share})
+            cells[op] = (
+                {(ph, UNMARKED): v for ph, v in by_phase.items()} if by_phase else {(UNKNOWN_PHASE, UNMARKED): share}
+            )
         return cls(cells)
 
     def __bool__(self) -> bool:
@@ -81,14 +90,17 @@ class OpProfile:
     @property
     def phases(self) -> dict[str, dict[str, float]]:
         """Per operator, its share in each phase it ran in (largest first; none where phases were not recorded)."""
-        return {op: _sorted({ph: v for ph, v in _marginal(c, 0).items() if ph != UNKNOWN_PHASE})
-                for op, c in self.cells.items()}
+        return {
+            op: _sorted({ph: v for ph, v in _marginal(c, 0).items() if ph != UNKNOWN_PHASE})
+            for op, c in self.cells.items()
+        }
 
     @property
     def paths(self) -> dict[str, dict[str, float]]:
         """Per operator, its share in each marked code path it ran in (largest first; unmarked time left out)."""
-        return {op: _sorted({p: v for p, v in _marginal(c, 1).items() if p != UNMARKED})
-                for op, c in self.cells.items()}
+        return {
+            op: _sorted({p: v for p, v in _marginal(c, 1).items() if p != UNMARKED}) for op, c in self.cells.items()
+        }
 
     def credit(self, opt: Any) -> dict[str, float]:
         """The share of the profiled step, per operator, that registry entry ``opt`` removes or changes: the
@@ -101,8 +113,9 @@ class OpProfile:
         out: dict[str, float] = {}
         for op, cells in self.cells.items():
             named = op in opt.ops
-            share = sum(v for (ph, path), v in cells.items()
-                        if path in paths or (named and path == UNMARKED and ph in phases))
+            share = sum(
+                v for (ph, path), v in cells.items() if path in paths or (named and path == UNMARKED and ph in phases)
+            )
             if share > 0:
                 out[op] = share
         return out
@@ -163,9 +176,9 @@ def profile_shares(prof: Any, device: torch.device) -> OpProfile:
         for n in reversed(chain):  # outermost first: an inner range overrides an outer one
             name = n.name
             if name.startswith(PHASE_RANGE):
-                phase = name[len(PHASE_RANGE):]
+                phase = name[len(PHASE_RANGE) :]
             elif name.startswith(PATH_RANGE):
-                path = name[len(PATH_RANGE):]
+                path = name[len(PATH_RANGE) :]
             elif name.startswith(_BACKWARD_NODE):
                 backward, path = n, None  # a backward's path is its own (inner) range, else its forward's
             where[id(n)] = (phase, path, backward)
@@ -215,8 +228,18 @@ def attribute_ops(profile: OpProfile, task: str, *, threshold: float = HOT_OP_SH
     for op, share in sorted(profile.shares.items(), key=lambda kv: -kv[1]):
         if share < threshold:
             break
-        named = sorted((name for name, c in credits.items() if c.get(op, 0.0) >= MIN_CREDIT_OF_OP * share),
-                       key=lambda name: -credits[name][op])
-        out.append(HotOp(op, share, phases.get(op, {}), tuple(named), paths.get(op, {}),
-                         {name: credits[name][op] for name in named}))
+        named = sorted(
+            (name for name, c in credits.items() if c.get(op, 0.0) >= MIN_CREDIT_OF_OP * share),
+            key=lambda name: -credits[name][op],
+        )
+        out.append(
+            HotOp(
+                op,
+                share,
+                phases.get(op, {}),
+                tuple(named),
+                paths.get(op, {}),
+                {name: credits[name][op] for name in named},
+            )
+        )
     return out

@@ -50,10 +50,12 @@ def _worker_caveat(config: RunConfig, flags, rules: Rules, cores: tuple[int, int
     total, threads = cores
     if total - threads >= rules.worker_spare_cores:
         return None
-    return (f"adds {flags.num_workers} loader worker processes, but this machine has {total} cores and the step "
-            f"already runs {threads} threads: the workers compete with the step instead of overlapping it "
-            f"(split the cores: workers_split, torch.set_num_threads(cores - workers) with each worker pinned to its "
-            f"own core; or use a machine with >= {threads + rules.worker_spare_cores} cores)")
+    return (
+        f"adds {flags.num_workers} loader worker processes, but this machine has {total} cores and the step "
+        f"already runs {threads} threads: the workers compete with the step instead of overlapping it "
+        f"(split the cores: workers_split, torch.set_num_threads(cores - workers) with each worker pinned to its "
+        f"own core; or use a machine with >= {threads + rules.worker_spare_cores} cores)"
+    )
 
 
 def _allocation_evidence(usage: dict | None, rules: Rules) -> tuple[str | None, float | None, str | None]:
@@ -63,16 +65,28 @@ def _allocation_evidence(usage: dict | None, rules: Rules) -> tuple[str | None, 
     if share is None:
         return None, None, None
     faults = usage.get("minor_faults_per_step") or 0.0
-    motivation = (f"the measured steps spent {share:.0%} of their CPU time in the kernel ({faults:,.0f} page faults "
-                  "a step)")
-    caveat = None if share >= rules.allocation_kernel_at else (
-        f"the steps spend only {share:.0%} of their CPU time in the kernel: little allocation cost to remove")
+    motivation = (
+        f"the measured steps spent {share:.0%} of their CPU time in the kernel ({faults:,.0f} page faults a step)"
+    )
+    caveat = (
+        None
+        if share >= rules.allocation_kernel_at
+        else (f"the steps spend only {share:.0%} of their CPU time in the kernel: little allocation cost to remove")
+    )
     return motivation, share, caveat
 
 
-def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config: RunConfig,
-              device: torch.device, profile: OpProfile | None = None, rules: Rules = RULES,
-              cores: tuple[int, int] | None = None, usage: dict | None = None) -> list[Recommendation]:
+def recommend(
+    finding: Finding,
+    shares: dict[str, float],
+    step_ms: float,
+    config: RunConfig,
+    device: torch.device,
+    profile: OpProfile | None = None,
+    rules: Rules = RULES,
+    cores: tuple[int, int] | None = None,
+    usage: dict | None = None,
+) -> list[Recommendation]:
     """Registry entries that target the bottleneck (then the runner-up), for this task, ranked: entries credited
     with a measured share of the profiled step (:meth:`OpProfile.credit`: the operators in the code paths they
     remove or change, and the operators they name where no marked path issued them) first, largest share
@@ -95,8 +109,16 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
                 continue
             reason = registry.not_applicable(config, [opt.name])
             if reason:
-                ranked.append(Recommendation(opt.name, group, group_motivation, opt.expected_effect,
-                                             opt.costs_accuracy, not_applicable=reason))
+                ranked.append(
+                    Recommendation(
+                        opt.name,
+                        group,
+                        group_motivation,
+                        opt.expected_effect,
+                        opt.costs_accuracy,
+                        not_applicable=reason,
+                    )
+                )
                 continue
             derived = registry.config_for(config, [opt.name])
             flags = derived.flags
@@ -108,17 +130,35 @@ def recommend(finding: Finding, shares: dict[str, float], step_ms: float, config
             if ops:
                 top = sorted(ops.items(), key=lambda kv: -kv[1])
                 listed = ", ".join(f"{op} {v:.0%}" for op, v in top[:_LISTED]) + (", ..." if len(top) > _LISTED else "")
-                motivation = (f"the operators it removes or changes take {evidence:.0%} of the profiled step "
-                              f"({listed}); {group_motivation}")
+                motivation = (
+                    f"the operators it removes or changes take {evidence:.0%} of the profiled step "
+                    f"({listed}); {group_motivation}"
+                )
             caveat = _worker_caveat(config, flags, rules, cores)
             if flags.allocator != config.flags.allocator:  # the process, not an operator: read from its usage
                 why, evidence, caveat = _allocation_evidence(usage, rules)
                 motivation = f"{why}; {group_motivation}" if why else group_motivation
             reasons = config_unavailable(derived, device)
-            ranked.append(Recommendation(opt.name, group, motivation, opt.expected_effect,
-                                         opt.costs_accuracy, format_reasons(reasons) if reasons else None,
-                                         evidence, caveat))
-        ranked.sort(key=lambda r: (r.not_applicable is not None, r.caveat is not None, r.costs_accuracy,
-                                   r.op_share is None, -(r.op_share or 0.0)))
+            ranked.append(
+                Recommendation(
+                    opt.name,
+                    group,
+                    motivation,
+                    opt.expected_effect,
+                    opt.costs_accuracy,
+                    format_reasons(reasons) if reasons else None,
+                    evidence,
+                    caveat,
+                )
+            )
+        ranked.sort(
+            key=lambda r: (
+                r.not_applicable is not None,
+                r.caveat is not None,
+                r.costs_accuracy,
+                r.op_share is None,
+                -(r.op_share or 0.0),
+            )
+        )
         out.extend(ranked)
     return out

@@ -13,8 +13,19 @@ from dataclasses import dataclass
 from gnnbench.flags import Flags
 from gnnbench.registry import BOTTLENECKS, NotApplicable, get
 
-__all__ = ["PHASE_GROUPS", "Rules", "RULES", "Finding", "group_shares", "classify", "expectation",
-           "FEWER_VERTICES", "EXPLODING_SOURCE", "explosion_finding", "allocation_finding"]
+__all__ = [
+    "PHASE_GROUPS",
+    "Rules",
+    "RULES",
+    "Finding",
+    "group_shares",
+    "classify",
+    "expectation",
+    "FEWER_VERTICES",
+    "EXPLODING_SOURCE",
+    "explosion_finding",
+    "allocation_finding",
+]
 
 PHASE_GROUPS: dict[str, tuple[str, ...]] = {
     "sampling": ("sample",),
@@ -93,18 +104,21 @@ def classify(shares: dict[str, float], *, busy_fraction: float | None = None, ru
     ranked = sorted(pipeline.items(), key=lambda kv: -kv[1])
     if compute >= rules.kernels_at:
         main, share = "kernels", shares.get("kernels", 0.0)
-        reason = (f"the device computes {compute:.0%} of the step ({source}), at or above {rules.kernels_at:.0%}: "
-                  "the step is slow in its kernels")
+        reason = (
+            f"the device computes {compute:.0%} of the step ({source}), at or above {rules.kernels_at:.0%}: "
+            "the step is slow in its kernels"
+        )
         runner = ranked[0] if ranked and ranked[0][1] >= rules.worth_at else None
     else:
         main, share = ranked[0]
-        reason = (f"the device computes only {compute:.0%} of the step ({source}), below {rules.kernels_at:.0%}: "
-                  f"the data pipeline comes first, and {main} is its largest part ({share:.0%})")
+        reason = (
+            f"the device computes only {compute:.0%} of the step ({source}), below {rules.kernels_at:.0%}: "
+            f"the data pipeline comes first, and {main} is its largest part ({share:.0%})"
+        )
         rest = [kv for kv in ranked[1:]] + [("kernels", shares.get("kernels", 0.0))]
         rest.sort(key=lambda kv: -kv[1])
         runner = rest[0] if rest and rest[0][1] >= rules.worth_at else None
-    return Finding(main, share, runner[0] if runner else None, runner[1] if runner else None, compute, source,
-                   reason)
+    return Finding(main, share, runner[0] if runner else None, runner[1] if runner else None, compute, source, reason)
 
 
 def expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
@@ -112,8 +126,10 @@ def expectation(task: str, num_nodes: int, rules: Rules = RULES) -> str:
     if task == "link":
         return "link prediction: negative sampling and feature transfer (first fixes: negatives, pinned memory)"
     if num_nodes >= rules.huge_graph_nodes:
-        return "node classification on a huge graph: sampling and loading (first fixes: subgraph sampling, " \
-               "feature caching)"
+        return (
+            "node classification on a huge graph: sampling and loading (first fixes: subgraph sampling, "
+            "feature caching)"
+        )
     return "node classification on a small or medium graph: kernels (first fixes: mixed precision, fusion)"
 
 
@@ -140,8 +156,9 @@ def _fewer_vertex_entries(flags: Flags, task: str) -> list[str]:
     return out
 
 
-def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RULES, *, flags: Flags,
-                      task: str = "node") -> str | None:
+def explosion_finding(
+    sampled: dict | None, finding: Finding, rules: Rules = RULES, *, flags: Flags, task: str = "node"
+) -> str | None:
     """The neighbour-explosion finding: a kernel-bound step whose neighbour-sampled batches' neighbourhoods cover
     at least ``rules.explosion_at`` of the graph's nodes computes most of a whole-graph layer per step, so entries
     that speed up data movement are worth little and those that compute fewer vertices are named.
@@ -165,12 +182,17 @@ def explosion_finding(sampled: dict | None, finding: Finding, rules: Rules = RUL
     hops = sampled.get("nodes_per_hop") or []
     growth = (" (" + " -> ".join(f"{v:.0f}" for v in hops) + " nodes per hop)") if len(hops) > 1 else ""
     entries = _fewer_vertex_entries(flags, task)
-    names = (f"entries that compute fewer vertices: {', '.join(entries)}" if entries else
-             "every entry that computes fewer vertices is in use already or does not apply here")
-    return (f"neighbour explosion: a batch's sampled neighbourhood covers {sampled['coverage']:.0%} of the graph's "
-            f"nodes{growth}, at or above {rules.explosion_at:.0%}, and the step is kernel-bound: every step "
-            f"computes most of a whole-graph layer, so computing fewer vertices pays before moving data faster; "
-            f"{names}")
+    names = (
+        f"entries that compute fewer vertices: {', '.join(entries)}"
+        if entries
+        else "every entry that computes fewer vertices is in use already or does not apply here"
+    )
+    return (
+        f"neighbour explosion: a batch's sampled neighbourhood covers {sampled['coverage']:.0%} of the graph's "
+        f"nodes{growth}, at or above {rules.explosion_at:.0%}, and the step is kernel-bound: every step "
+        f"computes most of a whole-graph layer, so computing fewer vertices pays before moving data faster; "
+        f"{names}"
+    )
 
 
 def allocation_finding(usage: dict | None, allocator: str | None, rules: Rules = RULES) -> str | None:
@@ -183,7 +205,9 @@ def allocation_finding(usage: dict | None, allocator: str | None, rules: Rules =
     faults = usage.get("minor_faults_per_step") or 0.0
     mib = (usage.get("faulted_bytes_per_step") or 0.0) / 2**20
     running = allocator or "an allocator gnnbench does not set"
-    return (f"allocation cost: the measured steps spent {share:.0%} of their CPU time in the kernel, with "
-            f"{faults:,.0f} page faults a step ({mib:,.0f} MiB mapped and touched again each step) under {running}: "
-            "memory freed to the kernel at one step is faulted back in at the next; an allocator that keeps it "
-            "mapped removes that")
+    return (
+        f"allocation cost: the measured steps spent {share:.0%} of their CPU time in the kernel, with "
+        f"{faults:,.0f} page faults a step ({mib:,.0f} MiB mapped and touched again each step) under {running}: "
+        "memory freed to the kernel at one step is faulted back in at the next; an allocator that keeps it "
+        "mapped removes that"
+    )

@@ -37,46 +37,65 @@ class Scenario:
 
     def config_fields(self) -> dict[str, Any]:
         """The :class:`~gnnbench.training.config.RunConfig` fields this scenario sets."""
-        return {"spec": self.spec(), "flags": self.flags, "task": self.task, "model": self.model,
-                "hidden": self.hidden, "epochs": self.epochs, "warmup_steps": self.warmup_steps}
+        return {
+            "spec": self.spec(),
+            "flags": self.flags,
+            "task": self.task,
+            "model": self.model,
+            "hidden": self.hidden,
+            "epochs": self.epochs,
+            "warmup_steps": self.warmup_steps,
+        }
 
 
 # Base flags of the pipeline-bound scenarios: the kernels already optimized (sparse aggregation on the batch's
 # CSR, vectorized dropout), as after a first round of "locate, then optimize": the bottleneck has moved.
 _FAST_KERNELS = {"aggregation": "sparse", "keep_csr": True, "dropout_kernel": "uniform"}
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
-    Scenario(
-        name="sampling-bound",
-        description="Large fanout on a denser graph, narrow model with its kernels already optimized: a 2-hop "
-        "[100, 60] neighbourhood of 1024 seeds, drawn from nodes with 80 neighbours on average (so every hop "
-        "really chooses), feeds a GCN of width 4 on 4 features (sparse aggregation on the batch's CSR, "
-        "vectorized dropout, normalization once per batch, int32 indices). On the sparser default graph the "
-        "same fanout leaves sampling and kernels about even, so the denser graph is what makes it "
-        "sampling-bound.",
-        expected="sampling", preset="small", spec_overrides={"feature_dim": 4, "avg_degree": 80.0},
-        flags=Flags(fanout=(100, 60), batch_size=1024, cached_norm=True, index_dtype="int32", **_FAST_KERNELS),
-        hidden=4,
-    ),
-    Scenario(
-        name="kernel-bound",
-        description="Full-batch GCN on a 20k-node power-law graph: no sampling or gather per step, so the step "
-        "is all kernels (aggregation over every edge, transforms, dropout). One optimizer step per epoch, so "
-        "measured runs train to a plateau over many epochs.",
-        expected="kernels", preset="small", spec_overrides={"num_nodes": 20_000},
-        flags=Flags(batch_source="full"), warmup_steps=2,
-    ),
-    Scenario(
-        name="link-negatives",
-        description="Link prediction with 20 negatives per positive, strictly rejected against the training "
-        "edges. Drawing the negatives is vectorized and cheap (a few percent of the step, not the half the "
-        "rules of thumb expect for link prediction); the cost of many negatives is their endpoints' "
-        "neighbourhoods, sampled and then aggregated for every pair, and the aggregation dominates: the step "
-        "is kernel-bound.",
-        expected="kernels", preset="small", spec_overrides={"feature_dim": 16},
-        flags=Flags(fanout=(10, 5), batch_size=256, negative_ratio=20), task="link", hidden=16,
-    ),
-)}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            name="sampling-bound",
+            description="Large fanout on a denser graph, narrow model with its kernels already optimized: a 2-hop "
+            "[100, 60] neighbourhood of 1024 seeds, drawn from nodes with 80 neighbours on average (so every hop "
+            "really chooses), feeds a GCN of width 4 on 4 features (sparse aggregation on the batch's CSR, "
+            "vectorized dropout, normalization once per batch, int32 indices). On the sparser default graph the "
+            "same fanout leaves sampling and kernels about even, so the denser graph is what makes it "
+            "sampling-bound.",
+            expected="sampling",
+            preset="small",
+            spec_overrides={"feature_dim": 4, "avg_degree": 80.0},
+            flags=Flags(fanout=(100, 60), batch_size=1024, cached_norm=True, index_dtype="int32", **_FAST_KERNELS),
+            hidden=4,
+        ),
+        Scenario(
+            name="kernel-bound",
+            description="Full-batch GCN on a 20k-node power-law graph: no sampling or gather per step, so the step "
+            "is all kernels (aggregation over every edge, transforms, dropout). One optimizer step per epoch, so "
+            "measured runs train to a plateau over many epochs.",
+            expected="kernels",
+            preset="small",
+            spec_overrides={"num_nodes": 20_000},
+            flags=Flags(batch_source="full"),
+            warmup_steps=2,
+        ),
+        Scenario(
+            name="link-negatives",
+            description="Link prediction with 20 negatives per positive, strictly rejected against the training "
+            "edges. Drawing the negatives is vectorized and cheap (a few percent of the step, not the half the "
+            "rules of thumb expect for link prediction); the cost of many negatives is their endpoints' "
+            "neighbourhoods, sampled and then aggregated for every pair, and the aggregation dominates: the step "
+            "is kernel-bound.",
+            expected="kernels",
+            preset="small",
+            spec_overrides={"feature_dim": 16},
+            flags=Flags(fanout=(10, 5), batch_size=256, negative_ratio=20),
+            task="link",
+            hidden=16,
+        ),
+    )
+}
 
 
 def get_scenario(name: str) -> Scenario:

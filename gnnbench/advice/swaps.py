@@ -37,8 +37,9 @@ def _conflicts(names: list[str], base: RunConfig, device) -> bool:
     return bool(config_unavailable(registry.config_for(base, names), device))
 
 
-def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: set[tuple[str, str]] = frozenset(),
-               device=None) -> list[tuple[str, str, list[str]]]:
+def swap_moves(
+    chosen: list[str], paid: list[str], base: RunConfig, *, tried: set[tuple[str, str]] = frozenset(), device=None
+) -> list[tuple[str, str, list[str]]]:
     """``(out, in, new set)`` for each entry of ``paid`` (entries that paid significantly in an earlier round,
     best first) that cannot be added to ``chosen`` but can replace exactly one chosen entry; swaps in
     ``tried`` are skipped. The new set keeps the order of ``chosen`` with ``in`` in the place of ``out``."""
@@ -59,7 +60,13 @@ def swap_moves(chosen: list[str], paid: list[str], base: RunConfig, *, tried: se
 
 def swap_entries(base: RunConfig, moves: list[tuple[str, str, list[str]]], repeats: int) -> list[Entry]:
     """Sweep entries for swap moves, paired by round (seed) with :func:`sweep_entries`' baseline."""
-    return [Entry(f"{SWAP_PREFIX}{out}->{new_in}",
-                  registry.config_for(dataclasses.replace(base, seed=base.seed + r), new),
-                  tuple(new), r)
-            for r in range(repeats) for out, new_in, new in moves]
+    return [
+        Entry(
+            f"{SWAP_PREFIX}{out}->{new_in}",
+            registry.config_for(dataclasses.replace(base, seed=base.seed + r), new),
+            tuple(new),
+            r,
+        )
+        for r in range(repeats)
+        for out, new_in, new in moves
+    ]

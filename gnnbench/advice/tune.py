@@ -34,6 +34,7 @@ from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["TuneRound", "TuneResult", "tune", "candidates_for", "format_tune", "swap_moves", "SWAP_PREFIX"]
 
+
 @dataclass
 class TuneRound:
     """One greedy round: what was measured against which flags, and what was kept."""
@@ -58,12 +59,15 @@ class TuneResult:
 
     def to_dict(self) -> dict:
         """JSON-ready; the final row as :meth:`ComparisonRow.to_dict` writes it."""
-        return {**dataclasses.asdict(dataclasses.replace(self, final=None)),
-                "final": self.final.to_dict() if self.final is not None else None}
+        return {
+            **dataclasses.asdict(dataclasses.replace(self, final=None)),
+            "final": self.final.to_dict() if self.final is not None else None,
+        }
 
 
-def candidates_for(d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at,
-                   not_applicable: dict[str, str] | None = None) -> list[str]:
+def candidates_for(
+    d: Diagnosis, config: RunConfig, *, worth_at: float = RULES.worth_at, not_applicable: dict[str, str] | None = None
+) -> list[str]:
     """Registry entries for this task that target a group worth optimizing and can run here; those that cannot
     apply to ``config`` go into ``not_applicable`` (name -> reason) when given."""
     device = resolve_device(config.device)
@@ -99,10 +103,20 @@ class _Search:
     per_run: float | None = None  # seconds per run of the last round (the budget's estimate)
 
 
-def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int = 3, max_acc_loss_pp: float = 0.5,
-         candidates: list[str] | None = None, diagnose_steps: int = 30,
-         log: Callable[[str], None] = print, isolate: bool = True,
-         calibration_runs: int = DEFAULT_CALIBRATION_RUNS, budget_factor: float = BUDGET_FACTOR) -> TuneResult:
+def tune(
+    base: RunConfig,
+    *,
+    budget_s: float,
+    out_dir: str | Path,
+    repeats: int = 3,
+    max_acc_loss_pp: float = 0.5,
+    candidates: list[str] | None = None,
+    diagnose_steps: int = 30,
+    log: Callable[[str], None] = print,
+    isolate: bool = True,
+    calibration_runs: int = DEFAULT_CALIBRATION_RUNS,
+    budget_factor: float = BUDGET_FACTOR,
+) -> TuneResult:
     """Greedy search with swap moves (the rules: ``docs/advice.md``).
 
     Args:
@@ -130,17 +144,20 @@ def tune(base: RunConfig, *, budget_s: float, out_dir: str | Path, repeats: int 
     for k in itertools.count(1):
         current = registry.config_for(base, result.chosen)
         search.pool = _still_open(search.pool, result.chosen, base, current)
-        swaps = swap_moves(result.chosen, sorted(search.paid, key=lambda n: -search.paid[n]), base,
-                           tried=search.tried, device=device)
+        swaps = swap_moves(
+            result.chosen, sorted(search.paid, key=lambda n: -search.paid[n]), base, tried=search.tried, device=device
+        )
         result.stop_reason = _stop_before_round(search, swaps, repeats, budget_s - (time.monotonic() - start))
         if result.stop_reason:
             break
-        rows, swap_sets, seconds = _measure_round(k, current, base, swaps, search, result, calibration,
-                                                  out_dir / f"round-{k}", repeats, isolate, log)
+        rows, swap_sets, seconds = _measure_round(
+            k, current, base, swaps, search, result, calibration, out_dir / f"round-{k}", repeats, isolate, log
+        )
         best = _best_move(rows, search, max_acc_loss_pp)
         why = _why(rows, best)
-        result.rounds.append(TuneRound(list(result.chosen), _measured(rows), best.label if best else None, why,
-                                       seconds))
+        result.rounds.append(
+            TuneRound(list(result.chosen), _measured(rows), best.label if best else None, why, seconds)
+        )
         if best is None:
             result.stop_reason = why
             log(f"round {k}: {why}")
@@ -161,16 +178,19 @@ def _check_settings(budget_s: float, max_acc_loss_pp: float, repeats: int) -> No
         raise ValueError(f"tune needs at least 2 repeats per configuration for an interval (got {repeats!r})")
 
 
-def _candidates(base: RunConfig, candidates: list[str] | None, diagnose_steps: int, result: TuneResult,
-                log: Callable[[str], None]) -> list[str]:
+def _candidates(
+    base: RunConfig, candidates: list[str] | None, diagnose_steps: int, result: TuneResult, log: Callable[[str], None]
+) -> list[str]:
     """The entries the search starts from: ``candidates`` that can apply, else those the diagnosis picks; the
     diagnosis and the entries set aside (with their reasons) go into ``result``."""
     if candidates is None:
         d = diagnose(base, steps=diagnose_steps)
         result.diagnosis = {"bottleneck": d.finding.bottleneck, "shares": d.shares}
         candidates = candidates_for(d, base, not_applicable=result.not_applicable)
-        log(f"diagnosis: {d.finding.bottleneck} ({d.finding.share:.0%} of the step); candidates: "
-            f"{', '.join(candidates) or 'none'}")
+        log(
+            f"diagnosis: {d.finding.bottleneck} ({d.finding.share:.0%} of the step); candidates: "
+            f"{', '.join(candidates) or 'none'}"
+        )
     else:
         for name in candidates:
             registry.get(name)
@@ -181,15 +201,19 @@ def _candidates(base: RunConfig, candidates: list[str] | None, diagnose_steps: i
     return list(candidates)
 
 
-def _calibrated(base: RunConfig, out_dir: Path, runs: int, budget_factor: float, isolate: bool,
-                log: Callable[[str], None]) -> tuple[RunConfig, Calibration | None]:
+def _calibrated(
+    base: RunConfig, out_dir: Path, runs: int, budget_factor: float, isolate: bool, log: Callable[[str], None]
+) -> tuple[RunConfig, Calibration | None]:
     """The one calibration every round is judged against (``runs == 0``: none), and ``base`` with it applied."""
     calibration, _ = run_calibration(base, out_dir, runs=runs, isolate=isolate, budget_factor=budget_factor)
     if calibration is None:
         return base, None
-    log(f"target: validation {calibration.target:.4f} ({calibration.source}); budget "
-        f"{calibration.budget_seconds:.1f} s per run" if calibration.target is not None
-        else f"target: {calibration.source}")
+    log(
+        f"target: validation {calibration.target:.4f} ({calibration.source}); budget "
+        f"{calibration.budget_seconds:.1f} s per run"
+        if calibration.target is not None
+        else f"target: {calibration.source}"
+    )
     return calibration.apply(base), calibration
 
 
@@ -197,9 +221,14 @@ def _still_open(pool: list[str], chosen: list[str], base: RunConfig, current: Ru
     """The candidates that can still be added to ``chosen``: not chosen, setting no field a chosen entry set,
     applicable to and changing the current flags."""
     taken = set().union(*(changed_fields(n, base.flags) for n in chosen)) if chosen else set()
-    return [n for n in pool if n not in chosen and not (changed_fields(n, current.flags) & taken)
-            and not registry.not_applicable(current, [n])
-            and registry.config_for(current, [n]).flags != current.flags]
+    return [
+        n
+        for n in pool
+        if n not in chosen
+        and not (changed_fields(n, current.flags) & taken)
+        and not registry.not_applicable(current, [n])
+        and registry.config_for(current, [n]).flags != current.flags
+    ]
 
 
 def _stop_before_round(search: _Search, swaps: list, repeats: int, left: float) -> str:
@@ -210,14 +239,26 @@ def _stop_before_round(search: _Search, swaps: list, repeats: int, left: float) 
     configs = len(search.pool) + len(swaps)
     runs_needed = (configs + 1) * repeats + 2 * repeats  # this round, then the final measurement
     if search.per_run is not None and runs_needed * search.per_run > left:
-        return (f"budget: the next round ({configs + 1} configurations x {repeats}) and the final measurement "
-                f"need about {runs_needed * search.per_run / 60:.1f} min, {left / 60:.1f} min left")
+        return (
+            f"budget: the next round ({configs + 1} configurations x {repeats}) and the final measurement "
+            f"need about {runs_needed * search.per_run / 60:.1f} min, {left / 60:.1f} min left"
+        )
     return ""
 
 
-def _measure_round(k: int, current: RunConfig, base: RunConfig, swaps: list, search: _Search, result: TuneResult,
-                   calibration: Calibration | None, out_dir: Path, repeats: int, isolate: bool,
-                   log: Callable[[str], None]) -> tuple[list[dict], dict[str, list[str]], float]:
+def _measure_round(
+    k: int,
+    current: RunConfig,
+    base: RunConfig,
+    swaps: list,
+    search: _Search,
+    result: TuneResult,
+    calibration: Calibration | None,
+    out_dir: Path,
+    repeats: int,
+    isolate: bool,
+    log: Callable[[str], None],
+) -> tuple[list[dict], dict[str, list[str]], float]:
     """Round ``k``: the open candidates added to the current flags and the swap moves, against the current flags;
     their compare rows, the swap moves' sets by label, and the round's seconds (``search.per_run`` follows)."""
     t0 = time.monotonic()
@@ -225,9 +266,17 @@ def _measure_round(k: int, current: RunConfig, base: RunConfig, swaps: list, sea
     log(f"round {k}: {what} against {'+'.join(result.chosen) or 'the baseline'}")
     search.tried.update((out, new_in) for out, new_in, _ in swaps)
     swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
-    measured = measure_sweep(current, search.pool, out_dir, repeats=repeats, calibration=calibration,
-                             calibration_runs=0, include_all_recommended=False,
-                             extra_entries=swap_entries(base, swaps, repeats), isolate=isolate)
+    measured = measure_sweep(
+        current,
+        search.pool,
+        out_dir,
+        repeats=repeats,
+        calibration=calibration,
+        calibration_runs=0,
+        include_all_recommended=False,
+        extra_entries=swap_entries(base, swaps, repeats),
+        isolate=isolate,
+    )
     result.failed += measured.results.failed()
     rows = [r for r in measured.comparison.rows if r.label in search.pool or r.label in swap_sets]
     seconds = time.monotonic() - t0
@@ -235,19 +284,26 @@ def _measure_round(k: int, current: RunConfig, base: RunConfig, swaps: list, sea
     return rows, swap_sets, seconds
 
 
-def _make_move(k: int, best: ComparisonRow, why: str, rows: list[ComparisonRow], swap_sets: dict[str, list[str]], search: _Search,
-               result: TuneResult, log: Callable[[str], None]) -> None:
+def _make_move(
+    k: int,
+    best: ComparisonRow,
+    why: str,
+    rows: list[ComparisonRow],
+    swap_sets: dict[str, list[str]],
+    search: _Search,
+    result: TuneResult,
+    log: Callable[[str], None],
+) -> None:
     """Add the best row's entry, or make its swap; the candidates that beat the current flags stay open."""
     if best.label in swap_sets:
-        out, new_in = best.label[len(SWAP_PREFIX):].split("->")
+        out, new_in = best.label[len(SWAP_PREFIX) :].split("->")
         search.tried.add((new_in, out))  # never swap straight back: that set was just beaten
         result.chosen = list(swap_sets[best.label])
         log(f"round {k}: swapped {why}")
     else:
         result.chosen.append(best.label)
         log(f"round {k}: added {why}")
-    search.pool = [r.label for r in rows if r.label != best.label and r.label not in swap_sets
-                   and (r.speedup or 0) > 1]
+    search.pool = [r.label for r in rows if r.label != best.label and r.label not in swap_sets and (r.speedup or 0) > 1]
 
 
 def _measured(rows: list[ComparisonRow]) -> list[dict]:
@@ -255,18 +311,27 @@ def _measured(rows: list[ComparisonRow]) -> list[dict]:
     out = []
     for r in rows:
         ok = r.status == "ok"
-        out.append({"label": r.label, "status": r.status, "speedup": r.speedup, "low": r.speedup_low,
-                    "high": r.speedup_high, "by": r.primary if ok else None,
-                    "significant": r.significant if ok else None,
-                    "acc_delta_pp": (r.acc_delta or 0.0) * 100 if ok else 0.0})
+        out.append(
+            {
+                "label": r.label,
+                "status": r.status,
+                "speedup": r.speedup,
+                "low": r.speedup_low,
+                "high": r.speedup_high,
+                "by": r.primary if ok else None,
+                "significant": r.significant if ok else None,
+                "acc_delta_pp": (r.acc_delta or 0.0) * 100 if ok else 0.0,
+            }
+        )
     return out
 
 
 def _best_move(rows: list[ComparisonRow], search: _Search, max_acc_loss_pp: float) -> ComparisonRow | None:
     """The row with the largest significant gain within the accuracy limit (``None``: nothing pays); every
     addition that paid is remembered in ``search.paid`` (a later round may swap it in)."""
-    paying = [r for r in rows if r.status == "ok" and r.significant and (r.speedup or 0) > 1
-              and _acc_ok(r, max_acc_loss_pp)]
+    paying = [
+        r for r in rows if r.status == "ok" and r.significant and (r.speedup or 0) > 1 and _acc_ok(r, max_acc_loss_pp)
+    ]
     for r in paying:
         if r.label in search.pool:
             search.paid[r.label] = max(search.paid.get(r.label, 0.0), r.speedup)
@@ -276,20 +341,38 @@ def _best_move(rows: list[ComparisonRow], search: _Search, max_acc_loss_pp: floa
 def _why(rows: list[ComparisonRow], best: ComparisonRow | None) -> str:
     """The round's outcome in words: the move made, or why none pays."""
     if best is not None:
-        return (f"{best.label}: {ratio(best.speedup, best.speedup_low, best.speedup_high)} by "
-                f"{best.primary}, accuracy {pp(best.acc_delta)}")
+        return (
+            f"{best.label}: {ratio(best.speedup, best.speedup_low, best.speedup_high)} by "
+            f"{best.primary}, accuracy {pp(best.acc_delta)}"
+        )
     costly = [r.label for r in rows if r.significant and (r.speedup or 0) > 1]
     return "nothing pays significantly" + (
-        f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else "")
+        f" within the accuracy limit (faster but too costly: {', '.join(costly)})" if costly else ""
+    )
 
 
-def _final(base: RunConfig, result: TuneResult, calibration: Calibration | None, out_dir: Path, repeats: int,
-           isolate: bool, log: Callable[[str], None]) -> ComparisonRow | None:
+def _final(
+    base: RunConfig,
+    result: TuneResult,
+    calibration: Calibration | None,
+    out_dir: Path,
+    repeats: int,
+    isolate: bool,
+    log: Callable[[str], None],
+) -> ComparisonRow | None:
     """The chosen set against the original baseline: its compare row (its failed runs go into ``result``)."""
     label = "+".join(result.chosen)
     log(f"final: {label} against the baseline")
-    measured = measure_sweep(base, [label], out_dir, repeats=repeats, calibration=calibration, calibration_runs=0,
-                             include_all_recommended=False, isolate=isolate)
+    measured = measure_sweep(
+        base,
+        [label],
+        out_dir,
+        repeats=repeats,
+        calibration=calibration,
+        calibration_runs=0,
+        include_all_recommended=False,
+        isolate=isolate,
+    )
     result.failed += measured.results.failed()
     return next((r for r in measured.comparison.rows if r.label == label), None)
 
@@ -303,8 +386,10 @@ def format_tune(r: TuneResult) -> str:
                 lines.append(f"    {m['label']:<20} {m['status']}")
                 continue
             sig = "" if m["significant"] else " (n.s.)"
-            lines.append(f"    {m['label']:<20} {ratio(m['speedup'], m['low'], m['high'])}{sig} by {m['by']}, "
-                         f"accuracy {pp(m['acc_delta_pp'] / 100)}")
+            lines.append(
+                f"    {m['label']:<20} {ratio(m['speedup'], m['low'], m['high'])}{sig} by {m['by']}, "
+                f"accuracy {pp(m['acc_delta_pp'] / 100)}"
+            )
         verb = "swapped " if rnd.added and rnd.added.startswith(SWAP_PREFIX) else "added "
         lines.append(f"  -> {verb + rnd.why if rnd.added else rnd.why}")
     for reason in r.not_applicable.values():
@@ -315,9 +400,11 @@ def format_tune(r: TuneResult) -> str:
         sig = "" if f.significant else " (no significant difference)"
         lines.append(f"final flag set: {','.join(r.chosen)}")
         if f.speedup is not None:
-            lines.append(f"against the baseline: {ratio(f.speedup, f.speedup_low, f.speedup_high)}{sig} by "
-                         f"{f.primary}; accuracy {pp(f.acc_delta, f.acc_delta_low, f.acc_delta_high)} "
-                         f"({f.acc_verdict})")
+            lines.append(
+                f"against the baseline: {ratio(f.speedup, f.speedup_low, f.speedup_high)}{sig} by "
+                f"{f.primary}; accuracy {pp(f.acc_delta, f.acc_delta_low, f.acc_delta_high)} "
+                f"({f.acc_verdict})"
+            )
     elif not r.chosen:
         lines.append("final flag set: the baseline (no entry paid here)")
     lines.append(f"total {r.seconds / 60:.1f} min")

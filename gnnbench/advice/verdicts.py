@@ -57,10 +57,14 @@ def verdicts(rows: Iterable[ComparisonRow], floors: dict[str, float] | None = No
             floor = floors.get(FLOOR_KEY.get(by, ""))
             high = row.speedup_high
             if floor is not None and math.isfinite(floor) and high is not None and high <= floor:
-                out.append(f"{label}: not resolved: any effect is below the {noise_floor(floor)} floor "
-                           f"({shown} by {by}){acc}")
+                out.append(
+                    f"{label}: not resolved: any effect is below the {noise_floor(floor)} floor ({shown} by {by}){acc}"
+                )
             else:
-                admits = (f", the interval admits a gain of up to {high - 1:.0%}; more rounds would tell"
-                          if high is not None and math.isfinite(high) and high > 1 else "")
+                admits = (
+                    f", the interval admits a gain of up to {high - 1:.0%}; more rounds would tell"
+                    if high is not None and math.isfinite(high) and high > 1
+                    else ""
+                )
                 out.append(f"{label}: no significant difference: {shown} by {by}{admits}{acc}")
     return out

@@ -21,4 +21,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GraphError, UnavailableError, ValueError) as exc:  # IndexOverflowError is a ValueError
         print(f"gnnbench: error: {exc}", file=sys.stderr)
         return 2
-

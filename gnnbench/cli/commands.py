@@ -92,21 +92,37 @@ def cmd_compare(args: argparse.Namespace) -> int:
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     if names == [] and args.flags is None:
-        print("compare --aa without --flags measures the A/A pair only (the baseline against a copy of itself); "
-              "add --flags NAMES, or --flags $(gnnbench flags --names) for every entry, to compare entries too",
-              file=sys.stderr)
+        print(
+            "compare --aa without --flags measures the A/A pair only (the baseline against a copy of itself); "
+            "add --flags NAMES, or --flags $(gnnbench flags --names) for every entry, to compare entries too",
+            file=sys.stderr,
+        )
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
     measured = measure_sweep(
-        base, names, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
-        target_acc=args.target_acc, budget_factor=args.budget_factor, aa=args.aa,
+        base,
+        names,
+        out_dir,
+        repeats=args.repeats,
+        calibration_runs=args.calibration_runs,
+        target_acc=args.target_acc,
+        budget_factor=args.budget_factor,
+        aa=args.aa,
         include_all_recommended=not (args.no_all_recommended or (args.aa and args.flags is None)),
         derive=not args.no_derive,
-        also_measured=args.also_measure, accuracy_rounds=args.accuracy_rounds, stop_when_settled=not args.all_rounds,
+        also_measured=args.also_measure,
+        accuracy_rounds=args.accuracy_rounds,
+        stop_when_settled=not args.all_rounds,
         equivalence_margin=args.equivalence_margin,
-        order_seed=args.order_seed, isolate=not args.in_process, resume=not args.no_resume,
-        dist_timeout=args.dist_timeout, executor=_executor(args, out_dir), record_outcome=True,
-        best_set=not (args.no_best_set or names == []), progress=SweepLines())
+        order_seed=args.order_seed,
+        isolate=not args.in_process,
+        resume=not args.no_resume,
+        dist_timeout=args.dist_timeout,
+        executor=_executor(args, out_dir),
+        record_outcome=True,
+        best_set=not (args.no_best_set or names == []),
+        progress=SweepLines(),
+    )
     if args.json:
         out = measured.comparison.to_dict()
         if measured.best_set is not None:
@@ -126,8 +142,13 @@ def _executor(args: argparse.Namespace, out_dir: str):
 
     from gnnbench.measure.executors import RoundExecutor
 
-    return RoundExecutor(args.executor, Path(out_dir) / "jobs", machines=args.machines, timeout_min=args.job_timeout,
-                         slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {})
+    return RoundExecutor(
+        args.executor,
+        Path(out_dir) / "jobs",
+        machines=args.machines,
+        timeout_min=args.job_timeout,
+        slurm={"slurm_partition": args.slurm_partition} if args.slurm_partition else {},
+    )
 
 
 def _restart_for_allocator(flags) -> None:
@@ -137,12 +158,15 @@ def _restart_for_allocator(flags) -> None:
     from gnnbench import process
     from gnnbench.process.allocators import allocator_unavailable
 
-    if (flags.allocator == process.BASELINE_ALLOCATOR or process.was_placed()
-            or allocator_unavailable(flags.allocator) or process.start_mismatch(flags) is None):
+    if (
+        flags.allocator == process.BASELINE_ALLOCATOR
+        or process.was_placed()
+        or allocator_unavailable(flags.allocator)
+        or process.start_mismatch(flags) is None
+    ):
         return
     sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "gnnbench.cli", *sys.argv[1:]],
-              process.child_environment(flags))
+    os.execve(sys.executable, [sys.executable, "-m", "gnnbench.cli", *sys.argv[1:]], process.child_environment(flags))
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -181,14 +205,27 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
         return 0
     out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
     if not args.json:
-        print(f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds "
-              f"({out_dir})", flush=True)
-    measured = measure_sweep(config, labels, out_dir, repeats=args.repeats, calibration_runs=args.calibration_runs,
-                             budget_factor=args.budget_factor, include_all_recommended=False,
-                             progress=SweepLines(seed_eta=False))
+        print(
+            f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds ({out_dir})",
+            flush=True,
+        )
+    measured = measure_sweep(
+        config,
+        labels,
+        out_dir,
+        repeats=args.repeats,
+        calibration_runs=args.calibration_runs,
+        budget_factor=args.budget_factor,
+        include_all_recommended=False,
+        progress=SweepLines(seed_eta=False),
+    )
     comparison = measured.comparison
-    out["verify"] = {"labels": labels, "rows": [r.to_dict() for r in comparison.rows], "floors": comparison.floors,
-                     "verdicts": verdicts(comparison.rows, comparison.floors)}
+    out["verify"] = {
+        "labels": labels,
+        "rows": [r.to_dict() for r in comparison.rows],
+        "floors": comparison.floors,
+        "verdicts": verdicts(comparison.rows, comparison.floors),
+    }
     if not args.json:
         print(format_compare(comparison))
         print("\nverdict:")
@@ -203,8 +240,14 @@ def _diagnose_script(args: argparse.Namespace) -> int:
     from gnnbench.advice.watch import ScriptError, watch_script
 
     try:
-        report = watch_script(args.script, steps=args.watch_steps, warmup=args.watch_warmup, sync=args.sync,
-                              device=None if args.device == "cpu" else args.device, wait_bound_s=args.wait_bound)
+        report = watch_script(
+            args.script,
+            steps=args.watch_steps,
+            warmup=args.watch_warmup,
+            sync=args.sync,
+            device=None if args.device == "cpu" else args.device,
+            wait_bound_s=args.wait_bound,
+        )
     except ScriptError as exc:
         print(f"gnnbench diagnose --script: {exc}", file=sys.stderr)
         return 1
@@ -230,34 +273,55 @@ def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
     from gnnbench.advice.watch.verify_text import format_verification
 
     changes, refused, notes = verify_plan(report, top=args.top, workers_curve=args.workers_curve)
-    log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
-        (lambda line: print(line, flush=True))
+    log = (
+        (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
+    )
     for note in notes:
         log(f"--verify: {note}")
     if not changes:
-        log("\n--verify: nothing to measure in this script: " + ("; ".join(f"{k}: {v}" for k, v in refused.items())
-                                                               or "no advice"))
+        log(
+            "\n--verify: nothing to measure in this script: "
+            + ("; ".join(f"{k}: {v}" for k, v in refused.items()) or "no advice")
+        )
         out["verify"] = {"refused": refused}
         return 0
     budget_s = 60 * args.verify_budget if args.verify_budget and args.verify_budget > 0 else None
-    max_rounds = plan_rounds(report, changes, rounds=args.verify_rounds, steps=args.verify_steps,
-                             warmup=args.verify_warmup, budget_s=budget_s,
-                             cap=max(args.verify_rounds, args.verify_max_rounds))
-    runs, seconds = estimate_s(report, changes, rounds=max_rounds, steps=args.verify_steps,
-                               warmup=args.verify_warmup)
+    max_rounds = plan_rounds(
+        report,
+        changes,
+        rounds=args.verify_rounds,
+        steps=args.verify_steps,
+        warmup=args.verify_warmup,
+        budget_s=budget_s,
+        cap=max(args.verify_rounds, args.verify_max_rounds),
+    )
+    runs, seconds = estimate_s(report, changes, rounds=max_rounds, steps=args.verify_steps, warmup=args.verify_warmup)
     compiled = " (compilation not counted)" if any(c.compile for c in changes) else ""
     if max_rounds > args.verify_rounds:
-        log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
+        log(
+            f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {args.verify_rounds} "
             f"to {max_rounds} alternating rounds (a variant stops once decided): at most {runs} runs, about "
             f"{seconds / 60:.1f} min at the diagnosed step{compiled}, within the budget of "
-            f"{args.verify_budget:g} min")
+            f"{args.verify_budget:g} min"
+        )
     else:
-        log(f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {max_rounds} "
-            f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step{compiled}")
+        log(
+            f"\n--verify: {', '.join(c.label for c in changes)} against your script as it is, {max_rounds} "
+            f"alternating rounds: {runs} runs, about {seconds / 60:.1f} min at the diagnosed step{compiled}"
+        )
     try:
-        v = verify_script(args.script, changes, refused=refused, rounds=args.verify_rounds, max_rounds=max_rounds,
-                          budget_s=budget_s, steps=args.verify_steps, warmup=args.verify_warmup,
-                          wait_bound_s=args.wait_bound, log=log)
+        v = verify_script(
+            args.script,
+            changes,
+            refused=refused,
+            rounds=args.verify_rounds,
+            max_rounds=max_rounds,
+            budget_s=budget_s,
+            steps=args.verify_steps,
+            warmup=args.verify_warmup,
+            wait_bound_s=args.wait_bound,
+            log=log,
+        )
     except (RunFailed, ValueError) as exc:
         print(f"gnnbench diagnose --script --verify: {exc}", file=sys.stderr)
         return 1
@@ -274,11 +338,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, args.flags)
     out_dir = args.out_dir or default_runs_dir(f"tune-{graph_name(args)}", config.device)
-    log = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else \
-        (lambda line: print(line, flush=True))
-    result = tune(config, budget_s=60 * args.budget, out_dir=out_dir, repeats=args.repeats,
-                  calibration_runs=args.calibration_runs, budget_factor=args.budget_factor,
-                  max_acc_loss_pp=args.max_acc_loss, candidates=args.candidates, log=log)
+    log = (
+        (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
+    )
+    result = tune(
+        config,
+        budget_s=60 * args.budget,
+        out_dir=out_dir,
+        repeats=args.repeats,
+        calibration_runs=args.calibration_runs,
+        budget_factor=args.budget_factor,
+        max_acc_loss_pp=args.max_acc_loss,
+        candidates=args.candidates,
+        log=log,
+    )
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else "\n" + format_tune(result))
     print(f"results: {out_dir}", file=sys.stderr)
     for line in result.failed:
@@ -303,21 +376,43 @@ def cmd_regress(args: argparse.Namespace) -> int:
         done, elapsed = clock["done"], time.perf_counter() - clock["t0"]
         clock["done"] += 1
         if "counted" in role:
-            print(f"  counts {r + 1}/{rounds}: {role}; {elapsed:.0f} s so far (about 1-2 min a counting process "
-                  "on tiny)", file=sys.stderr, flush=True)
+            print(
+                f"  counts {r + 1}/{rounds}: {role}; {elapsed:.0f} s so far (about 1-2 min a counting process on tiny)",
+                file=sys.stderr,
+                flush=True,
+            )
             return
-        left = "" if not done else f"; {elapsed:.0f} s so far, an extra round within the budget" \
-            if done >= 2 * rounds else \
-            f"; {elapsed:.0f} s so far, about {elapsed / done * (2 * rounds - done):.0f} s left for the planned rounds"
+        left = (
+            ""
+            if not done
+            else f"; {elapsed:.0f} s so far, an extra round within the budget"
+            if done >= 2 * rounds
+            else f"; {elapsed:.0f} s so far, about {elapsed / done * (2 * rounds - done):.0f} s left for the planned rounds"
+        )
         print(f"  round {r + 1}/{rounds}: {role}{left}", file=sys.stderr, flush=True)
 
     try:
-        gated = run_gate(args.base, args.head, preset=args.preset, warmup=args.warmup, device=args.device,
-                         bench=args.bench, steps=args.steps, rounds=args.rounds, threads=args.threads,
-                         order_seed=args.order_seed, sensitivity=args.sensitivity,
-                         budget_seconds=None if args.budget <= 0 else args.budget, max_rounds=args.max_rounds,
-                         timeout=args.timeout, base_python=args.base_python, head_python=args.head_python,
-                         progress=progress, counts=args.counts, cache_sim=args.cache_sim)
+        gated = run_gate(
+            args.base,
+            args.head,
+            preset=args.preset,
+            warmup=args.warmup,
+            device=args.device,
+            bench=args.bench,
+            steps=args.steps,
+            rounds=args.rounds,
+            threads=args.threads,
+            order_seed=args.order_seed,
+            sensitivity=args.sensitivity,
+            budget_seconds=None if args.budget <= 0 else args.budget,
+            max_rounds=args.max_rounds,
+            timeout=args.timeout,
+            base_python=args.base_python,
+            head_python=args.head_python,
+            progress=progress,
+            counts=args.counts,
+            cache_sim=args.cache_sim,
+        )
     except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
@@ -340,8 +435,9 @@ def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
     from gnnbench.measure.gate_trees import WORKING_TREE
 
     if args.head == WORKING_TREE:
-        print("gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)",
-              file=sys.stderr)
+        print(
+            "gnnbench regress: --bisect needs a HEAD commit (the working tree is not in the history)", file=sys.stderr
+        )
         return
     try:
         first, tests = gated.bisect(log=lambda line: print(f"  bisect: {line}", file=sys.stderr, flush=True))
@@ -362,23 +458,34 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
 
     device = resolve_device(args.device)
     opened = source_from_args(args)
-    base = RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
-                     device=str(device), epochs=1, max_steps_per_epoch=args.steps, warmup_steps=5)
+    base = RunConfig(
+        spec=None if opened else spec_from_args(args),
+        source=opened[0] if opened else None,
+        device=str(device),
+        epochs=1,
+        max_steps_per_epoch=args.steps,
+        warmup_steps=5,
+    )
 
     def header() -> str:
         env = environment(device)
-        return (f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
-                f"graph {graph_name(args)}, {args.steps} steps per configuration")
+        return (
+            f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
+            f"graph {graph_name(args)}, {args.steps} steps per configuration"
+        )
 
     lines = RunLines(header)
     # full batch: the trainer extends its epochs
-    measured = measure_sweep(base, None, args.out_dir, repeats=args.repeats, calibration_runs=0, isolate=False,
-                             resume=False, progress=lines)
+    measured = measure_sweep(
+        base, None, args.out_dir, repeats=args.repeats, calibration_runs=0, isolate=False, resume=False, progress=lines
+    )
     print()
     print(format_compare(measured.comparison, extra=GPU_COLUMNS))
-    print(f"\nA first look: every configuration ran in this one process ({args.repeats} round(s)), so host-side "
-          "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
-          "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals).")
+    print(
+        f"\nA first look: every configuration ran in this one process ({args.repeats} round(s)), so host-side "
+        "phases (sample ms) drift between them; read a flag that acts on the GPU from its compute ms, and "
+        "measure a verdict with `gnnbench compare --device cuda --flags ...` (separate processes, intervals)."
+    )
     print(f"total {time.perf_counter() - lines.started:.0f} s; results in {args.out_dir}")
     return _failures(measured.results, "gpu-check")
 
@@ -391,16 +498,22 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, args.flags)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])
-    prof = profile(activities=activities, schedule=schedule(wait=1, warmup=1, active=args.active_steps),
-                   on_trace_ready=lambda p: p.export_chrome_trace(args.trace))
+    prof = profile(
+        activities=activities,
+        schedule=schedule(wait=1, warmup=1, active=args.active_steps),
+        on_trace_ready=lambda p: p.export_chrome_trace(args.trace),
+    )
     config = dataclasses.replace(config, epochs=1, max_steps_per_epoch=args.active_steps + 2)
     opened = source_from_args(args)
     result = run(config, profiler=prof, graph=opened[1] if opened else None)
     if not result.ok:
         print(format_run(result))
         return 1
-    sort = ("self_cuda_time_total" if torch.cuda.is_available() and config.device.startswith("cuda")
-            else "self_cpu_time_total")
+    sort = (
+        "self_cuda_time_total"
+        if torch.cuda.is_available() and config.device.startswith("cuda")
+        else "self_cpu_time_total"
+    )
     print(prof.key_averages().table(sort_by=sort, row_limit=args.top))
     print(f"Chrome trace: {args.trace} (open in chrome://tracing or https://ui.perfetto.dev)")
     return 0

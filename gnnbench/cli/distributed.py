@@ -42,12 +42,21 @@ def _seconds(text: str) -> float:
 def add_distributed_args(parser: argparse.ArgumentParser) -> None:
     """``--nproc N`` and ``--dist-timeout S`` (the ``distributed`` option group)."""
     g = parser.add_argument_group("distributed")
-    g.add_argument("--nproc", type=_positive_int, default=1,
-                   help="ranks on this machine (torchrun; gloo on CPU, NCCL on CUDA), for parallel entries such as "
-                        "data_parallel; compare runs the baseline and other entries in one process (default 1)")
-    g.add_argument("--dist-timeout", type=_seconds, default=DEFAULT_TIMEOUT, metavar="S",
-                   help=f"seconds a collective may wait for a dead or stalled rank before the run fails "
-                        f"(default {DEFAULT_TIMEOUT:g})")
+    g.add_argument(
+        "--nproc",
+        type=_positive_int,
+        default=1,
+        help="ranks on this machine (torchrun; gloo on CPU, NCCL on CUDA), for parallel entries such as "
+        "data_parallel; compare runs the baseline and other entries in one process (default 1)",
+    )
+    g.add_argument(
+        "--dist-timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds a collective may wait for a dead or stalled rank before the run fails "
+        f"(default {DEFAULT_TIMEOUT:g})",
+    )
 
 
 def with_nproc(config: Any, args: argparse.Namespace) -> Any:
@@ -59,15 +68,19 @@ def with_nproc(config: Any, args: argparse.Namespace) -> Any:
 def format_ranks(d: dict[str, Any]) -> str:
     """The ``distributed`` block of a run result: ranks and mode, each rank's step, then the figures of
     :mod:`gnnbench.report.distributed_text` (bytes on the wire with the payload's formula, communication share)."""
-    lines = [f"ranks: {d['world_size']} ({d['backend']}), parallel={d.get('parallel')}, "
-             f"grad_compression={d.get('grad_compression')}"]
+    lines = [
+        f"ranks: {d['world_size']} ({d['backend']}), parallel={d.get('parallel')}, "
+        f"grad_compression={d.get('grad_compression')}"
+    ]
     for r in d.get("per_rank", []):
         if r.get("step_median") is None:
             lines.append(f"  rank {r['rank']}: no measured steps")
             continue
-        lines.append(f"  rank {r['rank']}: step {milliseconds(r['step_median'])}, compute "
-                     f"{milliseconds(r['compute_median'])}, all-reduce {milliseconds(r['allreduce_median'])} "
-                     f"({percent(r['comm_share'], digits=0)} of the step)")
+        lines.append(
+            f"  rank {r['rank']}: step {milliseconds(r['step_median'])}, compute "
+            f"{milliseconds(r['compute_median'])}, all-reduce {milliseconds(r['allreduce_median'])} "
+            f"({percent(r['comm_share'], digits=0)} of the step)"
+        )
     if d.get("bytes_per_step") is not None:
         formula = d.get("payload_formula")
         lines.append(f"  bytes on the wire per step and rank: {wire_text(d)}" + (f"; {formula}" if formula else ""))

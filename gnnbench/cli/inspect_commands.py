@@ -28,10 +28,18 @@ def _graph_from_args(args: argparse.Namespace):
     if getattr(args, "load", None) or getattr(args, "dataset", None):
         from gnnbench.graphs.io import measure_load
 
-        graph, seconds, peak = measure_load(args.load or args.dataset, clean=clean_from_args(args),
-                                            split_seed=args.seed or 0, root=getattr(args, "root", None))
-        info = {"source": args.load or f"dataset:{args.dataset}", "load_seconds": seconds,
-                "load_peak_bytes": peak, "graph_bytes": graph.nbytes()}
+        graph, seconds, peak = measure_load(
+            args.load or args.dataset,
+            clean=clean_from_args(args),
+            split_seed=args.seed or 0,
+            root=getattr(args, "root", None),
+        )
+        info = {
+            "source": args.load or f"dataset:{args.dataset}",
+            "load_seconds": seconds,
+            "load_peak_bytes": peak,
+            "graph_bytes": graph.nbytes(),
+        }
         for key in ("notes", "substituted"):
             if graph.meta.get(key):
                 info[key] = graph.meta[key]
@@ -41,8 +49,11 @@ def _graph_from_args(args: argparse.Namespace):
         return graph, info
     spec = spec_from_args(args)
     graph = generate(spec)
-    return graph, {"source": f"generated:{spec.name}", "spec": spec.to_dict(),
-                   "generate_seconds": graph.meta["generate_seconds"]}
+    return graph, {
+        "source": f"generated:{spec.name}",
+        "spec": spec.to_dict(),
+        "generate_seconds": graph.meta["generate_seconds"],
+    }
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -69,15 +80,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gnnbench.report import build_report, load_inputs
 
     try:
-        inputs = load_inputs(runs=args.runs, pytest_benchmark=args.pytest_benchmark, asv_results=args.asv,
-                             gate_rates=args.gate_rates, gate_runs=args.gate_runs)
+        inputs = load_inputs(
+            runs=args.runs,
+            pytest_benchmark=args.pytest_benchmark,
+            asv_results=args.asv,
+            gate_rates=args.gate_rates,
+            gate_runs=args.gate_runs,
+        )
     except ValueError as exc:
         print(f"gnnbench report: {exc}", file=sys.stderr)
         return 2
     path = build_report(inputs, args.out)
     asv_commits = len({d["commit_hash"] for d in inputs.asv["results"]}) if inputs.asv else 0
-    print(f"wrote {path} ({human_bytes(path.stat().st_size)}): {len(inputs.runs)} run results, "
-          f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)")
+    print(
+        f"wrote {path} ({human_bytes(path.stat().st_size)}): {len(inputs.runs)} run results, "
+        f"{len(inputs.pytest_benchmarks)} pytest-benchmark files, asv results for {asv_commits} commit(s)"
+    )
     return 0
 
 
@@ -108,9 +126,16 @@ def cmd_flags(args: argparse.Namespace) -> int:
         return 0
     width = max(len(n) for n in registry.names()) + 2
     for opt in registry.REGISTRY.values():
-        tags = [t for t, on in (("CUDA only", opt.requires), ("may cost accuracy", opt.costs_accuracy),
-                                (f"{opt.task} task only", len(opt.tasks) == 1),
-                                ("changes the work per step", opt.changes_work)) if on]
+        tags = [
+            t
+            for t, on in (
+                ("CUDA only", opt.requires),
+                ("may cost accuracy", opt.costs_accuracy),
+                (f"{opt.task} task only", len(opt.tasks) == 1),
+                ("changes the work per step", opt.changes_work),
+            )
+            if on
+        ]
         print(f"{opt.name:<{width}}{opt.description}" + (f"  [{', '.join(tags)}]" if tags else ""))
         print(f"{'':<{width}}expected: {opt.expected_effect}")
     return 0
@@ -133,35 +158,87 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         return 0
     print(f"graph: {info['source']}, {graph.num_nodes:,} nodes, {graph.num_edges:,} edges\n")
     print("Sampling without replacement, chi-square against uniform over all k-subsets:")
-    print(table(result["uniformity"], [("degree", "d"), ("fanout", "d"), ("subsets", "d"), ("seen", "d"),
-                                       ("draws", ",d"), ("chi2", ".1f"), ("p_value", ".3f")]))
+    print(
+        table(
+            result["uniformity"],
+            [
+                ("degree", "d"),
+                ("fanout", "d"),
+                ("subsets", "d"),
+                ("seen", "d"),
+                ("draws", ",d"),
+                ("chi2", ".1f"),
+                ("p_value", ".3f"),
+            ],
+        )
+    )
     print("\nNegative sampling cost (median of 5 x 100k; strict = no training positive):")
-    print(table(result["negatives"], [("mode", "s"), ("strict", ""), ("ms_per_1k", ".3f"),
-                                      ("ms_per_1k_min", ".3f"), ("ms_per_1k_max", ".3f"),
-                                      ("rejected_fraction", ".4f")]))
+    print(
+        table(
+            result["negatives"],
+            [
+                ("mode", "s"),
+                ("strict", ""),
+                ("ms_per_1k", ".3f"),
+                ("ms_per_1k_min", ".3f"),
+                ("ms_per_1k_max", ".3f"),
+                ("rejected_fraction", ".4f"),
+            ],
+        )
+    )
     print(f"\nBatch cache, K={args.cache_epochs}, fanout {list(fanout)}:")
-    print(table(result["batch_cache"], [("epoch", "d"), ("window", "d"), ("batches", "d"), ("seconds", ".3f"),
-                                        ("hits", "d"), ("misses", "d"), ("corrupt", "d"), ("cache_bytes", ",d")]))
+    print(
+        table(
+            result["batch_cache"],
+            [
+                ("epoch", "d"),
+                ("window", "d"),
+                ("batches", "d"),
+                ("seconds", ".3f"),
+                ("hits", "d"),
+                ("misses", "d"),
+                ("corrupt", "d"),
+                ("cache_bytes", ",d"),
+            ],
+        )
+    )
     return 0
 
 
 def cmd_aggregation_compare(args: argparse.Namespace) -> int:
     from gnnbench.microbench.aggregation_compare import MODES, aggregation_ratios
 
-    r = aggregation_ratios(spec_from_args(args), fanout=tuple(int(k) for k in args.fanout.split(",")),
-                           batch_size=args.batch_size, index_dtype=args.index_dtype, rounds=args.rounds)
+    r = aggregation_ratios(
+        spec_from_args(args),
+        fanout=tuple(int(k) for k in args.fanout.split(",")),
+        batch_size=args.batch_size,
+        index_dtype=args.index_dtype,
+        rounds=args.rounds,
+    )
     if args.json:
         print(json.dumps(r, indent=1))
         return 0
     b = r["batch"]
-    print(f"one GCN aggregation of a sampled batch: {b['nodes']:,} nodes, {b['edges']:,} edges, F={b['features']}, "
-          f"{b['index_dtype']}; {r['rounds']} interleaved rounds, {r['threads']} threads")
-    rows = [{"mode": m, "median_ms": r["median_ms"][m], "x_prebuilt": r["vs_prebuilt"][m]["median"],
-             "speedup_vs_scatter": r["speedup_over_scatter"][m]["median"],
-             "range": f"[{r['speedup_over_scatter'][m]['min']:.2f}, {r['speedup_over_scatter'][m]['max']:.2f}]"}
-            for m in MODES]
-    print(table(rows, [("mode", "s"), ("median_ms", ".2f"), ("x_prebuilt", ".2f"), ("speedup_vs_scatter", ".2f"),
-                       ("range", "s")]))
+    print(
+        f"one GCN aggregation of a sampled batch: {b['nodes']:,} nodes, {b['edges']:,} edges, F={b['features']}, "
+        f"{b['index_dtype']}; {r['rounds']} interleaved rounds, {r['threads']} threads"
+    )
+    rows = [
+        {
+            "mode": m,
+            "median_ms": r["median_ms"][m],
+            "x_prebuilt": r["vs_prebuilt"][m]["median"],
+            "speedup_vs_scatter": r["speedup_over_scatter"][m]["median"],
+            "range": f"[{r['speedup_over_scatter'][m]['min']:.2f}, {r['speedup_over_scatter'][m]['max']:.2f}]",
+        }
+        for m in MODES
+    ]
+    print(
+        table(
+            rows,
+            [("mode", "s"), ("median_ms", ".2f"), ("x_prebuilt", ".2f"), ("speedup_vs_scatter", ".2f"), ("range", "s")],
+        )
+    )
     return 0
 
 

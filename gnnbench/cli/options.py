@@ -14,12 +14,35 @@ from gnnbench.models.nets import MODELS
 from gnnbench.models.tasks import TASKS
 from gnnbench.training import LR_SCHEDULES, OPTIMIZERS
 
-__all__ = ["parse_flags", "add_graph_args", "add_run_args", "spec_from_args", "config_from_args", "graph_layer_names",
-           "parse_hot_budget", "parse_eval_chunk", "parse_size", "source_from_args", "check_graph_source",
-           "clean_from_args", "loads_graph", "graph_name", "GENERATOR_OVERRIDES"]
+__all__ = [
+    "parse_flags",
+    "add_graph_args",
+    "add_run_args",
+    "spec_from_args",
+    "config_from_args",
+    "graph_layer_names",
+    "parse_hot_budget",
+    "parse_eval_chunk",
+    "parse_size",
+    "source_from_args",
+    "check_graph_source",
+    "clean_from_args",
+    "loads_graph",
+    "graph_name",
+    "GENERATOR_OVERRIDES",
+]
 
-_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 
 
 def parse_flags(text: str) -> list[str]:
@@ -43,8 +66,9 @@ def parse_benches(text: str) -> list[str]:
         raise argparse.ArgumentTypeError(f"unknown micro-benchmark {bad[0]!r}; accepted: {', '.join(MICRO)}")
     parse_flags(",".join(n for n in names if n != "baseline" and n not in MICRO))
     if not names:
-        raise argparse.ArgumentTypeError("--bench needs at least one name (baseline, a registry entry or a "
-                                         f"micro-benchmark: {', '.join(MICRO)})")
+        raise argparse.ArgumentTypeError(
+            f"--bench needs at least one name (baseline, a registry entry or a micro-benchmark: {', '.join(MICRO)})"
+        )
     return names
 
 
@@ -57,15 +81,21 @@ def parse_size(text: str, *, option: str = "the size") -> int:
     """
     t = str(text).strip().lower().replace(" ", "")
     number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = t[len(number):]
+    unit = t[len(number) :]
     try:
         value = float(number) if unit else int(number)
     except ValueError:
         value = None
-    if value is None or unit not in ("", *_SIZE_UNITS) or not 0 < value < float("inf") or (
-            value * _SIZE_UNITS.get(unit, 1) < 1):
-        raise ValueError(f"{option} must be a size such as 2GiB, 512MiB or 1.5GB, or plain bytes such as 2147483648 "
-                         f"(units {', '.join(_SIZE_UNITS)}, any case; got {text!r})")
+    if (
+        value is None
+        or unit not in ("", *_SIZE_UNITS)
+        or not 0 < value < float("inf")
+        or (value * _SIZE_UNITS.get(unit, 1) < 1)
+    ):
+        raise ValueError(
+            f"{option} must be a size such as 2GiB, 512MiB or 1.5GB, or plain bytes such as 2147483648 "
+            f"(units {', '.join(_SIZE_UNITS)}, any case; got {text!r})"
+        )
     return int(value * _SIZE_UNITS.get(unit, 1))
 
 
@@ -77,7 +107,7 @@ def parse_hot_budget(text: str) -> dict[str, float | int]:
     """
     t = text.strip().lower().replace(" ", "")
     number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = t[len(number):]
+    unit = t[len(number) :]
     try:
         value = float(number)
     except ValueError:
@@ -85,11 +115,15 @@ def parse_hot_budget(text: str) -> dict[str, float | int]:
     if value is not None and not unit:
         if 0 < value <= 1:
             return {"hot_budget_fraction": value}
-        raise argparse.ArgumentTypeError(f"--hot-budget: a plain number is a fraction of the feature rows in (0, 1] "
-                                         f"(got {text!r}); give a size with its unit for bytes, e.g. 512MiB")
+        raise argparse.ArgumentTypeError(
+            f"--hot-budget: a plain number is a fraction of the feature rows in (0, 1] "
+            f"(got {text!r}); give a size with its unit for bytes, e.g. 512MiB"
+        )
     if value is None or unit not in _SIZE_UNITS or value <= 0:
-        raise argparse.ArgumentTypeError(f"--hot-budget must be a fraction in (0, 1] or a size such as 512MiB or "
-                                         f"2GB (units {', '.join(_SIZE_UNITS)}; got {text!r})")
+        raise argparse.ArgumentTypeError(
+            f"--hot-budget must be a fraction in (0, 1] or a size such as 512MiB or "
+            f"2GB (units {', '.join(_SIZE_UNITS)}; got {text!r})"
+        )
     return {"hot_budget_bytes": max(1, int(value * _SIZE_UNITS[unit]))}
 
 
@@ -97,14 +131,15 @@ def parse_eval_chunk(text: str) -> int:
     """``--eval-chunk``: a size with its unit (``256MiB``, ``1GB``) or plain bytes, at least 64 KiB."""
     t = text.strip().lower().replace(" ", "")
     number = t.rstrip("abcdefghijklmnopqrstuvwxyz")
-    unit = t[len(number):] or "b"
+    unit = t[len(number) :] or "b"
     try:
         value = float(number)
     except ValueError:
         value = None
     if value is None or unit not in _SIZE_UNITS or value != value:
-        raise argparse.ArgumentTypeError(f"--eval-chunk must be a size such as 256MiB or 1GB (units "
-                                         f"{', '.join(_SIZE_UNITS)}; got {text!r})")
+        raise argparse.ArgumentTypeError(
+            f"--eval-chunk must be a size such as 256MiB or 1GB (units {', '.join(_SIZE_UNITS)}; got {text!r})"
+        )
     nbytes = int(value * _SIZE_UNITS[unit])
     if nbytes < MIN_CHUNK_BYTES:
         raise argparse.ArgumentTypeError(f"--eval-chunk must be at least 64KiB ({MIN_CHUNK_BYTES} bytes; got {text!r})")
@@ -116,25 +151,35 @@ def graph_layer_names() -> list[str]:
     return [o.name for o in registry.REGISTRY.values() if o.layer == "gnnbench.graphs.prepare"]
 
 
-GENERATOR_OVERRIDES = ("num_nodes", "avg_degree", "exponent", "num_classes", "feature_dim", "homophily",
-                       "feature_snr")
+GENERATOR_OVERRIDES = ("num_nodes", "avg_degree", "exponent", "num_classes", "feature_dim", "homophily", "feature_snr")
 
 
 def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
     """Graph source options: a preset to generate, or (``load``) a user's file or a named dataset."""
-    src = p.add_argument_group("graph source (generate a preset" + (
-        "; or measure your own graph: --load FILE or --dataset NAME)" if load else ")"))
-    src.add_argument("--preset", default=None, choices=list(PRESETS),
-                     help="size preset to generate (default: small)")
+    src = p.add_argument_group(
+        "graph source (generate a preset"
+        + ("; or measure your own graph: --load FILE or --dataset NAME)" if load else ")")
+    )
+    src.add_argument("--preset", default=None, choices=list(PRESETS), help="size preset to generate (default: small)")
     if load:
-        src.add_argument("--load", metavar="PATH",
-                         help="your graph: .npz, a saved PyG Data (.pt), or an edge list (.csv/.tsv/.txt, features "
-                              "and labels in .npy files beside it); see README, 'Your own graph'")
-        src.add_argument("--dataset", metavar="NAME",
-                         help="a named dataset: KarateClub, FakeDataset, Planetoid:Cora, Reddit, Flickr, ... or "
-                              "ogbn-arxiv (needs the ogb extra); downloaded only when online")
-        src.add_argument("--root", metavar="DIR", default=None,
-                         help="--dataset: its directory (default $GNNBENCH_DATA or ~/.cache/gnnbench/datasets)")
+        src.add_argument(
+            "--load",
+            metavar="PATH",
+            help="your graph: .npz, a saved PyG Data (.pt), or an edge list (.csv/.tsv/.txt, features "
+            "and labels in .npy files beside it); see README, 'Your own graph'",
+        )
+        src.add_argument(
+            "--dataset",
+            metavar="NAME",
+            help="a named dataset: KarateClub, FakeDataset, Planetoid:Cora, Reddit, Flickr, ... or "
+            "ogbn-arxiv (needs the ogb extra); downloaded only when online",
+        )
+        src.add_argument(
+            "--root",
+            metavar="DIR",
+            default=None,
+            help="--dataset: its directory (default $GNNBENCH_DATA or ~/.cache/gnnbench/datasets)",
+        )
     gen = p.add_argument_group("generator overrides")
     gen.add_argument("--nodes", type=int, dest="num_nodes", help="number of nodes")
     gen.add_argument("--avg-degree", type=float, help="mean neighbours per node")
@@ -143,14 +188,18 @@ def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
     gen.add_argument("--feature-dim", type=int, help="feature dimension")
     gen.add_argument("--homophily", type=float, help="fraction of intra-class edges")
     gen.add_argument("--snr", type=float, dest="feature_snr", help="feature signal-to-noise ratio")
-    gen.add_argument("--seed", type=int, help="random seed (default 0); with --load/--dataset, the seed of the "
-                                              "split drawn when the graph has none")
+    gen.add_argument(
+        "--seed",
+        type=int,
+        help="random seed (default 0); with --load/--dataset, the seed of the split drawn when the graph has none",
+    )
     if load:
         cl = p.add_argument_group("cleaning (for --load / --dataset)")
         cl.add_argument("--no-dedupe", action="store_true", help="keep duplicate edges")
         cl.add_argument("--undirected", action="store_true", help="add the reverse of every edge")
-        cl.add_argument("--self-loops", default="keep", choices=["keep", "remove", "add"],
-                        help="self-loop handling (default: keep)")
+        cl.add_argument(
+            "--self-loops", default="keep", choices=["keep", "remove", "add"], help="self-loop handling (default: keep)"
+        )
 
 
 def loads_graph(args: argparse.Namespace) -> bool:
@@ -166,19 +215,26 @@ def check_graph_source(args: argparse.Namespace) -> None:
         raise ValueError(f"give one graph source: --load {args.load} or --dataset {args.dataset}, not both")
     given = "--load" if args.load else "--dataset"
     if args.preset is not None:
-        raise ValueError(f"--preset {args.preset} generates a graph; it cannot be combined with {given} "
-                         "(to mimic your graph with a generated one, see `gnnbench graph " + given + " ...`)")
+        raise ValueError(
+            f"--preset {args.preset} generates a graph; it cannot be combined with {given} "
+            "(to mimic your graph with a generated one, see `gnnbench graph " + given + " ...`)"
+        )
     bad = [k for k in GENERATOR_OVERRIDES if getattr(args, k, None) is not None]
     if bad:
-        raise ValueError(f"generator overrides ({', '.join('--' + k for k in bad)}) shape generated graphs; they do "
-                         f"not apply to {given}")
+        raise ValueError(
+            f"generator overrides ({', '.join('--' + k for k in bad)}) shape generated graphs; they do "
+            f"not apply to {given}"
+        )
     if getattr(args, "dataset", None) is None and getattr(args, "root", None):
         raise ValueError(f"--root {args.root} is a dataset directory; it needs --dataset NAME")
 
 
 def clean_from_args(args: argparse.Namespace) -> CleanOptions:
-    return CleanOptions(dedupe=not getattr(args, "no_dedupe", False), to_undirected=getattr(args, "undirected", False),
-                        self_loops=getattr(args, "self_loops", "keep"))
+    return CleanOptions(
+        dedupe=not getattr(args, "no_dedupe", False),
+        to_undirected=getattr(args, "undirected", False),
+        self_loops=getattr(args, "self_loops", "keep"),
+    )
 
 
 def source_from_args(args: argparse.Namespace):
@@ -217,66 +273,124 @@ def spec_from_args(args: argparse.Namespace) -> GraphSpec:
 
 def add_run_args(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
-    r.add_argument("--scenario", default=None, choices=list(SCENARIOS),
-                   help="a workload with a known bottleneck (sets graph, task, model, width and base flags; "
-                        "--batch-size, --fanout and --flags still apply): "
-                        + "; ".join(f"{s.name}: {s.expected}" for s in SCENARIOS.values()))
-    r.add_argument("--task", default=None, choices=list(TASKS),
-                   help="node classification (accuracy) or link prediction (AUC, Hits@50); default node")
+    r.add_argument(
+        "--scenario",
+        default=None,
+        choices=list(SCENARIOS),
+        help="a workload with a known bottleneck (sets graph, task, model, width and base flags; "
+        "--batch-size, --fanout and --flags still apply): "
+        + "; ".join(f"{s.name}: {s.expected}" for s in SCENARIOS.values()),
+    )
+    r.add_argument(
+        "--task",
+        default=None,
+        choices=list(TASKS),
+        help="node classification (accuracy) or link prediction (AUC, Hits@50); default node",
+    )
     r.add_argument("--model", default=None, choices=list(MODELS), help="model (default gcn)")
     r.add_argument("--layers", type=int, default=None, help="model depth; must match the fanout's length")
     r.add_argument("--hidden", type=int, default=None, help="hidden width (default 64)")
     r.add_argument("--batch-size", type=int, default=None, help="seed nodes per batch (baseline default 1024)")
     r.add_argument("--fanout", default=None, help="baseline fanout, e.g. 10,5 (default 15,10,5)")
-    r.add_argument("--epochs", type=int, default=None,
-                   help="training epochs (default: train to a validation plateau, see --patience and --max-epochs)")
-    r.add_argument("--max-epochs", type=int, default=None,
-                   help="budget in epochs of a run to a plateau (default 200)")
-    r.add_argument("--patience", type=float, default=None,
-                   help="a run to a plateau stops after this many epochs (at least 20 steps) without a new best "
-                        "validation metric (default 5)")
-    r.add_argument("--max-seconds", type=float, default=None,
-                   help="budget on the run clock (setup + training, evaluation excluded), for any run (default: "
-                        "none; compare calibrates one per sweep)")
+    r.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help="training epochs (default: train to a validation plateau, see --patience and --max-epochs)",
+    )
+    r.add_argument("--max-epochs", type=int, default=None, help="budget in epochs of a run to a plateau (default 200)")
+    r.add_argument(
+        "--patience",
+        type=float,
+        default=None,
+        help="a run to a plateau stops after this many epochs (at least 20 steps) without a new best "
+        "validation metric (default 5)",
+    )
+    r.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        help="budget on the run clock (setup + training, evaluation excluded), for any run (default: "
+        "none; compare calibrates one per sweep)",
+    )
     r.add_argument("--max-steps", type=int, default=None, help="cap on steps per epoch")
-    r.add_argument("--optimizer", default=None, choices=list(OPTIMIZERS),
-                   help="adam (default) or sgd with --momentum; top-k compression's error feedback wants sgd "
-                        "(its momentum then moves into the hook: DGC's momentum correction)")
+    r.add_argument(
+        "--optimizer",
+        default=None,
+        choices=list(OPTIMIZERS),
+        help="adam (default) or sgd with --momentum; top-k compression's error feedback wants sgd "
+        "(its momentum then moves into the hook: DGC's momentum correction)",
+    )
     r.add_argument("--lr", type=float, default=None, help="learning rate (default 0.01)")
     r.add_argument("--momentum", type=float, default=None, help="--optimizer sgd: momentum (default 0.9)")
-    r.add_argument("--lr-schedule", default=None, choices=list(LR_SCHEDULES),
-                   help="constant (default) or cosine: epoch e of E trains at lr (1 + cos(pi e / E)) / 2")
+    r.add_argument(
+        "--lr-schedule",
+        default=None,
+        choices=list(LR_SCHEDULES),
+        help="constant (default) or cosine: epoch e of E trains at lr (1 + cos(pi e / E)) / 2",
+    )
     r.add_argument("--warmup", type=int, default=None, help="warm-up steps excluded from timings (default 3)")
     r.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
-    r.add_argument("--no-sync", action="store_true",
-                   help="time whole steps only (no per-phase synchronization): the pure end-to-end figure")
-    r.add_argument("--cache-dir", default=None,
-                   help="batch-cache directory shared across runs (default: a fresh temporary one per run)")
-    r.add_argument("--hot-budget", type=parse_hot_budget, default=None,
-                   help="hot_cold: device budget for hot feature rows, a fraction of the rows (e.g. 0.25) or a size "
-                   "(e.g. 512MiB); default 0.25 of the rows, at most half the free device memory")
-    r.add_argument("--hot-rank", default=None, choices=list(HOT_RANKS),
-                   help="hot_cold: choose hot rows by measured access (default; one profiled epoch) or degree")
-    r.add_argument("--eval-chunk", type=parse_eval_chunk, default=DEFAULT_CHUNK_BYTES, metavar="SIZE",
-                   help="full-neighbourhood evaluation runs layer by layer, a chunk of target nodes at a time: "
-                        "memory budget of one chunk, e.g. 64MiB (default 256MiB, at least 64KiB)")
-    r.add_argument("--eval-every", type=int, default=None,
-                   help="validation every N steps, off the clock (default: 4 points per epoch in a run to a "
-                        "plateau, else every epoch; compare calibrates it: 10 points before the target)")
+    r.add_argument(
+        "--no-sync",
+        action="store_true",
+        help="time whole steps only (no per-phase synchronization): the pure end-to-end figure",
+    )
+    r.add_argument(
+        "--cache-dir",
+        default=None,
+        help="batch-cache directory shared across runs (default: a fresh temporary one per run)",
+    )
+    r.add_argument(
+        "--hot-budget",
+        type=parse_hot_budget,
+        default=None,
+        help="hot_cold: device budget for hot feature rows, a fraction of the rows (e.g. 0.25) or a size "
+        "(e.g. 512MiB); default 0.25 of the rows, at most half the free device memory",
+    )
+    r.add_argument(
+        "--hot-rank",
+        default=None,
+        choices=list(HOT_RANKS),
+        help="hot_cold: choose hot rows by measured access (default; one profiled epoch) or degree",
+    )
+    r.add_argument(
+        "--eval-chunk",
+        type=parse_eval_chunk,
+        default=DEFAULT_CHUNK_BYTES,
+        metavar="SIZE",
+        help="full-neighbourhood evaluation runs layer by layer, a chunk of target nodes at a time: "
+        "memory budget of one chunk, e.g. 64MiB (default 256MiB, at least 64KiB)",
+    )
+    r.add_argument(
+        "--eval-every",
+        type=int,
+        default=None,
+        help="validation every N steps, off the clock (default: 4 points per epoch in a run to a "
+        "plateau, else every epoch; compare calibrates it: 10 points before the target)",
+    )
 
 
 def add_calibration_args(p: argparse.ArgumentParser) -> None:
     """The target of a sweep, fixed before it (gnnbench.measure.calibration): compare, diagnose --verify, tune."""
     from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
 
-    p.add_argument("--calibration-runs", type=int, default=DEFAULT_CALIBRATION_RUNS,
-                   help=f"baseline runs on seeds no measured round uses, trained to a plateau before the "
-                        f"comparison; the target is their median plateau minus {100 * TARGET_MARGIN:g} pp (default "
-                        f"{DEFAULT_CALIBRATION_RUNS}; 0: no calibration, the target is then read from the measured "
-                        "baseline itself)")
-    p.add_argument("--budget-factor", type=float, default=BUDGET_FACTOR,
-                   help=f"every configuration may train for this many times the calibrated baseline's time to the "
-                        f"target; a round still short of it is censored there (default {BUDGET_FACTOR:g})")
+    p.add_argument(
+        "--calibration-runs",
+        type=int,
+        default=DEFAULT_CALIBRATION_RUNS,
+        help=f"baseline runs on seeds no measured round uses, trained to a plateau before the "
+        f"comparison; the target is their median plateau minus {100 * TARGET_MARGIN:g} pp (default "
+        f"{DEFAULT_CALIBRATION_RUNS}; 0: no calibration, the target is then read from the measured "
+        "baseline itself)",
+    )
+    p.add_argument(
+        "--budget-factor",
+        type=float,
+        default=BUDGET_FACTOR,
+        help=f"every configuration may train for this many times the calibrated baseline's time to the "
+        f"target; a round still short of it is censored there (default {BUDGET_FACTOR:g})",
+    )
 
 
 def config_from_args(args: argparse.Namespace, names: list[str]):
@@ -299,22 +413,48 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
     # given on the command line > the scenario's > the defaults
     defaults = {"task": "node", "model": "gcn", "hidden": 64, "epochs": None, "warmup": 3}
     if scenario:
-        defaults.update(task=scenario.task, model=scenario.model, hidden=scenario.hidden, epochs=scenario.epochs,
-                        warmup=scenario.warmup_steps)
+        defaults.update(
+            task=scenario.task,
+            model=scenario.model,
+            hidden=scenario.hidden,
+            epochs=scenario.epochs,
+            warmup=scenario.warmup_steps,
+        )
     run = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in defaults.items()}
     # the optimizer options given; the rest keep RunConfig's defaults
-    optimizer = {k: getattr(args, k) for k in ("optimizer", "lr", "momentum", "lr_schedule")
-                 if getattr(args, k, None) is not None}
-    stopping = {k: getattr(args, k) for k in ("max_epochs", "patience", "max_seconds") if getattr(args, k, None) is not None}
+    optimizer = {
+        k: getattr(args, k)
+        for k in ("optimizer", "lr", "momentum", "lr_schedule")
+        if getattr(args, k, None) is not None
+    }
+    stopping = {
+        k: getattr(args, k) for k in ("max_epochs", "patience", "max_seconds") if getattr(args, k, None) is not None
+    }
     if "momentum" in optimizer and optimizer.get("optimizer", RunConfig.optimizer) != "sgd":
-        raise ValueError(f"--momentum {optimizer['momentum']} applies to --optimizer sgd only "
-                         f"(got optimizer {optimizer.get('optimizer', RunConfig.optimizer)!r}); Adam has no momentum")
+        raise ValueError(
+            f"--momentum {optimizer['momentum']} applies to --optimizer sgd only "
+            f"(got optimizer {optimizer.get('optimizer', RunConfig.optimizer)!r}); Adam has no momentum"
+        )
     opened = source_from_args(args)
     if opened is not None and run["task"] == "link" and opened[0].num_edges == 0:
         raise ValueError(f"{opened[0].location} has no edges: link prediction needs edges to hold out and predict")
-    return RunConfig(spec=None if opened else spec_from_args(args), source=opened[0] if opened else None,
-                     flags=registry.flags_for(names, Flags.from_dict(base)),
-                     task=run["task"], model=run["model"], hidden=run["hidden"], num_layers=args.layers,
-                     epochs=run["epochs"], max_steps_per_epoch=args.max_steps, warmup_steps=run["warmup"],
-                     seed=args.seed or 0, **optimizer, **stopping, device=args.device, sync_phases=not args.no_sync, cache_dir=args.cache_dir,
-                     eval_every=args.eval_every, eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES))
+    return RunConfig(
+        spec=None if opened else spec_from_args(args),
+        source=opened[0] if opened else None,
+        flags=registry.flags_for(names, Flags.from_dict(base)),
+        task=run["task"],
+        model=run["model"],
+        hidden=run["hidden"],
+        num_layers=args.layers,
+        epochs=run["epochs"],
+        max_steps_per_epoch=args.max_steps,
+        warmup_steps=run["warmup"],
+        seed=args.seed or 0,
+        **optimizer,
+        **stopping,
+        device=args.device,
+        sync_phases=not args.no_sync,
+        cache_dir=args.cache_dir,
+        eval_every=args.eval_every,
+        eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES),
+    )

@@ -33,8 +33,14 @@ def training_bar(desc: str):
 def run_seconds(runs: list[dict]) -> float | None:
     """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
     guess of the time left, before a sweep run has finished."""
-    d = [(r.get("graph") or {}).get("generate_seconds", 0.0) + (r.get("setup_seconds") or 0.0)
-         + (r.get("train_seconds") or 0.0) + (r.get("eval_seconds") or 0.0) for r in runs if r.get("status") == "ok"]
+    d = [
+        (r.get("graph") or {}).get("generate_seconds", 0.0)
+        + (r.get("setup_seconds") or 0.0)
+        + (r.get("train_seconds") or 0.0)
+        + (r.get("eval_seconds") or 0.0)
+        for r in runs
+        if r.get("status") == "ok"
+    ]
     return sum(d) / len(d) if d else None
 
 
@@ -56,8 +62,7 @@ class SweepLines(SweepProgress):
 
     def calibration_started(self, runs: int) -> None:
         if runs:
-            print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr,
-                  flush=True)
+            print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
         self._started = time.perf_counter()
 
     def calibration_run(self, done: int, total: int, entry, status: str) -> None:
@@ -65,26 +70,39 @@ class SweepLines(SweepProgress):
             return
         spent = time.perf_counter() - self._started
         left = spent / done * (total - done) if done else None
-        print(f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
-              + (f"; calibration left about {duration(left)}, then the "
-              "sweep (its estimate follows)" if left else ""), file=sys.stderr, flush=True)
+        print(
+            f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
+            + (f"; calibration left about {duration(left)}, then the sweep (its estimate follows)" if left else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
     def calibrated(self, calibration) -> None:
         if calibration is not None and calibration.target is not None:
-            print(f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
-                  f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per "
-                  f"run ({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops "
-                  f"nothing); step budget {calibration.step_budget}, no plateau stop before step "
-                  f"{calibration.min_steps}; patience at most each run's own steps to the target",
-                  file=sys.stderr, flush=True)
+            print(
+                f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
+                f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per "
+                f"run ({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops "
+                f"nothing); step budget {calibration.step_budget}, no plateau stop before step "
+                f"{calibration.min_steps}; patience at most each run's own steps to the target",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=len(entries), desc="runs", unit="run", file=sys.stderr, disable=None,
-                         bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}")
-        self._eta = Eta([e.label for e in entries],
-                        seed_seconds=run_seconds(calibration_runs) if self._seed_eta else None)
+        self._bar = tqdm(
+            total=len(entries),
+            desc="runs",
+            unit="run",
+            file=sys.stderr,
+            disable=None,
+            bar_format="{desc}: {n}/{total} [{elapsed}] {postfix}",
+        )
+        self._eta = Eta(
+            [e.label for e in entries], seed_seconds=run_seconds(calibration_runs) if self._seed_eta else None
+        )
 
     def sweep_run(self, done: int, total: int, entry, status: str) -> None:
         bar, eta = self._bar, self._eta
@@ -94,8 +112,12 @@ class SweepLines(SweepProgress):
         bar.refresh()
         if bar.disable:  # not a terminal: one line per finished run, for logs
             if status != "running":
-                print(f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
-                      f"{status}; {eta.text()}", file=sys.stderr, flush=True)
+                print(
+                    f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
+                    f"{status}; {eta.text()}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     def best_set_chosen(self, choice, measured: bool) -> None:
         left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
@@ -104,7 +126,9 @@ class SweepLines(SweepProgress):
         elif choice.measurable:
             text = f"best set: {choice.label} chosen, not measured (no target fixed before the rounds)"
         else:
-            text = f"best set: none to measure ({len(choice.names)} entr{'y' if len(choice.names) == 1 else 'ies'} paid)"
+            text = (
+                f"best set: none to measure ({len(choice.names)} entr{'y' if len(choice.names) == 1 else 'ies'} paid)"
+            )
         print(f"{time.strftime('%H:%M:%S')} {text}" + (f"; {left}" if left else ""), file=sys.stderr, flush=True)
 
     def sweep_ended(self) -> None:
@@ -126,5 +150,6 @@ class RunLines(SweepProgress):
 
     def sweep_run(self, done: int, total: int, entry, status: str) -> None:
         if status != "running":
-            print(f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - self.started:.0f} s)",
-                  flush=True)
+            print(
+                f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - self.started:.0f} s)", flush=True
+            )

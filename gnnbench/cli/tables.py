@@ -19,8 +19,16 @@ from gnnbench.measure.results import RunResult, graph_label
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
 
-__all__ = ["table", "format_graph_report", "format_run", "format_compare", "format_distributed", "GPU_COLUMNS",
-           "registry_markdown", "format_ladder"]
+__all__ = [
+    "table",
+    "format_graph_report",
+    "format_run",
+    "format_compare",
+    "format_distributed",
+    "GPU_COLUMNS",
+    "registry_markdown",
+    "format_ladder",
+]
 
 
 def table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
@@ -47,44 +55,71 @@ def format_graph_report(r: dict) -> str:
         ("features / classes", f"{s['num_features']} / {s['num_classes']}"),
         ("average degree", f"{s['avg_degree']:.2f}"),
         ("degree quantiles", "  ".join(f"{k}={v:g}" for k, v in s["degree_quantiles"].items())),
-        ("max degree", f"{s['max_degree']:,}  ({s['max_degree'] / max(s['degree_quantiles']['p50'], 1):.0f}x the median)"),
+        (
+            "max degree",
+            f"{s['max_degree']:,}  ({s['max_degree'] / max(s['degree_quantiles']['p50'], 1):.0f}x the median)",
+        ),
         ("isolated nodes", f"{s['isolated_nodes']:,}"),
-        ("tail exponent (Hill)", f"{s['hill_exponent']:.2f}"
-         + (f"  (configured {r['spec']['exponent']})" if "spec" in r else "")),
+        (
+            "tail exponent (Hill)",
+            f"{s['hill_exponent']:.2f}" + (f"  (configured {r['spec']['exponent']})" if "spec" in r else ""),
+        ),
         ("edge homophily", f"{s['edge_homophily']:.3f}"),
     ]
     for dtype, b in s["index_bytes"].items():
-        rows.append((f"index bytes {dtype}", f"{human_bytes(b['total'])}  (COO {human_bytes(b['coo'])}"
-                     f" + CSR offsets {human_bytes(b['csr_rowptr'])})"))
+        rows.append(
+            (
+                f"index bytes {dtype}",
+                f"{human_bytes(b['total'])}  (COO {human_bytes(b['coo'])}"
+                f" + CSR offsets {human_bytes(b['csr_rowptr'])})",
+            )
+        )
     if "generate_seconds" in r:
         rows.append(("generation time", seconds(r["generate_seconds"], digits=3)))
     if "load_seconds" in r:
         rows.append(("load time", seconds(r["load_seconds"], digits=3)))
     if "load_peak_bytes" in r:
-        rows.append(("load peak memory", f"+{human_bytes(r['load_peak_bytes'])} above memory before the load "
-                     f"(the graph holds {human_bytes(r['graph_bytes'])}: "
-                     f"{r['load_peak_bytes'] / max(r['graph_bytes'], 1):.1f}x)"))
-    for note in ([r["notes"]] if isinstance(r.get("notes"), str) else r.get("notes") or []):
+        rows.append(
+            (
+                "load peak memory",
+                f"+{human_bytes(r['load_peak_bytes'])} above memory before the load "
+                f"(the graph holds {human_bytes(r['graph_bytes'])}: "
+                f"{r['load_peak_bytes'] / max(r['graph_bytes'], 1):.1f}x)",
+            )
+        )
+    for note in [r["notes"]] if isinstance(r.get("notes"), str) else r.get("notes") or []:
         rows.append(("note", str(note)))
     if "twin" in r:
         t = r["twin"]
-        rows.append(("closest preset", f"{t['preset']} (distance {t['distance']:.2f}; "
-                     + ", ".join(f"{k} {v:.2f}" for k, v in t["distances"].items() if k != t["preset"]) + ")"))
+        rows.append(
+            (
+                "closest preset",
+                f"{t['preset']} (distance {t['distance']:.2f}; "
+                + ", ".join(f"{k} {v:.2f}" for k, v in t["distances"].items() if k != t["preset"])
+                + ")",
+            )
+        )
         rows.append(("synthetic twin", f"gnnbench run {t['cli']}"))
         for note in t.get("notes", []):
             rows.append(("twin note", note))
     p = r["prepare"]
     rows.append(("preparation (baseline)", seconds(p["baseline_seconds"], digits=3)))
-    rows.append((f"preparation ({','.join(p['flags']) or 'none'})",
-                 f"{seconds(p['flagged_seconds'], digits=3)}; index storage {human_bytes(p['index_bytes_before'])}"
-                 f" at int64 -> {human_bytes(p['index_bytes_after'])}"))
+    rows.append(
+        (
+            f"preparation ({','.join(p['flags']) or 'none'})",
+            f"{seconds(p['flagged_seconds'], digits=3)}; index storage {human_bytes(p['index_bytes_before'])}"
+            f" at int64 -> {human_bytes(p['index_bytes_after'])}",
+        )
+    )
     return _pairs(rows)
 
 
 def _format_accuracy(acc: dict) -> str:
     extra = "".join(f", {k} {v:.4f}" for k, v in acc.items() if "hits" in k)
-    return (f"accuracy   {acc.get('metric', 'accuracy')}: val {acc['val']:.4f}, test {acc['test']:.4f}{extra} "
-            "(full-neighbourhood evaluation)")
+    return (
+        f"accuracy   {acc.get('metric', 'accuracy')}: val {acc['val']:.4f}, test {acc['test']:.4f}{extra} "
+        "(full-neighbourhood evaluation)"
+    )
 
 
 def _format_memory(m: dict) -> str:
@@ -94,9 +129,11 @@ def _format_memory(m: dict) -> str:
     if m.get("device_peak_bytes"):
         text += f", device peak {human_bytes(m['device_peak_bytes'])}"
     if m.get("eval_peak_bytes") is not None:
-        text += (f"; outside evaluation {human_bytes(m['train_peak_bytes'])}, evaluation "
-                 f"{human_bytes(m['eval_peak_bytes'])} (+{human_bytes(m['eval_rise_bytes'])} over its start)"
-                 f"\n           measured as {m['peak_method']}")
+        text += (
+            f"; outside evaluation {human_bytes(m['train_peak_bytes'])}, evaluation "
+            f"{human_bytes(m['eval_peak_bytes'])} (+{human_bytes(m['eval_rise_bytes'])} over its start)"
+            f"\n           measured as {m['peak_method']}"
+        )
     elif m.get("peak_method"):
         text += f"; evaluation apart: {m['peak_method']}"
     return text
@@ -106,11 +143,17 @@ def _format_sampled(s: dict | None, graph_nodes: int | None) -> list[str]:
     """The neighbour explosion of a run's batches: nodes, edges, coverage, per hop."""
     if not s:
         return []
-    line = (f"sampled    {s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph's "
-            f"{graph_nodes} nodes), {s['edges_per_batch']:.0f} edges")
+    line = (
+        f"sampled    {s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph's "
+        f"{graph_nodes} nodes), {s['edges_per_batch']:.0f} edges"
+    )
     if s.get("nodes_per_hop"):
-        line += ("; per hop: nodes " + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"])
-                 + ", edges " + " / ".join(f"{v:.0f}" for v in s["edges_per_hop"]))
+        line += (
+            "; per hop: nodes "
+            + " / ".join(f"{v:.0f}" for v in s["nodes_per_hop"])
+            + ", edges "
+            + " / ".join(f"{v:.0f}" for v in s["edges_per_hop"])
+        )
     return [line]
 
 
@@ -135,11 +178,15 @@ def format_run(r: RunResult) -> str:
     for p, v in r.phases.items():
         share = v["median"] / med if med else float("nan")
         lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}{share:>8.1%}")
-    lines.append(f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
-                 f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})")
+    lines.append(
+        f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
+        f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})"
+    )
     for p, v in (r.worker_phases or {}).items():
-        lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}"
-                     "   in loader workers, per batch on the worker's clock: overlapped, not part of the step")
+        lines.append(
+            f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}"
+            "   in loader workers, per batch on the worker's clock: overlapped, not part of the step"
+        )
     lines.append("")
     busy = percent(r.device_busy_fraction, missing=f"n/a ({r.device_busy_reason})")
     lines += [
@@ -153,10 +200,12 @@ def format_run(r: RunResult) -> str:
     ]
     if r.compile is not None:
         c = r.compile
-        lines.append(f"compile    first step {seconds(c.first_step_seconds)} "
-                     f"(~{seconds(c.estimated_compile_seconds or 0.0)} compiling), {c.unique_graphs} graphs, "
-                     f"{c.recompilations} recompilations"
-                     + (f", {c.graph_breaks} graph breaks" if c.graph_breaks is not None else ""))
+        lines.append(
+            f"compile    first step {seconds(c.first_step_seconds)} "
+            f"(~{seconds(c.estimated_compile_seconds or 0.0)} compiling), {c.unique_graphs} graphs, "
+            f"{c.recompilations} recompilations"
+            + (f", {c.graph_breaks} graph breaks" if c.graph_breaks is not None else "")
+        )
     for w in r.warnings:
         lines.append(f"WARNING    {w}")
     notes = r.graph.get("notes") or []
@@ -192,28 +241,41 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
     c = comparison
-    lines = [f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
-             f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())]
+    lines = [
+        f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
+        f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())
+    ]
     if c.aa is not None and c.aa.status == "ok":
         aa = c.aa.epoch_speedup
         step = c.aa.step_speedup
-        lines.append(f"A/A (baseline against itself): epoch {ratio_of(aa)}, step {ratio_of(step)}: "
-                     + ("no significant difference" if not (aa and aa.significant) and not (step and step.significant)
-                        else "SIGNIFICANT: this machine is too noisy for the effects below"))
-    lines.append("time to accuracy: " + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None
-                                         else c.target_source))
+        lines.append(
+            f"A/A (baseline against itself): epoch {ratio_of(aa)}, step {ratio_of(step)}: "
+            + (
+                "no significant difference"
+                if not (aa and aa.significant) and not (step and step.significant)
+                else "SIGNIFICANT: this machine is too noisy for the effects below"
+            )
+        )
+    lines.append(
+        "time to accuracy: "
+        + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None else c.target_source)
+    )
     cal = c.calibration or {}
     if cal.get("budget_seconds"):
-        lines.append(f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
-                     f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
-                     f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
-                     f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
-                     f"{cal.get('min_steps')}, waiting for a further rise at most as many steps as they took to "
-                     f"reach the target (and at most the patience); validation every {cal.get('eval_every')} steps")
-    lines.append("accuracy: test metric at each run's best validation point, paired by round: at convergence "
-                 "where every run of the pair converged, else at equal steps (said in the note); ranked: rows "
-                 "that reached the target in every round first, then family-wise significant speedups, no "
-                 "significant difference, family-wise significant slowdowns")
+        lines.append(
+            f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
+            f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
+            f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
+            f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
+            f"{cal.get('min_steps')}, waiting for a further rise at most as many steps as they took to "
+            f"reach the target (and at most the patience); validation every {cal.get('eval_every')} steps"
+        )
+    lines.append(
+        "accuracy: test metric at each run's best validation point, paired by round: at convergence "
+        "where every run of the pair converged, else at equal steps (said in the note); ranked: rows "
+        "that reached the target in every round first, then family-wise significant speedups, no "
+        "significant difference, family-wise significant slowdowns"
+    )
     if c.family:
         lines.append(c.family)
     summary = verdict_summary(c.rows)
@@ -221,28 +283,49 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
         lines.append(summary)
     lines += headline(c, best_set)
     lines.append("")
-    lines.append("to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
-                 "per step), each paired by round against the baseline (> 1: fewer steps, faster steps; 'ep': "
-                 "epochs and time per epoch, for entries that change the work per step; 'derived': the baseline's "
-                 "steps, by proof)" + (f"; steps to the target within +-{c.equivalence_margin:.0%} of the "
-                                       "baseline's (declared before the sweep, shown by TOST): judged by time per "
-                                       "step x the baseline's steps" if c.equivalence_margin else ""))
-    head = (f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'to target x [95% CI]':<24}"
-            f"{'per step x [95% CI]':<24}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
-            f"{'reached':>8}"
-            f"{'step ms':>9}  {'step x [95% CI]':<22}{'test acc':>9}  {'acc delta pp [95% CI]':<24}"
-            + "".join(f"{h:>{w}}" for h, w, _ in extra) + "  note")
+    lines.append(
+        "to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
+        "per step), each paired by round against the baseline (> 1: fewer steps, faster steps; 'ep': "
+        "epochs and time per epoch, for entries that change the work per step; 'derived': the baseline's "
+        "steps, by proof)"
+        + (
+            f"; steps to the target within +-{c.equivalence_margin:.0%} of the "
+            "baseline's (declared before the sweep, shown by TOST): judged by time per "
+            "step x the baseline's steps"
+            if c.equivalence_margin
+            else ""
+        )
+    )
+    head = (
+        f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'to target x [95% CI]':<24}"
+        f"{'per step x [95% CI]':<24}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
+        f"{'reached':>8}"
+        f"{'step ms':>9}  {'step x [95% CI]':<22}{'test acc':>9}  {'acc delta pp [95% CI]':<24}"
+        + "".join(f"{h:>{w}}" for h, w, _ in extra)
+        + "  note"
+    )
     lines += [head, "-" * len(head)]
     for r in c.rows:
         if r.status != "ok":
-            lines.append(f"{r.label:<20}{'-':<24}{'-':<18}{'-':<24}{'-':<24}" + " " * 42 + f"  {'-':<22}{'-':>9}  {'-':<24}"
-                         + "".join(f"{'-':>{w}}" for _, w, _ in extra) + f"  {r.status}: {r.reason}")
+            lines.append(
+                f"{r.label:<20}{'-':<24}{'-':<18}{'-':<24}{'-':<24}"
+                + " " * 42
+                + f"  {'-':<22}{'-':>9}  {'-':<24}"
+                + "".join(f"{'-':>{w}}" for _, w, _ in extra)
+                + f"  {r.status}: {r.reason}"
+            )
             continue
         base = r.label == BASELINE
         notes = []
         if not base and not r.significant:
-            notes.append(no_effect_text(r) or ("significant alone, not family-wise (Holm)" if r.significant_per_row
-                                               else "no significant difference"))
+            notes.append(
+                no_effect_text(r)
+                or (
+                    "significant alone, not family-wise (Holm)"
+                    if r.significant_per_row
+                    else "no significant difference"
+                )
+            )
         if r.tta_note:
             notes.append(r.tta_note)
         if not r.same_work:
@@ -259,18 +342,23 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
         if stops:
             notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
         if r.sampled:
-            notes.append(f"sampled {r.sampled['nodes_per_batch']:.0f} nodes per batch "
-                         f"({r.sampled['coverage']:.0%} of the graph)")
+            notes.append(
+                f"sampled {r.sampled['nodes_per_batch']:.0f} nodes per batch ({r.sampled['coverage']:.0%} of the graph)"
+            )
         delta = pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit="")
         tta = "-" if r.tta_s is None else f"{r.tta_s:.2f}"
         bound = {"at most": "<=", "at least": ">="}.get(r.bound, "")
         shown = "-" if base else (bound + ratio_of(r.primary_ratio) if r.bound != "unknown" else "bound unknown")
         steps_x, per_step_x = _factor_cells(r, base)
-        lines.append(f"{r.label:<20}{shown:<24}{r.primary:<18}{steps_x:<24}{per_step_x:<24}{r.epoch_s:>8.2f}"
-                     f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
-                     f"{'-' if base else ratio_of(r.step_speedup):<22}"
-                     f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
-                     + "".join(f"{cell(r):>{w}}" for _, w, cell in extra) + "  " + "; ".join(notes))
+        lines.append(
+            f"{r.label:<20}{shown:<24}{r.primary:<18}{steps_x:<24}{per_step_x:<24}{r.epoch_s:>8.2f}"
+            f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
+            f"{'-' if base else ratio_of(r.step_speedup):<22}"
+            f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
+            + "".join(f"{cell(r):>{w}}" for _, w, cell in extra)
+            + "  "
+            + "; ".join(notes)
+        )
     lines += format_distributed(c.rows)
     return "\n".join(lines)
 
@@ -289,24 +377,31 @@ def headline(c, best_set=None) -> list[str]:
     """What pays here, from this sweep's measurement: the measured best set first (its own rounds,
     :mod:`gnnbench.measure.best_set`), the measured best row at no accuracy cost, the trade-offs, and what the
     registry's static list measured (a guess, never the headline)."""
+
     def effect(r: ComparisonRow) -> str:
-        return (f"{ratio(r.speedup, r.speedup_low, r.speedup_high)} by {r.primary}, accuracy "
-                f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}")
+        return (
+            f"{ratio(r.speedup, r.speedup_low, r.speedup_high)} by {r.primary}, accuracy "
+            f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}"
+        )
 
     best = measured_best(c)
+
     def factored(r: ComparisonRow) -> str:
         steps_x, per_step_x = _factor_cells(r, False)
         return effect(r) + (f" (steps to the target {steps_x}, time per step {per_step_x})" if r.factors else "")
 
     first = outcome_line(best_set, factored)
     lines = [""] + ([first] if first else [])
-    lines += ["measured best single row here: " + (f"{best.label}: {effect(best)}" if best else
-                                                   "nothing measured pays at no accuracy cost on this machine")]
+    lines += [
+        "measured best single row here: "
+        + (f"{best.label}: {effect(best)}" if best else "nothing measured pays at no accuracy cost on this machine")
+    ]
     lines += [f"trade-off: {r.label}: {effect(r)}" for r in tradeoffs(c)]
     static = next((r for r in c.rows if r.label == STATIC_LIST and r.status == "ok"), None)
     if static is not None and static is not best:
-        lines.append(f"{STATIC_LIST} (the registry's static list: a guess, not a recommendation) measured "
-                     f"{effect(static)}")
+        lines.append(
+            f"{STATIC_LIST} (the registry's static list: a guess, not a recommendation) measured {effect(static)}"
+        )
     return lines
 
 
@@ -317,8 +412,11 @@ def format_distributed(rows: list[ComparisonRow]) -> list[str]:
     multi = [r for r in rows if r.status == "ok" and r.distributed]
     if not multi:
         return []
-    lines = ["", "distributed (scaling efficiency T1 / (N x TN): the single-process baseline's step against N ranks "
-                 "on the same global batch; 1.0 is perfect scaling):"]
+    lines = [
+        "",
+        "distributed (scaling efficiency T1 / (N x TN): the single-process baseline's step against N ranks "
+        "on the same global batch; 1.0 is perfect scaling):",
+    ]
     for r in multi:
         d = r.distributed
         lines.append(f"  {r.label:<20}{summary_line(d)}")
@@ -331,12 +429,16 @@ def registry_markdown() -> str:
     """The registry as a Markdown table (README's optimization list is exactly this; a test keeps it so)."""
     from gnnbench import registry
 
-    lines = ["| name | layer | what it does | needs | may cost accuracy | changes work per step | tasks |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| name | layer | what it does | needs | may cost accuracy | changes work per step | tasks |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for opt in registry.REGISTRY.values():
-        lines.append(f"| `{opt.name}` | `{opt.layer}` | {opt.description} | {', '.join(opt.requires) or 'any device'} "
-                     f"| {'yes' if opt.costs_accuracy else 'no'} | {'yes' if opt.changes_work else 'no'} "
-                     f"| {', '.join(opt.tasks)} |")
+        lines.append(
+            f"| `{opt.name}` | `{opt.layer}` | {opt.description} | {', '.join(opt.requires) or 'any device'} "
+            f"| {'yes' if opt.costs_accuracy else 'no'} | {'yes' if opt.changes_work else 'no'} "
+            f"| {', '.join(opt.tasks)} |"
+        )
     return "\n".join(lines)
 
 
@@ -344,14 +446,26 @@ def format_ladder(result) -> str:
     """``run --memory-budget``: the out-of-memory ladder's path (:class:`gnnbench.advice.ladder.LadderResult`), one
     row per rung, ending with the configuration that fits (or the smallest peak reached)."""
     budget = human_bytes(result.budget_bytes)
-    lines = [f"memory budget {budget} on {result.device}; peak of the first {result.probe_steps} steps: "
-             f"{result.memory_source}", ""]
-    rows = [{"rung": r.rung, "change": r.change, "status": r.status,
-             "peak": "-" if r.peak_bytes is None else human_bytes(r.peak_bytes),
-             "step ms": "-" if r.step_seconds is None else f"{1e3 * r.step_seconds:.1f}",
-             "test": "-" if r.test_metric is None else f"{r.test_metric:.4f}",
-             "vs given": "-" if r.accuracy_delta_pp is None or r.rung == "as given"
-             else pp(r.accuracy_delta_pp / 100, digits=1), "note": r.note} for r in result.path]
+    lines = [
+        f"memory budget {budget} on {result.device}; peak of the first {result.probe_steps} steps: "
+        f"{result.memory_source}",
+        "",
+    ]
+    rows = [
+        {
+            "rung": r.rung,
+            "change": r.change,
+            "status": r.status,
+            "peak": "-" if r.peak_bytes is None else human_bytes(r.peak_bytes),
+            "step ms": "-" if r.step_seconds is None else f"{1e3 * r.step_seconds:.1f}",
+            "test": "-" if r.test_metric is None else f"{r.test_metric:.4f}",
+            "vs given": "-"
+            if r.accuracy_delta_pp is None or r.rung == "as given"
+            else pp(r.accuracy_delta_pp / 100, digits=1),
+            "note": r.note,
+        }
+        for r in result.path
+    ]
     keys = ["rung", "change", "status", "peak", "step ms", "test", "vs given"]
     widths = {k: max(len(k), *(len(row[k]) for row in rows)) for k in keys}
     lines.append("  ".join(k.ljust(widths[k]) for k in keys) + "  note")
@@ -361,12 +475,16 @@ def format_ladder(result) -> str:
     final, smallest = result.final, result.smallest
     if final is not None:
         changed = final.flags.changed()
-        lines.append(f"fits at rung '{final.rung}': peak {human_bytes(final.peak_bytes)} <= {budget}; flags "
-                     + (", ".join(f"{k}={v}" for k, v in changed.items()) or "baseline"))
+        lines.append(
+            f"fits at rung '{final.rung}': peak {human_bytes(final.peak_bytes)} <= {budget}; flags "
+            + (", ".join(f"{k}={v}" for k, v in changed.items()) or "baseline")
+        )
     elif smallest is not None:
-        lines.append(f"nothing fits {budget}: the smallest peak reached is {human_bytes(smallest.peak_bytes)} "
-                     f"(rung '{smallest.rung}'); beyond this ladder: a narrower model (--hidden), fewer layers, "
-                     "smaller Cluster-GCN batches (clusters_per_batch, cluster_size)")
+        lines.append(
+            f"nothing fits {budget}: the smallest peak reached is {human_bytes(smallest.peak_bytes)} "
+            f"(rung '{smallest.rung}'); beyond this ladder: a narrower model (--hidden), fewer layers, "
+            "smaller Cluster-GCN batches (clusters_per_batch, cluster_size)"
+        )
     else:
         lines.append(f"nothing fits {budget}: no rung could be measured (see the notes)")
     return "\n".join(lines)

@@ -15,8 +15,15 @@ from gnnbench.flags import Flags
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.sources import make_batch_source
 
-__all__ = ["choose_hot_rows", "access_counts", "out_degrees", "hit_rate", "hot_budget_rows", "HotSetChooser",
-           "hot_set_chooser"]
+__all__ = [
+    "choose_hot_rows",
+    "access_counts",
+    "out_degrees",
+    "hit_rate",
+    "hot_budget_rows",
+    "HotSetChooser",
+    "hot_set_chooser",
+]
 
 
 def choose_hot_rows(scores: Tensor, budget_rows: int, tiebreak: Tensor | None = None) -> Tensor:
@@ -68,8 +75,14 @@ def hit_rate(hot: Tensor, batches: Iterable, num_nodes: int, n_id_of=lambda b: b
     return hits / total if total else 0.0
 
 
-def hot_budget_rows(num_rows: int, row_bytes: int, *, fraction: float = 0.25, budget_bytes: int = 0,
-                    free_device_bytes: int | None = None) -> int:
+def hot_budget_rows(
+    num_rows: int,
+    row_bytes: int,
+    *,
+    fraction: float = 0.25,
+    budget_bytes: int = 0,
+    free_device_bytes: int | None = None,
+) -> int:
     """Rows the hot set may hold (pure).
 
     ``budget_bytes > 0`` (``--hot-budget 512MiB``) gives ``budget_bytes // row_bytes``
@@ -117,8 +130,13 @@ class HotSetChooser:
 
     def __call__(self, device: torch.device, row_bytes: int) -> Tensor:
         flags, n = self.flags, self.prepared.num_nodes
-        budget = hot_budget_rows(n, row_bytes, fraction=flags.hot_budget_fraction,
-                                 budget_bytes=flags.hot_budget_bytes, free_device_bytes=_free_device_bytes(device))
+        budget = hot_budget_rows(
+            n,
+            row_bytes,
+            fraction=flags.hot_budget_fraction,
+            budget_bytes=flags.hot_budget_bytes,
+            free_device_bytes=_free_device_bytes(device),
+        )
         degrees = out_degrees(self.prepared)
         info = {"rank": flags.hot_rank, "budget_rows": budget, "profile_seconds": 0.0, "profile_batches": 0}
         if flags.hot_rank == "degree":
@@ -133,8 +151,9 @@ class HotSetChooser:
 
     def profile(self) -> Tensor:
         """Access counts over one epoch of a fresh batch source (see the class docstring)."""
-        source = make_batch_source(self.prepared, self.flags.replace(batch_cache_epochs=0), kind=self.kind,
-                                   seed=self.seed + 1)
+        source = make_batch_source(
+            self.prepared, self.flags.replace(batch_cache_epochs=0), kind=self.kind, seed=self.seed + 1
+        )
         self.profile_batches = 0
 
         def counted(batches):
@@ -148,7 +167,6 @@ class HotSetChooser:
             source.close()
 
 
-def hot_set_chooser(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None,
-                    seed: int = 0) -> HotSetChooser:
+def hot_set_chooser(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0) -> HotSetChooser:
     """The hot-set chooser of a run (``kind``: its batch source's kind; ``seed``: its seed): :class:`HotSetChooser`."""
     return HotSetChooser(prepared, flags, kind=kind, seed=seed)

@@ -30,17 +30,30 @@ FEATURE_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": t
 
 def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     """This layer's answer: which of its fields ``flags`` sets to something ``ctx.device`` cannot run."""
-    out = [Unavailable(f, r) for f, r in _field_reasons(flags.feature_placement, flags.pin_memory,
-                                                        flags.feature_prefetch, ctx.device)]
+    out = [
+        Unavailable(f, r)
+        for f, r in _field_reasons(flags.feature_placement, flags.pin_memory, flags.feature_prefetch, ctx.device)
+    ]
     if flags.pipeline_depth and flags.feature_prefetch:
-        out.append(Unavailable("pipeline_depth", "the pipelined loader already gathers the next batches' features "
-                               "ahead; feature_prefetch does the same on a side stream: choose one"))
+        out.append(
+            Unavailable(
+                "pipeline_depth",
+                "the pipelined loader already gathers the next batches' features "
+                "ahead; feature_prefetch does the same on a side stream: choose one",
+            )
+        )
     return out
 
 
-def place_features(x: Tensor, device: torch.device | str, placement: str = "host", *,
-                   hot_nodes: HotNodes | None = None, pin_memory: bool = False,
-                   dtype: str = "float32") -> PlacedFeatures:
+def place_features(
+    x: Tensor,
+    device: torch.device | str,
+    placement: str = "host",
+    *,
+    hot_nodes: HotNodes | None = None,
+    pin_memory: bool = False,
+    dtype: str = "float32",
+) -> PlacedFeatures:
     """Put ``x`` where ``placement`` says (a key of :data:`PLACEMENTS`), stored as ``dtype``.
 
     Args:
@@ -60,13 +73,16 @@ def place_features(x: Tensor, device: torch.device | str, placement: str = "host
         raise ValueError(f"unknown feature dtype {dtype!r}; accepted: {', '.join(FEATURE_DTYPES)}")
     limit, largest = torch.finfo(FEATURE_DTYPES[dtype]).max, float(x.abs().max()) if x.numel() else 0.0
     if largest > limit:
-        raise ValueError(f"features do not fit feature_dtype={dtype!r}, which holds |x| <= {limit:g} (got a largest "
-                         f"|x| of {largest:g}); scale the features or keep 'float32'")
+        raise ValueError(
+            f"features do not fit feature_dtype={dtype!r}, which holds |x| <= {limit:g} (got a largest "
+            f"|x| of {largest:g}); scale the features or keep 'float32'"
+        )
     return PLACEMENTS[placement](x.to(FEATURE_DTYPES[dtype]), device, hot_nodes=hot_nodes, pin_memory=pin_memory)
 
 
-def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
-                 hot_nodes: HotNodes | None = None, full_batch: bool = False) -> PlacedFeatures:
+def features_for(
+    x: Tensor, flags: Flags, device: torch.device | str, *, hot_nodes: HotNodes | None = None, full_batch: bool = False
+) -> PlacedFeatures:
     """The run's feature store (the layer's factory): :func:`place_features` with the flags' placement, pinning
     and storage dtype, prefetching with ``flags.feature_prefetch``.
 
@@ -78,10 +94,10 @@ def features_for(x: Tensor, flags: Flags, device: torch.device | str, *,
         full_batch: The run trains full batch: every step reads every row in order (host features are then
             kept on the device after the first step).
     """
-    store = place_features(x, device, flags.feature_placement, hot_nodes=hot_nodes, pin_memory=flags.pin_memory,
-                           dtype=flags.feature_dtype)
+    store = place_features(
+        x, device, flags.feature_placement, hot_nodes=hot_nodes, pin_memory=flags.pin_memory, dtype=flags.feature_dtype
+    )
     store.prefetch = flags.feature_prefetch
     store.pipeline_depth = flags.pipeline_depth
     store.full_batch = full_batch
     return store
-

@@ -18,8 +18,16 @@ from gnnbench.flags import Unavailable, UnavailableError
 from gnnbench.host_memory import uva_view
 from gnnbench.timing import NullTimer, code_path
 
-__all__ = ["PlacedFeatures", "HostFeatures", "DeviceFeatures", "HotColdFeatures", "UvaFeatures", "PLACEMENTS",
-           "HotNodes", "prefetch_features"]
+__all__ = [
+    "PlacedFeatures",
+    "HostFeatures",
+    "DeviceFeatures",
+    "HotColdFeatures",
+    "UvaFeatures",
+    "PLACEMENTS",
+    "HotNodes",
+    "prefetch_features",
+]
 
 # The hot_cold placement's hot rows: the ids, or a function (device, row_bytes) -> ids that chooses them.
 HotNodes = Union[Tensor, Callable[[torch.device, int], Tensor]]
@@ -51,8 +59,9 @@ class PlacedFeatures:
         """Why this placement cannot run on ``device``, or ``None``."""
         return None
 
-    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None,
-                 pin_memory: bool = False) -> None:
+    def __init__(
+        self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None, pin_memory: bool = False
+    ) -> None:
         self.device = torch.device(device)
         items = [Unavailable(f, r) for f, r in _field_reasons(self.name, pin_memory, False, self.device)]
         if items:
@@ -154,8 +163,10 @@ class DeviceFeatures(PlacedFeatures):
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
-        return _needs_cuda("feature_placement='device' keeps features on a CUDA device; on a CPU host and "
-                           "device memory are the same", device)
+        return _needs_cuda(
+            "feature_placement='device' keeps features on a CUDA device; on a CPU host and device memory are the same",
+            device,
+        )
 
     def __init__(self, x: Tensor, device: torch.device | str, **kwargs) -> None:
         super().__init__(x, device, **kwargs)
@@ -185,8 +196,11 @@ class UvaFeatures(DeviceFeatures):
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
-        return _needs_cuda("feature_placement='uva' maps pinned host memory into a CUDA device's address "
-                           "space; on a CPU host and device memory are the same", device)
+        return _needs_cuda(
+            "feature_placement='uva' maps pinned host memory into a CUDA device's address "
+            "space; on a CPU host and device memory are the same",
+            device,
+        )
 
     def __init__(self, x: Tensor, device: torch.device | str, **kwargs) -> None:
         PlacedFeatures.__init__(self, x, device, **kwargs)
@@ -214,11 +228,15 @@ class HotColdFeatures(PlacedFeatures):
 
     @classmethod
     def unavailable(cls, device: torch.device) -> str | None:
-        return _needs_cuda("feature_placement='hot_cold' keeps hot rows on a CUDA device; on a CPU host and "
-                           "device memory are the same", device)
+        return _needs_cuda(
+            "feature_placement='hot_cold' keeps hot rows on a CUDA device; on a CPU host and "
+            "device memory are the same",
+            device,
+        )
 
-    def __init__(self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None,
-                 pin_memory: bool = False) -> None:
+    def __init__(
+        self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None, pin_memory: bool = False
+    ) -> None:
         super().__init__(x, device, hot_nodes=hot_nodes, pin_memory=pin_memory)
         if hot_nodes is None:
             raise ValueError("hot_cold placement needs hot_nodes (the node ids to keep on the device)")
@@ -260,13 +278,17 @@ class HotColdFeatures(PlacedFeatures):
             out = torch.empty(ids.numel(), self.num_features, dtype=self._hot.dtype, device=self.device)
             out[hot_pos_dev] = self._hot.index_select(0, hot_slot_dev)
             out[cold_pos_dev] = cold_dev
-        self.stats.record(cold_rows.nbytes + hot_slot_dev.nbytes + hot_pos_dev.nbytes + cold_pos_dev.nbytes,
-                          ids.numel(), hot_pos.numel())
+        self.stats.record(
+            cold_rows.nbytes + hot_slot_dev.nbytes + hot_pos_dev.nbytes + cold_pos_dev.nbytes,
+            ids.numel(),
+            hot_pos.numel(),
+        )
         return out
 
 
 PLACEMENTS: dict[str, type[PlacedFeatures]] = {
-    cls.name: cls for cls in (HostFeatures, DeviceFeatures, HotColdFeatures, UvaFeatures)}
+    cls.name: cls for cls in (HostFeatures, DeviceFeatures, HotColdFeatures, UvaFeatures)
+}
 
 
 def _field_reasons(placement: str, pin_memory: bool, prefetch: bool, device: torch.device):

@@ -6,5 +6,15 @@ from gnnbench.graphs.csr import CSR, coo_to_csr, csr_to_coo
 from gnnbench.graphs.generate import generate
 from gnnbench.graphs.spec import PRESETS, GraphSpec
 
-__all__ = ["CSR", "CleanOptions", "Graph", "GraphError", "GraphSpec", "PRESETS", "SelfLoops",
-           "coo_to_csr", "csr_to_coo", "generate"]
+__all__ = [
+    "CSR",
+    "CleanOptions",
+    "Graph",
+    "GraphError",
+    "GraphSpec",
+    "PRESETS",
+    "SelfLoops",
+    "coo_to_csr",
+    "csr_to_coo",
+    "generate",
+]

@@ -32,9 +32,7 @@ class CleanOptions:
             object.__setattr__(self, "self_loops", SelfLoops(self.self_loops))
         except ValueError:
             accepted = ", ".join(repr(s.value) for s in SelfLoops)
-            raise ValueError(
-                f"CleanOptions.self_loops must be one of {accepted} (got {self.self_loops!r})"
-            ) from None
+            raise ValueError(f"CleanOptions.self_loops must be one of {accepted} (got {self.self_loops!r})") from None
 
 
 def clean_edges(edge_index: Tensor, num_nodes: int, options: CleanOptions) -> Tensor:

@@ -62,8 +62,7 @@ class Graph:
             raise GraphError(f"rowptr must have shape [{n + 1}] (got {list(self.rowptr.shape)})")
         if int(self.rowptr[-1]) != self.edge_index.size(1):
             raise GraphError(
-                f"rowptr[-1] must equal the number of edges {self.edge_index.size(1)} "
-                f"(got {int(self.rowptr[-1])})"
+                f"rowptr[-1] must equal the number of edges {self.edge_index.size(1)} (got {int(self.rowptr[-1])})"
             )
         for name in ("y", "train_mask", "val_mask", "test_mask"):
             t = getattr(self, name)
@@ -108,8 +107,17 @@ class Graph:
 
     def nbytes(self) -> int:
         """Bytes held by all tensors of the graph."""
-        tensors = [self.edge_index, self.rowptr, self.x, self.y, self.train_mask, self.val_mask,
-                   self.test_mask, self.lp_val_pos, self.lp_test_pos]
+        tensors = [
+            self.edge_index,
+            self.rowptr,
+            self.x,
+            self.y,
+            self.train_mask,
+            self.val_mask,
+            self.test_mask,
+            self.lp_val_pos,
+            self.lp_test_pos,
+        ]
         return sum(t.nbytes for t in tensors if t is not None)
 
     def is_undirected(self) -> bool:
@@ -200,8 +208,10 @@ class Graph:
         if given and len(given) != 3:
             raise GraphError("give all three of train_mask, val_mask, test_mask, or none of them")
         if given:
-            masks = [check_mask(m, name, n) for name, m in
-                     zip(("train_mask", "val_mask", "test_mask"), (train_mask, val_mask, test_mask))]
+            masks = [
+                check_mask(m, name, n)
+                for name, m in zip(("train_mask", "val_mask", "test_mask"), (train_mask, val_mask, test_mask))
+            ]
             check_disjoint(masks)
         else:
             g = torch.Generator().manual_seed(split_seed)
@@ -262,8 +272,13 @@ class Graph:
         from torch_geometric.data import Data
 
         data = Data(
-            x=self.x, y=self.y, edge_index=self.edge_index, num_nodes=self.num_nodes,
-            train_mask=self.train_mask, val_mask=self.val_mask, test_mask=self.test_mask,
+            x=self.x,
+            y=self.y,
+            edge_index=self.edge_index,
+            num_nodes=self.num_nodes,
+            train_mask=self.train_mask,
+            val_mask=self.val_mask,
+            test_mask=self.test_mask,
         )
         if self.lp_val_pos is not None:
             data.lp_val_pos = self.lp_val_pos
@@ -282,8 +297,13 @@ class Graph:
             masks = {}
         y = as_tensor_checked(data.y, "labels y")
         graph = cls.from_edges(
-            data.edge_index, data.x, y.view(-1) if y.dim() == 2 and y.size(1) == 1 else y,
-            num_nodes=data.num_nodes, clean=clean, split_seed=split_seed, **masks,
+            data.edge_index,
+            data.x,
+            y.view(-1) if y.dim() == 2 and y.size(1) == 1 else y,
+            num_nodes=data.num_nodes,
+            clean=clean,
+            split_seed=split_seed,
+            **masks,
         )
         for key in ("lp_val_pos", "lp_test_pos"):
             value = getattr(data, key, None)

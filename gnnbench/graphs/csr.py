@@ -79,7 +79,5 @@ def coo_to_csr(edge_index: Tensor, num_nodes: int) -> tuple[CSR, Tensor]:
 def csr_to_coo(csr: CSR) -> Tensor:
     """Expand CSR back to a ``[2, num_edges]`` COO edge list in CSR order."""
     deg = csr.rowptr.diff().to(torch.int64)
-    dst = torch.repeat_interleave(
-        torch.arange(csr.num_nodes, device=csr.rowptr.device, dtype=csr.col.dtype), deg
-    )
+    dst = torch.repeat_interleave(torch.arange(csr.num_nodes, device=csr.rowptr.device, dtype=csr.col.dtype), deg)
     return torch.stack([csr.col, dst])

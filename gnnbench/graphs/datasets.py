@@ -24,16 +24,32 @@ import torch
 from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError
 
-__all__ = ["DATASETS", "DEFAULT_ROOT", "DOWNLOAD_TIMEOUT_S", "FAKE_DATASET", "FAKE_SEED", "OGB_DATASETS",
-           "dataset_names", "dataset_root", "load_dataset"]
+__all__ = [
+    "DATASETS",
+    "DEFAULT_ROOT",
+    "DOWNLOAD_TIMEOUT_S",
+    "FAKE_DATASET",
+    "FAKE_SEED",
+    "OGB_DATASETS",
+    "dataset_names",
+    "dataset_root",
+    "load_dataset",
+]
 
 DEFAULT_ROOT = Path("~/.cache/gnnbench/datasets")  # overridden by $GNNBENCH_DATA, then by root=
 DOWNLOAD_TIMEOUT_S = 15.0  # socket timeout of each network operation during a download
 FAKE_SEED = 0  # torch and Python seeds around FakeDataset's construction
 # FakeDataset's fixed shape: one undirected node-classification graph (the node count is drawn around
 # avg_num_nodes with FAKE_SEED, so it is the same every time).
-FAKE_DATASET = {"num_graphs": 1, "avg_num_nodes": 2000, "avg_degree": 10.0, "num_channels": 32,
-                "num_classes": 5, "task": "node", "is_undirected": True}
+FAKE_DATASET = {
+    "num_graphs": 1,
+    "avg_num_nodes": 2000,
+    "avg_degree": 10.0,
+    "num_channels": 32,
+    "num_classes": 5,
+    "task": "node",
+    "is_undirected": True,
+}
 OGB_DATASETS = ("ogbn-arxiv", "ogbn-products", "ogbn-papers100M")  # single-label node classification
 
 
@@ -59,6 +75,7 @@ def _pyg(cls_name: str, **kwargs: Any) -> Callable[[Path], Any]:
         import torch_geometric.datasets as pyg_datasets
 
         return getattr(pyg_datasets, cls_name)(root=str(folder), **kwargs)
+
     return build
 
 
@@ -84,15 +101,18 @@ def _karate(_: Path) -> Any:
 DATASETS: dict[str, DatasetEntry] = {
     "KarateClub": DatasetEntry(_karate, "", offline=True),
     "FakeDataset": DatasetEntry(_fake, "", offline=True),
-    **{f"Planetoid:{n}": DatasetEntry(_pyg("Planetoid", name=n), "Planetoid", f"{n}/raw")
-       for n in ("Cora", "CiteSeer", "PubMed")},
+    **{
+        f"Planetoid:{n}": DatasetEntry(_pyg("Planetoid", name=n), "Planetoid", f"{n}/raw")
+        for n in ("Cora", "CiteSeer", "PubMed")
+    },
     "Reddit": DatasetEntry(_pyg("Reddit"), "Reddit"),
     "Reddit2": DatasetEntry(_pyg("Reddit2"), "Reddit2"),
     "Flickr": DatasetEntry(_pyg("Flickr"), "Flickr"),
-    **{f"Amazon:{n}": DatasetEntry(_pyg("Amazon", name=n), "Amazon", f"{n.lower()}/raw")
-       for n in ("Computers", "Photo")},
-    **{f"Coauthor:{n}": DatasetEntry(_pyg("Coauthor", name=n), "Coauthor", f"{n}/raw")
-       for n in ("CS", "Physics")},
+    **{
+        f"Amazon:{n}": DatasetEntry(_pyg("Amazon", name=n), "Amazon", f"{n.lower()}/raw")
+        for n in ("Computers", "Photo")
+    },
+    **{f"Coauthor:{n}": DatasetEntry(_pyg("Coauthor", name=n), "Coauthor", f"{n}/raw") for n in ("CS", "Physics")},
 }
 
 
@@ -149,8 +169,10 @@ def _ogb(name: str, root: Path) -> tuple[Any, dict[str, torch.Tensor]]:
     try:
         from ogb.nodeproppred import PygNodePropPredDataset
     except ImportError as exc:
-        raise GraphError(f"dataset {name!r} needs the ogb package, which is installed but fails to import "
-                         f"({_first_line(exc)}): pip install 'gnnbench[ogb]'") from None
+        raise GraphError(
+            f"dataset {name!r} needs the ogb package, which is installed but fails to import "
+            f"({_first_line(exc)}): pip install 'gnnbench[ogb]'"
+        ) from None
     dataset = _build_bounded(lambda folder: PygNodePropPredDataset(name=name, root=str(folder)), root)
     split = dataset.get_idx_split()
     data = dataset[0]
@@ -163,8 +185,9 @@ def _ogb(name: str, root: Path) -> tuple[Any, dict[str, torch.Tensor]]:
     return data, masks
 
 
-def load_dataset(name: str, root: str | None = None, *, clean: CleanOptions = CleanOptions(),
-                 split_seed: int = 0) -> Graph:
+def load_dataset(
+    name: str, root: str | None = None, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0
+) -> Graph:
     """Load a public dataset by name as a :class:`Graph`.
 
     Args:
@@ -222,6 +245,7 @@ def load_dataset(name: str, root: str | None = None, *, clean: CleanOptions = Cl
     except GraphError as exc:
         raise GraphError(f"dataset {canonical!r}: {exc}") from None
     has_split = all(getattr(data, k, None) is not None for k in ("train_mask", "val_mask", "test_mask"))
-    graph.meta.update({"source": f"dataset:{canonical}", "root": str(base),
-                       "split": "dataset" if has_split else "random"})
+    graph.meta.update(
+        {"source": f"dataset:{canonical}", "root": str(base), "split": "dataset" if has_split else "random"}
+    )
     return graph

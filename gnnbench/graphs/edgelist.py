@@ -22,19 +22,34 @@ import torch
 from gnnbench.graphs.clean import CleanOptions
 from gnnbench.graphs.container import Graph, GraphError
 
-__all__ = ["EDGE_LIST_SUFFIXES", "FEATURE_NAMES", "LABEL_NAMES", "MASK_NAMES", "SUBSTITUTE_CLASSES",
-           "SUBSTITUTE_FEATURE_DIM", "SUBSTITUTE_SEED", "load_edge_list", "read_edge_list", "side_files"]
+__all__ = [
+    "EDGE_LIST_SUFFIXES",
+    "FEATURE_NAMES",
+    "LABEL_NAMES",
+    "MASK_NAMES",
+    "SUBSTITUTE_CLASSES",
+    "SUBSTITUTE_FEATURE_DIM",
+    "SUBSTITUTE_SEED",
+    "load_edge_list",
+    "read_edge_list",
+    "side_files",
+]
 
 EDGE_LIST_SUFFIXES = (".csv", ".tsv", ".txt")
 FEATURE_NAMES = ("{stem}.features.npy", "{stem}_x.npy")  # float [N, F]
 LABEL_NAMES = ("{stem}.labels.npy", "{stem}_y.npy")  # integer [N]
-MASK_NAMES = {"train_mask": "{stem}.train_mask.npy", "val_mask": "{stem}.val_mask.npy",
-              "test_mask": "{stem}.test_mask.npy"}
+MASK_NAMES = {
+    "train_mask": "{stem}.train_mask.npy",
+    "val_mask": "{stem}.val_mask.npy",
+    "test_mask": "{stem}.test_mask.npy",
+}
 SUBSTITUTE_FEATURE_DIM = 16  # log-degree column + 15 seeded standard-normal columns
 SUBSTITUTE_SEED = 0  # seed of substituted random feature columns and of label tie breaking
 SUBSTITUTE_CLASSES = 4  # substituted labels: in-degree quartiles
 
-_ACCEPTED = "accepted: two integer columns src,dst per line (comma, tab or space separated; optional header line; '#' comments)"
+_ACCEPTED = (
+    "accepted: two integer columns src,dst per line (comma, tab or space separated; optional header line; '#' comments)"
+)
 _SNIFF_BYTES = 1 << 16
 
 
@@ -83,8 +98,15 @@ def read_edge_list(path: str | Path) -> tuple[np.ndarray, bool]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": handled by the caller
-            edges = np.loadtxt(p, dtype=np.int64, delimiter=delimiter, comments="#", ndmin=2,
-                               skiprows=index + 1 if header else 0, encoding="utf-8-sig")
+            edges = np.loadtxt(
+                p,
+                dtype=np.int64,
+                delimiter=delimiter,
+                comments="#",
+                ndmin=2,
+                skiprows=index + 1 if header else 0,
+                encoding="utf-8-sig",
+            )
     except UnicodeDecodeError as exc:
         raise GraphError(f"{p} is not UTF-8 text ({exc.reason} at byte {exc.start}); {_ACCEPTED}") from None
     except (ValueError, OverflowError) as exc:
@@ -105,8 +127,10 @@ def side_files(path: str | Path) -> dict[str, Path]:
         hits = [p.with_name(n.format(stem=p.stem)) for n in names]
         hits = [h for h in hits if h.is_file()]
         if len(hits) > 1:
-            raise GraphError(f"{p}: both {hits[0].name} and {hits[1].name} exist; keep one of "
-                             f"{' or '.join(n.format(stem=p.stem) for n in names)}")
+            raise GraphError(
+                f"{p}: both {hits[0].name} and {hits[1].name} exist; keep one of "
+                f"{' or '.join(n.format(stem=p.stem) for n in names)}"
+            )
         if hits:
             found[role] = hits[0]
     for role, name in MASK_NAMES.items():
@@ -116,8 +140,10 @@ def side_files(path: str | Path) -> dict[str, Path]:
     masks = [r for r in MASK_NAMES if r in found]
     if masks and len(masks) != 3:
         missing = [MASK_NAMES[r].format(stem=p.stem) for r in MASK_NAMES if r not in found]
-        raise GraphError(f"{p}: found {', '.join(found[r].name for r in masks)} but not {', '.join(missing)}; "
-                         "give all three split masks or none")
+        raise GraphError(
+            f"{p}: found {', '.join(found[r].name for r in masks)} but not {', '.join(missing)}; "
+            "give all three split masks or none"
+        )
     return found
 
 
@@ -150,7 +176,10 @@ def _substitute_labels(deg: torch.Tensor) -> torch.Tensor:
 
 
 def load_edge_list(
-    path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
+    path: str | Path,
+    *,
+    clean: CleanOptions = CleanOptions(),
+    split_seed: int = 0,
     allow_empty_edges: bool = False,
 ) -> Graph:
     """Load an edge-list file and the ``.npy`` files beside it (names: ``docs/graphs.md``).
@@ -184,17 +213,23 @@ def _load_edge_list(p: Path, clean: CleanOptions, split_seed: int, allow_empty_e
     if "x" in sides:
         x = _load_npy(sides["x"], "features")
         if x.ndim != 2:
-            raise GraphError(f"{sides['x']}: features must be a 2-D float array [num_nodes, num_features] "
-                             f"(got shape {list(x.shape)})")
+            raise GraphError(
+                f"{sides['x']}: features must be a 2-D float array [num_nodes, num_features] "
+                f"(got shape {list(x.shape)})"
+            )
     if "y" in sides:
         y = _load_npy(sides["y"], "labels")
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1:
-            raise GraphError(f"{sides['y']}: labels must be a 1-D integer array [num_nodes] (got shape {list(y.shape)})")
+            raise GraphError(
+                f"{sides['y']}: labels must be a 1-D integer array [num_nodes] (got shape {list(y.shape)})"
+            )
     if x is not None and y is not None and x.shape[0] != y.shape[0]:
-        raise GraphError(f"{sides['x']} has {x.shape[0]} rows but {sides['y']} has {y.shape[0]} labels; "
-                         "both must describe the same nodes")
+        raise GraphError(
+            f"{sides['x']} has {x.shape[0]} rows but {sides['y']} has {y.shape[0]} labels; "
+            "both must describe the same nodes"
+        )
     if x is not None:
         n = x.shape[0]
     elif y is not None:
@@ -202,8 +237,10 @@ def _load_edge_list(p: Path, clean: CleanOptions, split_seed: int, allow_empty_e
     else:
         n = int(edges.max()) + 1 if edges.size else 0
         if n <= 0:
-            raise GraphError(f"{p}: no node ids (empty edge list and no {FEATURE_NAMES[0].format(stem=p.stem)} "
-                             "to say how many nodes there are)")
+            raise GraphError(
+                f"{p}: no node ids (empty edge list and no {FEATURE_NAMES[0].format(stem=p.stem)} "
+                "to say how many nodes there are)"
+            )
     masks = {r: _load_npy(sides[r], r) for r in MASK_NAMES if r in sides}
 
     meta: dict[str, Any] = {"source": str(p), "files": [str(p)] + [str(sides[r]) for r in sides]}
@@ -215,7 +252,10 @@ def _load_edge_list(p: Path, clean: CleanOptions, split_seed: int, allow_empty_e
             ei,
             torch.from_numpy(x) if x is not None else torch.zeros(n, 0),
             torch.from_numpy(y) if y is not None else torch.zeros(n, dtype=torch.int64),
-            num_nodes=n, clean=clean, split_seed=split_seed, meta=meta,
+            num_nodes=n,
+            clean=clean,
+            split_seed=split_seed,
+            meta=meta,
             **{k: torch.from_numpy(v) for k, v in masks.items()},
         )
     except GraphError as exc:
@@ -224,16 +264,20 @@ def _load_edge_list(p: Path, clean: CleanOptions, split_seed: int, allow_empty_e
     if x is None:
         graph.x = _substitute_features(graph.deg)
         substituted.append("features")
-        notes.append(f"no features file beside {p.name} (looked for "
-                     f"{' or '.join(f.format(stem=p.stem) for f in FEATURE_NAMES)}): x is log(1 + in-degree) plus "
-                     f"{SUBSTITUTE_FEATURE_DIM - 1} seeded random columns")
+        notes.append(
+            f"no features file beside {p.name} (looked for "
+            f"{' or '.join(f.format(stem=p.stem) for f in FEATURE_NAMES)}): x is log(1 + in-degree) plus "
+            f"{SUBSTITUTE_FEATURE_DIM - 1} seeded random columns"
+        )
     if y is None:
         graph.y = _substitute_labels(graph.deg)
         substituted.append("labels")
         graph.meta["labels_substituted"] = True
-        notes.append(f"no labels file beside {p.name} (looked for "
-                     f"{' or '.join(f.format(stem=p.stem) for f in LABEL_NAMES)}): labels are the in-degree "
-                     f"quartile ({SUBSTITUTE_CLASSES} classes), so accuracy is meaningless")
+        notes.append(
+            f"no labels file beside {p.name} (looked for "
+            f"{' or '.join(f.format(stem=p.stem) for f in LABEL_NAMES)}): labels are the in-degree "
+            f"quartile ({SUBSTITUTE_CLASSES} classes), so accuracy is meaningless"
+        )
     else:
         graph.meta["labels_substituted"] = False
     graph.meta["substituted"] = substituted

@@ -80,16 +80,19 @@ def _array(archive: Any, name: str, path: Path) -> np.ndarray:
         direct = _read_stored(archive, name, path)
         return direct if direct is not None else archive[name]
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt member: zlib, CRC, header errors alike
-        raise GraphError(f"cannot read array {name!r} from {path} (truncated or corrupt .npz?): "
-                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        raise GraphError(
+            f"cannot read array {name!r} from {path} (truncated or corrupt .npz?): "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
 
 
 def _load_npz(path: Path) -> dict[str, Any]:
     try:
         archive = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any failure to open an untrusted file is a bad file
-        raise GraphError(f"cannot read {path} as an .npz archive: "
-                         f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        raise GraphError(
+            f"cannot read {path} as an .npz archive: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise GraphError(f"{path} holds a single .npy array, not an .npz archive of edge_index, x and y")
     with archive:
@@ -113,7 +116,9 @@ def _load_npz(path: Path) -> dict[str, Any]:
     if "num_nodes" in out:
         nn = out["num_nodes"]
         if nn.ndim != 0 or nn.dtype.kind not in "iu":
-            raise GraphError(f"{path}: num_nodes must be a single integer (got dtype {nn.dtype}, shape {list(nn.shape)})")
+            raise GraphError(
+                f"{path}: num_nodes must be a single integer (got dtype {nn.dtype}, shape {list(nn.shape)})"
+            )
         out["num_nodes"] = int(nn)
     if "spec_json" in out:
         try:
@@ -129,8 +134,9 @@ def _with_file(path: Path, exc: GraphError) -> GraphError:
     return GraphError(msg if str(path) in msg or path.name in msg else f"{path}: {msg}")
 
 
-def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
-               allow_empty_edges: bool = False) -> Graph:
+def load_graph(
+    path: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0, allow_empty_edges: bool = False
+) -> Graph:
     """Load a graph from ``path``.
 
     Accepted formats (by suffix, case-insensitive):
@@ -172,9 +178,16 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
         if "spec" in arrays:
             meta["spec"] = arrays["spec"]
         try:
-            graph = Graph.from_edges(arrays.pop("edge_index"), arrays.pop("x"), arrays.pop("y"),
-                                     num_nodes=arrays.get("num_nodes"), clean=clean,
-                                     split_seed=split_seed, meta=meta, **masks)
+            graph = Graph.from_edges(
+                arrays.pop("edge_index"),
+                arrays.pop("x"),
+                arrays.pop("y"),
+                num_nodes=arrays.get("num_nodes"),
+                clean=clean,
+                split_seed=split_seed,
+                meta=meta,
+                **masks,
+            )
             for key in ("lp_val_pos", "lp_test_pos"):
                 if key in arrays:
                     setattr(graph, key, check_held_out(arrays[key], key, graph.num_nodes))
@@ -189,18 +202,24 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
                 warnings.filterwarnings("ignore", message="Weights only load failed")
                 data = fs.torch_load(str(p))
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is a bad file
-            raise GraphError(f"cannot load {p} as a saved PyG Data: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise GraphError(
+                f"cannot load {p} as a saved PyG Data: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
         if not isinstance(data, Data):
-            raise GraphError(f"{p} holds a {type(data).__name__}, not a torch_geometric.data.Data "
-                             "(save one with torch.save(Data(x=..., y=..., edge_index=...), path))")
+            raise GraphError(
+                f"{p} holds a {type(data).__name__}, not a torch_geometric.data.Data "
+                "(save one with torch.save(Data(x=..., y=..., edge_index=...), path))"
+            )
         try:
             graph = Graph.from_pyg(data, clean=clean, split_seed=split_seed)
         except GraphError as exc:
             raise _with_file(p, exc) from None
         graph.meta.update(meta)
     else:
-        raise GraphError(f"unsupported graph file suffix {suffix!r} for {p}; accepted: .npz, .pt, .pth, "
-                         f"{', '.join(EDGE_LIST_SUFFIXES)}")
+        raise GraphError(
+            f"unsupported graph file suffix {suffix!r} for {p}; accepted: .npz, .pt, .pth, "
+            f"{', '.join(EDGE_LIST_SUFFIXES)}"
+        )
     if graph.num_edges == 0 and not allow_empty_edges:
         options = f"dedupe={clean.dedupe}, to_undirected={clean.to_undirected}, self_loops={clean.self_loops.value!r}"
         raise GraphError(f"{p}: the graph has no edges (after cleaning with {options}); the edge list is empty")
@@ -209,8 +228,10 @@ def load_graph(path: str | Path, *, clean: CleanOptions = CleanOptions(), split_
 
 def save_npz(graph: Graph, path: str | Path) -> None:
     """Write ``graph`` as an ``.npz`` that :func:`load_graph` reads back (held-out edges and spec included)."""
-    arrays = {name: getattr(graph, name).cpu().numpy()
-              for name in ("edge_index", "x", "y", "train_mask", "val_mask", "test_mask")}
+    arrays = {
+        name: getattr(graph, name).cpu().numpy()
+        for name in ("edge_index", "x", "y", "train_mask", "val_mask", "test_mask")
+    }
     for name in ("lp_val_pos", "lp_test_pos"):
         if getattr(graph, name) is not None:
             arrays[name] = getattr(graph, name).cpu().numpy()
@@ -219,8 +240,14 @@ def save_npz(graph: Graph, path: str | Path) -> None:
     np.savez(path, num_nodes=np.int64(graph.num_nodes), **arrays)
 
 
-def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), split_seed: int = 0,
-                 root: str | None = None, allow_empty_edges: bool = False) -> tuple[Graph, float, int]:
+def measure_load(
+    source: str | Path,
+    *,
+    clean: CleanOptions = CleanOptions(),
+    split_seed: int = 0,
+    root: str | None = None,
+    allow_empty_edges: bool = False,
+) -> tuple[Graph, float, int]:
     """Load a graph file or a named dataset and measure it.
 
     Args:
@@ -237,8 +264,9 @@ def measure_load(source: str | Path, *, clean: CleanOptions = CleanOptions(), sp
     """
     p = Path(source)
     if p.is_file() or p.suffix.lower() in (".npz", ".pt", ".pth", *EDGE_LIST_SUFFIXES):
-        return measure_peak(lambda: load_graph(p, clean=clean, split_seed=split_seed,
-                                               allow_empty_edges=allow_empty_edges))
+        return measure_peak(
+            lambda: load_graph(p, clean=clean, split_seed=split_seed, allow_empty_edges=allow_empty_edges)
+        )
     from gnnbench.graphs.datasets import load_dataset
 
     return measure_peak(lambda: load_dataset(str(source), root, clean=clean, split_seed=split_seed))

@@ -38,13 +38,19 @@ class GCNNorm:
         return self.edge_weight.nbytes + self.self_weight.nbytes
 
 
-def _loop_weights(src: Tensor, dst: Tensor, num_targets: int, target_start: int, add_self_loops: bool,
-                  edge_weight: Tensor | None, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+def _loop_weights(
+    src: Tensor,
+    dst: Tensor,
+    num_targets: int,
+    target_start: int,
+    add_self_loops: bool,
+    edge_weight: Tensor | None,
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
     """``(w, self_fill)``: each edge's input weight (repeated self loops zeroed) and each target's added
     self-loop weight, for edges whose targets are ``target_start .. target_start + num_targets - 1``."""
     device = dst.device
-    w = (torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None
-         else edge_weight.to(dtype))
+    w = torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None else edge_weight.to(dtype)
     self_fill = torch.zeros(num_targets, dtype=dtype, device=device)
     if add_self_loops:
         self_fill.fill_(1.0)
@@ -93,8 +99,7 @@ def gcn_norm(
     # chunk functions below compute the same (bit for bit, tested).
     src, dst = edge_index[0], edge_index[1]
     device = edge_index.device
-    w = (torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None
-         else edge_weight.to(dtype))
+    w = torch.ones(src.numel(), dtype=dtype, device=device) if edge_weight is None else edge_weight.to(dtype)
     if add_self_loops:
         # As PyG's add_remaining_self_loops: one loop per node, the last one's weight; repeated loops of a node
         # are dropped (weight 0), and a node without a loop gets one of weight 1.
@@ -112,8 +117,14 @@ def gcn_norm(
     return GCNNorm(edge_weight=dinv[src] * w * dinv[dst], self_weight=dinv * self_fill * dinv)
 
 
-def gcn_inv_sqrt_degree(edge_index: Tensor, num_targets: int, *, target_start: int = 0,
-                        add_self_loops: bool = True, dtype: torch.dtype = torch.float32) -> Tensor:
+def gcn_inv_sqrt_degree(
+    edge_index: Tensor,
+    num_targets: int,
+    *,
+    target_start: int = 0,
+    add_self_loops: bool = True,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
     """``D^-1/2`` of :func:`gcn_norm` for the targets ``target_start .. target_start + num_targets - 1``.
 
     ``edge_index`` must hold *all* in-edges of those targets (and may hold no other edge), e.g. a chunk of
@@ -131,8 +142,9 @@ def gcn_inv_sqrt_degree(edge_index: Tensor, num_targets: int, *, target_start: i
     return _inv_sqrt(self_fill.clone().index_add_(0, dst - target_start, w), dtype)
 
 
-def gcn_norm_targets(edge_index: Tensor, inv_sqrt_deg: Tensor, *, target_start: int = 0, num_targets: int,
-                     add_self_loops: bool = True) -> GCNNorm:
+def gcn_norm_targets(
+    edge_index: Tensor, inv_sqrt_deg: Tensor, *, target_start: int = 0, num_targets: int, add_self_loops: bool = True
+) -> GCNNorm:
     """:func:`gcn_norm`'s weights for the in-edges of a range of targets, from the whole graph's ``D^-1/2``.
 
     With ``edge_index`` holding all in-edges of targets ``target_start .. target_start + num_targets - 1``
@@ -148,5 +160,5 @@ def gcn_norm_targets(edge_index: Tensor, inv_sqrt_deg: Tensor, *, target_start: 
     """
     src, dst = edge_index[0], edge_index[1]
     w, self_fill = _loop_weights(src, dst, num_targets, target_start, add_self_loops, None, inv_sqrt_deg.dtype)
-    d = inv_sqrt_deg[target_start:target_start + num_targets]
+    d = inv_sqrt_deg[target_start : target_start + num_targets]
     return GCNNorm(edge_weight=inv_sqrt_deg[src] * w * inv_sqrt_deg[dst], self_weight=d * self_fill * d)

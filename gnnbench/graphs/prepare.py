@@ -16,8 +16,15 @@ from gnnbench.graphs.index import INDEX_DTYPE_BY_NAME, IndexOverflowError, check
 from gnnbench.graphs.norm import GCNNorm, gcn_norm
 
 # The index helpers live in gnnbench.graphs.index; they are re-exported here.
-__all__ = ["PreparedGraph", "prepare", "unavailable", "check_index_fits", "to_index_dtype",
-           "IndexOverflowError", "INDEX_DTYPE_BY_NAME"]
+__all__ = [
+    "PreparedGraph",
+    "prepare",
+    "unavailable",
+    "check_index_fits",
+    "to_index_dtype",
+    "IndexOverflowError",
+    "INDEX_DTYPE_BY_NAME",
+]
 
 
 @dataclass
@@ -99,8 +106,12 @@ def prepare(graph: Graph, flags: Flags) -> PreparedGraph:
     t_end = time.perf_counter()
     after = g.edge_index.nbytes + g.rowptr.nbytes
     return PreparedGraph(
-        graph=g, flags=flags, csr=csr, norm=norm,
-        index_bytes_before=before, index_bytes_after=after,
+        graph=g,
+        flags=flags,
+        csr=csr,
+        norm=norm,
+        index_bytes_before=before,
+        index_bytes_after=after,
         prepare_seconds=t_end - t0,
         stats={"index_cast_seconds": t_index - t0, "norm_and_csr_seconds": t_end - t_index},
     )

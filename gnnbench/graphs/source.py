@@ -26,7 +26,16 @@ from gnnbench.atomic import write_bytes_atomic
 from gnnbench.graphs.clean import CleanOptions, SelfLoops
 from gnnbench.graphs.container import Graph, GraphError
 
-__all__ = ["GraphSource", "open_source", "load_source", "content_fingerprint", "prepared_path", "hold_out_links", "SOURCE_KINDS", "LINK_HOLDOUT"]
+__all__ = [
+    "GraphSource",
+    "open_source",
+    "load_source",
+    "content_fingerprint",
+    "prepared_path",
+    "hold_out_links",
+    "SOURCE_KINDS",
+    "LINK_HOLDOUT",
+]
 
 SOURCE_KINDS = ("file", "dataset")
 _TENSORS = ("edge_index", "rowptr", "x", "y", "train_mask", "val_mask", "test_mask", "lp_val_pos", "lp_test_pos")
@@ -114,8 +123,11 @@ def content_fingerprint(graph: Graph) -> str:
         t = t.detach().cpu().contiguous()
         h.update(f"{name}:{t.dtype}:{tuple(t.shape)};".encode())
         if t.numel():
-            h.update(memoryview(t.view(torch.uint8).numpy() if t.dtype != torch.bool
-                                else t.to(torch.uint8).numpy()).cast("B"))
+            h.update(
+                memoryview(t.view(torch.uint8).numpy() if t.dtype != torch.bool else t.to(torch.uint8).numpy()).cast(
+                    "B"
+                )
+            )
     return f"{algo}:{h.hexdigest()[:32]}"
 
 
@@ -205,13 +217,18 @@ def _read_prepared(source: GraphSource) -> Graph | None:
 
 
 def _describe(graph: Graph, source: GraphSource, seconds: float, how: str) -> Graph:
-    graph.meta.update(source=source.location if source.kind == "file" else f"dataset:{source.location}",
-                      fingerprint=source.fingerprint, load_seconds=seconds, loaded_from=how)
+    graph.meta.update(
+        source=source.location if source.kind == "file" else f"dataset:{source.location}",
+        fingerprint=source.fingerprint,
+        load_seconds=seconds,
+        loaded_from=how,
+    )
     return graph
 
 
-def open_source(kind: str, location: str, *, root: str | None = None, clean: CleanOptions = CleanOptions(),
-                split_seed: int = 0) -> tuple[GraphSource, Graph]:
+def open_source(
+    kind: str, location: str, *, root: str | None = None, clean: CleanOptions = CleanOptions(), split_seed: int = 0
+) -> tuple[GraphSource, Graph]:
     """Load a user's graph once: clean it, fingerprint it and write the prepared copy sweeps memory-map.
 
     Returns:
@@ -232,9 +249,18 @@ def open_source(kind: str, location: str, *, root: str | None = None, clean: Cle
     t1 = time.perf_counter()
     fp = content_fingerprint(graph)
     graph.meta["fingerprint_seconds"] = time.perf_counter() - t1
-    source = GraphSource(kind=kind, location=location, root=root, fingerprint=fp, num_nodes=graph.num_nodes,
-                         num_edges=graph.num_edges, split_seed=split_seed, dedupe=clean.dedupe,
-                         to_undirected=clean.to_undirected, self_loops=clean.self_loops.value)
+    source = GraphSource(
+        kind=kind,
+        location=location,
+        root=root,
+        fingerprint=fp,
+        num_nodes=graph.num_nodes,
+        num_edges=graph.num_edges,
+        split_seed=split_seed,
+        dedupe=clean.dedupe,
+        to_undirected=clean.to_undirected,
+        self_loops=clean.self_loops.value,
+    )
     try:
         if not prepared_path(source).is_file():
             _write_prepared(graph, source)
@@ -257,13 +283,16 @@ def load_source(source: GraphSource) -> Graph:
     graph = _read_prepared(source)
     if graph is not None:
         return _describe(graph, source, time.perf_counter() - t0, "prepared copy")
-    graph = hold_out_links(_read_original(source.kind, source.location, source.root, source.clean,
-                                          source.split_seed), source.split_seed)
+    graph = hold_out_links(
+        _read_original(source.kind, source.location, source.root, source.clean, source.split_seed), source.split_seed
+    )
     fp = content_fingerprint(graph)
     if fp != source.fingerprint:
         where = source.location if source.kind == "file" else f"dataset {source.location} (root {source.root})"
-        raise GraphError(f"{where} changed since this configuration was made (content fingerprint {fp}, "
-                         f"expected {source.fingerprint}); start the run or sweep again to measure the new content")
+        raise GraphError(
+            f"{where} changed since this configuration was made (content fingerprint {fp}, "
+            f"expected {source.fingerprint}); start the run or sweep again to measure the new content"
+        )
     try:
         _write_prepared(graph, source)
     except OSError:

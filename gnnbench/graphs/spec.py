@@ -39,9 +39,7 @@ class GraphSpec:
 
     def __post_init__(self) -> None:
         def bad(field: str, accepted: str) -> ValueError:
-            return ValueError(
-                f"GraphSpec.{field} must be {accepted} (got {getattr(self, field)!r})"
-            )
+            return ValueError(f"GraphSpec.{field} must be {accepted} (got {getattr(self, field)!r})")
 
         if not isinstance(self.num_nodes, int) or self.num_nodes < 2:
             raise bad("num_nodes", "an integer >= 2")
@@ -57,7 +55,9 @@ class GraphSpec:
             raise bad("homophily", "a number in [0, 1]")
         if not isinstance(self.feature_dim, int) or self.feature_dim < 1:
             raise bad("feature_dim", "an integer >= 1")
-        if not (isinstance(self.feature_snr, (int, float)) and math.isfinite(self.feature_snr) and self.feature_snr >= 0):
+        if not (
+            isinstance(self.feature_snr, (int, float)) and math.isfinite(self.feature_snr) and self.feature_snr >= 0
+        ):
             raise bad("feature_snr", "a finite number >= 0")
         if self.max_degree is not None and (not isinstance(self.max_degree, int) or self.max_degree < 1):
             raise bad("max_degree", "None or an integer >= 1")
@@ -74,8 +74,7 @@ class GraphSpec:
             )
         if self.lp_val_frac + self.lp_test_frac >= 1.0:
             raise ValueError(
-                "GraphSpec.lp_val_frac + lp_test_frac must be < 1 "
-                f"(got {self.lp_val_frac} + {self.lp_test_frac})"
+                f"GraphSpec.lp_val_frac + lp_test_frac must be < 1 (got {self.lp_val_frac} + {self.lp_test_frac})"
             )
         if not isinstance(self.seed, int) or self.seed < 0:
             raise bad("seed", "an integer >= 0")
@@ -109,8 +108,16 @@ class GraphSpec:
         given = {k: v for k, v in overrides.items() if v is not None}
         base = PRESETS[name]
         spec = dataclasses.replace(base, **given)
-        size_fields = {"num_nodes", "avg_degree", "exponent", "num_classes", "feature_dim",
-                       "homophily", "feature_snr", "max_degree"}
+        size_fields = {
+            "num_nodes",
+            "avg_degree",
+            "exponent",
+            "num_classes",
+            "feature_dim",
+            "homophily",
+            "feature_snr",
+            "max_degree",
+        }
         if size_fields & set(given):
             spec = dataclasses.replace(spec, name=f"{name}+custom")
         return spec

@@ -22,8 +22,12 @@ __all__ = ["EXPONENT_RANGE", "closest_preset", "graph_signature", "preset_distan
 
 EXPONENT_RANGE = (2.01, 5.0)  # the generator accepts (2, 5]; measured exponents are clamped into it
 _CLI_OPTIONS = {  # GraphSpec field -> `gnnbench run/compare` option (gnnbench/cli/options.py)
-    "num_nodes": "--nodes", "avg_degree": "--avg-degree", "exponent": "--exponent",
-    "homophily": "--homophily", "num_classes": "--classes", "feature_dim": "--feature-dim",
+    "num_nodes": "--nodes",
+    "avg_degree": "--avg-degree",
+    "exponent": "--exponent",
+    "homophily": "--homophily",
+    "num_classes": "--classes",
+    "feature_dim": "--feature-dim",
 }
 
 
@@ -38,8 +42,12 @@ def graph_signature(graph: Graph) -> dict[str, float]:
 
 
 def _spec_signature(spec: GraphSpec) -> dict[str, float]:
-    return {"num_nodes": float(spec.num_nodes), "avg_degree": float(spec.avg_degree),
-            "exponent": float(spec.exponent), "homophily": float(spec.homophily)}
+    return {
+        "num_nodes": float(spec.num_nodes),
+        "avg_degree": float(spec.avg_degree),
+        "exponent": float(spec.exponent),
+        "homophily": float(spec.homophily),
+    }
 
 
 def preset_distance(signature: dict[str, float], spec: GraphSpec) -> float:
@@ -71,7 +79,8 @@ def _overrides(graph: Graph, signature: dict[str, float], base: GraphSpec) -> di
     return {
         "num_nodes": n,
         "avg_degree": round(min(max(avg, 1e-3), n - 1), 3) if avg > 0 else base.avg_degree,
-        "exponent": round(min(max(gamma, EXPONENT_RANGE[0]), EXPONENT_RANGE[1]), 3) if math.isfinite(gamma)
+        "exponent": round(min(max(gamma, EXPONENT_RANGE[0]), EXPONENT_RANGE[1]), 3)
+        if math.isfinite(gamma)
         else base.exponent,
         "homophily": round(min(max(h, 0.0), 1.0), 3) if math.isfinite(h) else base.homophily,
         "num_classes": min(max(graph.num_classes, 2), n),
@@ -128,8 +137,15 @@ def closest_preset(graph: Graph, *, calibrate: bool = False, pilot_nodes: int = 
         notes.append(f"too few nodes for a Hill estimate: exponent is the preset's ({PRESETS[name].exponent})")
     if graph.meta.get("labels_substituted"):
         notes.append("labels were substituted: homophily and class count describe the substitute labels")
-    return {"preset": name, "distance": distances[name], "distances": distances, "signature": signature,
-            "overrides": overrides, "cli": cli, "notes": notes}
+    return {
+        "preset": name,
+        "distance": distances[name],
+        "distances": distances,
+        "signature": signature,
+        "overrides": overrides,
+        "cli": cli,
+        "notes": notes,
+    }
 
 
 def twin_spec(graph: Graph, seed: int = 0, *, calibrate: bool = False) -> GraphSpec:

@@ -14,8 +14,18 @@ from dataclasses import dataclass
 from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.training.stopping import CONVERGED_REASONS, TIME_TO_ACCURACY_REASONS
 
-__all__ = ["NO_COST_PP", "converged_test", "equal_steps_test", "paired_at_target", "converged", "not_converged_text",
-           "time_to_accuracy_run", "acc_verdict", "PairedAccuracy", "paired_accuracy"]
+__all__ = [
+    "NO_COST_PP",
+    "converged_test",
+    "equal_steps_test",
+    "paired_at_target",
+    "converged",
+    "not_converged_text",
+    "time_to_accuracy_run",
+    "acc_verdict",
+    "PairedAccuracy",
+    "paired_accuracy",
+]
 
 NO_COST_PP = 0.5  # an accuracy delta whose paired interval lies within +-0.5 pp is "no accuracy cost"
 
@@ -68,9 +78,11 @@ def not_converged_text(runs: list[dict]) -> str:
     parts = []
     for reason, n in reasons.most_common():
         cfg = next(r.get("config") or {} for r in cut if (r.get("stop_reason") or "?") == reason)
-        within = {"max_steps": f"within {cfg.get('max_steps')} steps", "max_epochs":
-                  f"within {cfg.get('max_epochs')} epochs", "max_seconds": f"within the {cfg.get('max_seconds')} s "
-                  "hard stop"}.get(reason, f"({reason})")
+        within = {
+            "max_steps": f"within {cfg.get('max_steps')} steps",
+            "max_epochs": f"within {cfg.get('max_epochs')} epochs",
+            "max_seconds": f"within the {cfg.get('max_seconds')} s hard stop",
+        }.get(reason, f"({reason})")
         parts.append(f"not converged {within} ({n} of {len(runs)} rounds)")
     return "; ".join(parts)
 
@@ -94,13 +106,20 @@ def paired_accuracy(b: list[dict], m: list[dict], *, derived: bool) -> PairedAcc
         point = f"{DERIVED_LABEL}; test at equal steps ({min(p[2] for p in pairs)}) against the same-seed baseline"
         return PairedAccuracy([t_m - t_b for t_b, t_m, _ in pairs], point, None, None)
     if all(converged(r) for r in b + m):
-        return PairedAccuracy([converged_test(y) - converged_test(x) for x, y in zip(b, m)],
-                              "at convergence (test at the best validation point)", True, None)
+        return PairedAccuracy(
+            [converged_test(y) - converged_test(x) for x, y in zip(b, m)],
+            "at convergence (test at the best validation point)",
+            True,
+            None,
+        )
     pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
-    convergence = "; ".join(t for t in (not_converged_text(m), not_converged_text(b) and
-                                        f"baseline {not_converged_text(b)}") if t)
-    point = (f"at equal steps ({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}; test at the best validation "
-             f"point within them): {convergence}")
+    convergence = "; ".join(
+        t for t in (not_converged_text(m), not_converged_text(b) and f"baseline {not_converged_text(b)}") if t
+    )
+    point = (
+        f"at equal steps ({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}; test at the best validation "
+        f"point within them): {convergence}"
+    )
     return PairedAccuracy([t_m - t_b for t_b, t_m, _ in pairs], point, False, convergence)
 
 
@@ -109,8 +128,10 @@ def paired_at_target(b: list[dict], m: list[dict]) -> PairedAccuracy:
     ``"<name> (measured)"``) against the same-round baseline runs ``b``: at equal steps, never "at convergence"
     (its same trajectory is proven by test, so it trains no plateau run)."""
     pairs = [equal_steps_test(x, y) for x, y in zip(b, m)]
-    point = (f"time to accuracy only (a check of the derived figure; it stopped at the target): test at equal steps "
-             f"({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}) against the same-seed baseline")
+    point = (
+        f"time to accuracy only (a check of the derived figure; it stopped at the target): test at equal steps "
+        f"({min(p[2] for p in pairs)}-{max(p[2] for p in pairs)}) against the same-seed baseline"
+    )
     return PairedAccuracy([t_m - t_b for t_b, t_m, _ in pairs], point, False, None)
 
 

@@ -23,8 +23,16 @@ from gnnbench.training import RunConfig, config_unavailable
 if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
 
-__all__ = ["BEST_SET_SEED_OFFSET", "BEST_SET_DIR", "BestSetChoice", "BestSetOutcome", "choose", "set_base",
-           "outcome_line", "MIN_SET_ROUNDS"]
+__all__ = [
+    "BEST_SET_SEED_OFFSET",
+    "BEST_SET_DIR",
+    "BestSetChoice",
+    "BestSetOutcome",
+    "choose",
+    "set_base",
+    "outcome_line",
+    "MIN_SET_ROUNDS",
+]
 
 BEST_SET_SEED_OFFSET = 30_000  # the set's round r trains with seed base.seed + 30_000 + r (and so does its baseline)
 BEST_SET_DIR = "best-set"  # the set's rounds, in a sweep folder of their own inside the sweep's
@@ -82,10 +90,21 @@ class BestSetOutcome:
         out: dict[str, Any] = {**self.choice.to_dict(), "reason": self.reason, "pays": self.pays}
         r = self.row
         if r is not None:
-            out.update(speedup=r.speedup, low=r.speedup_low, high=r.speedup_high, primary=r.primary,
-                       significant=r.significant, censored=r.censored, rounds=r.rounds,
-                       acc_delta=r.acc_delta, acc_delta_low=r.acc_delta_low, acc_delta_high=r.acc_delta_high,
-                       acc_verdict=r.acc_verdict, status=r.status, row_reason=r.reason)
+            out.update(
+                speedup=r.speedup,
+                low=r.speedup_low,
+                high=r.speedup_high,
+                primary=r.primary,
+                significant=r.significant,
+                censored=r.censored,
+                rounds=r.rounds,
+                acc_delta=r.acc_delta,
+                acc_delta_low=r.acc_delta_low,
+                acc_delta_high=r.acc_delta_high,
+                acc_verdict=r.acc_verdict,
+                status=r.status,
+                row_reason=r.reason,
+            )
         return out
 
 
@@ -105,6 +124,7 @@ def choose(comparison: "Comparison", base: RunConfig) -> BestSetChoice:
     of :class:`~gnnbench.flags.Flags` a taken entry set, it is not applicable once those are on, the
     configuration with it cannot run on this device (:func:`config_unavailable`), or adding it leaves the flags
     unchanged. A combination row (``a+b``) is a candidate as its parts together."""
+
     def free(r: ComparisonRow) -> bool:
         return r.acc_verdict in NO_COST and r.label != STATIC_LIST
 
@@ -121,8 +141,9 @@ def choose(comparison: "Comparison", base: RunConfig) -> BestSetChoice:
             continue
         shared = sorted({f for p in parts for f in _fields(p, base.flags)} & set(owner))
         if shared:
-            choice.left_out[row.label] = (f"conflicts with {owner[shared[0]]} on "
-                                          f"{'field' if len(shared) == 1 else 'fields'} {', '.join(shared)}")
+            choice.left_out[row.label] = (
+                f"conflicts with {owner[shared[0]]} on {'field' if len(shared) == 1 else 'fields'} {', '.join(shared)}"
+            )
             continue
         current = registry.config_for(base, taken) if taken else base
         why = registry.not_applicable(current, parts)
@@ -159,18 +180,23 @@ def outcome_line(outcome: BestSetOutcome | None, effect: Callable[[ComparisonRow
     left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
     alone = [n for n in choice.per_row if all(p in choice.names for p in registry.combination(n))]
     left = (f"; {left}" if left else "") + (
-        f"; chosen on their own test, not family-wise: {', '.join(alone)}" if alone and choice.measurable else "")
+        f"; chosen on their own test, not family-wise: {', '.join(alone)}" if alone and choice.measurable else ""
+    )
     if not choice.measurable or outcome.row is None:
-        why = outcome.reason or ("fewer than two entries pay at no accuracy cost here, family-wise or on their own "
-                                 "test: the best single row is the answer")
+        why = outcome.reason or (
+            "fewer than two entries pay at no accuracy cost here, family-wise or on their own "
+            "test: the best single row is the answer"
+        )
         return f"best set: none measured ({why}){left}"
     r = outcome.row
     if r.status != "ok":
         return f"best set {choice.label}: not measured ({r.reason or r.status}){left}"
     if outcome.pays:
         return f"measured best set here: {choice.label}: {effect(r)} (its own {r.rounds} rounds){left}"
-    return (f"best set {choice.label} does not pay here in its own {r.rounds} rounds: {effect(r)}; the best single "
-            f"row stands{left}")
+    return (
+        f"best set {choice.label} does not pay here in its own {r.rounds} rounds: {effect(r)}; the best single "
+        f"row stands{left}"
+    )
 
 
 def store_dir(out_dir: str | Path) -> Path:

@@ -33,10 +33,23 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CALIBRATION", "CALIBRATION_SEED_OFFSET", "AA_SEED_OFFSET", "TARGET_MARGIN", "BUDGET_FACTOR",
-           "DEFAULT_CALIBRATION_RUNS", "MIN_POINTS_BEFORE_TARGET", "STEP_BUDGET_FACTOR", "MIN_STEPS_FACTOR",
-           "censor_budget", "Calibration", "calibrate", "plateau_level",
-           "time_to", "censor_at"]
+__all__ = [
+    "CALIBRATION",
+    "CALIBRATION_SEED_OFFSET",
+    "AA_SEED_OFFSET",
+    "TARGET_MARGIN",
+    "BUDGET_FACTOR",
+    "DEFAULT_CALIBRATION_RUNS",
+    "MIN_POINTS_BEFORE_TARGET",
+    "STEP_BUDGET_FACTOR",
+    "MIN_STEPS_FACTOR",
+    "censor_budget",
+    "Calibration",
+    "calibrate",
+    "plateau_level",
+    "time_to",
+    "censor_at",
+]
 
 CALIBRATION = "calibration"  # the label of calibration runs in a sweep's folder
 CALIBRATION_SEED_OFFSET = 10_000  # calibration run i trains with seed base.seed + 10_000 + i
@@ -138,15 +151,22 @@ class Calibration:
         """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget,
         minimum steps and patience target, where ``base`` does not set its own."""
         return dataclasses.replace(
-            base, eval_every=base.eval_every if base.eval_every is not None else self.eval_every,
+            base,
+            eval_every=base.eval_every if base.eval_every is not None else self.eval_every,
             censor_seconds=base.censor_seconds if base.censor_seconds is not None else self.budget_seconds,
             max_steps=base.max_steps if base.max_steps is not None else self.step_budget,
             min_steps=max(base.min_steps, self.min_steps),
-            patience_target=base.patience_target if base.patience_target is not None else self.patience_level)
+            patience_target=base.patience_target if base.patience_target is not None else self.patience_level,
+        )
 
 
-def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: float = TARGET_MARGIN,
-              budget_factor: float = BUDGET_FACTOR) -> Calibration:
+def calibrate(
+    runs: list[dict],
+    *,
+    target_acc: float | None = None,
+    margin: float = TARGET_MARGIN,
+    budget_factor: float = BUDGET_FACTOR,
+) -> Calibration:
     """The calibration of the baseline runs ``runs`` (result dicts, measured on seeds the rounds do not use).
 
     Args:
@@ -159,8 +179,10 @@ def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: floa
     if not 0 <= margin < 1:
         raise ValueError(f"the target margin must be in [0, 1) (got {margin!r})")
     if not budget_factor >= 1:
-        raise ValueError(f"the budget factor must be >= 1 (got {budget_factor!r}): a budget below the baseline's "
-                         "own time to the target censors the baseline")
+        raise ValueError(
+            f"the budget factor must be >= 1 (got {budget_factor!r}): a budget below the baseline's "
+            "own time to the target censors the baseline"
+        )
     ok = [r for r in runs if r.get("status") == "ok" and r.get("curve")]
     seeds = sorted(int((r.get("config") or {})["seed"]) for r in ok if "seed" in (r.get("config") or {}))
     plateaus = [plateau_level(r["curve"]) for r in ok]
@@ -168,8 +190,10 @@ def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: floa
         target, source = float(target_acc), "given (--target-acc)"
     elif plateaus:
         target = statistics.median(plateaus) - margin
-        source = (f"calibrated before the comparison: the baseline's median validation plateau over {len(ok)} "
-                  f"run(s) on seeds {seeds}, which no measured round uses, minus {100 * margin:g} pp")
+        source = (
+            f"calibrated before the comparison: the baseline's median validation plateau over {len(ok)} "
+            f"run(s) on seeds {seeds}, which no measured round uses, minus {100 * margin:g} pp"
+        )
     else:
         target, source = None, "not calibrated: no calibration run was measured"
     steps = [time_to(r, target, "step") for r in ok]
@@ -181,8 +205,21 @@ def calibrate(runs: list[dict], *, target_acc: float | None = None, margin: floa
     budget = budget_factor * max(ends) if ends and target is not None else None
     stopped = [int((r.get("steps") or {}).get("total") or (r["curve"][-1]["step"])) for r in ok]
     min_steps = int(MIN_STEPS_FACTOR * max(reached_steps)) if reached_steps else 0
-    step_budget = (max(STEP_BUDGET_FACTOR * max(stopped), 2 * min_steps) if stopped and target is not None
-                   else None)
+    step_budget = max(STEP_BUDGET_FACTOR * max(stopped), 2 * min_steps) if stopped and target is not None else None
     per_epoch = [int(r["steps_per_epoch"]) for r in ok if r.get("steps_per_epoch")]
-    return Calibration(target, source, margin, seeds, plateaus, steps, secs, eval_every, budget, budget_factor,
-                       stopped, step_budget, min_steps, int(statistics.median(per_epoch)) if per_epoch else None)
+    return Calibration(
+        target,
+        source,
+        margin,
+        seeds,
+        plateaus,
+        steps,
+        secs,
+        eval_every,
+        budget,
+        budget_factor,
+        stopped,
+        step_budget,
+        min_steps,
+        int(statistics.median(per_epoch)) if per_epoch else None,
+    )

@@ -69,11 +69,37 @@ from gnnbench.measure.sequential import StoppingRule, settled
 from gnnbench.measure.stats import noise_floor
 from gnnbench.measure.time_to_accuracy import derived_tta, measured_tta
 
-__all__ = ["Comparison", "ComparisonRow", "PairedRatio", "TimeToAccuracy", "compare", "compare_rows",
-           "distributed_summary", "BASELINE", "AA_LABEL", "E2E_BASELINE", "MEASURED_SUFFIX", "FLOOR_KEY", "in_family",
-           "identity_problem", "MixedSweepError", "IDENTITY_KEYS", "NO_COST_PP", "converged_test",
-           "equal_steps_test", "time_to_accuracy_run", "sampled_summary", "mean_interval", "measured_best",
-           "tradeoffs", "pareto_front", "rank_key", "STATIC_LIST", "no_effect_text", "verdict_summary"]
+__all__ = [
+    "Comparison",
+    "ComparisonRow",
+    "PairedRatio",
+    "TimeToAccuracy",
+    "compare",
+    "compare_rows",
+    "distributed_summary",
+    "BASELINE",
+    "AA_LABEL",
+    "E2E_BASELINE",
+    "MEASURED_SUFFIX",
+    "FLOOR_KEY",
+    "in_family",
+    "identity_problem",
+    "MixedSweepError",
+    "IDENTITY_KEYS",
+    "NO_COST_PP",
+    "converged_test",
+    "equal_steps_test",
+    "time_to_accuracy_run",
+    "sampled_summary",
+    "mean_interval",
+    "measured_best",
+    "tradeoffs",
+    "pareto_front",
+    "rank_key",
+    "STATIC_LIST",
+    "no_effect_text",
+    "verdict_summary",
+]
 
 
 @dataclass
@@ -111,8 +137,13 @@ class Comparison:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Comparison:
         """A comparison from :meth:`to_dict` (``compare --json``)."""
-        return cls(**{**d, "rows": [ComparisonRow.from_dict(r) for r in d["rows"]],
-                      "aa": ComparisonRow.from_dict(d["aa"]) if d.get("aa") is not None else None})
+        return cls(
+            **{
+                **d,
+                "rows": [ComparisonRow.from_dict(r) for r in d["rows"]],
+                "aa": ComparisonRow.from_dict(d["aa"]) if d.get("aa") is not None else None,
+            }
+        )
 
 
 def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
@@ -122,13 +153,19 @@ def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
     blocks = [r["sampled"] for r in runs if r.get("sampled")]
     if not blocks:
         return None
-    return {k: statistics.median(float(b[k]) for b in blocks) for k in ("nodes_per_batch", "edges_per_batch",
-                                                                         "coverage")}
+    return {
+        k: statistics.median(float(b[k]) for b in blocks) for k in ("nodes_per_batch", "edges_per_batch", "coverage")
+    }
 
 
-def compare(results: list[dict], *, target_acc: float | None = None,
-            calibration: Calibration | None = None, rule: StoppingRule | None = None,
-            equivalence_margin: float | None = None) -> Comparison:
+def compare(
+    results: list[dict],
+    *,
+    target_acc: float | None = None,
+    calibration: Calibration | None = None,
+    rule: StoppingRule | None = None,
+    equivalence_margin: float | None = None,
+) -> Comparison:
     """Per configuration, paired by round against the baseline of the same sweep: speedups of the step,
     epoch and time-to-accuracy clocks with run-level intervals, the setup clock, and the paired accuracy delta
     at convergence.
@@ -164,8 +201,10 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     """
     problem = identity_problem(results)
     if problem:
-        raise MixedSweepError(f"these results are not one sweep, so they are not compared: {problem}; compare "
-                              "each sweep's folder on its own")
+        raise MixedSweepError(
+            f"these results are not one sweep, so they are not compared: {problem}; compare "
+            "each sweep's folder on its own"
+        )
     by_label: dict[str, list[dict]] = {}
     for r in results:
         by_label.setdefault(r["label"], []).append(r)
@@ -174,10 +213,12 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     base = by_round(base_runs)
     e2e_base = by_round(by_label.get(E2E_BASELINE, []))
     if not base:
-        why = [w for r in base_runs for w in r.get("warnings", [])] or \
-              [str(r.get("unavailable") or r.get("error")) for r in base_runs]
-        raise ValueError("the sweep has no measured baseline run to compare against"
-                         + (f": {'; '.join(why)}" if why else ""))
+        why = [w for r in base_runs for w in r.get("warnings", [])] or [
+            str(r.get("unavailable") or r.get("error")) for r in base_runs
+        ]
+        raise ValueError(
+            "the sweep has no measured baseline run to compare against" + (f": {'; '.join(why)}" if why else "")
+        )
     meaningless = any(r.get("graph", {}).get("labels_substituted") for r in base.values())
     if calibration is None and calibration_runs:
         calibration = calibrate(calibration_runs, target_acc=target_acc)
@@ -190,22 +231,39 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     else:
         fallback = calibrate(list(base.values()))
         target = fallback.target
-        source = ("not calibrated: the measured baseline's own median plateau minus 1 pp, read from the runs it "
-                  "judges (run compare with --calibration-runs >= 1 for a target fixed in advance)"
-                  if target is not None else "no validation curve in these results")
+        source = (
+            "not calibrated: the measured baseline's own median plateau minus 1 pp, read from the runs it "
+            "judges (run compare with --calibration-runs >= 1 for a target fixed in advance)"
+            if target is not None
+            else "no validation curve in these results"
+        )
     rounds = sorted(base)
-    floors = {"step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
-              "epoch": noise_floor([epoch_time(base[k]) for k in rounds])}
+    floors = {
+        "step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
+        "epoch": noise_floor([epoch_time(base[k]) for k in rounds]),
+    }
     base_tta = [seconds_to(base[k], target) for k in rounds]
     if target is not None and all(t is not None for t in base_tta):
         floors["time_to_accuracy"] = noise_floor(base_tta)
     # a derived row's steps to the target: the calibration's, for the target this comparison reads
-    steps_to_target = (calibration.median_steps_to_target if calibration is not None and target is not None
-                       and calibration.target == target else None)
+    steps_to_target = (
+        calibration.median_steps_to_target
+        if calibration is not None and target is not None and calibration.target == target
+        else None
+    )
     # an overlap entry is paired with the end-to-end copy of the baseline; that copy with the baseline itself
     # (what per-phase synchronization costs), never with itself
-    rows = [_row(label, runs, e2e_base if end_to_end(runs) and e2e_base and label != E2E_BASELINE else base,
-                 target, steps_to_target, equivalence_margin) for label, runs in by_label.items()]
+    rows = [
+        _row(
+            label,
+            runs,
+            e2e_base if end_to_end(runs) and e2e_base and label != E2E_BASELINE else base,
+            target,
+            steps_to_target,
+            equivalence_margin,
+        )
+        for label, runs in by_label.items()
+    ]
     if meaningless:
         for row in rows:
             if row.acc_verdict:
@@ -225,16 +283,26 @@ def compare(results: list[dict], *, target_acc: float | None = None,
         min_sd, per_row = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
         # futility waits for equivalence only where "no effect beyond the margin" can be tested (no_effect_verdicts)
         untested = [r.label for r in rows if r.censored or r.primary_ratio is None]
-        stops = settled(rule, round_log_ratios(rows, rounds), None, row_floors=per_row, min_sd=min_sd,
-                        margin=equivalence_margin, untested=untested)
+        stops = settled(
+            rule,
+            round_log_ratios(rows, rounds),
+            None,
+            row_floors=per_row,
+            min_sd=min_sd,
+            margin=equivalence_margin,
+            untested=untested,
+        )
     elif rule is not None:
         floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
         for k in rule.looks:
             if k > len(rounds):
                 break
             tta_k = base_tta[:k]
-            primary_base = tta_k if all(t is not None for t in tta_k) and target is not None else \
-                [epoch_time(base[j]) for j in rounds[:k]]
+            primary_base = (
+                tta_k
+                if all(t is not None for t in tta_k) and target is not None
+                else [epoch_time(base[j]) for j in rounds[:k]]
+            )
             floor_by_look[k] = noise_floor(primary_base, rounds=rule.max_rounds)
         stops = settled(rule, round_log_ratios(rows, rounds), floor_by_look)
     family = family_wise(rows, rule, stops)
@@ -242,11 +310,21 @@ def compare(results: list[dict], *, target_acc: float | None = None,
     aa = next((r for r in rows if r.label == AA_LABEL), None)
     head = [r for r in rows if r.label == BASELINE]
     rest = sorted((r for r in rows if r.label != BASELINE), key=rank_key)
-    return Comparison(head + rest, len(rounds), target, source, floors, aa,
-                      calibration.to_dict() if calibration is not None else None, family, _derived_checks(rows),
-                      rule.to_dict() if rule is not None else None,
-                      {k: (v.to_dict() if v is not None else None) for k, v in (stops or {}).items()},
-                      clock_sd if clock_sd == clock_sd else None, equivalence_margin)
+    return Comparison(
+        head + rest,
+        len(rounds),
+        target,
+        source,
+        floors,
+        aa,
+        calibration.to_dict() if calibration is not None else None,
+        family,
+        _derived_checks(rows),
+        rule.to_dict() if rule is not None else None,
+        {k: (v.to_dict() if v is not None else None) for k, v in (stops or {}).items()},
+        clock_sd if clock_sd == clock_sd else None,
+        equivalence_margin,
+    )
 
 
 def _derived_checks(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
@@ -256,9 +334,9 @@ def _derived_checks(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
     by = {r.label: r for r in rows if r.status == "ok"}
     checks = []
     for label, measured in by.items():
-        if not label.endswith(MEASURED_SUFFIX) or label[:-len(MEASURED_SUFFIX)] not in by:
+        if not label.endswith(MEASURED_SUFFIX) or label[: -len(MEASURED_SUFFIX)] not in by:
             continue
-        derived = by[label[:-len(MEASURED_SUFFIX)]]
+        derived = by[label[: -len(MEASURED_SUFFIX)]]
         d, m = derived.tta_speedup, measured.tta_speedup
         if not derived.derived or not d or not m:
             continue
@@ -267,9 +345,16 @@ def _derived_checks(rows: list[ComparisonRow]) -> list[dict[str, Any]]:
         else:
             inside = d.low <= m.ratio <= d.high
             agrees = inside or not (m.high < d.low or d.high < m.low)
-        checks.append({"label": derived.label, "derived": {"ratio": d.ratio, "low": d.low, "high": d.high},
-                       "measured": {"ratio": m.ratio, "low": m.low, "high": m.high}, "measured_inside": inside,
-                       "agrees": agrees, "measured_reached": measured.tta_reached})
+        checks.append(
+            {
+                "label": derived.label,
+                "derived": {"ratio": d.ratio, "low": d.low, "high": d.high},
+                "measured": {"ratio": m.ratio, "low": m.low, "high": m.high},
+                "measured_inside": inside,
+                "agrees": agrees,
+                "measured_reached": measured.tta_reached,
+            }
+        )
     return checks
 
 
@@ -290,13 +375,20 @@ def _significant(primary: PairedRatio | None, tta: TimeToAccuracy | None) -> boo
     return significant
 
 
-def _judged(label: str, b: list[dict], m: list[dict], target: float | None, tta: TimeToAccuracy | None,
-            same_work: bool, derived: bool, margin: float | None):
+def _judged(
+    label: str,
+    b: list[dict],
+    m: list[dict],
+    target: float | None,
+    tta: TimeToAccuracy | None,
+    same_work: bool,
+    derived: bool,
+    margin: float | None,
+):
     """A row's time-to-accuracy factors, and the ratio it is judged by: ``(factors, judged, measured)`` where
     ``measured`` is its measured ratio when ``judged`` replaced it (steps shown equivalent), else ``None``."""
     factors = tta_factors(b, m, target, changes_work=not same_work, derived=derived) if tta is not None else None
-    if (factors is None or margin is None or derived or not same_work or tta.bound is not None
-            or not in_family(label)):
+    if factors is None or margin is None or derived or not same_work or tta.bound is not None or not in_family(label):
         return factors, tta, None
     eq = steps_equivalence(factors, margin)
     if eq is None:
@@ -309,12 +401,22 @@ def _judged(label: str, b: list[dict], m: list[dict], target: float | None, tta:
     return factors, judged, tta
 
 
-def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | None,
-         steps_to_target: float | None = None, margin: float | None = None) -> ComparisonRow:
+def _row(
+    label: str,
+    runs: list[dict],
+    base: dict[int, dict],
+    target: float | None,
+    steps_to_target: float | None = None,
+    margin: float | None = None,
+) -> ComparisonRow:
     """The row of the configuration ``label`` (its ``runs``) against the baseline runs ``base`` (by round)."""
     derived = bool(runs[0].get("derived"))
-    row = ComparisonRow(label=label, optimizations=runs[0].get("optimizations", []), derived=derived,
-                        timing_mode="end_to_end" if end_to_end(runs) else "sync")
+    row = ComparisonRow(
+        label=label,
+        optimizations=runs[0].get("optimizations", []),
+        derived=derived,
+        timing_mode="end_to_end" if end_to_end(runs) else "sync",
+    )
     mine = by_round(runs)
     if not mine:
         if any(r.get("status") == "ok" for r in runs):
@@ -336,8 +438,11 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
     tta = derived_tta(b, m, steps_to_target) if derived else measured_tta(b, m, target)
     factors, tta, measured_ratio = _judged(label, b, m, target, tta, same_work, derived, margin)
     # accuracy is read from the rounds that trained to the plateau; time-to-accuracy rounds stop at the target
-    acc = list(range(len(rounds))) if derived else [i for i in range(len(rounds))
-                                                    if not (time_to_accuracy_run(b[i]) or time_to_accuracy_run(m[i]))]
+    acc = (
+        list(range(len(rounds)))
+        if derived
+        else [i for i in range(len(rounds)) if not (time_to_accuracy_run(b[i]) or time_to_accuracy_run(m[i]))]
+    )
     check = label.endswith(MEASURED_SUFFIX) and all(time_to_accuracy_run(r) for r in m)
     if check:  # a derived row's check trains to the target only: its accuracy at equal steps
         acc = list(range(len(rounds)))
@@ -346,43 +451,69 @@ def _row(label: str, runs: list[dict], base: dict[int, dict], target: float | No
         return row
     later = 0 if check else len(rounds) - len(acc)
     ma = [m[i] for i in acc]
-    accuracy = (paired_at_target([b[i] for i in acc], ma) if check
-                else paired_accuracy([b[i] for i in acc], ma, derived=derived))
+    accuracy = (
+        paired_at_target([b[i] for i in acc], ma)
+        if check
+        else paired_accuracy([b[i] for i in acc], ma, derived=derived)
+    )
     acc_point = accuracy.point
     if later:
-        acc_point += (f" (over the {len(acc)} rounds trained to the plateau; {later} later round(s) stopped at the "
-                      "target and measured time to accuracy only)")
+        acc_point += (
+            f" (over the {len(acc)} rounds trained to the plateau; {later} later round(s) stopped at the "
+            "target and measured time to accuracy only)"
+        )
     deltas = accuracy.deltas
     d_mean, d_low, d_high = mean_interval(deltas)
     primary, primary_name = (tta, TIME_TO_ACCURACY) if tta is not None else (epoch, EPOCH_TIME)
     return dataclasses.replace(
-        row, status="ok", rounds=len(rounds), same_work=same_work,
+        row,
+        status="ok",
+        rounds=len(rounds),
+        same_work=same_work,
         step_ms=1e3 * statistics.median(r["step_seconds"]["median"] for r in m),
         step_speedup=step if same_work else None,
-        epoch_s=statistics.median(epoch_time(r) for r in m), epoch_speedup=epoch,
+        epoch_s=statistics.median(epoch_time(r) for r in m),
+        epoch_speedup=epoch,
         setup_s=statistics.median(r.get("setup_seconds") or r["graph"].get("setup_seconds", 0.0) for r in m),
-        tta_s=tta.seconds if tta else None, tta_reached=tta.reached_text if tta else None,
-        tta_speedup=tta, censored=bool(tta and tta.censored), tta_note=tta.note if tta else None,
-        factors=factors, measured_tta_speedup=measured_ratio,
-        primary=primary_name, speedup=primary.ratio if primary else None,
-        speedup_low=primary.low if primary else None, speedup_high=primary.high if primary else None,
-        significant=_significant(primary, tta), acc_point=acc_point, converged=accuracy.converged,
+        tta_s=tta.seconds if tta else None,
+        tta_reached=tta.reached_text if tta else None,
+        tta_speedup=tta,
+        censored=bool(tta and tta.censored),
+        tta_note=tta.note if tta else None,
+        factors=factors,
+        measured_tta_speedup=measured_ratio,
+        primary=primary_name,
+        speedup=primary.ratio if primary else None,
+        speedup_low=primary.low if primary else None,
+        speedup_high=primary.high if primary else None,
+        significant=_significant(primary, tta),
+        acc_point=acc_point,
+        converged=accuracy.converged,
         convergence=accuracy.convergence,
         primary_rounds=rounds,  # the rounds primary.log_ratios are aligned with (the stopping rule's input)
-        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)), accuracy_rounds=len(acc),
+        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
+        accuracy_rounds=len(acc),
         sampled=sampled_summary(m),
         test_acc=statistics.mean(converged_test(y) for y in ma),
-        acc_delta=d_mean, acc_delta_low=d_low, acc_delta_high=d_high,
+        acc_delta=d_mean,
+        acc_delta_low=d_low,
+        acc_delta_high=d_high,
         acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0,
         acc_verdict=acc_verdict(d_low, d_high),
-        seeds=len(m), phases={p: v["median"] for p, v in m[0]["phases"].items()},
+        seeds=len(m),
+        phases={p: v["median"] for p, v in m[0]["phases"].items()},
         compile=m[0].get("compile"),
-        device_busy=(statistics.mean(r["device_busy_fraction"] for r in m)
-                     if all(r.get("device_busy_fraction") is not None for r in m) else None),
+        device_busy=(
+            statistics.mean(r["device_busy_fraction"] for r in m)
+            if all(r.get("device_busy_fraction") is not None for r in m)
+            else None
+        ),
         h2d_bytes_per_batch=m[0]["transfer"]["bytes_h2d_per_batch"],
-        device_phase_ms=({p: statistics.median(r["device_phase_ms"][p]["median"] for r in m)
-                          for p in m[0]["device_phase_ms"]}
-                         if all(r.get("device_phase_ms") for r in m) else None),
+        device_phase_ms=(
+            {p: statistics.median(r["device_phase_ms"][p]["median"] for r in m) for p in m[0]["device_phase_ms"]}
+            if all(r.get("device_phase_ms") for r in m)
+            else None
+        ),
         distributed=distributed_summary(m, step if same_work else None),  # efficiency needs the same work
     )
 

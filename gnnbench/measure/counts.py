@@ -34,8 +34,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TOLERANCE", "MARKER_SOURCE", "ENV_MARKER", "MARKERS", "CountsUnavailable", "unavailable",
-           "marker_library", "callgrind_command", "parse_dumps", "CountVerdict", "judge_counts", "counts_markdown"]
+__all__ = [
+    "TOLERANCE",
+    "MARKER_SOURCE",
+    "ENV_MARKER",
+    "MARKERS",
+    "CountsUnavailable",
+    "unavailable",
+    "marker_library",
+    "callgrind_command",
+    "parse_dumps",
+    "CountVerdict",
+    "judge_counts",
+    "counts_markdown",
+]
 
 TOLERANCE = 0.02  # a count more than 2% above BASE's is a regression (the spread of one tree is far below it)
 ENV_MARKER = "GNNBENCH_COUNT_MARKER"  # the marker library's path, in the worker's environment: count, not time
@@ -84,21 +96,23 @@ def marker_library(cache_dir: Path | None = None) -> Path:
         return path
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
-        raise CountsUnavailable("no C compiler (cc or gcc) to build the count marker (Debian/Ubuntu: apt-get "
-                                "install gcc)")
+        raise CountsUnavailable(
+            "no C compiler (cc or gcc) to build the count marker (Debian/Ubuntu: apt-get install gcc)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         src, out = Path(tmp) / "marker.c", Path(tmp) / "marker.so"
         src.write_text(MARKER_SOURCE)
-        proc = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True,
-                              text=True)
+        proc = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True, text=True)
         if proc.returncode != 0:
             why = (proc.stderr or proc.stdout).strip().splitlines()
             header = any("callgrind.h" in line for line in why)
             raise CountsUnavailable(
                 "valgrind's headers (valgrind/callgrind.h) are missing: the count marker cannot be built "
-                "(Debian/Ubuntu: apt-get install valgrind; Fedora: valgrind-devel)" if header else
-                f"the count marker did not compile with {cc}: {' | '.join(why[-3:])}")
+                "(Debian/Ubuntu: apt-get install valgrind; Fedora: valgrind-devel)"
+                if header
+                else f"the count marker did not compile with {cc}: {' | '.join(why[-3:])}"
+            )
         os.replace(out, path)
     return path
 
@@ -107,9 +121,16 @@ def callgrind_command(argv: list[str], out_dir: Path, *, cache_sim: bool = False
     """``argv`` under callgrind, instrumentation off at start (the marker switches it on), one output file per
     dump in ``out_dir``; with ``cache_sim`` the first-level and last-level cache misses are counted too (about
     twice as slow)."""
-    return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--cache-sim={'yes' if cache_sim else 'no'}",
-            "--dump-instr=no", "--compress-strings=no", f"--callgrind-out-file={Path(out_dir) / 'callgrind.%p'}",
-            *argv]
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--cache-sim={'yes' if cache_sim else 'no'}",
+        "--dump-instr=no",
+        "--compress-strings=no",
+        f"--callgrind-out-file={Path(out_dir) / 'callgrind.%p'}",
+        *argv,
+    ]
 
 
 _TRIGGER = re.compile(r"^desc:\s*Trigger:\s*Client Request:\s*(.*)$")
@@ -178,8 +199,9 @@ def _spread(values: list[float]) -> float:
     return (max(values) / min(values) - 1.0) if len(values) > 1 and min(values) > 0 else 0.0
 
 
-def judge_counts(name: str, unit: str, base: list[float], head: list[float], *,
-                 tolerance: float = TOLERANCE) -> CountVerdict:
+def judge_counts(
+    name: str, unit: str, base: list[float], head: list[float], *, tolerance: float = TOLERANCE
+) -> CountVerdict:
     """The verdict of one benchmark's counts (see :class:`CountVerdict`)."""
     v = CountVerdict(name, unit, list(base), list(head))
     if not base or not head:
@@ -220,10 +242,14 @@ def counts_markdown(path: str | Path) -> str:
             cells.append(f"{v['ratio']:.4f}x{spread}{mark}")
         lines.append(f"| {case} | {' | '.join(cells)} | {c['seconds']:.0f} |")
     m = doc.get("machine", {})
-    lines += ["", f"HEAD / BASE instructions per unit (a call; the baseline: a step), one callgrind process per tree "
-                  f"(two in the same-tree cases), tolerance {doc['tolerance']:.0%}; measured on "
-                  f"{m.get('hardware_class', '?')} at {str(m.get('commit', '?'))[:7]}, made by "
-                  "`python scripts/gate_counts.py`.", ""]
+    lines += [
+        "",
+        f"HEAD / BASE instructions per unit (a call; the baseline: a step), one callgrind process per tree "
+        f"(two in the same-tree cases), tolerance {doc['tolerance']:.0%}; measured on "
+        f"{m.get('hardware_class', '?')} at {str(m.get('commit', '?'))[:7]}, made by "
+        "`python scripts/gate_counts.py`.",
+        "",
+    ]
     return "\n".join(lines)
 
 

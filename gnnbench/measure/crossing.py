@@ -38,8 +38,9 @@ def interpolated_crossing(curve: Sequence[dict[str, Any]], target: float | None)
                 return {"step": float(point["step"]), "seconds": float(point["seconds"]), "fraction": 1.0}
             v0 = float(prev["val"])
             f = min(1.0, max(0.0, (target - v0) / (v - v0)))
-            return {key: float(prev[key]) + f * (float(point[key]) - float(prev[key])) for key in ("step", "seconds")} \
-                | {"fraction": f}
+            return {
+                key: float(prev[key]) + f * (float(point[key]) - float(prev[key])) for key in ("step", "seconds")
+            } | {"fraction": f}
         prev = point
     return None
 

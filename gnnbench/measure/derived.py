@@ -25,8 +25,16 @@ from typing import Any, Iterable
 
 from gnnbench import registry
 
-__all__ = ["MIN_SHORT_EPOCHS", "SHORT_MEASURED_STEPS", "DERIVED_LABEL", "is_derivable", "short_epochs",
-           "short_config", "per_step_seconds", "derived_seconds"]
+__all__ = [
+    "MIN_SHORT_EPOCHS",
+    "SHORT_MEASURED_STEPS",
+    "DERIVED_LABEL",
+    "is_derivable",
+    "short_epochs",
+    "short_config",
+    "per_step_seconds",
+    "derived_seconds",
+]
 
 MIN_SHORT_EPOCHS = 2  # a short run's epochs at least: the second shows persistent workers' regime
 SHORT_MEASURED_STEPS = 20  # and at least this many steps after the warm-up
@@ -52,8 +60,9 @@ def short_config(config: Any, steps_per_epoch: int) -> Any:
     """``config`` (a RunConfig) as a short fixed-length run: :func:`short_epochs` epochs, no plateau rule, step
     budget or target stop; its cadence (the calibrated ``eval_every``) is kept, so its validation points fall on the
     baseline's steps."""
-    return dataclasses.replace(config, epochs=short_epochs(steps_per_epoch, config.warmup_steps), max_steps=None,
-                               min_steps=0, stop_at=None)
+    return dataclasses.replace(
+        config, epochs=short_epochs(steps_per_epoch, config.warmup_steps), max_steps=None, min_steps=0, stop_at=None
+    )
 
 
 def per_step_seconds(run: dict, epochs: int | None = None) -> float | None:

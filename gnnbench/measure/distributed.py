@@ -76,12 +76,20 @@ def distributed_summary(runs: list[dict], step: PairedRatio | None) -> dict[str,
         for k, v in parts[0].items():
             vals = [p[k] for p in parts if isinstance(p.get(k), (int, float)) and not isinstance(p.get(k), bool)]
             partition[k] = statistics.mean(vals) if vals and not isinstance(v, str) else v
-    return {"world_size": n, "backend": blocks[0].get("backend"), "parallel": blocks[0].get("parallel"),
-            "grad_compression": blocks[0].get("grad_compression"), "comm_share": mean("comm_share"),
-            "bytes_per_step": mean("bytes_per_step"), "dense_bytes_per_step": mean("dense_bytes_per_step"),
-            "compression_ratio": mean("compression_ratio"), "scaling_efficiency": eff, "partition": partition,
-            "graph_bytes": (g.get("index_bytes") or 0) + features if features is not None else None,
-            "device": (runs[0].get("environment") or {}).get("device") or "cpu"}
+    return {
+        "world_size": n,
+        "backend": blocks[0].get("backend"),
+        "parallel": blocks[0].get("parallel"),
+        "grad_compression": blocks[0].get("grad_compression"),
+        "comm_share": mean("comm_share"),
+        "bytes_per_step": mean("bytes_per_step"),
+        "dense_bytes_per_step": mean("dense_bytes_per_step"),
+        "compression_ratio": mean("compression_ratio"),
+        "scaling_efficiency": eff,
+        "partition": partition,
+        "graph_bytes": (g.get("index_bytes") or 0) + features if features is not None else None,
+        "device": (runs[0].get("environment") or {}).get("device") or "cpu",
+    }
 
 
 def partition_efficiency(rows: list[ComparisonRow], by_label: dict[str, list[dict]]) -> None:
@@ -100,8 +108,9 @@ def partition_efficiency(rows: list[ComparisonRow], by_label: dict[str, list[dic
         ks = [k for k in sorted(mine) if k in full]
         if not ks:
             continue
-        step = ratio_over_rounds([full[k]["step_seconds"]["median"] for k in ks],
-                                 [mine[k]["step_seconds"]["median"] for k in ks])
+        step = ratio_over_rounds(
+            [full[k]["step_seconds"]["median"] for k in ks], [mine[k]["step_seconds"]["median"] for k in ks]
+        )
         d["scaling_efficiency"] = _efficiency(step, d["world_size"])
 
 
@@ -122,7 +131,13 @@ def compression_accuracy(rows: list[ComparisonRow], by_label: dict[str, list[dic
             continue
         deltas = [converged_test(mine[k]) - converged_test(dense[k]) for k in ks]
         mean, low, high = mean_interval(deltas)
-        d["accuracy_vs_dense"] = {"against": ref, "delta": mean, "low": low, "high": high,
-                                  "rounds": len(ks), "verdict": acc_verdict(low, high),
-                                  "test": statistics.mean(converged_test(mine[k]) for k in ks),
-                                  "dense_test": statistics.mean(converged_test(dense[k]) for k in ks)}
+        d["accuracy_vs_dense"] = {
+            "against": ref,
+            "delta": mean,
+            "low": low,
+            "high": high,
+            "rounds": len(ks),
+            "verdict": acc_verdict(low, high),
+            "test": statistics.mean(converged_test(mine[k]) for k in ks),
+            "dense_test": statistics.mean(converged_test(dense[k]) for k in ks),
+        }

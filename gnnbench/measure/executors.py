@@ -48,8 +48,9 @@ class RoundExecutor:
         try:
             import submitit  # noqa: F401
         except ImportError:
-            raise ValueError("running rounds on several machines needs submitit: pip install 'gnnbench[cluster]'"
-                             ) from None
+            raise ValueError(
+                "running rounds on several machines needs submitit: pip install 'gnnbench[cluster]'"
+            ) from None
 
     def _executor(self):
         import submitit
@@ -67,7 +68,7 @@ class RoundExecutor:
         out: list[Any] = []
         ex = self._executor()
         for start in range(0, len(jobs), self.machines):
-            submitted = [ex.submit(fn, *args) for args in jobs[start:start + self.machines]]
+            submitted = [ex.submit(fn, *args) for args in jobs[start : start + self.machines]]
             for job in submitted:
                 try:
                     out.append(job.result())
@@ -77,5 +78,10 @@ class RoundExecutor:
 
     def describe(self) -> dict[str, Any]:
         """What the sweep's manifest records of where its rounds ran."""
-        return {"kind": self.kind, "machines": self.machines, "timeout_min": self.timeout_min,
-                "slurm": dict(self.slurm), "folder": str(self.folder)}
+        return {
+            "kind": self.kind,
+            "machines": self.machines,
+            "timeout_min": self.timeout_min,
+            "slurm": dict(self.slurm),
+            "folder": str(self.folder),
+        }

@@ -32,9 +32,20 @@ from gnnbench.measure.rows import (
 )
 from gnnbench.measure.stats import Equivalence, equivalence
 
-__all__ = ["STEPS", "EPOCHS", "EQUIVALENCE_ALPHA", "DEFAULT_EQUIVALENCE_MARGIN", "JUDGED_MEASURED",
-           "JUDGED_PER_STEP", "JUDGED_DERIVED", "TtaFactors", "setup_seconds", "tta_factors",
-           "convergence_judged_tta", "steps_equivalence"]
+__all__ = [
+    "STEPS",
+    "EPOCHS",
+    "EQUIVALENCE_ALPHA",
+    "DEFAULT_EQUIVALENCE_MARGIN",
+    "JUDGED_MEASURED",
+    "JUDGED_PER_STEP",
+    "JUDGED_DERIVED",
+    "TtaFactors",
+    "setup_seconds",
+    "tta_factors",
+    "convergence_judged_tta",
+    "steps_equivalence",
+]
 
 EQUIVALENCE_ALPHA = 0.05  # each one-sided test of the equivalence of steps to the target
 DEFAULT_EQUIVALENCE_MARGIN = 0.10  # steps to the target within [1/1.1, 1.1] of the baseline's: "equivalent"
@@ -68,8 +79,9 @@ def _median(xs: list[float | None]) -> float | None:
     return statistics.median(vals) if vals else None
 
 
-def tta_factors(b: list[dict], m: list[dict], target: float | None, *, changes_work: bool,
-                derived: bool = False) -> TtaFactors | None:
+def tta_factors(
+    b: list[dict], m: list[dict], target: float | None, *, changes_work: bool, derived: bool = False
+) -> TtaFactors | None:
     """The factors of a row (its runs ``m``) against the baseline runs ``b`` of the same rounds; ``None``
     without a target. A derived row takes the baseline's steps by proof, so only its time per step is paired."""
     if target is None:
@@ -80,14 +92,34 @@ def tta_factors(b: list[dict], m: list[dict], target: float | None, *, changes_w
     per = ratio_over_rounds([x if x is not None else nan for x in pb], [x if x is not None else nan for x in pm])
     sb = [_to_target(r, target, unit) for r in b]
     if derived:
-        return TtaFactors(unit, None, per, None, _median(sb), _median(pm), _median([setup_seconds(r) for r in m]),
-                          _median([setup_seconds(r) for r in b]), None, JUDGED_DERIVED)
+        return TtaFactors(
+            unit,
+            None,
+            per,
+            None,
+            _median(sb),
+            _median(pm),
+            _median([setup_seconds(r) for r in m]),
+            _median([setup_seconds(r) for r in b]),
+            None,
+            JUDGED_DERIVED,
+        )
     sm = [_to_target(r, target, unit) for r in m]
     both = [(x, y) for x, y in zip(sb, sm) if x is not None and y is not None]
-    steps = ratio_over_rounds([x if x is not None and y is not None else nan for x, y in zip(sb, sm)],
-                              [y if x is not None and y is not None else nan for x, y in zip(sb, sm)])
-    return TtaFactors(unit, steps, per, _median([y for _, y in both]), _median([x for x, _ in both]), _median(pm),
-                      _median([setup_seconds(r) for r in m]), _median([setup_seconds(r) for r in b]))
+    steps = ratio_over_rounds(
+        [x if x is not None and y is not None else nan for x, y in zip(sb, sm)],
+        [y if x is not None and y is not None else nan for x, y in zip(sb, sm)],
+    )
+    return TtaFactors(
+        unit,
+        steps,
+        per,
+        _median([y for _, y in both]),
+        _median([x for x, _ in both]),
+        _median(pm),
+        _median([setup_seconds(r) for r in m]),
+        _median([setup_seconds(r) for r in b]),
+    )
 
 
 def steps_equivalence(factors: TtaFactors, margin: float) -> Equivalence | None:
@@ -114,10 +146,18 @@ def convergence_judged_tta(b: list[dict], m: list[dict], target: float, eq: Equi
     if ratio is None:
         return None
     reached = [t for t in tm if t == t]
-    return TimeToAccuracy(**{**vars(ratio), "rounds": len(m)}, bound=None, censored=False, reached=len(reached),
-                          reached_text=f"{len(reached)}/{len(m)}", seconds=statistics.median(reached),
-                          note=(f"judged by {JUDGED_PER_STEP}: its steps to the target are within "
-                                f"+-{eq.margin:.0%} of the baseline's (TOST p = {eq.p_value:.2g}, steps ratio "
-                                f"{eq.ratio:.3f} [{eq.low:.3f}, {eq.high:.3f}] at {1 - 2 * eq.alpha:.0%}), so its time "
-                                "to accuracy is setup + the baseline's steps to the target x its time per step, "
-                                "against the baseline read the same way"))
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(m)},
+        bound=None,
+        censored=False,
+        reached=len(reached),
+        reached_text=f"{len(reached)}/{len(m)}",
+        seconds=statistics.median(reached),
+        note=(
+            f"judged by {JUDGED_PER_STEP}: its steps to the target are within "
+            f"+-{eq.margin:.0%} of the baseline's (TOST p = {eq.p_value:.2g}, steps ratio "
+            f"{eq.ratio:.3f} [{eq.low:.3f}, {eq.high:.3f}] at {1 - 2 * eq.alpha:.0%}), so its time "
+            "to accuracy is setup + the baseline's steps to the target x its time per step, "
+            "against the baseline read the same way"
+        ),
+    )

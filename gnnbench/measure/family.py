@@ -14,9 +14,23 @@ from gnnbench.measure.stats import equivalence, holm
 if TYPE_CHECKING:
     from gnnbench.measure.comparison import Comparison
 
-__all__ = ["FAMILY_ALPHA", "in_family", "round_log_ratios", "family_wise", "rank_key", "measured_best", "pays_alone",
-           "tradeoffs", "pareto_front", "pays", "NO_COST", "no_effect_verdicts", "no_effect_text", "verdict_of",
-           "verdict_summary"]
+__all__ = [
+    "FAMILY_ALPHA",
+    "in_family",
+    "round_log_ratios",
+    "family_wise",
+    "rank_key",
+    "measured_best",
+    "pays_alone",
+    "tradeoffs",
+    "pareto_front",
+    "pays",
+    "NO_COST",
+    "no_effect_verdicts",
+    "no_effect_text",
+    "verdict_of",
+    "verdict_summary",
+]
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
 NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
@@ -40,12 +54,13 @@ def round_log_ratios(rows: list[ComparisonRow], rounds: list[int]) -> dict[str, 
             continue
         by_round = dict(zip(r.primary_rounds or [], primary.log_ratios or []))
         last = max((i for i, k in enumerate(rounds) if k in by_round), default=-1)
-        out[r.label] = [by_round.get(k, float("nan")) for k in rounds[:last + 1]]
+        out[r.label] = [by_round.get(k, float("nan")) for k in rounds[: last + 1]]
     return out
 
 
-def family_wise(rows: list[ComparisonRow], rule: StoppingRule | None = None,
-                stops: dict[str, Stop | None] | None = None) -> str:
+def family_wise(
+    rows: list[ComparisonRow], rule: StoppingRule | None = None, stops: dict[str, Stop | None] | None = None
+) -> str:
     """Holm's procedure over the primary p-values of every measured row but the baseline and the A/A check: a
     row stays ``significant`` only when Holm rejects it too, so with 25 rows sharing a baseline the chance that
     any "significant" row is noise stays at 5% (per-row tests alone: about 72% for 25 independent nulls).
@@ -61,8 +76,7 @@ def family_wise(rows: list[ComparisonRow], rule: StoppingRule | None = None,
     if rule is None or stops is None:
         keep = holm(ps, FAMILY_ALPHA)
     else:
-        fam = family_p_values({r.label: stops.get(r.label) for r in family},
-                              {r.label: p for r, p in zip(family, ps)})
+        fam = family_p_values({r.label: stops.get(r.label) for r in family}, {r.label: p for r, p in zip(family, ps)})
         keep = holm(list(fam.values()), final_alpha(rule) or FAMILY_ALPHA)  # one round: no look, no significance
     for r, p, k in zip(family, ps, keep):
         r.p_value, r.significant_per_row = p, r.significant
@@ -71,16 +85,20 @@ def family_wise(rows: list[ComparisonRow], rule: StoppingRule | None = None,
             r.stop = stops[r.label]
     if rule is not None and stops is not None:
         looks = ", ".join(f"{100 * a:.3g}% after round {k}" for k, a in rule.to_dict()["look_alpha"].items())
-        return (f"significance is family-wise over the {len(family)} rows and every look of the stopping rule: a "
-                f"row stops after round {rule.min_rounds} or later once decided (Holm at {looks}; or its interval "
-                f"lies inside the noise floor), at most {rule.max_rounds} rounds; the chance that any row called "
-                f"significant is noise stays at or below {rule.alpha:.0%}; intervals are per row (95%)")
-    return (f"significance is family-wise: Holm's procedure over the {len(family)} rows' p-values keeps the chance "
-            f"that any row called significant is noise at or below {FAMILY_ALPHA:.0%}; intervals are per row (95%)")
+        return (
+            f"significance is family-wise over the {len(family)} rows and every look of the stopping rule: a "
+            f"row stops after round {rule.min_rounds} or later once decided (Holm at {looks}; or its interval "
+            f"lies inside the noise floor), at most {rule.max_rounds} rounds; the chance that any row called "
+            f"significant is noise stays at or below {rule.alpha:.0%}; intervals are per row (95%)"
+        )
+    return (
+        f"significance is family-wise: Holm's procedure over the {len(family)} rows' p-values keeps the chance "
+        f"that any row called significant is noise at or below {FAMILY_ALPHA:.0%}; intervals are per row (95%)"
+    )
 
 
 def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd: float | None = None) -> int:
-    """"No effect beyond +-margin": for every row of the family that is not significant, reached the target in
+    """ "No effect beyond +-margin": for every row of the family that is not significant, reached the target in
     every round and has two rounds or more, the equivalence test (TOST, :func:`gnnbench.measure.stats.equivalence`)
     of its primary ratio's per-round log ratios (the statistic its interval and its significance read) against
     the margin the sweep declared before its rounds, with its sd taken as at least the clock's paired noise allows
@@ -103,8 +121,13 @@ def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd
         tests.append(equivalence(xs, margin, alpha=FAMILY_ALPHA, min_sd=floor))
     keep = holm([t.p_value for t in tests], FAMILY_ALPHA) if tests else []
     for r, t, k in zip(tested, tests, keep):
-        r.no_effect = {**t.to_dict(), "equivalent": bool(k), "equivalent_per_row": bool(t.equivalent),
-                       "clock": r.primary, "family": len(tested)}
+        r.no_effect = {
+            **t.to_dict(),
+            "equivalent": bool(k),
+            "equivalent_per_row": bool(t.equivalent),
+            "clock": r.primary,
+            "family": len(tested),
+        }
     return len(tested)
 
 
@@ -114,8 +137,10 @@ def no_effect_text(row: ComparisonRow) -> str | None:
     ne = row.no_effect
     if not ne or not ne.get("equivalent"):
         return None
-    return (f"no effect beyond +-{100 * ne['margin']:.0f}% ({100 * (1 - 2 * ne['alpha']):.0f}% interval "
-            f"[{ne['low']:.3f}, {ne['high']:.3f}], equivalence test, Holm over {ne['family']} rows)")
+    return (
+        f"no effect beyond +-{100 * ne['margin']:.0f}% ({100 * (1 - 2 * ne['alpha']):.0f}% interval "
+        f"[{ne['low']:.3f}, {ne['high']:.3f}], equivalence test, Holm over {ne['family']} rows)"
+    )
 
 
 FASTER, SLOWER, NO_EFFECT, NOT_RESOLVED = "faster", "slower", "no effect beyond the margin", "not resolved"
@@ -149,8 +174,9 @@ def verdict_summary(rows: list[ComparisonRow]) -> str:
     if margin is not None:
         words.append(f"{counts[NO_EFFECT]} no effect beyond +-{100 * margin:.0f}%")
     done = len(verdicts) - len(open_)
-    return (f"verdicts for {done} of {len(verdicts)} rows ({', '.join(words)})"
-            + (f"; not resolved: {', '.join(open_)}" if open_ else ""))
+    return f"verdicts for {done} of {len(verdicts)} rows ({', '.join(words)})" + (
+        f"; not resolved: {', '.join(open_)}" if open_ else ""
+    )
 
 
 def rank_key(row: ComparisonRow) -> tuple:
@@ -171,15 +197,22 @@ def rank_key(row: ComparisonRow) -> tuple:
 
 def pays(r: ComparisonRow) -> bool:
     """A row that pays: significant (family-wise), faster, reached the target in every round."""
-    return r.status == "ok" and in_family(r.label) and bool(r.significant) and (r.speedup_low or 0) > 1 \
-        and not r.censored
+    return (
+        r.status == "ok" and in_family(r.label) and bool(r.significant) and (r.speedup_low or 0) > 1 and not r.censored
+    )
 
 
 def pays_alone(r: ComparisonRow) -> bool:
     """A row that pays on its own test but not after the family-wise correction: significant before Holm,
     faster, reached the target in every round. A hypothesis for the measured best set, never a verdict."""
-    return r.status == "ok" and in_family(r.label) and not r.significant and bool(r.significant_per_row) \
-        and (r.speedup_low or 0) > 1 and not r.censored
+    return (
+        r.status == "ok"
+        and in_family(r.label)
+        and not r.significant
+        and bool(r.significant_per_row)
+        and (r.speedup_low or 0) > 1
+        and not r.censored
+    )
 
 
 def measured_best(c: Comparison) -> ComparisonRow | None:
@@ -198,9 +231,11 @@ def tradeoffs(c: Comparison) -> list[ComparisonRow]:
 def pareto_front(rows: list[ComparisonRow]) -> list[str]:
     """Labels of the rows no other row beats in both time-to-accuracy speedup and accuracy delta (rows censored
     in some round are left out: their speedup is only a bound); the baseline (1x, 0 pp) competes too."""
-    pts = [(r.label, r.tta_speedup.ratio, r.acc_delta) for r in rows
-           if r.status == "ok" and r.tta_speedup and not r.censored
-           and r.acc_delta == r.acc_delta and in_family(r.label)]
+    pts = [
+        (r.label, r.tta_speedup.ratio, r.acc_delta)
+        for r in rows
+        if r.status == "ok" and r.tta_speedup and not r.censored and r.acc_delta == r.acc_delta and in_family(r.label)
+    ]
     pts.append((BASELINE, 1.0, 0.0))
     front = [a for a in pts if not any(b[1] >= a[1] and b[2] >= a[2] and (b[1] > a[1] or b[2] > a[2]) for b in pts)]
     return [label for label, _, _ in sorted(front, key=lambda p: p[1])]

@@ -68,18 +68,24 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
     if not results:
         raise ValueError("the document holds no gate runs (is it scripts/gate_error_rates.py's output?)")
     m = max(1, len((doc.get("benches") or {}).get("null") or []))
-    default_set = ((doc.get("settings") or {}).get("bench") == "default")  # slow commits ran the whole set
+    default_set = (doc.get("settings") or {}).get("bench") == "default"  # slow commits ran the whole set
     null_runs = [r for name, res in results.items() if name.startswith("null") for r in res["detail"]]
     per_bench = [(name in r["flagged"]) for r in null_runs for name in (r.get("per_bench") or {})]
     counted = int((doc.get("settings") or {}).get("counts") or 0) > 0  # runs that also counted instructions
     out: dict[str, Any] = {
-        "machine": doc.get("machine"), "base": doc.get("base"), "settings": doc.get("settings"),
-        "wall_seconds": doc.get("wall_seconds"), "complete": doc.get("complete", False), "default_set": m,
+        "machine": doc.get("machine"),
+        "base": doc.get("base"),
+        "settings": doc.get("settings"),
+        "wall_seconds": doc.get("wall_seconds"),
+        "complete": doc.get("complete", False),
+        "default_set": m,
         "shares": doc.get("shares") or {},
         "false_alarm": _rate(sum(bool(r["flagged"]) for r in null_runs), len(null_runs)),
         "false_alarm_per_bench": _rate(sum(per_bench), len(per_bench)),
         "null_gate_seconds": (sorted(r["seconds"] for r in null_runs)[len(null_runs) // 2] if null_runs else None),
-        "sizes": {}, "paths": {}, "counted": counted,
+        "sizes": {},
+        "paths": {},
+        "counted": counted,
     }
     if counted:  # which measure raised each alarm: the wall clock, the counted instructions
         out["false_alarm_wall"] = _rate(sum(bool(_wall(r)) for r in null_runs), len(null_runs))
@@ -90,14 +96,17 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
         _, path, pct = name.split("-")
         runs = res["detail"]
         strict = res["flagged"] if default_set else sum(_strict_detect(r, m, alpha) for r in runs)
-        row = {"detect": _rate(res["flagged"], len(runs)),
-               "right_phase": _rate(res["right_phase"], res["flagged"]),
-               "detect_in_default_set": _rate(strict, len(runs)),
-               "median_ratio": sorted(r["ratio"] for r in runs)[len(runs) // 2],
-               "delivered": res.get("delivered")}
+        row = {
+            "detect": _rate(res["flagged"], len(runs)),
+            "right_phase": _rate(res["right_phase"], res["flagged"]),
+            "detect_in_default_set": _rate(strict, len(runs)),
+            "median_ratio": sorted(r["ratio"] for r in runs)[len(runs) // 2],
+            "delivered": res.get("delivered"),
+        }
         out["paths"].setdefault(path, {})[int(pct)] = row
-        size = out["sizes"].setdefault(int(pct), {"flagged": 0, "runs": 0, "right": 0, "strict": 0, "wall": 0,
-                                                   "counts": 0})
+        size = out["sizes"].setdefault(
+            int(pct), {"flagged": 0, "runs": 0, "right": 0, "strict": 0, "wall": 0, "counts": 0}
+        )
         size["wall"] += sum(bool(_wall(r)) for r in runs)
         size["counts"] += sum(bool(r.get("count_flagged")) for r in runs)
         if counted:
@@ -108,44 +117,72 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
         size["right"] += res["right_phase"]
         size["strict"] += strict
     out["slow_runs_default_set"] = default_set
-    out["sizes"] = {pct: {"detect": _rate(s["flagged"], s["runs"]), "right_phase": _rate(s["right"], s["flagged"]),
-                          "detect_in_default_set": _rate(s["strict"], s["runs"]),
-                          **({"detect_wall": _rate(s["wall"], s["runs"]), "detect_counts": _rate(s["counts"], s["runs"])}
-                             if counted else {})}
-                    for pct, s in sorted(out["sizes"].items())}
+    out["sizes"] = {
+        pct: {
+            "detect": _rate(s["flagged"], s["runs"]),
+            "right_phase": _rate(s["right"], s["flagged"]),
+            "detect_in_default_set": _rate(s["strict"], s["runs"]),
+            **(
+                {"detect_wall": _rate(s["wall"], s["runs"]), "detect_counts": _rate(s["counts"], s["runs"])}
+                if counted
+                else {}
+            ),
+        }
+        for pct, s in sorted(out["sizes"].items())
+    }
     return out
 
 
 def _pct(r: dict) -> str:
     if not r["n"]:
         return "n/a"
-    return (f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
-            f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]")
+    return (
+        f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
+        f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]"
+    )
 
 
 def format_rates(s: dict) -> str:
     """The summary as text: one line per rate, each with its count and 95% interval."""
-    lines = [f"gate error rates on {s['machine']} (base {str(s['base'])[:10]}, "
-             f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
-             f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
-             f" (target <= {percent(TARGETS['false_alarm'], digits=0)})",
-             f"  false alarms per benchmark (wall time): {_pct(s['false_alarm_per_bench'])}"]
+    lines = [
+        f"gate error rates on {s['machine']} (base {str(s['base'])[:10]}, "
+        f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
+        f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
+        f" (target <= {percent(TARGETS['false_alarm'], digits=0)})",
+        f"  false alarms per benchmark (wall time): {_pct(s['false_alarm_per_bench'])}",
+    ]
     if s.get("counted"):
-        lines.insert(2, f"    by wall time {_pct(s['false_alarm_wall'])}, by counted instructions "
-                        f"{_pct(s['false_alarm_counts'])}")
+        lines.insert(
+            2,
+            f"    by wall time {_pct(s['false_alarm_wall'])}, by counted instructions {_pct(s['false_alarm_counts'])}",
+        )
     for pct, r in s["sizes"].items():
         if s.get("slow_runs_default_set"):
-            lines.append(f"  step {pct}% slower: default runs failed {_pct(r['detect'])}, right phase "
-                         f"{_pct(r['right_phase'])}" + (f" (by wall time {_pct(r['detect_wall'])}, by counted "
-                                                        f"instructions {_pct(r['detect_counts'])})"
-                                                        if s.get("counted") else ""))
+            lines.append(
+                f"  step {pct}% slower: default runs failed {_pct(r['detect'])}, right phase "
+                f"{_pct(r['right_phase'])}"
+                + (
+                    f" (by wall time {_pct(r['detect_wall'])}, by counted instructions {_pct(r['detect_counts'])})"
+                    if s.get("counted")
+                    else ""
+                )
+            )
         else:
-            lines.append(f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
-                         f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}")
+            lines.append(
+                f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
+                f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}"
+            )
     for path, sizes in s["paths"].items():
         share = s["shares"].get(path)
-        lines.append(f"  {path}" + (f" ({percent(share, digits=0)} of the step)" if share else "") + ": " + "; ".join(
-            f"{pct}%: {r['detect']['k']}/{r['detect']['n']} (right phase {r['right_phase']['k']}"
-            + (f"; delivered {100 * r['delivered']['slowdown']:+.1f}%" if r.get("delivered") else "") + ")"
-            for pct, r in sorted(sizes.items())))
+        lines.append(
+            f"  {path}"
+            + (f" ({percent(share, digits=0)} of the step)" if share else "")
+            + ": "
+            + "; ".join(
+                f"{pct}%: {r['detect']['k']}/{r['detect']['n']} (right phase {r['right_phase']['k']}"
+                + (f"; delivered {100 * r['delivered']['slowdown']:+.1f}%" if r.get("delivered") else "")
+                + ")"
+                for pct, r in sorted(sizes.items())
+            )
+        )
     return "\n".join(lines)

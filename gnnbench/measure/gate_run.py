@@ -56,13 +56,28 @@ class GateRun:
         return bisect(self.base, self.head, is_bad, log=log)
 
 
-def run_gate(base: str, head: str = WORKING_TREE, *, preset: str = "tiny", warmup: int = 3, device: str = "cpu",
-             bench: list[str] | None = None, steps: int | None = None, rounds: int = 5, threads: int = 1,
-             order_seed: int = 0, sensitivity: float = DEFAULT_SENSITIVITY,
-             budget_seconds: float | None = DEFAULT_BUDGET_SECONDS, max_rounds: int = MAX_ROUNDS,
-             timeout: float = 1800.0, base_python: str | None = None, head_python: str | None = None,
-             progress: Callable[[int, int, str], None] | None = None, counts: int = 0,
-             cache_sim: bool = False) -> GateRun:
+def run_gate(
+    base: str,
+    head: str = WORKING_TREE,
+    *,
+    preset: str = "tiny",
+    warmup: int = 3,
+    device: str = "cpu",
+    bench: list[str] | None = None,
+    steps: int | None = None,
+    rounds: int = 5,
+    threads: int = 1,
+    order_seed: int = 0,
+    sensitivity: float = DEFAULT_SENSITIVITY,
+    budget_seconds: float | None = DEFAULT_BUDGET_SECONDS,
+    max_rounds: int = MAX_ROUNDS,
+    timeout: float = 1800.0,
+    base_python: str | None = None,
+    head_python: str | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    counts: int = 0,
+    cache_sim: bool = False,
+) -> GateRun:
     """Check out ``base`` and ``head`` side by side and run the gate between them.
 
     Args:
@@ -90,8 +105,17 @@ def run_gate(base: str, head: str = WORKING_TREE, *, preset: str = "tiny", warmu
         for role, exe in pythons.items():
             if not shutil.which(exe) and not Path(exe).is_file():
                 raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
-        options = dict(rounds=rounds, threads=threads, order_seed=order_seed, pythons=pythons,
-                       sensitivity=sensitivity, budget_seconds=budget_seconds, max_rounds=max_rounds, timeout=timeout,
-                       counts=counts, cache_sim=cache_sim)
+        options = dict(
+            rounds=rounds,
+            threads=threads,
+            order_seed=order_seed,
+            pythons=pythons,
+            sensitivity=sensitivity,
+            budget_seconds=budget_seconds,
+            max_rounds=max_rounds,
+            timeout=timeout,
+            counts=counts,
+            cache_sim=cache_sim,
+        )
         result = gate(trees, benches, labels=(base, head), skipped=skipped, progress=progress, **options)
     return GateRun(base, head, result, benches, options)

@@ -61,8 +61,9 @@ def commit_of(tree: Path) -> str | None:
     """The commit checked out in ``tree``, ``+dirty`` when it has uncommitted changes (``None`` outside git)."""
     try:
         sha = _git(["rev-parse", "HEAD"], tree)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree, capture_output=True, text=True
+        ).stdout.strip()
     except (OSError, ValueError, RuntimeError):
         return None
     return sha + ("+dirty" if dirty else "")
@@ -73,9 +74,11 @@ def _dependencies(tree: Path) -> dict[str, Any]:
         project = tomllib.loads((tree / "pyproject.toml").read_text()).get("project", {})
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"{tree / 'pyproject.toml'} cannot be read: {exc}") from None
-    return {"dependencies": sorted(project.get("dependencies", [])),
-            "requires-python": project.get("requires-python"),
-            **{f"optional {k}": sorted(v) for k, v in sorted(project.get("optional-dependencies", {}).items())}}
+    return {
+        "dependencies": sorted(project.get("dependencies", [])),
+        "requires-python": project.get("requires-python"),
+        **{f"optional {k}": sorted(v) for k, v in sorted(project.get("optional-dependencies", {}).items())},
+    }
 
 
 def dependency_difference(base: Path, head: Path) -> str | None:
@@ -91,8 +94,14 @@ def dependency_difference(base: Path, head: Path) -> str | None:
     return "; ".join(diffs) or None
 
 
-def bisect(good: str, bad: str, is_bad: Callable[[str], bool], *, repo: str | Path = ".",
-           log: Callable[[str], None] = lambda line: None) -> tuple[str, int]:
+def bisect(
+    good: str,
+    bad: str,
+    is_bad: Callable[[str], bool],
+    *,
+    repo: str | Path = ".",
+    log: Callable[[str], None] = lambda line: None,
+) -> tuple[str, int]:
     """The first bad commit between ``good`` (known good) and ``bad`` (known bad) on ``bad``'s first-parent
     line, by binary search with ``is_bad(commit)`` (the gate against the good end, for ``regress --bisect``);
     returns ``(commit, tests run)``.

@@ -25,9 +25,23 @@ from typing import Any
 from gnnbench.measure.comparison import mean_interval
 from gnnbench.measure.stats import detectable_shift, holm, paired_ratio, t_quantile
 
-__all__ = ["GateResult", "BenchVerdict", "MetricVerdict", "WorkerFailure", "judge", "MIN_THRESHOLD",
-           "ACC_BOUND_PP", "ALPHAS", "DEFAULT_SENSITIVITY", "POWER", "PRIMARY_SHARE", "is_primary", "tier_weights",
-           "weighted_holm", "detectable_at"]
+__all__ = [
+    "GateResult",
+    "BenchVerdict",
+    "MetricVerdict",
+    "WorkerFailure",
+    "judge",
+    "MIN_THRESHOLD",
+    "ACC_BOUND_PP",
+    "ALPHAS",
+    "DEFAULT_SENSITIVITY",
+    "POWER",
+    "PRIMARY_SHARE",
+    "is_primary",
+    "tier_weights",
+    "weighted_holm",
+    "detectable_at",
+]
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
@@ -52,8 +66,10 @@ def tier_weights(names: list[str]) -> dict[str, float]:
     entries = [n for n in names if not is_primary(n)]
     if not primary or not entries:
         return {n: 1.0 / len(names) for n in names}
-    return {**{n: PRIMARY_SHARE / len(primary) for n in primary},
-            **{n: (1.0 - PRIMARY_SHARE) / len(entries) for n in entries}}
+    return {
+        **{n: PRIMARY_SHARE / len(primary) for n in primary},
+        **{n: (1.0 - PRIMARY_SHARE) / len(entries) for n in entries},
+    }
 
 
 def weighted_holm(p_values: list[float], weights: list[float], alpha: float) -> list[bool]:
@@ -62,8 +78,9 @@ def weighted_holm(p_values: list[float], weights: list[float], alpha: float) -> 
     rejected when ``p <= alpha * w / (the open weights' sum)``; the first that is not stops it. NaN p-values are
     never rejected and their weights do not count. Equal weights: :func:`~gnnbench.measure.stats.holm`."""
     if len(p_values) != len(weights) or any(not w > 0 for w in weights):
-        raise ValueError(f"weighted_holm needs one positive weight per p-value (got {weights!r} for "
-                         f"{len(p_values)} p-values)")
+        raise ValueError(
+            f"weighted_holm needs one positive weight per p-value (got {weights!r} for {len(p_values)} p-values)"
+        )
     open_ = sorted((p / w, i) for i, (p, w) in enumerate(zip(p_values, weights)) if p == p)
     out = [False] * len(p_values)
     total = sum(weights[i] for _, i in open_)
@@ -179,8 +196,11 @@ class GateResult:
     @property
     def regressed(self) -> list[BenchVerdict]:
         """Benchmarks that fail the gate: a regression (step, setup, epoch or accuracy) or lost in HEAD."""
-        return [b for b in self.benches
-                if b.regression or b.acc_regression or b.lost or any(m.regression for m in b.metrics())]
+        return [
+            b
+            for b in self.benches
+            if b.regression or b.acc_regression or b.lost or any(m.regression for m in b.metrics())
+        ]
 
     @property
     def inconclusive(self) -> list[BenchVerdict]:
@@ -215,19 +235,32 @@ class GateResult:
         return 3 if self.blind or not self.judged else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"base": self.base, "head": self.head, "rounds": self.rounds, "threads": self.threads,
-                "pythons": self.pythons,
-                "orders": self.orders, "seconds": self.seconds, "family": self.family, "commits": self.commits,
-                "finished": self.finished, "regression": bool(self.regressed),
-                "inconclusive": [b.name for b in self.inconclusive], "blind": [b.name for b in self.blind],
-                "exit_status": self.exit_status,
-                "sensitivity": self.sensitivity, "budget_seconds": self.budget_seconds,
-                "extra_rounds": self.extra_rounds, "skipped": self.skipped,
-                "failure": asdict(self.failure) if self.failure else None,
-                "benches": [asdict(b) for b in self.benches],
-                "counts": [c.to_dict() for c in self.counts], "counts_unavailable": self.counts_unavailable,
-                "counts_seconds": self.counts_seconds,
-                "count_regressions": [c.name for c in self.count_regressions]}
+        return {
+            "base": self.base,
+            "head": self.head,
+            "rounds": self.rounds,
+            "threads": self.threads,
+            "pythons": self.pythons,
+            "orders": self.orders,
+            "seconds": self.seconds,
+            "family": self.family,
+            "commits": self.commits,
+            "finished": self.finished,
+            "regression": bool(self.regressed),
+            "inconclusive": [b.name for b in self.inconclusive],
+            "blind": [b.name for b in self.blind],
+            "exit_status": self.exit_status,
+            "sensitivity": self.sensitivity,
+            "budget_seconds": self.budget_seconds,
+            "extra_rounds": self.extra_rounds,
+            "skipped": self.skipped,
+            "failure": asdict(self.failure) if self.failure else None,
+            "benches": [asdict(b) for b in self.benches],
+            "counts": [c.to_dict() for c in self.counts],
+            "counts_unavailable": self.counts_unavailable,
+            "counts_seconds": self.counts_seconds,
+            "count_regressions": [c.name for c in self.count_regressions],
+        }
 
 
 def judge(names: list[str], data: dict[str, dict[str, list[dict]]], sensitivity: float) -> list[BenchVerdict]:
@@ -237,8 +270,9 @@ def judge(names: list[str], data: dict[str, dict[str, list[dict]]], sensitivity:
     verdicts = [_verdict(name, data[name]["base"], data[name]["head"]) for name in names]
     measured = [v for v in verdicts if v.status == "ok" and v.p_value is not None]
     weights = tier_weights([v.name for v in measured]) if measured else {}
-    for v, keep in zip(measured, weighted_holm([v.p_value for v in measured], [weights[v.name] for v in measured],
-                                               ALPHAS["step"])):
+    for v, keep in zip(
+        measured, weighted_holm([v.p_value for v in measured], [weights[v.name] for v in measured], ALPHAS["step"])
+    ):
         v.alpha = ALPHAS["step"] * weights[v.name]
         v.significant = bool(keep)
         v.regression = v.significant and v.ratio < 1 / v.threshold and v.high < 1
@@ -308,6 +342,7 @@ def _moved(base: list[dict], head: list[dict], key: str, head_total: float) -> t
 def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
     """One benchmark from its rounds (``base[i]`` pairs with ``head[i]``). Fine in BASE and not in HEAD is
     lost (a failure of the gate); not fine in BASE is reported and judged no further."""
+
     def bad_of(side: list[dict]) -> dict | None:  # a round that never reached the benchmark says nothing of it
         return next((d for d in side if d.get("status", "missing") not in ("ok", "not run", "not reached")), None)
 
@@ -320,33 +355,56 @@ def _verdict(name: str, base: list[dict], head: list[dict]) -> BenchVerdict:
     if bad_head is not None and not any(d.get("status") == "ok" for d in base):
         return BenchVerdict(name, "not judged", f"base did not run it; head: {bad_head.get('reason', 'no result')}")
     if bad_head is not None:
-        return BenchVerdict(name, bad_head.get("status", "missing"),
-                            f"fine in base, {bad_head.get('status', 'missing')} in head: "
-                            f"{bad_head.get('reason', 'no result')}", lost=True)
+        return BenchVerdict(
+            name,
+            bad_head.get("status", "missing"),
+            f"fine in base, {bad_head.get('status', 'missing')} in head: {bad_head.get('reason', 'no result')}",
+            lost=True,
+        )
     pairs = [(b, h) for b, h in zip(base, head) if b.get("status") == "ok" and h.get("status") == "ok"]
     if len(pairs) < 2:
-        return BenchVerdict(name, "not judged", f"{len(pairs)} paired round(s): an interval needs 2",
-                            rounds=len(pairs))
+        return BenchVerdict(name, "not judged", f"{len(pairs)} paired round(s): an interval needs 2", rounds=len(pairs))
     base, head = [b for b, _ in pairs], [h for _, h in pairs]
     ri, sd, threshold = _ratio_of([d["step"] for d in base], [d["step"] for d in head])
-    v = BenchVerdict(name, "ok", rounds=len(pairs), ratio=ri.ratio, low=ri.low, high=ri.high, p_value=ri.p_value,
-                     threshold=threshold, log_sd=sd, base_ms=1e3 * statistics.median(d["step"] for d in base),
-                     head_ms=1e3 * statistics.median(d["step"] for d in head))
+    v = BenchVerdict(
+        name,
+        "ok",
+        rounds=len(pairs),
+        ratio=ri.ratio,
+        low=ri.low,
+        high=ri.high,
+        p_value=ri.p_value,
+        threshold=threshold,
+        log_sd=sd,
+        base_ms=1e3 * statistics.median(d["step"] for d in base),
+        head_ms=1e3 * statistics.median(d["step"] for d in head),
+    )
     moved = _moved(base, head, "phases", 1e-3 * v.head_ms)
     if moved:
         v.phase, v.phase_ratio = moved
     for metric in ("setup", "epoch"):
         if all((d.get(metric) or 0) > 0 for d in base + head):
             mri, msd, mthr = _ratio_of([d[metric] for d in base], [d[metric] for d in head])
-            mv = MetricVerdict(metric, mri.ratio, mri.low, mri.high, mri.p_value, mthr, math.inf,
-                               1e3 * statistics.median(d[metric] for d in base),
-                               1e3 * statistics.median(d[metric] for d in head), rounds=len(pairs), log_sd=msd)
+            mv = MetricVerdict(
+                metric,
+                mri.ratio,
+                mri.low,
+                mri.high,
+                mri.p_value,
+                mthr,
+                math.inf,
+                1e3 * statistics.median(d[metric] for d in base),
+                1e3 * statistics.median(d[metric] for d in head),
+                rounds=len(pairs),
+                log_sd=msd,
+            )
             moved = _moved(base, head, f"{metric}_phases", 1e-3 * mv.head_ms)
             if moved:
                 mv.phase, mv.phase_ratio = moved
             setattr(v, metric, mv)
     if all(d.get("test") is not None for d in base + head):  # micro-benchmarks train nothing
-        v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval([100 * (h["test"] - b["test"])
-                                                                     for b, h in zip(base, head)])
+        v.acc_delta_pp, v.acc_low_pp, v.acc_high_pp = mean_interval(
+            [100 * (h["test"] - b["test"]) for b, h in zip(base, head)]
+        )
         v.acc_regression = v.acc_delta_pp < -ACC_BOUND_PP and v.acc_high_pp < 0
     return v

@@ -56,6 +56,7 @@ def _gather(graph: Any, batch: Any, batches: Any, seed: int) -> Callable[[], Any
     import torch
 
     from gnnbench.features.placement import place_features
+
     store = place_features(graph.x, "cpu", "host")
     ids = torch.cat([batch.n_id] + [next(batches).n_id for _ in range(15)])  # 16 batches' rows: ~0.3 ms
     return lambda: store.gather(ids)
@@ -67,6 +68,7 @@ def _aggregation(graph: Any, batch: Any, batches: Any, seed: int) -> Callable[[]
 
     from gnnbench.graphs.norm import gcn_norm
     from gnnbench.models.aggregation import Aggregator
+
     n = int(batch.n_id.numel())
     weights = gcn_norm(batch.edge_index, n)
     h = torch.randn(n, 32, generator=torch.Generator().manual_seed(seed))
@@ -88,6 +90,7 @@ def marker() -> Any:
     if not path:
         return None
     import ctypes
+
     lib = ctypes.CDLL(path)
     lib.gnnbench_count_stop.argtypes = [ctypes.c_char_p]
     return lib
@@ -100,8 +103,16 @@ def script_in(folder: Path) -> Path:
     return path
 
 
-def micro(name: str, graph: Any, seed: int, calls: int = 60, *, fanout: tuple[int, ...] = (10, 5),
-          batch_size: int = 256, count: Any = None) -> tuple[float, int]:
+def micro(
+    name: str,
+    graph: Any,
+    seed: int,
+    calls: int = 60,
+    *,
+    fanout: tuple[int, ...] = (10, 5),
+    batch_size: int = 256,
+    count: Any = None,
+) -> tuple[float, int]:
     """One code path alone, many calls (:data:`MICRO_BENCHES`), on batches of the baseline's source with the
     benchmark's fanout and batch (the gate passes its workload's: gnnbench/measure/workload.py). Median seconds
     per call over ``calls`` calls, after 5 untimed ones. With ``count`` (the marker), the ``calls`` calls are
@@ -109,6 +120,7 @@ def micro(name: str, graph: Any, seed: int, calls: int = 60, *, fanout: tuple[in
     from gnnbench.flags import Flags
     from gnnbench.graphs.prepare import prepare
     from gnnbench.sampling.sources import make_batch_source
+
     flags = Flags(fanout=tuple(fanout), batch_size=batch_size)
     source = make_batch_source(prepare(graph, flags), flags, seed=seed)
 
@@ -147,12 +159,24 @@ def bench(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], 
     t0 = time.perf_counter()
     if name.startswith("micro:"):
         try:
-            median, calls = micro(name, graph, spec["seed"], spec.get("micro_calls", 60),
-                                  fanout=cfg["flags"]["fanout"], batch_size=cfg["flags"]["batch_size"])
+            median, calls = micro(
+                name,
+                graph,
+                spec["seed"],
+                spec.get("micro_calls", 60),
+                fanout=cfg["flags"]["fanout"],
+                batch_size=cfg["flags"]["batch_size"],
+            )
         except (ImportError, UnknownBench) as exc:  # a tree without this API or this micro-benchmark
             return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
-        return {"status": "ok", "step": median, "steps": calls, "phases": {}, "test": None,
-                "seconds": time.perf_counter() - t0}
+        return {
+            "status": "ok",
+            "step": median,
+            "steps": calls,
+            "phases": {},
+            "test": None,
+            "seconds": time.perf_counter() - t0,
+        }
     r = train(cfg)
     if r.status != "ok":
         return {"status": r.status, "reason": str(r.unavailable or r.error)}
@@ -162,9 +186,14 @@ def bench(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], 
     epochs = epochs[1:] if len(epochs) > 1 else epochs  # the first epoch holds the warm-up steps
     epoch = statistics.median(epochs) if epochs else None
     prepare = float(r.graph.get("prepare_seconds") or 0.0)
-    res = {"status": "ok", "step": r.step_seconds["median"], "steps": r.step_seconds["n"],
-           "phases": {p: v["median"] for p, v in r.phases.items()},
-           "test": float(r.accuracy["test"]), "seconds": time.perf_counter() - t0}
+    res = {
+        "status": "ok",
+        "step": r.step_seconds["median"],
+        "steps": r.step_seconds["n"],
+        "phases": {p: v["median"] for p, v in r.phases.items()},
+        "test": float(r.accuracy["test"]),
+        "seconds": time.perf_counter() - t0,
+    }
     if r.setup_seconds:  # the setup clock: the graph's preparation, then the pipeline's assembly
         res["setup"] = r.setup_seconds
         res["setup_phases"] = {"prepare": prepare, "assemble": r.setup_seconds - prepare}
@@ -180,8 +209,15 @@ def counted(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict]
     c = spec["counts"]
     if name.startswith("micro:"):
         try:
-            _, calls = micro(name, graph, spec["seed"], c["calls"], fanout=cfg["flags"]["fanout"],
-                             batch_size=cfg["flags"]["batch_size"], count=count)
+            _, calls = micro(
+                name,
+                graph,
+                spec["seed"],
+                c["calls"],
+                fanout=cfg["flags"]["fanout"],
+                batch_size=cfg["flags"]["batch_size"],
+                count=count,
+            )
         except (ImportError, UnknownBench) as exc:
             return {"status": "unavailable", "reason": f"{type(exc).__name__}: {exc}"}
         return {"status": "ok", "counted": {"regions": [name], "unit": "call", "units": calls}}
@@ -198,8 +234,10 @@ def counted(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict]
         regions.append(f"{name}@{epochs}")
         if r.status != "ok":
             return {"status": r.status, "reason": str(r.unavailable or r.error)}
-    return {"status": "ok", "counted": {"regions": regions, "unit": "step",
-                                        "units": (b - a) * int(r.steps_per_epoch or 0)}}
+    return {
+        "status": "ok",
+        "counted": {"regions": regions, "unit": "step", "units": (b - a) * int(r.steps_per_epoch or 0)},
+    }
 
 
 def _save(out: dict, path: str) -> None:
@@ -213,6 +251,7 @@ def _save(out: dict, path: str) -> None:
 def main(argv: list[str]) -> None:
     """``argv``: ``[program, SPEC.json, OUT.json, THREADS]``."""
     import torch
+
     torch.set_num_threads(int(argv[3]))
     # the tree's API, imported before anything runs: a tree without it fails as a process
     from gnnbench.graphs import GraphSpec, generate
@@ -233,11 +272,17 @@ def main(argv: list[str]) -> None:
         out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
         _save(out, argv[2])
         try:
-            out[name] = counted(name, cfg, graph, spec, train, count) if count is not None else \
-                bench(name, cfg, graph, spec, train)
+            out[name] = (
+                counted(name, cfg, graph, spec, train, count)
+                if count is not None
+                else bench(name, cfg, graph, spec, train)
+            )
         except Exception as exc:  # the benchmark's own code raised: a failure of this tree, reported per benchmark
-            out[name] = {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
-                         "traceback": traceback.format_exc()[-2000:]}
+            out[name] = {
+                "status": "failed",
+                "reason": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-2000:],
+            }
         _save(out, argv[2])
     _save(out, argv[2])
 

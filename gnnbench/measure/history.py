@@ -49,7 +49,7 @@ def _welch(a: list[float], b: list[float]) -> tuple[float | None, float | None]:
     diff = statistics.mean(lb) - statistics.mean(la)
     if va + vb == 0:
         return math.exp(diff), math.exp(diff)
-    df = (va + vb) ** 2 / ((va ** 2 / (len(la) - 1) if va else 0) + (vb ** 2 / (len(lb) - 1) if vb else 0))
+    df = (va + vb) ** 2 / ((va**2 / (len(la) - 1) if va else 0) + (vb**2 / (len(lb) - 1) if vb else 0))
     half = t_quantile(0.975, max(1, int(df))) * math.sqrt(va + vb)
     return math.exp(diff - half), math.exp(diff + half)
 

@@ -35,13 +35,23 @@ def identity_problem(results: list[dict]) -> str | None:
         if len(seen) > 1:
             problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
     # calibration runs train the base configuration before its cadence and budget were fixed
-    bases = [{k: v for k, v in r["config"].items()
-              if k not in PER_ENTRY_FIELDS and not (r.get("derived") and k in SHORT_RUN_FIELDS)
-              and not (k in TIME_TO_ACCURACY_FIELDS and (r.get("derived") or time_to_accuracy_run(r)))}
-             for r in results if r.get("config") and r.get("label") != CALIBRATION]
-    fields = sorted({k for b in bases for k in b
-                     if len({json.dumps(x[k], sort_keys=True) for x in bases if k in x}) > 1})
+    bases = [
+        {
+            k: v
+            for k, v in r["config"].items()
+            if k not in PER_ENTRY_FIELDS
+            and not (r.get("derived") and k in SHORT_RUN_FIELDS)
+            and not (k in TIME_TO_ACCURACY_FIELDS and (r.get("derived") or time_to_accuracy_run(r)))
+        }
+        for r in results
+        if r.get("config") and r.get("label") != CALIBRATION
+    ]
+    fields = sorted(
+        {k for b in bases for k in b if len({json.dumps(x[k], sort_keys=True) for x in bases if k in x}) > 1}
+    )
     for k in fields:
         seen = Counter(json.dumps(b[k], sort_keys=True) for b in bases if k in b)
-        problems.append(f"the base configuration's {k} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common(3))})")
+        problems.append(
+            f"the base configuration's {k} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common(3))})"
+        )
     return "; ".join(problems) or None

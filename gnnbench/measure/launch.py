@@ -31,8 +31,16 @@ from gnnbench import process
 from gnnbench.flags import Flags
 from gnnbench.measure.results import write_json_atomic
 
-__all__ = ["launch", "DistributedRunError", "DEFAULT_TIMEOUT", "free_port", "local_env",
-           "run_local", "survivors", "rank_threads"]
+__all__ = [
+    "launch",
+    "DistributedRunError",
+    "DEFAULT_TIMEOUT",
+    "free_port",
+    "local_env",
+    "run_local",
+    "survivors",
+    "rank_threads",
+]
 
 DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
 WORKER_MODULE = "gnnbench.measure.worker"
@@ -84,12 +92,12 @@ def survivors(tag: str) -> list[int]:
 def _rank_errors(error_dir: Path) -> dict[str, str]:
     """The one-line error each failed rank wrote (``rank<R>.error``), earliest first."""
     files = sorted(error_dir.glob("rank*.error"), key=lambda p: p.stat().st_mtime)
-    return {f.stem[len("rank"):]: f.read_text().strip() for f in files if f.read_text().strip()}
+    return {f.stem[len("rank") :]: f.read_text().strip() for f in files if f.read_text().strip()}
 
 
 def _root_cause(stderr: str) -> tuple[str, str] | None:
     """``(rank, exit)`` of torchrun's "Root Cause (first observed failure)" report, if it printed one."""
-    text = stderr[stderr.find("Root Cause"):] if "Root Cause" in stderr else stderr
+    text = stderr[stderr.find("Root Cause") :] if "Root Cause" in stderr else stderr
     rank = code = None
     for line in text.splitlines():
         s = line.strip()
@@ -119,8 +127,15 @@ def _why(stderr: str, error_dir: Path, returncode: int) -> str:
     return f"torchrun exited with code {returncode}: {_last_line(stderr)}"
 
 
-def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: float = DEFAULT_TIMEOUT,
-           wall_timeout: float | None = None, python: str | None = None) -> dict[str, Any]:
+def launch(
+    config: Any,
+    out: str | Path,
+    *,
+    nproc: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    wall_timeout: float | None = None,
+    python: str | None = None,
+) -> dict[str, Any]:
     """Run ``config`` on ``nproc`` local ranks (default ``config.nproc``) through torchrun; return the result.
 
     Args:
@@ -150,16 +165,41 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
         error_dir = Path(tmp) / "errors"
         error_dir.mkdir()
         write_json_atomic(cfg_path, {**cfg, "nproc": nproc})
-        cmd = [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node-rank", "0",
-               "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-               "--local-addr", "127.0.0.1", "--max-restarts", "0", "--monitor-interval", "0.2",
-               "-m", WORKER_MODULE, str(cfg_path), str(out), "--timeout", str(timeout),
-               "--error-dir", str(error_dir)]
+        cmd = [
+            python or sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            "1",
+            "--node-rank",
+            "0",
+            "--nproc-per-node",
+            str(nproc),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            str(free_port()),
+            "--local-addr",
+            "127.0.0.1",
+            "--max-restarts",
+            "0",
+            "--monitor-interval",
+            "0.2",
+            "-m",
+            WORKER_MODULE,
+            str(cfg_path),
+            str(out),
+            "--timeout",
+            str(timeout),
+            "--error-dir",
+            str(error_dir),
+        ]
         started = time.monotonic()
         # every rank starts with the configuration's allocator (gnnbench.process)
         env = local_env(process.child_environment(Flags.from_dict(cfg.get("flags") or {})))
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=True)  # its own group: a wall timeout kills the whole tree
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+        )  # its own group: a wall timeout kills the whole tree
         try:
             stdout, stderr = proc.communicate(timeout=wall_timeout)
             timed_out = False
@@ -186,8 +226,10 @@ def launch(config: Any, out: str | Path, *, nproc: int | None = None, timeout: f
     try:
         return json.loads(out.read_text())
     except (OSError, ValueError) as exc:
-        raise DistributedRunError(f"{nproc}-rank run exited cleanly but left no readable result in {out} "
-                                  f"({exc}); torchrun said: {_last_line(stderr)}") from None
+        raise DistributedRunError(
+            f"{nproc}-rank run exited cleanly but left no readable result in {out} "
+            f"({exc}); torchrun said: {_last_line(stderr)}"
+        ) from None
 
 
 def _last_line(text: str) -> str:
@@ -229,21 +271,29 @@ def _rank_main(rank: int, world: int, port: int, timeout: float, fn: Callable, a
 
     os.environ.update(local_env({}))
     try:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                                timeout=timedelta(seconds=timeout))
+        dist.init_process_group(
+            "gloo",
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=world,
+            timeout=timedelta(seconds=timeout),
+        )
         value = fn(rank, world, *args)
         write_json_atomic(Path(result_dir) / f"rank{rank}.json", {"value": value})
     except BaseException as exc:  # noqa: BLE001 - reported to the parent as one line
-        write_json_atomic(Path(result_dir) / f"rank{rank}.json",
-                          {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()})
+        write_json_atomic(
+            Path(result_dir) / f"rank{rank}.json",
+            {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()},
+        )
         raise SystemExit(1) from None
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
 
 
-def run_local(fn: Callable, world_size: int = 2, *args: Any, timeout: float = 10.0,
-              wall_timeout: float = 120.0) -> list[Any]:
+def run_local(
+    fn: Callable, world_size: int = 2, *args: Any, timeout: float = 10.0, wall_timeout: float = 120.0
+) -> list[Any]:
     """Run ``fn(rank, world_size, *args)`` on ``world_size`` spawned gloo ranks on 127.0.0.1; their
     JSON-ready return values in rank order. ``fn`` must be importable (a module-level function).
 
@@ -253,8 +303,10 @@ def run_local(fn: Callable, world_size: int = 2, *args: Any, timeout: float = 10
     ctx = mp.get_context("spawn")
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="gnnbench-ranks-") as tmp:
-        procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, timeout, fn, args, tmp))
-                 for r in range(world_size)]
+        procs = [
+            ctx.Process(target=_rank_main, args=(r, world_size, port, timeout, fn, args, tmp))
+            for r in range(world_size)
+        ]
         for p in procs:
             p.start()
         deadline = time.monotonic() + wall_timeout

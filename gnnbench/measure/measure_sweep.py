@@ -70,16 +70,33 @@ class MeasuredSweep:
     best_set: BestSetOutcome | None = None  # the measured best set (docs/best-set.md), when asked for
 
 
-def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | Path, *,
-                  repeats: int = DEFAULT_REPEATS, calibration_runs: int = DEFAULT_CALIBRATION_RUNS,
-                  target_acc: float | None = None, budget_factor: float = BUDGET_FACTOR,
-                  calibration: Calibration | None = None, aa: bool = False, include_all_recommended: bool = True,
-                  derive: bool = False, also_measured: Iterable[str] = (), accuracy_rounds: int | None = None,
-                  stop_when_settled: bool = False, equivalence_margin: float | None = DEFAULT_EQUIVALENCE_MARGIN,
-                  extra_entries: Sequence[Entry] = (), order_seed: int = 0,
-                  isolate: bool = True, resume: bool = True, dist_timeout: float = DEFAULT_TIMEOUT,
-                  executor: RoundExecutor | None = None, record_outcome: bool = False,
-                  best_set: bool = False, progress: SweepProgress | None = None) -> MeasuredSweep:
+def measure_sweep(
+    base: RunConfig,
+    names: Iterable[str] | None,
+    out_dir: str | Path,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    calibration_runs: int = DEFAULT_CALIBRATION_RUNS,
+    target_acc: float | None = None,
+    budget_factor: float = BUDGET_FACTOR,
+    calibration: Calibration | None = None,
+    aa: bool = False,
+    include_all_recommended: bool = True,
+    derive: bool = False,
+    also_measured: Iterable[str] = (),
+    accuracy_rounds: int | None = None,
+    stop_when_settled: bool = False,
+    equivalence_margin: float | None = DEFAULT_EQUIVALENCE_MARGIN,
+    extra_entries: Sequence[Entry] = (),
+    order_seed: int = 0,
+    isolate: bool = True,
+    resume: bool = True,
+    dist_timeout: float = DEFAULT_TIMEOUT,
+    executor: RoundExecutor | None = None,
+    record_outcome: bool = False,
+    best_set: bool = False,
+    progress: SweepProgress | None = None,
+) -> MeasuredSweep:
     """Calibrate, sweep and compare: the baseline against each of ``names`` in interleaved rounds.
 
     Args:
@@ -133,10 +150,18 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
     own_runs: list[dict] = []
     if calibration is None:
         progress.calibration_started(calibration_runs)
-        own, found = run_calibration(base, out_dir, runs=calibration_runs, target_acc=target_acc,
-                                     budget_factor=budget_factor, isolate=isolate, resume=resume,
-                                     progress=progress.calibration_run, dist_timeout=dist_timeout,
-                                     executor=executor)
+        own, found = run_calibration(
+            base,
+            out_dir,
+            runs=calibration_runs,
+            target_acc=target_acc,
+            budget_factor=budget_factor,
+            isolate=isolate,
+            resume=resume,
+            progress=progress.calibration_run,
+            dist_timeout=dist_timeout,
+            executor=executor,
+        )
         own_runs = list(found)
         progress.calibrated(own)
         if own is not None:
@@ -145,46 +170,98 @@ def measure_sweep(base: RunConfig, names: Iterable[str] | None, out_dir: str | P
     # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
     fixed_target = target_acc is not None or (cal is not None and cal.target is not None)
     target = target_acc if target_acc is not None else cal.target if fixed_target else None
-    derivable = (derive and cal is not None and cal.steps_per_epoch and cal.median_steps_to_target is not None)
-    entries = sweep_entries(base, names, repeats=repeats, aa=aa, include_all_recommended=include_all_recommended,
-                            derive_per_epoch=cal.steps_per_epoch if derivable else None,
-                            also_measured=also_measured, target=target,
-                            accuracy_rounds=(accuracy_rounds if fixed_target and accuracy_rounds is not None
-                                             and accuracy_rounds < repeats else None))
+    derivable = derive and cal is not None and cal.steps_per_epoch and cal.median_steps_to_target is not None
+    entries = sweep_entries(
+        base,
+        names,
+        repeats=repeats,
+        aa=aa,
+        include_all_recommended=include_all_recommended,
+        derive_per_epoch=cal.steps_per_epoch if derivable else None,
+        also_measured=also_measured,
+        target=target,
+        accuracy_rounds=(
+            accuracy_rounds if fixed_target and accuracy_rounds is not None and accuracy_rounds < repeats else None
+        ),
+    )
     entries += extra_entries
     rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 and fixed_target else None
 
     def judge(results: list[dict]) -> Comparison:
-        return compare(own_runs + results, target_acc=target_acc, calibration=calibration, rule=rule,
-                       equivalence_margin=equivalence_margin)
+        return compare(
+            own_runs + results,
+            target_acc=target_acc,
+            calibration=calibration,
+            rule=rule,
+            equivalence_margin=equivalence_margin,
+        )
 
-    results = _rounds(entries, out_dir, progress, own_runs, judge, rule, calibration=own, isolate=isolate,
-                      resume=resume, order_seed=order_seed, equivalence_margin=equivalence_margin,
-                      dist_timeout=dist_timeout, executor=executor)
+    results = _rounds(
+        entries,
+        out_dir,
+        progress,
+        own_runs,
+        judge,
+        rule,
+        calibration=own,
+        isolate=isolate,
+        resume=resume,
+        order_seed=order_seed,
+        equivalence_margin=equivalence_margin,
+        dist_timeout=dist_timeout,
+        executor=executor,
+    )
     comparison = judge(list(results))
     best = None
     if best_set:
-        accuracy_after = (accuracy_rounds if fixed_target and accuracy_rounds is not None
-                          and accuracy_rounds < repeats else None)
-        best = _measure_best_set(comparison, base, out_dir, cal, target if fixed_target else None,
-                                 target_acc=target_acc, repeats=repeats, accuracy_rounds=accuracy_after,
-                                 stop_when_settled=stop_when_settled, equivalence_margin=equivalence_margin,
-                                 order_seed=order_seed, isolate=isolate, resume=resume, dist_timeout=dist_timeout,
-                                 executor=executor, progress=progress)
+        accuracy_after = (
+            accuracy_rounds if fixed_target and accuracy_rounds is not None and accuracy_rounds < repeats else None
+        )
+        best = _measure_best_set(
+            comparison,
+            base,
+            out_dir,
+            cal,
+            target if fixed_target else None,
+            target_acc=target_acc,
+            repeats=repeats,
+            accuracy_rounds=accuracy_after,
+            stop_when_settled=stop_when_settled,
+            equivalence_margin=equivalence_margin,
+            order_seed=order_seed,
+            isolate=isolate,
+            resume=resume,
+            dist_timeout=dist_timeout,
+            executor=executor,
+            progress=progress,
+        )
     if record_outcome:
         store_outcome(out_dir, comparison, best)
     return MeasuredSweep(comparison, results, entries, base, cal, own_runs, best)
 
 
-def _rounds(entries: list[Entry], folder: str | Path, progress: SweepProgress, seed_runs: list[dict], judge,
-            rule: StoppingRule | None, **options) -> SweepResults:
+def _rounds(
+    entries: list[Entry],
+    folder: str | Path,
+    progress: SweepProgress,
+    seed_runs: list[dict],
+    judge,
+    rule: StoppingRule | None,
+    **options,
+) -> SweepResults:
     """``entries`` measured in interleaved rounds in ``folder`` (:func:`run_sweep` with ``options``), reported
     through ``progress`` (``seed_runs``: the runs whose durations seed its estimate), stopping settled rows by
     ``judge`` under ``rule``."""
     progress.sweep_started(entries, seed_runs)
     try:
-        return run_sweep(entries, folder, progress=progress.sweep_run, rule=rule,
-                         after_round=_settled_after_round(judge) if rule is not None else None, **options)
+        return run_sweep(
+            entries,
+            folder,
+            progress=progress.sweep_run,
+            rule=rule,
+            after_round=_settled_after_round(judge) if rule is not None else None,
+            **options,
+        )
     finally:
         progress.sweep_ended()
 
@@ -215,11 +292,25 @@ def _record_choice(out_dir: str | Path, choice: BestSetChoice) -> None:
     write_json_atomic(path, manifest)
 
 
-def _measure_best_set(comparison: Comparison, base: RunConfig, out_dir: str | Path, cal: Calibration | None,
-                      target: float | None, *, target_acc: float | None, repeats: int, accuracy_rounds: int | None,
-                      stop_when_settled: bool, equivalence_margin: float | None, order_seed: int, isolate: bool,
-                      resume: bool, dist_timeout: float, executor: RoundExecutor | None,
-                      progress: SweepProgress) -> BestSetOutcome:
+def _measure_best_set(
+    comparison: Comparison,
+    base: RunConfig,
+    out_dir: str | Path,
+    cal: Calibration | None,
+    target: float | None,
+    *,
+    target_acc: float | None,
+    repeats: int,
+    accuracy_rounds: int | None,
+    stop_when_settled: bool,
+    equivalence_margin: float | None,
+    order_seed: int,
+    isolate: bool,
+    resume: bool,
+    dist_timeout: float,
+    executor: RoundExecutor | None,
+    progress: SweepProgress,
+) -> BestSetOutcome:
     """The best set chosen from ``comparison`` and measured against the baseline in rounds of its own, on the
     set's seed stream, under a stopping rule of its own (a family of one row), in ``out_dir/best-set``."""
     choice = choose(comparison, base)
@@ -229,20 +320,43 @@ def _measure_best_set(comparison: Comparison, base: RunConfig, out_dir: str | Pa
         return BestSetOutcome(choice)
     if target is None:
         progress.best_set_chosen(choice, False)
-        return BestSetOutcome(choice, reason="no target fixed before the rounds (calibration or --target-acc): "
-                                             "the set's rounds could not be judged on the sweep's target")
+        return BestSetOutcome(
+            choice,
+            reason="no target fixed before the rounds (calibration or --target-acc): "
+            "the set's rounds could not be judged on the sweep's target",
+        )
     progress.best_set_chosen(choice, True)
-    entries = sweep_entries(set_base(base, choice), [choice.label], repeats=repeats, aa=False,
-                            include_all_recommended=False, target=target, accuracy_rounds=accuracy_rounds)
+    entries = sweep_entries(
+        set_base(base, choice),
+        [choice.label],
+        repeats=repeats,
+        aa=False,
+        include_all_recommended=False,
+        target=target,
+        accuracy_rounds=accuracy_rounds,
+    )
     rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 else None
 
     def judge(results: list[dict]) -> Comparison:
-        return compare(results, target_acc=target_acc, calibration=cal, rule=rule,
-                       equivalence_margin=equivalence_margin)
+        return compare(
+            results, target_acc=target_acc, calibration=cal, rule=rule, equivalence_margin=equivalence_margin
+        )
 
-    results = _rounds(entries, store_dir(out_dir), progress, [], judge, rule, calibration=cal, isolate=isolate,
-                      resume=resume, order_seed=order_seed, equivalence_margin=equivalence_margin,
-                      dist_timeout=dist_timeout, executor=executor)
+    results = _rounds(
+        entries,
+        store_dir(out_dir),
+        progress,
+        [],
+        judge,
+        rule,
+        calibration=cal,
+        isolate=isolate,
+        resume=resume,
+        order_seed=order_seed,
+        equivalence_margin=equivalence_margin,
+        dist_timeout=dist_timeout,
+        executor=executor,
+    )
     try:
         sub = judge(list(results))
     except ValueError as exc:  # no measured baseline in the set's rounds
@@ -261,8 +375,12 @@ def store_outcome(out_dir: str | Path, comparison: Comparison, best_set: BestSet
         return
     best = measured_best(comparison)
     manifest["outcome"] = {
-        "measured_best": best.label if best else None, "tradeoffs": [r.label for r in tradeoffs(comparison)],
-        "target": comparison.target, "target_source": comparison.target_source, "family": comparison.family}
+        "measured_best": best.label if best else None,
+        "tradeoffs": [r.label for r in tradeoffs(comparison)],
+        "target": comparison.target,
+        "target_source": comparison.target_source,
+        "family": comparison.family,
+    }
     if best_set is not None:
         manifest["outcome"]["best_set"] = best_set.to_dict()
     write_json_atomic(path, manifest)

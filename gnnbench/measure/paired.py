@@ -44,8 +44,15 @@ def ratio_over_rounds(base: list[float], other: list[float]) -> PairedRatio | No
         return None
     ri = paired_ratio([b for b, _ in pairs], [o for _, o in pairs])
     logs = [math.log(b / o) if b == b and o == o and b > 0 and o > 0 else float("nan") for b, o in zip(base, other)]
-    return PairedRatio(ratio=ri.ratio, low=ri.low, high=ri.high, significant=ri.significant, rounds=ri.rounds,
-                       p=ri.p_value, log_ratios=logs)
+    return PairedRatio(
+        ratio=ri.ratio,
+        low=ri.low,
+        high=ri.high,
+        significant=ri.significant,
+        rounds=ri.rounds,
+        p=ri.p_value,
+        log_ratios=logs,
+    )
 
 
 def mean_interval(values: list[float], level: float = 0.95) -> tuple[float, float, float]:

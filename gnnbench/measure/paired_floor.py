@@ -75,8 +75,13 @@ def _judged_per_step(r: ComparisonRow) -> bool:
     return r.derived or (r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP) or r.primary == EPOCH_TIME
 
 
-def row_floors(rows: Sequence[ComparisonRow], rounds: Sequence[int], looks: Sequence[int], plan_rounds: int,
-               base_tta: Sequence[float | None]) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
+def row_floors(
+    rows: Sequence[ComparisonRow],
+    rounds: Sequence[int],
+    looks: Sequence[int],
+    plan_rounds: int,
+    base_tta: Sequence[float | None],
+) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
     """Per look ``k`` (the first ``k`` of the baseline's ``rounds``): the clock's paired noise, and per row the
     paired floor of its primary statistic at ``plan_rounds`` rounds (module docstring). ``base_tta`` is the
     baseline's time to the target per round (None: missed)."""

@@ -44,8 +44,19 @@ from gnnbench.measure.gate_verdicts import (
 )
 from gnnbench.measure.gate_worker import MICRO_BENCHES, script_in
 
-__all__ = ["Bench", "gate", "default_benches", "gate_config", "MICRO", "DEFAULT_BUDGET_SECONDS", "DEFAULT_ROUNDS",
-           "COUNT_BENCHES", "COUNT_PROCESSES", "count_gate", "per_unit"]
+__all__ = [
+    "Bench",
+    "gate",
+    "default_benches",
+    "gate_config",
+    "MICRO",
+    "DEFAULT_BUDGET_SECONDS",
+    "DEFAULT_ROUNDS",
+    "COUNT_BENCHES",
+    "COUNT_PROCESSES",
+    "count_gate",
+    "per_unit",
+]
 
 MICRO = tuple(MICRO_BENCHES)  # code paths timed alone (the worker's table: sampler, gather, aggregation)
 DEFAULT_BUDGET_SECONDS = 600.0  # the CLI's wall-clock budget for a gate run, extra rounds included
@@ -69,8 +80,9 @@ def gate_config(preset: str = "tiny", *, warmup: int = 3, device: str = "cpu") -
     return bench_config(preset=preset, epochs=1, warmup_steps=warmup, device=device)
 
 
-def default_benches(base_config: Any, names: list[str] | None = None, *, steps: int | None = None,
-                    skipped: dict[str, str] | None = None) -> list[Bench]:
+def default_benches(
+    base_config: Any, names: list[str] | None = None, *, steps: int | None = None, skipped: dict[str, str] | None = None
+) -> list[Bench]:
     """The baseline and every registry entry that runs here on ``base_config`` (or ``names`` among them;
     ``"baseline"`` is the base configuration itself). Each entry left out is put in ``skipped`` (when given)
     with the reason: it does not apply to the gate's workload, needs several processes, or cannot run on this
@@ -109,10 +121,16 @@ def default_benches(base_config: Any, names: list[str] | None = None, *, steps: 
                 refused = config_unavailable(config, device)
                 multi = config.nproc > 1 or config.flags.parallel != "none"
                 allocator = config.flags.allocator != base_config.flags.allocator
-                why = ("a multi-rank entry (torch.distributed): the gate times one process per tree" if multi else
-                       "an allocator entry: set when a process starts, and the gate's processes run with the "
-                       "environment the gate was started with" if allocator else
-                       "; ".join(f"{k}: {v}" for k, v in refused.items()) if refused else None)
+                why = (
+                    "a multi-rank entry (torch.distributed): the gate times one process per tree"
+                    if multi
+                    else "an allocator entry: set when a process starts, and the gate's processes run with the "
+                    "environment the gate was started with"
+                    if allocator
+                    else "; ".join(f"{k}: {v}" for k, v in refused.items())
+                    if refused
+                    else None
+                )
             if why is not None:
                 if skipped is not None:
                     skipped[name] = why
@@ -149,8 +167,11 @@ def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
     import dataclasses
 
     graph = benches[0].config.spec
-    spec = {"graph": dataclasses.asdict(graph), "seed": seed,
-            "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches}}
+    spec = {
+        "graph": dataclasses.asdict(graph),
+        "seed": seed,
+        "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
+    }
     path = folder / f"spec-{seed}.json"
     write_json_atomic(path, spec)
     return path
@@ -168,15 +189,29 @@ def _tail(text_: str | bytes | None, limit: int = 2000) -> str:
     return (text_ or "").strip()[-limit:]
 
 
-def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, timeout: float,
-              python: str = sys.executable, *, wrap: Callable[[list[str]], list[str]] | None = None,
-              env_extra: dict[str, str] | None = None) -> dict:
+def _run_tree(
+    tree: Path,
+    spec: Path,
+    out: Path,
+    threads: int,
+    worker: Path,
+    timeout: float,
+    python: str = sys.executable,
+    *,
+    wrap: Callable[[list[str]], list[str]] | None = None,
+    env_extra: dict[str, str] | None = None,
+) -> dict:
     """One benchmark process in ``tree``: its results per benchmark. Raises :class:`_WorkerFailed` (with what
     the process had written before it stopped and the end of its output) when it exits non-zero or runs past
     ``timeout``; a process that runs past it is killed with everything it started (loader workers). ``wrap``
     puts a command before the worker's (callgrind), ``env_extra`` adds to its environment."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-           **(env_extra or {})}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tree),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        **(env_extra or {}),
+    }
     log = out.with_suffix(".log")
 
     def partial() -> dict:
@@ -187,15 +222,25 @@ def _run_tree(tree: Path, spec: Path, out: Path, threads: int, worker: Path, tim
 
     with open(log, "w") as sink:
         argv = [python, str(worker), str(spec), str(out), str(threads)]
-        proc = subprocess.Popen(wrap(argv) if wrap else argv, cwd=tree, env=env,
-                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            wrap(argv) if wrap else argv,
+            cwd=tree,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             returncode = proc.wait(timeout=timeout)
             _kill_group(proc)  # whatever it started and left behind (loader workers of a crashed run)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            raise _WorkerFailed("timed out", None, _tail(log.read_text(errors="replace"))
-                                or f"no output within {timeout:g} s", partial()) from None
+            raise _WorkerFailed(
+                "timed out",
+                None,
+                _tail(log.read_text(errors="replace")) or f"no output within {timeout:g} s",
+                partial(),
+            ) from None
         except BaseException:  # interrupted: leave nothing running behind
             _kill_group(proc)
             raise
@@ -227,9 +272,12 @@ CountRunner = Callable[[str, Path, Path], tuple[dict, dict]]  # (role, spec, fol
 def _count_spec(benches: list[Bench], seed: int, folder: Path) -> Path:
     import dataclasses
 
-    spec = {"graph": dataclasses.asdict(benches[0].config.spec), "seed": seed,
-            "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
-            "counts": {"calls": COUNT_CALLS, "epochs": list(COUNT_EPOCHS)}}
+    spec = {
+        "graph": dataclasses.asdict(benches[0].config.spec),
+        "seed": seed,
+        "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
+        "counts": {"calls": COUNT_CALLS, "epochs": list(COUNT_EPOCHS)},
+    }
     path = folder / f"count-spec-{seed}.json"
     write_json_atomic(path, spec)
     return path
@@ -248,10 +296,21 @@ def per_unit(result: dict, regions: dict[str, dict[str, int]]) -> float | None:
     return total / c["units"] if total > 0 else None
 
 
-def count_gate(trees: dict[str, Path], benches: list[Bench], *, repeats: int = 2, folder: Path,
-               worker: Path, pythons: dict[str, str], timeout: float = 1800.0, seed: int = 0,
-               cache_sim: bool = False, tolerance: float | None = None, runner: CountRunner | None = None,
-               progress: Callable[[int, int, str], None] | None = None) -> tuple[list[Any], str | None]:
+def count_gate(
+    trees: dict[str, Path],
+    benches: list[Bench],
+    *,
+    repeats: int = 2,
+    folder: Path,
+    worker: Path,
+    pythons: dict[str, str],
+    timeout: float = 1800.0,
+    seed: int = 0,
+    cache_sim: bool = False,
+    tolerance: float | None = None,
+    runner: CountRunner | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[list[Any], str | None]:
     """The benchmarks of :data:`COUNT_BENCHES` among ``benches`` counted in both trees (:mod:`gnnbench.measure.counts`),
     ``repeats`` processes per tree (ABBA order), and judged per benchmark; with the reason when counts cannot be
     taken here (then no verdict: the wall clock stays the only measure)."""
@@ -268,23 +327,34 @@ def count_gate(trees: dict[str, Path], benches: list[Bench], *, repeats: int = 2
 
         def runner(role: str, spec: Path, out_dir: Path) -> tuple[dict, dict]:
             out_dir.mkdir(parents=True, exist_ok=True)
-            result = _run_tree(trees[role], spec, out_dir / "result.json", 1, worker, timeout, pythons[role],
-                               wrap=lambda argv: cn.callgrind_command(argv, out_dir, cache_sim=cache_sim),
-                               env_extra={cn.ENV_MARKER: str(marker), "PYTHONHASHSEED": "0"})
+            result = _run_tree(
+                trees[role],
+                spec,
+                out_dir / "result.json",
+                1,
+                worker,
+                timeout,
+                pythons[role],
+                wrap=lambda argv: cn.callgrind_command(argv, out_dir, cache_sim=cache_sim),
+                env_extra={cn.ENV_MARKER: str(marker), "PYTHONHASHSEED": "0"},
+            )
             return result, cn.parse_dumps(out_dir)
+
     spec = _count_spec(chosen, seed, folder)
     values: dict[str, dict[str, list[float]]] = {b.name: {"base": [], "head": []} for b in chosen}
     reasons: dict[str, str] = {}
     for k in range(repeats):
-        for role in (("base", "head") if k % 2 == 0 else ("head", "base")):  # ABBA: neither side always first
+        for role in ("base", "head") if k % 2 == 0 else ("head", "base"):  # ABBA: neither side always first
             if progress:
                 progress(k, repeats, f"{role} (counted instructions)")
             try:
                 result, regions = runner(role, spec, folder / f"counts-{role}-{k}")
             except _WorkerFailed as exc:
-                return [], (f"{role}'s counting process {exc.kind}"
-                            + (f" (exit {exc.returncode})" if exc.returncode is not None else "")
-                            + f": {exc.stderr[-300:]}")
+                return [], (
+                    f"{role}'s counting process {exc.kind}"
+                    + (f" (exit {exc.returncode})" if exc.returncode is not None else "")
+                    + f": {exc.stderr[-300:]}"
+                )
             except ValueError as exc:  # a dump that cannot be read
                 return [], f"{role}'s counts could not be read: {exc}"
             for b in chosen:
@@ -297,22 +367,39 @@ def count_gate(trees: dict[str, Path], benches: list[Bench], *, repeats: int = 2
     verdicts = []
     for b in chosen:
         unit = "step" if not b.name.startswith("micro:") else "call"
-        v = cn.judge_counts(b.name, unit, values[b.name]["base"], values[b.name]["head"],
-                            tolerance=cn.TOLERANCE if tolerance is None else tolerance)
+        v = cn.judge_counts(
+            b.name,
+            unit,
+            values[b.name]["base"],
+            values[b.name]["head"],
+            tolerance=cn.TOLERANCE if tolerance is None else tolerance,
+        )
         if v.status != "ok" and b.name in reasons:
             v.reason = reasons[b.name]
         verdicts.append(v)
     return verdicts, None
 
 
-
-def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_ROUNDS, threads: int = 1, order_seed: int = 0,
-         timeout: float = 1800.0, labels: tuple[str, str] = ("base", "head"),
-         pythons: dict[str, str] | None = None, sensitivity: float = DEFAULT_SENSITIVITY,
-         budget_seconds: float | None = None, max_rounds: int = MAX_ROUNDS,
-         skipped: dict[str, str] | None = None, runner: Runner | None = None,
-         progress: Callable[[int, int, str], None] | None = None, counts: int = 0, cache_sim: bool = False,
-         count_runner: CountRunner | None = None) -> GateResult:
+def gate(
+    trees: dict[str, Path],
+    benches: list[Bench],
+    *,
+    rounds: int = DEFAULT_ROUNDS,
+    threads: int = 1,
+    order_seed: int = 0,
+    timeout: float = 1800.0,
+    labels: tuple[str, str] = ("base", "head"),
+    pythons: dict[str, str] | None = None,
+    sensitivity: float = DEFAULT_SENSITIVITY,
+    budget_seconds: float | None = None,
+    max_rounds: int = MAX_ROUNDS,
+    skipped: dict[str, str] | None = None,
+    runner: Runner | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    counts: int = 0,
+    cache_sim: bool = False,
+    count_runner: CountRunner | None = None,
+) -> GateResult:
     """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
     judge every benchmark (see the module docstring).
 
@@ -351,8 +438,10 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
     pythons = pythons or {"base": sys.executable, "head": sys.executable}
     problem = dependency_difference(trees["base"], trees["head"])
     if problem and pythons["base"] == pythons["head"]:
-        raise ValueError(f"the two trees need different dependencies ({problem}): one environment cannot run "
-                         "both; compare them with two environments instead")
+        raise ValueError(
+            f"the two trees need different dependencies ({problem}): one environment cannot run "
+            "both; compare them with two environments instead"
+        )
     if any(b.config.spec is None for b in benches):
         raise ValueError("the gate runs on a generated graph (a GraphSpec), not a loaded one")
     t0 = time.perf_counter()
@@ -362,9 +451,17 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
     failure: WorkerFailure | None = None
     seconds: dict[str, list[float]] = {b.name: [] for b in benches}  # each benchmark's own seconds per process
     overhead: list[float] = []  # each process's wall time beyond its benchmarks (start, imports, the graph)
-    result = GateResult(labels[0], labels[1], rounds, threads, orders,
-                        pythons=pythons if pythons["base"] != pythons["head"] else None,
-                        sensitivity=sensitivity, budget_seconds=budget_seconds, skipped=dict(skipped or {}))
+    result = GateResult(
+        labels[0],
+        labels[1],
+        rounds,
+        threads,
+        orders,
+        pythons=pythons if pythons["base"] != pythons["head"] else None,
+        sensitivity=sensitivity,
+        budget_seconds=budget_seconds,
+        skipped=dict(skipped or {}),
+    )
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
         folder = Path(tmp)
         worker = script_in(folder)  # the gate's own worker, run against each tree's gnnbench
@@ -389,14 +486,15 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
                     ran[role] = run_one(role, spec, folder / f"{role}-{r}.json")
                 except _WorkerFailed as exc:
                     failure = WorkerFailure(role, r, exc.kind, exc.returncode, exc.stderr)
-                    why = (f"{role}'s benchmark process {exc.kind} in round {r + 1} while running it"
-                           + (f" (exit {exc.returncode})" if exc.returncode is not None else ""))
+                    why = f"{role}'s benchmark process {exc.kind} in round {r + 1} while running it" + (
+                        f" (exit {exc.returncode})" if exc.returncode is not None else ""
+                    )
                     # the benchmark it was running is named; those it never reached are not judged on this round
-                    ran[role] = {b.name: {"status": "not reached", "reason": f"{role}'s process stopped before it"}
-                                 for b in todo}
+                    ran[role] = {
+                        b.name: {"status": "not reached", "reason": f"{role}'s process stopped before it"} for b in todo
+                    }
                     for name, got in exc.partial.items():
-                        ran[role][name] = {"status": exc.kind, "reason": why} if got.get("status") == "running" \
-                            else got
+                        ran[role][name] = {"status": exc.kind, "reason": why} if got.get("status") == "running" else got
                     break
                 wall = time.perf_counter() - started
                 overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
@@ -405,8 +503,9 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
                     if role not in ran:
                         got = {"status": "not run", "reason": "the round stopped before this side ran"}
                     else:
-                        got = ran[role].get(b.name, {"status": "missing",
-                                                     "reason": "the benchmark process ended without its result"})
+                        got = ran[role].get(
+                            b.name, {"status": "missing", "reason": "the benchmark process ended without its result"}
+                        )
                     data[b.name][role].append(got)
                     if got.get("seconds"):
                         seconds[b.name].append(got["seconds"])
@@ -422,7 +521,8 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
             # that also stopped at significance would pick the rounds that make a difference significant
             todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
             predicted = 2 * statistics.median(overhead or [0.0]) + 2 * sum(
-                statistics.median(seconds[b.name] or [0.0]) for b in todo)
+                statistics.median(seconds[b.name] or [0.0]) for b in todo
+            )
             if todo and time.perf_counter() - t0 + predicted > budget_seconds:
                 break
             for b in todo:
@@ -430,18 +530,29 @@ def gate(trees: dict[str, Path], benches: list[Bench], *, rounds: int = DEFAULT_
         if counts and failure is None:
             started = time.perf_counter()
             result.counts, result.counts_unavailable = count_gate(
-                trees, benches, repeats=counts, folder=folder, worker=worker, pythons=pythons, timeout=timeout,
-                cache_sim=cache_sim, runner=count_runner, progress=progress)
+                trees,
+                benches,
+                repeats=counts,
+                folder=folder,
+                worker=worker,
+                pythons=pythons,
+                timeout=timeout,
+                cache_sim=cache_sim,
+                runner=count_runner,
+                progress=progress,
+            )
             result.counts_seconds = time.perf_counter() - started
     result.benches = judge([b.name for b in benches], data, sensitivity)
     if failure is not None:
         result.failure = failure
     result.rounds = r
     m = sum(1 for v in result.benches if v.status == "ok" and v.p_value is not None)
-    result.family = (f"Holm over {m} benchmarks per figure, at {ALPHAS['step']:.0%} for the step (weighted: the "
-                     f"baseline and the micro-benchmarks share {PRIMARY_SHARE:.0%} of it, the entries the rest) and "
-                     f"{ALPHAS['setup']:.1%} each for setup and epoch time: the chance that any is flagged by "
-                     f"noise is at most {sum(ALPHAS.values()):.0%}")
+    result.family = (
+        f"Holm over {m} benchmarks per figure, at {ALPHAS['step']:.0%} for the step (weighted: the "
+        f"baseline and the micro-benchmarks share {PRIMARY_SHARE:.0%} of it, the entries the rest) and "
+        f"{ALPHAS['setup']:.1%} each for setup and epoch time: the chance that any is flagged by "
+        f"noise is at most {sum(ALPHAS.values()):.0%}"
+    )
     result.seconds = time.perf_counter() - t0
     result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     result.commits = {role: commit_of(tree) for role, tree in trees.items()}
@@ -452,5 +563,9 @@ def _needs_rounds(v: BenchVerdict, sensitivity: float, max_rounds: int) -> bool:
     """Whether a benchmark's spread leaves it unable to see a slowdown of ``sensitivity`` now, but able to by
     ``max_rounds`` at that spread (its ratio aside): rounds go where they can buy the sensitivity, not to a
     benchmark whose work varies too much per batch to resolve it within the budget."""
-    return (v.status == "ok" and v.detectable is not None and v.detectable > 1 + sensitivity + 1e-12
-            and detectable_at(v, max_rounds) <= 1 + sensitivity + 1e-12)
+    return (
+        v.status == "ok"
+        and v.detectable is not None
+        and v.detectable > 1 + sensitivity + 1e-12
+        and detectable_at(v, max_rounds) <= 1 + sensitivity + 1e-12
+    )

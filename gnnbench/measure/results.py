@@ -19,8 +19,15 @@ from typing import Any
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import COMPARABLE_KEYS
 
-__all__ = ["SCHEMA_VERSION", "RunResult", "CompileMetrics", "write_json_atomic", "load_result", "reuse_problem",
-           "graph_label"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "RunResult",
+    "CompileMetrics",
+    "write_json_atomic",
+    "load_result",
+    "reuse_problem",
+    "graph_label",
+]
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -118,8 +125,10 @@ class RunResult:
         """Read a result of any readable schema version; a newer one is refused with its version."""
         version = d.get("schema_version", 1)
         if version not in READABLE_VERSIONS:
-            raise ValueError(f"result schema version {version!r} is not readable by this gnnbench "
-                             f"(reads {', '.join(map(str, READABLE_VERSIONS))}); upgrade gnnbench")
+            raise ValueError(
+                f"result schema version {version!r} is not readable by this gnnbench "
+                f"(reads {', '.join(map(str, READABLE_VERSIONS))}); upgrade gnnbench"
+            )
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in names}
         if kwargs.get("compile") is not None:
@@ -147,8 +156,9 @@ def load_result(path: str | Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or "status" not in data or "config" not in data:
         return None
     try:
-        return RunResult.from_dict(data).to_dict() | {k: v for k, v in data.items()
-                                                      if k in ("label", "optimizations", "round", "derived")}
+        return RunResult.from_dict(data).to_dict() | {
+            k: v for k, v in data.items() if k in ("label", "optimizations", "round", "derived")
+        }
     except (TypeError, ValueError):
         return None
 
@@ -167,4 +177,3 @@ def reuse_problem(data: dict[str, Any], config: dict[str, Any], env: dict[str, A
         if stored.get(key) != env.get(key):
             return f"{key} differs (stored {stored.get(key)!r}, now {env.get(key)!r})"
     return None
-

@@ -21,9 +21,25 @@ from typing import Any
 
 from gnnbench.measure.sequential import Stop
 
-__all__ = ["ComparisonRow", "PairedRatio", "TimeToAccuracy", "BASELINE", "AA_LABEL", "E2E_BASELINE",
-           "MEASURED_SUFFIX", "STATIC_LIST", "TIME_TO_ACCURACY", "EPOCH_TIME", "FLOOR_KEY", "TtaFactors", "STEPS",
-           "EPOCHS", "JUDGED_MEASURED", "JUDGED_PER_STEP", "JUDGED_DERIVED"]
+__all__ = [
+    "ComparisonRow",
+    "PairedRatio",
+    "TimeToAccuracy",
+    "BASELINE",
+    "AA_LABEL",
+    "E2E_BASELINE",
+    "MEASURED_SUFFIX",
+    "STATIC_LIST",
+    "TIME_TO_ACCURACY",
+    "EPOCH_TIME",
+    "FLOOR_KEY",
+    "TtaFactors",
+    "STEPS",
+    "EPOCHS",
+    "JUDGED_MEASURED",
+    "JUDGED_PER_STEP",
+    "JUDGED_DERIVED",
+]
 
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
@@ -209,13 +225,23 @@ class ComparisonRow:
     def from_dict(cls, d: dict[str, Any]) -> ComparisonRow:
         """A row from :meth:`to_dict` (any subset of its keys: the others keep their defaults)."""
         kw = dict(d)
-        for key, kind in (("step_speedup", PairedRatio), ("epoch_speedup", PairedRatio),
-                          ("tta_speedup", TimeToAccuracy), ("measured_tta_speedup", TimeToAccuracy),
-                          ("stop", Stop), ("factors", TtaFactors)):
+        for key, kind in (
+            ("step_speedup", PairedRatio),
+            ("epoch_speedup", PairedRatio),
+            ("tta_speedup", TimeToAccuracy),
+            ("measured_tta_speedup", TimeToAccuracy),
+            ("stop", Stop),
+            ("factors", TtaFactors),
+        ):
             if isinstance(kw.get(key), dict):
                 kw[key] = kind.from_dict(kw[key]) if hasattr(kind, "from_dict") else kind(**kw[key])
         return cls(**kw)
 
 
 _NOT_MEASURED = ("label", "optimizations", "derived", "timing_mode", "status", "reason")  # every row's fields
-_FAMILY = ("p_value", "significant_per_row", "stop", "no_effect")  # set by the family-wise step for the rows of the family
+_FAMILY = (
+    "p_value",
+    "significant_per_row",
+    "stop",
+    "no_effect",
+)  # set by the family-wise step for the rows of the family

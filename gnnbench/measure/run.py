@@ -54,9 +54,16 @@ def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step:
     return per_phase * phases_per_step
 
 
-def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[[int, int], None] | None = None,
-        profiler: Any = None, graph: Any = None, after: Callable[[Trainer], None] | None = None,
-        dist_timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+def run(
+    config: RunConfig,
+    *,
+    out: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    profiler: Any = None,
+    graph: Any = None,
+    after: Callable[[Trainer], None] | None = None,
+    dist_timeout: float = DEFAULT_TIMEOUT,
+) -> RunResult:
     """Measure ``config``; returns (and, with ``out``, atomically writes) the :class:`RunResult`.
 
     Args:
@@ -81,8 +88,12 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
     if mismatch is not None and not process.was_placed():
         return _in_child(config, out, dist_timeout)  # the allocator is set when a process starts
     if mismatch is not None:  # started for its allocator, and running another: never measured as the one asked
-        result = RunResult(status="failed", config=config.to_dict(), environment=env,
-                           error=f"the process started for it does not run its allocator: {mismatch}")
+        result = RunResult(
+            status="failed",
+            config=config.to_dict(),
+            environment=env,
+            error=f"the process started for it does not run its allocator: {mismatch}",
+        )
         if out:
             write_json_atomic(out, result.to_dict())
         return result
@@ -111,8 +122,10 @@ def run(config: RunConfig, *, out: str | Path | None = None, progress: Callable[
             if progress:
                 progress(step.index + 1, total)
     finally:
-        threads = process.threads_in_effect(trainer.pipeline.threads,  # read back before close undoes them
-                                            getattr(trainer.pipeline.batches, "worker_cores", None))
+        threads = process.threads_in_effect(
+            trainer.pipeline.threads,  # read back before close undoes them
+            getattr(trainer.pipeline.batches, "worker_cores", None),
+        )
         trainer.close()
         if profiler is not None:
             profiler.__exit__(None, None, None)
@@ -137,13 +150,19 @@ def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
     with tempfile.TemporaryDirectory(prefix="gnnbench-process-") as tmp:
         cfg_path, path = Path(tmp) / "config.json", Path(out) if out else Path(tmp) / "result.json"
         write_json_atomic(cfg_path, config.to_dict())
-        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path),
-                               "--dist-timeout", str(timeout)], capture_output=True, text=True,
-                              env=process.child_environment(config.flags))
+        proc = subprocess.run(
+            [sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path), "--dist-timeout", str(timeout)],
+            capture_output=True,
+            text=True,
+            env=process.child_environment(config.flags),
+        )
         data = load_result(path) if proc.returncode == 0 else None
         if data is None:
-            return RunResult(status="failed", config=config.to_dict(),
-                             error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1])
+            return RunResult(
+                status="failed",
+                config=config.to_dict(),
+                error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1],
+            )
         return RunResult.from_dict(data)
 
 
@@ -151,8 +170,12 @@ def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
     """``config`` on ``config.nproc`` ranks through torchrun (refused here first when it cannot run)."""
     reasons = config_unavailable(config)
     if reasons:
-        result = RunResult(status="unavailable", config=config.to_dict(), environment=environment(
-            resolve_device(config.device)), unavailable=reasons)
+        result = RunResult(
+            status="unavailable",
+            config=config.to_dict(),
+            environment=environment(resolve_device(config.device)),
+            unavailable=reasons,
+        )
         if out:
             write_json_atomic(out, result.to_dict())
         return result
@@ -181,8 +204,9 @@ def converged_point(curve: list) -> dict | None:
     return {"val": p.val, "test": p.test, "step": p.step, "epoch": p.epoch, "seconds": p.seconds}
 
 
-def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float,
-              losses: list[float]) -> RunResult:
+def _assemble(
+    trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float, losses: list[float]
+) -> RunResult:
     config, timer, device = trainer.config, trainer.timer, trainer.device
     measured = bool(timer.step_seconds)
     step_stats = summarize(timer.step_seconds)
@@ -199,80 +223,137 @@ def _assemble(trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, ev
         compile_metrics = CompileMetrics(
             first_step_seconds=first,
             estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
-            unique_graphs=graphs, recompilations=max(0, graphs - 1),
-            graph_breaks=int(sum(pipe.dynamo_counters["graph_break"].values())))
+            unique_graphs=graphs,
+            recompilations=max(0, graphs - 1),
+            graph_breaks=int(sum(pipe.dynamo_counters["graph_break"].values())),
+        )
     cache = pipe.batches.cache
     features = pipe.features
     warnings = []
     if not measured:
-        warnings.append(f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
-                        "are warm-up; run more epochs, fewer warm-up steps or smaller batches")
+        warnings.append(
+            f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
+            "are warm-up; run more epochs, fewer warm-up steps or smaller batches"
+        )
     epochs_run = len(trainer.epoch_seconds)
     fixed = config.epochs if config.epochs is not None else epochs_run
     if cache is not None and epochs_run > fixed:  # Trainer.steps ran the source's min_epochs
         warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
     if pipe.batches.measured_steps is not None and epochs_run > fixed:
-        warnings.append(f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
-                        f"{pipe.batches.measured_steps} steps are measured after the warm-up")
+        warnings.append(
+            f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
+            f"{pipe.batches.measured_steps} steps are measured after the warm-up"
+        )
     if config.to_plateau and trainer.stop_reason == "max_epochs":
-        warnings.append(f"no validation plateau within max_epochs={config.max_epochs}: accuracy may still be "
-                        "rising (raise --max-epochs)")
+        warnings.append(
+            f"no validation plateau within max_epochs={config.max_epochs}: accuracy may still be "
+            "rising (raise --max-epochs)"
+        )
     if config.to_plateau and trainer.stop_reason == "max_steps":
-        warnings.append(f"no validation plateau within max_steps={config.max_steps}: accuracy may still be "
-                        "rising; it is compared at equal steps, not at convergence")
+        warnings.append(
+            f"no validation plateau within max_steps={config.max_steps}: accuracy may still be "
+            "rising; it is compared at equal steps, not at convergence"
+        )
     if config.flags.grad_compression == "topk" and config.optimizer == "adam":
-        warnings.append("top-k compression with Adam: error feedback sends each residual late and in sum, which "
-                        "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
-                        "falls behind dense training; compare with --optimizer sgd (DGC's momentum correction)")
+        warnings.append(
+            "top-k compression with Adam: error feedback sends each residual late and in sum, which "
+            "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
+            "falls behind dense training; compare with --optimizer sgd (DGC's momentum correction)"
+        )
     if cache is not None and cache.stats.hits == 0 and epochs_run > 1:
-        warnings.append("batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
-                        "max_steps_per_epoch is never cached)")
+        warnings.append(
+            "batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
+            "max_steps_per_epoch is never cached)"
+        )
     return RunResult(
-        schema_version=SCHEMA_VERSION, status="ok", environment=env, config=config.to_dict(),
+        schema_version=SCHEMA_VERSION,
+        status="ok",
+        environment=env,
+        config=config.to_dict(),
         timing_mode=timer.mode,
-        graph={"num_nodes": pipe.graph.num_nodes, "num_edges": pipe.graph.num_edges,
-               "generate_seconds": pipe.graph_seconds, "prepare_seconds": pipe.prepared.prepare_seconds,
-               "setup_seconds": pipe.setup_seconds, "index_bytes": pipe.prepared.index_bytes_after,
-               "index_bytes_int64": pipe.prepared.index_bytes_before,
-               "widened_index_bytes_per_step": (trainer.step.widened_index_bytes / trainer.steps_taken
-                                                if trainer.steps_taken else 0.0),
-               "narrowed_index_bytes_per_step": (trainer.step.narrowed_index_bytes / trainer.steps_taken
-                                                 if trainer.steps_taken else 0.0),
-               # a loaded graph: where it came from, its content fingerprint, how this process read it, and
-               # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
-               **{k: pipe.graph.meta[k] for k in ("source", "fingerprint", "loaded_from", "notes", "link_holdout",
-                                                      "substituted", "labels_substituted")
-                  if k in pipe.graph.meta}},
-        steps={"measured": len(timer.step_seconds), "warmup": min(trainer.steps_taken, config.warmup_steps),
-               "total": trainer.steps_taken},
-        step_seconds=step_stats, step_seconds_all=list(timer.step_seconds), phases=phase_stats,
-        device_phase_ms=({p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES}
-                         if timer.device_ms else None),
-        epoch_seconds=list(trainer.epoch_seconds), epochs_run=epochs_run, steps_per_epoch=trainer.steps_per_epoch,
+        graph={
+            "num_nodes": pipe.graph.num_nodes,
+            "num_edges": pipe.graph.num_edges,
+            "generate_seconds": pipe.graph_seconds,
+            "prepare_seconds": pipe.prepared.prepare_seconds,
+            "setup_seconds": pipe.setup_seconds,
+            "index_bytes": pipe.prepared.index_bytes_after,
+            "index_bytes_int64": pipe.prepared.index_bytes_before,
+            "widened_index_bytes_per_step": (
+                trainer.step.widened_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+            ),
+            "narrowed_index_bytes_per_step": (
+                trainer.step.narrowed_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+            ),
+            # a loaded graph: where it came from, its content fingerprint, how this process read it, and
+            # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
+            **{
+                k: pipe.graph.meta[k]
+                for k in (
+                    "source",
+                    "fingerprint",
+                    "loaded_from",
+                    "notes",
+                    "link_holdout",
+                    "substituted",
+                    "labels_substituted",
+                )
+                if k in pipe.graph.meta
+            },
+        },
+        steps={
+            "measured": len(timer.step_seconds),
+            "warmup": min(trainer.steps_taken, config.warmup_steps),
+            "total": trainer.steps_taken,
+        },
+        step_seconds=step_stats,
+        step_seconds_all=list(timer.step_seconds),
+        phases=phase_stats,
+        device_phase_ms=(
+            {p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
+        ),
+        epoch_seconds=list(trainer.epoch_seconds),
+        epochs_run=epochs_run,
+        steps_per_epoch=trainer.steps_per_epoch,
         setup_seconds=pipe.setup_clock,
         sampled=trainer.sampled.to_dict(),
         train_seconds=trainer.train_seconds,
-        curve=[{"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
-               for p in trainer.curve],
-        eval_seconds=eval_seconds, stop_reason=trainer.stop_reason, converged=converged_point(trainer.curve),
+        curve=[
+            {"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
+            for p in trainer.curve
+        ],
+        eval_seconds=eval_seconds,
+        stop_reason=trainer.stop_reason,
+        converged=converged_point(trainer.curve),
         eval_charged_seconds=pipe.background.charged_seconds,
         worker_phases=_worker_phases(timer),
         # waiting for data: sampling plus the negatives drawn inside it (in this process)
-        data_wait_fraction=(summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"]
-                            / median_step if per_phase else None),
+        data_wait_fraction=(
+            summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"] / median_step
+            if per_phase
+            else None
+        ),
         compute_fraction=compute / median_step if per_phase else None,
-        device_busy_fraction=nvml.mean_fraction(), device_busy_reason=nvml.reason,
+        device_busy_fraction=nvml.mean_fraction(),
+        device_busy_reason=nvml.reason,
         instrumentation_overhead_fraction=overhead / median_step if measured else None,
         compile=compile_metrics,
-        transfer={"bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
-                  "bytes_h2d_total": features.stats.bytes_h2d, "device_feature_bytes": features.device_bytes(),
-                  "rows_gathered": features.stats.rows, "rows_from_device": features.stats.rows_device,
-                  "hot_hit_rate": features.stats.hot_hit_rate,
-                  "hot_hit_rate_per_epoch": features.stats.hit_rate_per_epoch},
+        transfer={
+            "bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
+            "bytes_h2d_total": features.stats.bytes_h2d,
+            "device_feature_bytes": features.device_bytes(),
+            "rows_gathered": features.stats.rows,
+            "rows_from_device": features.stats.rows_device,
+            "hot_hit_rate": features.stats.hot_hit_rate,
+            "hot_hit_rate_per_epoch": features.stats.hit_rate_per_epoch,
+        },
         accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
         # the process's host peak; the device's; and the compute device's peak outside and during evaluation
-        memory={"host_peak_bytes": peak_bytes(), "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
-                **trainer.evaluation.peaks.summary()},
+        memory={
+            "host_peak_bytes": peak_bytes(),
+            "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
+            **trainer.evaluation.peaks.summary(),
+        },
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,
     )

@@ -100,6 +100,7 @@ CORRECTIONS = ("bonferroni", "none")
 """``"bonferroni"``: the weighted split of ``alpha`` over the looks (the rule). ``"none"``: ``alpha`` at every
 look, which does not control the family-wise rate; it exists to show in simulation what the split is for."""
 
+
 def _count(value: Any, name: str, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
@@ -177,8 +178,11 @@ class StoppingRule:
         if not isinstance(ef, (bool, int, np.integer)) or ef not in (0, 1, 2):
             raise ValueError(f"equivalence_futility must be 0, 1 or 2 (or true / false, read as 1 / 0), got {ef!r}")
         object.__setattr__(self, "equivalence_futility", int(ef))
-        if isinstance(self.curtail, bool) or not isinstance(self.curtail, (int, float)) or not (
-                0.0 <= self.curtail < 1.0):
+        if (
+            isinstance(self.curtail, bool)
+            or not isinstance(self.curtail, (int, float))
+            or not (0.0 <= self.curtail < 1.0)
+        ):
             raise ValueError(f"curtail must be a number in [0, 1) (0: no curtailment), got {self.curtail!r}")
 
     @classmethod
@@ -221,30 +225,58 @@ class StoppingRule:
         ``paired_floor`` ran under the rule before it (``paired_floor=False``), one without
         ``equivalence_futility`` under futility by significance only (``equivalence_futility=0``; ``true``, as
         the first version recorded it, is 1)."""
-        names = ("min_rounds", "max_rounds", "alpha", "final_share", "futility", "correction", "curtail",
-                 "paired_floor", "equivalence_futility")
-        return cls(**{"paired_floor": False, "equivalence_futility": 0,
-                      **{k: d[k] for k in names if k in d}})
+        names = (
+            "min_rounds",
+            "max_rounds",
+            "alpha",
+            "final_share",
+            "futility",
+            "correction",
+            "curtail",
+            "paired_floor",
+            "equivalence_futility",
+        )
+        return cls(**{"paired_floor": False, "equivalence_futility": 0, **{k: d[k] for k in names if k in d}})
 
     def to_dict(self) -> dict[str, Any]:
         """The rule as plain data (for a sweep's manifest), with the level at each look."""
-        return {"min_rounds": self.min_rounds, "max_rounds": self.max_rounds, "alpha": float(self.alpha),
-                "final_share": float(self.final_share), "futility": self.futility, "correction": self.correction,
-                "curtail": float(self.curtail), "paired_floor": self.paired_floor,
-                "equivalence_futility": self.equivalence_futility,
-                "look_alpha": {str(k): self.look_alpha(k) for k in self.looks},
-                "method": ("Holm across rows at every look; weighted Bonferroni over the looks; rows below the "
-                           "floor stop and are never significant"
-                           + ("; the floor is the paired floor of each row's own statistic, a row whose interval "
-                              "excludes 1 is never below it, and no row's per-round sd is taken below the clock's "
-                              "paired noise" if self.paired_floor else "")
-                           + (f"; rows whose conditional power at the last look is below {self.curtail:.0%} stop "
-                              "as futile and are never significant" if self.curtail > 0 else "")
-                           + (" (with a declared equivalence margin, only when the chance of showing no effect "
-                              "beyond it at the last look is below that too)"
-                              if self.curtail > 0 and self.equivalence_futility else "")
-                           if self.correction != "none" else
-                           "Holm across rows at every look at the full alpha (not family-wise over the looks)")}
+        return {
+            "min_rounds": self.min_rounds,
+            "max_rounds": self.max_rounds,
+            "alpha": float(self.alpha),
+            "final_share": float(self.final_share),
+            "futility": self.futility,
+            "correction": self.correction,
+            "curtail": float(self.curtail),
+            "paired_floor": self.paired_floor,
+            "equivalence_futility": self.equivalence_futility,
+            "look_alpha": {str(k): self.look_alpha(k) for k in self.looks},
+            "method": (
+                "Holm across rows at every look; weighted Bonferroni over the looks; rows below the "
+                "floor stop and are never significant"
+                + (
+                    "; the floor is the paired floor of each row's own statistic, a row whose interval "
+                    "excludes 1 is never below it, and no row's per-round sd is taken below the clock's "
+                    "paired noise"
+                    if self.paired_floor
+                    else ""
+                )
+                + (
+                    f"; rows whose conditional power at the last look is below {self.curtail:.0%} stop "
+                    "as futile and are never significant"
+                    if self.curtail > 0
+                    else ""
+                )
+                + (
+                    " (with a declared equivalence margin, only when the chance of showing no effect "
+                    "beyond it at the last look is below that too)"
+                    if self.curtail > 0 and self.equivalence_futility
+                    else ""
+                )
+                if self.correction != "none"
+                else "Holm across rows at every look at the full alpha (not family-wise over the looks)"
+            ),
+        }
 
 
 def final_alpha(rule: StoppingRule) -> float:
@@ -278,8 +310,16 @@ class Stop:
     alpha: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "look": self.look, "rounds": self.rounds, "ratio": self.ratio,
-                "low": self.low, "high": self.high, "p_value": self.p_value, "alpha": self.alpha}
+        return {
+            "reason": self.reason,
+            "look": self.look,
+            "rounds": self.rounds,
+            "ratio": self.ratio,
+            "low": self.low,
+            "high": self.high,
+            "p_value": self.p_value,
+            "alpha": self.alpha,
+        }
 
 
 def _checked(log_ratios: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
@@ -325,8 +365,7 @@ def _floor_at(floor: float | Mapping[int, float] | None, look: int) -> float | N
     return v
 
 
-def _interval(values: Sequence[float], level: float,
-              min_sd: float = 0.0) -> tuple[int, float, float, float, float]:
+def _interval(values: Sequence[float], level: float, min_sd: float = 0.0) -> tuple[int, float, float, float, float]:
     """(rounds, ratio, low, high, p) of the non-missing log ratios, by :func:`paired_ratio`, as ``compare``; with
     ``min_sd > 0`` the sd of the log ratios is taken as at least ``min_sd`` (:func:`floored_interval`)."""
     xs = [x for x in values if x == x]
@@ -395,8 +434,9 @@ def conditional_power(values: Sequence[float], rule: StoppingRule, min_sd: float
     return _phi((abs(mean) - crit) / spread) + _phi((-abs(mean) - crit) / spread)
 
 
-def equivalence_power(values: Sequence[float], rule: StoppingRule, margin: float, min_sd: float = 0.0, *,
-                      final_floor: bool = True) -> float:
+def equivalence_power(
+    values: Sequence[float], rule: StoppingRule, margin: float, min_sd: float = 0.0, *, final_floor: bool = True
+) -> float:
     """The chance that a row's equivalence test (TOST at ``rule.alpha`` each side against ``log(1 + margin)``,
     :func:`gnnbench.measure.stats.equivalence`, the most lenient Holm step) shows "no effect beyond the margin"
     at the last look, given its log ratios so far and supposing its remaining rounds continue as those did (as
@@ -435,11 +475,16 @@ def _holm_p(stop: Stop | None, p: float) -> float:
     return 0.0 if stop.reason == SIGNIFICANT else 1.0
 
 
-def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
-            floor: float | Mapping[int, float] | None = None, *,
-            row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
-            min_sd: float | Mapping[int, float] | None = None,
-            margin: float | None = None, untested: Collection[str] = ()) -> dict[str, Stop | None]:
+def settled(
+    rule: StoppingRule,
+    log_ratios: Mapping[str, Sequence[float]],
+    floor: float | Mapping[int, float] | None = None,
+    *,
+    row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
+    min_sd: float | Mapping[int, float] | None = None,
+    margin: float | None = None,
+    untested: Collection[str] = (),
+) -> dict[str, Stop | None]:
     """After a round: which rows stop, and why.
 
     ``log_ratios[row][j]`` is the row's paired log ratio ``log(baseline / row)`` of its primary clock in round
@@ -504,10 +549,15 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
                 reason = SIGNIFICANT
             elif fr is not None and 1.0 / fr < low and high < fr and (not rule.paired_floor or low <= 1.0 <= high):
                 reason = BELOW_FLOOR
-            elif k < rule.max_rounds and conditional_power(data[row][:k], rule, sd0) < rule.curtail and (
-                    not version or row in untested
-                    or equivalence_power(data[row][:k], rule, margin, sd0, final_floor=version >= 2)
-                    < rule.curtail):
+            elif (
+                k < rule.max_rounds
+                and conditional_power(data[row][:k], rule, sd0) < rule.curtail
+                and (
+                    not version
+                    or row in untested
+                    or equivalence_power(data[row][:k], rule, margin, sd0, final_floor=version >= 2) < rule.curtail
+                )
+            ):
                 reason = FUTILE
             elif k == rule.max_rounds:
                 reason = MAX_ROUNDS
@@ -517,7 +567,7 @@ def settled(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
         for row in data:
             if stops[row] is None:
                 sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
-                r, ratio, low, high, p = _interval(data[row][:rule.max_rounds], rule.level, sd0)
+                r, ratio, low, high, p = _interval(data[row][: rule.max_rounds], rule.level, sd0)
                 stops[row] = Stop(MAX_ROUNDS, rule.max_rounds, r, ratio, low, high, p, final_alpha(rule))
     return stops
 
@@ -534,17 +584,22 @@ def family_p_values(stops: Mapping[str, Stop | None], p_values: Mapping[str, flo
     return {row: _holm_p(s, float(p_values.get(row, float("nan")))) for row, s in stops.items()}
 
 
-def final_significant(rule: StoppingRule, log_ratios: Mapping[str, Sequence[float]],
-                      floor: float | Mapping[int, float] | None = None, *,
-                      row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
-                      min_sd: float | Mapping[int, float] | None = None,
-                      margin: float | None = None, untested: Collection[str] = ()) -> dict[str, bool]:
+def final_significant(
+    rule: StoppingRule,
+    log_ratios: Mapping[str, Sequence[float]],
+    floor: float | Mapping[int, float] | None = None,
+    *,
+    row_floors: Mapping[str, float | Mapping[int, float] | None] | None = None,
+    min_sd: float | Mapping[int, float] | None = None,
+    margin: float | None = None,
+    untested: Collection[str] = (),
+) -> dict[str, bool]:
     """The final family-wise verdict of a sweep run under ``rule``: Holm at :func:`final_alpha` over
     :func:`family_p_values` (a row still open enters with the p-value of all its rounds). After ``max_rounds``
     it is exactly the set of rows :func:`settled` stopped as significant."""
     data = _checked(log_ratios)
     stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd, margin=margin, untested=untested)
     sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
-    own = {row: _interval(data[row][:rule.max_rounds], rule.level, sd0)[4] for row in data}
+    own = {row: _interval(data[row][: rule.max_rounds], rule.level, sd0)[4] for row in data}
     ps = family_p_values(stops, own)
     return dict(zip(ps, holm(list(ps.values()), final_alpha(rule))))

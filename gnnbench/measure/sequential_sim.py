@@ -72,9 +72,18 @@ def _sigma(sigma: float | tuple[float, float]) -> tuple[float, float]:
     return lo, hi
 
 
-def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, trials: int,
-            sigma: float | tuple[float, float], drift_sd: float, floor: float | str | None,
-            seed: int) -> dict[str, np.ndarray]:
+def _sweeps(
+    rule: StoppingRule,
+    *,
+    rows: int,
+    effects: int,
+    true_ratio: float,
+    trials: int,
+    sigma: float | tuple[float, float],
+    drift_sd: float,
+    floor: float | str | None,
+    seed: int,
+) -> dict[str, np.ndarray]:
     """Simulated sweeps and the rule's decisions in them; see :func:`simulate` for the model.
 
     Returns arrays: ``base`` (trials, rounds) baseline log summaries, ``d`` (trials, rows, rounds) log ratios,
@@ -88,8 +97,9 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     if e > m:
         raise ValueError(f"effects ({effects!r}) must be <= rows ({rows!r})")
     n = _count(trials, "trials", 1)
-    if isinstance(true_ratio, bool) or not (isinstance(true_ratio, (int, float)) and math.isfinite(true_ratio)
-                                            and true_ratio > 0):
+    if isinstance(true_ratio, bool) or not (
+        isinstance(true_ratio, (int, float)) and math.isfinite(true_ratio) and true_ratio > 0
+    ):
         raise ValueError(f"true_ratio must be positive and finite, got {true_ratio!r}")
     lo, hi = _sigma(sigma)
     if not (isinstance(drift_sd, (int, float)) and math.isfinite(drift_sd) and drift_sd >= 0):
@@ -103,7 +113,7 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
     s = rng.uniform(lo, hi, size=(n, 1, 1))
     drift = rng.normal(0.0, drift_sd, size=(n, 1, R))
     logs = drift + rng.normal(0.0, 1.0, size=(n, m + 1, R)) * s  # baseline, then the rows
-    logs[:, 1:1 + e, :] -= math.log(true_ratio)
+    logs[:, 1 : 1 + e, :] -= math.log(true_ratio)
     base = logs[:, 0, :]
     d = base[:, None, :] - logs[:, 1:, :]
 
@@ -163,8 +173,16 @@ def _sweeps(rule: StoppingRule, *, rows: int, effects: int, true_ratio: float, t
         look[new] = k
         mean_at[new] = mean[new]
         open_ &= ~new
-    return {"base": base, "d": d, "floor": floors, "min_sd": min_sd, "reason": reason, "look": look, "mean": mean_at,
-            "final": final | (reason == 1)}
+    return {
+        "base": base,
+        "d": d,
+        "floor": floors,
+        "min_sd": min_sd,
+        "reason": reason,
+        "look": look,
+        "mean": mean_at,
+        "final": final | (reason == 1),
+    }
 
 
 @dataclass(frozen=True)
@@ -207,9 +225,18 @@ class Simulation:
         return dict(self.__dict__)
 
 
-def simulate(rule: StoppingRule, *, rows: int = 20, effects: int = 0, true_ratio: float = 1.25,
-             trials: int = 4000, sigma: float | tuple[float, float] = (0.05, 0.08), drift_sd: float = 0.02,
-             floor: float | str | None = "measured", seed: int = 0) -> Simulation:
+def simulate(
+    rule: StoppingRule,
+    *,
+    rows: int = 20,
+    effects: int = 0,
+    true_ratio: float = 1.25,
+    trials: int = 4000,
+    sigma: float | tuple[float, float] = (0.05, 0.08),
+    drift_sd: float = 0.02,
+    floor: float | str | None = "measured",
+    seed: int = 0,
+) -> Simulation:
     """Simulated sweeps run under ``rule``, look by look, to their final verdict.
 
     Model, per sweep: a process sd ``s ~ U(sigma)`` (a number: fixed); per round ``r`` a drift
@@ -239,8 +266,17 @@ def simulate(rule: StoppingRule, *, rows: int = 20, effects: int = 0, true_ratio
     Raises:
         ValueError: on a bad count, ratio, sd or floor.
     """
-    out = _sweeps(rule, rows=rows, effects=effects, true_ratio=true_ratio, trials=trials, sigma=sigma,
-                  drift_sd=drift_sd, floor=floor, seed=seed)
+    out = _sweeps(
+        rule,
+        rows=rows,
+        effects=effects,
+        true_ratio=true_ratio,
+        trials=trials,
+        sigma=sigma,
+        drift_sd=drift_sd,
+        floor=floor,
+        seed=seed,
+    )
     m, e, n = int(rows), int(effects), int(trials)
     called, look = out["final"], out["look"]
     fwer = float(np.any(called[:, e:], axis=-1).mean())
@@ -251,24 +287,45 @@ def simulate(rule: StoppingRule, *, rows: int = 20, effects: int = 0, true_ratio
         power = float("nan")
     sweep = look.max(axis=-1)
     return Simulation(
-        rule=rule.to_dict(), rows=m, effects=e, true_ratio=float(true_ratio), trials=n, fwer=fwer,
-        fwer_se=math.sqrt(fwer * (1.0 - fwer) / n), power=power,
+        rule=rule.to_dict(),
+        rows=m,
+        effects=e,
+        true_ratio=float(true_ratio),
+        trials=n,
+        fwer=fwer,
+        fwer_se=math.sqrt(fwer * (1.0 - fwer) / n),
+        power=power,
         rounds_null=float(look[:, e:].mean()) if e < m else float("nan"),
-        rounds_effect=float(look[:, :e].mean()) if e else float("nan"), rounds_sweep=float(sweep.mean()),
+        rounds_effect=float(look[:, :e].mean()) if e else float("nan"),
+        rounds_sweep=float(sweep.mean()),
         saved=float(1.0 - (look.sum(axis=-1) + sweep).mean() / ((m + 1) * rule.max_rounds)),
-        below_floor=float((out["reason"] == 2).mean()), futile=float((out["reason"] == 4).mean()))
+        below_floor=float((out["reason"] == 2).mean()),
+        futile=float((out["reason"] == 4).mean()),
+    )
 
 
-def simulate_fwer(rule: StoppingRule, rows: int = 20, trials: int = 4000,
-                  sigma: float | tuple[float, float] = (0.05, 0.08), seed: int = 0) -> float:
+def simulate_fwer(
+    rule: StoppingRule,
+    rows: int = 20,
+    trials: int = 4000,
+    sigma: float | tuple[float, float] = (0.05, 0.08),
+    seed: int = 0,
+) -> float:
     """The family-wise false-positive rate of A/A sweeps (every row null) run under ``rule``: the fraction of
     ``trials`` simulated sweeps in which some row was called significant at some look (:func:`simulate` with
     ``effects=0``; Monte Carlo standard error ``sqrt(rate (1 - rate) / trials)``)."""
     return simulate(rule, rows=rows, effects=0, trials=trials, sigma=sigma, seed=seed).fwer
 
 
-def simulate_equivalence(margin: float = 0.10, *, true_ratio: float | None = None, rounds: int = 3,
-                         sd: float = 0.05, trials: int = 20000, seed: int = 0) -> float:
+def simulate_equivalence(
+    margin: float = 0.10,
+    *,
+    true_ratio: float | None = None,
+    rounds: int = 3,
+    sd: float = 0.05,
+    trials: int = 20000,
+    seed: int = 0,
+) -> float:
     """The share of simulated rows that :func:`gnnbench.measure.stats.equivalence` calls equivalent: ``rounds``
     paired log steps ratios ``N(log true_ratio, sd)`` each (``true_ratio`` default: at the margin, ``1 + margin``,
     where the share is the false "equivalent" rate and must stay at or below 5%), TOST at 5% each side,
@@ -283,8 +340,15 @@ def simulate_equivalence(margin: float = 0.10, *, true_ratio: float | None = Non
     return float(((mean - half > -d) & (mean + half < d)).mean())
 
 
-def simulate_rule_equivalence(rule: StoppingRule, margin: float = 0.10, *, true_ratio: float | None = None,
-                              sd: float = 0.05, trials: int = 4000, seed: int = 0) -> tuple[float, float]:
+def simulate_rule_equivalence(
+    rule: StoppingRule,
+    margin: float = 0.10,
+    *,
+    true_ratio: float | None = None,
+    sd: float = 0.05,
+    trials: int = 4000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """One row run under ``rule`` with the sweep's equivalence margin (futility that waits for equivalence,
     :func:`gnnbench.measure.sequential.settled` with ``margin``), then judged as ``compare`` judges it: not
     significant, its equivalence test (TOST at 5%) over the rounds it received, its sd floored at the clock's
@@ -309,50 +373,85 @@ def simulate_rule_equivalence(rule: StoppingRule, margin: float = 0.10, *, true_
 
 # --- The tables of docs/statistics.md -----------------------------------------------------------------
 
+
 def tables(*, trials: int = 20000, seed: int = 0) -> str:
     """The tables of ``docs/statistics.md`` ("Rounds that stop when decided"), as Markdown:
     ``python -m gnnbench.measure.sequential_sim``. "Fixed" (no stopping) and "uncorrected" (alpha at every look)
     are shown without the sd floor (``paired_floor=False``), as the designs they stand for; "the rule" is the
     default :class:`StoppingRule`."""
-    lines = [f"A/A sweeps (every row null), {trials} simulated sweeps per cell, seed {seed}: the family-wise "
-             "false-positive rate (+- one Monte Carlo standard error).", ""]
+    lines = [
+        f"A/A sweeps (every row null), {trials} simulated sweeps per cell, seed {seed}: the family-wise "
+        "false-positive rate (+- one Monte Carlo standard error).",
+        "",
+    ]
     for R in (5, 10):
-        rules = [(f"fixed {R} rounds", StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False)),
-                 ("the rule before paired floors", StoppingRule(max_rounds=R, paired_floor=False)),
-                 ("the rule", StoppingRule(max_rounds=R)),
-                 ("alpha at every look (uncorrected)",
-                  StoppingRule(max_rounds=R, correction="none", paired_floor=False))]
-        lines += [f"`--repeats {R}`:", "", "| rows | " + " | ".join(name for name, _ in rules) + " |",
-                  "|---:|" + "---:|" * len(rules)]
+        rules = [
+            (f"fixed {R} rounds", StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False)),
+            ("the rule before paired floors", StoppingRule(max_rounds=R, paired_floor=False)),
+            ("the rule", StoppingRule(max_rounds=R)),
+            ("alpha at every look (uncorrected)", StoppingRule(max_rounds=R, correction="none", paired_floor=False)),
+        ]
+        lines += [
+            f"`--repeats {R}`:",
+            "",
+            "| rows | " + " | ".join(name for name, _ in rules) + " |",
+            "|---:|" + "---:|" * len(rules),
+        ]
         for rows in (1, 5, 10, 20, 25):
             cells = [simulate(rule, rows=rows, trials=trials, seed=seed) for _, rule in rules]
             lines.append(f"| {rows} | " + " | ".join(f"{c.fwer:.2%} +- {c.fwer_se:.2%}" for c in cells) + " |")
         lines.append("")
-    lines += [f"Power and rounds, 20 rows, {trials} sweeps per cell, seed {seed}: power is the share of effect "
-              "rows called significantly faster (family-wise); rounds are the mean an effect row and a null "
-              "row received; saved is the share of the `21 x R` processes (baseline included) not run; "
-              "\"uncurtailed\" is the rule without futile stops (`curtail=0`).", ""]
+    lines += [
+        f"Power and rounds, 20 rows, {trials} sweeps per cell, seed {seed}: power is the share of effect "
+        "rows called significantly faster (family-wise); rounds are the mean an effect row and a null "
+        "row received; saved is the share of the `21 x R` processes (baseline included) not run; "
+        '"uncurtailed" is the rule without futile stops (`curtail=0`).',
+        "",
+    ]
     for R in (5, 10):
-        lines += [f"`--repeats {R}`:", "",
-                  "| effect rows | true ratio | power, fixed | power, uncurtailed | power, rule | rounds (effect) "
-                  "| rounds (null) | saved, uncurtailed | saved |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"`--repeats {R}`:",
+            "",
+            "| effect rows | true ratio | power, fixed | power, uncurtailed | power, rule | rounds (effect) "
+            "| rounds (null) | saved, uncurtailed | saved |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
         for effects in (0, 1, 20):
-            for ratio in ((1.0,) if effects == 0 else (1.1, 1.25, 1.5, 2.0)):
-                fixed = simulate(StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False), rows=20, effects=effects,
-                                 true_ratio=ratio, trials=trials, seed=seed)
-                plain = simulate(StoppingRule(max_rounds=R, curtail=0.0), rows=20, effects=effects,
-                                 true_ratio=ratio, trials=trials, seed=seed)
-                sim = simulate(StoppingRule(max_rounds=R), rows=20, effects=effects, true_ratio=ratio,
-                               trials=trials, seed=seed)
-                cell = (lambda v, f: "-" if v != v else f.format(v))
-                lines.append(f"| {effects} | {ratio:g}x | {cell(fixed.power, '{:.1%}')} | "
-                             f"{cell(plain.power, '{:.1%}')} | {cell(sim.power, '{:.1%}')} | "
-                             f"{cell(sim.rounds_effect, '{:.2f}')} | {cell(sim.rounds_null, '{:.2f}')} | "
-                             f"{plain.saved:.1%} | {sim.saved:.1%} |")
+            for ratio in (1.0,) if effects == 0 else (1.1, 1.25, 1.5, 2.0):
+                fixed = simulate(
+                    StoppingRule(min_rounds=R, max_rounds=R, paired_floor=False),
+                    rows=20,
+                    effects=effects,
+                    true_ratio=ratio,
+                    trials=trials,
+                    seed=seed,
+                )
+                plain = simulate(
+                    StoppingRule(max_rounds=R, curtail=0.0),
+                    rows=20,
+                    effects=effects,
+                    true_ratio=ratio,
+                    trials=trials,
+                    seed=seed,
+                )
+                sim = simulate(
+                    StoppingRule(max_rounds=R), rows=20, effects=effects, true_ratio=ratio, trials=trials, seed=seed
+                )
+                cell = lambda v, f: "-" if v != v else f.format(v)
+                lines.append(
+                    f"| {effects} | {ratio:g}x | {cell(fixed.power, '{:.1%}')} | "
+                    f"{cell(plain.power, '{:.1%}')} | {cell(sim.power, '{:.1%}')} | "
+                    f"{cell(sim.rounds_effect, '{:.2f}')} | {cell(sim.rounds_null, '{:.2f}')} | "
+                    f"{plain.saved:.1%} | {sim.saved:.1%} |"
+                )
         lines.append("")
-    lines += [f"The share of alpha at the last look, 20 rows, {trials} sweeps per cell, seed {seed}: the A/A rate, the "
-              "power for one 1.25x row among 19 null ones, and the processes saved when all 20 rows are 2x.", "",
-              "| repeats | final_share | A/A rate | power at 1.25x | saved, all 2x |", "|---:|---:|---:|---:|---:|"]
+    lines += [
+        f"The share of alpha at the last look, 20 rows, {trials} sweeps per cell, seed {seed}: the A/A rate, the "
+        "power for one 1.25x row among 19 null ones, and the processes saved when all 20 rows are 2x.",
+        "",
+        "| repeats | final_share | A/A rate | power at 1.25x | saved, all 2x |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for R in (5, 10):
         for share in (0.5, FINAL_SHARE, 1.0):
             rule = StoppingRule(max_rounds=R, final_share=share)
@@ -360,11 +459,16 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
             one = simulate(rule, rows=20, effects=1, true_ratio=1.25, trials=trials, seed=seed)
             big = simulate(rule, rows=20, effects=20, true_ratio=2.0, trials=trials, seed=seed)
             lines.append(f"| {R} | {share:g} | {aa.fwer:.2%} | {one.power:.1%} | {big.saved:.1%} |")
-    lines += ["", f"The equivalence test (TOST at 5% each side, margin 10%), {trials} simulated rows per cell, seed "
-              f"{seed}: the share called equivalent, at the margin (a true steps ratio of 1.1: the false "
-              "\"equivalent\" rate) and at no effect (the power), by rounds and per-round sd of the log steps "
-              "ratio.", "", "| rounds | sd | at the margin (1.1x) | at 1/1.1x | at no effect |",
-              "|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        f"The equivalence test (TOST at 5% each side, margin 10%), {trials} simulated rows per cell, seed "
+        f"{seed}: the share called equivalent, at the margin (a true steps ratio of 1.1: the false "
+        '"equivalent" rate) and at no effect (the power), by rounds and per-round sd of the log steps '
+        "ratio.",
+        "",
+        "| rounds | sd | at the margin (1.1x) | at 1/1.1x | at no effect |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for rounds in (3, 5):
         for sd in (0.01, 0.03, 0.1):
             hi = simulate_equivalence(0.10, rounds=rounds, sd=sd, trials=trials, seed=seed)
@@ -372,14 +476,19 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
             null = simulate_equivalence(0.10, true_ratio=1.0, rounds=rounds, sd=sd, trials=trials, seed=seed)
             lines.append(f"| {rounds} | {sd:g} | {hi:.2%} | {lo:.2%} | {null:.1%} |")
     n = max(trials // 5, 1)
-    lines += ["", f"The equivalence test after rounds that stop when decided (`--repeats 5`, margin 10%, one row, "
-              f"{n} simulated rows per cell, seed {seed}): a row is futile only when neither significance nor "
-              "equivalence is within reach (`equivalence_futility`), then judged on the rounds it received. The "
-              "share called equivalent at the margin (the false \"equivalent\" rate) and at no effect (the "
-              "power), and the mean rounds a row at no effect received, with futility by significance only "
-              "(the rule before) and with equivalence.", "",
-              "| sd | at 1.1x, before | at 1.1x, rule | at no effect, before | at no effect, rule | rounds, before "
-              "| rounds, rule |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        f"The equivalence test after rounds that stop when decided (`--repeats 5`, margin 10%, one row, "
+        f"{n} simulated rows per cell, seed {seed}): a row is futile only when neither significance nor "
+        "equivalence is within reach (`equivalence_futility`), then judged on the rounds it received. The "
+        'share called equivalent at the margin (the false "equivalent" rate) and at no effect (the '
+        "power), and the mean rounds a row at no effect received, with futility by significance only "
+        "(the rule before) and with equivalence.",
+        "",
+        "| sd | at 1.1x, before | at 1.1x, rule | at no effect, before | at no effect, rule | rounds, before "
+        "| rounds, rule |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for sd in (0.03, 0.05, 0.07):
         before = StoppingRule(max_rounds=5, equivalence_futility=0)
         rule = StoppingRule(max_rounds=5)

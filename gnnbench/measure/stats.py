@@ -272,8 +272,7 @@ class Equivalence:
         return dataclasses.asdict(self)
 
 
-def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.05,
-                min_sd: float = 0.0) -> Equivalence:
+def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.05, min_sd: float = 0.0) -> Equivalence:
     """TOST on paired log ratios: is ``|mean| < log(1 + margin)`` shown at ``alpha``?
 
     With ``n`` finite values (nan: a missing round, skipped), mean ``m``, sample sd ``s`` and
@@ -314,6 +313,7 @@ def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.
 
 
 # --- Student t -----------------------------------------------------------------------------------
+
 
 def _t_upper_tail(t: float, df: float) -> float:
     """``P(T > t)`` (``scipy.stats.t.sf``)."""

@@ -23,9 +23,18 @@ __all__ = ["simulate_step_times", "simulate_calibration"]
 _SIM_BASE_TIME = 0.05  # seconds per step in the simulation; only ratios matter.
 
 
-def simulate_step_times(*, rounds: int, true_ratio: float = 1.0, trials: int = 400, steps: int = 40,
-                        process_sd: tuple[float, float] = (0.05, 0.08), ar: float = 0.5,
-                        step_sd: float = 0.05, drift_sd: float = 0.02, seed: int = 0) -> np.ndarray:
+def simulate_step_times(
+    *,
+    rounds: int,
+    true_ratio: float = 1.0,
+    trials: int = 400,
+    steps: int = 40,
+    process_sd: tuple[float, float] = (0.05, 0.08),
+    ar: float = 0.5,
+    step_sd: float = 0.05,
+    drift_sd: float = 0.02,
+    seed: int = 0,
+) -> np.ndarray:
     """Simulated step times of interleaved rounds of a baseline and another configuration.
 
     Model, per trial: ``sigma_p ~ U(process_sd)``; for each round ``r`` a
@@ -84,10 +93,19 @@ def simulate_step_times(*, rounds: int, true_ratio: float = 1.0, trials: int = 4
     return np.exp(mean[..., None] + np.moveaxis(e, 0, -1))
 
 
-def simulate_calibration(*, rounds: int, true_ratio: float = 1.0, trials: int = 400, steps: int = 40,
-                         process_sd: tuple[float, float] = (0.05, 0.08), ar: float = 0.5,
-                         step_sd: float = 0.05, drift_sd: float = 0.02, seed: int = 0,
-                         level: float = 0.95) -> float:
+def simulate_calibration(
+    *,
+    rounds: int,
+    true_ratio: float = 1.0,
+    trials: int = 400,
+    steps: int = 40,
+    process_sd: tuple[float, float] = (0.05, 0.08),
+    ar: float = 0.5,
+    step_sd: float = 0.05,
+    drift_sd: float = 0.02,
+    seed: int = 0,
+    level: float = 0.95,
+) -> float:
     """Fraction of simulated comparisons that :func:`paired_ratio` calls significant.
 
     Each trial simulates ``rounds`` interleaved rounds with
@@ -115,8 +133,17 @@ def simulate_calibration(*, rounds: int, true_ratio: float = 1.0, trials: int = 
     Raises:
         ValueError: As :func:`simulate_step_times` and :func:`paired_ratio`.
     """
-    times = simulate_step_times(rounds=rounds, true_ratio=true_ratio, trials=trials, steps=steps,
-                                process_sd=process_sd, ar=ar, step_sd=step_sd, drift_sd=drift_sd, seed=seed)
+    times = simulate_step_times(
+        rounds=rounds,
+        true_ratio=true_ratio,
+        trials=trials,
+        steps=steps,
+        process_sd=process_sd,
+        ar=ar,
+        step_sd=step_sd,
+        drift_sd=drift_sd,
+        seed=seed,
+    )
     summaries = np.median(times, axis=-1)  # (trials, rounds, 2)
     hits = sum(paired_ratio(s[:, 0], s[:, 1], level=level).significant for s in summaries)
     return hits / trials

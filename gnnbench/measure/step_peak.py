@@ -24,8 +24,10 @@ from gnnbench.flags import Flags, RunContext, Unavailable
 __all__ = ["AllocationTracker", "StepPeak", "step_peak", "MEMORY_SOURCES", "unavailable"]
 
 # How a peak was measured, by device type.
-MEMORY_SOURCES = {"cuda": "torch.cuda.max_memory_allocated (resident state included)",
-                  "cpu": "tensor storages allocated during the steps (dispatch-mode tracker)"}
+MEMORY_SOURCES = {
+    "cuda": "torch.cuda.max_memory_allocated (resident state included)",
+    "cpu": "tensor storages allocated during the steps (dispatch-mode tracker)",
+}
 
 
 class AllocationTracker(TorchDispatchMode):
@@ -79,9 +81,14 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     not compile (the frame runs eagerly, and stays uncompiled after the mode exits), and inductor's kernels
     allocate their buffers without an operator the tracker could see."""
     if flags.compile and ctx.device.type != "cuda":
-        return [Unavailable("compile", "the step-memory tracker off CUDA is a dispatch mode: torch.compile does "
-                            "not compile under it, and compiled kernels allocate buffers it cannot see; leave "
-                            "compile out (the eager model's memory) or run on CUDA")]
+        return [
+            Unavailable(
+                "compile",
+                "the step-memory tracker off CUDA is a dispatch mode: torch.compile does "
+                "not compile under it, and compiled kernels allocate buffers it cannot see; leave "
+                "compile out (the eager model's memory) or run on CUDA",
+            )
+        ]
     return []
 
 

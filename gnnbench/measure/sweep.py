@@ -57,15 +57,21 @@ class SweepResults(list):
     def failed(self) -> list[str]:
         """``label (round r): error`` of every run that failed (a crash or an error; an entry unavailable
         here is not a failure)."""
-        return [f"{r.get('label')} (round {r.get('round')}): {r.get('error') or 'no result'}"
-                for r in self if r and r.get("status") == "failed"]
+        return [
+            f"{r.get('label')} (round {r.get('round')}): {r.get('error') or 'no result'}"
+            for r in self
+            if r and r.get("status") == "failed"
+        ]
 
     def summary(self) -> str:
-        text = (f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
-                f"measured {self.measured}")
+        text = (
+            f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
+            f"measured {self.measured}"
+        )
         text += f", {self.skipped} not run (their verdict was settled)" if self.skipped else ""
-        return text + (f", {self.discarded} discarded (measured beside the round that settled their row)"
-                       if self.discarded else "")
+        return text + (
+            f", {self.discarded} discarded (measured beside the round that settled their row)" if self.discarded else ""
+        )
 
 
 def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
@@ -90,9 +96,15 @@ def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
     return orders
 
 
-def run_calibration(base: RunConfig, out_dir: str | Path, *, runs: int = DEFAULT_CALIBRATION_RUNS,
-                    target_acc: float | None = None, budget_factor: float = BUDGET_FACTOR,
-                    **sweep_options) -> tuple[Calibration | None, SweepResults]:
+def run_calibration(
+    base: RunConfig,
+    out_dir: str | Path,
+    *,
+    runs: int = DEFAULT_CALIBRATION_RUNS,
+    target_acc: float | None = None,
+    budget_factor: float = BUDGET_FACTOR,
+    **sweep_options,
+) -> tuple[Calibration | None, SweepResults]:
     """Train the baseline ``runs`` times on seeds no round uses (``base.seed + CALIBRATION_SEED_OFFSET + i``),
     stored in ``out_dir`` beside the sweep (resumed like it), and fix the sweep's target, cadence and budget
     (:func:`gnnbench.measure.calibration.calibrate`). ``runs=0``: no calibration (``(None, [])``); the
@@ -102,8 +114,10 @@ def run_calibration(base: RunConfig, out_dir: str | Path, *, runs: int = DEFAULT
     validate_base(base)
     if runs == 0:
         return None, SweepResults()
-    entries = [Entry(CALIBRATION, on_ranks(dataclasses.replace(base, seed=base.seed + CALIBRATION_SEED_OFFSET + i)),
-                     (), i) for i in range(runs)]
+    entries = [
+        Entry(CALIBRATION, on_ranks(dataclasses.replace(base, seed=base.seed + CALIBRATION_SEED_OFFSET + i)), (), i)
+        for i in range(runs)
+    ]
     results = run_sweep(entries, out_dir, **sweep_options)
     return calibrate(results, target_acc=target_acc, budget_factor=budget_factor), results
 
@@ -114,19 +128,33 @@ def equivalence_manifest(margin: float | None) -> dict | None:
         return None
     from gnnbench.measure.factors import EQUIVALENCE_ALPHA
 
-    return {"margin": float(margin), "alpha": EQUIVALENCE_ALPHA,
-            "method": (f"two one-sided t-tests (TOST, {EQUIVALENCE_ALPHA:.0%} each) on the paired log ratios of "
-                       f"steps to the target (interpolated between evaluations) against +-log(1 + {margin:g}); a "
-                       "row that keeps the work per step, is not derived and is shown equivalent is judged by its "
-                       "setup + time per step x the baseline's steps to the target of the same round")}
+    return {
+        "margin": float(margin),
+        "alpha": EQUIVALENCE_ALPHA,
+        "method": (
+            f"two one-sided t-tests (TOST, {EQUIVALENCE_ALPHA:.0%} each) on the paired log ratios of "
+            f"steps to the target (interpolated between evaluations) against +-log(1 + {margin:g}); a "
+            "row that keeps the work per step, is not derived and is shown equivalent is judged by its "
+            "setup + time per step x the baseline's steps to the target of the same round"
+        ),
+    }
 
 
-def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True, resume: bool = True,
-              dist_timeout: float = DEFAULT_TIMEOUT, calibration: Calibration | None = None,
-              order_seed: int = 0, progress: Callable[[int, int, Entry, str], None] | None = None,
-              rule: StoppingRule | None = None, equivalence_margin: float | None = None,
-              after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
-              executor: RoundExecutor | None = None) -> SweepResults:
+def run_sweep(
+    entries: list[Entry],
+    out_dir: str | Path,
+    *,
+    isolate: bool = True,
+    resume: bool = True,
+    dist_timeout: float = DEFAULT_TIMEOUT,
+    calibration: Calibration | None = None,
+    order_seed: int = 0,
+    progress: Callable[[int, int, Entry, str], None] | None = None,
+    rule: StoppingRule | None = None,
+    equivalence_margin: float | None = None,
+    after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
+    executor: RoundExecutor | None = None,
+) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
     Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
@@ -156,14 +184,21 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     orders = _round_orders(entries, order_seed)
     base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
     manifest = {
-        "sweep": out_dir.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "order_seed": order_seed, "rounds": [[entries[i].label for i in order] for order in orders],
-        "code_fingerprint": env.get("code_fingerprint"), "commit": env.get("commit"), "isolate": isolate,
-        "machine": env.get("machine"), "hardware_class": env.get("hardware_class"), "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
+        "sweep": out_dir.name,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "order_seed": order_seed,
+        "rounds": [[entries[i].label for i in order] for order in orders],
+        "code_fingerprint": env.get("code_fingerprint"),
+        "commit": env.get("commit"),
+        "isolate": isolate,
+        "machine": env.get("machine"),
+        "hardware_class": env.get("hardware_class"),
+        "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
         "base_config": base.to_dict() if base is not None else None,
         "calibration": calibration.to_dict() if calibration is not None else None,
         "rule": rule.to_dict() if rule is not None else None,
-        "equivalence": equivalence_manifest(equivalence_margin)}
+        "equivalence": equivalence_manifest(equivalence_margin),
+    }
     if executor is not None:
         manifest["executor"] = executor.describe()
     write_json_atomic(out_dir / MANIFEST, manifest)
@@ -174,7 +209,7 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
     settled_labels: set[str] = set()
 
     def settled(entry: Entry) -> bool:
-        twin = entry.label[:-len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
+        twin = entry.label[: -len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
         return entry.label in settled_labels or twin in settled_labels
 
     def finish(i: int, data: dict, status: str | None = None) -> None:
@@ -182,21 +217,31 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
         entry, path = entries[i], out_dir / entries[i].filename()
         if status is None:  # measured now: the file says which configuration and round it is, for the report
             if path.exists():
-                data = {**data, "label": entry.label, "round": entry.round,
-                        "optimizations": list(entry.optimizations), "derived": entry.derived}
+                data = {
+                    **data,
+                    "label": entry.label,
+                    "round": entry.round,
+                    "optimizations": list(entry.optimizations),
+                    "derived": entry.derived,
+                }
                 write_json_atomic(path, data)
             outcome.measured += 1
             status = data.get("status", "?")
         done += 1
         if progress:
             progress(done, len(entries), entry, status)
-        results[i] = {"label": entry.label, "optimizations": list(entry.optimizations), "round": entry.round,
-                      "derived": entry.derived, **data}
+        results[i] = {
+            "label": entry.label,
+            "optimizations": list(entry.optimizations),
+            "round": entry.round,
+            "derived": entry.derived,
+            **data,
+        }
 
     per_batch = executor.machines if executor is not None else 1  # rounds measured at once, one per machine
     number = 0
     while number < len(orders):
-        batch = orders[number:number + per_batch]
+        batch = orders[number : number + per_batch]
         plan: list[list[int]] = []  # per round of the batch: the entries to measure, in the round's order
         for order in batch:
             todo = []
@@ -240,7 +285,7 @@ def run_sweep(entries: list[Entry], out_dir: str | Path, *, isolate: bool = True
             settled_labels |= set(stopped)
             if finished:
                 manifest["finished_after_round"] = k
-                for later in batch[j + 1:]:  # rounds measured beside the last one needed
+                for later in batch[j + 1 :]:  # rounds measured beside the last one needed
                     for i in later:
                         if results[i] is not None:
                             results[i] = None
@@ -270,15 +315,17 @@ def _refused_here(entry: Entry) -> dict | None:
     to the base configuration, or a flag this device or setup cannot run (the same answer the run's own check,
     :func:`gnnbench.training.config_unavailable`, would give). ``None`` when it can run."""
     device = resolve_device(entry.config.device)
-    reasons = ({"not applicable": entry.not_applicable} if entry.not_applicable
-               else config_unavailable(entry.config, device))
+    reasons = (
+        {"not applicable": entry.not_applicable} if entry.not_applicable else config_unavailable(entry.config, device)
+    )
     if not reasons:
         return None
     env = environment(device)
     if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
         env = {**env, "threads": rank_threads()}  # what its ranks would have recorded
-    return RunResult(status="unavailable", config=entry.config.to_dict(), environment=env,
-                     unavailable=reasons).to_dict()
+    return RunResult(
+        status="unavailable", config=entry.config.to_dict(), environment=env, unavailable=reasons
+    ).to_dict()
 
 
 def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
@@ -292,14 +339,28 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         write_json_atomic(cfg_path, entry.config.to_dict())
         # nproc > 1: gnnbench.measure.run launches the ranks through torchrun (gnnbench.measure.launch)
         # the process is part of the configuration: started with its allocator (gnnbench.process)
-        proc = subprocess.run([sys.executable, "-m", "gnnbench.measure.run", str(cfg_path), str(path), "--dist-timeout",
-                               str(dist_timeout)], capture_output=True, text=True,
-                              env=process.child_environment(entry.config.flags))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gnnbench.measure.run",
+                str(cfg_path),
+                str(path),
+                "--dist-timeout",
+                str(dist_timeout),
+            ],
+            capture_output=True,
+            text=True,
+            env=process.child_environment(entry.config.flags),
+        )
         cfg_path.unlink(missing_ok=True)
         data = load_result(path) if proc.returncode == 0 else None
         if data is None:
-            data = {"status": "failed", "error": (proc.stderr[-4000:] or f"no result in {path}"),
-                    "config": entry.config.to_dict()}
+            data = {
+                "status": "failed",
+                "error": (proc.stderr[-4000:] or f"no result in {path}"),
+                "config": entry.config.to_dict(),
+            }
             write_json_atomic(path.with_suffix(".failed.json"), data)
         return data
     key = entry.config.graph_key()

@@ -26,8 +26,19 @@ from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
 
-__all__ = ["Entry", "sweep_entries", "validate_base", "check_also_measured", "derivable_base",
-           "time_to_accuracy_config", "on_ranks", "ALL_RECOMMENDED", "BASELINE", "AA_LABEL", "E2E_BASELINE"]
+__all__ = [
+    "Entry",
+    "sweep_entries",
+    "validate_base",
+    "check_also_measured",
+    "derivable_base",
+    "time_to_accuracy_config",
+    "on_ranks",
+    "ALL_RECOMMENDED",
+    "BASELINE",
+    "AA_LABEL",
+    "E2E_BASELINE",
+]
 
 ALL_RECOMMENDED = "all_recommended"
 
@@ -59,7 +70,8 @@ def validate_base(base: RunConfig) -> None:
         raise ValueError(
             f"no step would be measured: {epochs} epoch(s) x {base.max_steps_per_epoch} steps with "
             f"{base.warmup_steps} warm-up steps; lower --warmup below {epochs * base.max_steps_per_epoch} "
-            "or raise --epochs / --max-epochs / --max-steps")
+            "or raise --epochs / --max-epochs / --max-steps"
+        )
 
 
 def on_ranks(cfg: RunConfig) -> RunConfig:
@@ -83,22 +95,35 @@ def check_also_measured(base: RunConfig, names: Iterable[str] | None, also_measu
     for n in also_measured:
         if n not in entries:
             shown = ", ".join(entries) if entries else "none: with --aa and no --flags it is the A/A check alone"
-            raise ValueError(f"--also-measure {n!r}: not an entry of this sweep (its entries: {shown}); "
-                             "name it in --flags too")
+            raise ValueError(
+                f"--also-measure {n!r}: not an entry of this sweep (its entries: {shown}); name it in --flags too"
+            )
         if not is_derivable(registry.combination(n)):
             declared = ", ".join(o.name for o in registry.REGISTRY.values() if o.same_trajectory)
-            raise ValueError(f"--also-measure {n!r}: not declared same_trajectory, so it is trained to the target "
-                             f"anyway; entries whose time to accuracy is derived: {declared}")
+            raise ValueError(
+                f"--also-measure {n!r}: not declared same_trajectory, so it is trained to the target "
+                f"anyway; entries whose time to accuracy is derived: {declared}"
+            )
         if not derivable_base(base):
-            raise ValueError(f"--also-measure {n!r}: no time to accuracy is derived on this base configuration "
-                             f"(lr schedule {base.lr_schedule!r}, sampler backend {base.flags.sampler_backend!r}; "
-                             "derived needs 'constant' and 'gnnbench')")
+            raise ValueError(
+                f"--also-measure {n!r}: no time to accuracy is derived on this base configuration "
+                f"(lr schedule {base.lr_schedule!r}, sampler backend {base.flags.sampler_backend!r}; "
+                "derived needs 'constant' and 'gnnbench')"
+            )
 
 
-def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeats: int = DEFAULT_REPEATS,
-                  include_all_recommended: bool = True, aa: bool = False, derive_per_epoch: int | None = None,
-                  also_measured: Iterable[str] = (), accuracy_rounds: int | None = None,
-                  target: float | None = None) -> list[Entry]:
+def sweep_entries(
+    base: RunConfig,
+    names: Iterable[str] | None = None,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    include_all_recommended: bool = True,
+    aa: bool = False,
+    derive_per_epoch: int | None = None,
+    also_measured: Iterable[str] = (),
+    accuracy_rounds: int | None = None,
+    target: float | None = None,
+) -> list[Entry]:
     """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
     for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check).
 
@@ -115,8 +140,9 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
     if accuracy_rounds is not None:
         if isinstance(accuracy_rounds, bool) or not isinstance(accuracy_rounds, int) or accuracy_rounds < 2:
-            raise ValueError(f"accuracy_rounds must be an integer >= 2: accuracy deltas need an interval "
-                             f"(got {accuracy_rounds!r})")
+            raise ValueError(
+                f"accuracy_rounds must be an integer >= 2: accuracy deltas need an interval (got {accuracy_rounds!r})"
+            )
         if target is None:
             raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
     validate_base(base)
@@ -128,19 +154,31 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
     derived = {n: derive_per_epoch is not None and derivable and is_derivable(parts[n]) for n in names}
     for n in also:
         if not derived.get(n):
-            raise ValueError(f"--also-measure {n!r}: its time to accuracy is derived only with a calibration "
-                             "(and without --no-derive); without one there is no derived figure to check")
+            raise ValueError(
+                f"--also-measure {n!r}: its time to accuracy is derived only with a calibration "
+                "(and without --no-derive); without one there is no derived figure to check"
+            )
     device = resolve_device(base.device)
     inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
     rec = []
     if include_all_recommended:
-        rec = [o.name for o in registry.REGISTRY.values()
-               if o.recommended and o.unavailable(device) is None and not registry.not_applicable(base, [o.name])
-               and not config_unavailable(on_ranks(registry.config_for(base, [o.name])), device)]
+        rec = [
+            o.name
+            for o in registry.REGISTRY.values()
+            if o.recommended
+            and o.unavailable(device) is None
+            and not registry.not_applicable(base, [o.name])
+            and not config_unavailable(on_ranks(registry.config_for(base, [o.name])), device)
+        ]
     # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
     # are compared with an end-to-end copy of the baseline in the same round.
-    overlap = [n for n in names if not inapplicable[n] and any(registry.get(p).overlap for p in parts[n])
-               and not config_unavailable(on_ranks(registry.config_for(base, parts[n])), device)]
+    overlap = [
+        n
+        for n in names
+        if not inapplicable[n]
+        and any(registry.get(p).overlap for p in parts[n])
+        and not config_unavailable(on_ranks(registry.config_for(base, parts[n])), device)
+    ]
     # the end-to-end baseline is only the reference of overlap rows: short too when all of them are derived
     e2e_short = all(derived[n] and n not in also for n in overlap)
 
@@ -152,8 +190,9 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         b = dataclasses.replace(base, seed=base.seed + r)
         entries.append(Entry(BASELINE, on_ranks(b), (), r))
         if aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
-            entries.append(Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)),
-                                 (), r))
+            entries.append(
+                Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)), (), r)
+            )
         if overlap and base.sync_phases:
             e2e = dataclasses.replace(b, sync_phases=False)
             entries.append(Entry(E2E_BASELINE, on_ranks(short(e2e) if e2e_short else e2e), (), r, derived=e2e_short))
@@ -174,8 +213,11 @@ def sweep_entries(base: RunConfig, names: Iterable[str] | None = None, *, repeat
         return entries
 
     # a time-to-accuracy baseline still trains the epochs the same round's short runs are read against
-    keep = (short_epochs(derive_per_epoch, base.warmup_steps) * derive_per_epoch
-            if derive_per_epoch and any(derived.values()) else 0)
+    keep = (
+        short_epochs(derive_per_epoch, base.warmup_steps) * derive_per_epoch
+        if derive_per_epoch and any(derived.values())
+        else 0
+    )
     entries = []
     for r in range(repeats):
         tta_only = accuracy_rounds is not None and r >= accuracy_rounds

@@ -34,19 +34,26 @@ def measured_tta(b: list[dict], m: list[dict], target: float | None) -> TimeToAc
     if ratio is None:
         return None
     missed_m, missed_b = sum(t is None for t in tm), sum(t is None for t in tb)
-    bound = ("unknown" if missed_m and missed_b else "at most" if missed_m else "at least" if missed_b else None)
+    bound = "unknown" if missed_m and missed_b else "at most" if missed_m else "at least" if missed_b else None
     reached = len(m) - missed_m
     notes = []
     if missed_m:
-        notes.append(f"reached the target in {reached} of {len(m)} rounds; the others are censored at their budget, "
-                     f"so the speedup is {bound} this")
+        notes.append(
+            f"reached the target in {reached} of {len(m)} rounds; the others are censored at their budget, "
+            f"so the speedup is {bound} this"
+        )
     if missed_b:
         notes.append(f"the baseline missed the target in {missed_b} of {len(b)} rounds (censored at its budget)")
     reached_times = [t for t in tm if t is not None]
-    return TimeToAccuracy(**{**vars(ratio), "rounds": len(m)}, bound=bound, censored=bool(missed_m), reached=reached,
-                          reached_text=f"{reached}/{len(m)}",
-                          seconds=statistics.median(reached_times) if reached_times else None,
-                          note="; ".join(notes) or None)
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(m)},
+        bound=bound,
+        censored=bool(missed_m),
+        reached=reached,
+        reached_text=f"{reached}/{len(m)}",
+        seconds=statistics.median(reached_times) if reached_times else None,
+        note="; ".join(notes) or None,
+    )
 
 
 def derived_tta(b: list[dict], m: list[dict], steps_to_target: float | None) -> TimeToAccuracy | None:
@@ -58,13 +65,20 @@ def derived_tta(b: list[dict], m: list[dict], steps_to_target: float | None) -> 
     epochs = [len(r.get("epoch_seconds") or []) for r in m]
     tm = [derived_seconds(r, steps_to_target) for r in m]
     tb = [derived_seconds(r, steps_to_target, e) for r, e in zip(b, epochs)]
-    ratio = ratio_over_rounds([t if t is not None else float("nan") for t in tb],
-                              [t if t is not None else float("nan") for t in tm])
+    ratio = ratio_over_rounds(
+        [t if t is not None else float("nan") for t in tb], [t if t is not None else float("nan") for t in tm]
+    )
     if ratio is None:
         return None
     reached = [t for t in tm if t is not None]
-    return TimeToAccuracy(**{**vars(ratio), "rounds": len(m)}, bound=None, censored=False, reached=len(reached),
-                          reached_text="derived", seconds=statistics.median(reached) if reached else None,
-                          note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its "
-                               f"training clock per step over {statistics.median(epochs):g} epochs (the baseline's "
-                               "read the same way)")
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(m)},
+        bound=None,
+        censored=False,
+        reached=len(reached),
+        reached_text="derived",
+        seconds=statistics.median(reached) if reached else None,
+        note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its "
+        f"training clock per step over {statistics.median(epochs):g} epochs (the baseline's "
+        "read the same way)",
+    )

@@ -33,8 +33,9 @@ from gnnbench.measure.launch import DEFAULT_TIMEOUT
 __all__ = ["main", "rank_figures", "combine"]
 
 
-def rank_figures(rank: int, result: dict[str, Any], recorder: Any, part: dict[str, Any] | None = None
-                 ) -> dict[str, Any]:
+def rank_figures(
+    rank: int, result: dict[str, Any], recorder: Any, part: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """This rank's figures: medians over its measured steps (seconds), payload bytes per step (and, with
     partition parallelism, ``part``: the partition's quality and this rank's owned and halo rows)."""
     steps = result.get("step_seconds_all") or []
@@ -58,9 +59,17 @@ def rank_figures(rank: int, result: dict[str, Any], recorder: Any, part: dict[st
     }
 
 
-def combine(per_rank: list[dict[str, Any]], *, world_size: int, backend: str, flags: dict[str, Any],
-            timeout: float, formula: str | None) -> dict[str, Any]:
+def combine(
+    per_rank: list[dict[str, Any]],
+    *,
+    world_size: int,
+    backend: str,
+    flags: dict[str, Any],
+    timeout: float,
+    formula: str | None,
+) -> dict[str, Any]:
     """The run's ``distributed`` block from every rank's figures (shares and bytes: mean over ranks)."""
+
     def mean(key: str) -> float | None:
         vals = [r[key] for r in per_rank if r.get(key) is not None]
         return sum(vals) / len(vals) if vals else None
@@ -69,18 +78,40 @@ def combine(per_rank: list[dict[str, Any]], *, world_size: int, backend: str, fl
     part = next((r["part"] for r in per_rank if r.get("part")), None)
     partition = None
     if part:  # the partition's figures (the same on every rank) and the halo per rank
-        partition = {k: part[k] for k in ("method", "parts", "seconds", "edge_cut_fraction", "node_balance",
-                                          "edge_balance", "mean_halo_nodes")}
-        partition.update(halo_rows_per_step=mean("halo_rows_per_step"),
-                         halo_bytes_per_step=mean("halo_bytes_per_step"), halo_seconds=mean("halo_seconds_median"),
-                         grad_bytes_per_step=mean("grad_bytes_per_step"), grad_seconds=mean("grad_seconds_median"))
-    return {"world_size": world_size, "backend": backend, "parallel": flags.get("parallel"),
-            "grad_compression": flags.get("grad_compression"), "timeout_seconds": timeout,
-            "payload_formula": formula, "per_rank": per_rank, "comm_share": mean("comm_share"),
-            "step_median": max((r["step_median"] for r in per_rank if r.get("step_median") is not None),
-                               default=None),
-            "bytes_per_step": sent, "dense_bytes_per_step": dense,
-            "compression_ratio": sent / dense if sent is not None and dense else None, "partition": partition}
+        partition = {
+            k: part[k]
+            for k in (
+                "method",
+                "parts",
+                "seconds",
+                "edge_cut_fraction",
+                "node_balance",
+                "edge_balance",
+                "mean_halo_nodes",
+            )
+        }
+        partition.update(
+            halo_rows_per_step=mean("halo_rows_per_step"),
+            halo_bytes_per_step=mean("halo_bytes_per_step"),
+            halo_seconds=mean("halo_seconds_median"),
+            grad_bytes_per_step=mean("grad_bytes_per_step"),
+            grad_seconds=mean("grad_seconds_median"),
+        )
+    return {
+        "world_size": world_size,
+        "backend": backend,
+        "parallel": flags.get("parallel"),
+        "grad_compression": flags.get("grad_compression"),
+        "timeout_seconds": timeout,
+        "payload_formula": formula,
+        "per_rank": per_rank,
+        "comm_share": mean("comm_share"),
+        "step_median": max((r["step_median"] for r in per_rank if r.get("step_median") is not None), default=None),
+        "bytes_per_step": sent,
+        "dense_bytes_per_step": dense,
+        "compression_ratio": sent / dense if sent is not None and dense else None,
+        "partition": partition,
+    }
 
 
 def _one_line(exc: BaseException) -> str:
@@ -88,7 +119,7 @@ def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     wrapper = "Got the following error when running the callback: "
     while text.startswith(wrapper):
-        text = text[len(wrapper):]
+        text = text[len(wrapper) :]
         head, _, rest = text.partition(": ")
         text = rest if head.isidentifier() and rest else text
     text = text.split(" At: ")[0]
@@ -146,9 +177,14 @@ def _run(args: argparse.Namespace, rank: int) -> int:
     dist.all_gather_object(gathered, mine)
     if rank == 0:
         if result.get("status") == "ok":
-            result["distributed"] = combine(gathered, world_size=world, backend=backend,
-                                            flags=config.flags.to_dict(), timeout=args.timeout,
-                                            formula=getattr(recorder, "formula", None))
+            result["distributed"] = combine(
+                gathered,
+                world_size=world,
+                backend=backend,
+                flags=config.flags.to_dict(),
+                timeout=args.timeout,
+                formula=getattr(recorder, "formula", None),
+            )
         write_json_atomic(args.out, result)
     dist.barrier()  # rank 0 has written before anyone leaves: a clean exit always has its result
     return 0

@@ -34,12 +34,21 @@ MODES = ("scatter", "sparse_sort", "sparse_csr", "prebuilt")
 def _prebuilt(batch, weights: GCNNorm):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return torch.sparse_csr_tensor(batch.rowptr, batch.edge_index[0], weights.edge_weight,
-                                       size=(batch.num_nodes, batch.num_nodes))
+        return torch.sparse_csr_tensor(
+            batch.rowptr, batch.edge_index[0], weights.edge_weight, size=(batch.num_nodes, batch.num_nodes)
+        )
 
 
-def aggregation_ratios(spec: GraphSpec, *, fanout=(15, 10, 5), batch_size: int = 1024, features: int = 64,
-                       index_dtype: str = "int64", rounds: int = 15, seed: int = 0) -> dict:
+def aggregation_ratios(
+    spec: GraphSpec,
+    *,
+    fanout=(15, 10, 5),
+    batch_size: int = 1024,
+    features: int = 64,
+    index_dtype: str = "int64",
+    rounds: int = 15,
+    seed: int = 0,
+) -> dict:
     """Median seconds per mode and per-round ratios against ``prebuilt`` and ``scatter``."""
     graph = generate(spec)
     flags = Flags(fanout=tuple(fanout), batch_size=batch_size, keep_csr=True, index_dtype=index_dtype)
@@ -52,8 +61,9 @@ def aggregation_ratios(spec: GraphSpec, *, fanout=(15, 10, 5), batch_size: int =
     fns = {
         "scatter": lambda: Aggregator(batch.edge_index, n, mode="scatter", gcn_weights=fixed).gcn(h),
         "sparse_sort": lambda: Aggregator(batch.edge_index, n, mode="sparse", gcn_weights=fixed).gcn(h),
-        "sparse_csr": lambda: Aggregator(batch.edge_index, n, mode="sparse", gcn_weights=fixed,
-                                         rowptr=batch.rowptr).gcn(h),
+        "sparse_csr": lambda: Aggregator(
+            batch.edge_index, n, mode="sparse", gcn_weights=fixed, rowptr=batch.rowptr
+        ).gcn(h),
         "prebuilt": lambda: h * weights.self_weight.unsqueeze(1) + torch.sparse.mm(adj, h),
     }
     ref = fns["scatter"]()
@@ -73,8 +83,11 @@ def aggregation_ratios(spec: GraphSpec, *, fanout=(15, 10, 5), batch_size: int =
         r = [x / y for x, y in zip(times[a], times[b])]
         return {"median": statistics.median(r), "min": min(r), "max": max(r)}
 
-    return {"batch": {"nodes": n, "edges": batch.num_edges, "features": features, "index_dtype": index_dtype},
-            "rounds": rounds, "threads": torch.get_num_threads(),
-            "median_ms": {m: 1e3 * statistics.median(v) for m, v in times.items()},
-            "vs_prebuilt": {m: ratio(m, "prebuilt") for m in MODES},
-            "speedup_over_scatter": {m: ratio("scatter", m) for m in MODES}}
+    return {
+        "batch": {"nodes": n, "edges": batch.num_edges, "features": features, "index_dtype": index_dtype},
+        "rounds": rounds,
+        "threads": torch.get_num_threads(),
+        "median_ms": {m: 1e3 * statistics.median(v) for m, v in times.items()},
+        "vs_prebuilt": {m: ratio(m, "prebuilt") for m in MODES},
+        "speedup_over_scatter": {m: ratio("scatter", m) for m in MODES},
+    }

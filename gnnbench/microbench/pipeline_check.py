@@ -18,14 +18,21 @@ from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore
 
-__all__ = ["star_forest", "subset_frequencies", "chi_square_uniform", "uniformity_report", "negative_costs",
-           "cache_behaviour"]
+__all__ = [
+    "star_forest",
+    "subset_frequencies",
+    "chi_square_uniform",
+    "uniformity_report",
+    "negative_costs",
+    "cache_behaviour",
+]
 
 
 def star_forest(num_centers: int, degree: int) -> tuple[torch.Tensor, torch.Tensor]:
     """CSR of ``num_centers`` centers with ``degree`` private leaves each (leaves have no neighbours)."""
-    rowptr = torch.cat([torch.arange(0, num_centers * degree + 1, degree),
-                        torch.full((num_centers * degree,), num_centers * degree)])
+    rowptr = torch.cat(
+        [torch.arange(0, num_centers * degree + 1, degree), torch.full((num_centers * degree,), num_centers * degree)]
+    )
     col = num_centers + torch.arange(num_centers * degree)
     return rowptr, col
 
@@ -50,21 +57,32 @@ def chi_square_uniform(counts: torch.Tensor, categories: int) -> tuple[float, fl
     expected = observed.sum() / categories
     stat = float(((observed - expected) ** 2 / expected).sum())
     dof = categories - 1
-    p = float(torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64),
-                                      torch.tensor(stat / 2, dtype=torch.float64)))
+    p = float(
+        torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(stat / 2, dtype=torch.float64))
+    )
     return stat, p
 
 
-def uniformity_report(cases=((2, 1), (5, 2), (6, 3), (10, 5)), draws_per_subset: int = 2000,
-                      seed: int = 0) -> list[dict]:
+def uniformity_report(
+    cases=((2, 1), (5, 2), (6, 3), (10, 5)), draws_per_subset: int = 2000, seed: int = 0
+) -> list[dict]:
     """Chi-square test of uniform sampling without replacement for each (degree, fanout)."""
     rows = []
     for degree, fanout in cases:
         subsets = math.comb(degree, fanout)
         counts = subset_frequencies(degree, fanout, draws_per_subset * subsets, seed=seed)
         stat, p = chi_square_uniform(counts, subsets)
-        rows.append({"degree": degree, "fanout": fanout, "subsets": subsets, "seen": int(counts.numel()),
-                     "draws": int(counts.sum()), "chi2": stat, "p_value": p})
+        rows.append(
+            {
+                "degree": degree,
+                "fanout": fanout,
+                "subsets": subsets,
+                "seen": int(counts.numel()),
+                "draws": int(counts.sum()),
+                "chi2": stat,
+                "p_value": p,
+            }
+        )
     return rows
 
 
@@ -81,15 +99,23 @@ def negative_costs(graph: Graph, num: int = 100_000, repeats: int = 5, seed: int
                 sampler.sample(num)
                 times.append(sampler.stats.seconds - before)
             times.sort()
-            rows.append({"mode": mode, "strict": strict, "negatives": num,
-                         "ms_per_1k": 1e6 * times[len(times) // 2] / num,
-                         "ms_per_1k_min": 1e6 * times[0] / num, "ms_per_1k_max": 1e6 * times[-1] / num,
-                         "rejected_fraction": sampler.stats.rejected / max(sampler.stats.negatives, 1)})
+            rows.append(
+                {
+                    "mode": mode,
+                    "strict": strict,
+                    "negatives": num,
+                    "ms_per_1k": 1e6 * times[len(times) // 2] / num,
+                    "ms_per_1k_min": 1e6 * times[0] / num,
+                    "ms_per_1k_max": 1e6 * times[-1] / num,
+                    "rejected_fraction": sampler.stats.rejected / max(sampler.stats.negatives, 1),
+                }
+            )
     return rows
 
 
-def cache_behaviour(prepared: PreparedGraph, flags: Flags, epochs: int = 7, cache_dir: str | Path | None = None
-                    ) -> list[dict]:
+def cache_behaviour(
+    prepared: PreparedGraph, flags: Flags, epochs: int = 7, cache_dir: str | Path | None = None
+) -> list[dict]:
     """Per-epoch time, hits and misses of the batch cache (``flags.batch_cache_epochs`` > 0)."""
     from gnnbench.sampling.sources import make_batch_source
 
@@ -103,8 +129,16 @@ def cache_behaviour(prepared: PreparedGraph, flags: Flags, epochs: int = 7, cach
             hits, misses, corrupt = cache.stats.hits, cache.stats.misses, cache.stats.corrupt
             t0 = time.perf_counter()
             n = sum(1 for _ in source.epoch(epoch))
-            rows.append({"epoch": epoch, "window": cache.window(epoch), "batches": n,
-                         "seconds": time.perf_counter() - t0, "hits": cache.stats.hits - hits,
-                         "misses": cache.stats.misses - misses, "corrupt": cache.stats.corrupt - corrupt,
-                         "cache_bytes": cache.size_bytes()})
+            rows.append(
+                {
+                    "epoch": epoch,
+                    "window": cache.window(epoch),
+                    "batches": n,
+                    "seconds": time.perf_counter() - t0,
+                    "hits": cache.stats.hits - hits,
+                    "misses": cache.stats.misses - misses,
+                    "corrupt": cache.stats.corrupt - corrupt,
+                    "cache_bytes": cache.size_bytes(),
+                }
+            )
         return rows

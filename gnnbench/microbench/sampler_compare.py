@@ -35,6 +35,7 @@ def _load_torch_sparse_sampler() -> None:
     op's own compiled library from the installed package."""
     try:
         import torch_sparse  # noqa: F401 - registers torch.ops.torch_sparse
+
         return
     except ImportError:
         pass
@@ -45,8 +46,11 @@ def _load_torch_sparse_sampler() -> None:
         spec = importlib.util.find_spec("torch_sparse")
     except (ValueError, AttributeError):  # a blocked or half-imported module
         spec = None
-    libs = [os.path.join(os.path.dirname(spec.origin), f"_{name}_cpu.so") for name in ("version", "neighbor_sample")] \
-        if spec is not None and spec.origin else []
+    libs = (
+        [os.path.join(os.path.dirname(spec.origin), f"_{name}_cpu.so") for name in ("version", "neighbor_sample")]
+        if spec is not None and spec.origin
+        else []
+    )
     if not libs or not all(os.path.exists(lib) for lib in libs):
         raise ImportError(f"torch-sparse is not installed; to compare against it: {TORCH_SPARSE_INSTALL}")
     for lib in libs:
@@ -143,8 +147,16 @@ def _sizes(name: str, out: Any) -> tuple[int, int]:
     return int(out[0].numel()), int(out[1].numel())
 
 
-def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10), threads: int = 2,
-                     rounds: int = 7, batches_per_round: int = 10, seed: int = 0) -> dict:
+def compare_samplers(
+    spec: GraphSpec,
+    *,
+    batch_size: int = 1024,
+    fanouts=(15, 10),
+    threads: int = 2,
+    rounds: int = 7,
+    batches_per_round: int = 10,
+    seed: int = 0,
+) -> dict:
     """Seeds per second of each available sampler, interleaved round by round.
 
     Returns:
@@ -162,7 +174,7 @@ def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10
     labor = LaborSampleCore(rowptr, col, fanouts, seed=seed)
     samplers = {"gnnbench": core.sample, "gnnbench_labor": labor.sample, **_peer_samplers(rowptr, col, fanouts)}
     perm = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(seed))
-    batches = [perm[i * batch_size:(i + 1) * batch_size] for i in range(batches_per_round)]
+    batches = [perm[i * batch_size : (i + 1) * batch_size] for i in range(batches_per_round)]
     sizes: dict[str, tuple[float, float]] = {}
     for name, fn in samplers.items():  # warm-up, excluded; the batches' sizes, on the same seeds for every sampler
         for b in batches[:2]:
@@ -176,15 +188,28 @@ def compare_samplers(spec: GraphSpec, *, batch_size: int = 1024, fanouts=(15, 10
             for b in batches:
                 fn(b)
             per_round[name].append(batch_size * len(batches) / (time.perf_counter() - t0))
-    result = {"graph": {"nodes": graph.num_nodes, "edges": graph.num_edges, "max_degree": int(graph.deg.max())},
-              "batch_size": batch_size, "fanouts": list(fanouts), "threads": threads, "samplers": {}}
+    result = {
+        "graph": {"nodes": graph.num_nodes, "edges": graph.num_edges, "max_degree": int(graph.deg.max())},
+        "batch_size": batch_size,
+        "fanouts": list(fanouts),
+        "threads": threads,
+        "samplers": {},
+    }
     for name, values in per_round.items():
-        result["samplers"][name] = {"seeds_per_s": statistics.median(values), "min": min(values), "max": max(values),
-                                    "nodes_per_batch": sizes[name][0], "edges_per_batch": sizes[name][1]}
+        result["samplers"][name] = {
+            "seeds_per_s": statistics.median(values),
+            "min": min(values),
+            "max": max(values),
+            "nodes_per_batch": sizes[name][0],
+            "edges_per_batch": sizes[name][1],
+        }
         if name != "gnnbench":
             ratios = [a / b for a, b in zip(per_round["gnnbench"], values)]
             result["samplers"][name]["speedup_of_gnnbench"] = {
-                "median": statistics.median(ratios), "min": min(ratios), "max": max(ratios)}
+                "median": statistics.median(ratios),
+                "min": min(ratios),
+                "max": max(ratios),
+            }
     return result
 
 
@@ -201,20 +226,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the comparison with the options of :func:`add_arguments` and print its table; returns 0."""
     spec = GraphSpec.preset("small", num_nodes=args.nodes, avg_degree=args.avg_degree)
-    r = compare_samplers(spec, batch_size=args.batch_size, fanouts=tuple(int(f) for f in args.fanouts.split(",")),
-                         threads=args.threads, rounds=args.rounds)
+    r = compare_samplers(
+        spec,
+        batch_size=args.batch_size,
+        fanouts=tuple(int(f) for f in args.fanouts.split(",")),
+        threads=args.threads,
+        rounds=args.rounds,
+    )
     g = r["graph"]
-    print(f"graph: {g['nodes']:,} nodes, {g['edges']:,} edges, max degree {g['max_degree']:,}; "
-          f"batch {r['batch_size']}, fanouts {r['fanouts']}, {r['threads']} threads")
-    print(f"{'sampler':<16}{'seeds/s (median)':>18}{'min-max':>24}{'gnnbench speedup':>28}{'nodes/batch':>13}"
-          f"{'edges/batch':>13}")
+    print(
+        f"graph: {g['nodes']:,} nodes, {g['edges']:,} edges, max degree {g['max_degree']:,}; "
+        f"batch {r['batch_size']}, fanouts {r['fanouts']}, {r['threads']} threads"
+    )
+    print(
+        f"{'sampler':<16}{'seeds/s (median)':>18}{'min-max':>24}{'gnnbench speedup':>28}{'nodes/batch':>13}"
+        f"{'edges/batch':>13}"
+    )
     for name, s in r["samplers"].items():
         sp = s.get("speedup_of_gnnbench") or {}
         sp_txt = ratio(sp.get("median"), sp.get("min"), sp.get("max"), digits=1)
-        print(f"{name:<16}{s['seeds_per_s']:>18,.0f}{s['min']:>12,.0f}-{s['max']:<11,.0f}{sp_txt:>28}"
-              f"{s['nodes_per_batch']:>13,.0f}{s['edges_per_batch']:>13,.0f}")
-    print("gnnbench_labor: LABOR-0 with the same per-hop budget (one variate per source vertex shared by the "
-          "batch); 'gnnbench speedup' is gnnbench's neighbour sampler's seeds/s over each other sampler's")
+        print(
+            f"{name:<16}{s['seeds_per_s']:>18,.0f}{s['min']:>12,.0f}-{s['max']:<11,.0f}{sp_txt:>28}"
+            f"{s['nodes_per_batch']:>13,.0f}{s['edges_per_batch']:>13,.0f}"
+        )
+    print(
+        "gnnbench_labor: LABOR-0 with the same per-hop budget (one variate per source vertex shared by the "
+        "batch); 'gnnbench speedup' is gnnbench's neighbour sampler's seeds/s over each other sampler's"
+    )
     if len(r["samplers"]) == 2:
         print(f"(no peer installed: build torch-sparse with `{TORCH_SPARSE_INSTALL}` to compare)")
     return 0
@@ -222,7 +260,9 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: parse ``argv`` (default ``sys.argv[1:]``) and run the comparison."""
-    parser = argparse.ArgumentParser(prog="python -m gnnbench.microbench.sampler_compare", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m gnnbench.microbench.sampler_compare", description=__doc__.split("\n\n")[0]
+    )
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 

@@ -6,5 +6,15 @@ from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import GCN, MODELS, GraphSAGE, build_model, compile_model, model_for
 from gnnbench.models.precision import Precision
 
-__all__ = ["AggregationPolicy", "Aggregator", "GCN", "GraphSAGE", "MODELS", "Precision", "build_model",
-           "compile_model", "model_for", "unavailable"]
+__all__ = [
+    "AggregationPolicy",
+    "Aggregator",
+    "GCN",
+    "GraphSAGE",
+    "MODELS",
+    "Precision",
+    "build_model",
+    "compile_model",
+    "model_for",
+    "unavailable",
+]

@@ -114,9 +114,18 @@ class Aggregator:
             targets in layer-wise evaluation, :mod:`gnnbench.models.inference`).
     """
 
-    def __init__(self, edge_index: Tensor, num_nodes: int, *, mode: str = "scatter",
-                 gcn_weights: Callable[[], GCNNorm] | None = None, dtype: torch.dtype = torch.float32,
-                 rowptr: Tensor | None = None, record: list | None = None, target_start: int | None = None) -> None:
+    def __init__(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        *,
+        mode: str = "scatter",
+        gcn_weights: Callable[[], GCNNorm] | None = None,
+        dtype: torch.dtype = torch.float32,
+        rowptr: Tensor | None = None,
+        record: list | None = None,
+        target_start: int | None = None,
+    ) -> None:
         if mode not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {', '.join(map(repr, AGGREGATIONS))} (got {mode!r})")
         self.src = edge_index[0]
@@ -138,15 +147,13 @@ class Aggregator:
         if mode == "sparse":
             if rowptr is not None:  # edges already sorted by target: the CSR is given, nothing to sort
                 if rowptr.numel() != num_nodes + 1:
-                    raise ValueError(f"rowptr must have num_nodes + 1 = {num_nodes + 1} entries "
-                                     f"(got {rowptr.numel()})")
+                    raise ValueError(f"rowptr must have num_nodes + 1 = {num_nodes + 1} entries (got {rowptr.numel()})")
                 self._perm = None
                 # MKL's index type, once per batch (int32 batches are already in it; see mkl_index)
                 fits = max(self.src.numel(), num_nodes)  # crow <= edges, col < nodes: one bound for both
                 self._crow = mkl_index(rowptr.to(self.src.dtype), fits)
                 self._col = mkl_index(self.src, fits)
-                self.narrowed_bytes = (self._crow.nbytes + self._col.nbytes
-                                       if self._col.dtype != self.src.dtype else 0)
+                self.narrowed_bytes = self._crow.nbytes + self._col.nbytes if self._col.dtype != self.src.dtype else 0
             else:
                 with code_path("aggregate.csr_build"):
                     self._perm = torch.argsort(self.dst, stable=True)
@@ -165,7 +172,8 @@ class Aggregator:
             else:
                 dst = self._dst_native
                 self._deg = torch.zeros(self.num_nodes, dtype=torch.int64, device=dst.device).index_add_(
-                    0, dst, torch.ones(dst.numel(), dtype=torch.int64, device=dst.device))
+                    0, dst, torch.ones(dst.numel(), dtype=torch.int64, device=dst.device)
+                )
         return self._deg
 
     def _transposed(self) -> tuple[Tensor, Tensor, Tensor]:
@@ -176,8 +184,9 @@ class Aggregator:
             perm = torch.argsort(self._col, stable=True).to(self._col.dtype)  # argsort returns int64
             crow = torch.zeros(n + 1, dtype=self._crow.dtype, device=self._crow.device)
             torch.cumsum(torch.bincount(self._col, minlength=n), 0, out=crow[1:])
-            targets = torch.repeat_interleave(torch.arange(self.num_nodes, device=self._crow.device,
-                                                           dtype=self._crow.dtype), self._crow.diff())
+            targets = torch.repeat_interleave(
+                torch.arange(self.num_nodes, device=self._crow.device, dtype=self._crow.dtype), self._crow.diff()
+            )
             self._t = (crow, targets.index_select(0, perm), perm)
         return self._t
 
@@ -262,16 +271,34 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     if flags.batch_source == "saint_rw":  # its batches always use the full-graph estimator
         for name in ("cached_norm", "norm_estimator"):
             if getattr(flags, name):
-                out.append(Unavailable(name, f"{name} would change nothing: GraphSAINT batches always use "
-                                       "full-graph GCN weights rescaled per batch (the estimator)"))
+                out.append(
+                    Unavailable(
+                        name,
+                        f"{name} would change nothing: GraphSAINT batches always use "
+                        "full-graph GCN weights rescaled per batch (the estimator)",
+                    )
+                )
     if flags.norm_estimator and flags.batch_source == "full":
-        out.append(Unavailable("norm_estimator", "norm_estimator rescales full-graph weights for sampled "
-                               "batches; full-batch training uses the exact weights (see cached_norm)"))
+        out.append(
+            Unavailable(
+                "norm_estimator",
+                "norm_estimator rescales full-graph weights for sampled "
+                "batches; full-batch training uses the exact weights (see cached_norm)",
+            )
+        )
     agg_dtype = Precision(flags.precision, ctx.device.type).aggregation_dtype
-    if flags.aggregation == "sparse" and agg_dtype != torch.float32 and not _sparse_product_supports(
-            ctx.device.type, agg_dtype):
-        out.append(Unavailable("precision", f"precision={flags.precision!r} aggregates in {agg_dtype} and torch "
-                               f"{torch.__version__} has no {agg_dtype} CSR sparse-matrix product on "
-                               f"{ctx.device.type}; use precision='partial' (aggregation in fp32) or "
-                               "aggregation='scatter'"))
+    if (
+        flags.aggregation == "sparse"
+        and agg_dtype != torch.float32
+        and not _sparse_product_supports(ctx.device.type, agg_dtype)
+    ):
+        out.append(
+            Unavailable(
+                "precision",
+                f"precision={flags.precision!r} aggregates in {agg_dtype} and torch "
+                f"{torch.__version__} has no {agg_dtype} CSR sparse-matrix product on "
+                f"{ctx.device.type}; use precision='partial' (aggregation in fp32) or "
+                "aggregation='scatter'",
+            )
+        )
     return out

@@ -59,13 +59,15 @@ class AggregationPolicy:
     source_inv_sqrt_deg: Tensor | None = None
 
     @classmethod
-    def build(cls, flags: Flags, precision: Precision, prepared, device: torch.device, *,
-              source_norm: str = "batch") -> "AggregationPolicy":
+    def build(
+        cls, flags: Flags, precision: Precision, prepared, device: torch.device, *, source_norm: str = "batch"
+    ) -> "AggregationPolicy":
         """The policy for ``flags`` and the batch source's normalization mode
         (``"batch"``, ``"source_degree"``, ``"full"`` or ``"estimator"``: ``norm_mode`` of the source)."""
         if source_norm not in ("batch", "source_degree", "full", "estimator"):
-            raise ValueError(f"source_norm must be 'batch', 'source_degree', 'full' or 'estimator' "
-                             f"(got {source_norm!r})")
+            raise ValueError(
+                f"source_norm must be 'batch', 'source_degree', 'full' or 'estimator' (got {source_norm!r})"
+            )
         per_batch = source_norm in ("batch", "source_degree")
         estimator = source_norm == "estimator" or (flags.norm_estimator and per_batch)
         norm = deg = src_inv = None
@@ -75,16 +77,23 @@ class AggregationPolicy:
             deg = prepared.graph.deg.to(device) if estimator else None
         elif source_norm == "source_degree":
             src_inv = gcn_inv_sqrt_degree(prepared.edge_index, prepared.num_nodes).to(device)
-        return cls(flags.aggregation, precision.aggregation_dtype, norm, deg,
-                   once_per_batch=flags.cached_norm and per_batch, source_inv_sqrt_deg=src_inv)
+        return cls(
+            flags.aggregation,
+            precision.aggregation_dtype,
+            norm,
+            deg,
+            once_per_batch=flags.cached_norm and per_batch,
+            source_inv_sqrt_deg=src_inv,
+        )
 
     @property
     def needs_edge_ids(self) -> bool:
         """Whether batches must bring their global edge ids (to look up full-graph coefficients)."""
         return self.deg_full is not None
 
-    def for_batch(self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None,
-                  rowptr: Tensor | None = None) -> Aggregator:
+    def for_batch(
+        self, edge_index: Tensor, n_id: Tensor, e_id: Tensor | None, rowptr: Tensor | None = None
+    ) -> Aggregator:
         """The aggregator of one batch (local ``edge_index`` over nodes ``n_id``; ``rowptr`` when the batch
         carries its CSR)."""
         n = n_id.numel()
@@ -112,8 +121,9 @@ class AggregationPolicy:
         with code_path("norm.build"):
             w = self.norm.edge_weight.index_select(0, e_id)
             scale = self.deg_full.index_select(0, n_id).to(w.dtype) / agg.degree().clamp_min(1).to(w.dtype)
-            weights.append(GCNNorm(w * scale.index_select(0, edge_index[1]),
-                                   self.norm.self_weight.index_select(0, n_id)))
+            weights.append(
+                GCNNorm(w * scale.index_select(0, edge_index[1]), self.norm.self_weight.index_select(0, n_id))
+            )
         return agg
 
     def for_graph(self, edge_index: Tensor, num_nodes: int) -> Aggregator:
@@ -125,8 +135,15 @@ class AggregationPolicy:
             norm = gcn_norm(edge_index, num_nodes, add_self_loops=True)
         return self._with_weights(edge_index, num_nodes, None, lambda: norm)
 
-    def for_targets(self, edge_index: Tensor, rowptr: Tensor, *, target_start: int, edge_start: int,
-                    inv_sqrt_deg: Callable[[], Tensor]) -> Aggregator:
+    def for_targets(
+        self,
+        edge_index: Tensor,
+        rowptr: Tensor,
+        *,
+        target_start: int,
+        edge_start: int,
+        inv_sqrt_deg: Callable[[], Tensor],
+    ) -> Aggregator:
         """The aggregator of one chunk of targets in layer-wise full-neighbourhood evaluation
         (:mod:`gnnbench.models.inference`): sources are every node of the graph, targets the chunk's.
 
@@ -147,16 +164,26 @@ class AggregationPolicy:
         def weights() -> GCNNorm:
             if not memo:
                 if self.norm is not None:
-                    memo.append(GCNNorm(self.norm.edge_weight[edge_start:edge_start + e],
-                                        self.norm.self_weight[target_start:target_start + n]))
+                    memo.append(
+                        GCNNorm(
+                            self.norm.edge_weight[edge_start : edge_start + e],
+                            self.norm.self_weight[target_start : target_start + n],
+                        )
+                    )
                 else:
-                    memo.append(gcn_norm_targets(edge_index, inv_sqrt_deg(), target_start=target_start,
-                                                 num_targets=n))
+                    memo.append(gcn_norm_targets(edge_index, inv_sqrt_deg(), target_start=target_start, num_targets=n))
             return memo[0]
 
         local = torch.stack([edge_index[0], edge_index[1] - target_start])
-        return Aggregator(local, n, mode=self.evaluation_mode(edge_index.device.type), dtype=self.dtype,
-                          rowptr=rowptr, gcn_weights=weights, target_start=target_start)
+        return Aggregator(
+            local,
+            n,
+            mode=self.evaluation_mode(edge_index.device.type),
+            dtype=self.dtype,
+            rowptr=rowptr,
+            gcn_weights=weights,
+            target_start=target_start,
+        )
 
     def evaluation_mode(self, device_type: str) -> str:
         """The kernel of full-neighbourhood evaluation: the CSR sparse-matrix product whenever torch has one for
@@ -174,8 +201,9 @@ class AggregationPolicy:
         norm = gcn_norm(edge_index, n, add_self_loops=True)
         inv_batch = gcn_inv_sqrt_degree(edge_index, n, dtype=norm.edge_weight.dtype)
         ratio = self.source_inv_sqrt_deg.index_select(0, n_id).to(inv_batch.dtype)
-        ratio = torch.where(inv_batch > 0, ratio / inv_batch.clamp_min(torch.finfo(inv_batch.dtype).tiny),
-                            torch.zeros_like(ratio))
+        ratio = torch.where(
+            inv_batch > 0, ratio / inv_batch.clamp_min(torch.finfo(inv_batch.dtype).tiny), torch.zeros_like(ratio)
+        )
         return GCNNorm(norm.edge_weight * ratio.index_select(0, edge_index[0]), norm.self_weight)
 
     def _with_weights(self, edge_index: Tensor, n: int, rowptr: Tensor | None, weights) -> Aggregator:

@@ -23,8 +23,15 @@ from gnnbench.graphs.norm import gcn_inv_sqrt_degree
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.precision import Precision
 
-__all__ = ["ChunkPlan", "plan_chunks", "chunk_cost", "check_chunk_bytes", "LayerwiseInference",
-           "DEFAULT_CHUNK_BYTES", "MIN_CHUNK_BYTES"]
+__all__ = [
+    "ChunkPlan",
+    "plan_chunks",
+    "chunk_cost",
+    "check_chunk_bytes",
+    "LayerwiseInference",
+    "DEFAULT_CHUNK_BYTES",
+    "MIN_CHUNK_BYTES",
+]
 
 DEFAULT_CHUNK_BYTES = 256 * 2**20  # one chunk's temporaries: ~400k edges at width 64, degree 20 (~50 chunks on medium)
 MIN_CHUNK_BYTES = 64 * 2**10  # below this a chunk holds a handful of edges and only adds per-chunk overhead
@@ -97,8 +104,9 @@ class ChunkPlan:
         return (edge_hi - edge_lo) * self.bytes_per_edge + (hi - lo) * self.bytes_per_node
 
 
-def plan_chunks(edge_index: Tensor, rowptr: Tensor, *, width: int, budget_bytes: int = DEFAULT_CHUNK_BYTES
-                ) -> ChunkPlan:
+def plan_chunks(
+    edge_index: Tensor, rowptr: Tensor, *, width: int, budget_bytes: int = DEFAULT_CHUNK_BYTES
+) -> ChunkPlan:
     """Cut the target nodes into consecutive chunks whose temporaries fit ``budget_bytes``.
 
     Greedy over the cumulative cost ``rowptr[i] * bytes_per_edge + i * bytes_per_node``: each chunk takes
@@ -118,26 +126,30 @@ def plan_chunks(edge_index: Tensor, rowptr: Tensor, *, width: int, budget_bytes:
     per_edge, per_node = chunk_cost(width)
     n = rowptr.numel() - 1
     if edge_index.dim() != 2 or edge_index.size(0) != 2 or int(rowptr[-1]) != edge_index.size(1):
-        raise ValueError(f"edge_index must be [2, rowptr[-1]] = [2, {int(rowptr[-1])}] "
-                         f"(got {list(edge_index.shape)})")
+        raise ValueError(f"edge_index must be [2, rowptr[-1]] = [2, {int(rowptr[-1])}] (got {list(edge_index.shape)})")
     rowptr = rowptr.to("cpu", torch.int64)
     cum = rowptr * per_edge + torch.arange(n + 1, dtype=torch.int64) * per_node
     bounds = [0]
     while bounds[-1] < n:
         lo = bounds[-1]
-        hi = int(torch.searchsorted(cum, cum[lo:lo + 1] + budget_bytes, right=True)) - 1
+        hi = int(torch.searchsorted(cum, cum[lo : lo + 1] + budget_bytes, right=True)) - 1
         bounds.append(min(n, max(hi, lo + 1)))
     edges = rowptr[bounds].tolist()
     plan = ChunkPlan(tuple(bounds), tuple(edges), budget_bytes, per_edge, per_node)
     dst = edge_index[1]
     for lo, hi, a, b in plan:  # every edge of the chunk targets it, in CSR order
         local = dst[a:b].to(torch.int64) - lo
-        ok = local.numel() == 0 or (int(local[0]) >= 0 and int(local[-1]) < hi - lo and bool((local.diff() >= 0).all())
-                                    and torch.equal(torch.bincount(local.cpu(), minlength=hi - lo),
-                                                    rowptr[lo + 1:hi + 1] - rowptr[lo:hi]))
+        ok = local.numel() == 0 or (
+            int(local[0]) >= 0
+            and int(local[-1]) < hi - lo
+            and bool((local.diff() >= 0).all())
+            and torch.equal(torch.bincount(local.cpu(), minlength=hi - lo), rowptr[lo + 1 : hi + 1] - rowptr[lo:hi])
+        )
         if not ok:
-            raise ValueError(f"edges {a}:{b} are not the in-edges of nodes {lo}:{hi} in target order; layer-wise "
-                             "evaluation needs edges sorted by target with a matching rowptr (Graph's layout)")
+            raise ValueError(
+                f"edges {a}:{b} are not the in-edges of nodes {lo}:{hi} in target order; layer-wise "
+                "evaluation needs edges sorted by target with a matching rowptr (Graph's layout)"
+            )
     return plan
 
 
@@ -159,8 +171,15 @@ class LayerwiseInference:
         chunk_bytes: Budget for one chunk's temporaries (default :data:`DEFAULT_CHUNK_BYTES`, 256 MiB).
     """
 
-    def __init__(self, edge_index: Tensor, rowptr: Tensor, policy: AggregationPolicy, device: torch.device, *,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+    def __init__(
+        self,
+        edge_index: Tensor,
+        rowptr: Tensor,
+        policy: AggregationPolicy,
+        device: torch.device,
+        *,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    ) -> None:
         self.chunk_bytes = check_chunk_bytes(chunk_bytes)
         self.edge_index = edge_index
         self.rowptr = rowptr
@@ -191,12 +210,15 @@ class LayerwiseInference:
         h = x.to(self.device)
         for i in range(model.num_layers):
             # messages in fp32; the lambdas run inside _per_chunk, in this iteration (B023 does not apply)
-            msgs = self._per_chunk(plan, lambda c: model.messages(i, h[c[0]:c[1]].float(), precision))  # noqa: B023
+            msgs = self._per_chunk(plan, lambda c: model.messages(i, h[c[0] : c[1]].float(), precision))  # noqa: B023
             msgs = msgs.to(self.policy.dtype)  # the aggregation's dtype once here, not per chunk
             h = None  # the layer's input is done with (the combine reads the messages): two node tensors at a time
-            h = self._per_chunk(plan, lambda c: model.combine(i, msgs, self._aggregator(c, inv_sqrt_deg),  # noqa: B023, F821
-                                                              precision))
-            del msgs
+
+            def combine(c, i=i, msgs=msgs):  # the layer's messages, bound: no reference outlives the layer
+                return model.combine(i, msgs, self._aggregator(c, inv_sqrt_deg), precision)
+
+            h = self._per_chunk(plan, combine)
+            del combine, msgs
         return h
 
     def _per_chunk(self, plan: ChunkPlan, f: Callable[[tuple[int, int, int, int]], Tensor]) -> Tensor:
@@ -206,19 +228,20 @@ class LayerwiseInference:
             y = f(chunk)
             if out is None:
                 out = torch.empty((self.num_nodes, y.size(1)), dtype=y.dtype, device=y.device)
-            out[chunk[0]:chunk[1]] = y
+            out[chunk[0] : chunk[1]] = y
         return out
 
     def _edges(self, chunk: tuple[int, int, int, int]) -> tuple[Tensor, Tensor]:
         """The chunk's in-edges and their CSR offsets (from 0), on the compute device."""
         lo, hi, a, b = chunk
-        crow = self.rowptr[lo:hi + 1] - self.rowptr[lo]
+        crow = self.rowptr[lo : hi + 1] - self.rowptr[lo]
         return self.edge_index[:, a:b].to(self.device), crow.to(self.device)
 
     def _aggregator(self, chunk: tuple[int, int, int, int], inv_sqrt_deg: Callable[[], Tensor]):
         edge_index, crow = self._edges(chunk)
-        return self.policy.for_targets(edge_index, crow, target_start=chunk[0], edge_start=chunk[2],
-                                       inv_sqrt_deg=inv_sqrt_deg)
+        return self.policy.for_targets(
+            edge_index, crow, target_start=chunk[0], edge_start=chunk[2], inv_sqrt_deg=inv_sqrt_deg
+        )
 
     def _inv_sqrt_degree(self, plan: ChunkPlan) -> Tensor:
         """The whole graph's ``D^-1/2`` of GCN's normalization (self loops added), a chunk of targets at a time."""

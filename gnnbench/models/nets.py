@@ -68,12 +68,20 @@ class GCN(nn.Module):
     :meth:`messages` (dropout and ``H W``) and :meth:`combine` (aggregation, bias, activation).
     """
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                 dropout_kernel: str = "bernoulli") -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int,
+        dropout: float = 0.5,
+        dropout_kernel: str = "bernoulli",
+    ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
-        self.lins = nn.ModuleList(Linear(a, b, bias=False, weight_initializer="glorot")
-                                  for a, b in zip(dims[:-1], dims[1:]))
+        self.lins = nn.ModuleList(
+            Linear(a, b, bias=False, weight_initializer="glorot") for a, b in zip(dims[:-1], dims[1:])
+        )
         self.biases = nn.ParameterList(nn.Parameter(torch.zeros(b)) for b in dims[1:])
         self.dims = tuple(dims)  # layer widths, input first
         self.dropout = dropout
@@ -114,8 +122,15 @@ class GraphSAGE(nn.Module):
     Split per layer like :class:`GCN`: :meth:`messages` (dropout) and :meth:`combine` (the rest).
     """
 
-    def __init__(self, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                 dropout_kernel: str = "bernoulli") -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        out_dim: int,
+        num_layers: int,
+        dropout: float = 0.5,
+        dropout_kernel: str = "bernoulli",
+    ) -> None:
         super().__init__()
         dims = [in_dim] + [hidden] * (num_layers - 1) + [out_dim]
         self.lin_l = nn.ModuleList(Linear(a, b, bias=True) for a, b in zip(dims[:-1], dims[1:]))
@@ -157,8 +172,15 @@ class GraphSAGE(nn.Module):
 MODELS = {"gcn": GCN, "sage": GraphSAGE}
 
 
-def build_model(name: str, in_dim: int, hidden: int, out_dim: int, num_layers: int, dropout: float = 0.5,
-                dropout_kernel: str = "bernoulli") -> nn.Module:
+def build_model(
+    name: str,
+    in_dim: int,
+    hidden: int,
+    out_dim: int,
+    num_layers: int,
+    dropout: float = 0.5,
+    dropout_kernel: str = "bernoulli",
+) -> nn.Module:
     """Instantiate a model by name (``gcn`` or ``sage``); ``dropout_kernel`` picks how the dropout mask is drawn
     (:data:`DROPOUTS`)."""
     if name not in MODELS:
@@ -166,8 +188,9 @@ def build_model(name: str, in_dim: int, hidden: int, out_dim: int, num_layers: i
     if num_layers < 1:
         raise ValueError(f"num_layers must be >= 1 (got {num_layers})")
     if dropout_kernel not in DROPOUT_KERNELS:
-        raise ValueError(f"dropout_kernel must be one of {', '.join(map(repr, DROPOUT_KERNELS))} "
-                         f"(got {dropout_kernel!r})")
+        raise ValueError(
+            f"dropout_kernel must be one of {', '.join(map(repr, DROPOUT_KERNELS))} (got {dropout_kernel!r})"
+        )
     return MODELS[name](in_dim, hidden, out_dim, num_layers, dropout, dropout_kernel)
 
 
@@ -186,4 +209,3 @@ def compile_model(model: nn.Module, flags: Flags) -> tuple[Callable, dict | None
     _dynamo.reset()
     _dynamo.utils.counters.clear()  # this run's graphs and breaks only (the counters are process-wide)
     return torch.compile(model, dynamic=True), _dynamo.utils.counters
-

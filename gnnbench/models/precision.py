@@ -49,4 +49,3 @@ class Precision:
     @property
     def aggregation_dtype(self) -> torch.dtype:
         return self.low_dtype if self.mode == "full" else torch.float32
-

@@ -19,8 +19,18 @@ from gnnbench.graphs.container import Graph
 from gnnbench.sampling.batch import Batch
 from gnnbench.sampling.negative import NegativeSampler
 
-__all__ = ["NodeClassification", "LinkPrediction", "TASKS", "unavailable", "link_loss", "auc", "hits_at_k",
-           "evaluation_negatives", "HITS_K", "pair_scores"]
+__all__ = [
+    "NodeClassification",
+    "LinkPrediction",
+    "TASKS",
+    "unavailable",
+    "link_loss",
+    "auc",
+    "hits_at_k",
+    "evaluation_negatives",
+    "HITS_K",
+    "pair_scores",
+]
 
 HITS_K = 50
 
@@ -41,14 +51,26 @@ class NodeClassification:
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         out = []
         if flags.negative_mode != "uniform":
-            out.append(Unavailable("negative_mode", "negative sampling applies to link prediction; this run "
-                                   "trains node classification"))
+            out.append(
+                Unavailable(
+                    "negative_mode", "negative sampling applies to link prediction; this run trains node classification"
+                )
+            )
         if not flags.negative_strict:
-            out.append(Unavailable("negative_strict", "negative sampling applies to link prediction; this run "
-                                   "trains node classification"))
+            out.append(
+                Unavailable(
+                    "negative_strict",
+                    "negative sampling applies to link prediction; this run trains node classification",
+                )
+            )
         if flags.negative_ratio != 1:
-            out.append(Unavailable("negative_ratio", f"negatives per positive (got {flags.negative_ratio}) apply "
-                                   "to link prediction; this run trains node classification"))
+            out.append(
+                Unavailable(
+                    "negative_ratio",
+                    f"negatives per positive (got {flags.negative_ratio}) apply "
+                    "to link prediction; this run trains node classification",
+                )
+            )
         return out
 
     def __init__(self, graph: Graph, device: torch.device, seed: int = 0) -> None:
@@ -110,8 +132,13 @@ class LinkPrediction:
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         if flags.batch_source != "neighbor":
-            return [Unavailable("batch_source", f"{flags.batch_source} batches train node classification; link "
-                                "prediction uses neighbour-sampled edge batches")]
+            return [
+                Unavailable(
+                    "batch_source",
+                    f"{flags.batch_source} batches train node classification; link "
+                    "prediction uses neighbour-sampled edge batches",
+                )
+            ]
         return []
 
     val_granularity = 0.0  # AUC over thousands of pairs: continuous for the plateau rule
@@ -140,8 +167,12 @@ class LinkPrediction:
             if pos is None or pos.numel() == 0:
                 out[split] = float("nan")
                 continue
-            neg = evaluation_negatives(full.edge_index, full.num_nodes, max(pos.size(1), 4 * HITS_K),
-                                       seed=self.seed + (1 if split == "val" else 2))
+            neg = evaluation_negatives(
+                full.edge_index,
+                full.num_nodes,
+                max(pos.size(1), 4 * HITS_K),
+                seed=self.seed + (1 if split == "val" else 2),
+            )
             ps, ns = pair_scores(z, pos), pair_scores(z, neg)
             out[split] = auc(ps, ns)
             out[f"{split}_hits@{HITS_K}"] = hits_at_k(ps, ns, HITS_K)
@@ -167,8 +198,10 @@ def link_loss(z: Tensor, edge_label_index: Tensor, edge_label: Tensor) -> Tensor
         ValueError: if ``edge_label`` does not hold one label per pair of ``edge_label_index``.
     """
     if edge_label.shape != edge_label_index.shape[1:]:
-        raise ValueError(f"edge_label must hold one label per pair: edge_label_index has "
-                         f"{edge_label_index.size(1)} pairs (got labels of shape {list(edge_label.shape)})")
+        raise ValueError(
+            f"edge_label must hold one label per pair: edge_label_index has "
+            f"{edge_label_index.size(1)} pairs (got labels of shape {list(edge_label.shape)})"
+        )
     scores = (z[edge_label_index[0]] * z[edge_label_index[1]]).sum(-1).float()
     return F.binary_cross_entropy_with_logits(scores, edge_label.float())
 
@@ -180,8 +213,8 @@ def pair_scores(z: Tensor, pairs: Tensor, *, chunk: int = 2**18) -> Tensor:
         raise ValueError(f"chunk must be an integer >= 1 (got {chunk!r})")
     out = torch.empty(pairs.size(1), dtype=z.dtype, device=z.device)
     for start in range(0, pairs.size(1), chunk):
-        u, v = pairs[0, start:start + chunk], pairs[1, start:start + chunk]
-        out[start:start + chunk] = (z[u] * z[v]).sum(-1)
+        u, v = pairs[0, start : start + chunk], pairs[1, start : start + chunk]
+        out[start : start + chunk] = (z[u] * z[v]).sum(-1)
     return out
 
 

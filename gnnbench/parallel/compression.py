@@ -23,8 +23,19 @@ from torch import Tensor
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
 
-__all__ = ["HOOKS", "Hook", "TopKState", "topk_count", "topk_compress", "topk_hook", "make_hook", "timed_hook",
-           "CommRecorder", "POWERSGD_START_ITER", "dense_payload"]
+__all__ = [
+    "HOOKS",
+    "Hook",
+    "TopKState",
+    "topk_count",
+    "topk_compress",
+    "topk_hook",
+    "make_hook",
+    "timed_hook",
+    "CommRecorder",
+    "POWERSGD_START_ITER",
+    "dense_payload",
+]
 
 POWERSGD_START_ITER = 2  # vanilla all-reduce for the first steps (PyTorch's minimum with error feedback)
 
@@ -49,7 +60,7 @@ def topk_compress(acc: Tensor, ratio: float, sizes: list[int] | None = None) -> 
     parts, offset = [], 0
     for n in sizes:
         k = topk_count(n, ratio) if n else 0
-        seg = acc[offset:offset + n]
+        seg = acc[offset : offset + n]
         pick = torch.arange(n, device=acc.device) if k == n else seg.abs().topk(k, sorted=False).indices
         parts.append(pick + offset)
         offset += n
@@ -77,8 +88,9 @@ class TopKState:
     gradient-ready order) keeps each entry's residual and velocity with its entry.
     """
 
-    def __init__(self, ratio: float, momentum: float = 0.0, mask_momentum: bool = True,
-                 process_group: Any = None) -> None:
+    def __init__(
+        self, ratio: float, momentum: float = 0.0, mask_momentum: bool = True, process_group: Any = None
+    ) -> None:
         if not 0 < ratio <= 1:
             raise ValueError(f"top-k ratio must be in (0, 1] (got {ratio!r})")
         if not 0 <= momentum < 1:
@@ -114,9 +126,9 @@ class TopKState:
         offset = 0
         for p, g in zip(params, grads):
             n = g.numel()
-            self.residuals[id(p)] = residual[offset:offset + n]
+            self.residuals[id(p)] = residual[offset : offset + n]
             if mask is not None:
-                self.velocities[id(p)].masked_fill_(mask[offset:offset + n], 0.0)
+                self.velocities[id(p)].masked_fill_(mask[offset : offset + n], 0.0)
             offset += n
 
     def step(self, params: list[Tensor], grads: list[Tensor]) -> tuple[Tensor, Tensor]:
@@ -197,18 +209,36 @@ class Hook:
 
 
 HOOKS: dict[str, Hook] = {
-    "none": Hook(lambda flags, momentum: None, default_hooks.allreduce_hook, lambda state, bucket: dense_payload(bucket),
-                 "4 n (dense fp32 all-reduce)"),
-    "topk": Hook(lambda flags, momentum: TopKState(flags.topk_ratio, momentum=momentum), topk_hook, _topk_payload,
-                 "8 sum_p k_p, k_p = max(1, ceil(topk_ratio n_p)) per parameter (fp32 values + int32 indices, "
-                 "all-gathered)"),
-    "fp16": Hook(lambda flags, momentum: None, default_hooks.fp16_compress_hook, _fp16_payload, "2 n (fp16 all-reduce)"),
-    "powersgd": Hook(lambda flags, momentum: powersgd.PowerSGDState(
-        process_group=None, matrix_approximation_rank=flags.powersgd_rank, start_powerSGD_iter=POWERSGD_START_ITER,
-        min_compression_rate=2, use_error_feedback=True, warm_start=True, random_seed=0),
-        powersgd.powerSGD_hook, _powersgd_payload,
+    "none": Hook(
+        lambda flags, momentum: None,
+        default_hooks.allreduce_hook,
+        lambda state, bucket: dense_payload(bucket),
+        "4 n (dense fp32 all-reduce)",
+    ),
+    "topk": Hook(
+        lambda flags, momentum: TopKState(flags.topk_ratio, momentum=momentum),
+        topk_hook,
+        _topk_payload,
+        "8 sum_p k_p, k_p = max(1, ceil(topk_ratio n_p)) per parameter (fp32 values + int32 indices, all-gathered)",
+    ),
+    "fp16": Hook(
+        lambda flags, momentum: None, default_hooks.fp16_compress_hook, _fp16_payload, "2 n (fp16 all-reduce)"
+    ),
+    "powersgd": Hook(
+        lambda flags, momentum: powersgd.PowerSGDState(
+            process_group=None,
+            matrix_approximation_rank=flags.powersgd_rank,
+            start_powerSGD_iter=POWERSGD_START_ITER,
+            min_compression_rate=2,
+            use_error_feedback=True,
+            warm_start=True,
+            random_seed=0,
+        ),
+        powersgd.powerSGD_hook,
+        _powersgd_payload,
         "4 sum((a + b) r) over compressible a x b gradients + 4 n for the rest (vanilla for the first "
-        f"{POWERSGD_START_ITER} steps)"),
+        f"{POWERSGD_START_ITER} steps)",
+    ),
 }
 
 

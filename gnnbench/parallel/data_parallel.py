@@ -39,8 +39,9 @@ class NoComm:
 NO_COMM = NoComm()
 
 
-def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext,
-               momentum: float = 0.0) -> tuple[nn.Module, CommRecorder | NoComm]:
+def wrap_model(
+    model: nn.Module, flags: Flags, ctx: RunContext, momentum: float = 0.0
+) -> tuple[nn.Module, CommRecorder | NoComm]:
     """``(module to call, communication recorder)``.
 
     With ``parallel="data"``: ``DistributedDataParallel(model)`` over the initialized default
@@ -55,16 +56,30 @@ def wrap_model(model: nn.Module, flags: Flags, ctx: RunContext,
     if flags.parallel != "data":
         return model, NO_COMM
     if not dist.is_available() or not dist.is_initialized():
-        raise UnavailableError([Unavailable("parallel", "data parallel runs on ranks started by "
-                                            "gnnbench.measure.launch (torchrun); no process group here")])
+        raise UnavailableError(
+            [
+                Unavailable(
+                    "parallel",
+                    "data parallel runs on ranks started by gnnbench.measure.launch (torchrun); no process group here",
+                )
+            ]
+        )
     world = dist.get_world_size()
     if world != ctx.world_size:
-        raise UnavailableError([Unavailable("parallel", f"the process group has {world} ranks but the run was "
-                                            f"configured for nproc={ctx.world_size}")])
+        raise UnavailableError(
+            [
+                Unavailable(
+                    "parallel",
+                    f"the process group has {world} ranks but the run was configured for nproc={ctx.world_size}",
+                )
+            ]
+        )
     device = ctx.device
     ddp = nn.parallel.DistributedDataParallel(
-        model, device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
-        broadcast_buffers=False)
+        model,
+        device_ids=[device.index] if device.type == "cuda" and device.index is not None else None,
+        broadcast_buffers=False,
+    )
     state, hook, recorder = make_hook(flags, world, momentum)
     ddp.register_comm_hook(state, hook)
     return ddp, recorder
@@ -83,20 +98,35 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     :func:`gnnbench.parallel.partition_parallel.unavailable`."""
     out = []
     if flags.parallel == "none" and ctx.world_size > 1:
-        out.append(Unavailable("parallel", f"--nproc {ctx.world_size} needs a parallel mode: parallel='data' "
-                               "(the data_parallel entry) splits each batch across the ranks"))
+        out.append(
+            Unavailable(
+                "parallel",
+                f"--nproc {ctx.world_size} needs a parallel mode: parallel='data' "
+                "(the data_parallel entry) splits each batch across the ranks",
+            )
+        )
     if flags.parallel == "data":
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"data_parallel needs --nproc >= 2 (got {ctx.world_size})"))
     if flags.parallel != "none" and ctx.world_size > 1 and torch.device(ctx.device).type == "cuda":
         gpus = torch.cuda.device_count()
         if ctx.world_size > gpus:
-            out.append(Unavailable("parallel", f"NCCL ranks need one GPU each: --nproc {ctx.world_size} but this "
-                                   f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
-                                   "(gloo ranks)"))
+            out.append(
+                Unavailable(
+                    "parallel",
+                    f"NCCL ranks need one GPU each: --nproc {ctx.world_size} but this "
+                    f"machine has {gpus} CUDA device(s); use --nproc <= {gpus} or --device cpu "
+                    "(gloo ranks)",
+                )
+            )
     if flags.grad_compression != "none" and flags.parallel != "data":
-        out.append(Unavailable("grad_compression", f"grad compression needs parallel='data' "
-                               f"(got parallel={flags.parallel!r}): it is a DDP communication hook"))
+        out.append(
+            Unavailable(
+                "grad_compression",
+                f"grad compression needs parallel='data' "
+                f"(got parallel={flags.parallel!r}): it is a DDP communication hook",
+            )
+        )
     return out
 
 

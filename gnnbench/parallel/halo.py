@@ -27,8 +27,16 @@ from torch import Tensor
 from gnnbench.graphs.container import Graph
 from gnnbench.parallel.partition import Partition
 
-__all__ = ["REDUCES", "HaloExchange", "HaloExchangeError", "HaloPlan", "HaloStep", "aggregate_local",
-           "backend_for", "partition_aggregate"]
+__all__ = [
+    "REDUCES",
+    "HaloExchange",
+    "HaloExchangeError",
+    "HaloPlan",
+    "HaloStep",
+    "aggregate_local",
+    "backend_for",
+    "partition_aggregate",
+]
 
 REDUCES = ("sum", "mean")
 
@@ -101,9 +109,14 @@ class HaloPlan:
         send_counts = torch.bincount(send_keys // n, minlength=k)
 
         return cls(
-            rank=rank, num_parts=k, owned=owned, halo=halo,
-            recv_counts=tuple(recv_counts.tolist()), send_index=send_index,
-            send_counts=tuple(send_counts.tolist()), edge_index=torch.stack([local_src, local_dst]),
+            rank=rank,
+            num_parts=k,
+            owned=owned,
+            halo=halo,
+            recv_counts=tuple(recv_counts.tolist()),
+            send_index=send_index,
+            send_counts=tuple(send_counts.tolist()),
+            edge_index=torch.stack([local_src, local_dst]),
             in_degree=torch.bincount(local_dst, minlength=owned.numel()),
         )
 
@@ -117,9 +130,14 @@ class HaloPlan:
 
     def to(self, device: torch.device | str) -> "HaloPlan":
         """The plan with its tensors on ``device``."""
-        return replace(self, owned=self.owned.to(device), halo=self.halo.to(device),
-                       send_index=self.send_index.to(device), edge_index=self.edge_index.to(device),
-                       in_degree=self.in_degree.to(device))
+        return replace(
+            self,
+            owned=self.owned.to(device),
+            halo=self.halo.to(device),
+            send_index=self.send_index.to(device),
+            edge_index=self.edge_index.to(device),
+            in_degree=self.in_degree.to(device),
+        )
 
 
 @dataclass(frozen=True)
@@ -162,14 +180,23 @@ class HaloExchange:
         HaloExchangeError: when the setup check fails or a peer is gone.
     """
 
-    def __init__(self, plan: HaloPlan, *, group: dist.ProcessGroup | None = None,
-                 device: torch.device | str = "cpu", cache_steps: int = 0, verify: bool = True) -> None:
+    def __init__(
+        self,
+        plan: HaloPlan,
+        *,
+        group: dist.ProcessGroup | None = None,
+        device: torch.device | str = "cpu",
+        cache_steps: int = 0,
+        verify: bool = True,
+    ) -> None:
         if not dist.is_initialized():
             raise ValueError("HaloExchange needs an initialized process group (torch.distributed.init_process_group)")
         world, rank = dist.get_world_size(group), dist.get_rank(group)
         if world != plan.num_parts or rank != plan.rank:
-            raise ValueError(f"plan is for rank {plan.rank} of {plan.num_parts} parts but this process is "
-                             f"rank {rank} of a group of {world}; build the plan with the group's rank and size")
+            raise ValueError(
+                f"plan is for rank {plan.rank} of {plan.num_parts} parts but this process is "
+                f"rank {rank} of a group of {world}; build the plan with the group's rank and size"
+            )
         if isinstance(cache_steps, bool) or not isinstance(cache_steps, int) or cache_steps < 0:
             raise ValueError(f"cache_steps must be an integer >= 0 (got {cache_steps!r})")
         self.device = torch.device(device)
@@ -223,8 +250,12 @@ class HaloExchange:
             raise ValueError(f"local_x must have one row per owned node ({plan.num_owned}) (got {local_x.size(0)})")
         step = len(self.steps)
         cached, age = self._cache.get(key, (None, 0))
-        if cached is not None and age < self.cache_steps and cached.dtype == local_x.dtype \
-                and cached.shape[1:] == local_x.shape[1:]:
+        if (
+            cached is not None
+            and age < self.cache_steps
+            and cached.dtype == local_x.dtype
+            and cached.shape[1:] == local_x.shape[1:]
+        ):
             self._cache[key] = (cached, age + 1)
             self.steps.append(HaloStep(step, 0, 0, 0, 0, 0.0, cached=True))
             return cached
@@ -233,12 +264,22 @@ class HaloExchange:
         out_splits, in_splits = list(plan.recv_counts), list(plan.send_counts)
         if local_x.requires_grad and torch.is_grad_enabled():
             result: list[Tensor] = []
-            seconds = self._collective(f"exchange step {step}", lambda: result.append(dist_fn.all_to_all_single(
-                recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits, group=self.group)))
+            seconds = self._collective(
+                f"exchange step {step}",
+                lambda: result.append(
+                    dist_fn.all_to_all_single(
+                        recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits, group=self.group
+                    )
+                ),
+            )
             recv = result[0]
         else:
-            seconds = self._collective(f"exchange step {step}", lambda: dist.all_to_all_single(
-                recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits, group=self.group))
+            seconds = self._collective(
+                f"exchange step {step}",
+                lambda: dist.all_to_all_single(
+                    recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits, group=self.group
+                ),
+            )
         self.steps.append(HaloStep(step, plan.num_halo, send.size(0), recv.nbytes, send.nbytes, seconds, cached=False))
         if self.cache_steps:
             self._cache[key] = (recv.detach(), 0)

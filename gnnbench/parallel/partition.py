@@ -107,9 +107,13 @@ class Partition:
     def summary(self) -> dict[str, float | int | str]:
         """The numbers a report prints: method, parts, seconds, cut, balances, mean halo."""
         return {
-            "method": self.method, "parts": self.num_parts, "seconds": self.seconds,
-            "edge_cut_fraction": self.edge_cut_fraction, "node_balance": self.node_balance,
-            "edge_balance": self.edge_balance, "mean_halo_nodes": float(self.halo_sizes.double().mean()),
+            "method": self.method,
+            "parts": self.num_parts,
+            "seconds": self.seconds,
+            "edge_cut_fraction": self.edge_cut_fraction,
+            "node_balance": self.node_balance,
+            "edge_balance": self.edge_balance,
+            "mean_halo_nodes": float(self.halo_sizes.double().mean()),
         }
 
     def _check_part(self, part: int) -> None:

@@ -36,8 +36,10 @@ from gnnbench.parallel.partition import Partition, partition
 
 __all__ = ["PartitionComm", "PartitionParallel", "FORMULA", "partition_for", "unavailable"]
 
-FORMULA = ("halo rows x row bytes sent per layer in forward and again in backward (all_to_all_single), plus "
-           "the fp32 gradients and the loss in one all_reduce")
+FORMULA = (
+    "halo rows x row bytes sent per layer in forward and again in backward (all_to_all_single), plus "
+    "the fp32 gradients and the loss in one all_reduce"
+)
 
 
 class PartitionComm(CommRecorder):
@@ -112,11 +114,22 @@ class PartitionParallel:
         ValueError: without an initialized process group.
     """
 
-    def __init__(self, graph: Any, norm: GCNNorm, flags: Flags, device: torch.device, precision: Precision, *,
-                 seed: int = 0, verify: bool = True) -> None:
+    def __init__(
+        self,
+        graph: Any,
+        norm: GCNNorm,
+        flags: Flags,
+        device: torch.device,
+        precision: Precision,
+        *,
+        seed: int = 0,
+        verify: bool = True,
+    ) -> None:
         if not dist.is_available() or not dist.is_initialized():
-            raise ValueError("partition-parallel training runs on ranks started by gnnbench.measure.launch "
-                             "(torchrun); no process group here")
+            raise ValueError(
+                "partition-parallel training runs on ranks started by gnnbench.measure.launch "
+                "(torchrun); no process group here"
+            )
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.device = device
         comm_device = device if device.type == "cuda" else torch.device("cpu")
@@ -130,8 +143,13 @@ class PartitionParallel:
             seconds.fill_(made.seconds)
         dist.broadcast(parts, src=0)
         dist.broadcast(seconds, src=0)
-        self.partition = Partition(parts=parts.cpu(), method=flags.partitioner, num_parts=self.world,
-                                   seconds=float(seconds.item()), edge_index=graph.edge_index)
+        self.partition = Partition(
+            parts=parts.cpu(),
+            method=flags.partitioner,
+            num_parts=self.world,
+            seconds=float(seconds.item()),
+            edge_index=graph.edge_index,
+        )
         plan = HaloPlan.build(graph, self.partition, self.rank)
         self.exchange = HaloExchange(plan, device=device, verify=verify)
         self.plan = self.exchange.plan  # on the device
@@ -141,8 +159,14 @@ class PartitionParallel:
         self.x = graph.x.index_select(0, owned).to(device)
         mine = self.partition.parts.index_select(0, graph.edge_index[1].to(torch.int64)) == self.rank
         local = GCNNorm(norm.edge_weight[mine].to(device), norm.self_weight.index_select(0, owned).to(device))
-        self.agg = Aggregator(self.plan.edge_index, plan.num_owned, mode=flags.aggregation,
-                              dtype=precision.aggregation_dtype, gcn_weights=lambda: local, target_start=0)
+        self.agg = Aggregator(
+            self.plan.edge_index,
+            plan.num_owned,
+            mode=flags.aggregation,
+            dtype=precision.aggregation_dtype,
+            gcn_weights=lambda: local,
+            target_start=0,
+        )
         train = graph.train_mask.index_select(0, owned)
         self.train_rows = train.nonzero().view(-1).to(device)
         self.labels = graph.y.index_select(0, owned)[train].to(device)
@@ -161,8 +185,9 @@ class PartitionParallel:
         recv = send.new_empty((sum(out_splits), *send.shape[1:]))
         what = f"{'backward' if backward else 'forward'} halo exchange, layer {layer}"
         start = time.perf_counter()
-        self.exchange._collective(what, lambda: dist.all_to_all_single(
-            recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits))
+        self.exchange._collective(
+            what, lambda: dist.all_to_all_single(recv, send, output_split_sizes=out_splits, input_split_sizes=in_splits)
+        )
         self.comm.add_kind("halo", start, time.perf_counter(), send.nbytes, rows=send.size(0))
         return recv
 
@@ -195,12 +220,17 @@ class PartitionParallel:
     def summary(self) -> dict[str, Any]:
         """The partition's quality and this rank's halo (for the result's ``distributed`` block)."""
         p = self.partition
-        return {**p.summary(), "halo_rows": self.plan.num_halo, "owned_rows": self.plan.num_owned,
-                "send_rows": int(self.plan.send_index.numel())}
+        return {
+            **p.summary(),
+            "halo_rows": self.plan.num_halo,
+            "owned_rows": self.plan.num_owned,
+            "send_rows": int(self.plan.send_index.numel()),
+        }
 
 
-def partition_for(graph: Any, norm: Callable[[], GCNNorm], flags: Flags, device: torch.device,
-                  precision: Precision, *, seed: int = 0) -> PartitionParallel | None:
+def partition_for(
+    graph: Any, norm: Callable[[], GCNNorm], flags: Flags, device: torch.device, precision: Precision, *, seed: int = 0
+) -> PartitionParallel | None:
     """This rank's part when ``flags.parallel`` is ``"partition"``, else ``None`` (the layer's factory).
 
     Args:
@@ -224,25 +254,52 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         if ctx.world_size < 2:
             out.append(Unavailable("parallel", f"partitioning needs --nproc >= 2 (got {ctx.world_size})"))
         if flags.batch_source != "full":
-            out.append(Unavailable("batch_source", "partition-parallel training is full-graph (each step is one "
-                                   "epoch over every rank's part, with a halo exchange per layer): it needs "
-                                   f"batch_source='full' (got {flags.batch_source!r}; the partition entries set it)"))
+            out.append(
+                Unavailable(
+                    "batch_source",
+                    "partition-parallel training is full-graph (each step is one "
+                    "epoch over every rank's part, with a halo exchange per layer): it needs "
+                    f"batch_source='full' (got {flags.batch_source!r}; the partition entries set it)",
+                )
+            )
         if ctx.task != "node":
-            out.append(Unavailable("parallel", "partition-parallel training trains node classification; link "
-                                   "prediction's held-out edges have no per-part split"))
+            out.append(
+                Unavailable(
+                    "parallel",
+                    "partition-parallel training trains node classification; link "
+                    "prediction's held-out edges have no per-part split",
+                )
+            )
         if flags.compile:
-            out.append(Unavailable("compile", "partition-parallel layers run a collective between their two "
-                                   "halves; torch.compile is not applied to them"))
+            out.append(
+                Unavailable(
+                    "compile",
+                    "partition-parallel layers run a collective between their two "
+                    "halves; torch.compile is not applied to them",
+                )
+            )
         if flags.feature_placement != "host" or flags.pin_memory or flags.feature_prefetch:
-            out.append(Unavailable("feature_placement", "a part's features live on its rank's device from "
-                                   "setup; feature placement, pinning and prefetch apply to sampled batches"))
+            out.append(
+                Unavailable(
+                    "feature_placement",
+                    "a part's features live on its rank's device from "
+                    "setup; feature placement, pinning and prefetch apply to sampled batches",
+                )
+            )
         if flags.pipeline_depth or flags.feature_dtype != "float32":
-            out.append(Unavailable("pipeline_depth" if flags.pipeline_depth else "feature_dtype",
-                                   "a part's features are set up once on its rank; the pipelined loader and fp16 "
-                                   "feature storage apply to the feature store of sampled batches"))
+            out.append(
+                Unavailable(
+                    "pipeline_depth" if flags.pipeline_depth else "feature_dtype",
+                    "a part's features are set up once on its rank; the pipelined loader and fp16 "
+                    "feature storage apply to the feature store of sampled batches",
+                )
+            )
         if flags.partitioner == "metis" and importlib.util.find_spec("pymetis") is None:
             out.append(Unavailable("partitioner", "METIS partitioning needs pymetis: pip install pymetis"))
     elif flags.partitioner != "metis":
-        out.append(Unavailable("partitioner", f"a partitioner applies to parallel='partition' "
-                               f"(got parallel={flags.parallel!r})"))
+        out.append(
+            Unavailable(
+                "partitioner", f"a partitioner applies to parallel='partition' (got parallel={flags.parallel!r})"
+            )
+        )
     return out

@@ -33,9 +33,25 @@ from gnnbench.process.readback import allocator_in_effect
 from gnnbench.process.threads import ThreadPlan, placement_unavailable, plan_for, threads_in_effect
 from gnnbench.process.usage import StepUsage, resource_usage
 
-__all__ = ["unavailable", "start_mismatch", "start_refusal", "placement", "was_placed", "child_environment", "in_effect", "ALLOCATORS", "BASELINE_ALLOCATOR",
-           "shell_prefix", "allocator_in_effect", "resource_usage", "StepUsage", "ThreadPlan", "plan_for", "threads_in_effect",
-           "PLACED"]
+__all__ = [
+    "unavailable",
+    "start_mismatch",
+    "start_refusal",
+    "placement",
+    "was_placed",
+    "child_environment",
+    "in_effect",
+    "ALLOCATORS",
+    "BASELINE_ALLOCATOR",
+    "shell_prefix",
+    "allocator_in_effect",
+    "resource_usage",
+    "StepUsage",
+    "ThreadPlan",
+    "plan_for",
+    "threads_in_effect",
+    "PLACED",
+]
 
 PLACED = "GNNBENCH_PROCESS_PLACED"
 """Set in a child process started for its allocator: a child that still runs another allocator reports the
@@ -73,9 +89,14 @@ def start_refusal(flags: Flags) -> list[Unavailable]:
     mismatch = start_mismatch(flags)
     if mismatch is None:
         return []
-    return [Unavailable("allocator", f"{mismatch}; an allocator is set when a process starts: measure it with "
-                                     "gnnbench run or compare (they start one), or start this one with "
-                                     f"{shell_prefix(flags.allocator)}")]
+    return [
+        Unavailable(
+            "allocator",
+            f"{mismatch}; an allocator is set when a process starts: measure it with "
+            "gnnbench run or compare (they start one), or start this one with "
+            f"{shell_prefix(flags.allocator)}",
+        )
+    ]
 
 
 def placement(flags: Flags) -> ThreadPlan:

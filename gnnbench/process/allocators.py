@@ -30,16 +30,32 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-__all__ = ["Allocator", "ALLOCATORS", "ALLOCATOR_VARIABLES", "library_path", "child_environment",
-           "allocator_unavailable", "BASELINE_ALLOCATOR", "shell_prefix"]
+__all__ = [
+    "Allocator",
+    "ALLOCATORS",
+    "ALLOCATOR_VARIABLES",
+    "library_path",
+    "child_environment",
+    "allocator_unavailable",
+    "BASELINE_ALLOCATOR",
+    "shell_prefix",
+]
 
 BASELINE_ALLOCATOR = "glibc"
 
 # Every variable through which the allocator of a process is chosen or tuned at its start: a child's
 # environment drops them all and sets only its own allocator's (a user's LD_PRELOAD of other libraries stays).
-ALLOCATOR_VARIABLES = ("MALLOC_CONF", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                       "MALLOC_MMAP_MAX_", "MALLOC_ARENA_MAX", "MALLOC_ARENA_TEST", "TCMALLOC_RELEASE_RATE",
-                       "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES")
+ALLOCATOR_VARIABLES = (
+    "MALLOC_CONF",
+    "MALLOC_MMAP_THRESHOLD_",
+    "MALLOC_TRIM_THRESHOLD_",
+    "MALLOC_TOP_PAD_",
+    "MALLOC_MMAP_MAX_",
+    "MALLOC_ARENA_MAX",
+    "MALLOC_ARENA_TEST",
+    "TCMALLOC_RELEASE_RATE",
+    "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES",
+)
 _PRELOADED = ("tcmalloc", "jemalloc")  # LD_PRELOAD entries naming these are allocators
 
 
@@ -64,26 +80,62 @@ class Allocator:
     description: str = ""
 
 
-ALLOCATORS: Mapping[str, Allocator] = MappingProxyType({a.name: a for a in (
-    Allocator("glibc", "glibc", description="glibc's malloc with its defaults"),
-    Allocator("glibc_tuned", "glibc",
-              variables={"MALLOC_MMAP_THRESHOLD_": str(1 << 30), "MALLOC_TRIM_THRESHOLD_": str(16 << 30),
-                         "MALLOC_TOP_PAD_": str(1 << 30)},
-              description="glibc's malloc keeping freed memory mapped: mmap threshold 1 GiB, trim threshold "
-                          "16 GiB, top pad 1 GiB"),
-    Allocator("tcmalloc", "tcmalloc", library="libtcmalloc_minimal.so.4",
-              package="libtcmalloc-minimal4 (conda: gperftools)", description="tcmalloc (gperftools), defaults"),
-    Allocator("jemalloc", "jemalloc", library="libjemalloc.so.2", package="libjemalloc2 (conda: jemalloc)",
-              variables={"MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
-              description="jemalloc without page purging (dirty_decay_ms:-1, muzzy_decay_ms:-1)"),
-    Allocator("jemalloc_pyg", "jemalloc", library="libjemalloc.so.2", package="libjemalloc2 (conda: jemalloc)",
-              variables={"MALLOC_CONF": "oversize_threshold:1,background_thread:true,metadata_thp:auto,"
-                                        "dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"},
-              description="jemalloc with the MALLOC_CONF of PyG's CPU benchmark READMEs"),
-)})
+ALLOCATORS: Mapping[str, Allocator] = MappingProxyType(
+    {
+        a.name: a
+        for a in (
+            Allocator("glibc", "glibc", description="glibc's malloc with its defaults"),
+            Allocator(
+                "glibc_tuned",
+                "glibc",
+                variables={
+                    "MALLOC_MMAP_THRESHOLD_": str(1 << 30),
+                    "MALLOC_TRIM_THRESHOLD_": str(16 << 30),
+                    "MALLOC_TOP_PAD_": str(1 << 30),
+                },
+                description="glibc's malloc keeping freed memory mapped: mmap threshold 1 GiB, trim threshold "
+                "16 GiB, top pad 1 GiB",
+            ),
+            Allocator(
+                "tcmalloc",
+                "tcmalloc",
+                library="libtcmalloc_minimal.so.4",
+                package="libtcmalloc-minimal4 (conda: gperftools)",
+                description="tcmalloc (gperftools), defaults",
+            ),
+            Allocator(
+                "jemalloc",
+                "jemalloc",
+                library="libjemalloc.so.2",
+                package="libjemalloc2 (conda: jemalloc)",
+                variables={"MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
+                description="jemalloc without page purging (dirty_decay_ms:-1, muzzy_decay_ms:-1)",
+            ),
+            Allocator(
+                "jemalloc_pyg",
+                "jemalloc",
+                library="libjemalloc.so.2",
+                package="libjemalloc2 (conda: jemalloc)",
+                variables={
+                    "MALLOC_CONF": "oversize_threshold:1,background_thread:true,metadata_thp:auto,"
+                    "dirty_decay_ms:9000000000,muzzy_decay_ms:9000000000"
+                },
+                description="jemalloc with the MALLOC_CONF of PyG's CPU benchmark READMEs",
+            ),
+        )
+    }
+)
 
-_LIBRARY_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-                 "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64", "/lib")
+_LIBRARY_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/lib/x86_64-linux-gnu",
+    "/lib64",
+    "/lib",
+)
 
 
 def library_path(soname: str, search: tuple[str, ...] | None = None) -> str | None:
@@ -107,16 +159,20 @@ def allocator_unavailable(name: str) -> str | None:
     if platform.system() != "Linux":
         if name == BASELINE_ALLOCATOR:
             return None
-        return (f"{name} is set when the process starts (LD_PRELOAD or glibc's MALLOC_* variables), which "
-                f"gnnbench does on Linux only (this is {platform.system()})")
+        return (
+            f"{name} is set when the process starts (LD_PRELOAD or glibc's MALLOC_* variables), which "
+            f"gnnbench does on Linux only (this is {platform.system()})"
+        )
     libc = platform.libc_ver()[0]
     if alloc.family == "glibc" and libc != "glibc":
         if name == BASELINE_ALLOCATOR:
             return None  # the baseline is whatever malloc the C library has
         return f"{name} tunes glibc's malloc, and this process's C library is {libc or 'not glibc'}"
     if alloc.library and library_path(alloc.library) is None:
-        return (f"{alloc.library} is not installed here (install {alloc.package}, or point "
-                "GNNBENCH_LIBRARY_PATH at the folder that holds it)")
+        return (
+            f"{alloc.library} is not installed here (install {alloc.package}, or point "
+            "GNNBENCH_LIBRARY_PATH at the folder that holds it)"
+        )
     return None
 
 

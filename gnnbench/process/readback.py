@@ -22,13 +22,30 @@ PROBE_BYTES = 64 << 20  # the block glibc's probe allocates: above glibc's defau
 
 
 class _DlInfo(ctypes.Structure):
-    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
-                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
 
 
 class _Mallinfo2(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
-                                                  "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [
+        (n, ctypes.c_size_t)
+        for n in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _process_symbols() -> Any:
@@ -89,13 +106,22 @@ def _jemalloc_options() -> dict[str, Any]:
         mallctl = lib.mallctl
     except AttributeError:
         return {}
-    mallctl.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_void_p,
-                        ctypes.c_size_t]
+    mallctl.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+    ]
     mallctl.restype = ctypes.c_int
     out: dict[str, Any] = {}
-    for key, ctype in (("opt.dirty_decay_ms", ctypes.c_ssize_t), ("opt.muzzy_decay_ms", ctypes.c_ssize_t),
-                       ("opt.background_thread", ctypes.c_bool), ("opt.oversize_threshold", ctypes.c_size_t),
-                       ("opt.narenas", ctypes.c_uint)):
+    for key, ctype in (
+        ("opt.dirty_decay_ms", ctypes.c_ssize_t),
+        ("opt.muzzy_decay_ms", ctypes.c_ssize_t),
+        ("opt.background_thread", ctypes.c_bool),
+        ("opt.oversize_threshold", ctypes.c_size_t),
+        ("opt.narenas", ctypes.c_uint),
+    ):
         value = ctype()
         size = ctypes.c_size_t(ctypes.sizeof(value))
         if mallctl(key.encode(), ctypes.byref(value), ctypes.byref(size), None, 0) == 0:
@@ -145,8 +171,9 @@ def matching_allocator(found: dict[str, Any]) -> str | None:
     """The ``Flags.allocator`` choice that :func:`allocator_in_effect`'s facts match, or ``None`` (an allocator
     gnnbench does not set, or settings other than any choice's)."""
     settings = {k: v for k, v in (found.get("settings") or {}).items() if k in ALLOCATOR_VARIABLES}
-    tunables = [t for t in (found.get("settings") or {}).get("GLIBC_TUNABLES", "").split(":")
-                if t.startswith("glibc.malloc.")]
+    tunables = [
+        t for t in (found.get("settings") or {}).get("GLIBC_TUNABLES", "").split(":") if t.startswith("glibc.malloc.")
+    ]
     for name, alloc in ALLOCATORS.items():
         if alloc.family == found.get("family") and settings == dict(alloc.variables) and not tunables:
             return name

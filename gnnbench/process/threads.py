@@ -19,8 +19,16 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-__all__ = ["ThreadPlan", "plan_for", "apply", "WorkerPin", "threads_in_effect", "usable_cores",
-           "placement_unavailable", "affinity_of"]
+__all__ = [
+    "ThreadPlan",
+    "plan_for",
+    "apply",
+    "WorkerPin",
+    "threads_in_effect",
+    "usable_cores",
+    "placement_unavailable",
+    "affinity_of",
+]
 
 
 def usable_cores() -> list[int]:
@@ -30,21 +38,26 @@ def usable_cores() -> list[int]:
     return list(range(os.cpu_count() or 1))
 
 
-def placement_unavailable(placement: str, num_workers: int, world_size: int = 1,
-                          cores: Iterable[int] | None = None) -> str | None:
+def placement_unavailable(
+    placement: str, num_workers: int, world_size: int = 1, cores: Iterable[int] | None = None
+) -> str | None:
     """Why ``placement`` cannot run with ``num_workers`` loader workers here, or ``None`` if it can."""
     if placement == "shared":
         return None
     if not hasattr(os, "sched_setaffinity"):
         return "split pins threads and workers to cores (sched_setaffinity), which this platform does not have"
     if world_size > 1:
-        return (f"split places one process's threads; with {world_size} ranks torchrun gives each rank its own "
-                "thread count (OMP_NUM_THREADS)")
+        return (
+            f"split places one process's threads; with {world_size} ranks torchrun gives each rank its own "
+            "thread count (OMP_NUM_THREADS)"
+        )
     n = len(list(cores) if cores is not None else usable_cores())
     if n < num_workers + 1:
-        return (f"split gives each of the {num_workers} loader workers its own core and keeps at least one for "
-                f"training, which needs {num_workers + 1} usable cores (this process may use {n}); use fewer "
-                "workers")
+        return (
+            f"split gives each of the {num_workers} loader workers its own core and keeps at least one for "
+            f"training, which needs {num_workers + 1} usable cores (this process may use {n}); use fewer "
+            "workers"
+        )
     return None
 
 
@@ -58,9 +71,12 @@ class ThreadPlan:
     worker_cores: tuple[int, ...] | None  # worker i runs on worker_cores[i] (None: untouched)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"placement": self.placement, "intra_op": self.intra_op,
-                "main_cores": list(self.main_cores) if self.main_cores is not None else None,
-                "worker_cores": list(self.worker_cores) if self.worker_cores is not None else None}
+        return {
+            "placement": self.placement,
+            "intra_op": self.intra_op,
+            "main_cores": list(self.main_cores) if self.main_cores is not None else None,
+            "worker_cores": list(self.worker_cores) if self.worker_cores is not None else None,
+        }
 
 
 def plan_for(placement: str, num_workers: int, cores: Iterable[int] | None = None) -> ThreadPlan:
@@ -138,11 +154,16 @@ class WorkerPin:
             self.then(worker_id)
 
 
-def threads_in_effect(plan: ThreadPlan | None = None,
-                      worker_cores: list[list[int] | None] | None = None) -> dict[str, Any]:
+def threads_in_effect(
+    plan: ThreadPlan | None = None, worker_cores: list[list[int] | None] | None = None
+) -> dict[str, Any]:
     """What the process runs with now, read back: its intra-op threads and its cores, with the ``plan`` that
     asked for them and each loader worker's cores as read from the live worker (``worker_cores``)."""
-    return {"placement": plan.placement if plan is not None else "shared",
-            "planned": plan.to_dict() if plan is not None else None,
-            "intra_op": torch.get_num_threads(), "main_cores": affinity_of(0),
-            "worker_cores": worker_cores, "usable_cores": len(usable_cores())}
+    return {
+        "placement": plan.placement if plan is not None else "shared",
+        "planned": plan.to_dict() if plan is not None else None,
+        "intra_op": torch.get_num_threads(),
+        "main_cores": affinity_of(0),
+        "worker_cores": worker_cores,
+        "usable_cores": len(usable_cores()),
+    }

@@ -27,8 +27,12 @@ class Usage:
     kernel_seconds: float  # CPU time in the kernel: page faults, mmap / munmap, madvise ...
 
     def __sub__(self, other: "Usage") -> "Usage":
-        return Usage(self.minor_faults - other.minor_faults, self.major_faults - other.major_faults,
-                     self.user_seconds - other.user_seconds, self.kernel_seconds - other.kernel_seconds)
+        return Usage(
+            self.minor_faults - other.minor_faults,
+            self.major_faults - other.major_faults,
+            self.user_seconds - other.user_seconds,
+            self.kernel_seconds - other.kernel_seconds,
+        )
 
 
 def resource_usage() -> Usage:
@@ -54,8 +58,12 @@ class StepUsage:
         if self.last is not None and index >= self.warmup and evaluations == self.last[1]:
             d = now - self.last[0]
             t = self.total
-            self.total = Usage(t.minor_faults + d.minor_faults, t.major_faults + d.major_faults,
-                               t.user_seconds + d.user_seconds, t.kernel_seconds + d.kernel_seconds)
+            self.total = Usage(
+                t.minor_faults + d.minor_faults,
+                t.major_faults + d.major_faults,
+                t.user_seconds + d.user_seconds,
+                t.kernel_seconds + d.kernel_seconds,
+            )
             self.steps += 1
         self.last = (now, evaluations)
 
@@ -70,7 +78,12 @@ class StepUsage:
             return None
         t, n = self.total, self.steps
         cpu = t.user_seconds + t.kernel_seconds
-        return {"steps": n, "minor_faults_per_step": t.minor_faults / n, "major_faults_per_step": t.major_faults / n,
-                "faulted_bytes_per_step": t.minor_faults * PAGE_BYTES / n,
-                "user_seconds_per_step": t.user_seconds / n, "kernel_seconds_per_step": t.kernel_seconds / n,
-                "kernel_share": t.kernel_seconds / cpu if cpu > 0 else None}
+        return {
+            "steps": n,
+            "minor_faults_per_step": t.minor_faults / n,
+            "major_faults_per_step": t.major_faults / n,
+            "faulted_bytes_per_step": t.minor_faults * PAGE_BYTES / n,
+            "user_seconds_per_step": t.user_seconds / n,
+            "kernel_seconds_per_step": t.kernel_seconds / n,
+            "kernel_share": t.kernel_seconds / cpu if cpu > 0 else None,
+        }

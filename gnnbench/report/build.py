@@ -54,8 +54,19 @@ def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
     envs = [r["environment"] for r in runs if r.get("environment")]
     if not envs:
         return "<p class='muted'>No run results given.</p>"
-    keys = ["hardware_class", "device", "device_name", "torch", "torch_geometric", "python", "cuda", "threads",
-            "cpu_count", "platform", "commit"]
+    keys = [
+        "hardware_class",
+        "device",
+        "device_name",
+        "torch",
+        "torch_geometric",
+        "python",
+        "cuda",
+        "threads",
+        "cpu_count",
+        "platform",
+        "commit",
+    ]
     columns = [(s.title, [r["environment"] for r in s.runs if r.get("environment")]) for s in sweeps or []]
     columns = [(t, e) for t, e in columns if e] or [("runs", envs)]
 
@@ -64,12 +75,24 @@ def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
         return seen[0] if len(seen) == 1 else "differs between runs: " + ", ".join(seen)
 
     head = "<tr><th></th>" + "".join(f"<th>{_esc(t)}</th>" for t, _ in columns) + "</tr>"
-    rows = "".join(f"<tr><th>{_esc(k.replace('_', ' '))}</th>"
-                   + "".join(f"<td>{_esc(value(group, k))}</td>" for _, group in columns) + "</tr>" for k in keys)
-    rows += ("<tr><th>optional backends</th>"
-             + "".join("<td>" + _esc(", ".join(f"{k}: {'yes' if v else 'no'}"
-                                               for k, v in (group[0].get("optional_backends") or {}).items()))
-                       + "</td>" for _, group in columns) + "</tr>")
+    rows = "".join(
+        f"<tr><th>{_esc(k.replace('_', ' '))}</th>"
+        + "".join(f"<td>{_esc(value(group, k))}</td>" for _, group in columns)
+        + "</tr>"
+        for k in keys
+    )
+    rows += (
+        "<tr><th>optional backends</th>"
+        + "".join(
+            "<td>"
+            + _esc(
+                ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in (group[0].get("optional_backends") or {}).items())
+            )
+            + "</td>"
+            for _, group in columns
+        )
+        + "</tr>"
+    )
     return f"<table id='environment'>{head}{rows}</table>"
 
 
@@ -94,7 +117,8 @@ _METHOD = (
     "inside the noise floor; docs/statistics.md). The per-step ratio is shown only where an optimization leaves "
     "the work per step unchanged. Accuracy is read at convergence (the test metric at each run's best validation "
     "point, full-neighbourhood evaluation, paired by round) where every run of the pair converged, else at equal "
-    "steps, as each row says.")
+    "steps, as each row says."
+)
 
 
 def read_fingerprint(page: str) -> dict | None:
@@ -105,7 +129,7 @@ def read_fingerprint(page: str) -> dict | None:
     if start < 0:
         return None
     end = page.index("</script>", start)
-    return json.loads(page[start + len(start_tag):end])  # JSON reads the escaped "<\/" back as "</"
+    return json.loads(page[start + len(start_tag) : end])  # JSON reads the escaped "<\/" back as "</"
 
 
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:
@@ -114,23 +138,33 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
 
     sweeps = _sweeps(inputs.runs)
     sections = [_sweep_section(s, i) for i, s in enumerate(sweeps)] or [
-        "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"]
+        "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"
+    ]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"<h1>{_esc(title)}</h1>" + _aa_summary(sweeps) + _headline(sweeps)
+        f"<h1>{_esc(title)}</h1>"
+        + _aa_summary(sweeps)
+        + _headline(sweeps)
         + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). How these figures were "
-          "measured: <a href='#method'>the method, below the tables</a>.</p>"
-        + "<h2>Environment, per sweep</h2>" + _environment_table(inputs.runs, sweeps) + "".join(sections)
-        + _asv_section(inputs) + _gate_history_section(inputs) + _gate_rates_section(inputs) + _pytest_benchmark_section(inputs)
+        "measured: <a href='#method'>the method, below the tables</a>.</p>"
+        + "<h2>Environment, per sweep</h2>"
+        + _environment_table(inputs.runs, sweeps)
+        + "".join(sections)
+        + _asv_section(inputs)
+        + _gate_history_section(inputs)
+        + _gate_rates_section(inputs)
+        + _pytest_benchmark_section(inputs)
         + _registry_section()
         + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"
     )
     # what it was built from (arguments, files and their hashes): tests/report/test_published_report.py reads it back
     fingerprint = json.dumps(inputs_fingerprint(inputs), sort_keys=True, indent=0).replace("</", "<\\/")
-    page = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
-            f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
-            f"<script type='application/json' id='{INPUTS_ID}'>{fingerprint}</script>"
-            f"</head><body>{body}</body></html>")
+    page = (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
+        f"<script type='application/json' id='{INPUTS_ID}'>{fingerprint}</script>"
+        f"</head><body>{body}</body></html>"
+    )
     out = Path(out)
     write_bytes_atomic(out, page.encode("utf-8"))
     return out

@@ -23,9 +23,15 @@ __all__ = ["phases_present", "COLOR_WORDS"]
 _CHART_COLOR = {"gain": "#2a9d5b", "tradeoff": "#e08e0b", "loss": "#c0392b", "na": "#c9b458", "muted": "#9aa5b1"}
 _ACCURACY_COLOR = {"converged": "#4a6fa5", "elsewhere": "#a7b8d1"}
 
-COLOR_WORDS = {_CHART_COLOR["gain"]: "green", _CHART_COLOR["tradeoff"]: "amber", _CHART_COLOR["loss"]: "red",
-               _CHART_COLOR["na"]: "olive", _CHART_COLOR["muted"]: "grey",
-               _ACCURACY_COLOR["converged"]: "dark", _ACCURACY_COLOR["elsewhere"]: "light"}
+COLOR_WORDS = {
+    _CHART_COLOR["gain"]: "green",
+    _CHART_COLOR["tradeoff"]: "amber",
+    _CHART_COLOR["loss"]: "red",
+    _CHART_COLOR["na"]: "olive",
+    _CHART_COLOR["muted"]: "grey",
+    _ACCURACY_COLOR["converged"]: "dark",
+    _ACCURACY_COLOR["elsewhere"]: "light",
+}
 """The word each colour of a chart without a legend goes by in that chart's title (its legend): a test renders the
 report and requires every drawn colour's word there."""
 
@@ -33,14 +39,18 @@ report and requires every drawn colour's word there."""
 def _figure_html(fig, div_id: str) -> str:
     import plotly.io as pio
 
-    return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})
+    return pio.to_html(
+        fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
+    )
 
 
 def _error_bars(values: list, lows: list, highs: list) -> dict:
-    return {"type": "data", "symmetric": False,
-            "array": [None if absent(h) or absent(v) else h - v for v, h in zip(values, highs)],
-            "arrayminus": [None if absent(lo) or absent(v) else v - lo for v, lo in zip(values, lows)]}
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [None if absent(h) or absent(v) else h - v for v, h in zip(values, highs)],
+        "arrayminus": [None if absent(lo) or absent(v) else v - lo for v, lo in zip(values, lows)],
+    }
 
 
 def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
@@ -48,27 +58,44 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
     bars are faded and outlined, their bound in the hover text."""
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Bar(
-        x=[r.speedup for r in ranked], y=[r.label for r in ranked], orientation="h",
-        marker={"color": [_CHART_COLOR[_effect(r, floors)] for r in ranked],
+    fig = go.Figure(
+        go.Bar(
+            x=[r.speedup for r in ranked],
+            y=[r.label for r in ranked],
+            orientation="h",
+            marker={
+                "color": [_CHART_COLOR[_effect(r, floors)] for r in ranked],
                 "opacity": [0.45 if r.bound else 1.0 for r in ranked],
-                "line": {"color": "#333", "width": [2 if r.bound else 0 for r in ranked]}},
-        error_x=_error_bars([r.speedup for r in ranked], [r.speedup_low for r in ranked],
-                            [r.speedup_high for r in ranked]),
-        hovertext=[_esc(f"{r.label}: {_speedup_text(r)}") for r in ranked], hoverinfo="text"))
+                "line": {"color": "#333", "width": [2 if r.bound else 0 for r in ranked]},
+            },
+            error_x=_error_bars(
+                [r.speedup for r in ranked], [r.speedup_low for r in ranked], [r.speedup_high for r in ranked]
+            ),
+            hovertext=[_esc(f"{r.label}: {_speedup_text(r)}") for r in ranked],
+            hoverinfo="text",
+        )
+    )
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
-    fig.update_layout(title=f"{primary.capitalize()} speedup over the baseline (95% run-level interval)<br><sup>"
-                            "green: gain (family-wise), amber: faster but costs accuracy, red: slower (family-wise), olive: "
-                            "censored or a bound without a direction, grey: no family-wise verdict; faded and "
-                            "outlined: censored, a bound</sup>",
-                      xaxis_title="speedup (x)", yaxis={"autorange": "reversed"},
-                      height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
+    fig.update_layout(
+        title=f"{primary.capitalize()} speedup over the baseline (95% run-level interval)<br><sup>"
+        "green: gain (family-wise), amber: faster but costs accuracy, red: slower (family-wise), olive: "
+        "censored or a bound without a direction, grey: no family-wise verdict; faded and "
+        "outlined: censored, a bound</sup>",
+        xaxis_title="speedup (x)",
+        yaxis={"autorange": "reversed"},
+        height=max(260, 28 * len(ranked) + 120),
+        margin={"l": 160},
+    )
     return fig
 
 
-_EFFECT_WORDS = {"gain": "significant gain at no accuracy cost", "tradeoff": "significant gain that costs accuracy",
-                 "loss": "significantly slower", "na": "censored, or a bound without a direction",
-                 "muted": "no family-wise verdict"}
+_EFFECT_WORDS = {
+    "gain": "significant gain at no accuracy cost",
+    "tradeoff": "significant gain that costs accuracy",
+    "loss": "significantly slower",
+    "na": "censored, or a bound without a direction",
+    "muted": "no family-wise verdict",
+}
 _LABEL_SPOTS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
 
 
@@ -94,9 +121,11 @@ def _label_positions(points: list[tuple[float, float]]) -> list[str]:
     spots: dict[int, str] = {}
     for i in order:
         x, y = points[i]
-        near = {spots[j] for j in spots
-                if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.25
-                and abs(points[j][1] - y) < 1.0}
+        near = {
+            spots[j]
+            for j in spots
+            if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.25 and abs(points[j][1] - y) < 1.0
+        }
         spots[i] = next((s for s in _LABEL_SPOTS if s not in near), _LABEL_SPOTS[len(spots) % len(_LABEL_SPOTS)])
     return [spots[i] for i in range(len(points))]
 
@@ -112,8 +141,9 @@ def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
     fig = go.Figure()
     verdict = [r for r in rows if _notable(r, floors)]
     muted = [r for r in rows if not _notable(r, floors)]
-    positions = dict(zip([r.label for r in verdict],
-                         _label_positions([(r.tta_speedup.ratio, 100 * r.acc_delta) for r in verdict])))
+    positions = dict(
+        zip([r.label for r in verdict], _label_positions([(r.tta_speedup.ratio, 100 * r.acc_delta) for r in verdict]))
+    )
     groups = []
     for part, named in ((verdict, True), (muted, False)):
         for censored in (False, True):
@@ -126,69 +156,121 @@ def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
         tta = [r.tta_speedup for r in sub]
         x, y = [t.ratio for t in tta], [100 * r.acc_delta for r in sub]
         where = "accuracy at convergence" if converged else "accuracy at equal steps or at the target"
-        name = (f"{'with a verdict' if named else 'no family-wise verdict'}: {where}"
-                + ("; censored (a bound)" if censored else ""))
+        name = f"{'with a verdict' if named else 'no family-wise verdict'}: {where}" + (
+            "; censored (a bound)" if censored else ""
+        )
         fig.add_scatter(
-            x=x, y=y, mode="markers+text" if named else "markers", name=name,
+            x=x,
+            y=y,
+            mode="markers+text" if named else "markers",
+            name=name,
             text=[_esc(r.label) for r in sub] if named else None,
             textposition=[positions[r.label] for r in sub] if named else None,
-            marker={"symbol": symbol, "size": 12 if named else 8, "line": {"width": 2},
-                    "color": [_CHART_COLOR[_effect(r, floors)] for r in sub], "opacity": 1.0 if named else 0.6},
+            marker={
+                "symbol": symbol,
+                "size": 12 if named else 8,
+                "line": {"width": 2},
+                "color": [_CHART_COLOR[_effect(r, floors)] for r in sub],
+                "opacity": 1.0 if named else 0.6,
+            },
             error_x=_error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"} if named else None,
-            error_y=(_error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
-                     | {"color": "#777"}) if named else None,
-            hovertext=[_esc(f"{r.label}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
-                            f"{metric} {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)} "
-                            f"({r.acc_verdict})") for r in sub], hoverinfo="text")
+            error_y=(
+                _error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
+                | {"color": "#777"}
+            )
+            if named
+            else None,
+            hovertext=[
+                _esc(
+                    f"{r.label}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
+                    f"{metric} {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)} "
+                    f"({r.acc_verdict})"
+                )
+                for r in sub
+            ],
+            hoverinfo="text",
+        )
     for effect in dict.fromkeys(_effect(r, floors) for r in rows):  # one legend entry per colour drawn
-        fig.add_scatter(x=[None], y=[None], mode="markers", name=f"colour: {_EFFECT_WORDS[effect]}",
-                        marker={"symbol": "square", "size": 12, "color": _CHART_COLOR[effect]}, hoverinfo="skip")
+        fig.add_scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=f"colour: {_EFFECT_WORDS[effect]}",
+            marker={"symbol": "square", "size": 12, "color": _CHART_COLOR[effect]},
+            hoverinfo="skip",
+        )
     judged = [r for r in rows if _notable(r, floors)]
     front = pareto_front(judged)
     by_label = {r.label: r for r in judged}
-    pts = [(1.0, 0.0) if label == BASELINE else (by_label[label].tta_speedup.ratio,
-                                                 100 * by_label[label].acc_delta) for label in front]
+    pts = [
+        (1.0, 0.0) if label == BASELINE else (by_label[label].tta_speedup.ratio, 100 * by_label[label].acc_delta)
+        for label in front
+    ]
     if len(pts) > 1:
-        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines",
-                        name="Pareto front of the rows with a verdict",
-                        line={"color": "#2a9d5b", "width": 1, "dash": "dot"}, hoverinfo="skip")
+        fig.add_scatter(
+            x=[p[0] for p in pts],
+            y=[p[1] for p in pts],
+            mode="lines",
+            name="Pareto front of the rows with a verdict",
+            line={"color": "#2a9d5b", "width": 1, "dash": "dot"},
+            hoverinfo="skip",
+        )
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
-    ticks = [2.0 ** k for k in range(-8, 9)]
-    fig.update_layout(title=f"Trade-off: time-to-accuracy speedup against the test {metric} change<br>"
-                            "<sup>95% intervals on rows with a verdict; the legend names each colour and marker; "
-                            "every point names itself in its hover text</sup>",
-                      xaxis={"type": "log", "title": "time-to-accuracy speedup (x, log scale)", "tickvals": ticks,
-                             "ticktext": [f"{v:g}x" for v in ticks]},
-                      yaxis_title=f"test {metric} change against the baseline (pp)", height=520,
-                      legend={"orientation": "h", "y": -0.25})
+    ticks = [2.0**k for k in range(-8, 9)]
+    fig.update_layout(
+        title=f"Trade-off: time-to-accuracy speedup against the test {metric} change<br>"
+        "<sup>95% intervals on rows with a verdict; the legend names each colour and marker; "
+        "every point names itself in its hover text</sup>",
+        xaxis={
+            "type": "log",
+            "title": "time-to-accuracy speedup (x, log scale)",
+            "tickvals": ticks,
+            "ticktext": [f"{v:g}x" for v in ticks],
+        },
+        yaxis_title=f"test {metric} change against the baseline (pp)",
+        height=520,
+        legend={"orientation": "h", "y": -0.25},
+    )
     return fig
 
 
 def _muted_list(rows: list[ComparisonRow], floors: dict) -> str:
     """The rows the trade-off chart draws as one muted group, named under it."""
     muted = [r.label for r in rows if not _notable(r, floors)]
-    return (f"<p class='muted'>No family-wise verdict (the grey group): {_esc(', '.join(muted))}.</p>"
-            if muted else "")
+    return f"<p class='muted'>No family-wise verdict (the grey group): {_esc(', '.join(muted))}.</p>" if muted else ""
 
 
 def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
     import plotly.graph_objects as go
 
     deltas = [100 * r.acc_delta for r in ranked]
-    fig = go.Figure(go.Bar(
-        x=deltas, y=[r.label + ("" if r.converged is True else " †") for r in ranked], orientation="h",
-        marker_color=[_ACCURACY_COLOR["converged" if r.converged is True else "elsewhere"] for r in ranked],
-        hovertext=[_esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}")
-                   for r in ranked], hoverinfo="text",
-        error_x=_error_bars(deltas, [100 * r.acc_delta_low for r in ranked],
-                            [100 * r.acc_delta_high for r in ranked])))
+    fig = go.Figure(
+        go.Bar(
+            x=deltas,
+            y=[r.label + ("" if r.converged is True else " †") for r in ranked],
+            orientation="h",
+            marker_color=[_ACCURACY_COLOR["converged" if r.converged is True else "elsewhere"] for r in ranked],
+            hovertext=[
+                _esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}")
+                for r in ranked
+            ],
+            hoverinfo="text",
+            error_x=_error_bars(
+                deltas, [100 * r.acc_delta_low for r in ranked], [100 * r.acc_delta_high for r in ranked]
+            ),
+        )
+    )
     fig.add_vrect(x0=-NO_COST_PP, x1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.08, line_width=0)
-    fig.update_layout(title=f"Test {metric} change against the baseline<br><sup>pp, 95% paired interval over "
-                            f"rounds; band: +-{NO_COST_PP} pp; dark: at convergence; light, †: read at equal steps "
-                            "or at the target (derived rows, rows stopped at the target)</sup>",
-                      xaxis_title="pp", yaxis={"autorange": "reversed"},
-                      height=max(260, 28 * len(ranked) + 120), margin={"l": 160})
+    fig.update_layout(
+        title=f"Test {metric} change against the baseline<br><sup>pp, 95% paired interval over "
+        f"rounds; band: +-{NO_COST_PP} pp; dark: at convergence; light, †: read at equal steps "
+        "or at the target (derived rows, rows stopped at the target)</sup>",
+        xaxis_title="pp",
+        yaxis={"autorange": "reversed"},
+        height=max(260, 28 * len(ranked) + 120),
+        margin={"l": 160},
+    )
     return fig
 
 
@@ -204,8 +286,9 @@ def _phase_chart(measured: list[ComparisonRow]):
     fig = go.Figure()
     for p in phases_present(measured):
         fig.add_bar(name=p, x=[r.label for r in measured], y=[1e3 * r.phases.get(p, 0.0) for r in measured])
-    fig.update_layout(barmode="stack", title="Phase breakdown per configuration (median ms per step)",
-                      yaxis_title="ms", height=420)
+    fig.update_layout(
+        barmode="stack", title="Phase breakdown per configuration (median ms per step)", yaxis_title="ms", height=420
+    )
     return fig
 
 
@@ -214,12 +297,22 @@ def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
     # the end-to-end copy of the baseline is a reference, not an optimization: in the table, not in the charts
     ranked = [r for r in measured if r.label not in (BASELINE, E2E_BASELINE) and not absent(r.speedup)]
     primaries = sorted({r.primary for r in ranked}, key=[TIME_TO_ACCURACY, EPOCH_TIME].index) or [EPOCH_TIME]
-    charts = "".join(_figure_html(_speedup_chart([r for r in ranked if r.primary == p], c.floors, p),
-                                  f"speedup-{index}" + (f"-{k}" if k else "")) for k, p in enumerate(primaries))
+    charts = "".join(
+        _figure_html(
+            _speedup_chart([r for r in ranked if r.primary == p], c.floors, p),
+            f"speedup-{index}" + (f"-{k}" if k else ""),
+        )
+        for k, p in enumerate(primaries)
+    )
     # rows of the family only: the A/A check and derived rows' measured twins would sit on their own rows
     tradeoff = [r for r in ranked if r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta) and in_family(r.label)]
-    charts += (_figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}")
-               + _muted_list(tradeoff, c.floors) if tradeoff else
-               "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>")
-    return (charts + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
-            + _figure_html(_phase_chart(measured), f"phases-{index}"))
+    charts += (
+        _figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}") + _muted_list(tradeoff, c.floors)
+        if tradeoff
+        else "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>"
+    )
+    return (
+        charts
+        + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
+        + _figure_html(_phase_chart(measured), f"phases-{index}")
+    )

@@ -14,8 +14,16 @@ from typing import Any
 
 from gnnbench.text import human_bytes, percent, pp, ratio_of, seconds
 
-__all__ = ["share_text", "wire_text", "efficiency_text", "summary_line", "partition_text", "compression_text",
-           "detail_lines", "advice_lines"]
+__all__ = [
+    "share_text",
+    "wire_text",
+    "efficiency_text",
+    "summary_line",
+    "partition_text",
+    "compression_text",
+    "detail_lines",
+    "advice_lines",
+]
 
 
 def share_text(d: dict[str, Any]) -> str:
@@ -40,8 +48,10 @@ def efficiency_text(d: dict[str, Any]) -> str:
 
 def summary_line(d: dict[str, Any]) -> str:
     """Ranks, backend, communication share, bytes on the wire and scaling efficiency in one line."""
-    return (f"{d['world_size']} ranks ({d.get('backend')}), communication {share_text(d)} of the step, "
-            f"{wire_text(d)} per step and rank, scaling efficiency {efficiency_text(d)}")
+    return (
+        f"{d['world_size']} ranks ({d.get('backend')}), communication {share_text(d)} of the step, "
+        f"{wire_text(d)} per step and rank, scaling efficiency {efficiency_text(d)}"
+    )
 
 
 def partition_text(d: dict[str, Any]) -> str | None:
@@ -52,16 +62,21 @@ def partition_text(d: dict[str, Any]) -> str | None:
         return None
     halo = p.get("halo_rows_per_step")
     sent, grad = p.get("halo_bytes_per_step"), p.get("grad_bytes_per_step")
-    text = (f"partition {p['method']}, {int(p['parts'])} parts in {seconds(p['seconds'])}: edge cut "
-            f"{percent(p['edge_cut_fraction'])}, node balance {p['node_balance']:.2f}, edge balance "
-            f"{p['edge_balance']:.2f}; per step and rank: halo {'n/a' if halo is None else f'{halo:,.0f} rows'}"
-            f" ({'n/a' if sent is None else human_bytes(sent)} sent), "
-            f"gradient all-reduce {'n/a' if grad is None else human_bytes(grad)}")
+    text = (
+        f"partition {p['method']}, {int(p['parts'])} parts in {seconds(p['seconds'])}: edge cut "
+        f"{percent(p['edge_cut_fraction'])}, node balance {p['node_balance']:.2f}, edge balance "
+        f"{p['edge_balance']:.2f}; per step and rank: halo {'n/a' if halo is None else f'{halo:,.0f} rows'}"
+        f" ({'n/a' if sent is None else human_bytes(sent)} sent), "
+        f"gradient all-reduce {'n/a' if grad is None else human_bytes(grad)}"
+    )
     if "efficiency_against" not in d:  # a single run: no comparison, no efficiency
         return text
     against = d["efficiency_against"]
-    return text + (f"; efficiency against {against}" if against is not None
-                   else "; efficiency n/a: no single-process full-batch configuration in this sweep")
+    return text + (
+        f"; efficiency against {against}"
+        if against is not None
+        else "; efficiency n/a: no single-process full-batch configuration in this sweep"
+    )
 
 
 def compression_text(d: dict[str, Any]) -> str | None:
@@ -69,9 +84,11 @@ def compression_text(d: dict[str, Any]) -> str | None:
     a = d.get("accuracy_vs_dense")
     if not a:
         return None
-    return (f"test accuracy {percent(a['test'], digits=2)} against {percent(a['dense_test'], digits=2)} with dense "
-            f"{a['against']}, each at convergence: {pp(a['delta'], a['low'], a['high'])} over {a['rounds']} paired "
-            f"round(s): {a['verdict']}")
+    return (
+        f"test accuracy {percent(a['test'], digits=2)} against {percent(a['dense_test'], digits=2)} with dense "
+        f"{a['against']}, each at convergence: {pp(a['delta'], a['low'], a['high'])} over {a['rounds']} paired "
+        f"round(s): {a['verdict']}"
+    )
 
 
 def detail_lines(d: dict[str, Any]) -> list[str]:
@@ -88,5 +105,6 @@ def advice_lines(d: dict[str, Any]) -> list[str]:
     from gnnbench.advice.distributed import distributed_advice
     from gnnbench.env import device_memory_bytes
 
-    return distributed_advice(d, graph_bytes=d["graph_bytes"],
-                              device_bytes=device_memory_bytes(str(d.get("device") or "cpu")))
+    return distributed_advice(
+        d, graph_bytes=d["graph_bytes"], device_bytes=device_memory_bytes(str(d.get("device") or "cpu"))
+    )

@@ -24,15 +24,21 @@ __all__ = ["MARKERS", "gate_markdown", "wall_clock_markdown", "command", "EXIT_W
 
 MARKERS = ("<!-- gate:start -->", "<!-- gate:end -->")
 
-EXIT_WORDS = {0: "no regression", 1: "a regression", 2: "could not compare",
-              3: "inconclusive: nothing regressed, but a primary benchmark could not resolve the sensitivity"}
+EXIT_WORDS = {
+    0: "no regression",
+    1: "a regression",
+    2: "could not compare",
+    3: "inconclusive: nothing regressed, but a primary benchmark could not resolve the sensitivity",
+}
 
 
 def _rate(r: dict) -> str:
     if not r["n"]:
         return "none measured"
-    return (f"{r['k']} of {r['n']} ({percent(r['rate'], digits=0)} [{percent(r['low'], digits=0)}, "
-            f"{percent(r['high'], digits=0)}])")
+    return (
+        f"{r['k']} of {r['n']} ({percent(r['rate'], digits=0)} [{percent(r['low'], digits=0)}, "
+        f"{percent(r['high'], digits=0)}])"
+    )
 
 
 def _exits(runs: list[dict]) -> str:
@@ -59,50 +65,100 @@ def wall_clock_markdown(doc: dict) -> str:
     settings = doc.get("settings") or {}
     kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
     condition = f"; {doc['condition']}" if doc.get("condition") else ""
-    pinned = (f", pinned to core {', '.join(str(c) for c in doc['cores'])}" if doc.get("cores")
-              and len(doc["cores"]) < int(cores if str(cores).isdigit() else 0) else "")
-    by = (lambda r, key: f" (by wall time {_rate(r[key + '_wall'])}; by counted instructions "
-          f"{_rate(r[key + '_counts'])})") if s.get("counted") else (lambda r, key: "")
-    lines = [f"- **Where.** {cpu}, {cores} cores ({kind}){pinned}{condition}; {doc.get('threads', '?')} thread "
-             f"per process, {_injection(settings)}, throwaway commits on "
-             f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
-             f"{settings.get('budget') or 0:.0f} s budget per run, {s['default_set']} benchmarks, "
-             f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
-             + ("" if doc.get("complete") else " (incomplete)") + ".",
-             f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}"
-             + (by({"false_alarm_wall": s["false_alarm_wall"], "false_alarm_counts": s["false_alarm_counts"]},
-                   "false_alarm") if s.get("counted") else "")
-             + f"; benchmark verdicts by wall time: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}."]
+    pinned = (
+        f", pinned to core {', '.join(str(c) for c in doc['cores'])}"
+        if doc.get("cores") and len(doc["cores"]) < int(cores if str(cores).isdigit() else 0)
+        else ""
+    )
+    by = (
+        (
+            lambda r, key: (
+                f" (by wall time {_rate(r[key + '_wall'])}; by counted instructions {_rate(r[key + '_counts'])})"
+            )
+        )
+        if s.get("counted")
+        else (lambda r, key: "")
+    )
+    lines = [
+        f"- **Where.** {cpu}, {cores} cores ({kind}){pinned}{condition}; {doc.get('threads', '?')} thread "
+        f"per process, {_injection(settings)}, throwaway commits on "
+        f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
+        f"{settings.get('budget') or 0:.0f} s budget per run, {s['default_set']} benchmarks, "
+        f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
+        + ("" if doc.get("complete") else " (incomplete)")
+        + ".",
+        f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}"
+        + (
+            by(
+                {"false_alarm_wall": s["false_alarm_wall"], "false_alarm_counts": s["false_alarm_counts"]},
+                "false_alarm",
+            )
+            if s.get("counted")
+            else ""
+        )
+        + f"; benchmark verdicts by wall time: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}.",
+    ]
     for pct, r in s["sizes"].items():
-        delivered = [p["delivered"]["slowdown"] for p in (s["paths"][path].get(pct) for path in s["paths"])
-                     if p and p.get("delivered")]
-        got = (f"; delivered {100 * min(delivered):+.1f} to {100 * max(delivered):+.1f}%, each checked by a "
-               f"{settings.get('pilot_rounds', '?')}-round pilot" if delivered else "")
+        delivered = [
+            p["delivered"]["slowdown"]
+            for p in (s["paths"][path].get(pct) for path in s["paths"])
+            if p and p.get("delivered")
+        ]
+        got = (
+            f"; delivered {100 * min(delivered):+.1f} to {100 * max(delivered):+.1f}%, each checked by a "
+            f"{settings.get('pilot_rounds', '?')}-round pilot"
+            if delivered
+            else ""
+        )
         paths = [p for p in s["paths"] if pct in s["paths"][p]]
-        lines.append(f"- **Detection at {pct}%.** The step {pct}% slower through "
-                     f"{', '.join(paths[:-1]) + ' or ' + paths[-1] if len(paths) > 1 else ''.join(paths)}{got}. "
-                     f"Runs that failed the gate: {_rate(r['detect'])}{by(r, 'detect')}; the right phase named in "
-                     f"{r['right_phase']['k']} of {r['right_phase']['n']}.")
-    lines.append(f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
-                 f"the null runs {_seconds(null)}.")
+        lines.append(
+            f"- **Detection at {pct}%.** The step {pct}% slower through "
+            f"{', '.join(paths[:-1]) + ' or ' + paths[-1] if len(paths) > 1 else ''.join(paths)}{got}. "
+            f"Runs that failed the gate: {_rate(r['detect'])}{by(r, 'detect')}; the right phase named in "
+            f"{r['right_phase']['k']} of {r['right_phase']['n']}."
+        )
+    lines.append(
+        f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
+        f"the null runs {_seconds(null)}."
+    )
     return "\n".join(lines)
 
 
 def _injection(settings: dict) -> str:
-    return ("slowdowns injected as the path's own work again" if settings.get("injection") == "work"
-            else "slowdowns injected as timed busy-waits") + (
-        f", {settings['counts']} callgrind process per tree counting the primary tier" if settings.get("counts")
-        else ", wall time only")
+    return (
+        "slowdowns injected as the path's own work again"
+        if settings.get("injection") == "work"
+        else "slowdowns injected as timed busy-waits"
+    ) + (
+        f", {settings['counts']} callgrind process per tree counting the primary tier"
+        if settings.get("counts")
+        else ", wall time only"
+    )
 
 
 def command(settings: dict) -> str:
     """The command line that made a file with ``settings`` (the options that differ from the script's defaults;
     a rerun with it resumes the file)."""
-    defaults = {"base": "HEAD", "repeats": 2, "null_repeats": 6, "sizes": "5,10",
-                "paths": "sample,gather,aggregation,optimizer,loss", "bench": "default", "rounds": 8, "budget": 600.0,
-                "steps": 20, "pilot_rounds": 12, "calibrations": 2, "injection": "spin", "counts": 0}
-    opts = [f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
-            for k, v in settings.items() if k in defaults and k != "base" and v != defaults[k]]
+    defaults = {
+        "base": "HEAD",
+        "repeats": 2,
+        "null_repeats": 6,
+        "sizes": "5,10",
+        "paths": "sample,gather,aggregation,optimizer,loss",
+        "bench": "default",
+        "rounds": 8,
+        "budget": 600.0,
+        "steps": 20,
+        "pilot_rounds": 12,
+        "calibrations": 2,
+        "injection": "spin",
+        "counts": 0,
+    }
+    opts = [
+        f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
+        for k, v in settings.items()
+        if k in defaults and k != "base" and v != defaults[k]
+    ]
     return " ".join(["python scripts/gate_error_rates.py", *opts])
 
 
@@ -116,12 +172,16 @@ def gate_markdown(rates: str | Path | list, counts: str | Path) -> str:
         settings = doc.get("settings") or {}
         what = "Wall clock and counted instructions" if settings.get("counts") else "Wall clock"
         name = f"results/reference/{Path(path).name}"
-        parts.append(f"\n**{what}** (`{name}`, made by `{command(settings)} --out {name}`; 95% Wilson "
-                     "intervals):\n\n" + wall_clock_markdown(doc) + "\n")
-    return ("".join(parts) + "\n"
-            "**Counted instructions** (`results/reference/gate-counts.json`; `slow-*` are the same injected "
-            "slowdowns, timed busy-waits that run longer under instrumentation, so their counted size exceeds their "
-            "wall-clock size: the verdict carries over, the size does not):\n" + counts_markdown(counts))
+        parts.append(
+            f"\n**{what}** (`{name}`, made by `{command(settings)} --out {name}`; 95% Wilson "
+            "intervals):\n\n" + wall_clock_markdown(doc) + "\n"
+        )
+    return (
+        "".join(parts) + "\n"
+        "**Counted instructions** (`results/reference/gate-counts.json`; `slow-*` are the same injected "
+        "slowdowns, timed busy-waits that run longer under instrumentation, so their counted size exceeds their "
+        "wall-clock size: the verdict carries over, the size does not):\n" + counts_markdown(counts)
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

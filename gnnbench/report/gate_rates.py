@@ -16,41 +16,68 @@ def _gate_rates_section(inputs: ReportInputs) -> str:
     g = inputs.gate_rates
     head = "<h2 id='gate-rates'>How often the regression gate is wrong</h2>"
     if not g:
-        return (head + "<p class='muted'>No measured error rates given (<code>python scripts/gate_error_rates.py"
-                "</code>, then <code>gnnbench report --gate-rates FILE</code>).</p>")
+        return (
+            head + "<p class='muted'>No measured error rates given (<code>python scripts/gate_error_rates.py"
+            "</code>, then <code>gnnbench report --gate-rates FILE</code>).</p>"
+        )
 
     def cell(r: dict) -> str:
         if not r["n"]:
             return "<td class='na'>n/a</td>"
-        return (f"<td class='num'>{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
-                f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]</td>")
+        return (
+            f"<td class='num'>{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
+            f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]</td>"
+        )
 
     settings = g.get("settings") or {}
-    rows = [f"<tr><td>false alarm per default gate run ({g['default_set']} benchmarks, Holm; null commits)</td>"
-            f"{cell(g['false_alarm'])}<td>at most {percent(TARGETS['false_alarm'], digits=0)}</td></tr>",
-            f"<tr><td>false alarm per benchmark (null commits)</td>{cell(g['false_alarm_per_bench'])}<td>-</td></tr>"]
+    rows = [
+        f"<tr><td>false alarm per default gate run ({g['default_set']} benchmarks, Holm; null commits)</td>"
+        f"{cell(g['false_alarm'])}<td>at most {percent(TARGETS['false_alarm'], digits=0)}</td></tr>",
+        f"<tr><td>false alarm per benchmark (null commits)</td>{cell(g['false_alarm_per_bench'])}<td>-</td></tr>",
+    ]
     for pct, r in g["sizes"].items():
         target = {10: TARGETS["detect_10"], 5: TARGETS["detect_5"]}.get(pct)
-        rows.append(f"<tr><td>step {pct}% slower: detected</td>{cell(r['detect'])}"
-                    f"<td>{'at least ' + percent(target, digits=0) if target else '-'}</td></tr>")
-        rows.append(f"<tr><td>step {pct}% slower: detected at a default run's strictest Holm step</td>"
-                    f"{cell(r['detect_in_default_set'])}<td>-</td></tr>")
-        rows.append(f"<tr><td>step {pct}% slower: the right phase named</td>{cell(r['right_phase'])}"
-                    f"<td>at least {percent(TARGETS['right_phase'], digits=0)}</td></tr>")
+        rows.append(
+            f"<tr><td>step {pct}% slower: detected</td>{cell(r['detect'])}"
+            f"<td>{'at least ' + percent(target, digits=0) if target else '-'}</td></tr>"
+        )
+        rows.append(
+            f"<tr><td>step {pct}% slower: detected at a default run's strictest Holm step</td>"
+            f"{cell(r['detect_in_default_set'])}<td>-</td></tr>"
+        )
+        rows.append(
+            f"<tr><td>step {pct}% slower: the right phase named</td>{cell(r['right_phase'])}"
+            f"<td>at least {percent(TARGETS['right_phase'], digits=0)}</td></tr>"
+        )
     paths = "".join(
         f"<tr><td>{_esc(path)}</td><td class='num'>{percent(g['shares'].get(path), digits=0)}</td>"
-        + "".join(f"<td class='num'>{sizes[pct]['detect']['k']}/{sizes[pct]['detect']['n']} "
-                  f"({sizes[pct]['right_phase']['k']} right phase)</td>" if pct in sizes else "<td>-</td>"
-                  for pct in g["sizes"]) + "</tr>"
-        for path, sizes in g["paths"].items())
+        + "".join(
+            f"<td class='num'>{sizes[pct]['detect']['k']}/{sizes[pct]['detect']['n']} "
+            f"({sizes[pct]['right_phase']['k']} right phase)</td>"
+            if pct in sizes
+            else "<td>-</td>"
+            for pct in g["sizes"]
+        )
+        + "</tr>"
+        for path, sizes in g["paths"].items()
+    )
     minutes = (g.get("wall_seconds") or 0) / 60
-    note = (f"Measured on {_esc(str(g.get('machine')))} against commit <code>{_esc(str(g.get('base'))[:10])}</code> "
-            f"in {minutes:.0f} minutes{'' if g.get('complete') else ' (incomplete: the run was interrupted)'}: "
-            f"{settings.get('rounds')} rounds of {settings.get('steps')} measured steps per gate run; a slow commit "
-            "makes the step that much slower, all of it in one code path (a busy-wait sized by the path's share of "
-            "the step). Counts with 95% Wilson intervals. Method and what it takes to go lower: "
-            "<code>docs/regression-gate.md</code>.")
-    return (head + f"<p class='muted'>{note}</p><table><tr><th>rate</th><th>measured</th><th>target</th></tr>"
-            + "".join(rows) + "</table>"
-            + "<table><tr><th>slowed path</th><th>share of the step</th>"
-            + "".join(f"<th>{pct}%</th>" for pct in g["sizes"]) + "</tr>" + paths + "</table>")
+    note = (
+        f"Measured on {_esc(str(g.get('machine')))} against commit <code>{_esc(str(g.get('base'))[:10])}</code> "
+        f"in {minutes:.0f} minutes{'' if g.get('complete') else ' (incomplete: the run was interrupted)'}: "
+        f"{settings.get('rounds')} rounds of {settings.get('steps')} measured steps per gate run; a slow commit "
+        "makes the step that much slower, all of it in one code path (a busy-wait sized by the path's share of "
+        "the step). Counts with 95% Wilson intervals. Method and what it takes to go lower: "
+        "<code>docs/regression-gate.md</code>."
+    )
+    return (
+        head
+        + f"<p class='muted'>{note}</p><table><tr><th>rate</th><th>measured</th><th>target</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + "<table><tr><th>slowed path</th><th>share of the step</th>"
+        + "".join(f"<th>{pct}%</th>" for pct in g["sizes"])
+        + "</tr>"
+        + paths
+        + "</table>"
+    )

@@ -28,18 +28,33 @@ def _asv_section(inputs: ReportInputs) -> str:
     for key in wanted:
         pts = series[key]
         ms = [1e3 * p[2] for p in pts]
-        fig.add_scatter(x=[p[1] for p in pts], y=ms, mode="lines+markers", name=_series_name(key),
-                        error_y=_error_bars(ms, [None if p[3] is None else 1e3 * p[3] for p in pts],
-                                            [None if p[4] is None else 1e3 * p[4] for p in pts]))
-    fig.update_layout(title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
-                      xaxis_title="commit", yaxis_title="ms", height=480)
+        fig.add_scatter(
+            x=[p[1] for p in pts],
+            y=ms,
+            mode="lines+markers",
+            name=_series_name(key),
+            error_y=_error_bars(
+                ms,
+                [None if p[3] is None else 1e3 * p[3] for p in pts],
+                [None if p[4] is None else 1e3 * p[4] for p in pts],
+            ),
+        )
+    fig.update_layout(
+        title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
+        xaxis_title="commit",
+        yaxis_title="ms",
+        height=480,
+    )
     n_commits = len({d["commit_hash"] for d in inputs.asv["results"]})
     shown = [p for key in wanted for p in series[key]]
     with_ci = sum(p[3] is not None for p in shown)
-    return (f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
-            f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
-            "have one (asv records none for a single repeat).</p>" + _figure_html(fig, "history")
-            + _change_points_html(series, wanted))
+    return (
+        f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
+        f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
+        "have one (asv records none for a single repeat).</p>"
+        + _figure_html(fig, "history")
+        + _change_points_html(series, wanted)
+    )
 
 
 def _gate_history_section(inputs: ReportInputs) -> str:
@@ -52,10 +67,13 @@ def _gate_history_section(inputs: ReportInputs) -> str:
         for b in doc["benches"]:
             if b.get("status") == "ok" and b.get("head_ms"):
                 series.setdefault(f"gate.{b['name']}", []).append(
-                    (doc["finished"], str(head)[:12], 1e-3 * b["head_ms"], None, None))
-    return (f"<h3>Stored gate runs</h3><p>{len(inputs.gate_runs)} run(s) of <code>gnnbench regress --out</code>, "
-            f"oldest first; the series are each benchmark's head step time.</p>"
-            + _change_points_html(series, sorted(series), anchor="gate-change-points"))
+                    (doc["finished"], str(head)[:12], 1e-3 * b["head_ms"], None, None)
+                )
+    return (
+        f"<h3>Stored gate runs</h3><p>{len(inputs.gate_runs)} run(s) of <code>gnnbench regress --out</code>, "
+        f"oldest first; the series are each benchmark's head step time.</p>"
+        + _change_points_html(series, sorted(series), anchor="gate-change-points")
+    )
 
 
 def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "change-points") -> str:
@@ -70,12 +88,17 @@ def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "chang
         pts = series[key]
         for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
             kind = "loss" if cp.ratio > 1 else "gain"
-            rows.append(f"<tr><td>{_esc(_series_name(key))}</td><td><code>{_esc(cp.commit)}</code></td>"
-                        f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
-                        f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>")
+            rows.append(
+                f"<tr><td>{_esc(_series_name(key))}</td><td><code>{_esc(cp.commit)}</code></td>"
+                f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
+                f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>"
+            )
     if not rows:
-        return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more): none in the "
-                "series shown.</p>")
-    return (f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
-            "before, above 1 is slower, 95% Welch interval over the two segments' points):</p><table><tr>"
-            "<th>series</th><th>from commit</th><th>ms</th><th>ratio</th></tr>" + "".join(rows) + "</table>")
+        return (
+            f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more): none in the series shown.</p>"
+        )
+    return (
+        f"<p id='{anchor}'>Change points (asv's step detection, steps of 5% or more; ratio = after / "
+        "before, above 1 is slower, 95% Welch interval over the two segments' points):</p><table><tr>"
+        "<th>series</th><th>from commit</th><th>ms</th><th>ratio</th></tr>" + "".join(rows) + "</table>"
+    )

@@ -126,8 +126,9 @@ def _infer_optimizations(label: str, flags: dict, base_flags: dict | None) -> li
             changes = json.loads(json.dumps(opt.changes_for(Flags.from_dict(base_flags))))
         except (TypeError, ValueError):
             continue
-        if any(base_flags.get(k) != v for k, v in changes.items()) and \
-                all(flags.get(k) == v for k, v in changes.items()):
+        if any(base_flags.get(k) != v for k, v in changes.items()) and all(
+            flags.get(k) == v for k, v in changes.items()
+        ):
             out.append(opt.name)
     return out
 
@@ -158,13 +159,18 @@ def _fill_optimizations(runs: list[dict]) -> None:
             base_flags.setdefault(r["_group"], r["config"].get("flags"))
     for r in runs:
         if "optimizations" not in r:
-            r["optimizations"] = _infer_optimizations(r["label"], r["config"].get("flags") or {},
-                                                      base_flags.get(r["_group"]))
+            r["optimizations"] = _infer_optimizations(
+                r["label"], r["config"].get("flags") or {}, base_flags.get(r["_group"])
+            )
 
 
-def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str | Path] = (),
-                asv_results: str | Path | None = None, gate_rates: str | Path | None = None,
-                gate_runs: Iterable[str | Path] = ()) -> ReportInputs:
+def load_inputs(
+    runs: Iterable[str | Path] = (),
+    pytest_benchmark: Iterable[str | Path] = (),
+    asv_results: str | Path | None = None,
+    gate_rates: str | Path | None = None,
+    gate_runs: Iterable[str | Path] = (),
+) -> ReportInputs:
     """Read result files and directories (directories are searched recursively).
 
     Files that are not valid JSON of the expected kind are skipped (a sweep may
@@ -173,10 +179,15 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
     (``<label>-r<round>-<key>.json``; schema-1 sweeps: ``<label>-seed<s>-<key>.json``, no round).
     """
     runs, pytest_benchmark, gate_runs = list(runs), list(pytest_benchmark), list(gate_runs)
-    out = ReportInputs(roots={"runs": [str(r) for r in runs], "pytest_benchmark": [str(f) for f in pytest_benchmark],
-                              "asv_results": None if asv_results is None else str(asv_results),
-                              "gate_rates": None if gate_rates is None else str(gate_rates),
-                              "gate_runs": [str(r) for r in gate_runs]})
+    out = ReportInputs(
+        roots={
+            "runs": [str(r) for r in runs],
+            "pytest_benchmark": [str(f) for f in pytest_benchmark],
+            "asv_results": None if asv_results is None else str(asv_results),
+            "gate_rates": None if gate_rates is None else str(gate_rates),
+            "gate_runs": [str(r) for r in gate_runs],
+        }
+    )
     for root in runs:
         root = Path(root)
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
@@ -198,8 +209,10 @@ def load_inputs(runs: Iterable[str | Path] = (), pytest_benchmark: Iterable[str 
 
         doc = _read_json(Path(gate_rates))
         if doc is None:
-            raise ValueError(f"--gate-rates {str(gate_rates)!r} is not a readable JSON file (expected the output of "
-                             "scripts/gate_error_rates.py)")
+            raise ValueError(
+                f"--gate-rates {str(gate_rates)!r} is not a readable JSON file (expected the output of "
+                "scripts/gate_error_rates.py)"
+            )
         out.gate_rates = summarize(doc)
         out.sources.append(str(gate_rates))
     for root in gate_runs:
@@ -284,8 +297,12 @@ def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None,
             params = entry.get("params") or []
             combos = list(itertools.product(*params)) if params else [()]
             n = len(combos)
-            points = zip(combos, _column(entry, "result", n), _column(entry, "stats_ci_99_a", n),
-                         _column(entry, "stats_ci_99_b", n))
+            points = zip(
+                combos,
+                _column(entry, "result", n),
+                _column(entry, "stats_ci_99_a", n),
+                _column(entry, "stats_ci_99_b", n),
+            )
             for combo, value, low, high in points:
                 if _finite(value) is None:
                     continue

@@ -53,8 +53,11 @@ def _verdict_words(r) -> str:
     if r.significant_per_row:
         return "not resolved (significant alone, not family-wise)"
     stop = r.stop
-    return f"not resolved ({stop.reason} after round {stop.look})" if stop is not None and stop.reason != "max rounds" \
+    return (
+        f"not resolved ({stop.reason} after round {stop.look})"
+        if stop is not None and stop.reason != "max rounds"
         else "not resolved"
+    )
 
 
 def _factor(r, which: str) -> str:
@@ -73,11 +76,16 @@ def reference_markdown(sweep: str | Path) -> str:
     sweep = Path(sweep)
     runs = [r for r in load_inputs(runs=[sweep]).runs if Path(r.get("_group", "")) == sweep]
     c = compare(runs, rule=sweep_rule(sweep), equivalence_margin=sweep_equivalence_margin(sweep))
-    lines = [f"Target: validation {c.target:.4f} ({c.target_source.split(':')[0]}); noise floors "
-             + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items()) + "."]
+    lines = [
+        f"Target: validation {c.target:.4f} ({c.target_source.split(':')[0]}); noise floors "
+        + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())
+        + "."
+    ]
     if c.aa is not None and c.aa.status == "ok":
-        lines.append(f"A/A (the baseline against itself, own seeds): {c.aa.primary} {ratio_of(c.aa.primary_ratio)}, "
-                     f"step {ratio_of(c.aa.step_speedup)}.")
+        lines.append(
+            f"A/A (the baseline against itself, own seeds): {c.aa.primary} {ratio_of(c.aa.primary_ratio)}, "
+            f"step {ratio_of(c.aa.step_speedup)}."
+        )
     minutes = sweep_minutes(sweep / "compare.log")
     if minutes is not None:
         lines.append(f"Wall time from its log: {minutes:.0f} minutes after the first calibration run.")
@@ -87,20 +95,29 @@ def reference_markdown(sweep: str | Path) -> str:
     best = _best_set_line(sweep)
     if best:
         lines.append(best)
-    lines += ["", "| row | verdict | time to accuracy [95%] | judged by | steps to the target | time per step | "
-                  "accuracy, pp [95%] |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| row | verdict | time to accuracy [95%] | judged by | steps to the target | time per step | "
+        "accuracy, pp [95%] |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in c.rows:
         if r.status != "ok" or r.label == BASELINE or not (in_family(r.label) or r.label == AA_LABEL):
             continue
         judged = r.factors.judged_by if r.factors is not None else r.primary
-        lines.append(f"| `{r.label}` | {_verdict_words(r) if r.label != AA_LABEL else 'A/A check'} | "
-                     f"{ratio_of(r.primary_ratio)} by {r.primary} | {judged} | {_factor(r, 'steps')} | "
-                     f"{_factor(r, 'per_step')} | {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit='')}: "
-                     f"{r.acc_verdict} |")
+        lines.append(
+            f"| `{r.label}` | {_verdict_words(r) if r.label != AA_LABEL else 'A/A check'} | "
+            f"{ratio_of(r.primary_ratio)} by {r.primary} | {judged} | {_factor(r, 'steps')} | "
+            f"{_factor(r, 'per_step')} | {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit='')}: "
+            f"{r.acc_verdict} |"
+        )
     not_run = sorted(r.label for r in c.rows if r.status != "ok")
     if not_run:
-        lines += ["", f"Not measured here ({len(not_run)}: unavailable on this machine or not applicable, each with "
-                      f"its reason in the report): {', '.join(not_run)}."]
+        lines += [
+            "",
+            f"Not measured here ({len(not_run)}: unavailable on this machine or not applicable, each with "
+            f"its reason in the report): {', '.join(not_run)}.",
+        ]
     return "\n".join(lines)
 
 
@@ -116,9 +133,14 @@ def _best_set_line(sweep: Path) -> str | None:
     else:
         sweeps = _sweeps(load_inputs(runs=[sweep / BEST_SET_DIR]).runs)
         outcome = best_set_outcome(_Sweep("", [], None, group=str(sweep)), sweeps)
-    line = outcome_line(outcome, lambda r: (f"{ratio_of(r.primary_ratio)} by {r.primary} (steps {_factor(r, 'steps')}, "
-                                            f"per step {_factor(r, 'per_step')}), accuracy "
-                                            f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}"))
+    line = outcome_line(
+        outcome,
+        lambda r: (
+            f"{ratio_of(r.primary_ratio)} by {r.primary} (steps {_factor(r, 'steps')}, "
+            f"per step {_factor(r, 'per_step')}), accuracy "
+            f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}"
+        ),
+    )
     return line[0].upper() + line[1:] + "." if line else None
 
 

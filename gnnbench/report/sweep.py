@@ -52,9 +52,11 @@ def _length_text(cfg: dict) -> str:
     budget = cfg.get("max_seconds")
     if cfg.get("epochs") is not None:
         return f"{cfg['epochs']} epochs" + (f" (budget {budget:.1f} s)" if budget else "")
-    parts = ([f"patience {cfg['patience']:g} epochs"] if cfg.get("patience") is not None else []) \
-        + ([f"at most {cfg['max_epochs']} epochs"] if cfg.get("max_epochs") is not None else []) \
+    parts = (
+        ([f"patience {cfg['patience']:g} epochs"] if cfg.get("patience") is not None else [])
+        + ([f"at most {cfg['max_epochs']} epochs"] if cfg.get("max_epochs") is not None else [])
         + ([f"budget {budget:.1f} s"] if budget else [])
+    )
     return "trained to a validation plateau" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -68,15 +70,20 @@ def _ran_text(c: Comparison, cfg: dict) -> str:
 
     cal = c.calibration or {}
     if cal.get("step_budget") and c.target is not None:
-        length = (f"trained past the target {c.target:.4f} on to a validation plateau, waiting for a further rise "
-                  f"at most as many steps as each run took to reach the target, within {cal['step_budget']} steps, "
-                  f"never stopping before step {cal.get('min_steps', 0)}")
+        length = (
+            f"trained past the target {c.target:.4f} on to a validation plateau, waiting for a further rise "
+            f"at most as many steps as each run took to reach the target, within {cal['step_budget']} steps, "
+            f"never stopping before step {cal.get('min_steps', 0)}"
+        )
     else:
         length = _length_text(cfg)
     given = Counter(r.rounds for r in c.rows if r.status == "ok" and in_family(r.label))
-    rounds = (f"the baseline {c.rounds} rounds, the rows "
-              + ", ".join(f"{k} rounds ({n} row{'s' * (n != 1)})" for k, n in sorted(given.items()))
-              if given else f"{c.rounds} round(s)")
+    rounds = (
+        f"the baseline {c.rounds} rounds, the rows "
+        + ", ".join(f"{k} rounds ({n} row{'s' * (n != 1)})" for k, n in sorted(given.items()))
+        if given
+        else f"{c.rounds} round(s)"
+    )
     return f"{length}; {rounds}"
 
 
@@ -87,18 +94,26 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     metric = (base.get("accuracy") or {}).get("metric", "accuracy")
     cfg = base["config"]
     nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
-    head = (f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
-            f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
-            f"optimizer {_esc(_optimizer_text(cfg))}, "
-            f"device {_esc(cfg['device'])}, {_esc(_ran_text(s.comparison, cfg))} "
-            "(one process per configuration and round), seeds "
-            f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
-            + _identity_html(base, s.runs, index))
-    return (head + f"<p class='muted'>How to read the table (noise floor, target, budgets, ranking, what is "
-                   f"derived): <a href='#notes-{index}'>the notes below it</a>.</p>"
-            + _sweep_table(s.comparison, metric, index) + _derived_checks_html(s.comparison)
-            + f"<div id='notes-{index}'>" + _sweep_notes(s.comparison, index) + "</div>"
-            + _distributed_html(s.comparison) + _sweep_charts(s.comparison, metric, index))
+    head = (
+        f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
+        f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
+        f"optimizer {_esc(_optimizer_text(cfg))}, "
+        f"device {_esc(cfg['device'])}, {_esc(_ran_text(s.comparison, cfg))} "
+        "(one process per configuration and round), seeds "
+        f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
+        + _identity_html(base, s.runs, index)
+    )
+    return (
+        head + f"<p class='muted'>How to read the table (noise floor, target, budgets, ranking, what is "
+        f"derived): <a href='#notes-{index}'>the notes below it</a>.</p>"
+        + _sweep_table(s.comparison, metric, index)
+        + _derived_checks_html(s.comparison)
+        + f"<div id='notes-{index}'>"
+        + _sweep_notes(s.comparison, index)
+        + "</div>"
+        + _distributed_html(s.comparison)
+        + _sweep_charts(s.comparison, metric, index)
+    )
 
 
 def _identity_html(base: dict, runs: list[dict], index: int) -> str:
@@ -106,10 +121,12 @@ def _identity_html(base: dict, runs: list[dict], index: int) -> str:
     env = base.get("environment") or {}
     threads = sorted({(r.get("environment") or {}).get("threads") for r in runs} - {None})
     shown = ", ".join(map(str, threads)) if threads else "?"
-    return (f"<p class='identity' id='identity-{index}'>Measured at commit <code>{_esc(env.get('commit') or '?')}"
-            f"</code>, code fingerprint <code>{_esc(env.get('code_fingerprint') or '?')}</code>, machine "
-            f"<code>{_esc(env.get('machine') or '?')}</code> ({_esc(env.get('device_name') or '?')}), torch "
-            f"{_esc(env.get('torch') or '?')}, threads {_esc(shown)} (multi-rank entries run 1-thread ranks).</p>")
+    return (
+        f"<p class='identity' id='identity-{index}'>Measured at commit <code>{_esc(env.get('commit') or '?')}"
+        f"</code>, code fingerprint <code>{_esc(env.get('code_fingerprint') or '?')}</code>, machine "
+        f"<code>{_esc(env.get('machine') or '?')}</code> ({_esc(env.get('device_name') or '?')}), torch "
+        f"{_esc(env.get('torch') or '?')}, threads {_esc(shown)} (multi-rank entries run 1-thread ranks).</p>"
+    )
 
 
 def _sweeps(runs: list[dict]) -> list[_Sweep]:
@@ -119,13 +136,25 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
     out = []
     for g, group in sorted(groups.items()):
         path = Path(g)
-        title = (f"Sweep: {path.parent.name} / best set" if g and path.name == BEST_SET_DIR
-                 else f"Sweep: {path.name or 'runs'}")
+        title = (
+            f"Sweep: {path.parent.name} / best set"
+            if g and path.name == BEST_SET_DIR
+            else f"Sweep: {path.name or 'runs'}"
+        )
         try:
-            out.append(_Sweep(title, group, compare(group, rule=sweep_rule(path) if g else None,
-                                                    equivalence_margin=sweep_equivalence_margin(path) if g else None,
-                                                    calibration=_recorded_calibration(path, group) if g else None),
-                              group=g))
+            out.append(
+                _Sweep(
+                    title,
+                    group,
+                    compare(
+                        group,
+                        rule=sweep_rule(path) if g else None,
+                        equivalence_margin=sweep_equivalence_margin(path) if g else None,
+                        calibration=_recorded_calibration(path, group) if g else None,
+                    ),
+                    group=g,
+                )
+            )
         except ValueError as exc:
             out.append(_Sweep(title, group, None, str(exc), group=g))
     return out
@@ -164,8 +193,11 @@ def where_measured(sweep: _Sweep, base: dict) -> str:
         parts.append(f"started {str(manifest['started'])[:10]}")
     else:  # no manifest says when its rounds ran: the date its results were committed, said as such
         committed = _committed_on(Path(sweep.group)) if sweep.group else None
-        parts.append(f"results committed {committed} (no sweep.json records when its rounds ran)" if committed
-                     else "date not recorded")
+        parts.append(
+            f"results committed {committed} (no sweep.json records when its rounds ran)"
+            if committed
+            else "date not recorded"
+        )
     return ", ".join(str(p) for p in parts)
 
 
@@ -186,8 +218,9 @@ def _committed_on(folder: Path) -> str | None:
     import subprocess
 
     try:
-        out = subprocess.run(["git", "log", "-1", "--format=%cs", "--", "."], cwd=folder, capture_output=True,
-                             text=True, timeout=30)
+        out = subprocess.run(
+            ["git", "log", "-1", "--format=%cs", "--", "."], cwd=folder, capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     date = out.stdout.strip()
@@ -207,7 +240,13 @@ def best_set_outcome(sweep: _Sweep, sweeps: list[_Sweep]) -> BestSetOutcome | No
     if not choice.measurable:
         return BestSetOutcome(choice)
     if measured is None or measured.comparison is None:
-        return BestSetOutcome(choice, reason=("its rounds are not in these results" if measured is None
-                                              else f"its rounds could not be compared: {measured.error}"))
+        return BestSetOutcome(
+            choice,
+            reason=(
+                "its rounds are not in these results"
+                if measured is None
+                else f"its rounds could not be compared: {measured.error}"
+            ),
+        )
     row = next((r for r in measured.comparison.rows if r.label == choice.label), None)
     return BestSetOutcome(choice, row, measured.comparison, None if row else "its row is missing from its rounds")

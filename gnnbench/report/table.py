@@ -48,26 +48,37 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
     if primary and absent(primary.low):
         return f"<td class='num muted'>{text}<br><small>not resolved: one round, no interval</small></td>"
     if bound == "unknown":
-        return (f"<td class='num na'>{text}<br><small>this row and the baseline both missed the target in some "
-                "rounds: no direction can be claimed</small></td>")
+        return (
+            f"<td class='num na'>{text}<br><small>this row and the baseline both missed the target in some "
+            "rounds: no direction can be claimed</small></td>"
+        )
     if not r.significant and no_effect_text(r):
         return f"<td class='num muted'>{_esc(no_effect_text(r))}<br><small>{text}</small></td>"
     if not r.significant:
-        why = {"at most": "censored: an upper bound on the speedup shows no gain",
-               "at least": "the baseline missed rounds: a lower bound"}.get(
-            bound, "significant alone, not after Holm's family-wise correction" if r.significant_per_row
-            else _stop_words(r))
+        why = {
+            "at most": "censored: an upper bound on the speedup shows no gain",
+            "at least": "the baseline missed rounds: a lower bound",
+        }.get(
+            bound,
+            "significant alone, not after Holm's family-wise correction" if r.significant_per_row else _stop_words(r),
+        )
         return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
     if _below_floor(r, floors):
-        return (f"<td class='num {effect}'>{text}<br><small>below the noise floor "
-                f"({_floor_text(_primary_floor(r, floors))})</small></td>")
+        return (
+            f"<td class='num {effect}'>{text}<br><small>below the noise floor "
+            f"({_floor_text(_primary_floor(r, floors))})</small></td>"
+        )
     if effect == "tradeoff":
         cost = _esc(_cost_text(r))
-        return (f"<td class='num tradeoff' title='{cost} of test accuracy at convergence'>{text}<br>"
-                f"<small>trade-off: {cost}</small></td>")
+        return (
+            f"<td class='num tradeoff' title='{cost} of test accuracy at convergence'>{text}<br>"
+            f"<small>trade-off: {cost}</small></td>"
+        )
     if effect == "na":
-        return (f"<td class='num na'>{text}<br><small>reached the target in {_esc(_reached_text(r))} rounds: "
-                "not a clean gain</small></td>")
+        return (
+            f"<td class='num na'>{text}<br><small>reached the target in {_esc(_reached_text(r))} rounds: "
+            "not a clean gain</small></td>"
+        )
     return f"<td class='num {effect}'>{text}</td>"
 
 
@@ -80,8 +91,10 @@ def _stop_words(r: ComparisonRow) -> str:
     if stop.reason == "below the floor":
         return f"stopped after round {stop.look}: its interval lies inside the noise floor"
     if stop.reason == "futile":
-        return (f"stopped after round {stop.look} as futile: its chance of becoming significant by the last "
-                "round was below 10%")
+        return (
+            f"stopped after round {stop.look} as futile: its chance of becoming significant by the last "
+            "round was below 10%"
+        )
     return f"stopped after round {stop.look}: {stop.reason}"
 
 
@@ -92,12 +105,13 @@ def _factors_text(r: ComparisonRow) -> str:
     if f is None or r.label == BASELINE:
         return ""
     unit = "epochs" if f.unit == "epochs" else "steps"
-    steps = ("the baseline's (derived)" if f.steps is None and r.derived
-             else _ratio_text(f.steps) if f.steps else "-")
+    steps = "the baseline's (derived)" if f.steps is None and r.derived else _ratio_text(f.steps) if f.steps else "-"
     per = _ratio_text(f.per_step) if f.per_step else "-"
     judged = f"; judged by {f.judged_by}" if f.judged_by != JUDGED_MEASURED else ""
-    return (f"<br><small class='factors'>{unit} to the target {_esc(steps)} x time per {unit[:-1]} "
-            f"{_esc(per)}{_esc(judged)}</small>")
+    return (
+        f"<br><small class='factors'>{unit} to the target {_esc(steps)} x time per {unit[:-1]} "
+        f"{_esc(per)}{_esc(judged)}</small>"
+    )
 
 
 def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
@@ -107,16 +121,22 @@ def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
         return "<td class='muted'>not measured (no time to the target in these rounds)</td>"
     value = "never" if r.tta_s is None else seconds(r.tta_s)
     if r.derived:
-        return (f"<td class='num'>{_esc(value)}<br><small title='{_esc(r.tta_note)}'>{_esc(DERIVED_LABEL)}"
-                f"</small>{_factors_text(r)}</td>")
+        return (
+            f"<td class='num'>{_esc(value)}<br><small title='{_esc(r.tta_note)}'>{_esc(DERIVED_LABEL)}"
+            f"</small>{_factors_text(r)}</td>"
+        )
     reached = _esc(f"reached in {_reached_text(r)}")
     if r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP:
-        return (f"<td class='num'>{_esc(value)} <small>({reached})</small><br><small>{_esc(r.tta_note)}</small>"
-                f"{_factors_text(r)}</td>")
+        return (
+            f"<td class='num'>{_esc(value)} <small>({reached})</small><br><small>{_esc(r.tta_note)}</small>"
+            f"{_factors_text(r)}</td>"
+        )
     if r.tta_note:
         median = " (median of the rounds that reached)" if r.tta_s is not None else ""
-        return (f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small>"
-                f"{_factors_text(r)}</td>")
+        return (
+            f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small>"
+            f"{_factors_text(r)}</td>"
+        )
     return f"<td class='num'>{_esc(value)} <small>({reached})</small>{_factors_text(r)}</td>"
 
 
@@ -133,8 +153,10 @@ def _acc_cell(r: ComparisonRow, metric: str) -> str:
     where = "" if r.converged is True else f"<br><small class='na'>{_esc(r.acc_point)}</small>"
     if not where and r.accuracy_rounds < r.rounds:
         where = f"<br><small>over the {r.accuracy_rounds} rounds trained to the plateau</small>"
-    return (f"<td class='num'>{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))}<br>"
-            f"<small class='{cls}'>{_esc(r.acc_verdict)}</small>{where}</td>")
+    return (
+        f"<td class='num'>{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))}<br>"
+        f"<small class='{cls}'>{_esc(r.acc_verdict)}</small>{where}</td>"
+    )
 
 
 def _expected(label: str) -> str:
@@ -151,10 +173,13 @@ def _rounds_cell(r: ComparisonRow) -> str:
     reasons = {k: v for k, v in r.stop_reasons.items() if k != "?"}
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
     stop = r.stop  # the stopping rule's: when the row's verdict settled
-    settled = (f"<br><small>rounds ended after round {stop.look}: {_esc(stop.reason)}</small>"
-               if stop else "")
-    return (f"<td class='num'>{r.rounds}" + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
-            + settled + "</td>")
+    settled = f"<br><small>rounds ended after round {stop.look}: {_esc(stop.reason)}</small>" if stop else ""
+    return (
+        f"<td class='num'>{r.rounds}"
+        + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
+        + settled
+        + "</td>"
+    )
 
 
 def _sampled_text(r: ComparisonRow) -> str:
@@ -162,18 +187,22 @@ def _sampled_text(r: ComparisonRow) -> str:
     s = r.sampled
     if not s:
         return ""
-    return (f"<br><small>{s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph)</small>")
+    return f"<br><small>{s['nodes_per_batch']:.0f} nodes per batch ({s['coverage']:.0%} of the graph)</small>"
 
 
 def _row_html(r: ComparisonRow, c: Comparison, metric: str) -> str:
     label = f"<td>{_esc(r.label)}</td>"
     if r.status != "ok":
-        return (f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r.status)}: {_esc(r.reason)}</td>"
-                f"<td>{_expected(r.label)}</td></tr>")
-    return (f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r.primary)}</td>{_rounds_cell(r)}"
-            f"<td class='num'>{r.epoch_s:.3f}</td><td class='num'>{r.setup_s:.3f}</td>{_tta_cell(r, c)}"
-            f"{_step_cell(r)}<td class='num'>{r.step_ms:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
-            f"<td>{_expected(r.label)}</td></tr>")
+        return (
+            f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r.status)}: {_esc(r.reason)}</td>"
+            f"<td>{_expected(r.label)}</td></tr>"
+        )
+    return (
+        f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r.primary)}</td>{_rounds_cell(r)}"
+        f"<td class='num'>{r.epoch_s:.3f}</td><td class='num'>{r.setup_s:.3f}</td>{_tta_cell(r, c)}"
+        f"{_step_cell(r)}<td class='num'>{r.step_ms:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
+        f"<td>{_expected(r.label)}</td></tr>"
+    )
 
 
 def _sweep_table(c: Comparison, metric: str, index: int) -> str:
@@ -183,18 +212,25 @@ def _sweep_table(c: Comparison, metric: str, index: int) -> str:
     missing = [name for name in registry.REGISTRY if name not in measured]
     if missing and 2 * (len(registry.REGISTRY) - len(missing)) < len(registry.REGISTRY):
         # a sweep of a few entries (--flags): what it left out in one line, not a row each
-        lines.append(f"<tr><td colspan='{_COLUMNS}' class='muted'>Not in this sweep ({len(missing)} registry "
-                     f"entries; it measured the entries it was given): {_esc(', '.join(missing))}.</td></tr>")
+        lines.append(
+            f"<tr><td colspan='{_COLUMNS}' class='muted'>Not in this sweep ({len(missing)} registry "
+            f"entries; it measured the entries it was given): {_esc(', '.join(missing))}.</td></tr>"
+        )
     else:  # a sweep of every entry: an entry missing here was registered after it ran
-        lines += [f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
-                  f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
-                  for name, opt in registry.REGISTRY.items() if name not in measured]
-    return (f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
-            "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
-            "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
-            f"<th>test {_esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
-            "unless the cell says where it was read</th>"
-            f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>")
+        lines += [
+            f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
+            f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
+            for name, opt in registry.REGISTRY.items()
+            if name not in measured
+        ]
+    return (
+        f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
+        "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
+        "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
+        f"<th>test {_esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
+        "unless the cell says where it was read</th>"
+        f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>"
+    )
 
 
 def _target_text(c: Comparison) -> str:
@@ -202,51 +238,69 @@ def _target_text(c: Comparison) -> str:
     the target's source; then the censoring rule (escaped HTML)."""
     if c.target is None:
         return f"Time to accuracy: not measured: {_esc(c.target_source)}."
-    text = (f"<b>Target</b> {c.target:.4f} on the validation metric: {_esc(c.target_source)}. Time to accuracy is "
-            "the setup + training clock at the first validation point at or above it (setup: preparation, CSR, "
-            "normalization, METIS, cache building).")
+    text = (
+        f"<b>Target</b> {c.target:.4f} on the validation metric: {_esc(c.target_source)}. Time to accuracy is "
+        "the setup + training clock at the first validation point at or above it (setup: preparation, CSR, "
+        "normalization, METIS, cache building)."
+    )
     cal = c.calibration
     if cal:
         seeds, plateaus = cal.get("seeds") or [], ", ".join(f"{v:.4f}" for v in cal.get("plateaus") or [])
-        text += (f" <b>Calibration</b>, before any measured round: {len(seeds)} baseline run(s) on seeds "
-                 f"{_esc(seeds)} (no measured round uses them) trained to validation plateaus {_esc(plateaus)}; "
-                 f"margin {100 * cal.get('margin', 0.0):g} pp")
+        text += (
+            f" <b>Calibration</b>, before any measured round: {len(seeds)} baseline run(s) on seeds "
+            f"{_esc(seeds)} (no measured round uses them) trained to validation plateaus {_esc(plateaus)}; "
+            f"margin {100 * cal.get('margin', 0.0):g} pp"
+        )
         if cal.get("eval_every"):
             text += f"; validation every {cal['eval_every']} steps"
         if cal.get("budget_seconds"):
-            text += (f"; a time-to-accuracy budget of {cal['budget_seconds']:.1f} s for every configuration "
-                     f"({cal['budget_factor']:g}x the slowest calibration run's time to the target), which censors "
-                     "time to accuracy and stops no run")
+            text += (
+                f"; a time-to-accuracy budget of {cal['budget_seconds']:.1f} s for every configuration "
+                f"({cal['budget_factor']:g}x the slowest calibration run's time to the target), which censors "
+                "time to accuracy and stops no run"
+            )
         if cal.get("step_budget"):
-            text += (f"; accuracy runs go on to their plateau within {cal['step_budget']} steps and never stop "
-                     f"before {cal.get('min_steps', 0)}, waiting for a further rise at most as many steps as "
-                     "they took to reach the target (and at most the patience)")
+            text += (
+                f"; accuracy runs go on to their plateau within {cal['step_budget']} steps and never stop "
+                f"before {cal.get('min_steps', 0)}, waiting for a further rise at most as many steps as "
+                "they took to reach the target (and at most the patience)"
+            )
         text += "."
-    return text + (" A round that has not reached the target by its budget (the end of its run where it has "
-                   "none) is censored there: its row says <i>reached in k of R</i> and its speedup is a bound "
-                   "(&le; when the row missed rounds, &ge; when the baseline did).")
+    return text + (
+        " A round that has not reached the target by its budget (the end of its run where it has "
+        "none) is censored there: its row says <i>reached in k of R</i> and its speedup is a bound "
+        "(&le; when the row missed rounds, &ge; when the baseline did)."
+    )
 
 
 def _sweep_notes(c: Comparison, index: int) -> str:
     """The noise floor, the time-to-accuracy target and the ranking rule, printed beside the table."""
     floors = ", ".join(f"{k.replace('_', ' ')} {_floor_text(v)}" for k, v in c.floors.items())
-    return (f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
-            f"spread of {c.rounds} baseline processes): {floors}. A row the stopping rule stopped because its "
-            "interval lay inside the floor of its own statistic says so; a row whose equivalence test shows its "
-            "effect within the margin declared before the sweep says <i>no effect beyond</i> it.</p>"
-            + (f"<p class='floor' id='verdicts-{index}'><b>Verdicts:</b> {_esc(verdict_summary(c.rows))}.</p>"
-               if verdict_summary(c.rows) else "")
-            + f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
-            "<p class='floor'><b>Ranked by</b> time to accuracy wherever there is a target, epoch time otherwise "
-            "(column <i>ranked by</i>): rows that reached the target in every round first, rows censored in some "
-            "after them; within each, significant speedups, then no significant difference, then significant "
-            "slowdowns. <span class='gain'>Green</span>: a significant speedup that reached the target in every "
-            "round at no accuracy cost; <span class='tradeoff'>amber</span>: a significant speedup that costs "
-            "accuracy (a trade-off); a censored row is never green. Accuracy: the test metric at convergence (each "
-            "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "
-            f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>"
-            + (f"<p class='floor' id='family-{index}'><b>Many rows, one baseline:</b> {_esc(c.family)}.</p>"
-               if c.family else ""))
+    return (
+        f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
+        f"spread of {c.rounds} baseline processes): {floors}. A row the stopping rule stopped because its "
+        "interval lay inside the floor of its own statistic says so; a row whose equivalence test shows its "
+        "effect within the margin declared before the sweep says <i>no effect beyond</i> it.</p>"
+        + (
+            f"<p class='floor' id='verdicts-{index}'><b>Verdicts:</b> {_esc(verdict_summary(c.rows))}.</p>"
+            if verdict_summary(c.rows)
+            else ""
+        )
+        + f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
+        "<p class='floor'><b>Ranked by</b> time to accuracy wherever there is a target, epoch time otherwise "
+        "(column <i>ranked by</i>): rows that reached the target in every round first, rows censored in some "
+        "after them; within each, significant speedups, then no significant difference, then significant "
+        "slowdowns. <span class='gain'>Green</span>: a significant speedup that reached the target in every "
+        "round at no accuracy cost; <span class='tradeoff'>amber</span>: a significant speedup that costs "
+        "accuracy (a trade-off); a censored row is never green. Accuracy: the test metric at convergence (each "
+        "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "
+        f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>"
+        + (
+            f"<p class='floor' id='family-{index}'><b>Many rows, one baseline:</b> {_esc(c.family)}.</p>"
+            if c.family
+            else ""
+        )
+    )
 
 
 def _distributed_html(c: Comparison) -> str:
@@ -258,19 +312,23 @@ def _distributed_html(c: Comparison) -> str:
     cells = []
     for r in rows:
         d = r.distributed
-        cells.append(f"<tr><td>{_esc(r.label)}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
-                     f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{_esc(share_text(d))}</td>"
-                     f"<td>{_esc(wire_text(d))}</td><td>{_esc(efficiency_text(d))}</td>"
-                     f"<td>{'<br>'.join(_esc(a) for a in advice_lines(d))}</td></tr>")
+        cells.append(
+            f"<tr><td>{_esc(r.label)}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
+            f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{_esc(share_text(d))}</td>"
+            f"<td>{_esc(wire_text(d))}</td><td>{_esc(efficiency_text(d))}</td>"
+            f"<td>{'<br>'.join(_esc(a) for a in advice_lines(d))}</td></tr>"
+        )
         cells += [f"<tr><td></td><td colspan='6'>{_esc(text)}</td></tr>" for text in detail_lines(d)]
-    return ("<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
-            "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
-            "interval; partition-parallel steps are full-graph steps, so theirs is against the sweep's "
-            "single-process full-batch configuration. Communication share: the all-reduce's time (from the "
-            "communication hook) over the step, plus the halo exchanges for partition parallelism. "
-            "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
-            "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
-            "<th>scaling efficiency</th><th>rules of thumb</th></tr>" + "".join(cells) + "</table>")
+    return (
+        "<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
+        "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
+        "interval; partition-parallel steps are full-graph steps, so theirs is against the sweep's "
+        "single-process full-batch configuration. Communication share: the all-reduce's time (from the "
+        "communication hook) over the step, plus the halo exchanges for partition parallelism. "
+        "Bytes: payload per step and rank.</p><table class='distributed'><tr><th>configuration</th>"
+        "<th>ranks</th><th>compression</th><th>communication</th><th>bytes on the wire</th>"
+        "<th>scaling efficiency</th><th>rules of thumb</th></tr>" + "".join(cells) + "</table>"
+    )
 
 
 def _derived_checks_html(c: Comparison) -> str:
@@ -283,8 +341,11 @@ def _derived_checks_html(c: Comparison) -> str:
         f"</small></td><td class='{'gain' if ch['agrees'] else 'muted' if ch['agrees'] is None else 'loss'}'>"
         f"{'agree' if ch['agrees'] else 'undetermined (one round)' if ch['agrees'] is None else 'DISAGREE'}"
         f"{' (the measured ratio lies inside the derived interval)' if ch['measured_inside'] else ''}</td></tr>"
-        for ch in c.derived_checks)
-    return ("<p><b>Derived against measured.</b> Entries proven to keep the baseline's trajectory are judged by "
-            "their time per step (their time to accuracy is derived); these were also trained to the target, as "
-            "a check that the derived figure holds:</p><table><tr><th>entry</th><th>derived speedup [95%]</th>"
-            f"<th>measured speedup [95%]</th><th>agreement</th></tr>{rows}</table>")
+        for ch in c.derived_checks
+    )
+    return (
+        "<p><b>Derived against measured.</b> Entries proven to keep the baseline's trajectory are judged by "
+        "their time per step (their time to accuracy is derived); these were also trained to the target, as "
+        "a check that the derived figure holds:</p><table><tr><th>entry</th><th>derived speedup [95%]</th>"
+        f"<th>measured speedup [95%]</th><th>agreement</th></tr>{rows}</table>"
+    )

@@ -57,9 +57,14 @@ class SampledStats:
         if not self.batches:
             return None
         b = self.batches
-        return {"batches": b, "nodes_per_batch": self.nodes / b, "edges_per_batch": self.edges / b,
-                "coverage": self.nodes / b / max(self.graph_nodes, 1),
-                "nodes_per_hop": [v / b for v in self.hop_nodes], "edges_per_hop": [v / b for v in self.hop_edges]}
+        return {
+            "batches": b,
+            "nodes_per_batch": self.nodes / b,
+            "edges_per_batch": self.edges / b,
+            "coverage": self.nodes / b / max(self.graph_nodes, 1),
+            "nodes_per_hop": [v / b for v in self.hop_nodes],
+            "edges_per_hop": [v / b for v in self.hop_edges],
+        }
 
 
 @dataclass
@@ -133,7 +138,9 @@ class Batch:
         # PyG's loaders widen edge ids to int64 (torch_geometric.loader.node_loader); the batch narrows them
         # back to the graph's index dtype here, once, in the sample phase (a no-op for int64 graphs).
         return cls(
-            n_id=n_id, edge_index=data.edge_index, e_id=data.e_id.to(n_id.dtype),
+            n_id=n_id,
+            edge_index=data.edge_index,
+            e_id=data.e_id.to(n_id.dtype),
             target=torch.arange(data.batch_size, dtype=n_id.dtype),
             num_sampled_nodes=list(data.num_sampled_nodes) if data.num_sampled_nodes is not None else None,
             num_sampled_edges=list(data.num_sampled_edges) if data.num_sampled_edges is not None else None,
@@ -144,8 +151,10 @@ class Batch:
     def to(self, device: torch.device, *, edge_ids: bool = True) -> "Batch":
         """The batch with its tensors on ``device`` (non-blocking); ``edge_ids=False`` leaves ``e_id`` behind
         (only aggregation with cached coefficients reads it)."""
-        moved = {k: (v.to(device, non_blocking=True) if isinstance(v, Tensor) and (edge_ids or k != "e_id") else v)
-                 for k, v in self.to_dict().items()}
+        moved = {
+            k: (v.to(device, non_blocking=True) if isinstance(v, Tensor) and (edge_ids or k != "e_id") else v)
+            for k, v in self.to_dict().items()
+        }
         return Batch(**moved)
 
     def nbytes(self) -> int:
@@ -184,4 +193,3 @@ class BatchSource:
 
     def close(self) -> None:
         """Release what the source holds (loader workers, temporary files); nothing by default."""
-

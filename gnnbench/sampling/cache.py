@@ -30,8 +30,17 @@ import torch
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.sampling.batch import Batch
 
-__all__ = ["BatchCache", "CacheStats", "FORMAT_VERSION", "default_cache_dir", "cache_size", "clean_cache",
-           "sampling_code_version", "tensor_digest", "checksum"]
+__all__ = [
+    "BatchCache",
+    "CacheStats",
+    "FORMAT_VERSION",
+    "default_cache_dir",
+    "cache_size",
+    "clean_cache",
+    "sampling_code_version",
+    "tensor_digest",
+    "checksum",
+]
 
 FORMAT_VERSION = 2  # of the batch files and manifest (xxh3-128 checksums); a window of another format is rebuilt
 _MARKER = "gnnbench-batch-cache.json"
@@ -82,7 +91,7 @@ def tensor_digest(*tensors: torch.Tensor) -> str:
         if flat.dtype == torch.bool:
             flat = flat.view(torch.uint8)
         for start in range(0, flat.numel(), _DIGEST_CHUNK):
-            h.update(flat[start:start + _DIGEST_CHUNK].numpy())
+            h.update(flat[start : start + _DIGEST_CHUNK].numpy())
     return h.hexdigest()
 
 
@@ -123,14 +132,14 @@ class BatchCache:
         seed: Seed of the batch order when replaying.
     """
 
-    def __init__(self, root: str | Path | None, key_material: dict[str, Any], epochs: int = 5,
-                 seed: int = 0) -> None:
+    def __init__(self, root: str | Path | None, key_material: dict[str, Any], epochs: int = 5, seed: int = 0) -> None:
         if epochs < 1:
             raise ValueError(f"batch cache epochs must be >= 1 (got {epochs})")
         self.owns_root = root is None
         self.root = Path(tempfile.mkdtemp(prefix="gnnbench-batches-")) if root is None else Path(root)
-        self._cleanup = (weakref.finalize(self, shutil.rmtree, str(self.root), ignore_errors=True)
-                         if self.owns_root else None)
+        self._cleanup = (
+            weakref.finalize(self, shutil.rmtree, str(self.root), ignore_errors=True) if self.owns_root else None
+        )
         self.epochs = epochs
         self.seed = seed
         material = {"format": FORMAT_VERSION, "epochs": epochs, **key_material}
@@ -213,8 +222,10 @@ class BatchCache:
             if batch is None:  # changed on disk after verification: never serve it
                 self.stats.corrupt += 1
                 shutil.rmtree(wdir, ignore_errors=True)
-                raise RuntimeError(f"batch cache entry {entries[i].get('file')} in {wdir} changed while in use; "
-                                   "the window was deleted and will be rebuilt")
+                raise RuntimeError(
+                    f"batch cache entry {entries[i].get('file')} in {wdir} changed while in use; "
+                    "the window was deleted and will be rebuilt"
+                )
             self.stats.hits += 1
             row["hits"] += 1
             yield batch
@@ -260,8 +271,9 @@ class BatchCache:
             self.stats.bytes_written += len(data)
             nxt = next(it, None)
             if nxt is None:  # complete: the manifest goes last, before the final batch is served
-                write_bytes_atomic(wdir / "manifest.json",
-                                   json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode())
+                write_bytes_atomic(
+                    wdir / "manifest.json", json.dumps({"format": FORMAT_VERSION, "batches": entries}).encode()
+                )
                 self.stats.windows_built += 1
             yield batch
 

@@ -66,7 +66,7 @@ def keyed_uniform(ids: Tensor, key: Tensor | int) -> Tensor:
     """
     offset = _signed(key + _GOLDEN) if isinstance(key, int) else key + _GOLDEN  # a Python int wraps as int64 does
     z = splitmix64(ids * _GOLDEN + offset)
-    return _shr(z, 11).to(torch.float64) * 2.0 ** -53
+    return _shr(z, 11).to(torch.float64) * 2.0**-53
 
 
 @dataclass
@@ -88,9 +88,15 @@ class LaborSubgraph(SampledSubgraph):
 
     def hop_stats(self) -> list[dict[str, int]]:
         """Per hop: targets, candidate edges, sampled edges and newly reached nodes."""
-        return [{"targets": self.num_sampled_nodes[h], "candidate_edges": self.num_candidate_edges[h],
-                 "sampled_edges": self.num_sampled_edges[h], "new_nodes": self.num_sampled_nodes[h + 1]}
-                for h in range(len(self.num_sampled_edges))]
+        return [
+            {
+                "targets": self.num_sampled_nodes[h],
+                "candidate_edges": self.num_candidate_edges[h],
+                "sampled_edges": self.num_sampled_edges[h],
+                "new_nodes": self.num_sampled_nodes[h + 1],
+            }
+            for h in range(len(self.num_sampled_edges))
+        ]
 
 
 class LaborSampleCore(NeighborSampleCore):
@@ -107,16 +113,16 @@ class LaborSampleCore(NeighborSampleCore):
         seed: Seed of the sampler's own generator (one 64-bit key per batch).
     """
 
-    def __init__(self, rowptr: Tensor, col: Tensor, fanouts: Sequence[int], *, replace: bool = False,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, rowptr: Tensor, col: Tensor, fanouts: Sequence[int], *, replace: bool = False, seed: int = 0
+    ) -> None:
         if replace:
             raise ValueError(f"LABOR samples each edge at most once; replace must be False (got replace={replace!r})")
         super().__init__(rowptr, col, fanouts, replace=False, seed=seed)
 
     def _batch_key(self) -> Tensor:
         """One int64 key for the batch, on the device (no host read)."""
-        return torch.randint(-2 ** 63, 2 ** 63 - 1, (), generator=self.generator, device=self.device,
-                             dtype=torch.int64)
+        return torch.randint(-(2**63), 2**63 - 1, (), generator=self.generator, device=self.device, dtype=torch.int64)
 
     @in_code_path("sample")
     def sample(self, seeds: Tensor, *, check: bool = True) -> LaborSubgraph:
@@ -162,7 +168,13 @@ class LaborSampleCore(NeighborSampleCore):
             self._local.index_fill_(0, torch.cat(touched), -1)
         idx = self.col.dtype  # one cast to the graph's index dtype, as NeighborSampleCore
         return LaborSubgraph(
-            node=torch.cat(nodes).to(idx), row=torch.cat(rows).to(idx), col=torch.cat(cols).to(idx),
-            edge=torch.cat(edges).to(idx), num_sampled_nodes=num_nodes, num_sampled_edges=num_edges,
-            weight=torch.cat(weights), pi=torch.cat(pis), num_candidate_edges=num_cand,
+            node=torch.cat(nodes).to(idx),
+            row=torch.cat(rows).to(idx),
+            col=torch.cat(cols).to(idx),
+            edge=torch.cat(edges).to(idx),
+            num_sampled_nodes=num_nodes,
+            num_sampled_edges=num_edges,
+            weight=torch.cat(weights),
+            pi=torch.cat(pis),
+            num_candidate_edges=num_cand,
         )

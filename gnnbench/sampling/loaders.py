@@ -25,8 +25,16 @@ from gnnbench.sampling.sampler import (
     native_backend_status,
 )
 
-__all__ = ["NeighborBatches", "LinkBatches", "TimedLinkLoader", "WeightedNodeLoader", "EpochShuffle", "training_pairs", "shutdown_loader",
-           "worker_placement"]
+__all__ = [
+    "NeighborBatches",
+    "LinkBatches",
+    "TimedLinkLoader",
+    "WeightedNodeLoader",
+    "EpochShuffle",
+    "training_pairs",
+    "shutdown_loader",
+    "worker_placement",
+]
 
 
 def _set_epoch(loader, epoch: int) -> None:
@@ -140,12 +148,19 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
         reason = native_backend_status() if flags.sampler_backend == "pyg" else None
         return [Unavailable("sampler_backend", reason)] if reason else []
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None, seed: int = 0
+    ) -> None:
         from torch_geometric.data import Data
 
-        self.sampler = make_neighbor_sampler(prepared, flags.fanout, backend=flags.sampler_backend,
-                                             replace=flags.sample_replace, seed=seed, sampler=flags.sampler)
+        self.sampler = make_neighbor_sampler(
+            prepared,
+            flags.fanout,
+            backend=flags.sampler_backend,
+            replace=flags.sample_replace,
+            seed=seed,
+            sampler=flags.sampler,
+        )
         if input_nodes is None:
             input_nodes = prepared.graph.train_mask.nonzero().view(-1)
         # Features are served by the feature placement, so the loader carries structure only.
@@ -155,10 +170,16 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
         # The private generator only feeds the DataLoader's per-iterator base seed, which would otherwise be
         # drawn from the global RNG (and shift the dropout masks by loader flags); the sampler ignores it.
         self.loader = WeightedNodeLoader(
-            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shuffle,
-            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
-            generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+            data,
+            node_sampler=self.sampler,
+            input_nodes=input_nodes,
+            batch_sampler=self.shuffle,
+            num_workers=flags.num_workers,
+            prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers,
+            pin_memory=flags.pin_memory,
+            generator=torch.Generator().manual_seed(seed),
+            filter_per_worker=flags.num_workers > 0,
             worker_init_fn=worker_placement(flags),
         )
 
@@ -226,31 +247,54 @@ class LinkBatches(_SuspendableWorkers, BatchSource):
     @staticmethod
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         if flags.sampler_backend != "gnnbench":
-            return [Unavailable("sampler_backend", "link prediction uses gnnbench's sampler (its negatives reject "
-                                f"training positives); got sampler_backend={flags.sampler_backend!r}")]
+            return [
+                Unavailable(
+                    "sampler_backend",
+                    "link prediction uses gnnbench's sampler (its negatives reject "
+                    f"training positives); got sampler_backend={flags.sampler_backend!r}",
+                )
+            ]
         return []
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None, seed: int = 0
+    ) -> None:
         from torch_geometric.data import Data
         from torch_geometric.sampler import NegativeSampling
 
         if flags.sampler_backend != "gnnbench":
             raise ValueError(LinkBatches.unavailable(flags, RunContext())[0].reason)
-        self.negatives = NegativeSampler(prepared.edge_index, prepared.num_nodes, mode=flags.negative_mode,
-                                         strict=flags.negative_strict, seed=seed + 1)
-        sampler = GnnbenchNeighborSampler(prepared, flags.fanout, replace=flags.sample_replace, seed=seed,
-                                          negatives=self.negatives, exclude_seed_edges=True)
+        self.negatives = NegativeSampler(
+            prepared.edge_index,
+            prepared.num_nodes,
+            mode=flags.negative_mode,
+            strict=flags.negative_strict,
+            seed=seed + 1,
+        )
+        sampler = GnnbenchNeighborSampler(
+            prepared,
+            flags.fanout,
+            replace=flags.sample_replace,
+            seed=seed,
+            negatives=self.negatives,
+            exclude_seed_edges=True,
+        )
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
         self.csr = flags.keep_csr
         pairs = training_pairs(prepared)
         self.shuffle = EpochShuffle(pairs.size(1), flags.batch_size, seed=seed)
         self.loader = TimedLinkLoader(
-            data, link_sampler=sampler, edge_label_index=pairs,
-            neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio), batch_sampler=self.shuffle,
-            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
-            generator=torch.Generator().manual_seed(seed), filter_per_worker=flags.num_workers > 0,
+            data,
+            link_sampler=sampler,
+            edge_label_index=pairs,
+            neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio),
+            batch_sampler=self.shuffle,
+            num_workers=flags.num_workers,
+            prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers,
+            pin_memory=flags.pin_memory,
+            generator=torch.Generator().manual_seed(seed),
+            filter_per_worker=flags.num_workers > 0,
             worker_init_fn=worker_placement(flags),
         )
 
@@ -263,14 +307,19 @@ class LinkBatches(_SuspendableWorkers, BatchSource):
             idx = data.n_id.dtype  # the graph's index dtype: pair endpoints follow it
             label_index = data.edge_label_index.to(idx)
             timing = data.negative_timing
-            yield Batch(n_id=data.n_id, edge_index=data.edge_index, e_id=data.e_id.to(idx),
-                        target=torch.unique(label_index),
-                        num_sampled_nodes=list(data.num_sampled_nodes),
-                        num_sampled_edges=list(data.num_sampled_edges),
-                        edge_label_index=label_index, edge_label=data.edge_label,
-                        rowptr=target_rowptr(data.edge_index[1], data.n_id.numel()) if self.csr else None,
-                        negatives_seconds=timing.seconds if timing is not None else 0.0,
-                        sampled_in_worker=bool(timing is not None and timing.in_worker))
+            yield Batch(
+                n_id=data.n_id,
+                edge_index=data.edge_index,
+                e_id=data.e_id.to(idx),
+                target=torch.unique(label_index),
+                num_sampled_nodes=list(data.num_sampled_nodes),
+                num_sampled_edges=list(data.num_sampled_edges),
+                edge_label_index=label_index,
+                edge_label=data.edge_label,
+                rowptr=target_rowptr(data.edge_index[1], data.n_id.numel()) if self.csr else None,
+                negatives_seconds=timing.seconds if timing is not None else 0.0,
+                sampled_in_worker=bool(timing is not None and timing.in_worker),
+            )
 
     def close(self) -> None:
         shutdown_loader(self.loader)

@@ -64,13 +64,22 @@ class NegativeSampler:
         seed: Seed of the sampler's generator.
     """
 
-    def __init__(self, edge_index: Tensor, num_nodes: int, *, mode: NegativeMode | str = "uniform",
-                 strict: bool = True, max_rounds: int = 20, seed: int = 0) -> None:
+    def __init__(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        *,
+        mode: NegativeMode | str = "uniform",
+        strict: bool = True,
+        max_rounds: int = 20,
+        seed: int = 0,
+    ) -> None:
         try:
             self.mode = NegativeMode(mode)
         except ValueError:
-            raise ValueError(f"negative sampling mode must be one of "
-                             f"{', '.join(repr(m.value) for m in NegativeMode)} (got {mode!r})") from None
+            raise ValueError(
+                f"negative sampling mode must be one of {', '.join(repr(m.value) for m in NegativeMode)} (got {mode!r})"
+            ) from None
         if num_nodes < 2:
             raise ValueError(f"negative sampling needs at least 2 nodes (got {num_nodes})")
         self.num_nodes = num_nodes
@@ -142,7 +151,8 @@ class NegativeSampler:
                 raise RuntimeError(
                     f"negative sampling did not converge: {int(bad.sum())} of {num} candidates still hit "
                     f"positives or self loops after {self.max_rounds} rounds (graph too dense; "
-                    f"use strict=False or fewer negatives)")
+                    f"use strict=False or fewer negatives)"
+                )
             idx = bad.nonzero().view(-1)
             rejected += idx.numel()
             if not src_given:  # a source may have no valid partner: redraw the whole pair

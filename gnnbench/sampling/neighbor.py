@@ -19,8 +19,7 @@ from torch import Tensor
 
 from gnnbench.timing import in_code_path
 
-__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions",
-           "FLOYD_LOOP_MAX_FANOUT"]
+__all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions", "FLOYD_LOOP_MAX_FANOUT"]
 
 # Up to this fanout, rows of degree > 2k run Floyd's algorithm step by step (at most 12 comparisons per sampled
 # edge); above it, with one row-wise sort (O(k log k) per row). Same positions either way; the two cost the
@@ -64,8 +63,9 @@ def sample_positions(deg: Tensor, k: int, replace: bool, generator: torch.Genera
     pos.index_copy_(0, start.index_select(0, own_a) + pos_a, pos_a)
     if big.numel():
         chosen = distinct_positions(deg.index_select(0, big), k, generator)
-        pos.index_copy_(0, (start.index_select(0, big).unsqueeze(1) + torch.arange(k, device=device)).view(-1),
-                        chosen.view(-1))
+        pos.index_copy_(
+            0, (start.index_select(0, big).unsqueeze(1) + torch.arange(k, device=device)).view(-1), chosen.view(-1)
+        )
     return owner, pos
 
 
@@ -106,7 +106,7 @@ def _floyd(deg: Tensor, k: int, generator: torch.Generator | None) -> Tensor:
     edge in ``k`` kernel launches: the cheapest method while ``k`` is small."""
     j, chosen = _floyd_draws(deg, k, generator)
     for step in range(1, k):
-        seen = (chosen[:, :step] == chosen[:, step:step + 1]).any(dim=1)
+        seen = (chosen[:, :step] == chosen[:, step : step + 1]).any(dim=1)
         chosen[:, step] = torch.where(seen, j[:, step], chosen[:, step])
     return chosen
 
@@ -189,8 +189,9 @@ class NeighborSampleCore:
         seed: Seed of the sampler's own generator.
     """
 
-    def __init__(self, rowptr: Tensor, col: Tensor, fanouts: Sequence[int], *, replace: bool = False,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, rowptr: Tensor, col: Tensor, fanouts: Sequence[int], *, replace: bool = False, seed: int = 0
+    ) -> None:
         fanouts = tuple(int(k) for k in fanouts)
         if not fanouts or any(k == 0 or k < -1 for k in fanouts):
             raise ValueError(f"fanouts must be a non-empty list of positive ints or -1 (got {list(fanouts)})")
@@ -205,8 +206,7 @@ class NeighborSampleCore:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
         self._local = torch.full((self.num_nodes,), -1, dtype=torch.int64, device=self.device)
-        self._first = torch.full((self.num_nodes,), torch.iinfo(torch.int64).max, dtype=torch.int64,
-                                 device=self.device)
+        self._first = torch.full((self.num_nodes,), torch.iinfo(torch.int64).max, dtype=torch.int64, device=self.device)
 
     def reseed(self, seed: int) -> None:
         self.generator.manual_seed(seed)
@@ -241,8 +241,10 @@ class NeighborSampleCore:
         of range or repeated are refused (the map is restored first)."""
         seeds = seeds.to(self.device, torch.int64)
         if check and seeds.numel() and (int(seeds.min()) < 0 or int(seeds.max()) >= self.num_nodes):
-            raise ValueError(f"seed node ids must be in [0, {self.num_nodes - 1}] "
-                             f"(got min {int(seeds.min())}, max {int(seeds.max())})")
+            raise ValueError(
+                f"seed node ids must be in [0, {self.num_nodes - 1}] "
+                f"(got min {int(seeds.min())}, max {int(seeds.max())})"
+            )
         seed_ids = torch.arange(seeds.numel(), device=self.device)
         self._local.index_copy_(0, seeds, seed_ids)
         if check and not bool((self._local.index_select(0, seeds) == seed_ids).all()):
@@ -288,6 +290,10 @@ class NeighborSampleCore:
         # into the training step's kernels.
         idx = self.col.dtype
         return SampledSubgraph(
-            node=torch.cat(nodes).to(idx), row=torch.cat(rows).to(idx), col=torch.cat(cols).to(idx),
-            edge=torch.cat(edges).to(idx), num_sampled_nodes=num_nodes, num_sampled_edges=num_edges,
+            node=torch.cat(nodes).to(idx),
+            row=torch.cat(rows).to(idx),
+            col=torch.cat(cols).to(idx),
+            edge=torch.cat(edges).to(idx),
+            num_sampled_nodes=num_nodes,
+            num_sampled_edges=num_edges,
         )

@@ -48,8 +48,11 @@ def _refusal(sampler: Any, seed: Any, seed_time: Any) -> str | None:
 
     if isinstance(seed, dict):
         return "a heterogeneous graph"
-    if seed_time is not None or getattr(sampler, "node_time", None) is not None \
-            or getattr(sampler, "edge_time", None) is not None:
+    if (
+        seed_time is not None
+        or getattr(sampler, "node_time", None) is not None
+        or getattr(sampler, "edge_time", None) is not None
+    ):
         return "temporal sampling"
     if getattr(sampler, "edge_weight", None) is not None:
         return "weighted sampling"
@@ -73,9 +76,11 @@ def _gnnbench_sample(self: Any, seed: Any, seed_time: Any = None, **kwargs: Any)
 
     why = _refusal(self, seed, seed_time)
     if why is not None:
-        raise ImportError(f"{type(self).__name__} needs pyg-lib or torch-sparse for {why}; gnnbench's fallback "
-                          f"sampler draws uniform neighbours of homogeneous graphs only. "
-                          f"{native_backend_status()}")
+        raise ImportError(
+            f"{type(self).__name__} needs pyg-lib or torch-sparse for {why}; gnnbench's fallback "
+            f"sampler draws uniform neighbours of homogeneous graphs only. "
+            f"{native_backend_status()}"
+        )
     core = self.__dict__.get("_gnnbench_core")
     if core is None:
         fanouts = [int(k) for k in self.num_neighbors.get_mapped_values()]
@@ -86,9 +91,15 @@ def _gnnbench_sample(self: Any, seed: Any, seed_time: Any = None, **kwargs: Any)
     row, col = out.row.to(torch.int64), out.col.to(torch.int64)
     if getattr(self, "sample_direction", "forward") == "backward":
         row, col = col, row
-    return SamplerOutput(node=out.node.to(torch.int64), row=row, col=col, edge=out.edge.to(torch.int64),
-                         batch=None, num_sampled_nodes=out.num_sampled_nodes,
-                         num_sampled_edges=out.num_sampled_edges)
+    return SamplerOutput(
+        node=out.node.to(torch.int64),
+        row=row,
+        col=col,
+        edge=out.edge.to(torch.int64),
+        batch=None,
+        num_sampled_nodes=out.num_sampled_nodes,
+        num_sampled_edges=out.num_sampled_edges,
+    )
 
 
 @contextmanager

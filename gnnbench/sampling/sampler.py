@@ -21,8 +21,14 @@ from gnnbench.sampling.labor import LaborSampleCore, LaborSubgraph
 from gnnbench.sampling.negative import NegativeSampler
 from gnnbench.sampling.neighbor import NeighborSampleCore, SampledSubgraph
 
-__all__ = ["GnnbenchNeighborSampler", "NegativeTiming", "drop_pair_edges", "make_neighbor_sampler",
-           "native_backend_status", "SAMPLER_BACKENDS"]
+__all__ = [
+    "GnnbenchNeighborSampler",
+    "NegativeTiming",
+    "drop_pair_edges",
+    "make_neighbor_sampler",
+    "native_backend_status",
+    "SAMPLER_BACKENDS",
+]
 
 
 @dataclass(frozen=True)
@@ -58,17 +64,23 @@ def drop_pair_edges(out: SampledSubgraph, src: Tensor, dst: Tensor, num_nodes: i
     row = out.row[:hop0].to(torch.int64)
     cand = (row < seeds).nonzero().view(-1)  # source is a seed too (hop-0 targets are seeds)
     node = out.node.to(torch.int64)
-    key = node.index_select(0, out.col[:hop0].to(torch.int64).index_select(0, cand)) * num_nodes \
-        + node.index_select(0, row.index_select(0, cand))
+    key = node.index_select(0, out.col[:hop0].to(torch.int64).index_select(0, cand)) * num_nodes + node.index_select(
+        0, row.index_select(0, cand)
+    )
     hit = keys.index_select(0, torch.searchsorted(keys, key).clamp_max_(keys.numel() - 1)) == key
     drop = cand[hit]
     if drop.numel() == 0:
         return out
     keep = torch.ones(out.row.numel(), dtype=torch.bool, device=out.row.device)
     keep[drop] = False
-    return SampledSubgraph(node=out.node, row=out.row[keep], col=out.col[keep], edge=out.edge[keep],
-                           num_sampled_nodes=list(out.num_sampled_nodes),
-                           num_sampled_edges=[hop0 - drop.numel(), *out.num_sampled_edges[1:]])
+    return SampledSubgraph(
+        node=out.node,
+        row=out.row[keep],
+        col=out.col[keep],
+        edge=out.edge[keep],
+        num_sampled_nodes=list(out.num_sampled_nodes),
+        num_sampled_edges=[hop0 - drop.numel(), *out.num_sampled_edges[1:]],
+    )
 
 
 def native_backend_status() -> str | None:
@@ -77,9 +89,11 @@ def native_backend_status() -> str | None:
 
     if pyg_typing.WITH_PYG_LIB or pyg_typing.WITH_TORCH_SPARSE:
         return None
-    return ("PyG's native neighbour sampler needs pyg-lib or torch-sparse, and neither is installed: "
-            "install pyg-lib from the wheels at data.pyg.org matching your torch, or build torch-sparse "
-            "with `pip install --no-build-isolation torch-scatter torch-sparse` (about 10 minutes)")
+    return (
+        "PyG's native neighbour sampler needs pyg-lib or torch-sparse, and neither is installed: "
+        "install pyg-lib from the wheels at data.pyg.org matching your torch, or build torch-sparse "
+        "with `pip install --no-build-isolation torch-scatter torch-sparse` (about 10 minutes)"
+    )
 
 
 class GnnbenchNeighborSampler(BaseSampler):
@@ -101,9 +115,18 @@ class GnnbenchNeighborSampler(BaseSampler):
             behaviour).
     """
 
-    def __init__(self, prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
-                 negatives: NegativeSampler | None = None, device: torch.device | str | None = None,
-                 exclude_seed_edges: bool = False, sampler: str = "neighbor") -> None:
+    def __init__(
+        self,
+        prepared: PreparedGraph,
+        fanouts,
+        *,
+        replace: bool = False,
+        seed: int = 0,
+        negatives: NegativeSampler | None = None,
+        device: torch.device | str | None = None,
+        exclude_seed_edges: bool = False,
+        sampler: str = "neighbor",
+    ) -> None:
         csr = prepared.neighbours()
         dev = torch.device(device) if device is not None else csr.rowptr.device
         if sampler not in ("neighbor", "labor"):
@@ -146,8 +169,12 @@ class GnnbenchNeighborSampler(BaseSampler):
         if isinstance(out, LaborSubgraph):
             metadata = (*metadata, out.weight)
         return SamplerOutput(
-            node=out.node, row=out.row, col=out.col, edge=out.edge,
-            num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
+            node=out.node,
+            row=out.row,
+            col=out.col,
+            edge=out.edge,
+            num_sampled_nodes=out.num_sampled_nodes,
+            num_sampled_edges=out.num_sampled_edges,
             metadata=metadata,
         )
 
@@ -157,8 +184,7 @@ class GnnbenchNeighborSampler(BaseSampler):
             raise ValueError("temporal sampling is not supported by gnnbench's sampler (got seed times)")
         return self._output(index.node, (index.input_id, index.time))
 
-    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None
-                          ) -> SamplerOutput:
+    def sample_from_edges(self, index: EdgeSamplerInput, neg_sampling: NegativeSampling | None = None) -> SamplerOutput:
         """Sample around the endpoints of seed edges (plus negatives), PyG's metadata layout.
 
         Negatives come from this sampler's :class:`NegativeSampler` (uniform or
@@ -191,7 +217,8 @@ class GnnbenchNeighborSampler(BaseSampler):
                 dst = torch.cat([dst, neg[1]])
         timing = NegativeTiming(
             seconds=self.negatives.stats.seconds - drawn_before if self.negatives is not None else 0.0,
-            in_worker=torch.utils.data.get_worker_info() is not None)
+            in_worker=torch.utils.data.get_worker_info() is not None,
+        )
         seed, inverse = torch.cat([src, dst]).unique(return_inverse=True)
         out = self.core.sample(seed)
         if self.exclude_seed_edges:
@@ -202,15 +229,28 @@ class GnnbenchNeighborSampler(BaseSampler):
         else:
             n_src = src.numel()
             dst_idx = inverse[n_src:]
-            metadata = (index.input_id, inverse[:n_src], dst_idx[:num_pos],
-                        dst_idx[num_pos:].view(-1, num_pos).t().reshape(num_pos, -1).squeeze(-1), None, timing)
-        return SamplerOutput(node=out.node, row=out.row, col=out.col, edge=out.edge,
-                             num_sampled_nodes=out.num_sampled_nodes, num_sampled_edges=out.num_sampled_edges,
-                             metadata=metadata)
+            metadata = (
+                index.input_id,
+                inverse[:n_src],
+                dst_idx[:num_pos],
+                dst_idx[num_pos:].view(-1, num_pos).t().reshape(num_pos, -1).squeeze(-1),
+                None,
+                timing,
+            )
+        return SamplerOutput(
+            node=out.node,
+            row=out.row,
+            col=out.col,
+            edge=out.edge,
+            num_sampled_nodes=out.num_sampled_nodes,
+            num_sampled_edges=out.num_sampled_edges,
+            metadata=metadata,
+        )
 
 
-def _pyg_native_sampler(prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0,
-                        negatives: NegativeSampler | None = None) -> BaseSampler:
+def _pyg_native_sampler(
+    prepared: PreparedGraph, fanouts, *, replace: bool = False, seed: int = 0, negatives: NegativeSampler | None = None
+) -> BaseSampler:
     """PyG's own ``NeighborSampler`` (pyg-lib or torch-sparse underneath), for comparison."""
     reason = native_backend_status()
     if reason:
@@ -226,9 +266,16 @@ def _pyg_native_sampler(prepared: PreparedGraph, fanouts, *, replace: bool = Fal
 SAMPLER_BACKENDS = {"gnnbench": GnnbenchNeighborSampler, "pyg": _pyg_native_sampler}
 
 
-def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "gnnbench", replace: bool = False,
-                          seed: int = 0, negatives: NegativeSampler | None = None,
-                          sampler: str = "neighbor") -> BaseSampler:
+def make_neighbor_sampler(
+    prepared: PreparedGraph,
+    fanouts,
+    *,
+    backend: str = "gnnbench",
+    replace: bool = False,
+    seed: int = 0,
+    negatives: NegativeSampler | None = None,
+    sampler: str = "neighbor",
+) -> BaseSampler:
     """The neighbour sampler of ``backend``: ``"gnnbench"`` or ``"pyg"`` (native, for comparison; it takes
     neither ``seed`` nor ``negatives``: both are ignored for it). ``sampler="labor"``: gnnbench's LABOR-0."""
     if backend not in SAMPLER_BACKENDS:
@@ -236,6 +283,7 @@ def make_neighbor_sampler(prepared: PreparedGraph, fanouts, *, backend: str = "g
     if sampler != "neighbor":
         if backend != "gnnbench":
             raise ValueError(f"sampler={sampler!r} is gnnbench's; got backend={backend!r}")
-        return GnnbenchNeighborSampler(prepared, fanouts, replace=replace, seed=seed, negatives=negatives,
-                                       sampler=sampler)
+        return GnnbenchNeighborSampler(
+            prepared, fanouts, replace=replace, seed=seed, negatives=negatives, sampler=sampler
+        )
     return SAMPLER_BACKENDS[backend](prepared, fanouts, replace=replace, seed=seed, negatives=negatives)

@@ -37,8 +37,10 @@ class SeedShards:
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be in [0, {world_size}) (got {rank})")
         if n < world_size or batch_size < world_size:
-            raise ValueError(f"{world_size} ranks need at least {world_size} seeds and a batch size of at least "
-                             f"{world_size} (got {n} seeds, batch size {batch_size})")
+            raise ValueError(
+                f"{world_size} ranks need at least {world_size} seeds and a batch size of at least "
+                f"{world_size} (got {n} seeds, batch size {batch_size})"
+            )
         self.n, self.batch_size, self.rank, self.world_size, self.seed = n, batch_size, rank, world_size, seed
         self.epoch = 0
 
@@ -66,8 +68,16 @@ class ShardedNeighborBatches(NeighborBatches):
     """Neighbour-sampled batches of this rank's share of each global batch (:class:`SeedShards`): the
     loader's shuffle is replaced by the shared per-epoch split, everything else is :class:`NeighborBatches`."""
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0, rank: int = 0, world_size: int = 1) -> None:
+    def __init__(
+        self,
+        prepared: PreparedGraph,
+        flags: Flags,
+        *,
+        input_nodes: Tensor | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
         from torch_geometric.data import Data
         from torch_geometric.loader import NodeLoader
 
@@ -77,9 +87,14 @@ class ShardedNeighborBatches(NeighborBatches):
         self.shards = SeedShards(input_nodes.numel(), flags.batch_size, rank, world_size, seed=seed)
         data = Data(edge_index=prepared.edge_index, num_nodes=prepared.num_nodes)
         self.loader = NodeLoader(
-            data, node_sampler=self.sampler, input_nodes=input_nodes, batch_sampler=self.shards,
-            num_workers=flags.num_workers, prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers, pin_memory=flags.pin_memory,
+            data,
+            node_sampler=self.sampler,
+            input_nodes=input_nodes,
+            batch_sampler=self.shards,
+            num_workers=flags.num_workers,
+            prefetch_factor=flags.prefetch_factor,
+            persistent_workers=flags.persistent_workers,
+            pin_memory=flags.pin_memory,
             filter_per_worker=flags.num_workers > 0,
         )
 

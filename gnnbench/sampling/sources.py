@@ -30,8 +30,19 @@ from gnnbench.sampling.loaders import LinkBatches, NeighborBatches
 from gnnbench.sampling.sharded import ShardedNeighborBatches, rank_and_world
 from gnnbench.sampling.subgraph import ClusterGCNBatches, SaintRandomWalkBatches
 
-__all__ = ["BatchSource", "ClusterGCNSource", "SaintSource", "FullGraphSource", "CachedBatches", "SOURCES",
-           "make_batch_source", "graph_fingerprint", "unavailable", "SAMPLING_FIELDS", "SHARDED_SOURCES"]
+__all__ = [
+    "BatchSource",
+    "ClusterGCNSource",
+    "SaintSource",
+    "FullGraphSource",
+    "CachedBatches",
+    "SOURCES",
+    "make_batch_source",
+    "graph_fingerprint",
+    "unavailable",
+    "SAMPLING_FIELDS",
+    "SHARDED_SOURCES",
+]
 
 # Flags that determine which batches are sampled (and so key the batch cache), as declared on the fields.
 SAMPLING_FIELDS = Flags.batch_key_fields()
@@ -51,11 +62,19 @@ def _main_process_only(kind: str, flags: Flags) -> list[Unavailable]:
     """Subgraph batches are built in the main process by gnnbench's own code."""
     out = []
     if flags.num_workers:
-        out.append(Unavailable("num_workers", f"{kind} batches are built in the main process; loader workers "
-                               "apply to neighbour sampling only"))
+        out.append(
+            Unavailable(
+                "num_workers",
+                f"{kind} batches are built in the main process; loader workers apply to neighbour sampling only",
+            )
+        )
     if flags.sampler_backend != "gnnbench":
-        out.append(Unavailable("sampler_backend", f"{kind} batches do not use a neighbour sampler; sampler "
-                               "backends apply to neighbour sampling only"))
+        out.append(
+            Unavailable(
+                "sampler_backend",
+                f"{kind} batches do not use a neighbour sampler; sampler backends apply to neighbour sampling only",
+            )
+        )
     return out
 
 
@@ -68,15 +87,26 @@ class ClusterGCNSource(ClusterGCNBatches):
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         out = _main_process_only("cluster_gcn", flags)
         if importlib.util.find_spec("pymetis") is None:
-            out.append(Unavailable("batch_source", "Cluster-GCN partitions with METIS through pymetis, which is "
-                                   "not installed: pip install pymetis"))
+            out.append(
+                Unavailable(
+                    "batch_source",
+                    "Cluster-GCN partitions with METIS through pymetis, which is not installed: pip install pymetis",
+                )
+            )
         return out
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0) -> None:
-        super().__init__(prepared.neighbours(), prepared.graph.train_mask, cluster_size=flags.cluster_size,
-                         clusters_per_batch=flags.clusters_per_batch, repartition_every=flags.repartition_every,
-                         seed=seed, emit_csr=flags.keep_csr)
+    def __init__(
+        self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None, seed: int = 0
+    ) -> None:
+        super().__init__(
+            prepared.neighbours(),
+            prepared.graph.train_mask,
+            cluster_size=flags.cluster_size,
+            clusters_per_batch=flags.clusters_per_batch,
+            repartition_every=flags.repartition_every,
+            seed=seed,
+            emit_csr=flags.keep_csr,
+        )
 
 
 class SaintSource(SaintRandomWalkBatches):
@@ -88,10 +118,18 @@ class SaintSource(SaintRandomWalkBatches):
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         return _main_process_only("saint_rw", flags)
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0) -> None:
-        super().__init__(prepared.neighbours(), prepared.graph.train_mask, num_roots=flags.saint_roots,
-                         walk_length=flags.saint_walk_length, coverage=20, seed=seed, emit_csr=flags.keep_csr)
+    def __init__(
+        self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None, seed: int = 0
+    ) -> None:
+        super().__init__(
+            prepared.neighbours(),
+            prepared.graph.train_mask,
+            num_roots=flags.saint_roots,
+            walk_length=flags.saint_walk_length,
+            coverage=20,
+            seed=seed,
+            emit_csr=flags.keep_csr,
+        )
 
 
 FULL_BATCH_MEASURED_STEPS = 10  # full-batch runs last at least warm-up + 10 epochs: 10 measured steps
@@ -112,14 +150,19 @@ class FullGraphSource(BatchSource):
     def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
         return _main_process_only("full", flags)
 
-    def __init__(self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, prepared: PreparedGraph, flags: Flags, *, input_nodes: Tensor | None = None, seed: int = 0
+    ) -> None:
         g = prepared.graph
         idx = g.edge_index.dtype
         target = (input_nodes if input_nodes is not None else g.train_mask.nonzero().view(-1)).to(idx)
-        self.batch = Batch(n_id=torch.arange(g.num_nodes, dtype=idx), edge_index=g.edge_index,
-                           e_id=torch.arange(g.num_edges, dtype=idx), target=target,
-                           rowptr=g.rowptr.to(idx) if flags.keep_csr else None)
+        self.batch = Batch(
+            n_id=torch.arange(g.num_nodes, dtype=idx),
+            edge_index=g.edge_index,
+            e_id=torch.arange(g.num_edges, dtype=idx),
+            target=target,
+            rowptr=g.rowptr.to(idx) if flags.keep_csr else None,
+        )
 
     def steps_per_epoch(self) -> int | None:
         return 1
@@ -129,8 +172,13 @@ class FullGraphSource(BatchSource):
 
 
 # kind -> source: the Flags.batch_source values, plus "link" (chosen by the link-prediction task).
-SOURCES = {"neighbor": NeighborBatches, "cluster_gcn": ClusterGCNSource, "saint_rw": SaintSource,
-           "full": FullGraphSource, "link": LinkBatches}
+SOURCES = {
+    "neighbor": NeighborBatches,
+    "cluster_gcn": ClusterGCNSource,
+    "saint_rw": SaintSource,
+    "full": FullGraphSource,
+    "link": LinkBatches,
+}
 # kind -> source of parallel="data": each rank's share of every global batch.
 SHARDED_SOURCES = {"neighbor": ShardedNeighborBatches}
 
@@ -138,15 +186,27 @@ SHARDED_SOURCES = {"neighbor": ShardedNeighborBatches}
 def unavailable(flags: Flags, ctx: RunContext, kind: str | None = None) -> list[Unavailable]:
     """The sampling layer's answer: what the source of ``kind`` (default ``flags.batch_source``) cannot run."""
     kind = kind or flags.batch_source
-    out = SOURCES[kind].unavailable(flags, ctx) + device_sampling_reasons(flags, ctx, kind) + _labor_reasons(flags, kind)
+    out = (
+        SOURCES[kind].unavailable(flags, ctx) + device_sampling_reasons(flags, ctx, kind) + _labor_reasons(flags, kind)
+    )
     if flags.parallel == "data":
         if kind not in SHARDED_SOURCES:
-            out.append(Unavailable("parallel", f"data parallel splits neighbour-sampled seed batches across ranks; "
-                                   f"the {kind!r} batch source has no per-rank split (use batch_source='neighbor' "
-                                   "with node classification)"))
+            out.append(
+                Unavailable(
+                    "parallel",
+                    f"data parallel splits neighbour-sampled seed batches across ranks; "
+                    f"the {kind!r} batch source has no per-rank split (use batch_source='neighbor' "
+                    "with node classification)",
+                )
+            )
         if flags.batch_size < ctx.world_size:
-            out.append(Unavailable("batch_size", f"data parallel splits each batch of {flags.batch_size} seeds across "
-                                   f"{ctx.world_size} ranks; it needs a batch size >= the number of ranks"))
+            out.append(
+                Unavailable(
+                    "batch_size",
+                    f"data parallel splits each batch of {flags.batch_size} seeds across "
+                    f"{ctx.world_size} ranks; it needs a batch size >= the number of ranks",
+                )
+            )
     return out
 
 
@@ -156,13 +216,17 @@ def _labor_reasons(flags: Flags, kind: str) -> list[Unavailable]:
         return []
     out = []
     if kind != "neighbor":
-        out.append(f"LABOR samples neighbour batches of node classification (batch_source='neighbor'); this run's "
-                   f"batches are {kind!r}")
+        out.append(
+            f"LABOR samples neighbour batches of node classification (batch_source='neighbor'); this run's "
+            f"batches are {kind!r}"
+        )
     if flags.sampler_backend != "gnnbench":
         out.append(f"LABOR is gnnbench's sampler; got sampler_backend={flags.sampler_backend!r}")
     if flags.sample_replace:
-        out.append("LABOR-0 keeps each neighbour at most once (an inclusion probability per edge); "
-                   "sample_replace=True has no LABOR form")
+        out.append(
+            "LABOR-0 keeps each neighbour at most once (an inclusion probability per edge); "
+            "sample_replace=True has no LABOR form"
+        )
     return [Unavailable("sampler", r) for r in out]
 
 
@@ -195,9 +259,16 @@ class CachedBatches(BatchSource):
         self.cache.close()  # a per-run temporary cache directory goes with the run
 
 
-def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None = None, seed: int = 0,
-                      cache_dir: str | Path | None = None, input_nodes: Tensor | None = None,
-                      device: torch.device | str | None = None) -> BatchSource:
+def make_batch_source(
+    prepared: PreparedGraph,
+    flags: Flags,
+    *,
+    kind: str | None = None,
+    seed: int = 0,
+    cache_dir: str | Path | None = None,
+    input_nodes: Tensor | None = None,
+    device: torch.device | str | None = None,
+) -> BatchSource:
     """The batch source of ``kind`` (default ``flags.batch_source``; ``"link"`` for edge batches), with
     ``parallel="data"`` this rank's share of each global batch (:class:`~gnnbench.sampling.sharded.SeedShards`,
     rank and world size from the initialized process group), wrapped in the batch cache when
@@ -212,8 +283,7 @@ def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None
             raise ValueError(f"data parallel has no per-rank split for batch source {kind!r}")
         rank, world = rank_and_world()
         shard = [rank, world]
-        source = SHARDED_SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed, rank=rank,
-                                       world_size=world)
+        source = SHARDED_SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed, rank=rank, world_size=world)
     elif flags.sampler_device != "host" and kind == "neighbor":  # sampled where the model computes
         if device is None:
             raise ValueError(f"sampler_device={flags.sampler_device!r} needs the device to sample on")
@@ -221,11 +291,17 @@ def make_batch_source(prepared: PreparedGraph, flags: Flags, *, kind: str | None
     else:
         source = SOURCES[kind](prepared, flags, input_nodes=input_nodes, seed=seed)
     if flags.batch_cache_epochs > 0:
-        material = {"shard": shard,"graph": graph_fingerprint(prepared), "code": sampling_code_version(), "seed": seed,
-                    "kind": kind,
-                    "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
-                    "input_nodes": None if input_nodes is None else hashlib.sha256(
-                        input_nodes.cpu().numpy().tobytes()).hexdigest()[:16]}
+        material = {
+            "shard": shard,
+            "graph": graph_fingerprint(prepared),
+            "code": sampling_code_version(),
+            "seed": seed,
+            "kind": kind,
+            "flags": {k: v for k, v in flags.to_dict().items() if k in SAMPLING_FIELDS},
+            "input_nodes": None
+            if input_nodes is None
+            else hashlib.sha256(input_nodes.cpu().numpy().tobytes()).hexdigest()[:16],
+        }
         cache = BatchCache(cache_dir, material, epochs=flags.batch_cache_epochs, seed=seed)
         return CachedBatches(source, cache)
     return source

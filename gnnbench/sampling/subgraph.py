@@ -44,8 +44,7 @@ def induced_subgraph(csr: CSR, nodes: Tensor, scratch: Tensor | None = None) -> 
         ``(edge_index, e_id)``: local ``[2, e]`` (source, target) and global edge ids, sorted by target.
     """
     nodes = nodes.to(torch.int64)
-    local = scratch if scratch is not None else torch.full((csr.num_nodes,), -1, dtype=torch.int64,
-                                                           device=nodes.device)
+    local = scratch if scratch is not None else torch.full((csr.num_nodes,), -1, dtype=torch.int64, device=nodes.device)
     local[nodes] = torch.arange(nodes.numel(), device=nodes.device)
     try:
         owner, eid = _expand_rows(csr.rowptr, nodes)
@@ -105,11 +104,22 @@ class ClusterGCNBatches(BatchSource):
         emit_csr: Batches carry their CSR over targets (``Flags.keep_csr``).
     """
 
-    def __init__(self, csr: CSR, train_mask: Tensor, *, cluster_size: int = 3000, clusters_per_batch: int = 4,
-                 repartition_every: int = 0, seed: int = 0, emit_csr: bool = False) -> None:
+    def __init__(
+        self,
+        csr: CSR,
+        train_mask: Tensor,
+        *,
+        cluster_size: int = 3000,
+        clusters_per_batch: int = 4,
+        repartition_every: int = 0,
+        seed: int = 0,
+        emit_csr: bool = False,
+    ) -> None:
         if cluster_size < 1 or clusters_per_batch < 1 or repartition_every < 0:
-            raise ValueError("cluster_size and clusters_per_batch must be >= 1 and repartition_every >= 0 "
-                             f"(got {cluster_size}, {clusters_per_batch}, {repartition_every})")
+            raise ValueError(
+                "cluster_size and clusters_per_batch must be >= 1 and repartition_every >= 0 "
+                f"(got {cluster_size}, {clusters_per_batch}, {repartition_every})"
+            )
         self.csr = csr
         self.emit_csr = emit_csr
         self.train_mask = train_mask
@@ -146,8 +156,8 @@ class ClusterGCNBatches(BatchSource):
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
         parts = torch.randperm(self.num_parts, generator=g)
         for i in range(0, self.num_parts, self.clusters_per_batch):
-            chosen = parts[i:i + self.clusters_per_batch]
-            nodes = torch.cat([self.order[self.part_ptr[p]:self.part_ptr[p + 1]] for p in chosen.tolist()])
+            chosen = parts[i : i + self.clusters_per_batch]
+            nodes = torch.cat([self.order[self.part_ptr[p] : self.part_ptr[p + 1]] for p in chosen.tolist()])
             edge_index, e_id = induced_subgraph(self.csr, nodes, self._scratch)
             target = self.train_mask[nodes].nonzero().view(-1)
             yield _batch(self.csr, nodes, edge_index, e_id, target, self.emit_csr)
@@ -180,9 +190,18 @@ class SaintRandomWalkBatches(BatchSource):
         emit_csr: Batches carry their CSR over targets (``Flags.keep_csr``).
     """
 
-    def __init__(self, csr: CSR, train_mask: Tensor, *, num_roots: int = 2000, walk_length: int = 2,
-                 batches_per_epoch: int | None = None, coverage: int = 0, seed: int = 0,
-                 emit_csr: bool = False) -> None:
+    def __init__(
+        self,
+        csr: CSR,
+        train_mask: Tensor,
+        *,
+        num_roots: int = 2000,
+        walk_length: int = 2,
+        batches_per_epoch: int | None = None,
+        coverage: int = 0,
+        seed: int = 0,
+        emit_csr: bool = False,
+    ) -> None:
         if num_roots < 1 or walk_length < 1:
             raise ValueError(f"num_roots and walk_length must be >= 1 (got {num_roots}, {walk_length})")
         self.csr = csr
@@ -225,8 +244,9 @@ class SaintRandomWalkBatches(BatchSource):
             sampled_nodes += nodes.numel()
         # Loss norm: weight 1 / (p_v * N_train) with p_v = count_v / num_samples.
         n_train = max(int(self.train_mask.sum()), 1)
-        self.node_norm = torch.where(node_count > 0, num_samples / (node_count.clamp_min(1) * n_train),
-                                     torch.zeros_like(node_count)).float()
+        self.node_norm = torch.where(
+            node_count > 0, num_samples / (node_count.clamp_min(1) * n_train), torch.zeros_like(node_count)
+        ).float()
         self.norm_samples = num_samples
 
     def steps_per_epoch(self) -> int | None:
@@ -238,15 +258,35 @@ class SaintRandomWalkBatches(BatchSource):
             nodes = self.walk_nodes(g)
             edge_index, e_id = induced_subgraph(self.csr, nodes, self._scratch)
             target = self.train_mask[nodes].nonzero().view(-1)
-            yield _batch(self.csr, nodes, edge_index, e_id, target, self.emit_csr,
-                         node_norm=self.node_norm[nodes[target]] if self.node_norm is not None else None)
+            yield _batch(
+                self.csr,
+                nodes,
+                edge_index,
+                e_id,
+                target,
+                self.emit_csr,
+                node_norm=self.node_norm[nodes[target]] if self.node_norm is not None else None,
+            )
 
 
-def _batch(csr: CSR, nodes: Tensor, edge_index: Tensor, e_id: Tensor, target: Tensor, emit_csr: bool,
-           node_norm: Tensor | None = None) -> Batch:
+def _batch(
+    csr: CSR,
+    nodes: Tensor,
+    edge_index: Tensor,
+    e_id: Tensor,
+    target: Tensor,
+    emit_csr: bool,
+    node_norm: Tensor | None = None,
+) -> Batch:
     """A subgraph batch in the graph's index dtype; with ``emit_csr`` its CSR over targets (a count: the
     induced subgraph's edges come sorted by target)."""
     idx = csr.col.dtype
     edge_index = edge_index.to(idx)
-    return Batch(n_id=nodes.to(idx), edge_index=edge_index, e_id=e_id.to(idx), target=target.to(idx),
-                 node_norm=node_norm, rowptr=target_rowptr(edge_index[1], nodes.numel()) if emit_csr else None)
+    return Batch(
+        n_id=nodes.to(idx),
+        edge_index=edge_index,
+        e_id=e_id.to(idx),
+        target=target.to(idx),
+        node_norm=node_norm,
+        rowptr=target_rowptr(edge_index[1], nodes.numel()) if emit_csr else None,
+    )

@@ -6,5 +6,13 @@ from gnnbench.training.config import LR_SCHEDULES, OPTIMIZERS, RunConfig
 from gnnbench.training.evaluation import EvalPoint
 from gnnbench.training.trainer import Step, Trainer
 
-__all__ = ["RunConfig", "Trainer", "Step", "EvalPoint", "config_unavailable", "run_context", "OPTIMIZERS",
-           "LR_SCHEDULES"]
+__all__ = [
+    "RunConfig",
+    "Trainer",
+    "Step",
+    "EvalPoint",
+    "config_unavailable",
+    "run_context",
+    "OPTIMIZERS",
+    "LR_SCHEDULES",
+]

@@ -28,8 +28,15 @@ from gnnbench.training.config import RunConfig
 
 __all__ = ["check", "reasons", "LAYERS", "run_context", "config_unavailable"]
 
-LAYERS = (process.unavailable, prepare.unavailable, features.unavailable, models.unavailable, tasks.unavailable,
-          data_parallel.unavailable, partition_parallel.unavailable)
+LAYERS = (
+    process.unavailable,
+    prepare.unavailable,
+    features.unavailable,
+    models.unavailable,
+    tasks.unavailable,
+    data_parallel.unavailable,
+    partition_parallel.unavailable,
+)
 
 
 def check(flags: Flags, ctx: RunContext) -> list[Unavailable]:
@@ -52,11 +59,16 @@ def reasons(flags: Flags, ctx: RunContext) -> dict[str, str]:
 def run_context(config: RunConfig, device: torch.device | None = None, graph: Any = None) -> RunContext:
     """The availability context of ``config`` (graph size from ``graph`` when given, else the configuration's)."""
     num_nodes, num_edges = (graph.num_nodes, graph.num_edges) if graph is not None else config.graph_size
-    return RunContext(device=device if device is not None else resolve_device(config.device), task=config.task,
-                      model=config.model, num_nodes=num_nodes, num_edges=num_edges, world_size=config.nproc)
+    return RunContext(
+        device=device if device is not None else resolve_device(config.device),
+        task=config.task,
+        model=config.model,
+        num_nodes=num_nodes,
+        num_edges=num_edges,
+        world_size=config.nproc,
+    )
 
 
 def config_unavailable(config: RunConfig, device: torch.device | None = None) -> dict[str, str]:
     """Every flag of ``config`` that cannot run here, with the reason (:func:`reasons`)."""
     return reasons(config.flags, run_context(config, device))
-

@@ -138,29 +138,37 @@ class RunConfig:
         if self.num_layers is not None and self.num_layers != len(self.flags.fanout):
             raise ValueError(
                 f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
-                f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)")
+                f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)"
+            )
         for name, low in (("hidden", 1), ("max_epochs", 1), ("warmup_steps", 0), ("nproc", 1), ("min_steps", 0)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")
-        if self.epochs is not None and (not isinstance(self.epochs, int) or isinstance(self.epochs, bool)
-                                        or self.epochs < 1):
-            raise ValueError(f"RunConfig.epochs must be None (train to a plateau) or an integer >= 1 "
-                             f"(got {self.epochs!r})")
+        if self.epochs is not None and (
+            not isinstance(self.epochs, int) or isinstance(self.epochs, bool) or self.epochs < 1
+        ):
+            raise ValueError(
+                f"RunConfig.epochs must be None (train to a plateau) or an integer >= 1 (got {self.epochs!r})"
+            )
         for name in ("max_seconds", "censor_seconds"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
                 raise ValueError(f"RunConfig.{name} must be None or a number of seconds > 0 (got {value!r})")
-        if self.stop_at is not None and (isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float))
-                                         or not 0 < self.stop_at <= 1):
+        if self.stop_at is not None and (
+            isinstance(self.stop_at, bool) or not isinstance(self.stop_at, (int, float)) or not 0 < self.stop_at <= 1
+        ):
             raise ValueError(f"RunConfig.stop_at must be None or a validation target in (0, 1] (got {self.stop_at!r})")
-        if self.patience_target is not None and (isinstance(self.patience_target, bool)
-                                                 or not isinstance(self.patience_target, (int, float))
-                                                 or not 0 < self.patience_target <= 1):
-            raise ValueError(f"RunConfig.patience_target must be None or a validation level in (0, 1] "
-                             f"(got {self.patience_target!r})")
-        if self.max_steps is not None and (isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int)
-                                           or self.max_steps < 1):
+        if self.patience_target is not None and (
+            isinstance(self.patience_target, bool)
+            or not isinstance(self.patience_target, (int, float))
+            or not 0 < self.patience_target <= 1
+        ):
+            raise ValueError(
+                f"RunConfig.patience_target must be None or a validation level in (0, 1] (got {self.patience_target!r})"
+            )
+        if self.max_steps is not None and (
+            isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
+        ):
             raise ValueError(f"RunConfig.max_steps must be None or an integer >= 1 (got {self.max_steps!r})")
         if not (isinstance(self.patience, (int, float)) and self.patience > 0):
             raise ValueError(f"RunConfig.patience must be a number of epochs > 0 (got {self.patience!r})")
@@ -176,8 +184,9 @@ class RunConfig:
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; accepted: {', '.join(map(repr, OPTIMIZERS))}")
         if self.lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; accepted: "
-                             f"{', '.join(map(repr, LR_SCHEDULES))}")
+            raise ValueError(
+                f"unknown lr_schedule {self.lr_schedule!r}; accepted: {', '.join(map(repr, LR_SCHEDULES))}"
+            )
         if not isinstance(self.momentum, (int, float)) or not 0 <= self.momentum < 1:
             raise ValueError(f"RunConfig.momentum must be a number in [0, 1) (got {self.momentum!r})")
 
@@ -200,8 +209,11 @@ class RunConfig:
 
     def graph_key(self) -> str:
         """Identifies the graph: equal keys, identical graphs (the spec, or the source's fingerprint)."""
-        return (f"source:{self.source.fingerprint}" if self.source is not None
-                else "spec:" + json.dumps(self.spec.to_dict(), sort_keys=True))
+        return (
+            f"source:{self.source.fingerprint}"
+            if self.source is not None
+            else "spec:" + json.dumps(self.spec.to_dict(), sort_keys=True)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

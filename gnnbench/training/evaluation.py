@@ -62,8 +62,9 @@ class Evaluator:
         with self.peaks.evaluation():
             if self.inference is None:
                 g = p.prepared.graph
-                self.inference = LayerwiseInference(g.edge_index, g.rowptr, p.policy, p.device,
-                                                    chunk_bytes=self.chunk_bytes)
+                self.inference = LayerwiseInference(
+                    g.edge_index, g.rowptr, p.policy, p.device, chunk_bytes=self.chunk_bytes
+                )
             metrics = p.task.evaluate(lambda: self.inference(p.model, p.graph.x, p.precision))
         return metrics, time.perf_counter() - t0
 

@@ -93,9 +93,11 @@ def graph_of(config: RunConfig, graph: Any = None) -> tuple[Any, float]:
         return graph, time.perf_counter() - t0
     if config.source is not None:
         if graph.meta.get("fingerprint") != config.source.fingerprint:
-            raise ValueError("the graph passed to the trainer is not config.source's content "
-                             f"(fingerprint {graph.meta.get('fingerprint')!r}, "
-                             f"expected {config.source.fingerprint!r})")
+            raise ValueError(
+                "the graph passed to the trainer is not config.source's content "
+                f"(fingerprint {graph.meta.get('fingerprint')!r}, "
+                f"expected {config.source.fingerprint!r})"
+            )
         return graph, graph.meta.get("load_seconds", 0.0)
     if graph.meta.get("spec") != config.spec.to_dict():
         raise ValueError("the graph passed to the trainer was not generated from config.spec")
@@ -121,12 +123,19 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     prepared = prepare(train_graph, flags)
     t0 = time.perf_counter()
     kind = task.source_kind(flags)
-    features = features_for(train_graph.x, flags, device, full_batch=kind == "full",
-                            hot_nodes=hot_set_chooser(prepared, flags, kind=kind, seed=seed))
-    batches = make_batch_source(prepared, flags, kind=kind, seed=seed, device=device,
-                                cache_dir=config.cache_dir)  # None: a fresh cache directory, per run
-    model = model_for(config.model, flags, train_graph.num_features, config.hidden,
-                      task.out_dim(config.hidden)).to(device)
+    features = features_for(
+        train_graph.x,
+        flags,
+        device,
+        full_batch=kind == "full",
+        hot_nodes=hot_set_chooser(prepared, flags, kind=kind, seed=seed),
+    )
+    batches = make_batch_source(
+        prepared, flags, kind=kind, seed=seed, device=device, cache_dir=config.cache_dir
+    )  # None: a fresh cache directory, per run
+    model = model_for(config.model, flags, train_graph.num_features, config.hidden, task.out_dim(config.hidden)).to(
+        device
+    )
     precision = Precision.for_flags(flags, device)
     # data parallel: DistributedDataParallel with the timed gradient hook (the model stays the bare module)
     module, comm = wrap_model(model, flags, run_context(config, device, graph), hook_momentum(config))
@@ -143,8 +152,26 @@ def assemble(config: RunConfig, graph: Any = None) -> Pipeline:
     if attach is not None:
         attach(background)
     restore = thread_placement.apply(threads)  # the workers, forked at the first epoch, pin themselves
-    return Pipeline(config=config, device=device, graph_seconds=graph_seconds, task=task, graph=train_graph,
-                    prepared=prepared, features=features, batches=batches, model=model, precision=precision,
-                    forward=forward, dynamo_counters=dynamo_counters, comm=comm, policy=policy, partition=partition,
-                    optimizer=optimizer, scaler=scaler, setup_seconds=time.perf_counter() - t0,
-                    background=background, threads=threads, restore_threads=restore)
+    return Pipeline(
+        config=config,
+        device=device,
+        graph_seconds=graph_seconds,
+        task=task,
+        graph=train_graph,
+        prepared=prepared,
+        features=features,
+        batches=batches,
+        model=model,
+        precision=precision,
+        forward=forward,
+        dynamo_counters=dynamo_counters,
+        comm=comm,
+        policy=policy,
+        partition=partition,
+        optimizer=optimizer,
+        scaler=scaler,
+        setup_seconds=time.perf_counter() - t0,
+        background=background,
+        threads=threads,
+        restore_threads=restore,
+    )

@@ -30,8 +30,18 @@ from typing import TYPE_CHECKING, Callable, Iterator
 if TYPE_CHECKING:
     from gnnbench.training.config import RunConfig
 
-__all__ = ["EVALS_PER_EPOCH", "MIN_PATIENCE_STEPS", "Plateau", "STOP_REASONS", "CONVERGED_REASONS",
-           "TIME_TO_ACCURACY_REASONS", "Stopping", "EvaluationCadence", "any_rank", "eval_interval"]
+__all__ = [
+    "EVALS_PER_EPOCH",
+    "MIN_PATIENCE_STEPS",
+    "Plateau",
+    "STOP_REASONS",
+    "CONVERGED_REASONS",
+    "TIME_TO_ACCURACY_REASONS",
+    "Stopping",
+    "EvaluationCadence",
+    "any_rank",
+    "eval_interval",
+]
 
 EVALS_PER_EPOCH = 4  # a run to a plateau with no eval_every: validation points per epoch
 MIN_PATIENCE_STEPS = 20  # patience never shorter than this many optimizer steps
@@ -174,21 +184,41 @@ class Stopping:
         ValueError: for a run to a plateau without evaluation.
     """
 
-    def __init__(self, config: "RunConfig", epochs: int | float | None, *, evaluate: bool, floor: int = 1,
-                 granularity: float = 0.0, per_epoch: int | None = None, cap: int | None = None,
-                 clock: Callable[[], float], agree: Callable[[bool], bool] = any_rank) -> None:
+    def __init__(
+        self,
+        config: "RunConfig",
+        epochs: int | float | None,
+        *,
+        evaluate: bool,
+        floor: int = 1,
+        granularity: float = 0.0,
+        per_epoch: int | None = None,
+        cap: int | None = None,
+        clock: Callable[[], float],
+        agree: Callable[[bool], bool] = any_rank,
+    ) -> None:
         self.config = config
         self.to_plateau = epochs is None and config.to_plateau
         if self.to_plateau and not evaluate:
-            raise ValueError("a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
-                             "the plateau is read from the validation curve")
+            raise ValueError(
+                "a run to a validation plateau (RunConfig.epochs=None) needs evaluate=True: "
+                "the plateau is read from the validation curve"
+            )
         if epochs is None:
             epochs = max(config.max_epochs if self.to_plateau else config.epochs, floor)
         self.epochs = epochs
         self.schedule_epochs = config.max_epochs if self.to_plateau else epochs
-        self.plateau = (Plateau(config.patience, config.min_delta, granularity=granularity,
-                                min_steps=config.min_steps, target=config.patience_target)
-                        if self.to_plateau and config.stop_at is None else None)
+        self.plateau = (
+            Plateau(
+                config.patience,
+                config.min_delta,
+                granularity=granularity,
+                min_steps=config.min_steps,
+                target=config.patience_target,
+            )
+            if self.to_plateau and config.stop_at is None
+            else None
+        )
         if cap is not None and per_epoch is not None:
             per_epoch = min(per_epoch, cap)
         self.per_epoch = per_epoch
@@ -228,8 +258,11 @@ class Stopping:
             reached = self.plateau.reached(steps, self.per_epoch)
         if self.agree(reached):
             self._stop("plateau")
-        if cfg.stop_at is not None and not self.stopped and self.agree(val >= cfg.stop_at - 1e-12
-                                                                       and steps >= cfg.min_steps):
+        if (
+            cfg.stop_at is not None
+            and not self.stopped
+            and self.agree(val >= cfg.stop_at - 1e-12 and steps >= cfg.min_steps)
+        ):
             self._stop("target")
 
     def should_stop(self) -> bool:
@@ -237,8 +270,12 @@ class Stopping:
         time-to-accuracy run stops once the run clock is past ``config.censor_seconds`` (agreed across
         ranks): its time to accuracy is censored there; then the budgets :meth:`after_step` read."""
         cfg = self.config
-        if (cfg.stop_at is not None and cfg.censor_seconds is not None and not self.stopped
-                and self.agree(self.clock() > cfg.censor_seconds)):
+        if (
+            cfg.stop_at is not None
+            and cfg.censor_seconds is not None
+            and not self.stopped
+            and self.agree(self.clock() > cfg.censor_seconds)
+        ):
             self._stop("censored")
         if self._over:
             self._stop("max_seconds")
@@ -299,9 +336,15 @@ class EvaluationCadence:
         is taken as recorded."""
         if self._learns and self.every is None:
             self.every = eval_interval(self.stopping.per_epoch)
-        return self._due(bool(self.evaluate and taken and self._last != steps and (
-            self.every is None or self.stopping.last_epoch(epoch) or self.stopping.to_plateau and epoch == 0)),
-            steps)
+        return self._due(
+            bool(
+                self.evaluate
+                and taken
+                and self._last != steps
+                and (self.every is None or self.stopping.last_epoch(epoch) or self.stopping.to_plateau and epoch == 0)
+            ),
+            steps,
+        )
 
     def _due(self, due: bool, steps: int) -> bool:
         if due:

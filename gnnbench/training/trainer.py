@@ -98,8 +98,9 @@ class Trainer:
         return self.stopping.reason if self.stopping is not None else None
 
     # ------------------------------------------------------------------ the loop
-    def steps(self, epochs: int | float | None = None, max_steps_per_epoch: int | None = None, *,
-              evaluate: bool = False) -> Iterator[Step]:
+    def steps(
+        self, epochs: int | float | None = None, max_steps_per_epoch: int | None = None, *, evaluate: bool = False
+    ) -> Iterator[Step]:
         """The training loop: yields each :class:`Step` after its optimizer update.
 
         Args:
@@ -126,9 +127,15 @@ class Trainer:
         cfg, pipe = self.config, self.pipeline
         cap = cfg.max_steps_per_epoch if max_steps_per_epoch is None else max_steps_per_epoch
         stopping = self.stopping = Stopping(
-            cfg, epochs, evaluate=evaluate, floor=pipe.batches.min_epochs(cfg.warmup_steps),
-            granularity=pipe.task.val_granularity, per_epoch=pipe.batches.steps_per_epoch(), cap=cap,
-            clock=self._run_clock)
+            cfg,
+            epochs,
+            evaluate=evaluate,
+            floor=pipe.batches.min_epochs(cfg.warmup_steps),
+            granularity=pipe.task.val_granularity,
+            per_epoch=pipe.batches.steps_per_epoch(),
+            cap=cap,
+            clock=self._run_clock,
+        )
         cadence = EvaluationCadence(stopping, cfg.eval_every, evaluate=evaluate)
         resumed = time.perf_counter()
         for epoch in stopping.each_epoch():

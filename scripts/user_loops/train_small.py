@@ -1,5 +1,6 @@
 """A plain PyG node-classification loop, as a user writes it: NeighborLoader + GraphSAGE on gnnbench's `small`
 synthetic power-law graph (100k nodes)."""
+
 import sys
 
 import torch
@@ -21,6 +22,6 @@ for _epoch in range(int(sys.argv[1]) if len(sys.argv) > 1 else 10):
     model.train()
     for batch in loader:
         opt.zero_grad()
-        out = model(batch.x, batch.edge_index)[:batch.batch_size]
-        F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
         opt.step()

@@ -37,16 +37,19 @@ TINY = GraphSpec.preset("tiny")
 RECORDED = DATA / "scenario_shares.json"
 
 
-@pytest.mark.parametrize("shares, busy, expected, secondary", [
-    ({"sampling": 0.05, "negatives": 0.0, "features": 0.02, "kernels": 0.93}, None, "kernels", None),
-    ({"sampling": 0.55, "negatives": 0.0, "features": 0.05, "kernels": 0.40}, None, "sampling", "kernels"),
-    ({"sampling": 0.15, "negatives": 0.45, "features": 0.10, "kernels": 0.30}, None, "negatives", "kernels"),
-    ({"sampling": 0.10, "negatives": 0.0, "features": 0.60, "kernels": 0.30}, None, "features", "kernels"),
-    # the device busy share (NVML) overrides the compute phases: a busy device is kernel-bound ...
-    ({"sampling": 0.40, "negatives": 0.0, "features": 0.20, "kernels": 0.40}, 0.8, "kernels", "sampling"),
-    # ... and an idle one is not, whatever the phases say
-    ({"sampling": 0.30, "negatives": 0.0, "features": 0.05, "kernels": 0.65}, 0.2, "sampling", "kernels"),
-])
+@pytest.mark.parametrize(
+    "shares, busy, expected, secondary",
+    [
+        ({"sampling": 0.05, "negatives": 0.0, "features": 0.02, "kernels": 0.93}, None, "kernels", None),
+        ({"sampling": 0.55, "negatives": 0.0, "features": 0.05, "kernels": 0.40}, None, "sampling", "kernels"),
+        ({"sampling": 0.15, "negatives": 0.45, "features": 0.10, "kernels": 0.30}, None, "negatives", "kernels"),
+        ({"sampling": 0.10, "negatives": 0.0, "features": 0.60, "kernels": 0.30}, None, "features", "kernels"),
+        # the device busy share (NVML) overrides the compute phases: a busy device is kernel-bound ...
+        ({"sampling": 0.40, "negatives": 0.0, "features": 0.20, "kernels": 0.40}, 0.8, "kernels", "sampling"),
+        # ... and an idle one is not, whatever the phases say
+        ({"sampling": 0.30, "negatives": 0.0, "features": 0.05, "kernels": 0.65}, 0.2, "sampling", "kernels"),
+    ],
+)
 def test_classify_follows_the_documented_rules(shares, busy, expected, secondary):
     f = classify(shares, busy_fraction=busy)
     assert f.bottleneck == expected and f.secondary == secondary
@@ -64,12 +67,25 @@ def test_classify_thresholds_come_from_one_table():
 
 
 def test_group_shares_cover_every_phase():
-    phases = {"sample": 1.0, "negatives": 0.5, "gather": 0.25, "transfer": 0.25, "forward": 1.0,
-              "backward": 0.75, "optimizer": 0.25}
+    phases = {
+        "sample": 1.0,
+        "negatives": 0.5,
+        "gather": 0.25,
+        "transfer": 0.25,
+        "forward": 1.0,
+        "backward": 0.75,
+        "optimizer": 0.25,
+    }
     shares = group_shares(phases, 4.0)
     assert shares == {"sampling": 0.25, "negatives": 0.125, "features": 0.125, "kernels": 0.5}
-    assert {p for ps in PHASE_GROUPS.values() for p in ps} >= {"sample", "gather", "transfer", "forward",
-                                                               "backward", "optimizer"}
+    assert {p for ps in PHASE_GROUPS.values() for p in ps} >= {
+        "sample",
+        "gather",
+        "transfer",
+        "forward",
+        "backward",
+        "optimizer",
+    }
     with pytest.raises(ValueError, match="positive"):
         group_shares(phases, 0.0)
 
@@ -86,9 +102,14 @@ def test_recommend_ranks_kernel_entries_by_their_operators_share():
     assert costly == sorted(costly), "entries that may cost accuracy come after the others"
     assert "aten::bernoulli_ 40%" in recs[0].motivation
     # an entry already on is not recommended again
-    on = recommend(finding, {"kernels": 0.9}, 10.0,
-                   RunConfig(spec=TINY, flags=registry.flags_for(["fast_dropout"], Flags(fanout=(5, 3)))),
-                   torch.device("cpu"), OpProfile.from_shares(ops))
+    on = recommend(
+        finding,
+        {"kernels": 0.9},
+        10.0,
+        RunConfig(spec=TINY, flags=registry.flags_for(["fast_dropout"], Flags(fanout=(5, 3)))),
+        torch.device("cpu"),
+        OpProfile.from_shares(ops),
+    )
     assert "fast_dropout" not in [r.name for r in on]
 
 
@@ -99,8 +120,12 @@ def test_an_entry_is_credited_only_with_its_operators_time_in_the_phases_it_targ
     finding = Finding("kernels", 0.9, None, None, 0.9, "compute phases", "")
     shares = {"aten::sort": 0.08, "aten::scatter_add_": 0.15}
     phases = {"aten::sort": {"sample": 0.07, "forward": 0.01}, "aten::scatter_add_": {"forward": 0.15}}
-    recs = {r.name: r for r in recommend(finding, {"kernels": 0.9}, 10.0, config, torch.device("cpu"),
-                                         OpProfile.from_shares(shares, phases))}
+    recs = {
+        r.name: r
+        for r in recommend(
+            finding, {"kernels": 0.9}, 10.0, config, torch.device("cpu"), OpProfile.from_shares(shares, phases)
+        )
+    }
     assert recs["csr"].op_share == pytest.approx(0.01) and "aten::sort 1%" in recs["csr"].motivation
     only_sampler = {"aten::sort": {"sample": 0.08}, "aten::scatter_add_": {"forward": 0.15}}
     hot = attribute_ops(OpProfile.from_shares(shares, only_sampler), "node")
@@ -113,17 +138,22 @@ def test_loader_workers_rank_last_without_spare_cores():
     finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "")
     crowded = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(2, 2))
     # entries that add workers on shared cores (workers_split gives them cores of their own: no caveat)
-    adds_workers = {r.name for r in crowded if registry.get(r.name).apply(config.flags).num_workers > 0
-                    and registry.get(r.name).apply(config.flags).thread_placement == "shared"}
+    adds_workers = {
+        r.name
+        for r in crowded
+        if registry.get(r.name).apply(config.flags).num_workers > 0
+        and registry.get(r.name).apply(config.flags).thread_placement == "shared"
+    }
     assert adds_workers, "the registry has loader-worker entries targeting sampling"
     assert {r.name for r in crowded if r.caveat} == adds_workers
-    assert [r.name for r in crowded][-len(adds_workers):] == [r.name for r in crowded if r.caveat]
+    assert [r.name for r in crowded][-len(adds_workers) :] == [r.name for r in crowded if r.caveat]
     assert all("2 cores" in r.caveat and "2 threads" in r.caveat for r in crowded if r.caveat)
     roomy = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(16, 2))
     assert not any(r.caveat for r in roomy)
     assert [r.name for r in roomy if r.name in adds_workers][0] == [r.name for r in roomy][0]  # safe ones first
-    strict = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(3, 2),
-                       rules=Rules(worker_spare_cores=2))
+    strict = recommend(
+        finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"), cores=(3, 2), rules=Rules(worker_spare_cores=2)
+    )
     assert {r.name for r in strict if r.caveat} == adds_workers
 
 
@@ -160,13 +190,17 @@ def test_diagnose_refuses_bad_settings():
 
 def test_verdicts_say_whether_each_recommendation_pays():
     row = dict(status="ok", primary="time to accuracy", acc_delta=0.0, acc_verdict="no accuracy cost")
-    lines = verdicts([
-        ComparisonRow(label="baseline"),
-        ComparisonRow(**row, label="fast_dropout", speedup=1.3, speedup_low=1.2, speedup_high=1.4, significant=True),
-        ComparisonRow(**row, label="int32", speedup=0.97, speedup_low=0.9, speedup_high=1.04, significant=False),
-        ComparisonRow(**row, label="compile", speedup=0.8, speedup_low=0.75, speedup_high=0.85, significant=True),
-        ComparisonRow(label="uva", status="unavailable", reason="needs CUDA"),
-    ])
+    lines = verdicts(
+        [
+            ComparisonRow(label="baseline"),
+            ComparisonRow(
+                **row, label="fast_dropout", speedup=1.3, speedup_low=1.2, speedup_high=1.4, significant=True
+            ),
+            ComparisonRow(**row, label="int32", speedup=0.97, speedup_low=0.9, speedup_high=1.04, significant=False),
+            ComparisonRow(**row, label="compile", speedup=0.8, speedup_low=0.75, speedup_high=0.85, significant=True),
+            ComparisonRow(label="uva", status="unavailable", reason="needs CUDA"),
+        ]
+    )
     assert lines[0].startswith("fast_dropout: pays here, 1.30x")
     assert lines[1].startswith("int32: no significant difference: 0.97x [0.90, 1.04]")
     assert "admits a gain of up to 4%" in lines[1] and "does not pay" not in lines[1]
@@ -189,8 +223,25 @@ def test_scenario_errors_and_cli_json(capsys):
 
     with pytest.raises(ValueError, match="unknown scenario 'nope'; accepted: sampling-bound"):
         get_scenario("nope")
-    assert main(["diagnose", "--preset", "tiny", "--fanout", "5,3", "--batch-size", "64", "--steps", "3",
-                 "--warmup", "1", "--json"]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                "--preset",
+                "tiny",
+                "--fanout",
+                "5,3",
+                "--batch-size",
+                "64",
+                "--steps",
+                "3",
+                "--warmup",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["diagnosis"]["steps"] == 3 and out["diagnosis"]["finding"]["bottleneck"] in PHASE_GROUPS
     assert main(["diagnose", "--preset", "tiny", "--fanout", "5,3", "--steps", "3", "--flags", "uva"]) == 2
@@ -202,8 +253,10 @@ def test_an_explicit_depth_keeps_the_whole_diagnosis(capsys):
     and the command prints its breakdown, bottleneck and ranked list (it used to end on that entry's error)."""
     from gnnbench.cli import main
 
-    assert main(["diagnose", "--preset", "tiny", "--fanout", "10,5", "--layers", "2", "--steps", "4",
-                 "--warmup", "1"]) == 0
+    assert (
+        main(["diagnose", "--preset", "tiny", "--fanout", "10,5", "--layers", "2", "--steps", "4", "--warmup", "1"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "bottleneck:" in text and "try, in this order:" in text
 
@@ -215,10 +268,19 @@ def test_an_entry_that_cannot_apply_is_listed_with_its_reason(capsys):
     recs = recommend(finding, {"sampling": 0.6}, 10.0, config, torch.device("cpu"))
     fanout = next(r for r in recs if r.name == "fanout")
     assert "has only one" in fanout.not_applicable and fanout is recs[-1]
-    d = Diagnosis(config=config.to_dict(), device="cpu", steps=1, step_ms={"mean": 10.0, "median": 10.0,
-                  "min": 10.0, "max": 10.0}, phase_ms={"sample": 6.0}, shares={"sampling": 0.6},
-                  data_wait_share=0.6, finding=finding, expected="", recommendations=recs,
-                  memory={"host_peak_bytes": 1})
+    d = Diagnosis(
+        config=config.to_dict(),
+        device="cpu",
+        steps=1,
+        step_ms={"mean": 10.0, "median": 10.0, "min": 10.0, "max": 10.0},
+        phase_ms={"sample": 6.0},
+        shares={"sampling": 0.6},
+        data_wait_share=0.6,
+        finding=finding,
+        expected="",
+        recommendations=recs,
+        memory={"host_peak_bytes": 1},
+    )
     assert "fanout" not in d.recommended
     assert "does not apply to this configuration:\n  - fanout: fanout does not apply here" in format_diagnosis(d)
     from gnnbench.advice.verdicts import verify_names
@@ -230,17 +292,30 @@ def test_every_hot_operator_is_attributed_or_listed_as_untargeted():
     """A constructed profile: a sampler operator nobody targets is listed with its share and phase, beside a
     kernel operator with the entries that remove it; operators below 5% are not listed."""
     shares = {"aten::eq": 0.13, "aten::scatter_add_": 0.15, "aten::relu": 0.02}
-    phases = {"aten::eq": {"sample": 0.13}, "aten::scatter_add_": {"forward": 0.05, "backward": 0.10},
-              "aten::relu": {"forward": 0.02}}
+    phases = {
+        "aten::eq": {"sample": 0.13},
+        "aten::scatter_add_": {"forward": 0.05, "backward": 0.10},
+        "aten::relu": {"forward": 0.02},
+    }
     hot = attribute_ops(OpProfile.from_shares(shares, phases), "node")
     assert [h.op for h in hot] == ["aten::scatter_add_", "aten::eq"]
     assert "sparse_agg" in hot[0].entries and list(hot[0].phases) == ["backward", "forward"]
     assert hot[1].entries == () and hot[1].phases == {"sample": 0.13}
     config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64))
     finding = Finding("kernels", 0.6, None, None, 0.6, "compute phases", "")
-    d = Diagnosis(config=config.to_dict(), device="cpu", steps=1, step_ms={"mean": 10.0, "median": 10.0,
-                  "min": 10.0, "max": 10.0}, phase_ms={"forward": 6.0}, shares={"kernels": 0.6},
-                  data_wait_share=0.0, finding=finding, expected="", memory={"host_peak_bytes": 1}, hot_ops=hot)
+    d = Diagnosis(
+        config=config.to_dict(),
+        device="cpu",
+        steps=1,
+        step_ms={"mean": 10.0, "median": 10.0, "min": 10.0, "max": 10.0},
+        phase_ms={"forward": 6.0},
+        shares={"kernels": 0.6},
+        data_wait_share=0.0,
+        finding=finding,
+        expected="",
+        memory={"host_peak_bytes": 1},
+        hot_ops=hot,
+    )
     text = format_diagnosis(d)
     assert "aten::eq 13% (sample 13%): no entry targets it" in text
     assert "aten::scatter_add_ 15% (backward 10%, forward 5%): sparse_agg" in text and "aten::relu" not in text
@@ -268,8 +343,10 @@ def named_entries(text: str) -> list[str]:
 def test_no_explosion_where_coverage_is_by_design(source):
     """A full batch covers the whole graph and a subgraph batch its subgraph by design: kernel-bound at 100%
     coverage, they are not told "neighbour explosion ... try full_batch"."""
-    assert explosion_finding({"coverage": 1.0, "nodes_per_hop": []}, KERNEL_BOUND,
-                             flags=Flags(batch_source=source)) is None
+    assert (
+        explosion_finding({"coverage": 1.0, "nodes_per_hop": []}, KERNEL_BOUND, flags=Flags(batch_source=source))
+        is None
+    )
     assert explosion_finding(WIDE, KERNEL_BOUND, flags=Flags(batch_source=source)) is None
 
 
@@ -288,8 +365,9 @@ def test_the_explosion_finding_never_names_an_entry_in_use_or_one_that_cannot_ap
 def test_full_batch_diagnosed_end_to_end_is_not_an_explosion():
     """The bug this guards: a kernel-bound full-batch run (coverage 100% by design) was told to try
     full_batch against a neighbour explosion."""
-    config = RunConfig(spec=GraphSpec.preset("tiny", num_nodes=2000), flags=Flags(batch_source="full"),
-                       warmup_steps=1, hidden=16)
+    config = RunConfig(
+        spec=GraphSpec.preset("tiny", num_nodes=2000), flags=Flags(batch_source="full"), warmup_steps=1, hidden=16
+    )
     d = diagnose(config, steps=3, profile_steps=0)
     assert d.sampled["coverage"] == 1.0 and d.sampled["nodes_per_hop"] == []
     assert d.explosion is None and "neighbour explosion" not in format_diagnosis(d)
@@ -298,8 +376,26 @@ def test_full_batch_diagnosed_end_to_end_is_not_an_explosion():
 # A neighbour-sampled batch on a small graph that holds most of it (200 of the 600 training nodes as seeds,
 # fanout [10, 10], on 3,000 nodes: about 87% of the graph) and a wide model: sampling is cheap and the kernels
 # are 90-95% of the step on the 2-core reference machine, far above the rule's 50%.
-EXPLODING = ["--preset", "tiny", "--nodes", "3000", "--fanout", "10,10", "--batch-size", "200", "--model", "sage",
-             "--hidden", "256", "--feature-dim", "128", "--warmup", "1", "--steps", "3"]
+EXPLODING = [
+    "--preset",
+    "tiny",
+    "--nodes",
+    "3000",
+    "--fanout",
+    "10,10",
+    "--batch-size",
+    "200",
+    "--model",
+    "sage",
+    "--hidden",
+    "256",
+    "--feature-dim",
+    "128",
+    "--warmup",
+    "1",
+    "--steps",
+    "3",
+]
 
 
 def explosion_line(text: str) -> str:
@@ -319,15 +415,21 @@ def test_diagnose_reports_the_neighbour_explosion_end_to_end(capsys):
     assert main(["diagnose", *EXPLODING]) == 0
     text = capsys.readouterr().out
     assert "bottleneck: kernels" in text, text
-    sampled = re.search(r"^sampled: (\d+) nodes per batch \(per hop: 200 / (\d+) / (\d+)\), (\d+)% of the "
-                        r"graph's nodes", text, re.M)
+    sampled = re.search(
+        r"^sampled: (\d+) nodes per batch \(per hop: 200 / (\d+) / (\d+)\), (\d+)% of the "
+        r"graph's nodes",
+        text,
+        re.M,
+    )
     assert sampled, text
     coverage = int(sampled.group(4))
     assert coverage >= 100 * RULES.explosion_at
     line = explosion_line(text)
-    assert line.startswith(f"neighbour explosion: a batch's sampled neighbourhood covers {coverage}% of the "
-                           f"graph's nodes (200 -> {sampled.group(2)} -> {sampled.group(3)} nodes per hop), at or "
-                           f"above 25%, and the step is kernel-bound"), line
+    assert line.startswith(
+        f"neighbour explosion: a batch's sampled neighbourhood covers {coverage}% of the "
+        f"graph's nodes (200 -> {sampled.group(2)} -> {sampled.group(3)} nodes per hop), at or "
+        f"above 25%, and the step is kernel-bound"
+    ), line
     assert named_entries(line) == list(FEWER_VERTICES)
 
 
@@ -356,8 +458,7 @@ def test_an_operator_is_attributed_by_the_code_path_that_issued_it():
     from gnnbench.advice.op_profile import MIN_CREDIT_OF_OP, UNMARKED, op_profile
     from gnnbench.training import Trainer
 
-    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64), model="gcn", warmup_steps=1,
-                       hidden=32)
+    config = RunConfig(spec=TINY, flags=Flags(fanout=(5, 3), batch_size=64), model="gcn", warmup_steps=1, hidden=32)
     assert config.flags.aggregation == "scatter"
     trainer = Trainer(config)
     loop = trainer.steps(epochs=float("inf"))
@@ -378,14 +479,19 @@ def test_an_operator_is_attributed_by_the_code_path_that_issued_it():
     assert by_phase.get("backward", 0) > 0 and by_phase.get("forward", 0) > 0, by_phase
     assert cells.get(("backward", "aggregate.edge_norm"), 0) > 0, cells
     # both entries are credited with the multiplies of their own paths, and the listing follows the rule
-    credits = {name: profile.credit(registry.get(name)).get("aten::mul", 0.0)
-               for name in ("sparse_agg", "fast_dropout", "fanout", "workers")}
+    credits = {
+        name: profile.credit(registry.get(name)).get("aten::mul", 0.0)
+        for name in ("sparse_agg", "fast_dropout", "fanout", "workers")
+    }
     assert credits["sparse_agg"] > 0 and credits["fast_dropout"] > 0, credits
     hot = {h.op: h for h in attribute_ops(profile, "node", threshold=0.0)}
-    expected = {o.name for o in registry.for_task("node")
-                if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul}
-    assert set(hot["aten::mul"].entries) == expected and expected & {"sparse_agg", "fast_dropout"}, \
-        (hot["aten::mul"], credits)
+    expected = {
+        o.name for o in registry.for_task("node") if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul
+    }
+    assert set(hot["aten::mul"].entries) == expected and expected & {"sparse_agg", "fast_dropout"}, (
+        hot["aten::mul"],
+        credits,
+    )
     assert hot["aten::mul"].paths == paths
     line = next(ln for ln in hot_op_lines([hot["aten::mul"]]) if "aten::mul" in ln)
     assert UNTARGETED not in line and all(f"{e} " in line for e in hot["aten::mul"].entries), line
@@ -398,7 +504,8 @@ def test_an_operator_is_attributed_by_the_code_path_that_issued_it():
     # the credit an entry gets is the time in its paths: sparse_agg's covers the scatter path's index_add_
     sparse = profile.credit(registry.get("sparse_agg"))
     assert sparse.get("aten::index_add_", 0) > 0 and sparse["aten::mul"] == pytest.approx(
-        sum(v for p, v in paths.items() if p in registry.get("sparse_agg").paths))
+        sum(v for p, v in paths.items() if p in registry.get("sparse_agg").paths)
+    )
 
 
 def test_code_path_ranges_cost_nothing_without_a_profiler_and_every_path_is_marked_somewhere():
@@ -416,21 +523,32 @@ def test_code_path_ranges_cost_nothing_without_a_profiler_and_every_path_is_mark
         with pytest.raises(ValueError, match="unknown code path 'nope'"):
             code_path("nope")
     assert any(e.name == PATH_RANGE + "dropout" for e in prof.events())
-    marking = "\n".join(p.read_text() for p in (ROOT / "gnnbench").rglob("*.py")
-                         if p.name not in ("timing.py", "registry.py"))  # the table and its readers left out
+    marking = "\n".join(
+        p.read_text() for p in (ROOT / "gnnbench").rglob("*.py") if p.name not in ("timing.py", "registry.py")
+    )  # the table and its readers left out
     assert not [name for name in CODE_PATHS if f'"{name}"' not in marking], "a code path no code marks"
     for opt in registry.REGISTRY.values():
         assert set(opt.paths) <= set(CODE_PATHS), opt.name
     with pytest.raises(ValueError, match="must name code paths"):
-        registry.Optimization(name="x", changes={}, description="", expected_effect="", layer="m",
-                              targets=("kernels",), paths=("aggregate.nowhere",))
+        registry.Optimization(
+            name="x",
+            changes={},
+            description="",
+            expected_effect="",
+            layer="m",
+            targets=("kernels",),
+            paths=("aggregate.nowhere",),
+        )
 
 
 SMALL = GraphSpec.preset("tiny", num_nodes=1500)
 # entries a user may already have on (device-independent, single process)
 # in-process diagnoses: an allocator is set when a process starts (the CLI starts one for it), so not here
-ALREADY_ON = [o.name for o in registry.REGISTRY.values() if o.nproc == 1 and not o.unavailable("cpu")
-              and "allocator" not in o.changes_for(Flags())]
+ALREADY_ON = [
+    o.name
+    for o in registry.REGISTRY.values()
+    if o.nproc == 1 and not o.unavailable("cpu") and "allocator" not in o.changes_for(Flags())
+]
 
 
 @st.composite
@@ -444,9 +562,17 @@ def user_configs(draw):
     except registry.NotApplicable:
         assume(False)
     depth = draw(st.booleans())
-    return RunConfig(spec=SMALL, flags=flags, task=task, model=draw(st.sampled_from(["gcn", "sage"])),
-                     num_layers=len(flags.fanout) if depth else None, hidden=draw(st.sampled_from([4, 16, 32])),
-                     epochs=1, max_steps_per_epoch=4, warmup_steps=1)
+    return RunConfig(
+        spec=SMALL,
+        flags=flags,
+        task=task,
+        model=draw(st.sampled_from(["gcn", "sage"])),
+        num_layers=len(flags.fanout) if depth else None,
+        hidden=draw(st.sampled_from([4, 16, 32])),
+        epochs=1,
+        max_steps_per_epoch=4,
+        warmup_steps=1,
+    )
 
 
 @settings(max_examples=12, deadline=None)
@@ -470,8 +596,17 @@ def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
 def test_a_result_inside_the_noise_floor_is_not_resolved_never_does_not_pay():
     """[0.95, 1.04] under a +-8% floor: any gain it admits is below the floor, so it is not resolved; the same
     interval under a +-2% floor admits a gain the floor could resolve: no significant difference."""
-    row = ComparisonRow(status="ok", primary="time to accuracy", acc_delta=0.0, acc_verdict="no accuracy cost",
-                        label="int32", speedup=0.99, speedup_low=0.95, speedup_high=1.04, significant=False)
+    row = ComparisonRow(
+        status="ok",
+        primary="time to accuracy",
+        acc_delta=0.0,
+        acc_verdict="no accuracy cost",
+        label="int32",
+        speedup=0.99,
+        speedup_low=0.95,
+        speedup_high=1.04,
+        significant=False,
+    )
     wide = verdicts([row], {"time_to_accuracy": 1.08})[0]
     assert wide.startswith("int32: not resolved: any effect is below the +-8.0% floor")
     narrow = verdicts([row], {"time_to_accuracy": 1.02})[0]
@@ -479,7 +614,6 @@ def test_a_result_inside_the_noise_floor_is_not_resolved_never_does_not_pay():
     epoch = verdicts([replace(row, primary="epoch time")], {"time_to_accuracy": 1.08, "epoch": 1.10})[0]
     assert "below the +-10.0% floor" in epoch
     assert not any("does not pay" in line for line in (wide, narrow, epoch))
-
 
 
 @pytest.mark.slow

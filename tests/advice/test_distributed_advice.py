@@ -11,23 +11,31 @@ STEP = PairedRatio(ratio=1.2, low=1.0, high=1.4, significant=True, rounds=2, p=0
 
 
 def test_compression_is_advised_only_above_the_communication_threshold():
-    low = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.25},
-                             graph_bytes=GiB, device_bytes=64 * GiB)
+    low = distributed_advice(
+        {"parallel": "data", "grad_compression": "none", "comm_share": 0.25}, graph_bytes=GiB, device_bytes=64 * GiB
+    )
     assert len(low) == 1 and "not worth its complexity" in low[0] and "25%" in low[0]
-    high = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.55},
-                              graph_bytes=GiB, device_bytes=64 * GiB)
+    high = distributed_advice(
+        {"parallel": "data", "grad_compression": "none", "comm_share": 0.55}, graph_bytes=GiB, device_bytes=64 * GiB
+    )
     assert "try gradient compression" in high[0] and f"{RULES.compress_at:.0%}" in high[0]
-    on = distributed_advice({"parallel": "data", "grad_compression": "topk", "comm_share": 0.2,
-                             "compression_ratio": 0.02}, graph_bytes=GiB, device_bytes=64 * GiB)
+    on = distributed_advice(
+        {"parallel": "data", "grad_compression": "topk", "comm_share": 0.2, "compression_ratio": 0.02},
+        graph_bytes=GiB,
+        device_bytes=64 * GiB,
+    )
     assert "2.0% of the dense bytes" in on[0] and "not worth" in on[0]
-    tuned = distributed_advice({"parallel": "data", "grad_compression": "none", "comm_share": 0.25},
-                               graph_bytes=GiB, device_bytes=64 * GiB, rules=Rules(compress_at=0.2))
+    tuned = distributed_advice(
+        {"parallel": "data", "grad_compression": "none", "comm_share": 0.25},
+        graph_bytes=GiB,
+        device_bytes=64 * GiB,
+        rules=Rules(compress_at=0.2),
+    )
     assert "try gradient compression" in tuned[0]
 
 
 def test_a_graph_that_fits_one_device_is_replicated_not_partitioned():
-    fits = distributed_advice({"parallel": "partition", "comm_share": None}, graph_bytes=2 * GiB,
-                              device_bytes=80 * GiB)
+    fits = distributed_advice({"parallel": "partition", "comm_share": None}, graph_bytes=2 * GiB, device_bytes=80 * GiB)
     assert fits == [fits[0]] and "data parallel" in fits[0] and "instead of partitioning" in fits[0]
     big = distributed_advice({"parallel": "partition"}, graph_bytes=70 * GiB, device_bytes=80 * GiB)
     assert "does not fit" in big[0]
@@ -37,11 +45,21 @@ def test_a_graph_that_fits_one_device_is_replicated_not_partitioned():
 
 
 def _run(step: float, share: float) -> dict:
-    return {"graph": {"num_nodes": 1000, "index_bytes": 16_000}, "config": {"spec": {"feature_dim": 8}},
-            "environment": {"device": "cpu"},
-            "distributed": {"world_size": 2, "backend": "gloo", "parallel": "data", "grad_compression": "none",
-                            "comm_share": share, "bytes_per_step": 4096.0, "dense_bytes_per_step": 4096.0,
-                            "compression_ratio": 1.0}}
+    return {
+        "graph": {"num_nodes": 1000, "index_bytes": 16_000},
+        "config": {"spec": {"feature_dim": 8}},
+        "environment": {"device": "cpu"},
+        "distributed": {
+            "world_size": 2,
+            "backend": "gloo",
+            "parallel": "data",
+            "grad_compression": "none",
+            "comm_share": share,
+            "bytes_per_step": 4096.0,
+            "dense_bytes_per_step": 4096.0,
+            "compression_ratio": 1.0,
+        },
+    }
 
 
 def test_compare_rows_carry_scaling_efficiency_and_the_advice():
@@ -61,8 +79,9 @@ def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.report.table import _distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], STEP)
-    c = Comparison([ComparisonRow(label="baseline"), ComparisonRow(label="data_parallel", distributed=summary)],
-                   1, None, "", {})
+    c = Comparison(
+        [ComparisonRow(label="baseline"), ComparisonRow(label="data_parallel", distributed=summary)], 1, None, "", {}
+    )
     html = _distributed_html(c)
     assert "Distributed training" in html and "0.60 [0.50, 0.70]" in html and "50%" in html
     assert "try gradient compression" in html
@@ -92,34 +111,72 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     for flags, kept in ((registry.flags_for(["data_parallel"], base.flags), True), (base.flags, False)):
         cfg = dataclasses.replace(base, flags=flags)
         path = tmp_path / f"{kept}.json"
-        write_json_atomic(path, RunResult(status="unavailable", config=cfg.to_dict(), environment=ranks_env,
-                                          unavailable={"x": "stored"}).to_dict())
+        write_json_atomic(
+            path,
+            RunResult(
+                status="unavailable", config=cfg.to_dict(), environment=ranks_env, unavailable={"x": "stored"}
+            ).to_dict(),
+        )
         assert (_stored(path, Entry("e", cfg, ()), env) is not None) is kept
 
 
-PART = {"method": "metis", "parts": 2, "seconds": 1.5, "edge_cut_fraction": 0.25, "node_balance": 1.01,
-        "edge_balance": 1.1, "mean_halo_nodes": 300.0, "halo_rows_per_step": 1200.0, "halo_bytes_per_step": 4096.0,
-        "halo_seconds": 0.03, "grad_bytes_per_step": 2048.0, "grad_seconds": 0.01}
+PART = {
+    "method": "metis",
+    "parts": 2,
+    "seconds": 1.5,
+    "edge_cut_fraction": 0.25,
+    "node_balance": 1.01,
+    "edge_balance": 1.1,
+    "mean_halo_nodes": 300.0,
+    "halo_rows_per_step": 1200.0,
+    "halo_bytes_per_step": 4096.0,
+    "halo_seconds": 0.03,
+    "grad_bytes_per_step": 2048.0,
+    "grad_seconds": 0.01,
+}
 
 
 def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) -> dict:
-    r = {"label": label, "round": rnd, "status": "ok", "optimizations": [label],
-         "step_seconds": {"median": step}, "step_seconds_all": [step] * 5, "steps": {"measured": 5},
-         "accuracy": {"test": 0.5}, "phases": {"forward": {"median": step}},
-         "curve": [], "train_seconds": step * 10, "epoch_seconds": [step], "graph": {"num_nodes": 1000},
-         "config": {"epochs": 1, "spec": {"feature_dim": 8}}, "transfer": {"bytes_h2d_per_batch": 0}}
+    r = {
+        "label": label,
+        "round": rnd,
+        "status": "ok",
+        "optimizations": [label],
+        "step_seconds": {"median": step},
+        "step_seconds_all": [step] * 5,
+        "steps": {"measured": 5},
+        "accuracy": {"test": 0.5},
+        "phases": {"forward": {"median": step}},
+        "curve": [],
+        "train_seconds": step * 10,
+        "epoch_seconds": [step],
+        "graph": {"num_nodes": 1000},
+        "config": {"epochs": 1, "spec": {"feature_dim": 8}},
+        "transfer": {"bytes_h2d_per_batch": 0},
+    }
     if part is not None:
-        r["distributed"] = {"world_size": 2, "backend": "gloo", "parallel": "partition", "grad_compression": "none",
-                            "comm_share": 0.6, "bytes_per_step": 6144.0, "dense_bytes_per_step": 6144.0,
-                            "compression_ratio": 1.0, "partition": part}
+        r["distributed"] = {
+            "world_size": 2,
+            "backend": "gloo",
+            "parallel": "partition",
+            "grad_compression": "none",
+            "comm_share": 0.6,
+            "bytes_per_step": 6144.0,
+            "dense_bytes_per_step": 6144.0,
+            "compression_ratio": 1.0,
+            "partition": part,
+        }
     return r
 
 
 def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
     from gnnbench.measure.comparison import compare
 
-    runs = [_partition_run(label, k, step, PART if label == "partition_metis" else None)
-            for k in range(3) for label, step in (("baseline", 0.1), ("full_batch", 1.0), ("partition_metis", 0.8))]
+    runs = [
+        _partition_run(label, k, step, PART if label == "partition_metis" else None)
+        for k in range(3)
+        for label, step in (("baseline", 0.1), ("full_batch", 1.0), ("partition_metis", 0.8))
+    ]
     row = next(r for r in compare(runs).rows if r.label == "partition_metis")
     d = row.distributed
     assert d["efficiency_against"] == "full_batch" and abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
@@ -142,14 +199,27 @@ def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
         r = _partition_run(label, rnd, 0.1)
         r["accuracy"] = {"test": test}
         if label != "baseline":
-            r["distributed"] = {"world_size": 2, "backend": "gloo", "parallel": "data",
-                                "grad_compression": "topk" if label == "topk_compression" else "none",
-                                "comm_share": 0.05, "bytes_per_step": 720.0, "dense_bytes_per_step": 36000.0,
-                                "compression_ratio": 0.02}
+            r["distributed"] = {
+                "world_size": 2,
+                "backend": "gloo",
+                "parallel": "data",
+                "grad_compression": "topk" if label == "topk_compression" else "none",
+                "comm_share": 0.05,
+                "bytes_per_step": 720.0,
+                "dense_bytes_per_step": 36000.0,
+                "compression_ratio": 0.02,
+            }
         return r
 
-    runs = [run(label, k, test) for k in range(3) for label, test in
-            (("baseline", 0.80), ("data_parallel", 0.80 + 0.001 * k), ("topk_compression", 0.799 + 0.001 * k))]
+    runs = [
+        run(label, k, test)
+        for k in range(3)
+        for label, test in (
+            ("baseline", 0.80),
+            ("data_parallel", 0.80 + 0.001 * k),
+            ("topk_compression", 0.799 + 0.001 * k),
+        )
+    ]
     rows = {r.label: r for r in compare(runs).rows}
     a = rows["topk_compression"].distributed["accuracy_vs_dense"]
     assert a["against"] == "data_parallel" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9

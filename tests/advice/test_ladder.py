@@ -33,8 +33,13 @@ def test_each_rung_applies_its_change_on_top_of_the_ones_before(every_rung):
     path = every_rung.path
     assert [r.rung for r in path] == RUNG_NAMES
     halved = BASE.replace(fanout=(5, 2))
-    expected = [BASE, halved, halved.replace(batch_size=128), halved.replace(batch_size=128, feature_dtype="float16"),
-                halved.replace(batch_size=128, feature_dtype="float16", batch_source="cluster_gcn")]
+    expected = [
+        BASE,
+        halved,
+        halved.replace(batch_size=128),
+        halved.replace(batch_size=128, feature_dtype="float16"),
+        halved.replace(batch_size=128, feature_dtype="float16", batch_source="cluster_gcn"),
+    ]
     assert [r.flags for r in path] == expected
     assert path[1].change == "fanout [10, 5] -> [5, 2]" and path[2].change == "batch_size 256 -> 128"
 
@@ -56,7 +61,10 @@ def test_walk_stops_at_the_first_rung_that_fits(every_rung, config, tiny_graph):
     budget = fanout - 1  # below what the halved fanout needs, above what the halved batch needs
     result = walk(config, budget, graph=tiny_graph, probe_steps=2)
     assert [(r.rung, r.status) for r in result.path] == [
-        ("as given", "over"), ("halve_fanout", "over"), ("halve_batch", "fits")]
+        ("as given", "over"),
+        ("halve_fanout", "over"),
+        ("halve_batch", "fits"),
+    ]
     assert result.final.flags == BASE.replace(fanout=(5, 2), batch_size=128)
     assert [r.peak_bytes for r in result.path] == [given, fanout, batch], "the tracked peak is deterministic"
     assert "fits at rung 'halve_batch'" in format_ladder(result)
@@ -84,8 +92,17 @@ def test_bad_budgets_and_unrunnable_configurations_are_refused(config):
         walk(dataclasses.replace(config, flags=BASE.replace(compile=True)), 2**30)
 
 
-@pytest.mark.parametrize("text,expected", [("2GiB", 2 * 2**30), ("512MiB", 512 * 2**20), ("1.5GB", 1_500_000_000),
-                                           ("2147483648", 2**31), ("100 kb", 100_000), ("3gib", 3 * 2**30)])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("2GiB", 2 * 2**30),
+        ("512MiB", 512 * 2**20),
+        ("1.5GB", 1_500_000_000),
+        ("2147483648", 2**31),
+        ("100 kb", 100_000),
+        ("3gib", 3 * 2**30),
+    ],
+)
 def test_sizes_accepted(text, expected):
     assert parse_size(text) == expected
 
@@ -100,8 +117,23 @@ def test_bad_sizes_are_one_line_errors_naming_the_value(text, capsys):
 
 
 def test_run_memory_budget_prints_the_path_and_exits_1_when_nothing_fits(capsys):
-    args = ["run", "--preset", "tiny", "--nodes", "2000", "--epochs", "1", "--max-steps", "3", "--batch-size", "128",
-            "--fanout", "4,2", "--memory-budget", "1"]
+    args = [
+        "run",
+        "--preset",
+        "tiny",
+        "--nodes",
+        "2000",
+        "--epochs",
+        "1",
+        "--max-steps",
+        "3",
+        "--batch-size",
+        "128",
+        "--fanout",
+        "4,2",
+        "--memory-budget",
+        "1",
+    ]
     assert main(args) == 1
     out = capsys.readouterr().out
     for rung in RUNG_NAMES:

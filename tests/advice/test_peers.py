@@ -17,16 +17,22 @@ from gnnbench.microbench import sampler_compare as peers
 def _fake_op(monkeypatch, module: str, namespace: str):
     calls = []
     monkeypatch.setitem(sys.modules, module, types.ModuleType(module))
-    monkeypatch.setattr(torch.ops, namespace,
-                        types.SimpleNamespace(neighbor_sample=lambda *args: calls.append(args) or "out"),
-                        raising=False)
+    monkeypatch.setattr(
+        torch.ops,
+        namespace,
+        types.SimpleNamespace(neighbor_sample=lambda *args: calls.append(args) or "out"),
+        raising=False,
+    )
     return calls
 
 
-@pytest.mark.parametrize("make, module, hint", [
-    (peers.torch_sparse_sampler, "torch_sparse", "pip install --no-build-isolation torch-scatter torch-sparse"),
-    (peers.pyg_lib_sampler, "pyg_lib", "pip install pyg-lib"),
-])
+@pytest.mark.parametrize(
+    "make, module, hint",
+    [
+        (peers.torch_sparse_sampler, "torch_sparse", "pip install --no-build-isolation torch-scatter torch-sparse"),
+        (peers.pyg_lib_sampler, "pyg_lib", "pip install pyg-lib"),
+    ],
+)
 def test_missing_peer_raises_import_error_with_install_hint(monkeypatch, make, module, hint):
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
     with pytest.raises(ImportError, match=hint):
@@ -54,9 +60,9 @@ def test_pyg_lib_sampler_call_is_not_disjoint(monkeypatch, edge_time, edge_weigh
     (args,) = calls
     assert args[:4] == (rowptr, col, seeds, [15, 10])
     optional = 2 + edge_time + edge_weight  # node_time, [edge_time], seed_time, [edge_weight]
-    assert args[4:4 + optional] == (None,) * optional
+    assert args[4 : 4 + optional] == (None,) * optional
     # csc, replace, directed, disjoint, temporal_strategy, return_edge_id
-    assert args[4 + optional:] == (True, False, True, False, "uniform", True)
+    assert args[4 + optional :] == (True, False, True, False, "uniform", True)
 
 
 def test_add_arguments_and_run_from_args_compose_main(monkeypatch):
@@ -64,7 +70,13 @@ def test_add_arguments_and_run_from_args_compose_main(monkeypatch):
     peers.add_arguments(parser)
     args = parser.parse_args(["--nodes", "300", "--fanouts", "3,2", "--rounds", "1"])
     assert (args.nodes, args.avg_degree, args.batch_size, args.fanouts, args.threads, args.rounds) == (
-        300, 20.0, 1024, "3,2", 2, 1)
+        300,
+        20.0,
+        1024,
+        "3,2",
+        2,
+        1,
+    )
     seen = []
     monkeypatch.setattr(peers, "run_from_args", lambda a: seen.append(a) or 0)
     assert peers.main(["--nodes", "300", "--fanouts", "3,2", "--rounds", "1"]) == 0
@@ -76,9 +88,24 @@ def test_run_from_args_prints_the_table(capsys):
     peers.add_arguments(parser)
     threads = torch.get_num_threads()
     try:
-        code = peers.run_from_args(parser.parse_args(
-            ["--nodes", "500", "--avg-degree", "4", "--batch-size", "64", "--fanouts", "3,2", "--threads", "1",
-             "--rounds", "1"]))
+        code = peers.run_from_args(
+            parser.parse_args(
+                [
+                    "--nodes",
+                    "500",
+                    "--avg-degree",
+                    "4",
+                    "--batch-size",
+                    "64",
+                    "--fanouts",
+                    "3,2",
+                    "--threads",
+                    "1",
+                    "--rounds",
+                    "1",
+                ]
+            )
+        )
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out

@@ -13,14 +13,28 @@ from gnnbench.graphs import GraphSpec
 from gnnbench.training import RunConfig
 from tests.helpers import QUICK
 
-BASE = dataclasses.replace(QUICK, spec=GraphSpec.preset("tiny"), flags=QUICK.flags.replace(batch_size=64), epochs=2,
-                           max_steps_per_epoch=4, warmup_steps=1)
+BASE = dataclasses.replace(
+    QUICK,
+    spec=GraphSpec.preset("tiny"),
+    flags=QUICK.flags.replace(batch_size=64),
+    epochs=2,
+    max_steps_per_epoch=4,
+    warmup_steps=1,
+)
 
 
 def _diagnosis(shares):
-    return Diagnosis(config={}, device="cpu", steps=1, step_ms={}, phase_ms={}, shares=shares, data_wait_share=0.0,
-                     finding=Finding("kernels", shares["kernels"], None, None, 0.9, "compute phases", ""),
-                     expected="")
+    return Diagnosis(
+        config={},
+        device="cpu",
+        steps=1,
+        step_ms={},
+        phase_ms={},
+        shares=shares,
+        data_wait_share=0.0,
+        finding=Finding("kernels", shares["kernels"], None, None, 0.9, "compute phases", ""),
+        expected="",
+    )
 
 
 def test_candidates_are_the_entries_targeting_a_bottleneck_worth_optimizing():
@@ -37,16 +51,24 @@ def test_an_entry_that_cannot_apply_is_set_aside_with_its_reason():
     prints it), and the other candidates stay."""
     base = dataclasses.replace(BASE, flags=BASE.flags.replace(fanout=(5,)))
     reasons = {}
-    names = candidates_for(_diagnosis({"sampling": 0.6, "negatives": 0.0, "features": 0.0, "kernels": 0.4}), base,
-                           not_applicable=reasons)
+    names = candidates_for(
+        _diagnosis({"sampling": 0.6, "negatives": 0.0, "features": 0.0, "kernels": 0.4}), base, not_applicable=reasons
+    )
     assert "fanout" not in names and "has only one" in reasons["fanout"]
     assert {"workers", "batch_cache"} <= set(names)
 
 
 def test_greedy_path_and_final_measurement(tmp_path):
     lines = []
-    r = tune(BASE, budget_s=900, out_dir=tmp_path, repeats=2, candidates=["partial_amp", "full_amp"],
-             isolate=False, log=lines.append)
+    r = tune(
+        BASE,
+        budget_s=900,
+        out_dir=tmp_path,
+        repeats=2,
+        candidates=["partial_amp", "full_amp"],
+        isolate=False,
+        log=lines.append,
+    )
     assert r.rounds and r.stop_reason
     assert set(r.chosen) <= {"partial_amp", "full_amp"}
     assert not {"partial_amp", "full_amp"} <= set(r.chosen), "both set precision: the second would undo the first"
@@ -99,14 +121,25 @@ def test_swap_moves_undo_a_lock_out():
 
 def test_tune_measures_swaps_against_the_current_set(tmp_path):
     lines = []
-    r = tune(BASE, budget_s=900, out_dir=tmp_path, repeats=2, candidates=["full_amp", "sparse_agg"],
-             isolate=False, log=lines.append)
+    r = tune(
+        BASE,
+        budget_s=900,
+        out_dir=tmp_path,
+        repeats=2,
+        candidates=["full_amp", "sparse_agg"],
+        isolate=False,
+        log=lines.append,
+    )
     swaps = [m for rnd in r.rounds for m in rnd.measured if m["label"].startswith("swap:")]
     first = {m["label"]: m for m in r.rounds[0].measured}
-    if r.chosen[:1] == ["full_amp"] and first["sparse_agg"]["significant"] and first["sparse_agg"]["speedup"] > 1 \
-            and first["sparse_agg"]["acc_delta_pp"] >= -0.5:
+    if (
+        r.chosen[:1] == ["full_amp"]
+        and first["sparse_agg"]["significant"]
+        and first["sparse_agg"]["speedup"] > 1
+        and first["sparse_agg"]["acc_delta_pp"] >= -0.5
+    ):
         assert any(m["label"] == "swap:full_amp->sparse_agg" for m in swaps), lines
     for m in swaps:
-        out, new_in = m["label"][len("swap:"):].split("->")
+        out, new_in = m["label"][len("swap:") :].split("->")
         assert {out, new_in} == {"full_amp", "sparse_agg"}
     assert not {"full_amp", "sparse_agg"} <= set(r.chosen)

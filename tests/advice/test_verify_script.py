@@ -109,8 +109,12 @@ def _fake_runs(monkeypatch, per_label, *, fail=()):
         factor = per_label.get(change.label, 1.0)
         jitter = 1.0 + 0.002 * ((hash((change.label, seed)) % 5) - 2)
         losses = [1.0 - 0.01 * i + (0.003 if change.numerics else 0.0) for i in range(warmup + steps)]
-        return {"step_s": [0.1 * drift * factor * jitter] * steps, "losses": losses, "seen": warmup + steps,
-                "warmup_s": 30.0 if change.compile else 1.0}
+        return {
+            "step_s": [0.1 * drift * factor * jitter] * steps,
+            "losses": losses,
+            "seen": warmup + steps,
+            "warmup_s": 30.0 if change.compile else 1.0,
+        }
 
     monkeypatch.setattr(vf, "run_once", run_once)
     return calls
@@ -118,18 +122,21 @@ def _fake_runs(monkeypatch, per_label, *, fail=()):
 
 def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeypatch):
     loader = worker_change(1, cores=2)
-    alloc = change_for("glibc_tuned") if isinstance(change_for("glibc_tuned"), ScriptChange) else \
-        ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
+    alloc = (
+        change_for("glibc_tuned")
+        if isinstance(change_for("glibc_tuned"), ScriptChange)
+        else ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
+    )
     amp = change_for("full_amp")
-    calls = _fake_runs(monkeypatch, {"workers": 0.8, "glibc_tuned": 0.9, "full_amp": 1.6,
-                                     "workers+glibc_tuned": 0.72})
+    calls = _fake_runs(monkeypatch, {"workers": 0.8, "glibc_tuned": 0.9, "full_amp": 1.6, "workers+glibc_tuned": 0.72})
     lines = []
-    v = vf.verify_script(["train.py"], [loader, alloc, amp], refused={"sparse_agg": "why"}, rounds=4, steps=5,
-                         warmup=2, log=lines.append)
+    v = vf.verify_script(
+        ["train.py"], [loader, alloc, amp], refused={"sparse_agg": "why"}, rounds=4, steps=5, warmup=2, log=lines.append
+    )
     # every round runs every configuration once, seeded alike, in a rotated order
     first = [label for label, seed in calls[:16]]
     assert [first[i * 4] for i in range(4)] == ["baseline", "workers", "glibc_tuned", "full_amp"]
-    assert all(len({s for label, s in calls[i * 4:(i + 1) * 4]}) == 1 for i in range(4))
+    assert all(len({s for label, s in calls[i * 4 : (i + 1) * 4]}) == 1 for i in range(4))
     by = {o.change.label: o for o in v.outcomes}
     assert by["workers"].pays and by["glibc_tuned"].pays and not by["full_amp"].pays
     assert by["workers"].ratio.ratio == pytest.approx(1 / 0.8, rel=0.02)
@@ -146,8 +153,7 @@ def test_verify_pairs_rounds_holm_across_variants_and_combines_what_pays(monkeyp
     # a compiled variant's compilation is reported apart from its step ratio
     _fake_runs(monkeypatch, {"compile": 0.9})
     v = vf.verify_script(["train.py"], [change_for("compile")], rounds=2, steps=3, warmup=1, log=lambda s: None)
-    assert "warm-up with compilation 30.0 s (3 steps) against the baseline's 1.0 s (1 steps)" in \
-        format_verification(v)
+    assert "warm-up with compilation 30.0 s (3 steps) against the baseline's 1.0 s (1 steps)" in format_verification(v)
 
 
 def test_a_failed_variant_is_reported_not_judged_and_a_failed_baseline_stops(monkeypatch):
@@ -173,8 +179,8 @@ def test_rounds_until_decided_stop_a_variant_once_decided_and_the_budget_ends_th
         calls.append((change.label, seed))  # same rounds whatever PYTHONHASHSEED
         drift = 1.0 + 0.05 * (seed % 3)
         factor = {"workers": 0.5, "glibc_tuned": 1.0 + 0.004 * (-1) ** seed}.get(change.label, 1.0)
-        return {"step_s": [0.1 * drift * factor] * steps, "losses": [1.0] * (warmup + steps),
-                "seen": warmup + steps}
+        return {"step_s": [0.1 * drift * factor] * steps, "losses": [1.0] * (warmup + steps), "seen": warmup + steps}
+
     monkeypatch.setattr(vf, "run_once", run_once)
     loader = worker_change(1, cores=2)
     alloc = ScriptChange("glibc_tuned", ("glibc_tuned",), allocator="glibc_tuned", edit=("MALLOC_...",))
@@ -197,14 +203,15 @@ def test_rounds_until_decided_stop_a_variant_once_decided_and_the_budget_ends_th
         def perf_counter(self):
             Clock.now += 5.0  # every reading of the clock: runs take tens of seconds on it
             return Clock.now
+
     monkeypatch.setattr(vf.time, "perf_counter", Clock().perf_counter)
 
     def run_once(argv, change, *, steps, warmup, seed, folder, wait_bound_s, timeout_s):  # 0% and 6% by turns
         step = 0.1 if change.label == "baseline" or seed % 2 == 0 else 0.1 / 1.06
         return {"step_s": [step] * steps, "losses": [1.0] * (warmup + steps), "seen": warmup + steps}
+
     monkeypatch.setattr(vf, "run_once", run_once)
-    v = vf.verify_script(["t.py"], [alloc], rounds=2, max_rounds=20, budget_s=50.0, combine=False,
-                         log=lambda s: None)
+    v = vf.verify_script(["t.py"], [alloc], rounds=2, max_rounds=20, budget_s=50.0, combine=False, log=lambda s: None)
     o = v.outcomes[0]
     assert v.rounds == 2 and o.stop == {"reason": "budget", "look": 2, "level": vf._rule(2, 20).look_alpha(2)}
     assert not o.significant and "the budget ended its rounds after 2" in format_verification(v)
@@ -218,6 +225,7 @@ def test_the_rounds_are_planned_from_the_budget_at_the_diagnosed_step():
     class R:
         step_ms = {"median": 100.0}
         wall_s = {"setup and first step": 1.1}
+
     changes = [worker_change(1, cores=2), change_for("full_amp")]
     _, per_round = vf.estimate_s(R(), changes, rounds=1, steps=20, warmup=3)
     assert per_round == pytest.approx((3 + 2) * (vf.START_S + 1.0 + 23 * 0.1))
@@ -232,9 +240,15 @@ def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
 
     class R:
         device, loader, profiled = "cpu", LOADER, True
-        advice = [Advice("sparse_agg", "", "kernels", False, 0.5), Advice("full_amp", "", "kernels", True, 0.3),
-                  Advice("fast_dropout", "", "kernels", False, 0.1), Advice("workers", "", "sampling", False, 0.1),
-                  Advice("compile", "", "kernels", False, 0.05), Advice("glibc_tuned", "", "kernels", False, 0.01)]
+        advice = [
+            Advice("sparse_agg", "", "kernels", False, 0.5),
+            Advice("full_amp", "", "kernels", True, 0.3),
+            Advice("fast_dropout", "", "kernels", False, 0.1),
+            Advice("workers", "", "sampling", False, 0.1),
+            Advice("compile", "", "kernels", False, 0.05),
+            Advice("glibc_tuned", "", "kernels", False, 0.01),
+        ]
+
     changes, refused, notes = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
     assert [c.label for c in changes] == ["sparse_agg", "full_amp", "workers", "workers=2", "workers=3"]
     assert set(refused) == {"fast_dropout"}
@@ -245,7 +259,7 @@ def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
     assert [c.label for c in changes] == ["glibc_tuned"] and "not measured" in notes[0]
 
 
-TRAIN = textwrap.dedent('''
+TRAIN = textwrap.dedent("""
     import sys
     import torch
     import torch.nn.functional as F
@@ -266,7 +280,7 @@ TRAIN = textwrap.dedent('''
             out = model(batch.x, batch.edge_index)[:batch.batch_size]
             F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
             opt.step()
-''')
+""")
 
 
 @pytest.mark.slow
@@ -284,18 +298,21 @@ def test_a_neighbor_loader_graphsage_script_is_verified_in_child_processes(tmp_p
 @pytest.mark.slow
 def test_a_full_batch_script_refuses_loader_changes_and_a_hung_loader_ends_the_run(tmp_path):
     full = tmp_path / "full.py"
-    full.write_text(textwrap.dedent('''
+    full.write_text(
+        textwrap.dedent("""
         import torch
         m = torch.nn.Linear(8, 2)
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         x = torch.randn(64, 8)
         for _ in range(20):
             opt.zero_grad(); m(x).pow(2).mean().backward(); opt.step()
-    '''))
+    """)
+    )
     with pytest.raises(vf.RunFailed, match="no DataLoader"):
         vf.run_once([str(full)], worker_change(1, cores=2), steps=3, warmup=1, seed=0, folder=str(tmp_path))
     hung = tmp_path / "hung.py"
-    hung.write_text(textwrap.dedent('''
+    hung.write_text(
+        textwrap.dedent("""
         import time, torch
         class Slow(torch.utils.data.Dataset):
             def __len__(self): return 100
@@ -306,10 +323,12 @@ def test_a_full_batch_script_refuses_loader_changes_and_a_hung_loader_ends_the_r
         opt = torch.optim.SGD(m.parameters(), lr=0.1)
         for x in torch.utils.data.DataLoader(Slow(), batch_size=2):
             opt.zero_grad(); m(x).sum().backward(); opt.step()
-    '''))
+    """)
+    )
     with pytest.raises(vf.RunFailed, match=r"waited more than 2 s .*loader: \{'type': 'DataLoader'"):
-        vf.run_once([str(hung)], vf.BASELINE, steps=5, warmup=1, seed=0, folder=str(tmp_path), wait_bound_s=2,
-                    timeout_s=120)
+        vf.run_once(
+            [str(hung)], vf.BASELINE, steps=5, warmup=1, seed=0, folder=str(tmp_path), wait_bound_s=2, timeout_s=120
+        )
     assert sys.executable
 
 
@@ -325,13 +344,15 @@ def test_a_small_dev_shm_refuses_workers_before_any_run_and_memory_growth_is_rep
     class R:
         device, loader, profiled = "cpu", LOADER, True
         advice = [Advice("workers", "", "sampling", False, 0.4), Advice("glibc_tuned", "", "kernels", False, 0.1)]
+
     changes, refused, _ = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
     assert [c.label for c in changes] == ["glibc_tuned"] and "/dev/shm" in refused["workers"]
     assert "/dev/shm" in refused["workers curve"]
     mib = 2**20
     assert vf.memory_growth([500 * mib] * 12, 2) is None
-    assert "grew 180 MiB over 10 steps" in vf.memory_growth([500 * mib] * 2 + [(500 + 20 * i) * mib
-                                                                                 for i in range(1, 11)], 2)
+    assert "grew 180 MiB over 10 steps" in vf.memory_growth(
+        [500 * mib] * 2 + [(500 + 20 * i) * mib for i in range(1, 11)], 2
+    )
     # pools filling over the first steps, then a plateau (measured: PyG's NeighborLoader + GraphSAGE on small,
     # 682 -> 742 MiB in 10 steps, flat for the next 10): not growth
     plateau = [564, 663, 683, 682, 702, 682, 702, 663, 683, 702, 722, 722, 741, 742] + [742] * 9
@@ -387,13 +408,12 @@ def test_a_sampling_bound_script_is_measured_to_pay_with_a_worker(tmp_path):
     --verify measures the gain in the script itself (significant across 5 rounds, on a loaded machine too)."""
     script = tmp_path / "train.py"
     script.write_text(SAMPLING_BOUND)
-    v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=5, steps=8, warmup=3,
-                         log=lambda s: None)
+    v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=5, steps=8, warmup=3, log=lambda s: None)
     o = v.outcomes[0]
     assert o.error is None and o.ratio.ratio > 1.1 and o.pays, format_verification(v)
 
 
-GAT_SCRIPT = textwrap.dedent('''
+GAT_SCRIPT = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
     from torch_geometric.data import Data
@@ -412,7 +432,7 @@ GAT_SCRIPT = textwrap.dedent('''
         except Exception:  # a loop that swallows its own errors must not swallow the refusal
             continue
         opt.step()
-''')
+""")
 
 
 @pytest.mark.slow
@@ -425,7 +445,7 @@ def test_a_gat_script_refuses_the_sparse_adjacency_with_its_reason_in_the_child(
     assert result["applied"]["models"] == 1 and len(result["step_s"]) == 3
 
 
-LINK_SCRIPT = textwrap.dedent('''
+LINK_SCRIPT = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
     from torch_geometric.data import Data
@@ -446,12 +466,11 @@ LINK_SCRIPT = textwrap.dedent('''
             score = (h[src] * h[dst]).sum(-1)
             F.binary_cross_entropy_with_logits(score, batch.edge_label).backward()
             opt.step()
-''')
+""")
 
 
 @pytest.mark.slow
-def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prints_the_verification(tmp_path,
-                                                                                                  capsys):
+def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prints_the_verification(tmp_path, capsys):
     import json
 
     from gnnbench.cli import main
@@ -461,9 +480,29 @@ def test_a_link_neighbor_loader_script_gets_its_loader_settings_and_the_cli_prin
     result = vf.run_once([str(script)], worker_change(1, cores=2), steps=3, warmup=1, seed=0, folder=str(tmp_path))
     assert result["applied"]["loaders"] == 1 and result["loader"]["workers"] == 1
     assert result["loader"]["type"] == "LinkNeighborLoader" and result["threads"]["intra_op"] == 1
-    code = main(["diagnose", "--json", "--verify", "--verify-rounds", "2", "--verify-budget", "0", "--verify-steps",
-                 "3", "--verify-warmup", "1", "--watch-steps", "3", "--watch-warmup", "1", "--top", "2", "--script",
-                 str(script)])
+    code = main(
+        [
+            "diagnose",
+            "--json",
+            "--verify",
+            "--verify-rounds",
+            "2",
+            "--verify-budget",
+            "0",
+            "--verify-steps",
+            "3",
+            "--verify-warmup",
+            "1",
+            "--watch-steps",
+            "3",
+            "--watch-warmup",
+            "1",
+            "--top",
+            "2",
+            "--script",
+            str(script),
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     out = json.loads(captured.out)
@@ -476,6 +515,7 @@ def test_the_time_of_a_verification_is_estimated_before_it_starts():
     class R:
         step_ms = {"median": 2000.0}
         wall_s = {"setup and first step": 12.0}
+
     changes = [worker_change(1, cores=2), change_for("full_amp"), change_for("glibc_tuned")]
     runs, seconds = vf.estimate_s(R(), changes, rounds=4, steps=10, warmup=3)
     assert runs == 4 * 4 + 8

@@ -26,8 +26,11 @@ pytestmark = pytest.mark.filterwarnings("ignore:Using 'NeighborSampler' without 
 
 def _data(n=600, e=6000, f=16, classes=4, seed=0):
     g = torch.Generator().manual_seed(seed)
-    data = Data(x=torch.randn(n, f, generator=g), edge_index=torch.randint(0, n, (2, e), generator=g),
-                y=torch.randint(0, classes, (n,), generator=g))
+    data = Data(
+        x=torch.randn(n, f, generator=g),
+        edge_index=torch.randint(0, n, (2, e), generator=g),
+        y=torch.randint(0, classes, (n,), generator=g),
+    )
     data.train_mask = torch.rand(n, generator=g) < 0.6
     return data
 
@@ -38,8 +41,8 @@ def _sage_loop(data, model, opt, loader, epochs=1):
         model.train()
         for batch in loader:
             opt.zero_grad()
-            out = model(batch.x, batch.edge_index)[:batch.batch_size]
-            loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+            out = model(batch.x, batch.edge_index)[: batch.batch_size]
+            loss = F.cross_entropy(out, batch.y[: batch.batch_size])
             loss.backward()
             opt.step()
 
@@ -47,8 +50,9 @@ def _sage_loop(data, model, opt, loader, epochs=1):
 def _sage_setup(seed=0, **loader_kwargs):
     torch.manual_seed(seed)
     data = _data()
-    loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask, shuffle=True,
-                            **loader_kwargs)
+    loader = NeighborLoader(
+        data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask, shuffle=True, **loader_kwargs
+    )
     model = GraphSAGE(16, 32, num_layers=2, out_channels=4)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     return data, loader, model, opt
@@ -66,8 +70,10 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     data, loader, model, opt = _sage_setup()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     others = []  # another library's global hooks: the calibration must not make them fire
-    handles = [register_module_forward_hook(lambda m, a, o: others.append("module")),
-               register_optimizer_step_post_hook(lambda o, a, k: others.append("optimizer"))]
+    handles = [
+        register_module_forward_hook(lambda m, a, o: others.append("module")),
+        register_optimizer_step_post_hook(lambda o, a, k: others.append("optimizer")),
+    ]
     try:
         with gnnbench.watch(loader, model, opt, warmup=1, steps=4) as w:
             assert others == [], "entering the watch ran other code's global hooks"
@@ -84,8 +90,13 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     r = w.report()
     med = r.step_ms["median"] / 1e3
     # the estimate is exactly the sum, over the kinds of instrumented call, of its cost times its calls per step
-    counts = {"event": w.event_counts, "pass": w.pass_counts, "hook": w.hook_counts, "optimizer": w.opt_counts,
-              "next": [rec["batches"] for rec in w.records]}
+    counts = {
+        "event": w.event_counts,
+        "pass": w.pass_counts,
+        "hook": w.hook_counts,
+        "optimizer": w.opt_counts,
+        "next": [rec["batches"] for rec in w.records],
+    }
     parts = {k: w._costs[k] * statistics.median(counts[k]) / med for k in _COST_KINDS}
     assert r.overhead == pytest.approx(sum(parts.values()))
     assert all(parts[k] > 0 for k in ("event", "hook", "optimizer")), parts  # each kind is counted
@@ -115,8 +126,12 @@ def test_a_watched_step_makes_few_calls_of_its_own_and_no_context_manager():
             code, caller = frame.f_code, frame.f_back.f_code if frame.f_back is not None else None
             if code.co_filename.startswith(package):
                 calls[code.co_name] += 1
-            elif (caller is not None and caller.co_filename.startswith(package) and code.co_name == "__enter__"
-                  and "contextlib" in code.co_filename):
+            elif (
+                caller is not None
+                and caller.co_filename.startswith(package)
+                and code.co_name == "__enter__"
+                and "contextlib" in code.co_filename
+            ):
                 calls["contextlib"] += 1  # a context manager entered by the watch
 
     data, loader, model, opt = _sage_setup()
@@ -131,6 +146,7 @@ def test_a_watched_step_makes_few_calls_of_its_own_and_no_context_manager():
     assert calls["to"] >= sum(w.pass_counts) > 0, calls  # the pass-throughs (the warm-up step's too)
     own = (sum(calls.values()) - calls["to"]) / w.seen
     assert own <= 30, f"{own:.1f} calls of the watch's own code a step: {dict(calls)}"
+
 
 def test_a_neighbor_loader_graphsage_loop_is_cut_into_its_phases_and_diagnosed():
     from gnnbench.cli.parser import build_parser
@@ -150,8 +166,9 @@ def test_a_neighbor_loader_graphsage_loop_is_cut_into_its_phases_and_diagnosed()
     assert r.finding == classify(r.shares, busy_fraction=r.device_busy)
     assert r.finding.share == pytest.approx(r.shares[r.finding.bottleneck])
     assert sum(r.shares.values()) <= 1.0 + 1e-9
-    assert r.data_wait_share == pytest.approx(sum(r.phase_ms.get(p, 0) for p in ("wait", "sample", "gather",
-                                                                                 "transform")) / r.step_ms["median"])
+    assert r.data_wait_share == pytest.approx(
+        sum(r.phase_ms.get(p, 0) for p in ("wait", "sample", "gather", "transform")) / r.step_ms["median"]
+    )
     assert r.advice and all(a.entry in IN_YOUR_LOOP and a.setting for a in r.advice)
     assert all(a.target in (r.finding.bottleneck, r.finding.secondary) for a in r.advice)
     assert r.mode == "end_to_end" and r.overhead is not None and r.overhead > 0
@@ -173,6 +190,7 @@ def test_a_neighbor_loader_graphsage_loop_is_cut_into_its_phases_and_diagnosed()
 def test_watching_changes_nothing_the_loop_computes():
     """The same seed trains the same parameters with and without the watch (the sampler fallback alone stands
     in for the unwatched loop where PyG has no native backend)."""
+
     def train(watched):
         data, loader, model, opt = _sage_setup(seed=3)
         ctx = gnnbench.watch(loader, model, opt, warmup=1) if watched else pyg_sampling_fallback()
@@ -188,13 +206,25 @@ def test_everything_patched_is_restored_and_hooks_removed():
     from torch_geometric.data.data import BaseData
     from torch_geometric.sampler import NeighborSampler
 
-    before = (torch.utils.data.DataLoader.__dict__["__iter__"], BaseData.__dict__["to"], torch.autograd.backward,
-              NeighborSampler.__dict__["_sample"], "to" in torch.Tensor.__dict__, "cuda" in torch.Tensor.__dict__)
+    before = (
+        torch.utils.data.DataLoader.__dict__["__iter__"],
+        BaseData.__dict__["to"],
+        torch.autograd.backward,
+        NeighborSampler.__dict__["_sample"],
+        "to" in torch.Tensor.__dict__,
+        "cuda" in torch.Tensor.__dict__,
+    )
     data, loader, model, opt = _sage_setup()
     with gnnbench.watch(loader, model, opt, warmup=1) as w:
         _sage_loop(data, model, opt, loader)
-    after = (torch.utils.data.DataLoader.__dict__["__iter__"], BaseData.__dict__["to"], torch.autograd.backward,
-             NeighborSampler.__dict__["_sample"], "to" in torch.Tensor.__dict__, "cuda" in torch.Tensor.__dict__)
+    after = (
+        torch.utils.data.DataLoader.__dict__["__iter__"],
+        BaseData.__dict__["to"],
+        torch.autograd.backward,
+        NeighborSampler.__dict__["_sample"],
+        "to" in torch.Tensor.__dict__,
+        "cuda" in torch.Tensor.__dict__,
+    )
     assert before == after
     assert not model._forward_hooks and not model._forward_pre_hooks
     assert "filter_fn" not in loader.__dict__ and "sample_from_nodes" not in loader.node_sampler.__dict__
@@ -266,8 +296,9 @@ def test_a_deliberately_heavy_model_is_kernel_bound():
     torch.manual_seed(0)
     data = _data(n=400, e=2000, f=256)
     loader = NeighborLoader(data, num_neighbors=[3], batch_size=32, input_nodes=data.train_mask)
-    model = torch.nn.Sequential(*[m for _ in range(6) for m in (torch.nn.Linear(256, 256), torch.nn.ReLU())],
-                                torch.nn.Linear(256, 4))
+    model = torch.nn.Sequential(
+        *[m for _ in range(6) for m in (torch.nn.Linear(256, 256), torch.nn.ReLU())], torch.nn.Linear(256, 4)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with gnnbench.watch(loader, model, opt, warmup=1, steps=3) as w:
         for batch in loader:
@@ -334,8 +365,12 @@ def test_the_printed_overhead_cites_the_measured_end_to_end_cost():
     assert [m["preset"] for m in measured] and len(measured) == len(files)
     for m in measured:
         doc = json.loads((OVERHEAD_RESULTS / f"{m['preset']}.json").read_text())
-        assert (m["ratio"], m["low"], m["high"], m["processes"]) == (doc["ratio"], doc["low"], doc["high"],
-                                                                     doc["rounds"])
+        assert (m["ratio"], m["low"], m["high"], m["processes"]) == (
+            doc["ratio"],
+            doc["low"],
+            doc["high"],
+            doc["rounds"],
+        )
         assert m["step_ms"] == pytest.approx(1e3 * statistics.median(doc["unwatched"]))
     data, loader, model, opt = _sage_setup()
     with gnnbench.watch(loader, model, opt, warmup=1, steps=3) as w:
@@ -374,7 +409,8 @@ def test_the_profile_attributes_a_pyg_gcn_loops_operators_by_code_path():
     assert (gcn_conv.gcn_norm, F.dropout) == before
     assert not any(set(vars(m)) & {"message", "aggregate", "collect", "_collect"} for m in model.modules())
     assert {"aggregate.edge_norm", "aggregate.gather", "aggregate.scatter", "norm.build", "dropout"} <= set(
-        w.marked_paths)
+        w.marked_paths
+    )
     profile = w._prof_shares
     paths = profile.paths["aten::mul"]
     assert {"aggregate.edge_norm", "dropout"} <= set(paths), paths
@@ -385,12 +421,16 @@ def test_the_profile_attributes_a_pyg_gcn_loops_operators_by_code_path():
     # the per-edge multiply is credited to sparse_agg; whether it is listed follows the rule on this profile's
     # shares (a loaded machine can shift them), not a share expected here
     assert profile.credit(registry.get("sparse_agg")).get("aten::mul", 0) > 0
-    assert set(mul.entries) == {o.name for o in registry.for_task("node")
-                                if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul.share}, mul
+    assert set(mul.entries) == {
+        o.name
+        for o in registry.for_task("node")
+        if profile.credit(o).get("aten::mul", 0.0) >= MIN_CREDIT_OF_OP * mul.share
+    }, mul
     dropout = profile.credit(registry.get("fast_dropout"))  # dropout's own multiply and its mask
     assert dropout.get("aten::mul", 0) > 0 and dropout.get("aten::bernoulli_", 0) > 0, dropout
     assert profile.credit(registry.get("sparse_agg"))["aten::mul"] == pytest.approx(
-        paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0) + paths.get("aggregate.scatter", 0))
+        paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0) + paths.get("aggregate.scatter", 0)
+    )
     r = w.report()
     assert all(h.entries or not h.paths for h in r.hot_ops), "an operator in a marked path has its entries"
     assert "no entry targets it" not in next((ln for ln in r.format().splitlines() if "aten::mul " in ln), "")
@@ -425,8 +465,9 @@ def test_the_device_busy_share_is_read_at_step_ends_and_decides_the_classificati
     assert r.finding == classify(r.shares, busy_fraction=0.9)
     # a read on the clock would put at least its 150 ms into the next step's 'other' (zero_grad and the loss,
     # a few ms, that a loaded machine can stretch to tens)
-    assert all(rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.15
-               for rec in w.records[1:]), "the read's 150 ms are not in the next step's 'other'"
+    assert all(
+        rec["step"] - sum(v for k, v in rec.items() if k not in ("step", "batches")) < 0.15 for rec in w.records[1:]
+    ), "the read's 150 ms are not in the next step's 'other'"
     assert "compute share 90% (NVML)" in r.format()
 
 
@@ -453,7 +494,9 @@ def test_the_device_busy_share_comes_from_nvml_on_cuda():
         for batch in loader:
             batch = batch.to("cuda")
             opt.zero_grad()
-            F.cross_entropy(model(batch.x, batch.edge_index)[:batch.batch_size], batch.y[:batch.batch_size]).backward()
+            F.cross_entropy(
+                model(batch.x, batch.edge_index)[: batch.batch_size], batch.y[: batch.batch_size]
+            ).backward()
             opt.step()
     r = w.report()
     probe = BusySampler(torch.device("cuda"))
@@ -515,6 +558,7 @@ def test_a_closure_optimizer_step_times_its_forward_and_backward_apart_from_the_
 def test_lbfgs_with_a_closure_trains_the_same_watched_or_not():
     """LBFGS calls the closure several times per step: each call's forward and backward are timed, the step is
     one step, and the trained parameters are the same as without the watch."""
+
     def train(watched):
         torch.manual_seed(1)
         data = _data(n=300, e=2000)
@@ -528,6 +572,7 @@ def test_lbfgs_with_a_closure_trains_the_same_watched_or_not():
             loss = F.cross_entropy(model(data.x, data.edge_index), data.y)
             loss.backward()
             return loss
+
         ctx = gnnbench.watch(None, model, opt, warmup=1, steps=3) if watched else contextlib.nullcontext()
         with ctx as w:
             for _ in range(5):
@@ -555,22 +600,21 @@ def test_the_breakdown_mode_synchronizes_on_cuda():
         pytest.skip("needs CUDA")
     torch.manual_seed(0)
     data = _data()
-    loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask,
-                            pin_memory=True)
+    loader = NeighborLoader(data, num_neighbors=[8, 4], batch_size=64, input_nodes=data.train_mask, pin_memory=True)
     model = GraphSAGE(16, 32, num_layers=2, out_channels=4).cuda()
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     with gnnbench.watch(loader, model, opt, warmup=2, steps=4, sync=True) as w:
         for batch in loader:
             batch = batch.to("cuda", non_blocking=True)
             opt.zero_grad()
-            out = model(batch.x, batch.edge_index)[:batch.batch_size]
-            F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+            out = model(batch.x, batch.edge_index)[: batch.batch_size]
+            F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
             opt.step()
     r = w.report()
     assert r.mode == "sync" and r.device.startswith("cuda") and r.phase_ms["transfer"] > 0
 
 
-SCRIPT = '''
+SCRIPT = """
 import argparse
 import torch
 import torch.nn.functional as F
@@ -596,7 +640,7 @@ for epoch in range(args.epochs):
         optimizer.step()
     print(f"epoch {epoch} done", flush=True)
 open(args.__dict__.get("marker", "/dev/null"), "a").close()
-'''
+"""
 
 
 def test_diagnose_script_runs_an_unmodified_script_and_stops_it_cleanly(tmp_path, capsys):
@@ -616,7 +660,9 @@ def test_diagnose_script_says_which_piece_it_could_not_find(tmp_path, capsys):
     from gnnbench.cli import main
 
     no_step = tmp_path / "no_step.py"
-    no_step.write_text("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n    m(torch.randn(3, 4)).sum().backward()\n")
+    no_step.write_text(
+        "import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n    m(torch.randn(3, 4)).sum().backward()\n"
+    )
     assert main(["diagnose", "--script", str(no_step)]) == 1
     err = capsys.readouterr().err
     assert "never showed" in err and "an optimizer step" in err and "a model forward" not in err
@@ -652,12 +698,12 @@ def test_a_loop_that_recovers_from_errors_and_steps_two_optimizers_is_cut_right(
         for _ in range(10):
             for batch in loader:
                 try:
-                    out = flaky(batch.x, batch.edge_index)[:batch.batch_size]
+                    out = flaky(batch.x, batch.edge_index)[: batch.batch_size]
                 except RuntimeError:
                     continue
                 try:
                     opt_a.zero_grad(), opt_b.zero_grad()
-                    F.cross_entropy(out, batch.y[:batch.batch_size]).backward()
+                    F.cross_entropy(out, batch.y[: batch.batch_size]).backward()
                     opt_a.step()
                     opt_b.step()
                 except Exception:  # noqa: BLE001 - a loop that swallows its own errors
@@ -738,16 +784,22 @@ def test_diagnose_script_ends_a_hung_loader_with_its_state_and_exit_1(tmp_path):
     import sys
 
     hung = tmp_path / "hung.py"
-    hung.write_text("import time, torch\n"
-                    "class Slow(torch.utils.data.Dataset):\n"
-                    "    def __len__(self): return 100\n"
-                    "    def __getitem__(self, i):\n"
-                    "        if i >= 8: time.sleep(3600)\n"
-                    "        return torch.randn(8)\n"
-                    "m = torch.nn.Linear(8, 2)\n"
-                    "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
-                    "for x in torch.utils.data.DataLoader(Slow(), batch_size=2):\n"
-                    "    opt.zero_grad(); m(x).sum().backward(); opt.step()\n")
-    proc = subprocess.run([sys.executable, "-m", "gnnbench.cli", "diagnose", "--wait-bound", "2", "--script",
-                           str(hung)], capture_output=True, text=True, timeout=120)
+    hung.write_text(
+        "import time, torch\n"
+        "class Slow(torch.utils.data.Dataset):\n"
+        "    def __len__(self): return 100\n"
+        "    def __getitem__(self, i):\n"
+        "        if i >= 8: time.sleep(3600)\n"
+        "        return torch.randn(8)\n"
+        "m = torch.nn.Linear(8, 2)\n"
+        "opt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "for x in torch.utils.data.DataLoader(Slow(), batch_size=2):\n"
+        "    opt.zero_grad(); m(x).sum().backward(); opt.step()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "gnnbench.cli", "diagnose", "--wait-bound", "2", "--script", str(hung)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 1 and "waited more than 2 s" in proc.stderr and '"type": "DataLoader"' in proc.stderr

@@ -11,15 +11,43 @@ from gnnbench.graphs.io import save_npz
 def test_graph_command_prints_statistics(capsys):
     assert main(["graph", "--preset", "tiny"]) == 0
     out = capsys.readouterr().out
-    for label in ("nodes", "10,000", "edges (directed)", "degree quantiles", "p99", "max degree",
-                  "tail exponent (Hill)", "index bytes int64", "index bytes int32", "generation time",
-                  "preparation (baseline)", "preparation (int32,csr)"):
+    for label in (
+        "nodes",
+        "10,000",
+        "edges (directed)",
+        "degree quantiles",
+        "p99",
+        "max degree",
+        "tail exponent (Hill)",
+        "index bytes int64",
+        "index bytes int32",
+        "generation time",
+        "preparation (baseline)",
+        "preparation (int32,csr)",
+    ):
         assert label in out, label
 
 
 def test_graph_command_json_and_overrides(capsys):
-    assert main(["graph", "--preset", "tiny", "--nodes", "2000", "--avg-degree", "8", "--exponent", "2.5",
-                 "--flags", "int32", "--json"]) == 0
+    assert (
+        main(
+            [
+                "graph",
+                "--preset",
+                "tiny",
+                "--nodes",
+                "2000",
+                "--avg-degree",
+                "8",
+                "--exponent",
+                "2.5",
+                "--flags",
+                "int32",
+                "--json",
+            ]
+        )
+        == 0
+    )
     r = json.loads(capsys.readouterr().out)
     assert r["stats"]["num_nodes"] == 2000
     assert r["stats"]["num_edges"] == 16_000
@@ -52,12 +80,18 @@ def test_console_script_entry_point():
 
 
 def test_pipeline_command_reports_all_three_sections(capsys):
-    assert main(["pipeline", "--preset", "tiny", "--nodes", "3000", "--cache-epochs", "2", "--fanout", "3,2",
-                 "--json"]) == 0
+    assert (
+        main(["pipeline", "--preset", "tiny", "--nodes", "3000", "--cache-epochs", "2", "--fanout", "3,2", "--json"])
+        == 0
+    )
     r = json.loads(capsys.readouterr().out)
     assert all(row["p_value"] > 1e-4 and row["seen"] == row["subsets"] for row in r["uniformity"])
     assert {(row["mode"], row["strict"]) for row in r["negatives"]} == {
-        ("uniform", True), ("uniform", False), ("degree", True), ("degree", False)}
+        ("uniform", True),
+        ("uniform", False),
+        ("degree", True),
+        ("degree", False),
+    }
     assert all(row["ms_per_1k"] > 0 for row in r["negatives"])
     epochs = r["batch_cache"]
     assert [e["window"] for e in epochs] == [0, 0, 1, 1]
@@ -83,8 +117,9 @@ def test_sampler_compare_command(capsys):
     from gnnbench.graphs import GraphSpec
     from gnnbench.microbench.sampler_compare import compare_samplers
 
-    r = compare_samplers(GraphSpec.preset("tiny", num_nodes=3000), batch_size=256, fanouts=(10, 5), rounds=1,
-                         batches_per_round=3)
+    r = compare_samplers(
+        GraphSpec.preset("tiny", num_nodes=3000), batch_size=256, fanouts=(10, 5), rounds=1, batches_per_round=3
+    )
     ours, labor = r["samplers"]["gnnbench"], r["samplers"]["gnnbench_labor"]
     assert labor["nodes_per_batch"] < ours["nodes_per_batch"], "same seeds and budget: fewer distinct vertices"
     assert labor["speedup_of_gnnbench"]["median"] > 0
@@ -92,11 +127,47 @@ def test_sampler_compare_command(capsys):
 
 def test_run_command_prints_phase_breakdown(tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["run", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
-                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "sparse_agg", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "tiny",
+                "--nodes",
+                "3000",
+                "--batch-size",
+                "96",
+                "--fanout",
+                "5,3",
+                "--epochs",
+                "1",
+                "--max-steps",
+                "5",
+                "--warmup",
+                "1",
+                "--flags",
+                "sparse_agg",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
-    for label in ("phase", "sample", "gather", "transfer", "forward", "backward", "optimizer", "step",
-                  "data wait", "accuracy", "memory", "aggregation=sparse"):
+    for label in (
+        "phase",
+        "sample",
+        "gather",
+        "transfer",
+        "forward",
+        "backward",
+        "optimizer",
+        "step",
+        "data wait",
+        "accuracy",
+        "memory",
+        "aggregation=sparse",
+    ):
         assert label in text, label
     r = json.loads(out.read_text())
     assert r["status"] == "ok" and r["steps"]["measured"] == 4
@@ -108,13 +179,38 @@ def test_run_command_prints_the_neighbour_explosion(tmp_path, capsys):
     import re
 
     out = tmp_path / "r.json"
-    assert main(["run", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
-                 "--epochs", "1", "--max-steps", "3", "--warmup", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--preset",
+                "tiny",
+                "--nodes",
+                "3000",
+                "--batch-size",
+                "96",
+                "--fanout",
+                "5,3",
+                "--epochs",
+                "1",
+                "--max-steps",
+                "3",
+                "--warmup",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     line = next((x for x in text.splitlines() if x.startswith("sampled")), None)
     assert line is not None, text
-    m = re.fullmatch(r"sampled\s+(\d+) nodes per batch \((\d+)% of the graph's 3000 nodes\), (\d+) edges; "
-                     r"per hop: nodes (\d+) / (\d+) / (\d+), edges (\d+) / (\d+)", line)
+    m = re.fullmatch(
+        r"sampled\s+(\d+) nodes per batch \((\d+)% of the graph's 3000 nodes\), (\d+) edges; "
+        r"per hop: nodes (\d+) / (\d+) / (\d+), edges (\d+) / (\d+)",
+        line,
+    )
     assert m, line
     nodes, share, edges, *hops = (int(g) for g in m.groups())
     assert hops[0] == 96, "hop 0: the batch's seeds"
@@ -141,8 +237,12 @@ def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_
     from gnnbench.cli.commands import _failures
     from gnnbench.measure.sweep import SweepResults
 
-    results = SweepResults([{"label": "baseline", "round": 0, "status": "ok"},
-                            {"label": "uva", "round": 0, "status": "unavailable", "unavailable": {"x": "CUDA"}}])
+    results = SweepResults(
+        [
+            {"label": "baseline", "round": 0, "status": "ok"},
+            {"label": "uva", "round": 0, "status": "unavailable", "unavailable": {"x": "CUDA"}},
+        ]
+    )
     assert results.failed() == [] and _failures(results, "compare") == 0
     results.append({"label": "sparse_agg", "round": 1, "status": "failed", "error": "RuntimeError: broken kernel"})
     assert _failures(results, "compare") == 1
@@ -151,9 +251,35 @@ def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_
 
 @pytest.mark.slow
 def test_compare_command_table(tmp_path, capsys):
-    assert main(["compare", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
-                 "--epochs", "1", "--max-steps", "5", "--warmup", "1", "--flags", "int32,pin_memory", "--repeats", "2",
-                 "--out-dir", str(tmp_path), "--in-process"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--preset",
+                "tiny",
+                "--nodes",
+                "3000",
+                "--batch-size",
+                "96",
+                "--fanout",
+                "5,3",
+                "--epochs",
+                "1",
+                "--max-steps",
+                "5",
+                "--warmup",
+                "1",
+                "--flags",
+                "int32,pin_memory",
+                "--repeats",
+                "2",
+                "--out-dir",
+                str(tmp_path),
+                "--in-process",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "baseline" in text and "int32" in text and "all_recommended" in text
     assert "speedup [95% CI]" in text
@@ -171,8 +297,28 @@ def test_env_command(capsys):
 
 def test_profile_command_writes_a_chrome_trace(tmp_path, capsys):
     trace = tmp_path / "trace.json"
-    assert main(["profile", "--preset", "tiny", "--nodes", "3000", "--batch-size", "96", "--fanout", "5,3",
-                 "--active-steps", "2", "--trace", str(trace), "--top", "5"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--preset",
+                "tiny",
+                "--nodes",
+                "3000",
+                "--batch-size",
+                "96",
+                "--fanout",
+                "5,3",
+                "--active-steps",
+                "2",
+                "--trace",
+                str(trace),
+                "--top",
+                "5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "Self CPU" in out and "Chrome trace" in out
     assert json.loads(trace.read_text())["traceEvents"]

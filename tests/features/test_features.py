@@ -99,8 +99,10 @@ def test_access_ranked_hot_set_serves_at_least_the_training_nodes_share(small_gr
     assert chooser.info["rank"] == "access" and chooser.info["profile_batches"] == math.ceil(train.numel() / 1024)
     # Hit rates over the training epoch's batches (seed 0), not the profiled ones (seed 1).
     batches = [b.n_id for b in make_batch_source(prepared_small, flags, seed=0).epoch(0)]
-    rates = {name: hit_rate(hot, batches, g.num_nodes, n_id_of=lambda ids: ids)
-             for name, hot in (("train", train), ("access", access), ("degree", degree))}
+    rates = {
+        name: hit_rate(hot, batches, g.num_nodes, n_id_of=lambda ids: ids)
+        for name, hot in (("train", train), ("access", access), ("degree", degree))
+    }
     print("hot-hit rates with", train.numel(), "rows:", {k: round(v, 4) for k, v in rates.items()})
     assert rates["access"] >= rates["train"] and rates["degree"] >= rates["train"]
     default = hot_set_chooser(prepared_small, flags)(torch.device("cpu"), row_bytes)
@@ -113,10 +115,10 @@ def test_prefetch_unavailable_on_cpu(graph):
         next(prefetch_features([], store))
 
 
-
 @pytest.mark.cuda
-@pytest.mark.parametrize("placement,pin", [("host", False), ("host", True), ("device", False),
-                                           ("hot_cold", False), ("uva", False)])
+@pytest.mark.parametrize(
+    "placement,pin", [("host", False), ("host", True), ("device", False), ("hot_cold", False), ("uva", False)]
+)
 def test_cuda_placements_gather_exact_rows(graph, placement, pin):
     train = graph.train_mask.nonzero().view(-1)
     store = place_features(graph.x, "cuda", placement, hot_nodes=train, pin_memory=pin)
@@ -213,8 +215,9 @@ def test_hot_cold_keeps_the_access_ranked_rows_on_the_device(graph, prepared):
     for b in batches:
         assert torch.equal(store.gather(b.n_id).cpu(), graph.x[b.n_id])
     assert store.stats.hot_hit_rate == pytest.approx(hit_rate(hot, batches, graph.num_nodes))
-    assert store.stats.hot_hit_rate >= hit_rate(graph.train_mask.nonzero().view(-1)[:hot.numel()], batches,
-                                                graph.num_nodes)
+    assert store.stats.hot_hit_rate >= hit_rate(
+        graph.train_mask.nonzero().view(-1)[: hot.numel()], batches, graph.num_nodes
+    )
 
 
 @pytest.mark.cuda

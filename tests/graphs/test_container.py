@@ -27,11 +27,14 @@ def test_cleaning_options():
         CleanOptions(self_loops="drop")
 
 
-@pytest.mark.parametrize("edge_index,match", [
-    ([[0, 5], [1, 2]], r"node id 5, out of range for num_nodes=4; ids must be in \[0, 3\]"),
-    ([[0, -1], [1, 2]], "negative node id -1"),
-    ([[0, 1, 2]], r"edge_index must have shape \[2, num_edges\] \(got \[1, 3\]\)"),
-])
+@pytest.mark.parametrize(
+    "edge_index,match",
+    [
+        ([[0, 5], [1, 2]], r"node id 5, out of range for num_nodes=4; ids must be in \[0, 3\]"),
+        ([[0, -1], [1, 2]], "negative node id -1"),
+        ([[0, 1, 2]], r"edge_index must have shape \[2, num_edges\] \(got \[1, 3\]\)"),
+    ],
+)
 def test_bad_edges_are_named(edge_index, match):
     with pytest.raises(GraphError, match=match):
         make(edge_index)
@@ -58,8 +61,14 @@ def test_bad_features_and_labels_are_named():
     with pytest.raises(GraphError, match="labels y must be >= 0"):
         Graph.from_edges(ei, torch.zeros(3, 2), torch.tensor([0, -1, 2]))
     with pytest.raises(GraphError, match=r"train_mask must have shape \[3\]"):
-        Graph.from_edges(ei, torch.zeros(3, 2), torch.zeros(3, dtype=torch.long),
-                         train_mask=torch.ones(2, dtype=torch.bool), val_mask=torch.ones(3), test_mask=torch.ones(3))
+        Graph.from_edges(
+            ei,
+            torch.zeros(3, 2),
+            torch.zeros(3, dtype=torch.long),
+            train_mask=torch.ones(2, dtype=torch.bool),
+            val_mask=torch.ones(3),
+            test_mask=torch.ones(3),
+        )
 
 
 def test_pyg_round_trip(tiny_graph):

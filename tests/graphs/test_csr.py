@@ -19,7 +19,7 @@ def test_coo_csr_round_trip_and_degrees(edges):
     assert sorted(map(tuple, back.t().tolist())) == sorted(map(tuple, edge_index.t().tolist()))
     # Each node's neighbour list holds exactly its in-neighbours.
     for i in range(n):
-        nbrs = csr.col[csr.rowptr[i]:csr.rowptr[i + 1]]
+        nbrs = csr.col[csr.rowptr[i] : csr.rowptr[i + 1]]
         expected = edge_index[0][edge_index[1] == i]
         assert sorted(nbrs.tolist()) == sorted(expected.tolist())
 
@@ -27,8 +27,9 @@ def test_coo_csr_round_trip_and_degrees(edges):
 @given(random_edges())
 def test_graph_csr_is_view_of_sorted_coo(edges):
     edge_index, n = edges
-    g = Graph.from_edges(edge_index, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long),
-                         clean=CleanOptions(dedupe=False))
+    g = Graph.from_edges(
+        edge_index, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long), clean=CleanOptions(dedupe=False)
+    )
     csr = g.csr
     assert csr.col.data_ptr() == g.edge_index[0].data_ptr()  # no second copy of the column array
     assert torch.equal(csr_to_coo(csr), g.edge_index)

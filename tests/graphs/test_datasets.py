@@ -67,7 +67,9 @@ def test_empty_root_offline_gives_one_line(tmp_path, name, raw):
 
 @pytest.mark.skipif(HAS_OGB, reason="ogb is installed: the missing-package path cannot be reached")
 def test_ogb_missing_says_how_to_install(tmp_path):
-    with pytest.raises(GraphError, match=r"^dataset 'ogbn-arxiv' needs the ogb package: pip install 'gnnbench\[ogb\]'$"):
+    with pytest.raises(
+        GraphError, match=r"^dataset 'ogbn-arxiv' needs the ogb package: pip install 'gnnbench\[ogb\]'$"
+    ):
         load_dataset("ogbn-arxiv", str(tmp_path))
 
 

@@ -103,16 +103,19 @@ def test_hill_rejects_degenerate_input():
         hill_exponent(torch.arange(100), tail_fraction=1.5)
 
 
-@pytest.mark.parametrize("field,value,match", [
-    ("num_nodes", 1, "num_nodes"),
-    ("exponent", 2.0, r"exponent must be a number in \(2, 5\] \(got 2.0\)"),
-    ("homophily", 1.5, "homophily"),
-    ("num_classes", 1, "num_classes"),
-    ("avg_degree", 0.0, "avg_degree"),
-    ("feature_dim", 0, "feature_dim"),
-    ("train_frac", 0.0, "train_frac"),
-    ("feature_snr", float("nan"), "feature_snr"),
-])
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("num_nodes", 1, "num_nodes"),
+        ("exponent", 2.0, r"exponent must be a number in \(2, 5\] \(got 2.0\)"),
+        ("homophily", 1.5, "homophily"),
+        ("num_classes", 1, "num_classes"),
+        ("avg_degree", 0.0, "avg_degree"),
+        ("feature_dim", 0, "feature_dim"),
+        ("train_frac", 0.0, "train_frac"),
+        ("feature_snr", float("nan"), "feature_snr"),
+    ],
+)
 def test_spec_rejects_bad_values(field, value, match):
     with pytest.raises(ValueError, match=match):
         GraphSpec(**{field: value})

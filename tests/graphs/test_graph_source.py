@@ -39,8 +39,12 @@ def small_graph():
 
 def _user_file(graph, path: Path, *, held_out: bool = False) -> Path:
     """The graph as a user would hand it over: no spec, and (by default) no held-out link edges."""
-    g = dataclasses.replace(graph, meta={}, lp_val_pos=graph.lp_val_pos if held_out else None,
-                            lp_test_pos=graph.lp_test_pos if held_out else None)
+    g = dataclasses.replace(
+        graph,
+        meta={},
+        lp_val_pos=graph.lp_val_pos if held_out else None,
+        lp_test_pos=graph.lp_test_pos if held_out else None,
+    )
     save_npz(g, path)
     return path
 
@@ -110,7 +114,7 @@ def test_link_holdout_is_seeded_disjoint_and_not_in_message_passing(small_graph)
     keys = pairs[0] * n + pairs[1]
     assert keys.unique().numel() == keys.numel()  # disjoint, no repeats
     assert bool((pairs[0] < pairs[1]).all())  # undirected pairs, no self loops
-    undirected = int(((g.edge_index[0] < g.edge_index[1])).sum())
+    undirected = int((g.edge_index[0] < g.edge_index[1]).sum())
     assert a.lp_val_pos.size(1) == int(LINK_HOLDOUT[0] * undirected)
     split = a.link_split()
     kept = split.edge_index[1].to(torch.int64) * n + split.edge_index[0]
@@ -141,8 +145,26 @@ def _result(path: Path) -> dict:
 def test_cli_run_on_a_loaded_graph_records_source_and_fingerprint(small_graph, tmp_path, capsys):
     path = _user_file(small_graph, tmp_path / "mine.npz")
     out = tmp_path / "r.json"
-    assert main(["run", "--load", str(path), "--epochs", "2", "--warmup", "1", "--fanout", "5,5",
-                 "--batch-size", "128", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--load",
+                str(path),
+                "--epochs",
+                "2",
+                "--warmup",
+                "1",
+                "--fanout",
+                "5,5",
+                "--batch-size",
+                "128",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = _result(out)
     assert r["status"] == "ok" and r["config"]["spec"] is None
     assert r["config"]["source"]["location"] == str(path.resolve())
@@ -154,8 +176,30 @@ def test_cli_run_on_a_loaded_graph_records_source_and_fingerprint(small_graph, t
 def test_cli_link_task_on_a_loaded_graph_uses_the_seeded_holdout(small_graph, tmp_path):
     path = _user_file(small_graph, tmp_path / "mine.npz")
     out = tmp_path / "r.json"
-    assert main(["run", "--load", str(path), "--task", "link", "--epochs", "1", "--warmup", "1", "--fanout", "5,5",
-                 "--batch-size", "256", "--max-steps", "3", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--load",
+                str(path),
+                "--task",
+                "link",
+                "--epochs",
+                "1",
+                "--warmup",
+                "1",
+                "--fanout",
+                "5,5",
+                "--batch-size",
+                "256",
+                "--max-steps",
+                "3",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     r = _result(out)
     assert r["status"] == "ok" and "seeded split" in r["graph"]["link_holdout"]
     assert np.isfinite(r["accuracy"]["test"])
@@ -165,8 +209,30 @@ def test_cli_link_task_on_a_loaded_graph_uses_the_seeded_holdout(small_graph, tm
 def test_cli_compare_on_a_loaded_graph_in_separate_processes(small_graph, tmp_path):
     path = _user_file(small_graph, tmp_path / "mine.npz")
     out_dir = tmp_path / "sweep"
-    assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "1", "--epochs", "1",
-                 "--warmup", "1", "--fanout", "5,5", "--batch-size", "128", "--out-dir", str(out_dir)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--load",
+                str(path),
+                "--flags",
+                "int32",
+                "--repeats",
+                "1",
+                "--epochs",
+                "1",
+                "--warmup",
+                "1",
+                "--fanout",
+                "5,5",
+                "--batch-size",
+                "128",
+                "--out-dir",
+                str(out_dir),
+            ]
+        )
+        == 0
+    )
     results = [_result(p) for p in out_dir.glob("*-r0-*.json")]
     assert {r["label"] for r in results} >= {"baseline", "int32"}
     fps = {r["config"]["source"]["fingerprint"] for r in results}
@@ -175,11 +241,14 @@ def test_cli_compare_on_a_loaded_graph_in_separate_processes(small_graph, tmp_pa
     assert {r["graph"]["loaded_from"] for r in results if r["status"] == "ok"} == {"prepared copy"}
 
 
-@pytest.mark.parametrize("extra, message", [
-    (["--preset", "tiny"], "cannot be combined with --load"),
-    (["--nodes", "500"], "do not apply to --load"),
-    (["--dataset", "KarateClub"], "not both"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--preset", "tiny"], "cannot be combined with --load"),
+        (["--nodes", "500"], "do not apply to --load"),
+        (["--dataset", "KarateClub"], "not both"),
+    ],
+)
 def test_cli_refuses_contradicting_graph_options(small_graph, tmp_path, capsys, extra, message):
     path = _user_file(small_graph, tmp_path / "mine.npz")
     assert main(["run", "--load", str(path), *extra]) == 2
@@ -198,14 +267,36 @@ def test_cli_missing_file_is_one_line(tmp_path, capsys):
 def test_edge_list_without_labels_is_judged_by_epoch_time_only(small_graph, tmp_path, capsys):
     path = tmp_path / "edges.csv"
     np.savetxt(path, small_graph.edge_index.numpy().T, fmt="%d", delimiter=",", header="src,dst", comments="")
-    assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "2", "--epochs", "1",
-                 "--warmup", "1", "--fanout", "5,5", "--batch-size", "128", "--in-process", "--json",
-                 "--out-dir", str(tmp_path / "sweep")]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--load",
+                str(path),
+                "--flags",
+                "int32",
+                "--repeats",
+                "2",
+                "--epochs",
+                "1",
+                "--warmup",
+                "1",
+                "--fanout",
+                "5,5",
+                "--batch-size",
+                "128",
+                "--in-process",
+                "--json",
+                "--out-dir",
+                str(tmp_path / "sweep"),
+            ]
+        )
+        == 0
+    )
     comparison = json.loads(capsys.readouterr().out)
     assert comparison["target"] is None and "labels were substituted" in comparison["target_source"]
     rows = [r for r in comparison["rows"] if r["label"] != "baseline" and r.get("status") == "ok"]
-    assert rows and all(r["primary"] == "epoch time" and r["acc_verdict"] == "n/a: labels substituted"
-                        for r in rows)
+    assert rows and all(r["primary"] == "epoch time" and r["acc_verdict"] == "n/a: labels substituted" for r in rows)
     result = _result(next((tmp_path / "sweep").glob("baseline-r0-*.json")))
     assert result["graph"]["labels_substituted"] is True and "labels" in result["graph"]["substituted"]
 
@@ -214,8 +305,12 @@ def test_graph_command_reports_load_cost_and_the_synthetic_twin(small_graph, tmp
     path = _user_file(small_graph, tmp_path / "mine.npz")
     assert main(["graph", "--load", str(path), "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    assert r["load_seconds"] > 0 and r["load_peak_bytes"] >= 0 and r["graph_bytes"] == small_graph.nbytes() - sum(
-        t.nbytes for t in (small_graph.lp_val_pos, small_graph.lp_test_pos))
+    assert (
+        r["load_seconds"] > 0
+        and r["load_peak_bytes"] >= 0
+        and r["graph_bytes"]
+        == small_graph.nbytes() - sum(t.nbytes for t in (small_graph.lp_val_pos, small_graph.lp_test_pos))
+    )
     assert r["twin"]["preset"] == "tiny" and r["twin"]["cli"].startswith("--preset tiny --nodes 1500")
     assert main(["graph", "--load", str(path)]) == 0
     text = capsys.readouterr().out
@@ -249,8 +344,10 @@ def _write_format(tmp_path: Path, fmt: str) -> Path:
         np.save(tmp_path / "g.features.npy", x)
         np.save(tmp_path / "g.labels.npy", y)
         return path
-    torch.save(Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(edges.T.copy())),
-               tmp_path / "g.pt")
+    torch.save(
+        Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(edges.T.copy())),
+        tmp_path / "g.pt",
+    )
     return tmp_path / "g.pt"
 
 
@@ -259,9 +356,31 @@ def _write_format(tmp_path: Path, fmt: str) -> Path:
 def test_each_format_goes_through_compare_and_report(tmp_path, fmt):
     path = _write_format(tmp_path, fmt)
     out_dir = tmp_path / "sweep"
-    assert main(["compare", "--load", str(path), "--flags", "int32", "--repeats", "1", "--epochs", "1",
-                 "--warmup", "1", "--fanout", "5,5", "--batch-size", "256", "--in-process",
-                 "--out-dir", str(out_dir)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--load",
+                str(path),
+                "--flags",
+                "int32",
+                "--repeats",
+                "1",
+                "--epochs",
+                "1",
+                "--warmup",
+                "1",
+                "--fanout",
+                "5,5",
+                "--batch-size",
+                "256",
+                "--in-process",
+                "--out-dir",
+                str(out_dir),
+            ]
+        )
+        == 0
+    )
     base = _result(next(out_dir.glob("baseline-r0-*.json")))
     assert base["status"] == "ok" and not base["graph"].get("labels_substituted")
     assert base["graph"]["num_nodes"] == 1500

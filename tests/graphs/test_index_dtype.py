@@ -24,12 +24,21 @@ from tests.helpers import QUICK
 
 # op name -> positions of its index arguments
 INDEX_ARGS = {
-    "aten.index_select.default": (2,), "aten.index_add.default": (2,), "aten.index_add_.default": (2,),
-    "aten.index_copy_.default": (2,), "aten.index_copy.default": (2,), "aten.index_fill_.int_Scalar": (2,),
-    "aten.gather.default": (2,), "aten.scatter_add.default": (2,), "aten.scatter_add_.default": (2,),
-    "aten.scatter_reduce.two": (2,), "aten.scatter_reduce_.two": (2,),
-    "aten._sparse_csr_tensor_unsafe.default": (0, 1), "aten.sparse_compressed_tensor.comp_plain_value_size": (0, 1),
-    "aten._sparse_compressed_tensor_unsafe.default": (0, 1), "aten.bincount.default": (0,),
+    "aten.index_select.default": (2,),
+    "aten.index_add.default": (2,),
+    "aten.index_add_.default": (2,),
+    "aten.index_copy_.default": (2,),
+    "aten.index_copy.default": (2,),
+    "aten.index_fill_.int_Scalar": (2,),
+    "aten.gather.default": (2,),
+    "aten.scatter_add.default": (2,),
+    "aten.scatter_add_.default": (2,),
+    "aten.scatter_reduce.two": (2,),
+    "aten.scatter_reduce_.two": (2,),
+    "aten._sparse_csr_tensor_unsafe.default": (0, 1),
+    "aten.sparse_compressed_tensor.comp_plain_value_size": (0, 1),
+    "aten._sparse_compressed_tensor_unsafe.default": (0, 1),
+    "aten.bincount.default": (0,),
 }
 
 
@@ -49,8 +58,13 @@ class IndexDtypes(TorchDispatchMode):
                 self.seen[(name, args[i].dtype)] += 1
                 if args[i].dtype == torch.int64:
                     self.int64_sizes[(name, args[i].numel())] += 1
-        if (name == "aten._to_copy.default" and args and isinstance(args[0], torch.Tensor)
-                and args[0].dtype == torch.int32 and (kwargs or {}).get("dtype") == torch.int64):
+        if (
+            name == "aten._to_copy.default"
+            and args
+            and isinstance(args[0], torch.Tensor)
+            and args[0].dtype == torch.int32
+            and (kwargs or {}).get("dtype") == torch.int64
+        ):
             self.widenings.append(args[0].numel())
         if name == "aten.index.Tensor":
             for t in args[1]:
@@ -61,8 +75,9 @@ class IndexDtypes(TorchDispatchMode):
 
 def _step_index_dtypes(model: str, names: list[str]) -> tuple[IndexDtypes, int]:
     """The index dtypes of one timed step, and the batch's edge count."""
-    cfg = dataclasses.replace(QUICK, model=model, flags=registry.flags_for(names, QUICK.flags),
-                              max_steps_per_epoch=None, warmup_steps=3)
+    cfg = dataclasses.replace(
+        QUICK, model=model, flags=registry.flags_for(names, QUICK.flags), max_steps_per_epoch=None, warmup_steps=3
+    )
     trainer = Trainer(cfg)
     batches = trainer.pipeline.batches.epoch(0)
     trainer.step(next(batches), None, trainer.timer)  # warm-up
@@ -77,11 +92,17 @@ def _step_index_dtypes(model: str, names: list[str]) -> tuple[IndexDtypes, int]:
 SCATTER_OPS = {"aten.index_select.default", "aten.index_add.default", "aten.index_add_.default"}
 
 
-@pytest.mark.parametrize("model,names", [
-    ("gcn", ["int32"]), ("sage", ["int32"]), ("gcn", ["int32", "sparse_agg", "csr"]),
-    ("sage", ["int32", "sparse_agg", "csr"]), ("gcn", ["int32", "cached_norm"]),
-    ("gcn", ["int32", "cached_norm", "sparse_agg", "csr"]),
-])
+@pytest.mark.parametrize(
+    "model,names",
+    [
+        ("gcn", ["int32"]),
+        ("sage", ["int32"]),
+        ("gcn", ["int32", "sparse_agg", "csr"]),
+        ("sage", ["int32", "sparse_agg", "csr"]),
+        ("gcn", ["int32", "cached_norm"]),
+        ("gcn", ["int32", "cached_norm", "sparse_agg", "csr"]),
+    ],
+)
 def test_int32_reaches_every_index_kernel_of_the_step(model, names):
     rec, num_edges = _step_index_dtypes(model, names)
     seen = rec.seen

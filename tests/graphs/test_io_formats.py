@@ -51,19 +51,24 @@ def test_npz_round_trip(tmp_path, reference):
 
 def test_pyg_data_round_trip(tmp_path, reference):
     edges, x, y = reference
-    torch.save(Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(edges.T.copy())),
-               tmp_path / "g.pt")
+    torch.save(
+        Data(x=torch.from_numpy(x), y=torch.from_numpy(y), edge_index=torch.from_numpy(edges.T.copy())),
+        tmp_path / "g.pt",
+    )
     _check(load_graph(tmp_path / "g.pt"), reference)
 
 
-@pytest.mark.parametrize("name,delimiter,header,comment,side", [
-    ("g.csv", ",", None, False, ("features", "labels")),
-    ("g.csv", ",", "src,dst", True, ("features", "labels")),
-    ("g.tsv", "\t", None, True, ("x", "y")),
-    ("g.tsv", "\t", "source\ttarget", False, ("x", "y")),
-    ("g.txt", " ", None, False, ("features", "y")),
-    ("g.txt", "  ", "# src dst\nfrom to", True, ("x", "labels")),
-])
+@pytest.mark.parametrize(
+    "name,delimiter,header,comment,side",
+    [
+        ("g.csv", ",", None, False, ("features", "labels")),
+        ("g.csv", ",", "src,dst", True, ("features", "labels")),
+        ("g.tsv", "\t", None, True, ("x", "y")),
+        ("g.tsv", "\t", "source\ttarget", False, ("x", "y")),
+        ("g.txt", " ", None, False, ("features", "y")),
+        ("g.txt", "  ", "# src dst\nfrom to", True, ("x", "labels")),
+    ],
+)
 def test_edge_list_round_trip(tmp_path, reference, name, delimiter, header, comment, side):
     edges, x, y = reference
     path = tmp_path / name

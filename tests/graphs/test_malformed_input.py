@@ -77,8 +77,9 @@ def _corrupt_npz(g, corruption, data):
         arrays["edge_index"] = np.zeros((2, 0), dtype=np.int64)
     elif corruption == "edge_dims":
         three_rows = np.stack([e[0], e[1], e[0]])  # [3, E]; with E == 2 it would be a valid [E, 2] list
-        arrays["edge_index"] = data.draw(st.sampled_from([e.reshape(-1), e[None]]
-                                                         + ([three_rows] if e.shape[1] != 2 else [])))
+        arrays["edge_index"] = data.draw(
+            st.sampled_from([e.reshape(-1), e[None]] + ([three_rows] if e.shape[1] != 2 else []))
+        )
     elif corruption == "feature_dims":
         arrays["x"] = data.draw(st.sampled_from([g["x"][:, 0], g["x"][None]]))
     elif corruption == "label_dims":
@@ -96,10 +97,30 @@ def _corrupt_npz(g, corruption, data):
     return arrays
 
 
-NPZ_CORRUPTIONS = ["id_out_of_range", "negative_id", "float_ids", "float_labels", "nan_feature", "labels_length",
-                   "mask_length", "masks_overlap", "train_mask_empty", "partial_masks", "empty_edges", "edge_dims",
-                   "feature_dims", "label_dims", "string_edges", "missing_key", "num_nodes_mismatch",
-                   "integer_features", "bad_lp_pos", "truncated", "garbage", "npy_not_npz"]
+NPZ_CORRUPTIONS = [
+    "id_out_of_range",
+    "negative_id",
+    "float_ids",
+    "float_labels",
+    "nan_feature",
+    "labels_length",
+    "mask_length",
+    "masks_overlap",
+    "train_mask_empty",
+    "partial_masks",
+    "empty_edges",
+    "edge_dims",
+    "feature_dims",
+    "label_dims",
+    "string_edges",
+    "missing_key",
+    "num_nodes_mismatch",
+    "integer_features",
+    "bad_lp_pos",
+    "truncated",
+    "garbage",
+    "npy_not_npz",
+]
 
 
 @settings(max_examples=60, deadline=None)
@@ -184,15 +205,35 @@ def _write_edge_list(path: Path, g, corruption, data):
         feat.write_bytes(blob[: data.draw(st.integers(0, len(blob) - 1))])
 
 
-EDGE_LIST_CORRUPTIONS = ["float_id", "three_columns", "all_three_columns", "one_column", "word_in_row",
-                         "header_only", "empty_file", "negative_id", "id_beyond_features", "binary", "not_utf8",
-                         "nan_features", "float_labels", "lengths_disagree", "feature_dims", "masks_overlap",
-                         "truncated_features", "two_feature_files"]
+EDGE_LIST_CORRUPTIONS = [
+    "float_id",
+    "three_columns",
+    "all_three_columns",
+    "one_column",
+    "word_in_row",
+    "header_only",
+    "empty_file",
+    "negative_id",
+    "id_beyond_features",
+    "binary",
+    "not_utf8",
+    "nan_features",
+    "float_labels",
+    "lengths_disagree",
+    "feature_dims",
+    "masks_overlap",
+    "truncated_features",
+    "two_feature_files",
+]
 
 
 @settings(max_examples=60, deadline=None)
-@given(g=small_graphs(), corruption=st.sampled_from(EDGE_LIST_CORRUPTIONS), suffix=st.sampled_from([".csv", ".tsv", ".txt"]),
-       data=st.data())
+@given(
+    g=small_graphs(),
+    corruption=st.sampled_from(EDGE_LIST_CORRUPTIONS),
+    suffix=st.sampled_from([".csv", ".tsv", ".txt"]),
+    data=st.data(),
+)
 def test_malformed_edge_list_is_refused(g, corruption, suffix, data):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"e_{corruption}{suffix}"
@@ -202,37 +243,56 @@ def test_malformed_edge_list_is_refused(g, corruption, suffix, data):
 
 # ------------------------------------------------------------ explicit cases
 def _npz(tmp_path, name="g.npz", **arrays):
-    base = {"edge_index": np.array([[0, 1, 2], [1, 2, 0]]), "x": np.zeros((3, 2), np.float32),
-            "y": np.array([0, 1, 0])}
+    base = {"edge_index": np.array([[0, 1, 2], [1, 2, 0]]), "x": np.zeros((3, 2), np.float32), "y": np.array([0, 1, 0])}
     base.update(arrays)
     path = tmp_path / name
     np.savez(path, **{k: v for k, v in base.items() if v is not None})
     return path
 
 
-@pytest.mark.parametrize("arrays,fragments", [
-    ({"edge_index": np.array([[0, 5], [1, 2]])}, ["node id 5, out of range for num_nodes=3", "[0, 2]"]),
-    ({"edge_index": np.array([[0, -1], [1, 2]])}, ["negative node id -1", "[0, 2]"]),
-    ({"edge_index": np.array([[0.0, 1.5], [1.0, 2.0]])}, ["edge_index must hold integers (got dtype torch.float64)"]),
-    ({"y": np.array([0.0, 1.5, 0.0])}, ["labels y must be integers (got dtype torch.float64)"]),
-    ({"x": np.array([[0, np.nan], [0, 0], [0, 0]])}, ["features x contain NaN values", "row 0, column 1"]),
-    ({"x": np.array([[0, np.inf], [0, 0], [0, 0]])}, ["features x contain Inf values"]),
-    ({"y": np.array([0, 1])}, ["labels y must have shape [3] (got [2])"]),
-    ({"x": np.zeros(3)}, ["features x must have shape [num_nodes, num_features] (got [3])"]),
-    ({"edge_index": np.array([0, 1, 2])}, ["edge_index must have shape [2, num_edges] (got [3])"]),
-    ({"edge_index": np.zeros((2, 0), np.int64)}, ["the graph has no edges"]),
-    ({"train_mask": np.array([1, 0, 0], bool), "val_mask": np.array([1, 1, 0], bool),
-      "test_mask": np.array([0, 0, 1], bool)}, ["train_mask and val_mask overlap (1 nodes, first node 0)"]),
-    ({"train_mask": np.zeros(3, bool), "val_mask": np.array([1, 1, 0], bool), "test_mask": np.array([0, 0, 1], bool)},
-     ["train_mask selects no node"]),
-    ({"train_mask": np.array([1, 0, 0], bool)}, ["give all three of train_mask, val_mask, test_mask"]),
-    ({"train_mask": np.array([2, 0, 0]), "val_mask": np.array([0, 1, 0]), "test_mask": np.array([0, 0, 1])},
-     ["train_mask must be bool or 0/1 integers"]),
-    ({"num_nodes": np.float64(3.5)}, ["num_nodes must be a single integer"]),
-    ({"y": None}, ["has no 'y' array (accepted names: y, labels"]),
-    ({"edge_index": np.array([["0", "1"], ["1", "2"]])}, ["edge_index must be a numeric array"]),
-    ({"lp_val_pos": np.array([[0], [9]])}, ["lp_val_pos holds node id 9; ids must be in [0, 2]"]),
-])
+@pytest.mark.parametrize(
+    "arrays,fragments",
+    [
+        ({"edge_index": np.array([[0, 5], [1, 2]])}, ["node id 5, out of range for num_nodes=3", "[0, 2]"]),
+        ({"edge_index": np.array([[0, -1], [1, 2]])}, ["negative node id -1", "[0, 2]"]),
+        (
+            {"edge_index": np.array([[0.0, 1.5], [1.0, 2.0]])},
+            ["edge_index must hold integers (got dtype torch.float64)"],
+        ),
+        ({"y": np.array([0.0, 1.5, 0.0])}, ["labels y must be integers (got dtype torch.float64)"]),
+        ({"x": np.array([[0, np.nan], [0, 0], [0, 0]])}, ["features x contain NaN values", "row 0, column 1"]),
+        ({"x": np.array([[0, np.inf], [0, 0], [0, 0]])}, ["features x contain Inf values"]),
+        ({"y": np.array([0, 1])}, ["labels y must have shape [3] (got [2])"]),
+        ({"x": np.zeros(3)}, ["features x must have shape [num_nodes, num_features] (got [3])"]),
+        ({"edge_index": np.array([0, 1, 2])}, ["edge_index must have shape [2, num_edges] (got [3])"]),
+        ({"edge_index": np.zeros((2, 0), np.int64)}, ["the graph has no edges"]),
+        (
+            {
+                "train_mask": np.array([1, 0, 0], bool),
+                "val_mask": np.array([1, 1, 0], bool),
+                "test_mask": np.array([0, 0, 1], bool),
+            },
+            ["train_mask and val_mask overlap (1 nodes, first node 0)"],
+        ),
+        (
+            {
+                "train_mask": np.zeros(3, bool),
+                "val_mask": np.array([1, 1, 0], bool),
+                "test_mask": np.array([0, 0, 1], bool),
+            },
+            ["train_mask selects no node"],
+        ),
+        ({"train_mask": np.array([1, 0, 0], bool)}, ["give all three of train_mask, val_mask, test_mask"]),
+        (
+            {"train_mask": np.array([2, 0, 0]), "val_mask": np.array([0, 1, 0]), "test_mask": np.array([0, 0, 1])},
+            ["train_mask must be bool or 0/1 integers"],
+        ),
+        ({"num_nodes": np.float64(3.5)}, ["num_nodes must be a single integer"]),
+        ({"y": None}, ["has no 'y' array (accepted names: y, labels"]),
+        ({"edge_index": np.array([["0", "1"], ["1", "2"]])}, ["edge_index must be a numeric array"]),
+        ({"lp_val_pos": np.array([[0], [9]])}, ["lp_val_pos holds node id 9; ids must be in [0, 2]"]),
+    ],
+)
 def test_npz_classes(tmp_path, arrays, fragments):
     _expect_refusal(_npz(tmp_path, **arrays), *fragments)
 
@@ -251,7 +311,9 @@ def test_npz_file_classes(tmp_path):
     np.save(tmp_path / "single.npy", np.zeros(3))
     (tmp_path / "single.npz").write_bytes((tmp_path / "single.npy").read_bytes())
     _expect_refusal(tmp_path / "single.npz", "single .npy array, not an .npz archive")
-    np.savez(tmp_path / "obj.npz", edge_index=np.array([[0], [1]], dtype=object), x=np.zeros((2, 1)), y=np.zeros(2, int))
+    np.savez(
+        tmp_path / "obj.npz", edge_index=np.array([[0], [1]], dtype=object), x=np.zeros((2, 1)), y=np.zeros(2, int)
+    )
     _expect_refusal(tmp_path / "obj.npz", "cannot read array 'edge_index'")
 
 
@@ -268,19 +330,22 @@ def _edge_list(tmp_path, text, name="e.csv", x=None, y=None):
 ACCEPTED = "accepted: two integer columns src,dst per line"
 
 
-@pytest.mark.parametrize("text,fragments", [
-    ("0,1\n1.5,2\n", ["could not convert string '1.5' to int64 at row 1, column 1", ACCEPTED]),
-    ("0,1\n1,2,3\n", ["the number of columns changed from 2 to 3", ACCEPTED]),
-    ("0,1,2\n1,2,3\n", ["rows have 3 columns", ACCEPTED]),
-    ("src,dst\n", ["holds only a header line and no edge rows: the edge list is empty", ACCEPTED]),
-    ("# just a comment\n\n", ["holds no edge rows: the edge list is empty"]),
-    ("", ["holds no edge rows: the edge list is empty"]),
-    ("0,1\n-3,2\n", ["negative node id -3"]),
-    ("0,1\nfoo,2\n", ["could not convert string 'foo' to int64"]),
-    (b"\x00\x01\x02garbage", ["holds binary data (NUL bytes), not a text edge list", ACCEPTED]),
-    (b"0,1\n\xff\xfe,1\n", ["is not UTF-8 text", ACCEPTED]),
-    ("0,99999999999999999999999\n", ["could not convert string '99999999999999999999999' to int64"]),
-])
+@pytest.mark.parametrize(
+    "text,fragments",
+    [
+        ("0,1\n1.5,2\n", ["could not convert string '1.5' to int64 at row 1, column 1", ACCEPTED]),
+        ("0,1\n1,2,3\n", ["the number of columns changed from 2 to 3", ACCEPTED]),
+        ("0,1,2\n1,2,3\n", ["rows have 3 columns", ACCEPTED]),
+        ("src,dst\n", ["holds only a header line and no edge rows: the edge list is empty", ACCEPTED]),
+        ("# just a comment\n\n", ["holds no edge rows: the edge list is empty"]),
+        ("", ["holds no edge rows: the edge list is empty"]),
+        ("0,1\n-3,2\n", ["negative node id -3"]),
+        ("0,1\nfoo,2\n", ["could not convert string 'foo' to int64"]),
+        (b"\x00\x01\x02garbage", ["holds binary data (NUL bytes), not a text edge list", ACCEPTED]),
+        (b"0,1\n\xff\xfe,1\n", ["is not UTF-8 text", ACCEPTED]),
+        ("0,99999999999999999999999\n", ["could not convert string '99999999999999999999999' to int64"]),
+    ],
+)
 def test_edge_list_classes(tmp_path, text, fragments):
     _expect_refusal(_edge_list(tmp_path, text), *fragments)
 
@@ -319,15 +384,20 @@ def test_pt_classes(tmp_path):
     _expect_refusal(tmp_path / "dict.pt", "holds a dict, not a torch_geometric.data.Data")
     torch.save(Data(x=torch.zeros(2, 1), edge_index=torch.tensor([[0], [1]])), tmp_path / "noy.pt")
     _expect_refusal(tmp_path / "noy.pt", "PyG Data is missing ['y']")
-    bad = Data(x=torch.tensor([[0.0], [float("nan")]]), y=torch.zeros(2, dtype=torch.long),
-               edge_index=torch.tensor([[0], [1]]))
+    bad = Data(
+        x=torch.tensor([[0.0], [float("nan")]]), y=torch.zeros(2, dtype=torch.long), edge_index=torch.tensor([[0], [1]])
+    )
     torch.save(bad, tmp_path / "nan.pt")
     _expect_refusal(tmp_path / "nan.pt", "features x contain NaN values")
     multi = Data(x=torch.zeros(2, 1), y=torch.zeros(2, 3, dtype=torch.long), edge_index=torch.tensor([[0], [1]]))
     torch.save(multi, tmp_path / "multi.pt")
     _expect_refusal(tmp_path / "multi.pt", "labels y must have shape [2] (got [2, 3])")
-    held = Data(x=torch.zeros(2, 1), y=torch.zeros(2, dtype=torch.long), edge_index=torch.tensor([[0], [1]]),
-                lp_val_pos=torch.tensor([[0], [5]]))
+    held = Data(
+        x=torch.zeros(2, 1),
+        y=torch.zeros(2, dtype=torch.long),
+        edge_index=torch.tensor([[0], [1]]),
+        lp_val_pos=torch.tensor([[0], [5]]),
+    )
     torch.save(held, tmp_path / "held.pt")
     _expect_refusal(tmp_path / "held.pt", "lp_val_pos holds node id 5")
     blob = (tmp_path / "held.pt").read_bytes()

@@ -10,8 +10,7 @@ from tests.graphs_strategies import random_edges
 def dense_reference(edge_index, n, add_self_loops):
     """float64 D^-1/2 (A + I) D^-1/2 with A[target, source] (multi-edges summed), zero-degree masked."""
     A = torch.zeros(n, n, dtype=torch.float64)
-    A.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.size(1), dtype=torch.float64),
-                 accumulate=True)
+    A.index_put_((edge_index[1], edge_index[0]), torch.ones(edge_index.size(1), dtype=torch.float64), accumulate=True)
     if add_self_loops:
         # "remaining" self loops: exactly one per node (weight 1 here), repeated loops count once
         torch.diagonal(A).fill_(1.0)

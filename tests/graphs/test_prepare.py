@@ -58,8 +58,9 @@ def test_prepare_int32_preserves_graph_and_halves_index_bytes(edges):
 @given(random_edges(), st.sampled_from(["int64", "int32"]))
 def test_cached_and_recomputed_agree(edges, index_dtype):
     edge_index, n = edges
-    g = Graph.from_edges(edge_index, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long),
-                         clean=CleanOptions(self_loops="keep"))
+    g = Graph.from_edges(
+        edge_index, torch.zeros(n, 2), torch.zeros(n, dtype=torch.long), clean=CleanOptions(self_loops="keep")
+    )
     base = prepare(g, Flags(index_dtype=index_dtype))
     opt = prepare(g, Flags(index_dtype=index_dtype, cached_norm=True, keep_csr=True, batch_source="full"))
     assert base.norm is None and base.csr is None
@@ -86,10 +87,13 @@ def test_prepare_reexports_the_index_helpers():
     assert to_index_dtype is index.to_index_dtype
 
 
-@pytest.mark.parametrize("num_nodes, num_edges, what, value", [
-    (2**31 + 1, 10, "node id", 2**31),
-    (10, 2**31, "edge offset", 2**31),
-])
+@pytest.mark.parametrize(
+    "num_nodes, num_edges, what, value",
+    [
+        (2**31 + 1, 10, "node id", 2**31),
+        (10, 2**31, "edge offset", 2**31),
+    ],
+)
 def test_unavailable_refuses_int32_when_the_graph_does_not_fit(num_nodes, num_edges, what, value):
     ctx = RunContext(num_nodes=num_nodes, num_edges=num_edges)
     with pytest.raises(IndexOverflowError) as raised:
@@ -98,9 +102,16 @@ def test_unavailable_refuses_int32_when_the_graph_does_not_fit(num_nodes, num_ed
     assert unavailable(Flags(), ctx) == [], "int64 always fits"
 
 
-@pytest.mark.parametrize("num_nodes, num_edges", [
-    (None, None), (2**31, None), (None, INT32_MAX), (2**31, INT32_MAX), (1, 0),
-])
+@pytest.mark.parametrize(
+    "num_nodes, num_edges",
+    [
+        (None, None),
+        (2**31, None),
+        (None, INT32_MAX),
+        (2**31, INT32_MAX),
+        (1, 0),
+    ],
+)
 def test_unavailable_accepts_int32_when_sizes_fit_or_are_unknown(num_nodes, num_edges):
     ctx = RunContext(num_nodes=num_nodes, num_edges=num_edges)
     assert unavailable(Flags(index_dtype="int32"), ctx) == []

@@ -16,9 +16,11 @@ def test_tiny_is_closest_to_tiny_and_its_twin_reproduces_it(tiny_graph):
     o = twin["overrides"]
     assert o["num_nodes"] == tiny_graph.num_nodes and o["num_classes"] == tiny_graph.num_classes
     assert o["feature_dim"] == tiny_graph.num_features and 2.0 < o["exponent"] <= 5.0
-    assert twin["cli"] == (f"--preset tiny --nodes {o['num_nodes']} --avg-degree {o['avg_degree']} "
-                           f"--exponent {o['exponent']} --homophily {o['homophily']} --classes {o['num_classes']} "
-                           f"--feature-dim {o['feature_dim']}")
+    assert twin["cli"] == (
+        f"--preset tiny --nodes {o['num_nodes']} --avg-degree {o['avg_degree']} "
+        f"--exponent {o['exponent']} --homophily {o['homophily']} --classes {o['num_classes']} "
+        f"--feature-dim {o['feature_dim']}"
+    )
     original = graph_signature(tiny_graph)
     again = graph_signature(generate(twin_spec(tiny_graph, seed=1)))  # another draw of the twin
     assert math.isclose(again["num_nodes"], original["num_nodes"])
@@ -28,8 +30,9 @@ def test_tiny_is_closest_to_tiny_and_its_twin_reproduces_it(tiny_graph):
 
 
 def test_twin_of_a_different_graph_mimics_it():
-    spec = GraphSpec.preset("tiny", num_nodes=60_000, avg_degree=6.0, exponent=3.2, homophily=0.8,
-                            num_classes=4, feature_dim=8, seed=5)
+    spec = GraphSpec.preset(
+        "tiny", num_nodes=60_000, avg_degree=6.0, exponent=3.2, homophily=0.8, num_classes=4, feature_dim=8, seed=5
+    )
     graph = generate(spec)
     twin = closest_preset(graph)
     assert twin["preset"] == "small"  # log10(100k / 60k) = 0.22 < log10(60k / 10k) = 0.78

@@ -6,8 +6,9 @@ from gnnbench.measure.comparison import compare
 from tests.advice.test_distributed_advice import PART, _partition_run
 
 
-def _run(label: str, rnd: int, step: float, flags: Flags, *, test: float = 0.5,
-         distributed: dict | None = None) -> dict:
+def _run(
+    label: str, rnd: int, step: float, flags: Flags, *, test: float = 0.5, distributed: dict | None = None
+) -> dict:
     r = _partition_run(label, rnd, step)
     r["config"]["flags"] = flags.to_dict()
     r["optimizations"] = []  # nothing named: only the flags say what each configuration is
@@ -18,8 +19,17 @@ def _run(label: str, rnd: int, step: float, flags: Flags, *, test: float = 0.5,
 
 
 def _parallel(mode: str, compression: str = "none", **extra) -> dict:
-    return {"world_size": 2, "backend": "gloo", "parallel": mode, "grad_compression": compression, "comm_share": 0.5,
-            "bytes_per_step": 1024.0, "dense_bytes_per_step": 1024.0, "compression_ratio": 1.0, **extra}
+    return {
+        "world_size": 2,
+        "backend": "gloo",
+        "parallel": mode,
+        "grad_compression": compression,
+        "comm_share": 0.5,
+        "bytes_per_step": 1024.0,
+        "dense_bytes_per_step": 1024.0,
+        "compression_ratio": 1.0,
+        **extra,
+    }
 
 
 FULL = Flags(batch_source="full")
@@ -27,11 +37,16 @@ PARTITIONED = Flags(batch_source="full", parallel="partition")
 
 
 def test_a_partition_rows_efficiency_is_against_the_single_process_full_batch_configuration_by_its_flags():
-    runs = [run for k in range(3) for run in (
-        _run("baseline", k, 0.1, Flags()),
-        _run("full_batch", k, 9.9, Flags(batch_source="cluster_gcn")),  # named like the entry, but it is not one
-        _run("whole graph", k, 1.0, FULL),
-        _run("split", k, 0.8, PARTITIONED, distributed=_parallel("partition", partition=PART)))]
+    runs = [
+        run
+        for k in range(3)
+        for run in (
+            _run("baseline", k, 0.1, Flags()),
+            _run("full_batch", k, 9.9, Flags(batch_source="cluster_gcn")),  # named like the entry, but it is not one
+            _run("whole graph", k, 1.0, FULL),
+            _run("split", k, 0.8, PARTITIONED, distributed=_parallel("partition", partition=PART)),
+        )
+    ]
     d = next(r for r in compare(runs).rows if r.label == "split").distributed
     assert d["efficiency_against"] == "whole graph"
     assert abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
@@ -41,23 +56,44 @@ def test_a_partition_rows_efficiency_is_against_the_single_process_full_batch_co
 
 
 def test_of_several_references_the_one_closest_to_the_row_is_taken():
-    runs = [run for k in range(3) for run in (
-        _run("baseline", k, 0.1, Flags()),
-        _run("full", k, 2.0, FULL),
-        _run("full int32", k, 1.0, FULL.replace(index_dtype="int32")),
-        _run("split int32", k, 0.8, PARTITIONED.replace(index_dtype="int32"),
-             distributed=_parallel("partition", partition=PART)))]
+    runs = [
+        run
+        for k in range(3)
+        for run in (
+            _run("baseline", k, 0.1, Flags()),
+            _run("full", k, 2.0, FULL),
+            _run("full int32", k, 1.0, FULL.replace(index_dtype="int32")),
+            _run(
+                "split int32",
+                k,
+                0.8,
+                PARTITIONED.replace(index_dtype="int32"),
+                distributed=_parallel("partition", partition=PART),
+            ),
+        )
+    ]
     d = next(r for r in compare(runs).rows if r.label == "split int32").distributed
     assert d["efficiency_against"] == "full int32" and abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
 
 
 def test_a_compressions_accuracy_is_against_dense_data_parallel_by_its_flags():
     dp = Flags(parallel="data")
-    runs = [run for k in range(3) for run in (
-        _run("baseline", k, 0.1, Flags(), test=0.8),
-        _run("dense", k, 0.1, dp, test=0.80 + 0.001 * k, distributed=_parallel("data")),
-        _run("sparse grads", k, 0.1, dp.replace(grad_compression="topk"), test=0.799 + 0.001 * k,
-             distributed=_parallel("data", "topk", compression_ratio=0.02)))]
+    runs = [
+        run
+        for k in range(3)
+        for run in (
+            _run("baseline", k, 0.1, Flags(), test=0.8),
+            _run("dense", k, 0.1, dp, test=0.80 + 0.001 * k, distributed=_parallel("data")),
+            _run(
+                "sparse grads",
+                k,
+                0.1,
+                dp.replace(grad_compression="topk"),
+                test=0.799 + 0.001 * k,
+                distributed=_parallel("data", "topk", compression_ratio=0.02),
+            ),
+        )
+    ]
     rows = {r.label: r for r in compare(runs).rows}
     a = rows["sparse grads"].distributed["accuracy_vs_dense"]
     assert a["against"] == "dense" and a["rounds"] == 3 and abs(a["delta"] + 0.001) < 1e-9
@@ -65,8 +101,15 @@ def test_a_compressions_accuracy_is_against_dense_data_parallel_by_its_flags():
 
 
 def _env(fingerprint: str, machine: str = "m1") -> dict:
-    return {"code_fingerprint": fingerprint, "hardware_class": machine, "device_name": "cpu", "torch": "2.13.0",
-            "torch_geometric": "2.8.0", "python": "3.11.7", "threads": 2}
+    return {
+        "code_fingerprint": fingerprint,
+        "hardware_class": machine,
+        "device_name": "cpu",
+        "torch": "2.13.0",
+        "torch_geometric": "2.8.0",
+        "python": "3.11.7",
+        "threads": 2,
+    }
 
 
 def _identical(label: str, rnd: int, env: dict, step: float = 0.1, epochs: int = 1) -> dict:

@@ -17,9 +17,11 @@ from tests.measure.test_regress import _fake_runner, _tree
 
 def _dump(path: Path, name: str | None, ir: int, *, events: str = "Ir", extra: str = "") -> None:
     trigger = f"desc: Trigger: Client Request: {name}\n" if name else "desc: Trigger: Program termination\n"
-    path.write_text(f"version: 1\ncreator: callgrind-3.19.0\npid: 7\ncmd: python w.py\npart: 1\n\n"
-                    f"desc: I1 cache: \n{trigger}\npositions: line\nevents: {events}\n{extra}"
-                    f"fl=(1) x.c\nfn=(1) f\n0 {ir}\n\nsummary: 0\ntotals: {ir}\n")  # as callgrind 3.19 writes a dump after a zeroing
+    path.write_text(
+        f"version: 1\ncreator: callgrind-3.19.0\npid: 7\ncmd: python w.py\npart: 1\n\n"
+        f"desc: I1 cache: \n{trigger}\npositions: line\nevents: {events}\n{extra}"
+        f"fl=(1) x.c\nfn=(1) f\n0 {ir}\n\nsummary: 0\ntotals: {ir}\n"
+    )  # as callgrind 3.19 writes a dump after a zeroing
 
 
 def test_the_dumps_are_read_per_region_and_a_truncated_or_repeated_one_is_refused(tmp_path):
@@ -59,6 +61,7 @@ def test_a_count_is_a_regression_beyond_the_tolerance_and_beyond_three_times_the
 def _count_runner(per_role: dict[str, float], calls: list | None = None, fail: str | None = None):
     """A counting process without valgrind: each benchmark's regions with ``per_role[role]`` instructions per
     unit (the step's two regions one epoch of 8 steps apart)."""
+
     def runner(role, spec, folder):
         doc = json.loads(Path(spec).read_text())
         if calls is not None:
@@ -70,15 +73,20 @@ def _count_runner(per_role: dict[str, float], calls: list | None = None, fail: s
                 continue
             k = per_role[role] * (1.5 if name == "micro:gather" else 1.0)
             if name.startswith("micro:"):
-                results[name] = {"status": "ok", "counted": {"regions": [name], "unit": "call",
-                                                             "units": doc["counts"]["calls"]}}
+                results[name] = {
+                    "status": "ok",
+                    "counted": {"regions": [name], "unit": "call", "units": doc["counts"]["calls"]},
+                }
                 regions[name] = {"Ir": int(k * doc["counts"]["calls"])}
             else:
-                results[name] = {"status": "ok", "counted": {"regions": [f"{name}@1", f"{name}@2"], "unit": "step",
-                                                             "units": 8}}
+                results[name] = {
+                    "status": "ok",
+                    "counted": {"regions": [f"{name}@1", f"{name}@2"], "unit": "step", "units": 8},
+                }
                 regions[f"{name}@1"] = {"Ir": int(5e6 + 8 * k)}
                 regions[f"{name}@2"] = {"Ir": int(5e6 + 16 * k)}
         return results, regions
+
     return runner
 
 
@@ -88,8 +96,9 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     benches = [Bench("baseline", QUICK), Bench("micro:gather", QUICK), Bench("other", QUICK)]
     calls: list = []
     noisy = _fake_runner({"base": 0.005, "head": 0.25})  # a clock that cannot see 10% on any benchmark
-    same = gate(trees, benches, rounds=5, runner=noisy, counts=2,
-                count_runner=_count_runner({"base": 1e6, "head": 1e6}, calls))
+    same = gate(
+        trees, benches, rounds=5, runner=noisy, counts=2, count_runner=_count_runner({"base": 1e6, "head": 1e6}, calls)
+    )
     assert calls == ["base", "head", "head", "base"]  # ABBA: neither tree always first
     assert [c.name for c in same.counts] == ["baseline", "micro:gather"]  # the primary tier only
     assert all(c.status == "ok" and c.ratio == pytest.approx(1.0) and not c.regression for c in same.counts)
@@ -99,16 +108,23 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     text = format_gate(same)
     assert "counted instructions (callgrind, 2 process(es) per tree" in text and "cannot see memory stalls" in text
     assert "micro:gather" in text and "no change beyond the threshold" in text
-    more = gate(trees, benches, rounds=5, runner=noisy, counts=1,
-                count_runner=_count_runner({"base": 1e6, "head": 1.05e6}))
+    more = gate(
+        trees, benches, rounds=5, runner=noisy, counts=1, count_runner=_count_runner({"base": 1e6, "head": 1.05e6})
+    )
     assert [c.name for c in more.count_regressions] == ["baseline", "micro:gather"] and more.exit_status == 1
     text = format_gate(more)
     assert "REGRESSION in counted instructions: baseline 1.050x the instructions per step" in text
     assert "the counted instructions did (exit 1)" in text
     assert more.to_dict()["count_regressions"] == ["baseline", "micro:gather"]
     # a benchmark that failed in the counting process is reported not counted, with its reason
-    failed = gate(trees, benches, rounds=5, runner=noisy, counts=1,
-                  count_runner=_count_runner({"base": 1e6, "head": 1e6}, fail="micro:gather"))
+    failed = gate(
+        trees,
+        benches,
+        rounds=5,
+        runner=noisy,
+        counts=1,
+        count_runner=_count_runner({"base": 1e6, "head": 1e6}, fail="micro:gather"),
+    )
     by = {c.name: c for c in failed.counts}
     assert by["micro:gather"].status == "not counted" and "boom" in by["micro:gather"].reason
     assert [b.name for b in failed.blind] == ["micro:gather"] and failed.exit_status == 3
@@ -118,8 +134,12 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
 
 def test_a_blind_run_says_what_it_resolves_and_the_budget_that_would_see_the_sensitivity(tmp_path):
     tree = _tree(tmp_path / "t", ["torch"])
-    r = gate({"base": tree, "head": tree}, [Bench("baseline", QUICK)], rounds=5,
-             runner=_fake_runner({"base": 0.005, "head": 0.06}))
+    r = gate(
+        {"base": tree, "head": tree},
+        [Bench("baseline", QUICK)],
+        rounds=5,
+        runner=_fake_runner({"base": 0.005, "head": 0.06}),
+    )
     assert r.exit_status == 3
     line = [ln for ln in format_gate(r).splitlines() if ln.startswith("this machine resolves")][0]
     assert "on baseline in 5 rounds" in line and "rounds would see 10%: run with --max-rounds" in line
@@ -127,11 +147,17 @@ def test_a_blind_run_says_what_it_resolves_and_the_budget_that_would_see_the_sen
 
 
 def test_where_counts_cannot_be_taken_the_reason_is_given_and_the_clock_judges(tmp_path, monkeypatch):
-    monkeypatch.setattr(cn, "unavailable", lambda: "valgrind is not installed (Debian/Ubuntu: apt-get install "
-                                                    "valgrind)")
+    monkeypatch.setattr(
+        cn, "unavailable", lambda: "valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)"
+    )
     tree = _tree(tmp_path / "t", ["torch"])
-    r = gate({"base": tree, "head": tree}, [Bench("baseline", QUICK)], rounds=5, counts=1,
-             runner=_fake_runner({"base": 0.005, "head": 0.005}))
+    r = gate(
+        {"base": tree, "head": tree},
+        [Bench("baseline", QUICK)],
+        rounds=5,
+        counts=1,
+        runner=_fake_runner({"base": 0.005, "head": 0.005}),
+    )
     assert r.counts == [] and "valgrind is not installed" in r.counts_unavailable and r.exit_status == 0
     assert "counted instructions: not taken here (valgrind is not installed" in format_gate(r)
 
@@ -144,6 +170,7 @@ def test_the_marker_is_built_once_into_the_cache_and_a_missing_compiler_is_named
     path = cn.marker_library(tmp_path)
     assert path.exists() and path.parent == tmp_path and cn.marker_library(tmp_path) == path
     import ctypes
+
     lib = ctypes.CDLL(str(path))
     assert lib.gnnbench_count_running() == 0  # outside valgrind the requests do nothing
     lib.gnnbench_count_start()
@@ -168,9 +195,15 @@ def test_a_real_count_of_the_micro_benchmarks_repeats_within_the_tolerance(tmp_p
     from tests.helpers import ROOT
 
     benches = default_benches(gate_config("tiny"), ["baseline", "micro:sampler", "micro:aggregation"])
-    verdicts, why = count_gate({"base": ROOT, "head": ROOT}, benches, repeats=1, folder=tmp_path,
-                               worker=script_in(tmp_path), pythons={"base": sys.executable, "head": sys.executable},
-                               timeout=900)
+    verdicts, why = count_gate(
+        {"base": ROOT, "head": ROOT},
+        benches,
+        repeats=1,
+        folder=tmp_path,
+        worker=script_in(tmp_path),
+        pythons={"base": sys.executable, "head": sys.executable},
+        timeout=900,
+    )
     assert why is None
     by = {v.name: v for v in verdicts}
     assert set(by) == {"baseline", "micro:sampler", "micro:aggregation"}

@@ -6,8 +6,9 @@ from gnnbench.measure.crossing import interpolated_crossing, seconds_to, steps_t
 
 
 def _curve(points, every=6, per_step=0.25, setup=0.5):
-    return [{"step": every * (i + 1), "seconds": setup + per_step * every * (i + 1), "val": v}
-            for i, v in enumerate(points)]
+    return [
+        {"step": every * (i + 1), "seconds": setup + per_step * every * (i + 1), "val": v} for i, v in enumerate(points)
+    ]
 
 
 def test_the_crossing_is_read_on_the_line_between_the_evaluations_around_it():

@@ -30,19 +30,31 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
     cal, cal_runs = run_calibration(base, tmp_path, runs=1, isolate=False)
     assert cal.steps_per_epoch and cal.median_steps_to_target is not None
     cfg = cal.apply(base)
-    entries = sweep_entries(cfg, ["int32", "fanout"], repeats=2, include_all_recommended=False,
-                            derive_per_epoch=cal.steps_per_epoch, also_measured=["int32"], target=cal.target)
+    entries = sweep_entries(
+        cfg,
+        ["int32", "fanout"],
+        repeats=2,
+        include_all_recommended=False,
+        derive_per_epoch=cal.steps_per_epoch,
+        also_measured=["int32"],
+        target=cal.target,
+    )
     # the derived figure's check measures time to accuracy only: it stops at the target in every round
     measured = [e for e in entries if e.label == "int32" + MEASURED_SUFFIX]
     assert len(measured) == 2 and all(e.config.stop_at == cal.target for e in measured)
     assert all(e.config.stop_at is None for e in entries if e.label in ("baseline", "fanout"))
     short = [e for e in entries if e.label == "int32"]
-    assert all(e.derived and e.config.epochs == short_epochs(cal.steps_per_epoch, cfg.warmup_steps)
-               and e.config.max_steps is None for e in short)
+    assert all(
+        e.derived
+        and e.config.epochs == short_epochs(cal.steps_per_epoch, cfg.warmup_steps)
+        and e.config.max_steps is None
+        for e in short
+    )
     assert not any(e.derived for e in entries if e.label in ("baseline", "fanout", "int32" + MEASURED_SUFFIX))
     with pytest.raises(ValueError, match="also-measure 'fanout'"):
-        sweep_entries(cfg, ["int32", "fanout"], repeats=1, derive_per_epoch=cal.steps_per_epoch,
-                      also_measured=["fanout"])
+        sweep_entries(
+            cfg, ["int32", "fanout"], repeats=1, derive_per_epoch=cal.steps_per_epoch, also_measured=["fanout"]
+        )
     results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
     c = compare(list(cal_runs) + list(results))  # one sweep: the short runs' lengths are not a second identity
     row = next(r for r in c.rows if r.label == "int32")
@@ -55,7 +67,8 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
     for k in range(2):
         mine = by[("int32", k)]
         assert derived_seconds(mine, s) == pytest.approx(
-            mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"])
+            mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"]
+        )
     assert math.isfinite(row.speedup) and row.rounds == 2
     check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
     m_row = next(r for r in c.rows if r.label == "int32" + MEASURED_SUFFIX)
@@ -136,12 +149,14 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
 
     def no_calibration(*args, **kwargs):
         raise AssertionError("the calibration started before --also-measure was checked")
+
     monkeypatch.setattr(measure_sweep, "run_calibration", no_calibration)
-    cases = ((["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
-             (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
-             (["--flags", "sparse_agg,fanout", "--also-measure", "fanout"], "not declared same_trajectory"),
-             (["--flags", "int32", "--lr-schedule", "cosine", "--also-measure", "int32"],
-              "no time to accuracy is derived"))
+    cases = (
+        (["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
+        (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
+        (["--flags", "sparse_agg,fanout", "--also-measure", "fanout"], "not declared same_trajectory"),
+        (["--flags", "int32", "--lr-schedule", "cosine", "--also-measure", "int32"], "no time to accuracy is derived"),
+    )
     for argv, why in cases:
         assert main(["compare", "--preset", "tiny", *argv]) == 2, argv
         err = capsys.readouterr().err

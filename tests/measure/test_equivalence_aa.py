@@ -1,7 +1,6 @@
 """scripts/equivalence_aa.py: the measured A/A rows (baseline seeds, fresh seeds) and the half-lr control are
 planned as the issue asks, and each row's verdicts are summarized from the comparison."""
 
-
 from gnnbench.measure.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
 from gnnbench.measure.rows import EPOCH_TIME, ComparisonRow, PairedRatio
 from gnnbench.training import RunConfig
@@ -28,13 +27,23 @@ def test_the_plan_pairs_own_seed_copies_fresh_seed_copies_and_the_half_lr_contro
         assert control.config.seed == r and control.config.lr == 0.005
     fresh = {e.config.seed for e in by["A/A fresh 1"] + by["A/A fresh 2"]}
     assert len(fresh) == 6 and min(fresh) >= AA_SEED_OFFSET + 1000
-    assert not fresh & ({0, 1, 2} | {CALIBRATION_SEED_OFFSET + i for i in range(3)} | {AA_SEED_OFFSET + r for r in range(3)})
+    assert not fresh & (
+        {0, 1, 2} | {CALIBRATION_SEED_OFFSET + i for i in range(3)} | {AA_SEED_OFFSET + r for r in range(3)}
+    )
 
 
 def test_a_row_summary_names_its_verdicts():
     s = _script()
     ratio = PairedRatio(1.01, 0.97, 1.05, False, 3, 0.6, [0.0, 0.02, 0.01])
-    row = ComparisonRow(label="A/A own 1", status="ok", primary=EPOCH_TIME, epoch_speedup=ratio, speedup=1.01,
-                        speedup_low=0.97, speedup_high=1.05, rounds=3)
+    row = ComparisonRow(
+        label="A/A own 1",
+        status="ok",
+        primary=EPOCH_TIME,
+        epoch_speedup=ratio,
+        speedup=1.01,
+        speedup_low=0.97,
+        speedup_high=1.05,
+        rounds=3,
+    )
     out = s.row_summary(row)
     assert out["label"] == "A/A own 1" and out["significant"] is False and out["steps_equivalent"] is None

@@ -38,8 +38,9 @@ def test_a_round_measured_beside_the_one_that_settled_its_row_is_discarded(tmp_p
     base = dataclasses.replace(QUICK, epochs=1)
     entries = sweep_entries(base, ["int32"], repeats=3, include_all_recommended=False)
     executor = RoundExecutor("local", tmp_path / "jobs", machines=2, timeout_min=10)
-    results = run_sweep(entries, tmp_path / "s", isolate=False, executor=executor,
-                        after_round=lambda done: ({"int32"}, False))  # int32 settles after round 1
+    results = run_sweep(
+        entries, tmp_path / "s", isolate=False, executor=executor, after_round=lambda done: ({"int32"}, False)
+    )  # int32 settles after round 1
     rounds = sorted(r["round"] for r in results if r["label"] == "int32")
     assert rounds == [0], "round 2 ran beside round 1 on another machine, but int32 had settled: discarded"
     assert results.discarded == 1 and results.skipped == 1

@@ -14,15 +14,30 @@ BASE_CROSS = (54.0, 60.0, 72.0, 57.0, 66.0)  # the baseline's steps to the targe
 
 def _run(label, rnd, per_step, cross, optimizations=(), setup=0.5, spe=20, total=200, every=6):
     """A run that learns linearly to ``cross`` steps at 0.8 (target 0.8), evaluated every ``every`` steps."""
-    curve = [{"step": s, "seconds": setup + per_step * s, "epoch": s // spe, "val": 0.8 * s / cross, "test": 0.8}
-             for s in range(every, total + 1, every)]
+    curve = [
+        {"step": s, "seconds": setup + per_step * s, "epoch": s // spe, "val": 0.8 * s / cross, "test": 0.8}
+        for s in range(every, total + 1, every)
+    ]
     for p in curve:
         p["val"] = min(p["val"], 0.95)
-    return {"label": label, "round": rnd, "optimizations": list(optimizations), "status": "ok",
-            "config": {"epochs": 10}, "step_seconds_all": [per_step] * 5, "step_seconds": {"median": per_step},
-            "epoch_seconds": [per_step * spe] * (total // spe), "steps_per_epoch": spe, "steps": {"total": total},
-            "setup_seconds": setup, "accuracy": {"test": 0.8}, "curve": curve,
-            "phases": {"sample": {"median": per_step / 2}}, "transfer": {"bytes_h2d_per_batch": 0}, "graph": {}}
+    return {
+        "label": label,
+        "round": rnd,
+        "optimizations": list(optimizations),
+        "status": "ok",
+        "config": {"epochs": 10},
+        "step_seconds_all": [per_step] * 5,
+        "step_seconds": {"median": per_step},
+        "epoch_seconds": [per_step * spe] * (total // spe),
+        "steps_per_epoch": spe,
+        "steps": {"total": total},
+        "setup_seconds": setup,
+        "accuracy": {"test": 0.8},
+        "curve": curve,
+        "phases": {"sample": {"median": per_step / 2}},
+        "transfer": {"bytes_h2d_per_batch": 0},
+        "graph": {},
+    }
 
 
 def _sweep():

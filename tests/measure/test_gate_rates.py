@@ -20,8 +20,18 @@ def test_wilson_interval_matches_known_values():
 
 
 def _run(flagged, ratio=0.9, p=0.001, high=0.95, threshold=1.04, phase="sample", per_bench=None):
-    return {"seconds": 30.0, "flagged": flagged, "ratio": ratio, "low": 0.85, "high": high, "p_value": p,
-            "threshold": threshold, "phase": phase, "measured": 1, "per_bench": per_bench}
+    return {
+        "seconds": 30.0,
+        "flagged": flagged,
+        "ratio": ratio,
+        "low": 0.85,
+        "high": high,
+        "p_value": p,
+        "threshold": threshold,
+        "phase": phase,
+        "measured": 1,
+        "per_bench": per_bench,
+    }
 
 
 def _doc():
@@ -31,13 +41,20 @@ def _doc():
     slow10 = [_run(["baseline"]) for _ in range(3)] + [_run([], 0.97, 0.2, 1.01)]
     # flagged alone, but not at alpha / 20 (p = 0.01): a default run's strictest step would miss it
     slow5 = [_run(["baseline"], 0.95, 0.01, 0.98, phase="forward"), _run([], 0.98, 0.3, 1.01)]
-    return {"machine": "m", "base": "abc", "settings": {"rounds": 5, "steps": 20}, "complete": True,
-            "wall_seconds": 600.0, "shares": {"sample": 0.2},
-            "benches": {"null": [f"b{i}" for i in range(20)], "slow": ["baseline"]},
-            "results": {
-                "null-comment": {"runs": 4, "flagged": 1, "right_phase": 0, "detail": nulls},
-                "slow-sample-10": {"runs": 4, "flagged": 3, "right_phase": 3, "detail": slow10},
-                "slow-sample-5": {"runs": 2, "flagged": 1, "right_phase": 0, "detail": slow5}}}
+    return {
+        "machine": "m",
+        "base": "abc",
+        "settings": {"rounds": 5, "steps": 20},
+        "complete": True,
+        "wall_seconds": 600.0,
+        "shares": {"sample": 0.2},
+        "benches": {"null": [f"b{i}" for i in range(20)], "slow": ["baseline"]},
+        "results": {
+            "null-comment": {"runs": 4, "flagged": 1, "right_phase": 0, "detail": nulls},
+            "slow-sample-10": {"runs": 4, "flagged": 3, "right_phase": 3, "detail": slow10},
+            "slow-sample-5": {"runs": 2, "flagged": 1, "right_phase": 0, "detail": slow5},
+        },
+    }
 
 
 def test_summary_counts_false_alarms_detection_and_the_strict_step():
@@ -61,8 +78,21 @@ def test_the_report_shows_the_rates_and_refuses_a_file_that_is_not_json(tmp_path
     doc = tmp_path / "rates.json"
     doc.write_text(json.dumps(_doc()))
     out = tmp_path / "report.html"
-    assert main(["report", str(tmp_path / "none"), "--asv", str(tmp_path / "none"), "--gate-rates", str(doc),
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "none"),
+                "--asv",
+                str(tmp_path / "none"),
+                "--gate-rates",
+                str(doc),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     html = out.read_text()
     assert "How often the regression gate is wrong" in html
     assert "false alarm per default gate run (20 benchmarks, Holm; null commits)</td><td class='num'>1/4 = 25%" in html
@@ -84,12 +114,21 @@ def test_change_points_over_stored_gate_runs_name_the_commit(tmp_path):
     folder.mkdir()
     for i in range(10):
         ms = (10.0 if i < 5 else 13.0) * (1 + 0.01 * rng.uniform(-1, 1))
-        doc = {"base": "main", "head": ".", "rounds": 5, "threads": 1, "orders": [], "seconds": 1.0,
-               "finished": f"2026-12-01T10:{i:02d}:00Z", "commits": {"base": "a" * 40, "head": f"{i:02d}" * 20},
-               "regression": False, "benches": [{"name": "baseline", "status": "ok", "head_ms": ms, "base_ms": ms}]}
+        doc = {
+            "base": "main",
+            "head": ".",
+            "rounds": 5,
+            "threads": 1,
+            "orders": [],
+            "seconds": 1.0,
+            "finished": f"2026-12-01T10:{i:02d}:00Z",
+            "commits": {"base": "a" * 40, "head": f"{i:02d}" * 20},
+            "regression": False,
+            "benches": [{"name": "baseline", "status": "ok", "head_ms": ms, "base_ms": ms}],
+        }
         (folder / f"run-{9 - i}.json").write_text(json.dumps(doc))  # file names in the reverse order
     inputs = load_inputs(gate_runs=[folder])
     assert [d["finished"][14:16] for d in inputs.gate_runs] == [f"{i:02d}" for i in range(10)]
     html = build_report(inputs, tmp_path / "report.html").read_text()
-    section = html[html.index("id='gate-change-points'"):]
+    section = html[html.index("id='gate-change-points'") :]
     assert "<td>baseline</td><td><code>050505050505</code></td>" in section

@@ -34,8 +34,17 @@ class _Events(SweepProgress):
 
 def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
     events = _Events()
-    m = measure_sweep(QUICK, ["int32"], tmp_path, repeats=2, calibration_runs=1, include_all_recommended=False,
-                      isolate=False, record_outcome=True, progress=events)
+    m = measure_sweep(
+        QUICK,
+        ["int32"],
+        tmp_path,
+        repeats=2,
+        calibration_runs=1,
+        include_all_recommended=False,
+        isolate=False,
+        record_outcome=True,
+        progress=events,
+    )
     assert events.seen[:3] == [("calibration", 1), ("calibrated", True), ("sweep", 4, 1)]
     assert events.seen[-1] == ("ended",) and sum(e[0] == "run" for e in events.seen) == 4
     assert {r.label for r in m.comparison.rows} >= {"baseline", "int32"}
@@ -55,8 +64,17 @@ def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tm
     cal, _ = run_calibration(QUICK, tmp_path / "calibration", runs=1, isolate=False)
     base = cal.apply(QUICK)
     events = _Events()
-    m = measure_sweep(base, ["int32"], tmp_path / "round", repeats=2, calibration=cal, calibration_runs=0,
-                      include_all_recommended=False, isolate=False, progress=events)
+    m = measure_sweep(
+        base,
+        ["int32"],
+        tmp_path / "round",
+        repeats=2,
+        calibration=cal,
+        calibration_runs=0,
+        include_all_recommended=False,
+        isolate=False,
+        progress=events,
+    )
     assert events.seen[0] == ("sweep", 4, 0), "no calibration step"
     assert m.calibration is cal and m.calibration_runs == [] and m.base == base
     assert cal.target is not None and m.comparison.target == cal.target
@@ -67,16 +85,35 @@ def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tm
 def test_no_margin_declared_judges_every_row_by_its_measured_time(tmp_path):
     from gnnbench.report.inputs import sweep_equivalence_margin
 
-    m = measure_sweep(QUICK, [], tmp_path, repeats=2, calibration_runs=0, include_all_recommended=False,
-                      isolate=False, equivalence_margin=None, aa=True)
+    m = measure_sweep(
+        QUICK,
+        [],
+        tmp_path,
+        repeats=2,
+        calibration_runs=0,
+        include_all_recommended=False,
+        isolate=False,
+        equivalence_margin=None,
+        aa=True,
+    )
     assert json.loads((tmp_path / MANIFEST).read_text())["equivalence"] is None
     assert sweep_equivalence_margin(tmp_path) is None and m.comparison.equivalence_margin is None
 
 
 def test_extra_entries_run_in_the_same_rounds(tmp_path):
-    extra = [Entry("csr alone", registry.config_for(dataclasses.replace(QUICK, seed=QUICK.seed + r), ["csr"]),
-                   ("csr",), r) for r in range(2)]
-    m = measure_sweep(QUICK, ["int32"], tmp_path, repeats=2, calibration_runs=0, include_all_recommended=False,
-                      extra_entries=extra, isolate=False)
+    extra = [
+        Entry("csr alone", registry.config_for(dataclasses.replace(QUICK, seed=QUICK.seed + r), ["csr"]), ("csr",), r)
+        for r in range(2)
+    ]
+    m = measure_sweep(
+        QUICK,
+        ["int32"],
+        tmp_path,
+        repeats=2,
+        calibration_runs=0,
+        include_all_recommended=False,
+        extra_entries=extra,
+        isolate=False,
+    )
     assert {r["label"] for r in m.results} == {"baseline", "int32", "csr alone"}
     assert len(m.entries) == 6

@@ -1,4 +1,4 @@
-""""No effect beyond +-margin": the equivalence test of a row's primary ratio against the margin the sweep declared,
+""" "No effect beyond +-margin": the equivalence test of a row's primary ratio against the margin the sweep declared,
 floored as its interval is, family-wise over the rows tested."""
 
 from __future__ import annotations
@@ -17,8 +17,15 @@ def _row(label, ratios, *, significant=False, censored=False):
     logs = [math.log(x) for x in ratios]
     mean = sum(logs) / len(logs)
     ratio = PairedRatio(math.exp(mean), math.nan, math.nan, significant, len(logs), math.nan, logs)
-    return ComparisonRow(label=label, status="ok", primary=EPOCH_TIME, epoch_speedup=ratio, speedup=ratio.ratio,
-                         significant=significant, censored=censored)
+    return ComparisonRow(
+        label=label,
+        status="ok",
+        primary=EPOCH_TIME,
+        epoch_speedup=ratio,
+        speedup=ratio.ratio,
+        significant=significant,
+        censored=censored,
+    )
 
 
 def test_a_tight_null_row_is_shown_within_the_margin_and_a_wide_one_is_not():
@@ -45,8 +52,7 @@ def test_the_clock_floor_makes_rounds_that_agree_by_chance_settle_nothing():
     no_effect_verdicts([floored], 0.10, clock_sd=0.3)  # a clock this noisy cannot show +-10% in 3 rounds
     assert not floored.no_effect["equivalent"]
     xs = floored.epoch_speedup.log_ratios
-    assert floored.no_effect["p_value"] == pytest.approx(
-        equivalence(xs, 0.10, min_sd=sd_floor(0.3, 3)).p_value)
+    assert floored.no_effect["p_value"] == pytest.approx(equivalence(xs, 0.10, min_sd=sd_floor(0.3, 3)).p_value)
 
 
 def test_holm_over_the_rows_tested_keeps_the_family_wise_rate():
@@ -79,5 +85,6 @@ def test_every_family_row_ends_with_one_verdict_and_the_summary_counts_them():
     rows = [_row("baseline", [1.0, 1.0]), fast, slow, flat, wide]
     no_effect_verdicts(rows, 0.10)
     assert [verdict_of(r) for r in rows] == [None, "faster", "slower", "no effect beyond the margin", "not resolved"]
-    assert verdict_summary(rows) == ("verdicts for 3 of 4 rows (1 faster, 1 slower, 1 no effect beyond +-10%); "
-                                     "not resolved: cached_norm")
+    assert verdict_summary(rows) == (
+        "verdicts for 3 of 4 rows (1 faster, 1 slower, 1 no effect beyond +-10%); not resolved: cached_norm"
+    )

@@ -20,20 +20,35 @@ from gnnbench.measure.stats import paired_ratio, t_quantile
 
 def _ratio(logs, cls=PairedRatio, **extra):
     m = sum(logs) / len(logs)
-    return cls(ratio=math.exp(m), low=math.nan, high=math.nan, significant=False, rounds=len(logs), p=math.nan,
-               log_ratios=list(logs), **extra)
+    return cls(
+        ratio=math.exp(m),
+        low=math.nan,
+        high=math.nan,
+        significant=False,
+        rounds=len(logs),
+        p=math.nan,
+        log_ratios=list(logs),
+        **extra,
+    )
 
 
 def _tta(logs):
-    return _ratio(logs, TimeToAccuracy, bound=None, censored=False, reached=len(logs), reached_text="3/3",
-                  seconds=1.0, note=None)
+    return _ratio(
+        logs, TimeToAccuracy, bound=None, censored=False, reached=len(logs), reached_text="3/3", seconds=1.0, note=None
+    )
 
 
 def _row(label, epoch_logs, tta_logs=None, judged=JUDGED_MEASURED, derived=False):
     factors = TtaFactors("steps", None, None, None, None, None, None, None, None, judged)
-    return ComparisonRow(label=label, derived=derived, epoch_speedup=_ratio(epoch_logs), primary="time to accuracy",
-                         tta_speedup=_tta(tta_logs or epoch_logs), primary_rounds=list(range(len(epoch_logs))),
-                         factors=factors)
+    return ComparisonRow(
+        label=label,
+        derived=derived,
+        epoch_speedup=_ratio(epoch_logs),
+        primary="time to accuracy",
+        tta_speedup=_tta(tta_logs or epoch_logs),
+        primary_rounds=list(range(len(epoch_logs))),
+        factors=factors,
+    )
 
 
 def test_the_clock_noise_is_pooled_within_rows_so_an_effect_is_not_noise():
@@ -43,16 +58,19 @@ def test_the_clock_noise_is_pooled_within_rows_so_an_effect_is_not_noise():
 
 
 def test_each_row_has_the_floor_of_its_own_statistic():
-    rows = [_row("per_step", [0.1, 0.12, 0.08], judged=JUDGED_PER_STEP),
-            _row("derived", [0.0, 0.02, -0.02], derived=True),
-            _row("measured", [0.0, 0.02, -0.02], tta_logs=[0.3, -0.2, 0.1]),
-            _row(AA_LABEL, [0.01, -0.01, 0.0], tta_logs=[0.25, -0.25, 0.0])]
+    rows = [
+        _row("per_step", [0.1, 0.12, 0.08], judged=JUDGED_PER_STEP),
+        _row("derived", [0.0, 0.02, -0.02], derived=True),
+        _row("measured", [0.0, 0.02, -0.02], tta_logs=[0.3, -0.2, 0.1]),
+        _row(AA_LABEL, [0.01, -0.01, 0.0], tta_logs=[0.25, -0.25, 0.0]),
+    ]
     min_sd, floors = row_floors(rows, [0, 1, 2], [3], 5, [10.0, 12.0, 11.0])
     s0 = min_sd[3]
     clock = math.exp(t_quantile(0.975, 4) * s0 / math.sqrt(5))
     assert floors["per_step"][3] == pytest.approx(clock) and floors["derived"][3] == pytest.approx(clock)
-    assert floors["measured"][3] == pytest.approx(math.exp(t_quantile(0.975, 4) * 0.25 / math.sqrt(5))), \
+    assert floors["measured"][3] == pytest.approx(math.exp(t_quantile(0.975, 4) * 0.25 / math.sqrt(5))), (
         "the A/A row's paired time to accuracy"
+    )
     assert floors["measured"][3] > clock
     assert floor_of_sd(0.0, 5) != floor_of_sd(0.0, 5), "no spread, no floor"
 
@@ -67,5 +85,6 @@ def test_the_printed_interval_is_never_narrower_than_the_clock_allows():
     wide = _row("noisy", [0.3, -0.3, 0.1])
     floor_primary(wide, 0.067)
     own = paired_ratio([math.exp(x) for x in [0.3, -0.3, 0.1]], [1.0] * 3)
-    assert (wide.tta_speedup.low, wide.tta_speedup.high) == pytest.approx((own.low, own.high)), \
+    assert (wide.tta_speedup.low, wide.tta_speedup.high) == pytest.approx((own.low, own.high)), (
         "an sd above the floor is the row's own"
+    )

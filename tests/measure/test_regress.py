@@ -68,12 +68,18 @@ def _runs(steps, phases, tests):
 
 def test_a_slower_phase_is_named_and_an_accuracy_drop_is_gated():
     base_steps = [0.100, 0.102, 0.098, 0.101, 0.099]
-    base = _runs(base_steps, [{"sample": 0.05 * s / 0.1, "forward": 0.05 * s / 0.1} for s in base_steps],
-                 [0.80, 0.81, 0.79, 0.80, 0.80])
+    base = _runs(
+        base_steps,
+        [{"sample": 0.05 * s / 0.1, "forward": 0.05 * s / 0.1} for s in base_steps],
+        [0.80, 0.81, 0.79, 0.80, 0.80],
+    )
     # head: sampling 30% slower in every round, the rest unchanged; accuracy 2 pp lower on the same seeds
     head_steps = [0.05 * s / 0.1 * 1.3 + 0.05 * s / 0.1 for s in base_steps]
-    head = _runs(head_steps, [{"sample": 0.05 * s / 0.1 * 1.3, "forward": 0.05 * s / 0.1} for s in base_steps],
-                 [0.78, 0.79, 0.77, 0.781, 0.78])
+    head = _runs(
+        head_steps,
+        [{"sample": 0.05 * s / 0.1 * 1.3, "forward": 0.05 * s / 0.1} for s in base_steps],
+        [0.78, 0.79, 0.77, 0.781, 0.78],
+    )
     v = _verdict("baseline", base, head)
     assert v.ratio == pytest.approx(1 / 1.15, rel=1e-6) and v.high < 1 and v.threshold >= MIN_THRESHOLD
     assert v.phase == "sample" and v.phase_ratio["ratio"] == pytest.approx(1 / 1.3, rel=1e-6)
@@ -82,8 +88,11 @@ def test_a_slower_phase_is_named_and_an_accuracy_drop_is_gated():
     assert same.ratio == pytest.approx(1.0) and not same.acc_regression and same.acc_delta_pp == 0.0
     lost = _verdict("x", base, [{"status": "unavailable", "reason": "needs CUDA"}] * 5)
     assert lost.status == "unavailable" and lost.lost and "fine in base" in lost.reason and "needs CUDA" in lost.reason
-    both = _verdict("x", [{"status": "unavailable", "reason": "needs CUDA"}] * 5,
-                    [{"status": "unavailable", "reason": "needs CUDA"}] * 5)
+    both = _verdict(
+        "x",
+        [{"status": "unavailable", "reason": "needs CUDA"}] * 5,
+        [{"status": "unavailable", "reason": "needs CUDA"}] * 5,
+    )
     assert both.status == "unavailable" and not both.lost and "base: needs CUDA" in both.reason
     new = _verdict("x", [{"status": "failed", "reason": "old API"}] * 5, base)
     assert new.status == "failed" and not new.lost, "a benchmark BASE could not run is reported, never a failure"
@@ -105,15 +114,43 @@ def test_cli_smoke_run_is_inconclusive_not_a_pass():
     """The in-suite smoke run (2 rounds of 3 steps, no extra rounds) proves the command runs end to end; it
     cannot see a 0.1% slowdown (with 2 rounds its t quantile alone is 12.7), so it says so and exits 3, never
     'no regression'."""
-    out = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--bench", "baseline",
-                          "--rounds", "2", "--steps", "3", "--warmup", "1", "--budget", "0",
-                          "--sensitivity", "0.001", "--counts", "0"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gnnbench.cli",
+            "regress",
+            "HEAD",
+            "--bench",
+            "baseline",
+            "--rounds",
+            "2",
+            "--steps",
+            "3",
+            "--warmup",
+            "1",
+            "--budget",
+            "0",
+            "--sensitivity",
+            "0.001",
+            "--counts",
+            "0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 3, (out.stdout, out.stderr)
     assert "inconclusive here" in out.stdout and "Holm over 1 benchmarks" in out.stdout
     assert "no regression (" not in out.stdout
-    bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "no-such-rev"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "gnnbench.cli", "regress", "no-such-rev"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "no-such-rev" in bad.stderr
 
 
@@ -155,8 +192,13 @@ def test_two_environments_on_one_commit_and_different_dependencies_allowed_acros
         result = gate(trees, [Bench("baseline", QUICK)], rounds=2, pythons={"base": sys.executable, "head": other})
     assert result.pythons == {"base": sys.executable, "head": other}
     assert result.benches[0].status == "ok" and not result.regressed
-    bad = subprocess.run([sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--head-python", "/no/python"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "gnnbench.cli", "regress", "HEAD", "--head-python", "/no/python"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "/no/python" in bad.stderr
 
 
@@ -171,8 +213,9 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
     from gnnbench.measure.run import run
 
     base = gate_config("tiny")
-    benches = {b.name: b for b in default_benches(base, ["baseline", "cluster_gcn", "full_batch", "batch_cache"],
-                                                  steps=6)}
+    benches = {
+        b.name: b for b in default_benches(base, ["baseline", "cluster_gcn", "full_batch", "batch_cache"], steps=6)
+    }
     assert all(b.config.max_steps_per_epoch is None for b in benches.values())
     graph = generate(base.spec)
     for name in ("cluster_gcn", "baseline"):
@@ -184,8 +227,11 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
 
 
 def test_a_benchmark_without_measured_steps_is_reported_not_summarized():
-    v = _verdict("x", [{"status": "ok", "step": 0.01, "phases": {}, "test": 0.5}],
-                 [{"status": "no measured steps", "reason": "the run ended within its warm-up"}])
+    v = _verdict(
+        "x",
+        [{"status": "ok", "step": 0.01, "phases": {}, "test": 0.5}],
+        [{"status": "no measured steps", "reason": "the run ended within its warm-up"}],
+    )
     assert v.status == "no measured steps" and "warm-up" in v.reason
 
 
@@ -234,18 +280,33 @@ def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_pa
     names = [a.name for n in top for a in n.names] + [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
     assert not [x for x in names if x.split(".")[0] in ("torch", "gnnbench")], names
     assert gate_worker.script_in(tmp_path).read_text() == source
-    r = SimpleNamespace(status="ok", unavailable=None, error=None, step_seconds={"median": 0.01, "n": 6},
-                        epoch_seconds=[0.5, 0.1, 0.12], graph={"prepare_seconds": 0.2},
-                        phases={"sample": {"median": 0.004}}, accuracy={"test": 0.8}, setup_seconds=0.5,
-                        steps_per_epoch=8)
+    r = SimpleNamespace(
+        status="ok",
+        unavailable=None,
+        error=None,
+        step_seconds={"median": 0.01, "n": 6},
+        epoch_seconds=[0.5, 0.1, 0.12],
+        graph={"prepare_seconds": 0.2},
+        phases={"sample": {"median": 0.004}},
+        accuracy={"test": 0.8},
+        setup_seconds=0.5,
+        steps_per_epoch=8,
+    )
     res = gate_worker.bench("baseline", {}, None, {"seed": 0}, lambda cfg: r)
-    assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == ("ok", 0.01, 6,
-                                                                                       {"sample": 0.004}, 0.8)
+    assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == (
+        "ok",
+        0.01,
+        6,
+        {"sample": 0.004},
+        0.8,
+    )
     assert res["setup"] == 0.5 and res["setup_phases"] == {"prepare": 0.2, "assemble": pytest.approx(0.3)}
     assert res["epoch"] == pytest.approx(0.11) and res["epoch_phases"]["steps"] == pytest.approx(0.08)
     refused = SimpleNamespace(status="unavailable", unavailable="needs CUDA", error=None)
-    assert gate_worker.bench("x", {}, None, {"seed": 0}, lambda cfg: refused) == {"status": "unavailable",
-                                                                                   "reason": "needs CUDA"}
+    assert gate_worker.bench("x", {}, None, {"seed": 0}, lambda cfg: refused) == {
+        "status": "unavailable",
+        "reason": "needs CUDA",
+    }
 
 
 # ------------------------------------------------------------ failures, sensitivity, setup and epoch time
@@ -263,8 +324,9 @@ def _head_first_seed() -> int:
     """An order seed whose first round runs head before base (a crash there stops the gate at once)."""
     import random
 
-    return next(s for s in range(100) if (o := ["base", "head"], random.Random(s * 1_000_003).shuffle(o), o)[2][0]
-                == "head")
+    return next(
+        s for s in range(100) if (o := ["base", "head"], random.Random(s * 1_000_003).shuffle(o), o)[2][0] == "head"
+    )
 
 
 @pytest.mark.slow
@@ -280,8 +342,12 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     marker = "    def _spmm(self, values: Tensor, h: Tensor) -> Tensor:\n"
     assert marker in src
     # broken on training batches only: evaluation runs the CSR product for every run, the baseline's too
-    agg.write_text(src.replace(marker, marker + "        if self.target_start is None:\n"
-                                                "            raise RuntimeError('broken sparse kernel')\n"))
+    agg.write_text(
+        src.replace(
+            marker,
+            marker + "        if self.target_start is None:\n            raise RuntimeError('broken sparse kernel')\n",
+        )
+    )
     benches = [Bench("baseline", QUICK), Bench("sparse_agg", registry.config_for(QUICK, ["sparse_agg"]))]
     result = gate({"base": ROOT, "head": head}, benches, rounds=2)
     base_v, sparse_v = result.benches
@@ -297,8 +363,10 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
 
     head = _copy_tree(tmp_path, "head")
     init = head / "gnnbench" / "__init__.py"
-    init.write_text("import os, sys\nsys.stderr.write('segfault in a kernel\\n'); sys.stderr.flush(); os._exit(139)\n"
-                    + init.read_text())
+    init.write_text(
+        "import os, sys\nsys.stderr.write('segfault in a kernel\\n'); sys.stderr.flush(); os._exit(139)\n"
+        + init.read_text()
+    )
     result = gate({"base": ROOT, "head": head}, [Bench("baseline", QUICK)], rounds=2, order_seed=_head_first_seed())
     f = result.failure
     assert f is not None and (f.side, f.kind, f.round, f.returncode) == ("head", "crashed", 0, 139)
@@ -319,8 +387,14 @@ def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     pid_file = tmp_path / "child.pid"
     hang.write_text(f"#!/bin/sh\necho 'stuck in a kernel' >&2\nsleep 120 &\necho $! > {pid_file}\nwait\n")
     hang.chmod(0o755)
-    result = gate({"base": ROOT, "head": ROOT}, [Bench("baseline", QUICK)], rounds=2, order_seed=_head_first_seed(),
-                  pythons={"base": sys.executable, "head": str(hang)}, timeout=3)
+    result = gate(
+        {"base": ROOT, "head": ROOT},
+        [Bench("baseline", QUICK)],
+        rounds=2,
+        order_seed=_head_first_seed(),
+        pythons={"base": sys.executable, "head": str(hang)},
+        timeout=3,
+    )
     f = result.failure
     assert f is not None and (f.side, f.kind, f.returncode) == ("head", "timed out", None)
     assert "stuck in a kernel" in f.stderr_tail and result.exit_status == 2
@@ -332,8 +406,13 @@ def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     assert "timed out in round 1" in format_gate(result)
 
 
-def _fake_runner(step_noise: dict[str, float], *, slow: dict[str, float] | None = None,
-                 setup_slow: float = 1.0, calls: list | None = None):
+def _fake_runner(
+    step_noise: dict[str, float],
+    *,
+    slow: dict[str, float] | None = None,
+    setup_slow: float = 1.0,
+    calls: list | None = None,
+):
     """A benchmark process without processes: per side, each benchmark's median step is 10 ms times a
     round effect of ``step_noise[role]`` (a fixed pattern, so the spread is known), ``slow[name]`` slower on the head side; setup 0.5 s
     (its preparation ``setup_slow`` slower on head) and an epoch of 8 steps."""
@@ -353,11 +432,20 @@ def _fake_runner(step_noise: dict[str, float], *, slow: dict[str, float] | None 
                 step *= (slow or {}).get(name, 1.0)
             prepare = 0.3 * math.exp(rng.gauss(0, 0.01)) * (setup_slow if role == "head" else 1.0)
             assemble = 0.2 * math.exp(rng.gauss(0, 0.01))
-            res[name] = {"status": "ok", "step": step, "steps": 20, "phases": {"sample": step / 2, "forward": step / 2},
-                         "test": 0.8, "seconds": 0.01, "setup": prepare + assemble,
-                         "setup_phases": {"prepare": prepare, "assemble": assemble},
-                         "epoch": 8 * step, "epoch_phases": {"steps": 8 * step, "per-epoch cost": 1e-4}}
+            res[name] = {
+                "status": "ok",
+                "step": step,
+                "steps": 20,
+                "phases": {"sample": step / 2, "forward": step / 2},
+                "test": 0.8,
+                "seconds": 0.01,
+                "setup": prepare + assemble,
+                "setup_phases": {"prepare": prepare, "assemble": assemble},
+                "epoch": 8 * step,
+                "epoch_phases": {"steps": 8 * step, "per-epoch cost": 1e-4},
+            }
         return res
+
     return runner
 
 
@@ -372,8 +460,9 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
-    assert all(b.status == "ok" and not b.inconclusive and b.detectable <= 1 + DEFAULT_SENSITIVITY
-               for b in quiet.benches), [(b.name, b.detectable) for b in quiet.benches]
+    assert all(
+        b.status == "ok" and not b.inconclusive and b.detectable <= 1 + DEFAULT_SENSITIVITY for b in quiet.benches
+    ), [(b.name, b.detectable) for b in quiet.benches]
     assert quiet.exit_status == 0 and "no regression (every benchmark could see a 10% slowdown)" in format_gate(quiet)
     noisy = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.25}))
     assert all(b.inconclusive and b.detectable > 1.10 and not b.regression for b in noisy.benches)
@@ -392,8 +481,11 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
     # a budget that holds no further round adds none; the inconclusive entry does not make the run inconclusive
     # (the baseline, which every configuration's code runs through, could see 10%)
     none = gate(trees, benches, rounds=5, budget_seconds=0, runner=_mixed_runner([]))
-    assert none.rounds == 5 and none.extra_rounds == {} and none.inconclusive == [
-        b for b in none.benches if b.name == "other"]
+    assert (
+        none.rounds == 5
+        and none.extra_rounds == {}
+        and none.inconclusive == [b for b in none.benches if b.name == "other"]
+    )
     assert none.blind == [] and none.exit_status == 0
     # a spread no round within max_rounds could narrow to 10% gets no round at all
     hopeless = gate(trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=_mixed_runner([], 0.3))
@@ -408,13 +500,19 @@ def _mixed_runner(calls, head_noise: float = 0.028):
         res = quiet(role, spec, out)
         res.update({k: v for k, v in noisy(role, spec, out).items() if k == "other"})
         return res
+
     return runner
 
 
 def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_extend_nothing(tmp_path):
     trees, benches = _bench_pair(tmp_path)
-    r = gate(trees, benches, rounds=5, budget_seconds=600,
-             runner=_fake_runner({"base": 0.005, "head": 0.005}, slow={"other": 1.12}))
+    r = gate(
+        trees,
+        benches,
+        rounds=5,
+        budget_seconds=600,
+        runner=_fake_runner({"base": 0.005, "head": 0.005}, slow={"other": 1.12}),
+    )
     by = {b.name: b for b in r.benches}
     assert by["other"].regression and by["other"].phase in ("sample", "forward")
     assert not by["baseline"].regression and r.extra_rounds == {} and r.exit_status == 1
@@ -463,8 +561,9 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     def runner(role, spec, out):
         res = fine(role, spec, out)
         if role == "head" and json.loads(Path(spec).read_text())["seed"] == 2:
-            raise _WorkerFailed("crashed", -11, "Segmentation fault", {"baseline": res["baseline"],
-                                                                        "other": {"status": "running"}})
+            raise _WorkerFailed(
+                "crashed", -11, "Segmentation fault", {"baseline": res["baseline"], "other": {"status": "running"}}
+            )
         return res
 
     r = gate(trees, benches, rounds=4, order_seed=0, runner=runner)
@@ -538,6 +637,7 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
 
 # --- tiers: the baseline and the micro-benchmarks first ---------------------------------------------------
 
+
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.floats(0.001, 0.2))
 def test_weighted_holm_with_equal_weights_is_holm(ps, alpha):
     from gnnbench.measure.gate_verdicts import weighted_holm
@@ -597,6 +697,7 @@ def test_an_inconclusive_baseline_makes_the_run_inconclusive_an_inconclusive_ent
             res = quiet(role, spec, out)
             res[noisy] = loud(role, spec, out)[noisy]
             return res
+
         return run
 
     entry = gate(trees, benches, rounds=5, runner=runner("other"))

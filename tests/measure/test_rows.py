@@ -13,12 +13,46 @@ from tests.measure.test_verdict_budgets import _result
 
 EVERY_ROW = ["label", "optimizations", "derived", "timing_mode", "status"]
 MEASURED = EVERY_ROW + [
-    "rounds", "same_work", "step_ms", "step_speedup", "epoch_s", "epoch_speedup", "setup_s", "tta_s", "tta_reached",
-    "tta_speedup", "censored", "tta_note", "factors", "measured_tta_speedup", "primary", "speedup", "speedup_low",
-    "speedup_high", "significant",
-    "acc_point", "converged", "convergence", "primary_rounds", "stop_reasons", "accuracy_rounds", "sampled",
-    "test_acc", "acc_delta", "acc_delta_low", "acc_delta_high", "acc_delta_spread", "acc_verdict", "seeds", "phases",
-    "compile", "device_busy", "h2d_bytes_per_batch", "device_phase_ms", "distributed"]
+    "rounds",
+    "same_work",
+    "step_ms",
+    "step_speedup",
+    "epoch_s",
+    "epoch_speedup",
+    "setup_s",
+    "tta_s",
+    "tta_reached",
+    "tta_speedup",
+    "censored",
+    "tta_note",
+    "factors",
+    "measured_tta_speedup",
+    "primary",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "significant",
+    "acc_point",
+    "converged",
+    "convergence",
+    "primary_rounds",
+    "stop_reasons",
+    "accuracy_rounds",
+    "sampled",
+    "test_acc",
+    "acc_delta",
+    "acc_delta_low",
+    "acc_delta_high",
+    "acc_delta_spread",
+    "acc_verdict",
+    "seeds",
+    "phases",
+    "compile",
+    "device_busy",
+    "h2d_bytes_per_batch",
+    "device_phase_ms",
+    "distributed",
+]
 RATIO = ["ratio", "low", "high", "significant", "rounds", "p", "log_ratios"]
 TTA = RATIO + ["bound", "censored", "reached", "reached_text", "seconds", "note"]
 
@@ -38,8 +72,21 @@ def test_a_row_writes_the_keys_compare_has_always_written_in_their_order():
     assert list(rows["sparse_agg"]["step_speedup"]) == RATIO and list(rows["sparse_agg"]["tta_speedup"]) == TTA
     assert rows["fanout"]["step_speedup"] is None, "changes the work per step: no per-step ratio"
     whole = c.to_dict()
-    assert list(whole) == ["rows", "rounds", "target", "target_source", "floors", "aa", "calibration", "family",
-                           "derived_checks", "rule", "stops", "clock_sd", "equivalence_margin"]
+    assert list(whole) == [
+        "rows",
+        "rounds",
+        "target",
+        "target_source",
+        "floors",
+        "aa",
+        "calibration",
+        "family",
+        "derived_checks",
+        "rule",
+        "stops",
+        "clock_sd",
+        "equivalence_margin",
+    ]
     assert whole["rows"] == [r.to_dict() for r in c.rows] and whole["aa"]["label"] == AA_LABEL
     text = json.dumps(whole)  # JSON-ready as it is
     assert json.dumps(Comparison.from_dict(json.loads(text)).to_dict()) == text
@@ -67,8 +114,9 @@ def test_the_primary_ratio_and_its_bound_are_read_from_the_row():
     rows = {r.label: r for r in c.rows}
     assert isinstance(rows["sparse_agg"].primary_ratio, TimeToAccuracy) and rows["sparse_agg"].bound is None
     assert rows["fanout"].bound == "at most", "never reached: censored, an upper bound"
-    epoch = ComparisonRow(label="x", primary="epoch time",
-                          epoch_speedup=PairedRatio(1.1, 1.0, 1.2, False, 3, 0.2, [0.1, 0.1, 0.1]))
+    epoch = ComparisonRow(
+        label="x", primary="epoch time", epoch_speedup=PairedRatio(1.1, 1.0, 1.2, False, 3, 0.2, [0.1, 0.1, 0.1])
+    )
     assert epoch.primary_ratio is epoch.epoch_speedup and epoch.bound is None
 
 

@@ -41,6 +41,7 @@ def _nulls(count: int, rounds: int, seed: int = 0) -> dict[str, list[float]]:
 
 # --- the rule -----------------------------------------------------------------------------------------
 
+
 def test_defaults_and_levels():
     rule = StoppingRule()
     assert (rule.min_rounds, rule.max_rounds, rule.alpha) == (MIN_ROUNDS, 5, 0.05)
@@ -69,19 +70,22 @@ def test_one_look_keeps_the_full_alpha():
     assert StoppingRule(correction="none").look_alpha(3) == 0.05
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"min_rounds": 4, "max_rounds": 3}, ["max_rounds (3)", "min_rounds (4)"]),
-    ({"min_rounds": 0}, ["min_rounds", "0"]),
-    ({"max_rounds": 2.5}, ["max_rounds", "2.5"]),
-    ({"min_rounds": True}, ["min_rounds", "True"]),
-    ({"alpha": 0.0}, ["alpha", "0.0"]),
-    ({"alpha": 1.5}, ["alpha", "1.5"]),
-    ({"alpha": "five"}, ["alpha", "'five'"]),
-    ({"final_share": 0}, ["final_share", "0"]),
-    ({"final_share": 1.2}, ["final_share", "1.2"]),
-    ({"futility": "yes"}, ["futility", "'yes'"]),
-    ({"correction": "pocock"}, ["correction", "'pocock'"]),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"min_rounds": 4, "max_rounds": 3}, ["max_rounds (3)", "min_rounds (4)"]),
+        ({"min_rounds": 0}, ["min_rounds", "0"]),
+        ({"max_rounds": 2.5}, ["max_rounds", "2.5"]),
+        ({"min_rounds": True}, ["min_rounds", "True"]),
+        ({"alpha": 0.0}, ["alpha", "0.0"]),
+        ({"alpha": 1.5}, ["alpha", "1.5"]),
+        ({"alpha": "five"}, ["alpha", "'five'"]),
+        ({"final_share": 0}, ["final_share", "0"]),
+        ({"final_share": 1.2}, ["final_share", "1.2"]),
+        ({"futility": "yes"}, ["futility", "'yes'"]),
+        ({"correction": "pocock"}, ["correction", "'pocock'"]),
+    ],
+)
 def test_bad_rules_are_refused_naming_the_value(kwargs, words):
     with pytest.raises(ValueError) as info:
         StoppingRule(**kwargs)
@@ -106,11 +110,15 @@ def test_bad_inputs_are_refused_naming_the_value():
 
 # --- the decisions --------------------------------------------------------------------------------
 
+
 @given(st.integers(2, 6), st.data())
 def test_rows_below_min_rounds_never_stop(min_rounds, data):
     rule = StoppingRule(min_rounds=min_rounds, max_rounds=min_rounds + 2)
-    short = data.draw(st.dictionaries(st.text("abc", min_size=1, max_size=3),
-                                      st.lists(log_ratio, max_size=min_rounds - 1), min_size=1, max_size=5))
+    short = data.draw(
+        st.dictionaries(
+            st.text("abc", min_size=1, max_size=3), st.lists(log_ratio, max_size=min_rounds - 1), min_size=1, max_size=5
+        )
+    )
     stops = settled(rule, short, floor=1.5)
     assert all(s is None for s in stops.values())
     # a row that lost rounds (nan) waits for min_rounds measured pairs, however large its effect
@@ -199,11 +207,18 @@ def test_settled_is_a_replay_a_stopped_row_keeps_its_stop():
 
 
 def test_family_p_values():
-    stops = {"a": Stop(SIGNIFICANT, 3, 3, 2.0, 1.5, 2.5, 1e-4, 0.006),
-             "b": Stop(BELOW_FLOOR, 4, 4, 1.0, 0.98, 1.02, 0.5, 0.006),
-             "c": Stop(MAX_ROUNDS, 5, 5, 1.1, 0.9, 1.3, 0.2, 0.04), "d": None}
+    stops = {
+        "a": Stop(SIGNIFICANT, 3, 3, 2.0, 1.5, 2.5, 1e-4, 0.006),
+        "b": Stop(BELOW_FLOOR, 4, 4, 1.0, 0.98, 1.02, 0.5, 0.006),
+        "c": Stop(MAX_ROUNDS, 5, 5, 1.1, 0.9, 1.3, 0.2, 0.04),
+        "d": None,
+    }
     assert family_p_values(stops, {"a": 1e-4, "b": 0.5, "c": 0.2, "d": 0.01}) == {
-        "a": 0.0, "b": 1.0, "c": 0.2, "d": 0.01}
+        "a": 0.0,
+        "b": 1.0,
+        "c": 0.2,
+        "d": 0.01,
+    }
     assert math.isnan(family_p_values({"e": None}, {})["e"])
 
 
@@ -220,6 +235,7 @@ def test_stopped_significant_rows_are_the_final_verdict(seed, n_rows, effect):
 
 # --- the vectorized pieces against the reference ones --------------------------------------------
 
+
 @given(st.floats(0.0, 200.0), st.integers(1, 12))
 def test_closed_form_t_tail_matches_paired_ratio(t, df):
     # paired_ratio's p-value for n = df + 1 rounds whose mean / se is t
@@ -232,23 +248,24 @@ def test_closed_form_t_tail_matches_paired_ratio(t, df):
     assert float(_t_two_sided(np.array(t), df)) == pytest.approx(ref, rel=1e-7, abs=1e-12)
 
 
-@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan)), min_size=1, max_size=12),
-       st.floats(0.001, 0.5))
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(math.nan)), min_size=1, max_size=12), st.floats(0.001, 0.5))
 def test_vectorized_holm_matches_holm(ps, alpha):
     assert list(_holm_rows(np.array([ps]), alpha)[0]) == holm(ps, alpha)
 
 
-@pytest.mark.parametrize("rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5),
-                                  StoppingRule(paired_floor=False)])
+@pytest.mark.parametrize(
+    "rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5), StoppingRule(paired_floor=False)]
+)
 def test_the_simulation_applies_settled(rule):
-    out = _sweeps(rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02,
-                  floor="measured", seed=7)
+    out = _sweeps(
+        rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02, floor="measured", seed=7
+    )
     codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS, 4: FUTILE}
     for t in range(150):
         floors = {k: float(out["floor"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
         sds = {k: float(out["min_sd"][t, k - 1]) for k in range(1, rule.max_rounds + 1)}
         # each row's log ratios up to its stop, as a real sweep hands them over
-        rows = {f"r{i}": list(out["d"][t, i, :out["look"][t, i]]) for i in range(6)}
+        rows = {f"r{i}": list(out["d"][t, i, : out["look"][t, i]]) for i in range(6)}
         stops = settled(rule, rows, floor=floors, min_sd=sds)
         assert [stops[f"r{i}"].reason for i in range(6)] == [codes[c] for c in out["reason"][t]]
         assert [stops[f"r{i}"].look for i in range(6)] == list(out["look"][t])
@@ -257,6 +274,7 @@ def test_the_simulation_applies_settled(rule):
 
 
 # --- the A/A error rate, power and rounds saved ---------------------------------------------------
+
 
 @pytest.mark.parametrize("max_rounds", [5, 10])
 def test_aa_family_wise_rate_is_at_most_alpha(max_rounds):
@@ -269,8 +287,9 @@ def test_aa_family_wise_rate_is_at_most_alpha(max_rounds):
 def test_without_the_correction_the_rate_exceeds_alpha(max_rounds):
     # the same simulation with alpha at every look: repeated looks inflate the family-wise rate
     # (shown without the sd floor, which hides part of the inflation: the split must not rely on it)
-    rate = simulate_fwer(StoppingRule(max_rounds=max_rounds, correction="none", paired_floor=False), rows=20,
-                         trials=TRIALS, seed=0)
+    rate = simulate_fwer(
+        StoppingRule(max_rounds=max_rounds, correction="none", paired_floor=False), rows=20, trials=TRIALS, seed=0
+    )
     assert rate > 0.05 + MARGIN, rate
     fixed = simulate_fwer(StoppingRule(min_rounds=max_rounds, max_rounds=max_rounds), rows=20, trials=TRIALS)
     assert fixed <= 0.05 + MARGIN  # one look: the simulation itself is calibrated
@@ -288,6 +307,7 @@ def test_large_effects_save_rounds_and_keep_their_power():
 
 
 # --- curtailment: rows that cannot become significant stop as futile ------------------------------
+
 
 def test_a_row_centred_on_no_effect_stops_as_futile_and_is_never_significant():
     rule = StoppingRule()
@@ -329,6 +349,7 @@ def test_conditional_power_matches_a_simulation_of_the_remaining_rounds():
     rest = rng.normal(m, s, size=(200_000, left))
     final = (n * m + rest.sum(axis=1)) / (n + left)
     from gnnbench.measure.stats import t_quantile
+
     crit = t_quantile(1.0 - rule.look_alpha(rule.max_rounds) / 2.0, n + left - 1) * s / math.sqrt(n + left)
     assert np.mean(np.abs(final) > crit) == pytest.approx(conditional_power(values, rule), abs=0.005)
 
@@ -353,7 +374,8 @@ def test_equivalence_power_reads_the_rounds_left_and_the_margin():
     assert equivalence_power(near_one, rule, 0.10, min_sd=0.5) == 0.0  # the clock's noise puts it out of reach
     # the final test floors the sd for 5 rounds, more than for 3: the projection is no more hopeful than it
     assert equivalence_power(near_one, rule, 0.10, min_sd=0.12) < equivalence_power(
-        near_one, rule, 0.10, min_sd=0.12, final_floor=False)
+        near_one, rule, 0.10, min_sd=0.12, final_floor=False
+    )
     assert equivalence_power(near_one + [0.0, 0.01], rule, 0.10) == 0.0  # no round left
     assert equivalence_power([0.01], rule, 0.10) == 1.0  # cannot be judged yet
 
@@ -379,8 +401,10 @@ def test_futility_waits_for_equivalence_where_a_margin_is_declared():
         StoppingRule(equivalence_futility=3)
     # a censored row never gets the equivalence verdict, so it does not wait for it
     assert settled(rule, rows, margin=0.10, untested=["none"])["none"].reason == "futile"
-    assert settled(StoppingRule(max_rounds=5, equivalence_futility=1), rows, margin=0.10,
-                   untested=["none"])["none"] is None  # the first version: every row waited
+    assert (
+        settled(StoppingRule(max_rounds=5, equivalence_futility=1), rows, margin=0.10, untested=["none"])["none"]
+        is None
+    )  # the first version: every row waited
 
 
 def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_power():

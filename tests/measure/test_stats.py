@@ -21,8 +21,9 @@ T975_DF3 = 3.182446305284263
 T975_DF9 = 2.262157162740992
 
 
-def bootstrap_ratio(base: list[float], other: list[float], *, resamples: int = 2000, seed: int = 0,
-                    level: float = 0.95) -> dict[str, float]:
+def bootstrap_ratio(
+    base: list[float], other: list[float], *, resamples: int = 2000, seed: int = 0, level: float = 0.95
+) -> dict[str, float]:
     """The statistic gnnbench used before: ``median(base) / median(other)`` with a bootstrap over pooled steps.
 
     ``significant`` is False when the interval contains 1 (no significant difference).
@@ -90,14 +91,17 @@ def test_paired_ratio_edge_cases():
     assert arrays == paired_ratio([2.0, 4.0, 8.0], [1.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("base, other, match", [
-    ([1.0, -2.0], [1.0, 1.0], r"base\[1\] = -2\.0"),
-    ([1.0, 2.0], [0.0, 1.0], r"other\[0\] = 0\.0"),
-    ([1.0, float("nan")], [1.0, 1.0], r"base\[1\] = nan"),
-    ([1.0, 2.0], [1.0, float("inf")], r"other\[1\] = inf"),
-    ([1.0, "fast"], [1.0, 1.0], r"base\[1\] = 'fast'"),
-    ([1.0, 2.0], [1.0], r"got 2 and 1"),
-])
+@pytest.mark.parametrize(
+    "base, other, match",
+    [
+        ([1.0, -2.0], [1.0, 1.0], r"base\[1\] = -2\.0"),
+        ([1.0, 2.0], [0.0, 1.0], r"other\[0\] = 0\.0"),
+        ([1.0, float("nan")], [1.0, 1.0], r"base\[1\] = nan"),
+        ([1.0, 2.0], [1.0, float("inf")], r"other\[1\] = inf"),
+        ([1.0, "fast"], [1.0, 1.0], r"base\[1\] = 'fast'"),
+        ([1.0, 2.0], [1.0], r"got 2 and 1"),
+    ],
+)
 def test_paired_ratio_rejects_bad_inputs(base, other, match):
     with pytest.raises(ValueError, match=match):
         paired_ratio(base, other)
@@ -137,7 +141,8 @@ def test_noise_floor():
     runs = [1.0, math.exp(0.1), math.exp(-0.1)]  # sample sd of the logs: 0.1
     assert noise_floor(runs) == pytest.approx(math.exp(T975_DF2 * math.sqrt(2) * 0.1 / math.sqrt(3)), rel=1e-9)
     assert noise_floor(runs, rounds=10) == pytest.approx(
-        math.exp(T975_DF9 * math.sqrt(2) * 0.1 / math.sqrt(10)), rel=1e-9)
+        math.exp(T975_DF9 * math.sqrt(2) * 0.1 / math.sqrt(10)), rel=1e-9
+    )
     floors = [noise_floor(runs, rounds=r) for r in range(2, 12)]
     assert all(a > b > 1 for a, b in zip(floors, floors[1:]))  # more rounds resolve smaller effects
     assert noise_floor([1.0, 1.0, 1.0]) == 1.0
@@ -186,8 +191,13 @@ def test_per_step_bootstrap_is_overconfident_on_the_same_data():
     trials = 40
     x = simulate_step_times(rounds=5, true_ratio=1.0, trials=trials, seed=0)
     with torch.inference_mode():
-        boot = sum(bootstrap_ratio(t[:, 0].ravel().tolist(), t[:, 1].ravel().tolist(), resamples=500)["significant"]
-                   for t in x) / trials
+        boot = (
+            sum(
+                bootstrap_ratio(t[:, 0].ravel().tolist(), t[:, 1].ravel().tolist(), resamples=500)["significant"]
+                for t in x
+            )
+            / trials
+        )
     med = np.median(x, axis=-1)
     paired = sum(paired_ratio(m[:, 0], m[:, 1]).significant for m in med) / trials
     assert boot > 0.4  # about two thirds of identical configurations called different
@@ -195,10 +205,12 @@ def test_per_step_bootstrap_is_overconfident_on_the_same_data():
 
 
 # ------------------------------------------------------------------ many rows, heavy tails
-def _null_sweeps(rng, sweeps: int, rows: int, rounds: int, spread: float, outliers: float = 0.0,
-                 slow: float = 1.3) -> list[list[float]]:
+def _null_sweeps(
+    rng, sweeps: int, rows: int, rounds: int, spread: float, outliers: float = 0.0, slow: float = 1.3
+) -> list[list[float]]:
     """p-values of ``rows`` null configurations against one shared baseline per sweep: each process's run
     summary is ``exp(N(0, spread))`` times ``slow`` for a fraction ``outliers`` of processes (a heavy tail)."""
+
     def processes(n):
         t = np.exp(rng.normal(0.0, spread, n))
         return np.where(rng.random(n) < outliers, t * slow, t)
@@ -246,8 +258,9 @@ def test_false_positives_at_the_committed_references_own_spread():
 
     # one sweep's baseline processes (the small reference; the tiny one where it is absent), never two graphs mixed
     reference = ROOT / "results" / "reference"
-    files = (sorted(glob.glob(str(reference / "compare-small-cpu" / "baseline-r*.json")))
-             or sorted(glob.glob(str(reference / "compare-tiny-cpu" / "baseline-r*.json"))))
+    files = sorted(glob.glob(str(reference / "compare-small-cpu" / "baseline-r*.json"))) or sorted(
+        glob.glob(str(reference / "compare-tiny-cpu" / "baseline-r*.json"))
+    )
     medians = [json.load(open(f))["step_seconds"]["median"] for f in files]
     if len(medians) < 3:
         pytest.skip("no committed reference sweep with 3 or more baseline rounds")
@@ -260,13 +273,23 @@ def test_false_positives_at_the_committed_references_own_spread():
 
 # Values of the hand-written Student t (bisection on the regularized incomplete beta) that scipy.stats replaced:
 # the library must give the same figures, so every interval, p-value and power computed before stays put.
-HAND_WRITTEN_QUANTILES = [(0.975, 1, 12.70620473617464), (0.975, 2, 4.302652729749411),
-                          (0.975, 4, 2.776445105197695), (0.95, 2, 2.919985580353682),
-                          (0.99, 9, 2.8214379250258617), (0.996875, 2, 12.589740561191775),
-                          (0.75, 3, 0.7648923284043292), (0.025, 7, -2.3646242515927725)]
-HAND_WRITTEN_TAILS = [(1.0, 2, 0.2113248654051873), (2.5, 4, 0.03338327240599406),
-                      (6.9, 2, 0.010182292258462794), (0.3, 9, 0.3854953518707626),
-                      (12.0, 1, 0.026464676059589864)]
+HAND_WRITTEN_QUANTILES = [
+    (0.975, 1, 12.70620473617464),
+    (0.975, 2, 4.302652729749411),
+    (0.975, 4, 2.776445105197695),
+    (0.95, 2, 2.919985580353682),
+    (0.99, 9, 2.8214379250258617),
+    (0.996875, 2, 12.589740561191775),
+    (0.75, 3, 0.7648923284043292),
+    (0.025, 7, -2.3646242515927725),
+]
+HAND_WRITTEN_TAILS = [
+    (1.0, 2, 0.2113248654051873),
+    (2.5, 4, 0.03338327240599406),
+    (6.9, 2, 0.010182292258462794),
+    (0.3, 9, 0.3854953518707626),
+    (12.0, 1, 0.026464676059589864),
+]
 
 
 def test_scipy_student_t_keeps_the_hand_written_values():
@@ -277,8 +300,9 @@ def test_scipy_student_t_keeps_the_hand_written_values():
     for t, df, old in HAND_WRITTEN_TAILS:
         assert _t_upper_tail(t, df) == pytest.approx(old, rel=1e-9), (t, df)
     r = paired_ratio([1.0, 1.1, 0.95, 1.2], [0.9, 1.0, 0.93, 1.0])
-    assert (r.low, r.high, r.p_value) == pytest.approx((0.9962457607058044, 1.2286255794014944,
-                                                        0.05463705872652327), rel=1e-9)
+    assert (r.low, r.high, r.p_value) == pytest.approx(
+        (0.9962457607058044, 1.2286255794014944, 0.05463705872652327), rel=1e-9
+    )
     assert t_test_power(2.0, 4, 0.05) == pytest.approx(0.3359651039346967, abs=1e-6)  # quadrature before
     assert detectable_shift(4, 0.05) == pytest.approx(3.761059553704796, abs=1e-5)
 

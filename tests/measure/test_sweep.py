@@ -80,25 +80,54 @@ def test_all_recommended_combines_available_entries():
 
 # ------------------------------------------------------------------- compare() on constructed results
 def _result(label, rnd, step, epoch, test, curve, optimizations=()):
-    return {"label": label, "round": rnd, "optimizations": list(optimizations), "status": "ok",
-            "config": {"epochs": 2}, "step_seconds_all": [step] * 5, "step_seconds": {"median": step},
-            "epoch_seconds": [epoch, epoch], "setup_seconds": 0.5, "accuracy": {"test": test},
-            "curve": [{"seconds": s, "val": v, "step": i, "epoch": i, "test": test} for i, (s, v) in enumerate(curve)],
-            "phases": {"sample": {"median": step / 2}}, "transfer": {"bytes_h2d_per_batch": 0}, "graph": {}}
+    return {
+        "label": label,
+        "round": rnd,
+        "optimizations": list(optimizations),
+        "status": "ok",
+        "config": {"epochs": 2},
+        "step_seconds_all": [step] * 5,
+        "step_seconds": {"median": step},
+        "epoch_seconds": [epoch, epoch],
+        "setup_seconds": 0.5,
+        "accuracy": {"test": test},
+        "curve": [{"seconds": s, "val": v, "step": i, "epoch": i, "test": test} for i, (s, v) in enumerate(curve)],
+        "phases": {"sample": {"median": step / 2}},
+        "transfer": {"bytes_h2d_per_batch": 0},
+        "graph": {},
+    }
 
 
 def _sweep(noise=(1.0, 1.02, 0.98, 1.01, 0.99)):
     out = []
     for r, n in enumerate(noise):
         out.append(_result("baseline", r, 0.10 * n, 2.0 * n, 0.80 + 0.001 * r, [(2.5 * n, 0.70), (4.5 * n, 0.80)]))
-        out.append(_result(AA_LABEL, r, 0.10 * n * (1.005 if r % 2 else 0.995), 2.0 * n, 0.80 + 0.001 * r,
-                           [(2.5 * n, 0.70), (4.5 * n, 0.80)]))
+        out.append(
+            _result(
+                AA_LABEL,
+                r,
+                0.10 * n * (1.005 if r % 2 else 0.995),
+                2.0 * n,
+                0.80 + 0.001 * r,
+                [(2.5 * n, 0.70), (4.5 * n, 0.80)],
+            )
+        )
         # twice as fast per epoch, same accuracy: reaches the target at the first point
-        out.append(_result("sparse_agg", r, 0.05 * n, 1.0 * n, 0.80 + 0.001 * r + 0.0002 * (r % 2),
-                           [(1.5 * n, 0.795), (2.5 * n, 0.80)], ["sparse_agg"]))
+        out.append(
+            _result(
+                "sparse_agg",
+                r,
+                0.05 * n,
+                1.0 * n,
+                0.80 + 0.001 * r + 0.0002 * (r % 2),
+                [(1.5 * n, 0.795), (2.5 * n, 0.80)],
+                ["sparse_agg"],
+            )
+        )
         # different work per step, never reaches the target, costs accuracy
-        out.append(_result("fanout", r, 0.02 * n, 0.4 * n, 0.70 - 0.01 * (r % 2), [(1.0 * n, 0.6), (1.4 * n, 0.7)],
-                           ["fanout"]))
+        out.append(
+            _result("fanout", r, 0.02 * n, 0.4 * n, 0.70 - 0.01 * (r % 2), [(1.0 * n, 0.6), (1.4 * n, 0.7)], ["fanout"])
+        )
     return out
 
 
@@ -131,8 +160,9 @@ def test_compare_explicit_target_and_missing_baseline():
     assert c.target_source.startswith("given")
     ok = [r for r in c.rows if r.status == "ok"]
     assert all(r.primary == "time to accuracy" and r.tta_reached == "0/5" for r in ok)
-    assert all(r.tta_speedup.bound == "unknown" and not r.significant for r in ok), \
+    assert all(r.tta_speedup.bound == "unknown" and not r.significant for r in ok), (
         "baseline and entry both censored: no direction can be claimed"
+    )
     with pytest.raises(ValueError, match="no measured baseline run"):
         compare([r for r in _sweep() if r["label"] != "baseline"])
 
@@ -145,8 +175,7 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
         r["timing_mode"] = "sync"
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
         e2e = _result(E2E_BASELINE, rnd, 0.08 * n, 1.6 * n, 0.80, [(2.0 * n, 0.70), (3.7 * n, 0.80)])
-        pin = _result("pin_memory", rnd, 0.04 * n, 0.8 * n, 0.80, [(1.0 * n, 0.70), (1.85 * n, 0.80)],
-                      ["pin_memory"])
+        pin = _result("pin_memory", rnd, 0.04 * n, 0.8 * n, 0.80, [(1.0 * n, 0.70), (1.85 * n, 0.80)], ["pin_memory"])
         for r in (e2e, pin):
             r["timing_mode"] = "end_to_end"
         runs += [e2e, pin]
@@ -184,8 +213,7 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
         # faster per epoch, reaches the target early in 4 rounds, misses it in round 2 by 0.4 pp
         last = 0.786 if rnd == 2 else 0.80
-        r = _result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)],
-                    ["fast_dropout"])
+        r = _result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)], ["fast_dropout"])
         runs.append(r)
         # a significant slowdown that reaches in every round
         runs.append(_result("slow", rnd, 0.2 * n, 4.0 * n, 0.80, [(5.0 * n, 0.70), (9.0 * n, 0.80)], ["compile"]))
@@ -247,11 +275,29 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
         # the registry's static list: slower here (two loader workers against two cores, say)
-        runs.append(_result("all_recommended", rnd, 0.15 * n, 3.0 * n, 0.80 + 0.001 * rnd,
-                            [(3.5 * n, 0.70), (6.5 * n, 0.80)], ["sparse_agg", "workers"]))
+        runs.append(
+            _result(
+                "all_recommended",
+                rnd,
+                0.15 * n,
+                3.0 * n,
+                0.80 + 0.001 * rnd,
+                [(3.5 * n, 0.70), (6.5 * n, 0.80)],
+                ["sparse_agg", "workers"],
+            )
+        )
         # faster in every round, but 3 pp less accurate at convergence: a trade-off, not the headline
-        runs.append(_result("lossy", rnd, 0.04 * n, 0.8 * n, 0.77 + 0.001 * rnd - 0.001 * (rnd % 2),
-                            [(0.9 * n, 0.795), (1.4 * n, 0.80)], ["full_amp"]))
+        runs.append(
+            _result(
+                "lossy",
+                rnd,
+                0.04 * n,
+                0.8 * n,
+                0.77 + 0.001 * rnd - 0.001 * (rnd % 2),
+                [(0.9 * n, 0.795), (1.4 * n, 0.80)],
+                ["full_amp"],
+            )
+        )
     c = compare(runs)
     assert measured_best(c).label == "sparse_agg"
     assert [r.label for r in tradeoffs(c)] == ["lossy"]
@@ -269,8 +315,9 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     without seconds of imports in a process that would only say the same; a resumed sweep keeps it."""
     import gnnbench.measure.sweep as sweep
 
-    name = next((n for n in ("pin_memory", "uva", "feature_prefetch") if unavailable_here(n, device=QUICK.device)),
-                None)
+    name = next(
+        (n for n in ("pin_memory", "uva", "feature_prefetch") if unavailable_here(n, device=QUICK.device)), None
+    )
     if name is None:
         pytest.skip("every CUDA-only entry runs here")
     entries = [e for e in sweep_entries(QUICK, [name], repeats=1, include_all_recommended=False) if e.label == name]

@@ -40,15 +40,16 @@ def test_a_time_to_accuracy_run_stops_at_its_first_point_at_the_target():
     t = _train(dataclasses.replace(base, stop_at=target))
     assert t.stop_reason == "target"
     assert t.steps_taken == first == t.curve[-1].step, "stopped at the first point at the target, same seed"
-    assert [p.val for p in t.curve] == pytest.approx(vals[:len(t.curve)]), "the same run up to there"
+    assert [p.val for p in t.curve] == pytest.approx(vals[: len(t.curve)]), "the same run up to there"
     # never before min_steps: the epochs a same-round short run is read against
     late = _train(dataclasses.replace(base, stop_at=target, min_steps=first + 4))
     assert late.stop_reason == "target" and late.steps_taken >= first + 4
 
 
 def test_a_time_to_accuracy_run_stops_past_its_censoring_budget_without_the_target():
-    cfg = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=40, eval_every=2,
-                              stop_at=1.0, censor_seconds=1e-3)
+    cfg = dataclasses.replace(
+        QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=40, eval_every=2, stop_at=1.0, censor_seconds=1e-3
+    )
     t = _train(cfg)
     assert t.stop_reason == "censored" and t.steps_taken < 40 * t.steps_per_epoch
     with pytest.raises(ValueError, match=r"stop_at must be None or a validation target in \(0, 1\]"):
@@ -58,8 +59,9 @@ def test_a_time_to_accuracy_run_stops_past_its_censoring_budget_without_the_targ
 # ------------------------------------------------------------------ the sweep's rounds
 def test_rounds_after_the_accuracy_rounds_stop_at_the_target_and_short_runs_stay_short():
     base = dataclasses.replace(QUICK, epochs=None, eval_every=2, min_steps=60, max_steps=400)
-    entries = sweep_entries(base, ["csr", "fanout"], repeats=5, aa=True, derive_per_epoch=4, accuracy_rounds=3,
-                            target=TARGET)
+    entries = sweep_entries(
+        base, ["csr", "fanout"], repeats=5, aa=True, derive_per_epoch=4, accuracy_rounds=3, target=TARGET
+    )
     keep = short_epochs(4, base.warmup_steps) * 4  # the steps of a short run, which its baseline must cover
     for e in entries:
         later = e.round >= 3
@@ -115,8 +117,7 @@ def test_a_censored_time_to_accuracy_round_counts_at_its_budget():
         if k < 3:  # reaches the target at 3.2 s, within the budget
             runs.append(_result("slow", k, [0.6, 0.7, 0.86, 0.88], step=0.09, censor=4.0))
         else:  # stopped past its budget without the target
-            runs.append(_tta_only(_result("slow", k, [0.6, 0.7, 0.8, 0.84, 0.84], step=0.09, censor=4.0),
-                                  "censored"))
+            runs.append(_tta_only(_result("slow", k, [0.6, 0.7, 0.8, 0.84, 0.84], step=0.09, censor=4.0), "censored"))
     row = next(r for r in compare(runs, target_acc=TARGET).rows if r.label == "slow")
     assert row.tta_speedup.reached == 3 and row.tta_speedup.bound == "at most"
     assert row.accuracy_rounds == 3

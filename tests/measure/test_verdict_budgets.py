@@ -12,17 +12,41 @@ from gnnbench.measure.comparison import ComparisonRow, compare, equal_steps_test
 TARGET = 0.85
 
 
-def _result(label: str, rnd: int, vals: list[float], *, tests: list[float] | None = None, every: int = 10,
-            step: float = 0.1, stop: str = "plateau", censor: float | None = None, max_steps: int | None = None,
-            setup: float = 0.5) -> dict:
+def _result(
+    label: str,
+    rnd: int,
+    vals: list[float],
+    *,
+    tests: list[float] | None = None,
+    every: int = 10,
+    step: float = 0.1,
+    stop: str = "plateau",
+    censor: float | None = None,
+    max_steps: int | None = None,
+    setup: float = 0.5,
+) -> dict:
     tests = tests if tests is not None else [v - 0.01 for v in vals]
-    curve = [{"step": every * (i + 1), "epoch": i, "seconds": setup + step * every * (i + 1), "val": v, "test": t}
-             for i, (v, t) in enumerate(zip(vals, tests))]
-    return {"label": label, "round": rnd, "optimizations": [], "status": "ok", "step_seconds_all": [step] * 4,
-            "step_seconds": {"median": step}, "epoch_seconds": [step * every], "setup_seconds": setup,
-            "accuracy": {"test": tests[-1]}, "phases": {"sample": {"median": step / 2}},
-            "transfer": {"bytes_h2d_per_batch": 0}, "graph": {}, "curve": curve, "stop_reason": stop,
-            "config": {"seed": rnd, "epochs": None, "censor_seconds": censor, "max_steps": max_steps}}
+    curve = [
+        {"step": every * (i + 1), "epoch": i, "seconds": setup + step * every * (i + 1), "val": v, "test": t}
+        for i, (v, t) in enumerate(zip(vals, tests))
+    ]
+    return {
+        "label": label,
+        "round": rnd,
+        "optimizations": [],
+        "status": "ok",
+        "step_seconds_all": [step] * 4,
+        "step_seconds": {"median": step},
+        "epoch_seconds": [step * every],
+        "setup_seconds": setup,
+        "accuracy": {"test": tests[-1]},
+        "phases": {"sample": {"median": step / 2}},
+        "transfer": {"bytes_h2d_per_batch": 0},
+        "graph": {},
+        "curve": curve,
+        "stop_reason": stop,
+        "config": {"seed": rnd, "epochs": None, "censor_seconds": censor, "max_steps": max_steps},
+    }
 
 
 def test_a_round_that_reaches_the_target_after_its_budget_is_censored():
@@ -54,19 +78,31 @@ def test_a_row_cut_by_its_step_budget_is_compared_at_equal_steps_never_at_conver
 
 
 def test_rows_that_converged_are_read_at_convergence():
-    runs = [r for k in range(3) for r in (_result("baseline", k, [0.7, 0.86, 0.9, 0.9]),
-                                          _result("same", k, [0.7, 0.86, 0.88, 0.88]))]
+    runs = [
+        r
+        for k in range(3)
+        for r in (_result("baseline", k, [0.7, 0.86, 0.9, 0.9]), _result("same", k, [0.7, 0.86, 0.88, 0.88]))
+    ]
     row = next(r for r in compare(runs, target_acc=TARGET).rows if r.label == "same")
     assert row.converged and row.acc_point.startswith("at convergence")
     assert row.acc_delta == pytest.approx(-0.02)
 
 
 def test_a_slowdown_ranks_as_one_only_when_family_wise_significant():
-    slower = ComparisonRow(label="slower", significant=False, significant_per_row=True, speedup_low=0.80,
-                           speedup_high=0.95, speedup=0.87, censored=False)
-    unclear = ComparisonRow(label="unclear", significant=False, speedup_low=0.7, speedup_high=1.2, speedup=0.9,
-                            censored=False)
-    assert rank_key(slower)[2] == rank_key(unclear)[2] == 1, \
+    slower = ComparisonRow(
+        label="slower",
+        significant=False,
+        significant_per_row=True,
+        speedup_low=0.80,
+        speedup_high=0.95,
+        speedup=0.87,
+        censored=False,
+    )
+    unclear = ComparisonRow(
+        label="unclear", significant=False, speedup_low=0.7, speedup_high=1.2, speedup=0.9, censored=False
+    )
+    assert rank_key(slower)[2] == rank_key(unclear)[2] == 1, (
         "a per-row interval below 1 that Holm does not keep is 'no significant difference'"
+    )
     assert rank_key(replace(slower, significant=True))[2] == 2
     assert rank_key(replace(slower, significant=True, speedup_low=1.1, speedup_high=1.3))[2] == 0

@@ -9,7 +9,9 @@ import pytest
 
 from tests.helpers import ROOT
 
-REFERENCE = ROOT / "results" / "reference" / "compare-small-cpu-0671164"  # the previous reference, run under the rule before
+REFERENCE = (
+    ROOT / "results" / "reference" / "compare-small-cpu-0671164"
+)  # the previous reference, run under the rule before
 
 
 def _script():
@@ -82,4 +84,6 @@ def test_the_noise_table_in_the_docs_is_the_commands_output():
     docs = (ROOT / "docs" / "statistics.md").read_text()
     assert len(table) == 4 and all(line in docs for line in table[1:]), table
     epoch = table[1].strip("| ").split(" | ")
-    assert epoch[0].startswith("epoch") and int(epoch[2]) > 5 and int(epoch[3]) > 5  # the sweep's 5 rounds cannot give either verdict here
+    assert (
+        epoch[0].startswith("epoch") and int(epoch[2]) > 5 and int(epoch[3]) > 5
+    )  # the sweep's 5 rounds cannot give either verdict here

@@ -41,8 +41,13 @@ def _whole_graph(prepared, precision, policy, model):
         return model(prepared.graph.x, agg, precision)
 
 
-CASES = [(m, agg, p, cached) for m in ("gcn", "sage") for agg in ("scatter", "sparse")
-         for p in ("off", "partial", "full") for cached in ((False, True) if m == "gcn" else (False,))]
+CASES = [
+    (m, agg, p, cached)
+    for m in ("gcn", "sage")
+    for agg in ("scatter", "sparse")
+    for p in ("off", "partial", "full")
+    for cached in ((False, True) if m == "gcn" else (False,))
+]
 
 
 @pytest.mark.parametrize("model_name,aggregation,precision_mode,cached", CASES)
@@ -51,8 +56,9 @@ def test_layerwise_equals_whole_graph_forward(tiny_graph, model_name, aggregatio
     # computed from full-graph degrees at evaluation, as the whole-graph path does
     flags = Flags(aggregation=aggregation, cached_norm=cached, batch_source="full" if cached else "neighbor")
     skip_unless_runs(flags.replace(precision=precision_mode), model=model_name)  # e.g. no bf16 CSR product on CPU
-    prepared, precision, policy, model = _setup(tiny_graph, model_name, flags, precision_mode,
-                                                source_norm="full" if cached else "batch")
+    prepared, precision, policy, model = _setup(
+        tiny_graph, model_name, flags, precision_mode, source_norm="full" if cached else "batch"
+    )
     assert (policy.norm is not None) == cached
     # evaluation aggregates with its own kernel (AggregationPolicy.evaluation_mode): the reference uses it too
     ref = _whole_graph(prepared, precision, dataclasses.replace(policy, mode=policy.evaluation_mode("cpu")), model)
@@ -79,7 +85,7 @@ class _Observer(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+        for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor) and t.layout == torch.strided:
                 self.shapes.append((tuple(t.shape), str(func)))
                 self.dtypes.append((str(func), t.dtype, t.dim()))
@@ -88,9 +94,15 @@ class _Observer(TorchDispatchMode):
     def beyond(self, n, width, chunk_edges):
         """Tensors that are neither node-sized (``n`` or ``n + 1`` rows, up to ``width`` columns) nor within one
         chunk: no dimension longer than ``chunk_edges``, at most ``chunk_edges x width`` elements."""
-        return [(s, f) for s, f in self.shapes if s and not (
-            (max(s) in (n, n + 1) and math.prod(s) <= (n + 1) * width)
-            or (max(s) <= chunk_edges and math.prod(s) <= chunk_edges * width))]
+        return [
+            (s, f)
+            for s, f in self.shapes
+            if s
+            and not (
+                (max(s) in (n, n + 1) and math.prod(s) <= (n + 1) * width)
+                or (max(s) <= chunk_edges and math.prod(s) <= chunk_edges * width)
+            )
+        ]
 
 
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])
@@ -107,7 +119,8 @@ def test_layerwise_respects_the_precision_policy(tiny_graph, model_name, monkeyp
                 m.register_forward_hook(lambda mod, inp, out, seen=linears: seen.append(out.dtype))
         with _Observer() as ops:  # the scatter path sums [edges, features] messages into targets with index_add
             LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
-                model, prepared.graph.x, precision)
+                model, prepared.graph.x, precision
+            )
         assert set(linears) == {torch.float32 if mode == "off" else torch.bfloat16}, mode
         assert {d for f, d, dim in ops.dtypes if "index_add" in f and dim == 2} == {agg_dtype}, mode
 
@@ -118,7 +131,8 @@ def test_layerwise_int32_graph_and_link_split(tiny_graph):
     assert prepared.edge_index.dtype == torch.int32
     ref = _whole_graph(prepared, precision, policy, model)
     got = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)(
-        model, prepared.graph.x, precision)
+        model, prepared.graph.x, precision
+    )
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-4)
 
 
@@ -131,8 +145,9 @@ def test_chunked_gcn_weights_equal_the_whole_graphs_bit_for_bit(edges, cuts):
     bounds = sorted({0, n, *torch.linspace(0, n, cuts + 1).long().tolist()})
     chunks = [(lo, hi, int(rowptr[lo]), int(rowptr[hi])) for lo, hi in zip(bounds[:-1], bounds[1:])]
     dinv = torch.cat([gcn_inv_sqrt_degree(edge_index[:, a:b], hi - lo, target_start=lo) for lo, hi, a, b in chunks])
-    parts = [gcn_norm_targets(edge_index[:, a:b], dinv, target_start=lo, num_targets=hi - lo)
-             for lo, hi, a, b in chunks]
+    parts = [
+        gcn_norm_targets(edge_index[:, a:b], dinv, target_start=lo, num_targets=hi - lo) for lo, hi, a, b in chunks
+    ]
     assert torch.equal(torch.cat([p.edge_weight for p in parts]), whole.edge_weight)
     assert torch.equal(torch.cat([p.self_weight for p in parts]), whole.self_weight)
 
@@ -140,8 +155,9 @@ def test_chunked_gcn_weights_equal_the_whole_graphs_bit_for_bit(edges, cuts):
 @pytest.mark.parametrize("aggregation", ["scatter", "sparse"])
 @pytest.mark.parametrize("model_name", ["gcn", "sage"])
 def test_chunking_bounds_every_intermediate(tiny_graph, model_name, aggregation):
-    prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(aggregation=aggregation), "off",
-                                                hidden=64)
+    prepared, precision, policy, model = _setup(
+        tiny_graph, model_name, Flags(aggregation=aggregation), "off", hidden=64
+    )
     n, e, width = tiny_graph.num_nodes, tiny_graph.num_edges, max(model.dims)
     infer = LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=BUDGET)
     plan = infer.plan(width)
@@ -163,8 +179,11 @@ def test_chunking_bounds_every_intermediate(tiny_graph, model_name, aggregation)
 def test_bad_chunk_budgets_are_refused(tiny_graph):
     prepared, _, policy, _ = _setup(tiny_graph, "gcn", Flags(), "off")
     for bad in (0, -5, 1000, 2.5e8, "256MiB", True, None):
-        with pytest.raises(ValueError, match=r"chunk_bytes must be an integer number of bytes >= 65536 \(64 KiB\) "
-                                             rf"\(got {re.escape(repr(bad))}\)"):
+        with pytest.raises(
+            ValueError,
+            match=r"chunk_bytes must be an integer number of bytes >= 65536 \(64 KiB\) "
+            rf"\(got {re.escape(repr(bad))}\)",
+        ):
             LayerwiseInference(prepared.edge_index, prepared.graph.rowptr, policy, CPU, chunk_bytes=bad)
     with pytest.raises(ValueError, match=r"budget_bytes must be .* \(got 10\)"):
         plan_chunks(prepared.edge_index, prepared.graph.rowptr, width=32, budget_bytes=10)
@@ -212,15 +231,22 @@ def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):
 
     assert parse_eval_chunk("64MiB") == 64 * 2**20 and parse_eval_chunk("1GB") == 10**9
     assert parse_eval_chunk("65536") == 65536
-    for bad, says in (("12XB", "must be a size such as 256MiB"), ("1KiB", "must be at least 64KiB"),
-                      ("-5MiB", "must be at least 64KiB"), ("nan", "must be a size")):
+    for bad, says in (
+        ("12XB", "must be a size such as 256MiB"),
+        ("1KiB", "must be at least 64KiB"),
+        ("-5MiB", "must be at least 64KiB"),
+        ("nan", "must be a size"),
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(["run", "--preset", "tiny", f"--eval-chunk={bad}"])
         assert exit_.value.code == 2
         err = capsys.readouterr().err
         assert re.search(says, err) and repr(bad) in err, err
-    with pytest.raises(ValueError, match=r"RunConfig.eval_chunk_bytes must be an integer number of bytes >= 65536 "
-                                         r"\(64 KiB\) \(got 0\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"RunConfig.eval_chunk_bytes must be an integer number of bytes >= 65536 "
+        r"\(64 KiB\) \(got 0\)",
+    ):
         RunConfig(eval_chunk_bytes=0)
 
 

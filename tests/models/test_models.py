@@ -129,8 +129,14 @@ def test_fast_dropout_trains_to_the_baselines_accuracy():
     accs = {}
     for names in ([], ["fast_dropout"]):
         for seed in (0, 1):
-            cfg = RunConfig(spec=GraphSpec.preset("tiny"), flags=registry.flags_for(names), epochs=3, seed=seed,
-                            hidden=32, warmup_steps=1)
+            cfg = RunConfig(
+                spec=GraphSpec.preset("tiny"),
+                flags=registry.flags_for(names),
+                epochs=3,
+                seed=seed,
+                hidden=32,
+                warmup_steps=1,
+            )
             accs.setdefault(tuple(names), []).append(run(cfg).accuracy["test"])
     base, fast = (sum(v) / len(v) for v in accs.values())
     assert abs(base - fast) < 0.05, accs  # same model, same mask distribution: a tolerance, not bit equality

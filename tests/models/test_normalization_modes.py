@@ -52,8 +52,9 @@ def test_full_batch_cached_norm_equals_pyg_gcnconv_cached(graph):
     with torch.no_grad():
         conv.lin.weight.copy_(model.lins[0].weight)
         conv.bias.copy_(model.biases[0])
-        ours = [model(graph.x, policy.for_batch(batch.edge_index, batch.n_id, batch.e_id), Precision())
-                for _ in range(2)]
+        ours = [
+            model(graph.x, policy.for_batch(batch.edge_index, batch.n_id, batch.e_id), Precision()) for _ in range(2)
+        ]
         pyg = [conv(graph.x, graph.edge_index) for _ in range(2)]
     assert conv._cached_edge_index is not None, "PyG cached its normalization"
     torch.testing.assert_close(ours[0], pyg[0], rtol=1e-4, atol=1e-5)
@@ -93,8 +94,14 @@ def test_estimator_accuracy_within_tolerance_on_the_sampled_path(graph):
 
 
 def test_full_batch_training_runs_and_learns(graph):
-    cfg = RunConfig(spec=SPEC, flags=Flags(fanout=(1, 1), batch_source="full", cached_norm=True, keep_csr=True,
-                                           aggregation="sparse"), epochs=40, warmup_steps=2, hidden=32, lr=0.05)
+    cfg = RunConfig(
+        spec=SPEC,
+        flags=Flags(fanout=(1, 1), batch_source="full", cached_norm=True, keep_csr=True, aggregation="sparse"),
+        epochs=40,
+        warmup_steps=2,
+        hidden=32,
+        lr=0.05,
+    )
     r = run(cfg, graph=graph)
     assert r.ok and r.steps["total"] == 40, "one step per epoch"
     assert r.accuracy["test"] > 0.5

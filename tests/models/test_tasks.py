@@ -44,8 +44,15 @@ def test_link_batches_label_real_positives_and_strict_negatives(quick_graph):
 
 
 def test_link_task_trains_and_reports_auc_and_hits():
-    cfg = dataclasses.replace(QUICK, task="link", flags=QUICK.flags.replace(batch_size=256), epochs=2,
-                              max_steps_per_epoch=12, hidden=32, lr=0.01)
+    cfg = dataclasses.replace(
+        QUICK,
+        task="link",
+        flags=QUICK.flags.replace(batch_size=256),
+        epochs=2,
+        max_steps_per_epoch=12,
+        hidden=32,
+        lr=0.01,
+    )
     r = run(cfg)
     assert r.status == "ok"
     acc = r.accuracy

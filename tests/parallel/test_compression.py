@@ -60,16 +60,22 @@ def _train_on_ranks(rank: int, world: int) -> dict:
         if name == "topk_full_unmasked":
             ddp = nn.parallel.DistributedDataParallel(model)
             recorder = CommRecorder(world, "")
-            ddp.register_comm_hook(TopKState(1.0, momentum=0.9, mask_momentum=False),
-                                   timed_hook(topk_hook, lambda state, bucket: 0, recorder))
+            ddp.register_comm_hook(
+                TopKState(1.0, momentum=0.9, mask_momentum=False),
+                timed_hook(topk_hook, lambda state, bucket: 0, recorder),
+            )
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=opt_momentum)
         for step in range(STEPS):
             ddp(_batch(step, rank)).pow(2).mean().backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
             recorder.end_step(measured=True)
-        out[name] = {"params": _flat(model), "bytes": recorder.bytes, "dense": recorder.dense_bytes,
-                     "seconds": recorder.seconds}
+        out[name] = {
+            "params": _flat(model),
+            "bytes": recorder.bytes,
+            "dense": recorder.dense_bytes,
+            "seconds": recorder.seconds,
+        }
     return out
 
 
@@ -122,10 +128,12 @@ def test_momentum_correction_at_full_ratio_in_ddp(ranks):
     (the velocity is linear in the gradients, so the mean of the ranks' velocities is the dense buffer); with
     masking every sent velocity resets, which at ratio 1 is plain SGD."""
     for r in ranks:
-        assert torch.allclose(torch.tensor(r["topk_full_unmasked"]["params"]),
-                              torch.tensor(r["none_momentum"]["params"]), atol=1e-6)
-        assert torch.allclose(torch.tensor(r["topk_full_corrected"]["params"]),
-                              torch.tensor(r["none"]["params"]), atol=1e-6)
+        assert torch.allclose(
+            torch.tensor(r["topk_full_unmasked"]["params"]), torch.tensor(r["none_momentum"]["params"]), atol=1e-6
+        )
+        assert torch.allclose(
+            torch.tensor(r["topk_full_corrected"]["params"]), torch.tensor(r["none"]["params"]), atol=1e-6
+        )
     assert ranks[0]["none_momentum"]["params"] != ranks[0]["none"]["params"]
     assert ranks[0]["topk_corrected"]["params"] == ranks[1]["topk_corrected"]["params"], "replicas diverged"
     assert ranks[0]["topk_corrected"]["params"] != ranks[0]["topk"]["params"]
@@ -157,8 +165,9 @@ def test_topk_keeps_the_largest_entries_and_partitions_the_input(n, ratio, seed)
         assert values.abs().min() >= residual.abs().max()
 
 
-@given(sizes=st.lists(st.integers(1, 80), min_size=1, max_size=5), ratio=st.floats(0.001, 1.0),
-       seed=st.integers(0, 2**16))
+@given(
+    sizes=st.lists(st.integers(1, 80), min_size=1, max_size=5), ratio=st.floats(0.001, 1.0), seed=st.integers(0, 2**16)
+)
 def test_topk_per_parameter_keeps_each_tensors_largest_entries(sizes, ratio, seed):
     """Each tensor of a bucket keeps its own k_p entries, however small its gradients are beside the others'."""
     gen = torch.Generator().manual_seed(seed)
@@ -209,8 +218,7 @@ def _velocities(grads: list[list[torch.Tensor]], momentum: float) -> list[torch.
     return out
 
 
-@given(steps=st.integers(1, 8), ratio=st.floats(0.01, 0.5), momentum=st.floats(0.0, 0.95),
-       seed=st.integers(0, 2**16))
+@given(steps=st.integers(1, 8), ratio=st.floats(0.01, 0.5), momentum=st.floats(0.0, 0.95), seed=st.integers(0, 2**16))
 def test_momentum_correction_sends_the_velocities_sum(steps, ratio, momentum, seed):
     """DGC's momentum correction without masking: sent plus residual is the sum of the local velocities."""
     gen = torch.Generator().manual_seed(seed)

@@ -36,13 +36,26 @@ def no_rank_outlives_the_module(tmp_path_factory):
 
 def _config(**changes) -> RunConfig:
     flags = Flags(parallel="data", batch_size=128, fanout=(10, 5))
-    return RunConfig(spec=GraphSpec.preset("tiny"), flags=flags.replace(**changes.pop("flags", {})), epochs=1,
-                     max_steps_per_epoch=6, warmup_steps=2, nproc=2, hidden=32, **changes)
+    return RunConfig(
+        spec=GraphSpec.preset("tiny"),
+        flags=flags.replace(**changes.pop("flags", {})),
+        epochs=1,
+        max_steps_per_epoch=6,
+        warmup_steps=2,
+        nproc=2,
+        hidden=32,
+        **changes,
+    )
 
 
 # ------------------------------------------------------------------ seeds split across ranks
-@given(n=st.integers(1, 400), batch=st.integers(1, 64), world=st.integers(1, 4), seed=st.integers(0, 99),
-       epoch=st.integers(0, 5))
+@given(
+    n=st.integers(1, 400),
+    batch=st.integers(1, 64),
+    world=st.integers(1, 4),
+    seed=st.integers(0, 99),
+    epoch=st.integers(0, 5),
+)
 def test_seed_shards_are_disjoint_covering_and_the_global_batch(n, batch, world, seed, epoch):
     if n < world or batch < world:
         with pytest.raises(ValueError, match="need at least"):
@@ -98,8 +111,9 @@ def test_availability_says_why_with_one_process():
     assert "needs --nproc >= 2 (got 1)" in registry.get("data_parallel").unavailable("cpu", world_size=1)
     assert registry.get("data_parallel").unavailable("cpu") is None  # measured with its own nproc (2)
     comp = RunConfig(spec=GraphSpec.preset("tiny"), flags=Flags(grad_compression="topk"))
-    assert "grad compression needs parallel='data' (got parallel='none')" in config_unavailable(comp)[
-        "grad_compression"]
+    assert (
+        "grad compression needs parallel='data' (got parallel='none')" in config_unavailable(comp)["grad_compression"]
+    )
     part = dataclasses.replace(one, flags=Flags(parallel="partition"))
     assert "partitioning needs --nproc >= 2 (got 1)" in config_unavailable(part)["parallel"]
     for name in ("partition_metis", "partition_degree"):  # measured with their own nproc (2)
@@ -131,9 +145,33 @@ def test_cli_run_with_two_ranks_end_to_end(tmp_path, capsys):
     from gnnbench.cli import main
 
     out = tmp_path / "dp.json"
-    code = main(["run", "--preset", "tiny", "--flags", "data_parallel", "--nproc", "2", "--dist-timeout", "10",
-                 "--batch-size", "128", "--fanout", "10,5", "--hidden", "32", "--epochs", "1", "--max-steps", "6",
-                 "--warmup", "2", "--out", str(out)])
+    code = main(
+        [
+            "run",
+            "--preset",
+            "tiny",
+            "--flags",
+            "data_parallel",
+            "--nproc",
+            "2",
+            "--dist-timeout",
+            "10",
+            "--batch-size",
+            "128",
+            "--fanout",
+            "10,5",
+            "--hidden",
+            "32",
+            "--epochs",
+            "1",
+            "--max-steps",
+            "6",
+            "--warmup",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text())
     d = data["distributed"]
@@ -249,11 +287,12 @@ def test_nccl_ranks_need_one_gpu_each(monkeypatch):
     from gnnbench.parallel.data_parallel import unavailable
 
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    ctx = RunContext(device=torch.device("cuda"), task="node", model="sage", num_nodes=100, num_edges=400,
-                     world_size=2)
+    ctx = RunContext(device=torch.device("cuda"), task="node", model="sage", num_nodes=100, num_edges=400, world_size=2)
     why = {u.field: u.reason for u in unavailable(Flags(parallel="data"), ctx)}
-    assert why == {"parallel": "NCCL ranks need one GPU each: --nproc 2 but this machine has 1 CUDA device(s); "
-                               "use --nproc <= 1 or --device cpu (gloo ranks)"}
+    assert why == {
+        "parallel": "NCCL ranks need one GPU each: --nproc 2 but this machine has 1 CUDA device(s); "
+        "use --nproc <= 1 or --device cpu (gloo ranks)"
+    }
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert unavailable(Flags(parallel="data"), ctx) == []
     cpu = dataclasses.replace(ctx, device=torch.device("cpu"))
@@ -265,8 +304,13 @@ def _agree(rank: int, port: int, flags: list, out) -> None:
 
     from gnnbench.training.stopping import any_rank
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
-                            timeout=__import__("datetime").timedelta(seconds=TIMEOUT))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=2,
+        timeout=__import__("datetime").timedelta(seconds=TIMEOUT),
+    )
     try:
         out.put((rank, [any_rank(f) for f in flags[rank]]))
     finally:

@@ -36,13 +36,19 @@ METHODS = ("metis", "degree")
 
 def _init(rank: int, port: int, timeout_s: float) -> None:
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORLD,
-                            timeout=datetime.timedelta(seconds=timeout_s))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=WORLD,
+        timeout=datetime.timedelta(seconds=timeout_s),
+    )
 
 
 def _partition(graph, method: str, parts: np.ndarray) -> Partition:
-    return Partition(parts=torch.from_numpy(parts), method=method, num_parts=WORLD, seconds=0.0,
-                     edge_index=graph.edge_index)
+    return Partition(
+        parts=torch.from_numpy(parts), method=method, num_parts=WORLD, seconds=0.0, edge_index=graph.edge_index
+    )
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -68,11 +74,18 @@ def _aggregate_on_rank(rank, world, parts_by_method):
             halos.append(cached.exchange(x_local * s, key="a").clone())
             halos.append(cached.exchange(-x_local * s, key="b").clone())
         out[method] = {
-            "owned": plan.owned.tolist(), "halo": plan.halo.tolist(),
-            "sum": agg_sum.tolist(), "mean": agg_mean.detach().tolist(), "grad": xl.grad.tolist(),
-            "steps": [dataclasses.asdict(s) for s in ex.steps], "totals": ex.totals(), "halo_x": halos[0].tolist(),
-            "cached_halos": [h.tolist() for h in halos], "cached_steps": [dataclasses.asdict(s) for s in cached.steps],
-            "send_counts": plan.send_counts, "recv_counts": plan.recv_counts,
+            "owned": plan.owned.tolist(),
+            "halo": plan.halo.tolist(),
+            "sum": agg_sum.tolist(),
+            "mean": agg_mean.detach().tolist(),
+            "grad": xl.grad.tolist(),
+            "steps": [dataclasses.asdict(s) for s in ex.steps],
+            "totals": ex.totals(),
+            "halo_x": halos[0].tolist(),
+            "cached_halos": [h.tolist() for h in halos],
+            "cached_steps": [dataclasses.asdict(s) for s in cached.steps],
+            "send_counts": plan.send_counts,
+            "recv_counts": plan.recv_counts,
         }
     # plans built from different partitions must be refused at setup, on both ranks
     wrong = "degree" if rank == 1 else "metis"
@@ -151,8 +164,9 @@ def test_aggregate_local_with_exact_halo_matches_full_graph(graph):
             covered[plan.owned] += 1
             local, halo = graph.x[plan.owned], graph.x[plan.halo]
             np.testing.assert_allclose(aggregate_local(plan, local, halo).numpy(), ref_sum[plan.owned], atol=1e-5)
-            np.testing.assert_allclose(aggregate_local(plan, local, halo, "mean").numpy(), ref_mean[plan.owned],
-                                       atol=1e-5)
+            np.testing.assert_allclose(
+                aggregate_local(plan, local, halo, "mean").numpy(), ref_mean[plan.owned], atol=1e-5
+            )
         assert (covered == 1).all()
     with pytest.raises(ValueError, match=r"unknown reduce 'max'; accepted: sum, mean"):
         aggregate_local(plan, local, halo, "max")
@@ -197,8 +211,10 @@ def test_a_dead_rank_makes_the_survivor_fail_within_the_timeout(graph, mode):
     ctx = mp.get_context("spawn")
     queue, release = ctx.Queue(), ctx.Event()
     port = free_port()
-    procs = [ctx.Process(target=_dying_worker, args=(rank, port, queue, parts, mode, release), daemon=True)
-             for rank in range(WORLD)]
+    procs = [
+        ctx.Process(target=_dying_worker, args=(rank, port, queue, parts, mode, release), daemon=True)
+        for rank in range(WORLD)
+    ]
     t0 = time.monotonic()
     for p in procs:
         p.start()

@@ -15,8 +15,9 @@ CONFIGS = [("metis", "round_robin")] + [("degree", deal) for deal in DEALS]
 
 def _graph(edge_index: torch.Tensor, n: int) -> Graph:
     """Directed, duplicates and self loops kept: the partitioners must cope with both."""
-    return Graph.from_edges(edge_index, torch.zeros(n, 1), torch.zeros(n, dtype=torch.int64),
-                            clean=CleanOptions(dedupe=False))
+    return Graph.from_edges(
+        edge_index, torch.zeros(n, 1), torch.zeros(n, dtype=torch.int64), clean=CleanOptions(dedupe=False)
+    )
 
 
 def _dense_counts(edge_index: torch.Tensor, parts: np.ndarray, k: int) -> np.ndarray:
@@ -112,8 +113,10 @@ def test_metis_is_seeded():
     assert torch.equal(partition(g, 3, "metis", seed=5).parts, partition(g, 3, "metis", seed=5).parts)
 
 
-@pytest.mark.parametrize("k,match", [(1, r"num_parts .*\[2, num_nodes = 6\].*got 1"),
-                                     (7, r"num_parts .*got 7"), (2.0, r"num_parts .*got 2\.0")])
+@pytest.mark.parametrize(
+    "k,match",
+    [(1, r"num_parts .*\[2, num_nodes = 6\].*got 1"), (7, r"num_parts .*got 7"), (2.0, r"num_parts .*got 2\.0")],
+)
 def test_bad_num_parts_is_refused(k, match):
     g = _graph(torch.tensor([[0, 1], [1, 2]]), 6)
     with pytest.raises(ValueError, match=match):

@@ -60,7 +60,8 @@ def _compare_on_rank(rank: int, world: int, model_name: str, method: str, aggreg
         "loss": abs(total.item() - loss_full.item()),
         "grad": max((p.grad - g).abs().max().item() for p, g in zip(model.parameters(), ref_grads)),
         "grad_scale": max(g.abs().max().item() for g in ref_grads),
-        "owned": owned.numel(), "halo": part.plan.num_halo,
+        "owned": owned.numel(),
+        "halo": part.plan.num_halo,
         "halo_calls": len(part.comm._intervals),  # forward and backward exchanges + the all-reduce
     }
 
@@ -82,8 +83,9 @@ def test_partition_step_equals_whole_graph_step(model_name, method):
 
 @pytest.mark.slow
 def test_partition_run_writes_one_result_with_the_partition_figures(tmp_path):
-    cfg = RunConfig(spec=SPEC, epochs=4, warmup_steps=1, nproc=2,
-                    flags=registry.flags_for(["partition_degree"], Flags()))
+    cfg = RunConfig(
+        spec=SPEC, epochs=4, warmup_steps=1, nproc=2, flags=registry.flags_for(["partition_degree"], Flags())
+    )
     r = launch(cfg, tmp_path / "result.json")
     assert not survivors("gnnbench-ranks-")
     assert r["status"] == "ok" and 0 <= r["accuracy"]["test"] <= 1  # 4 full-batch steps: too few to learn
@@ -106,8 +108,10 @@ def test_partition_refusals_name_the_reason():
     compiled = dataclasses.replace(base, flags=dataclasses.replace(base.flags, compile=True))
     assert "torch.compile is not applied" in config_unavailable(compiled)["compile"]
     placed = dataclasses.replace(base, flags=dataclasses.replace(base.flags, pin_memory=True))
-    assert "feature placement, pinning and prefetch apply to sampled batches" in \
-        config_unavailable(placed)["feature_placement"]
+    assert (
+        "feature placement, pinning and prefetch apply to sampled batches"
+        in config_unavailable(placed)["feature_placement"]
+    )
 
 
 def test_partition_parallel_refuses_the_sampled_batch_feature_store_options():

@@ -11,7 +11,8 @@ def measuring(config) -> bool:
     """Whether pytest-benchmark times this run: ``--benchmark-enable`` wins over the ``--benchmark-disable``
     in pyproject's addopts (reading ``benchmark_disable`` alone says "disabled" even then)."""
     return bool(config.getoption("benchmark_enable", default=False)) or not config.getoption(
-        "benchmark_disable", default=True)
+        "benchmark_disable", default=True
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -44,13 +44,24 @@ def _bench_step(benchmark, graph, name: str, optimized: bool, request):
         pytest.skip(str(exc))
     enabled = not benchmark.disabled
     benchmark.group = f"step {name} ({SPEC.name}, {DEVICE})"
-    benchmark.extra_info.update({"role": "optimized" if optimized else "baseline", "optimization": name,
-                                 "flags": config.flags.to_dict(), "spec": SPEC.to_dict(), "task": config.task})
+    benchmark.extra_info.update(
+        {
+            "role": "optimized" if optimized else "baseline",
+            "optimization": name,
+            "flags": config.flags.to_dict(),
+            "spec": SPEC.to_dict(),
+            "task": config.task,
+        }
+    )
     steps = trainer.steps(epochs=float("inf"))  # the one training loop, one step per call
     try:
         # 20 rounds of 5 steps each after 5 warm-up rounds: each measured unit is long enough to be stable
-        benchmark.pedantic(lambda: next(steps), rounds=ROUNDS if enabled else 1,
-                           warmup_rounds=WARMUP_ROUNDS if enabled else 0, iterations=STEPS_PER_ROUND if enabled else 1)
+        benchmark.pedantic(
+            lambda: next(steps),
+            rounds=ROUNDS if enabled else 1,
+            warmup_rounds=WARMUP_ROUNDS if enabled else 0,
+            iterations=STEPS_PER_ROUND if enabled else 1,
+        )
     finally:
         steps.close()
         trainer.close()

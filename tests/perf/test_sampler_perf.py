@@ -28,8 +28,9 @@ def sampling_graph(request):
 
 def _run(benchmark, fn, seeds, graph, name):
     benchmark.group = f"neighbor_sample n={graph.num_nodes} batch={BATCH} fanouts={list(FANOUTS)}"
-    benchmark.extra_info.update({"sampler": name, "nodes": graph.num_nodes, "edges": graph.num_edges,
-                                 "threads": torch.get_num_threads()})
+    benchmark.extra_info.update(
+        {"sampler": name, "nodes": graph.num_nodes, "edges": graph.num_edges, "threads": torch.get_num_threads()}
+    )
     benchmark.pedantic(fn, args=(seeds,), rounds=20, warmup_rounds=3, iterations=1)
 
 
@@ -54,7 +55,7 @@ def dense_frontier(request):
 
     enabled = measuring(request.config)
     g = generate(GraphSpec(num_nodes=50_000 if enabled else 5_000, avg_degree=150.0 if enabled else 60.0))
-    frontier = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[:16_384 if enabled else 512]
+    frontier = torch.randperm(g.num_nodes, generator=torch.Generator().manual_seed(0))[: 16_384 if enabled else 512]
     return g, frontier
 
 
@@ -68,4 +69,3 @@ def test_sampler_time_per_sampled_edge(benchmark, dense_frontier, fanout):
     benchmark.group = f"neighbor_sample one hop n={g.num_nodes} frontier={frontier.numel()}"
     benchmark.extra_info.update({"fanout": fanout, "edges": edges, "threads": torch.get_num_threads()})
     benchmark.pedantic(core.sample, args=(frontier,), rounds=10, warmup_rounds=2, iterations=1)
-

@@ -56,8 +56,9 @@ def _train_in_child(names: list[str]) -> dict:
     flags = registry.flags_for(names)
     env = process.child_environment(flags)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *names], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, *names], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -79,8 +80,9 @@ def test_every_choice_has_its_entry_and_the_baseline_is_glibc():
 
 
 # glibc_tuned in the default run; the preloaded libraries (a child process each, ~10 s) with -m slow, as CI runs
-@pytest.mark.parametrize("name", [n if n == "glibc_tuned" else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in ALLOCATOR_ENTRIES])
+@pytest.mark.parametrize(
+    "name", [n if n == "glibc_tuned" else pytest.param(n, marks=pytest.mark.slow) for n in ALLOCATOR_ENTRIES]
+)
 def test_allocator_leaves_the_trajectory_bit_identical(glibc_trajectory, name):
     allocator = registry.get(name).changes_for(Flags())["allocator"]
     _need(allocator)
@@ -113,17 +115,30 @@ def test_glibc_tuning_is_read_back_by_where_a_large_block_is_served():
         pytest.skip(f"this process's malloc is {here['library']}")
     env = process.child_environment(Flags(allocator="glibc_tuned"))
     code = "import json; from gnnbench.process import allocator_in_effect; print(json.dumps(allocator_in_effect()))"
-    tuned = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                                      timeout=120).stdout)
-    plain = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                      env=process.child_environment(Flags()), timeout=120).stdout)
+    tuned = json.loads(
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    )
+    plain = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=process.child_environment(Flags()),
+            timeout=120,
+        ).stdout
+    )
     assert tuned["allocator"] == "glibc_tuned" and tuned["report"]["large_block_on_heap"] is True
     assert plain["allocator"] == "glibc" and plain["report"]["large_block_on_heap"] is False
 
 
 def test_child_environment_replaces_allocator_settings_and_keeps_the_rest():
-    base = {"PATH": "/bin", "LD_PRELOAD": "/opt/libfoo.so:/usr/lib/libjemalloc.so.2", "MALLOC_CONF": "narenas:1",
-            "MALLOC_TRIM_THRESHOLD_": "1", "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.rtld.nns=2"}
+    base = {
+        "PATH": "/bin",
+        "LD_PRELOAD": "/opt/libfoo.so:/usr/lib/libjemalloc.so.2",
+        "MALLOC_CONF": "narenas:1",
+        "MALLOC_TRIM_THRESHOLD_": "1",
+        "GLIBC_TUNABLES": "glibc.malloc.tcache_count=0:glibc.rtld.nns=2",
+    }
     env = allocators.child_environment("glibc", base)
     assert env["LD_PRELOAD"] == "/opt/libfoo.so" and env["PATH"] == "/bin"
     assert "MALLOC_CONF" not in env and "MALLOC_TRIM_THRESHOLD_" not in env

@@ -22,10 +22,13 @@ def _fake_clock(monkeypatch, snapshots):
 
 
 def test_step_usage_counts_measured_steps_and_leaves_out_evaluations(monkeypatch):
-    snaps = [Usage(0, 0, 0.0, 0.0), Usage(100, 0, 1.0, 0.1),  # step 0: warm-up
-             Usage(300, 0, 2.0, 0.3),  # step 1: 200 faults, 1.0 user, 0.2 kernel
-             Usage(1300, 1, 9.0, 2.0),  # step 2: evaluated in between: left out
-             Usage(1500, 1, 10.0, 2.2)]  # step 3: 200 faults, 1.0 user, 0.2 kernel
+    snaps = [
+        Usage(0, 0, 0.0, 0.0),
+        Usage(100, 0, 1.0, 0.1),  # step 0: warm-up
+        Usage(300, 0, 2.0, 0.3),  # step 1: 200 faults, 1.0 user, 0.2 kernel
+        Usage(1300, 1, 9.0, 2.0),  # step 2: evaluated in between: left out
+        Usage(1500, 1, 10.0, 2.2),
+    ]  # step 3: 200 faults, 1.0 user, 0.2 kernel
     _fake_clock(monkeypatch, snaps[1:])
     u = StepUsage(warmup_steps=1)
     u.tick(0, evaluations=0)
@@ -56,8 +59,7 @@ def _finding() -> Finding:
 
 
 def _recs(usage):
-    return {r.name: r for r in recommend(_finding(), {"kernels": 0.8}, 100.0, QUICK, torch.device("cpu"),
-                                         usage=usage)}
+    return {r.name: r for r in recommend(_finding(), {"kernels": 0.8}, 100.0, QUICK, torch.device("cpu"), usage=usage)}
 
 
 def test_allocator_entries_are_credited_with_the_kernel_share():
@@ -70,14 +72,19 @@ def test_allocator_entries_are_credited_with_the_kernel_share():
 
 def test_an_allocator_the_process_runs_already_is_not_recommended():
     config = dataclasses.replace(QUICK, flags=QUICK.flags.replace(allocator="glibc_tuned"))
-    recs = recommend(_finding(), {"kernels": 0.8}, 100.0, config, torch.device("cpu"),
-                     usage={"kernel_share": 0.3, "minor_faults_per_step": 1.0})
+    recs = recommend(
+        _finding(),
+        {"kernels": 0.8},
+        100.0,
+        config,
+        torch.device("cpu"),
+        usage={"kernel_share": 0.3, "minor_faults_per_step": 1.0},
+    )
     assert "glibc_tuned" not in {r.name for r in recs}
 
 
 def test_workers_with_the_split_carry_no_core_caveat():
     finding = Finding("sampling", 0.6, None, None, 0.3, "compute phases", "test")
-    recs = {r.name: r for r in recommend(finding, {"sampling": 0.6}, 100.0, QUICK, torch.device("cpu"),
-                                         cores=(2, 2))}
+    recs = {r.name: r for r in recommend(finding, {"sampling": 0.6}, 100.0, QUICK, torch.device("cpu"), cores=(2, 2))}
     assert recs["workers"].caveat and "workers_split" in recs["workers"].caveat
     assert recs["workers_split"].caveat is None

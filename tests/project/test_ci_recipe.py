@@ -21,7 +21,7 @@ def _gnnbench_commands(text: str) -> list[list[str]]:
         line = re.sub(r"\$\{\{[^}]*\}\}", "main", line)  # ${{ github.base_ref }} -> a revision
         argv = shlex.split(line)
         start = next(i for i, a in enumerate(argv) if a.endswith("gnnbench"))
-        commands.append(argv[start + 1:])
+        commands.append(argv[start + 1 :])
     return commands
 
 

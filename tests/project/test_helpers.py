@@ -14,7 +14,8 @@ def test_unavailable_here_is_the_layers_answer_for_configurations_flags_and_entr
     pinned = dataclasses.replace(QUICK, flags=QUICK.flags.replace(pin_memory=True))  # QUICK is a CPU run
     assert unavailable_here(QUICK) is None
     assert "pinned" in unavailable_here(pinned) and unavailable_here(pinned) == format_reasons(
-        config_unavailable(pinned))
+        config_unavailable(pinned)
+    )
     assert unavailable_here(Flags(cached_norm=True)) is None
     assert "model 'sage' has none" in unavailable_here(Flags(cached_norm=True), model="sage")
     assert unavailable_here("pin_memory") == registry.get("pin_memory").unavailable("cpu")

@@ -58,8 +58,9 @@ def _imports(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + ([f"{node.module}.{a.name}" for a in node.names] if node.module == "gnnbench"
-                                     else [])
+            names = [node.module] + (
+                [f"{node.module}.{a.name}" for a in node.names] if node.module == "gnnbench" else []
+            )
         else:
             continue
         for name in names:
@@ -71,8 +72,10 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 def test_every_module_belongs_to_a_band():
     tops = {_top(p) for p in _modules()}
-    assert not tops - set(_BAND_OF), (f"modules or folders not placed in tests/project/test_layers.py BANDS (and the "
-                                      f"layout in CONTRIBUTING.md): {sorted(tops - set(_BAND_OF))}")
+    assert not tops - set(_BAND_OF), (
+        f"modules or folders not placed in tests/project/test_layers.py BANDS (and the "
+        f"layout in CONTRIBUTING.md): {sorted(tops - set(_BAND_OF))}"
+    )
 
 
 def test_top_level_holds_only_shared_modules():
@@ -83,6 +86,9 @@ def test_top_level_holds_only_shared_modules():
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE.parent)))
 def test_imports_only_point_down(path):
     band = _BAND_OF[_top(path)]
-    upward = [f"line {line}: imports gnnbench.{top} ({BANDS[_BAND_OF[top]][0]}), above its own band "
-              f"{BANDS[band][0]}" for line, top in _imports(path) if top in _BAND_OF and _BAND_OF[top] > band]
+    upward = [
+        f"line {line}: imports gnnbench.{top} ({BANDS[_BAND_OF[top]][0]}), above its own band {BANDS[band][0]}"
+        for line, top in _imports(path)
+        if top in _BAND_OF and _BAND_OF[top] > band
+    ]
     assert not upward, f"{path.relative_to(PACKAGE.parent)}: " + "; ".join(upward)

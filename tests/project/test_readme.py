@@ -1,6 +1,5 @@
 """README's optimization table is exactly ``gnnbench flags --markdown``, and its first two commands stay put."""
 
-
 from pathlib import Path
 
 from gnnbench.cli.tables import registry_markdown
@@ -12,7 +11,7 @@ README = (ROOT / "README.md").read_text()
 def test_readme_optimization_table_equals_the_registry():
     start, end = "<!-- registry:start -->\n", "\n<!-- registry:end -->"
     assert start in README and end in README, "README lost its registry markers"
-    table = README[README.index(start) + len(start):README.index(end)]
+    table = README[README.index(start) + len(start) : README.index(end)]
     assert table == registry_markdown(), "README's table is stale: paste `gnnbench flags --markdown` into it"
 
 
@@ -29,10 +28,11 @@ def test_readme_reference_block_is_generated_from_the_committed_reference():
 
     start, end = MARKERS
     assert start in README and end in README, "README lost its reference markers"
-    block = README[README.index(start) + len(start):README.index(end)]
+    block = README[README.index(start) + len(start) : README.index(end)]
     assert block == reference_markdown(ROOT / "results" / "reference" / "compare-small-cpu"), (
         "README's reference block is stale: paste `python -m gnnbench.report.reference_md "
-        "results/reference/compare-small-cpu` into it")
+        "results/reference/compare-small-cpu` into it"
+    )
 
 
 # the published error-rate files, in README's order: wall clock with timed busy-waits; both measures, work injected
@@ -46,12 +46,14 @@ def test_readme_gate_block_is_generated_from_the_published_gate_files():
 
     start, end = MARKERS
     assert start in README and end in README, "README lost its gate markers"
-    block = README[README.index(start) + len(start):README.index(end)]
+    block = README[README.index(start) + len(start) : README.index(end)]
     ref = ROOT / "results" / "reference"
     rates = [ref / name for name in GATE_RATES if (ref / name).is_file()]
     assert block == gate_markdown(rates, ref / "gate-counts.json"), (
         "README's gate block is stale: paste `python -m gnnbench.report.gate_md "
-        + " ".join(f"results/reference/{p.name}" for p in rates) + " results/reference/gate-counts.json` into it")
+        + " ".join(f"results/reference/{p.name}" for p in rates)
+        + " results/reference/gate-counts.json` into it"
+    )
 
 
 def test_readme_labor_paragraph_matches_its_sweep():
@@ -65,7 +67,7 @@ def test_readme_labor_paragraph_matches_its_sweep():
 
     sweep = ROOT / "results" / "reference" / "compare-small-labor-cpu"
     at = README.index("**LABOR against fanout on `small`**")
-    text = README[at:README.index("The claim is", at)]
+    text = README[at : README.index("The claim is", at)]
     cal = json.loads((sweep / "sweep.json").read_text())["calibration"]
     assert f"target\nvalidation {cal['target']:.4f}, calibrated by its own {len(cal['seeds'])} calibration runs" in text
     runs = [r for r in load_inputs(runs=[sweep]).runs if Path(r.get("_group", "")) == sweep]
@@ -74,11 +76,16 @@ def test_readme_labor_paragraph_matches_its_sweep():
     shown = re.search(r"\| `labor` [^|]*\| \*\*([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]\*\*, reached (\d)/(\d)", text)
     assert shown, "README's LABOR table lost its labor row"
     assert tuple(float(x) for x in shown.group(1, 2, 3)) == tuple(
-        round(v, 2) for v in (labor.speedup, labor.speedup_low, labor.speedup_high))
+        round(v, 2) for v in (labor.speedup, labor.speedup_low, labor.speedup_high)
+    )
     assert int(shown.group(5)) == labor.rounds
     fanout = next(r for r in c.rows if r.label == "fanout")
-    assert f"| <= {fanout.speedup:.2f}x [{fanout.speedup_low:.2f}, {fanout.speedup_high:.2f}], reached 0/{fanout.rounds}" \
+    assert (
+        f"| <= {fanout.speedup:.2f}x [{fanout.speedup_low:.2f}, {fanout.speedup_high:.2f}], reached 0/{fanout.rounds}"
         in text
+    )
     floors = {k: f"+-{100 * (v - 1):.1f}%" for k, v in c.floors.items()}
-    assert (f"floors step {floors['step']}, epoch {floors['epoch']}, time to accuracy {floors['time_to_accuracy']}"
-            in text.replace("\n", " "))
+    assert (
+        f"floors step {floors['step']}, epoch {floors['epoch']}, time to accuracy {floors['time_to_accuracy']}"
+        in text.replace("\n", " ")
+    )

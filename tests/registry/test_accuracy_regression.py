@@ -32,14 +32,24 @@ TOLERANCE_PP = 1.5
 # validation point (test AUC for link entries), mean over SEEDS. Wide where the entry trains a different
 # model: one hop instead of two (fanout: a one-layer GCN on tiny loses about 26 pp at its best validation
 # point), one optimizer step per epoch (full_batch), subgraph batches.
-BOUNDS_PP = {"fanout": 30.0, "batch_cache": 15.0, "full_amp": 3.0, "graphsaint": 20.0, "cluster_gcn": 12.0,
-             "degree_negatives": 30.0, "unchecked_negatives": 5.0, "full_batch": 40.0, "norm_estimator": 6.0,
-             # data-parallel compression with Adam (skipped at nproc 1): top-k's error feedback is exact in sum
-             # for SGD only, so under Adam it is known to lose much of the accuracy
-             "topk_compression": 70.0, "powersgd": 15.0,
-             # LABOR: fewer distinct vertices per batch (each target keeps min(k, d) in expectation), normalized
-             # per batch as the baseline is; measured +0.27 pp on tiny (2 seeds)
-             "labor": 3.0}
+BOUNDS_PP = {
+    "fanout": 30.0,
+    "batch_cache": 15.0,
+    "full_amp": 3.0,
+    "graphsaint": 20.0,
+    "cluster_gcn": 12.0,
+    "degree_negatives": 30.0,
+    "unchecked_negatives": 5.0,
+    "full_batch": 40.0,
+    "norm_estimator": 6.0,
+    # data-parallel compression with Adam (skipped at nproc 1): top-k's error feedback is exact in sum
+    # for SGD only, so under Adam it is known to lose much of the accuracy
+    "topk_compression": 70.0,
+    "powersgd": 15.0,
+    # LABOR: fewer distinct vertices per batch (each target keeps min(k, d) in expectation), normalized
+    # per batch as the baseline is; measured +0.27 pp on tiny (2 seeds)
+    "labor": 3.0,
+}
 # Settings that give the subgraph sources several steps per epoch on a 10k-node graph.
 SUBGRAPH = {"cluster_size": 500, "clusters_per_batch": 2, "saint_roots": 500}
 SPEC = GraphSpec.preset("tiny")
@@ -59,9 +69,18 @@ LINK_MODEL = "gcn"  # link prediction's model
 
 def _config(names: tuple[str, ...], seed: int, task: str, cache_dir: str) -> RunConfig:
     flags = registry.flags_for(names, BASE)
-    return RunConfig(spec=SPEC, flags=flags, task=task, model=LINK_MODEL if task == "link" else "gcn",
-                     epochs=LINK_EPOCHS if task == "link" else EPOCHS,
-                     hidden=32, lr=0.02, seed=seed, device=DEVICE, cache_dir=cache_dir)
+    return RunConfig(
+        spec=SPEC,
+        flags=flags,
+        task=task,
+        model=LINK_MODEL if task == "link" else "gcn",
+        epochs=LINK_EPOCHS if task == "link" else EPOCHS,
+        hidden=32,
+        lr=0.02,
+        seed=seed,
+        device=DEVICE,
+        cache_dir=cache_dir,
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -91,7 +110,8 @@ COSTLY = [o.name for o in registry.REGISTRY.values() if o.costs_accuracy]
 # The allocator entries train in a process of their own (started for the allocator); their bit-identical trajectory
 # is tests/process/test_allocators.py's, so their accuracy here runs with -m slow too.
 SLOW = {"degree_negatives", "unchecked_negatives", "compile"} | {
-    o.name for o in registry.REGISTRY.values() if "allocator" in o.changes_for(Flags())}
+    o.name for o in registry.REGISTRY.values() if "allocator" in o.changes_for(Flags())
+}
 
 
 def _params(names: list[str]) -> list:
@@ -126,8 +146,7 @@ def test_the_fixed_budget_reaches_the_plateau(cache_dir):
     import dataclasses
 
     fixed = run(_config((), 0, "node", cache_dir), graph=_graph())
-    open_ended = run(dataclasses.replace(_config((), 0, "node", cache_dir), epochs=None, max_epochs=40),
-                     graph=_graph())
+    open_ended = run(dataclasses.replace(_config((), 0, "node", cache_dir), epochs=None, max_epochs=40), graph=_graph())
     assert open_ended.stop_reason == "plateau", open_ended.stop_reason
     best_fixed = max(p["val"] for p in fixed.curve)
     assert open_ended.converged["val"] - best_fixed <= 0.015, (open_ended.converged, best_fixed)

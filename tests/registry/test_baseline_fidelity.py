@@ -23,7 +23,9 @@ from gnnbench.training import RunConfig
 SPEC = GraphSpec.preset("tiny")
 FANOUT, BATCH, HIDDEN, LR, EPOCHS = (10, 5), 256, 64, 0.01, 5
 SEEDS = (0, 1, 2, 3, 4, 5)
-TOLERANCE_PP = 3.0  # per epoch, mean over SEEDS (one seed's spread at the first epoch, 8 steps in, is about 5 pp: 6 seeds)
+TOLERANCE_PP = (
+    3.0  # per epoch, mean over SEEDS (one seed's spread at the first epoch, 8 steps in, is about 5 pp: 6 seeds)
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +41,14 @@ def _plain_pyg_curve(graph, model_name: str, seed: int) -> list[float]:
     torch.manual_seed(seed)
     prepared = prepare(graph, Flags())
     data = Data(x=graph.x, y=graph.y, edge_index=prepared.edge_index, num_nodes=graph.num_nodes)
-    loader = NodeLoader(data, node_sampler=make_neighbor_sampler(prepared, FANOUT, seed=seed),
-                        input_nodes=graph.train_mask.nonzero().view(-1), batch_size=BATCH, shuffle=True,
-                        generator=torch.Generator().manual_seed(seed))
+    loader = NodeLoader(
+        data,
+        node_sampler=make_neighbor_sampler(prepared, FANOUT, seed=seed),
+        input_nodes=graph.train_mask.nonzero().view(-1),
+        batch_size=BATCH,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
     cls = {"sage": GraphSAGE, "gcn": GCN}[model_name]
     model = cls(graph.num_features, HIDDEN, len(FANOUT), int(graph.y.max()) + 1, dropout=0.5)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
@@ -50,8 +57,8 @@ def _plain_pyg_curve(graph, model_name: str, seed: int) -> list[float]:
         model.train()
         for b in loader:
             opt.zero_grad()
-            out = model(b.x, b.edge_index)[:b.batch_size]
-            F.cross_entropy(out, b.y[:b.batch_size]).backward()
+            out = model(b.x, b.edge_index)[: b.batch_size]
+            F.cross_entropy(out, b.y[: b.batch_size]).backward()
             opt.step()
         model.eval()
         with torch.no_grad():
@@ -61,8 +68,15 @@ def _plain_pyg_curve(graph, model_name: str, seed: int) -> list[float]:
 
 
 def _gnnbench_curve(graph, model_name: str, seed: int) -> list[float]:
-    cfg = RunConfig(spec=SPEC, flags=Flags(fanout=FANOUT, batch_size=BATCH), model=model_name, hidden=HIDDEN,
-                    lr=LR, epochs=EPOCHS, seed=seed)
+    cfg = RunConfig(
+        spec=SPEC,
+        flags=Flags(fanout=FANOUT, batch_size=BATCH),
+        model=model_name,
+        hidden=HIDDEN,
+        lr=LR,
+        epochs=EPOCHS,
+        seed=seed,
+    )
     r = run(cfg, graph=graph)
     assert r.status == "ok" and len(r.curve) == EPOCHS
     return [p["val"] for p in r.curve]

@@ -29,8 +29,16 @@ def graph():
 
 def _check_pair(graph, model: str, a: str, b: str) -> None:
     task = "link" if "link" in (registry.get(a).task, registry.get(b).task) else "node"
-    cfg = RunConfig(spec=SPEC, flags=registry.flags_for([a, b], BASE), task=task, model=model, epochs=1,
-                    max_steps_per_epoch=1, warmup_steps=0, hidden=8)
+    cfg = RunConfig(
+        spec=SPEC,
+        flags=registry.flags_for([a, b], BASE),
+        task=task,
+        model=model,
+        epochs=1,
+        max_steps_per_epoch=1,
+        warmup_steps=0,
+        hidden=8,
+    )
     r = run(cfg, graph=graph)  # any exception fails the test
     assert r.status in ("ok", "unavailable"), r
     if r.status == "unavailable":

@@ -31,6 +31,6 @@ def test_pytest_benchmark_suite_covers_the_registry():
 def test_report_covers_the_registry(tmp_path):
     path = build_report(ReportInputs(), tmp_path / "r.html")
     text = path.read_text()
-    table = text[text.index("id='registry'"):]
+    table = text[text.index("id='registry'") :]
     for name in registry.names():
         assert f"<td>{name}</td>" in table, name

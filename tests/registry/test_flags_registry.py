@@ -59,8 +59,15 @@ def test_expected_effects_are_short_and_name_their_source():
 
 def test_cuda_only_entries_say_why_on_cpu():
     cuda_only = {o.name for o in registry.REGISTRY.values() if o.requires}
-    assert cuda_only == {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling",
-                         "uva_sampling"}
+    assert cuda_only == {
+        "pin_memory",
+        "features_on_device",
+        "hot_cold",
+        "uva",
+        "feature_prefetch",
+        "gpu_sampling",
+        "uva_sampling",
+    }
     for name in cuda_only:
         assert "cpu" in registry.get(name).unavailable("cpu")
 
@@ -77,8 +84,9 @@ def test_flags_for_and_unknown_names():
 
 
 def test_unavailable_reports_a_reason_for_missing_device():
-    opt = Optimization(name="needs_cuda", changes={"feature_placement": "uva"}, description="d",
-                       expected_effect="e", layer="x")
+    opt = Optimization(
+        name="needs_cuda", changes={"feature_placement": "uva"}, description="d", expected_effect="e", layer="x"
+    )
     assert "feature_placement='uva'" in opt.unavailable(torch.device("cpu"))
     assert opt.requires == ("cuda",)
     assert opt.unavailable("cuda") is None
@@ -86,7 +94,8 @@ def test_unavailable_reports_a_reason_for_missing_device():
     from gnnbench.training.availability import reasons
 
     assert reasons(Flags(pin_memory=True), RunContext(device="cpu")) == {
-        "pin_memory": "pinned (page-locked) memory only exists with CUDA (device is cpu)"}
+        "pin_memory": "pinned (page-locked) memory only exists with CUDA (device is cpu)"
+    }
     with pytest.raises(ValueError, match="unknown Flags field"):
         Optimization(name="bad", changes={"nope": 1}, description="d", expected_effect="e", layer="x")
 
@@ -103,13 +112,19 @@ def _bases_in_use() -> dict[str, Flags]:
     from tests.perf import test_optimizations_perf
     from tests.registry import test_accuracy_regression, test_combinations
 
-    return {"Flags()": Flags(), "asv": common.BENCH_FLAGS, "pytest-benchmark": test_optimizations_perf.BASE_FLAGS,
-            "accuracy-regression": test_accuracy_regression.BASE, "combinations": test_combinations.BASE,
-            "training-tests": QUICK.flags}
+    return {
+        "Flags()": Flags(),
+        "asv": common.BENCH_FLAGS,
+        "pytest-benchmark": test_optimizations_perf.BASE_FLAGS,
+        "accuracy-regression": test_accuracy_regression.BASE,
+        "combinations": test_combinations.BASE,
+        "training-tests": QUICK.flags,
+    }
 
 
-@pytest.mark.parametrize("base_name", ["Flags()", "asv", "pytest-benchmark", "accuracy-regression", "combinations",
-                                       "training-tests"])
+@pytest.mark.parametrize(
+    "base_name", ["Flags()", "asv", "pytest-benchmark", "accuracy-regression", "combinations", "training-tests"]
+)
 def test_entries_are_relative_changes_that_move_the_right_way(base_name):
     base = _bases_in_use()[base_name]
     for opt in registry.REGISTRY.values():
@@ -156,5 +171,4 @@ def test_every_entry_says_what_it_relieves():
         assert opt.targets and set(opt.targets) <= set(BOTTLENECKS), opt.name
         assert all(op.startswith("aten::") for op in opt.ops), opt.name
     with pytest.raises(ValueError, match="subset of"):
-        registry.Optimization(name="x", changes={}, description="", expected_effect="", layer="m",
-                              targets=("network",))
+        registry.Optimization(name="x", changes={}, description="", expected_effect="", layer="m", targets=("network",))

@@ -69,8 +69,17 @@ def test_held_out_edges_feed_neither_message_passing_nor_supervision():
 
 
 def _test_auc(model: str, fanout: tuple[int, ...], batch_size: int) -> float:
-    cfg = RunConfig(spec=SPEC, flags=Flags(fanout=fanout, batch_size=batch_size), task="link", model=model, epochs=2,
-                    hidden=32, lr=0.02, seed=0, warmup_steps=0)
+    cfg = RunConfig(
+        spec=SPEC,
+        flags=Flags(fanout=fanout, batch_size=batch_size),
+        task="link",
+        model=model,
+        epochs=2,
+        hidden=32,
+        lr=0.02,
+        seed=0,
+        warmup_steps=0,
+    )
     r = run(cfg, graph=_graph())
     assert r.status == "ok", r.unavailable
     return r.accuracy["test"]
@@ -78,8 +87,10 @@ def _test_auc(model: str, fanout: tuple[int, ...], batch_size: int) -> float:
 
 # Measured (seeds 0 and 1): SAGE sampled 0.607 / 0.601, GCN with full neighbourhoods 0.746 / 0.788 (batch 512);
 # GCN sampled 0.685 / 0.676 at batch 256 (0.33 / 0.35 with the batch's own degrees for sources).
-@pytest.mark.parametrize("model, fanout, batch_size, bound", [
-    ("sage", (10, 5), 512, 0.56), ("gcn", (-1, -1), 512, 0.68), ("gcn", (10, 5), 256, 0.62)])
+@pytest.mark.parametrize(
+    "model, fanout, batch_size, bound",
+    [("sage", (10, 5), 512, 0.56), ("gcn", (-1, -1), 512, 0.68), ("gcn", (10, 5), 256, 0.62)],
+)
 @pytest.mark.slow
 def test_link_training_ranks_held_out_edges_well_above_chance(model, fanout, batch_size, bound):
     auc = _test_auc(model, fanout, batch_size)
@@ -104,8 +115,9 @@ def test_link_batches_weigh_each_source_by_its_full_graph_degree():
     assert outer.numel() and bool(torch.isin(j, outer).any())
     expected_edge = (k[i] + 1).rsqrt() * (d_full[j] + 1).rsqrt()
     for cached in (False, True):
-        policy = AggregationPolicy.build(Flags(cached_norm=cached), Precision("off", "cpu"), prepared,
-                                         torch.device("cpu"), source_norm=src.norm_mode)
+        policy = AggregationPolicy.build(
+            Flags(cached_norm=cached), Precision("off", "cpu"), prepared, torch.device("cpu"), source_norm=src.norm_mode
+        )
         norm = policy.for_batch(batch.edge_index, batch.n_id, batch.e_id).gcn_weights()
         torch.testing.assert_close(norm.edge_weight.double(), expected_edge, rtol=1e-6, atol=0)
         torch.testing.assert_close(norm.self_weight.double(), 1 / (k + 1), rtol=1e-6, atol=0)

@@ -7,20 +7,47 @@ from gnnbench.report.gate_md import wall_clock_markdown
 
 
 def _run(seconds, exit_status=0, flagged=(), right=None):
-    return {"seconds": seconds, "exit_status": exit_status, "flagged": list(flagged), "right_phase": right,
-            "per_bench": {"baseline": {}, "csr": {}}, "ratio": 1.0, "p_value": 0.5, "high": 1.1, "threshold": 1.03}
+    return {
+        "seconds": seconds,
+        "exit_status": exit_status,
+        "flagged": list(flagged),
+        "right_phase": right,
+        "per_bench": {"baseline": {}, "csr": {}},
+        "ratio": 1.0,
+        "p_value": 0.5,
+        "high": 1.1,
+        "threshold": 1.03,
+    }
 
 
 def _doc():
-    slow = {"commit": "c", "runs": 2, "flagged": 1, "right_phase": 1,
-            "delivered": {"slowdown": 0.048, "low": 0.03, "high": 0.06, "rounds": 12},
-            "detail": [_run(410.0, 1, ["baseline"], True), _run(300.0, 3)]}
-    return {"machine": "vm|AMD EPYC|2", "threads": 1, "base": "abcdef123456", "complete": True,
-            "settings": {"rounds": 8, "budget": 600, "pilot_rounds": 12}, "wall_seconds": 1800,
-            "benches": {"null": ["baseline", "csr"]}, "shares": {},
-            "results": {"null-comment": {"runs": 3, "flagged": 0, "right_phase": 0,
-                                         "detail": [_run(250.0), _run(260.0, 3), _run(290.0)]},
-                        "slow-sample-5": slow}}
+    slow = {
+        "commit": "c",
+        "runs": 2,
+        "flagged": 1,
+        "right_phase": 1,
+        "delivered": {"slowdown": 0.048, "low": 0.03, "high": 0.06, "rounds": 12},
+        "detail": [_run(410.0, 1, ["baseline"], True), _run(300.0, 3)],
+    }
+    return {
+        "machine": "vm|AMD EPYC|2",
+        "threads": 1,
+        "base": "abcdef123456",
+        "complete": True,
+        "settings": {"rounds": 8, "budget": 600, "pilot_rounds": 12},
+        "wall_seconds": 1800,
+        "benches": {"null": ["baseline", "csr"]},
+        "shares": {},
+        "results": {
+            "null-comment": {
+                "runs": 3,
+                "flagged": 0,
+                "right_phase": 0,
+                "detail": [_run(250.0), _run(260.0, 3), _run(290.0)],
+            },
+            "slow-sample-5": slow,
+        },
+    }
 
 
 def test_every_exit_and_the_whole_range_of_run_times_are_stated():
@@ -49,8 +76,10 @@ def test_runs_that_also_counted_say_which_measure_raised_each_alarm_and_where_th
     text = wall_clock_markdown(doc)
     assert "2 cores (vm), pinned to core 0; the other core busy;" in text
     assert "the path's own work again, 1 callgrind process per tree" in text
-    assert ("Runs that failed the gate: 2 of 2 (100% [34%, 100%]) (by wall time 1 of 2 (50% [9%, 91%]); by counted "
-            "instructions 2 of 2") in text
+    assert (
+        "Runs that failed the gate: 2 of 2 (100% [34%, 100%]) (by wall time 1 of 2 (50% [9%, 91%]); by counted "
+        "instructions 2 of 2"
+    ) in text
     assert "null commits that failed the gate: 1 of 3 (33% [6%, 79%]) (by wall time 0 of 3" in text
     assert "benchmark verdicts by wall time: 0 of 6" in text  # a counted alarm is not a wall-clock one
     cmd = command(doc["settings"])

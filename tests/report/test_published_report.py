@@ -18,15 +18,26 @@ def test_the_committed_report_matches_the_committed_inputs(monkeypatch):
     recorded = read_fingerprint(REPORT.read_text(encoding="utf-8"))
     assert recorded is not None, "results/report.html records no inputs: rebuild it (README, 'The published report')"
     roots = recorded["roots"]
-    paths = roots["runs"] + roots["pytest_benchmark"] + roots["gate_runs"] + [
-        p for p in (roots["asv_results"], roots["gate_rates"]) if p]
+    paths = (
+        roots["runs"]
+        + roots["pytest_benchmark"]
+        + roots["gate_runs"]
+        + [p for p in (roots["asv_results"], roots["gate_rates"]) if p]
+    )
     assert paths and not any(Path(p).is_absolute() for p in paths), "the report's inputs are the repository's own"
     monkeypatch.chdir(ROOT)
-    now = inputs_fingerprint(load_inputs(runs=roots["runs"], pytest_benchmark=roots["pytest_benchmark"],
-                                         asv_results=roots["asv_results"], gate_rates=roots["gate_rates"],
-                                         gate_runs=roots["gate_runs"]))
-    stale = sorted(f for f in set(now["files"]) | set(recorded["files"])
-                   if now["files"].get(f) != recorded["files"].get(f))
+    now = inputs_fingerprint(
+        load_inputs(
+            runs=roots["runs"],
+            pytest_benchmark=roots["pytest_benchmark"],
+            asv_results=roots["asv_results"],
+            gate_rates=roots["gate_rates"],
+            gate_runs=roots["gate_runs"],
+        )
+    )
+    stale = sorted(
+        f for f in set(now["files"]) | set(recorded["files"]) if now["files"].get(f) != recorded["files"].get(f)
+    )
     assert not stale, f"results/report.html is stale against {len(stale)} input file(s), e.g. {stale[:3]}: rebuild it"
 
 

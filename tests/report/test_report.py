@@ -30,8 +30,9 @@ def report(tmp_path_factory):
 
     out_dir = tmp_path_factory.mktemp("sweep")
     base = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)
-    results = run_sweep(sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True),
-                        out_dir, isolate=False)
+    results = run_sweep(
+        sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True), out_dir, isolate=False
+    )
     assert isinstance(results, list) and {r["round"] for r in results} == {0, 1}
     path = tmp_path_factory.mktemp("report") / "report.html"
     build_report(load_inputs(runs=[out_dir]), path)
@@ -65,10 +66,10 @@ def test_report_lists_every_registry_entry_and_reasons(report):
 
 def test_report_opens_with_the_aa_check(report):
     text = report.read_text()
-    body = text[text.index("<body>"):]
+    body = text[text.index("<body>") :]
     aa = body.index("id='aa-check'")
     assert aa < body.index("<h2>") and aa < body.index("Generated "), "the A/A result comes before everything else"
-    block = body[aa:body.index("</div>", aa)]
+    block = body[aa : body.index("</div>", aa)]
     assert "the baseline against itself" in block
     assert re.search(r"epoch time \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\], step time \d+\.\d\dx", block), block
     assert "no significant difference" in block or "significant: this machine is too noisy" in block
@@ -83,6 +84,7 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
     assert "rows that reached the target in every round first" in text and "at convergence" in text
     identity = re.search(r"<p class='identity' id='identity-0'>(.*?)</p>", text, re.S).group(1)
     from gnnbench.env import code_fingerprint
+
     assert f"code fingerprint <code>{code_fingerprint()}</code>" in identity and "machine <code>" in identity
     assert re.search(r"threads \d", identity)
     summary = _summary(text)
@@ -117,8 +119,15 @@ def test_effects_within_the_floor_are_below_it():
 
 
 # ------------------------------------------------------------------ a constructed sweep (compare() on made-up runs)
-CONFIG = {"epochs": None, "patience": 5.0, "max_epochs": 200, "max_seconds": 18.0, "model": "gcn", "device": "cpu",
-          "spec": {"name": "tiny", "num_nodes": 3000}}
+CONFIG = {
+    "epochs": None,
+    "patience": 5.0,
+    "max_epochs": 200,
+    "max_seconds": 18.0,
+    "model": "gcn",
+    "device": "cpu",
+    "spec": {"name": "tiny", "num_nodes": 3000},
+}
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +139,21 @@ def constructed(tmp_path_factory):
 
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
-        runs.append(_result("fast_lossy", rnd, 0.05 * n, 1.0 * n, 0.78 + 0.001 * rnd + 0.0002 * (rnd % 2),
-                            [(1.0 * n, 0.795), (2.0 * n, 0.80)], ["sparse_agg"]))
+        runs.append(
+            _result(
+                "fast_lossy",
+                rnd,
+                0.05 * n,
+                1.0 * n,
+                0.78 + 0.001 * rnd + 0.0002 * (rnd % 2),
+                [(1.0 * n, 0.795), (2.0 * n, 0.80)],
+                ["sparse_agg"],
+            )
+        )
         last = 0.786 if rnd == 2 else 0.80
-        runs.append(_result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)],
-                            ["fast_dropout"]))
+        runs.append(
+            _result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)], ["fast_dropout"])
+        )
     for i in range(3):  # calibration: the baseline on seeds no round uses; plateau 0.80, target 0.79, budget 18 s
         runs.append(_result("calibration", i, 0.1, 2.0, 0.80, [(2.5, 0.70), (4.5, 0.80)]) | {"_seed": 10_000 + i})
     for r in runs:
@@ -168,9 +187,13 @@ def test_a_censored_row_shows_its_bound_and_the_rounds_that_reached(constructed)
 def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
     target = re.search(r"<p class='floor' id='target-0'>(.*?)</p>", constructed, re.S).group(1)
     assert "<b>Target</b> 0.7900" in target and "calibrated before the comparison" in target
-    assert "3 baseline run(s) on seeds [10000, 10001, 10002]" in target and "budget of 18.0 s" in target and "stops no run" in target
+    assert (
+        "3 baseline run(s) on seeds [10000, 10001, 10002]" in target
+        and "budget of 18.0 s" in target
+        and "stops no run" in target
+    )
     assert "validation every 1 steps" in target and "censored" in target
-    head = constructed[constructed.index("<h2 id='sweep-0'>Sweep"):constructed.index("id='identity-0'")]
+    head = constructed[constructed.index("<h2 id='sweep-0'>Sweep") : constructed.index("id='identity-0'")]
     # what ran: past the calibrated target on to a plateau, and the rounds each row received
     assert "trained past the target 0.7900 on to a validation plateau" in head and "within " in head, head
     assert "the baseline 5 rounds, the rows 5 rounds (" in head
@@ -188,7 +211,7 @@ def test_fixed_epoch_runs_keep_their_length_text():
 def test_schema_v1_results_still_render(tmp_path):
     path = build_report(load_inputs(runs=[V1_SWEEP]), tmp_path / "v1.html")
     text = path.read_text()
-    body = text[text.index("<body>"):]
+    body = text[text.index("<body>") :]
     assert body.index("id='aa-check'") < body.index("<h2>")
     assert "no A/A check was run" in body and "gnnbench compare --aa" in body
     summary = _summary(text)
@@ -221,8 +244,14 @@ def test_committed_reference_report_inputs_load():
     assert all(r.get("schema_version") == SCHEMA_VERSION for r in inputs.runs)
     # the distributed entries ran on their ranks, not refused for want of them
     by_label = {r["label"]: r for r in inputs.runs}
-    for name in ("data_parallel", "topk_compression", "fp16_compression", "powersgd", "partition_metis",
-                 "partition_degree"):
+    for name in (
+        "data_parallel",
+        "topk_compression",
+        "fp16_compression",
+        "powersgd",
+        "partition_metis",
+        "partition_degree",
+    ):
         assert by_label[name]["status"] == "ok" and by_label[name]["distributed"]["world_size"] == 2, name
 
 
@@ -247,23 +276,46 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
 
 
 def test_asv_series_reads_compact_results():
-    asv = {"benchmarks": {}, "results": [
-        {"commit_hash": "a" * 40, "date": 1, "result_columns": ["result", "params"],
-         "results": {"bench.Opt.time_step": [[0.5, None], [["'baseline'", "'int32'"]]]}},
-        {"commit_hash": "b" * 40, "date": 2, "result_columns": ["result", "params"],
-         "results": {"bench.Opt.time_step": [[0.4, 0.3], [["'baseline'", "'int32'"]]]}},
-    ]}
+    asv = {
+        "benchmarks": {},
+        "results": [
+            {
+                "commit_hash": "a" * 40,
+                "date": 1,
+                "result_columns": ["result", "params"],
+                "results": {"bench.Opt.time_step": [[0.5, None], [["'baseline'", "'int32'"]]]},
+            },
+            {
+                "commit_hash": "b" * 40,
+                "date": 2,
+                "result_columns": ["result", "params"],
+                "results": {"bench.Opt.time_step": [[0.4, 0.3], [["'baseline'", "'int32'"]]]},
+            },
+        ],
+    }
     s = asv_series(asv)
     assert s["bench.Opt.time_step(baseline)"] == [(1, "aaaaaaaa", 0.5, None, None), (2, "bbbbbbbb", 0.4, None, None)]
     assert s["bench.Opt.time_step(int32)"] == [(2, "bbbbbbbb", 0.3, None, None)]
 
 
-ASV_WITH_CI = {"benchmarks": {}, "results": [
-    {"commit_hash": "c" * 40, "date": 3,
-     "result_columns": ["result", "params", "stats_ci_99_a", "stats_ci_99_b"],
-     "results": {"bench.Opt.time_step": [[0.4, 0.3], [["'baseline'", "'int32'"]], [0.35, float("-inf")],
-                                         [0.45, float("inf")]]}},
-]}
+ASV_WITH_CI = {
+    "benchmarks": {},
+    "results": [
+        {
+            "commit_hash": "c" * 40,
+            "date": 3,
+            "result_columns": ["result", "params", "stats_ci_99_a", "stats_ci_99_b"],
+            "results": {
+                "bench.Opt.time_step": [
+                    [0.4, 0.3],
+                    [["'baseline'", "'int32'"]],
+                    [0.35, float("-inf")],
+                    [0.45, float("inf")],
+                ]
+            },
+        },
+    ],
+}
 
 
 def test_asv_series_reads_intervals():
@@ -290,10 +342,21 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
         if os.environ.get("GNNBENCH_REQUIRE_BROWSER"):
             pytest.fail("GNNBENCH_REQUIRE_BROWSER is set but no Chromium was found")
         pytest.skip("Chromium not installed (apt-get install chromium; .ci/run installs it)")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
-             "--virtual-time-budget=10000", "--window-size=1200,2000"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",
+        "--window-size=1200,2000",
+    ]
     url = report.resolve().as_uri()
     dom = subprocess.run([browser, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=180)
     assert dom.returncode == 0, dom.stderr[-2000:]
@@ -303,8 +366,9 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     for name in registry.names():
         assert f"<td>{name}</td>" in dom.stdout
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, *flags, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180,
-                   check=True)
+    subprocess.run(
+        [browser, *flags, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=180, check=True
+    )
     from PIL import Image
 
     img = Image.open(shot).convert("RGB")
@@ -315,10 +379,10 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
 
 
 def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
-    top = constructed[constructed.index("<section id='what-pays'>"):constructed.index("</section>")]
+    top = constructed[constructed.index("<section id='what-pays'>") : constructed.index("</section>")]
     assert constructed.index("id='what-pays'") < constructed.index("id='sweep-0'"), "before every sweep's table"
     assert "Measured best single row here: <b>sparse_agg</b>" in top and "no accuracy cost" in top
-    listed = top[top.index("<ul>"):top.index("</ul>")]
+    listed = top[top.index("<ul>") : top.index("</ul>")]
     assert "Trade-off: <b>fast_lossy</b>" in listed and "fast_dropout" not in listed, "a censored row never headlines"
     assert 'id="tradeoff-top"' in top and "Pareto front" in top
 
@@ -332,10 +396,16 @@ def test_asv_history_lists_its_change_points(tmp_path):
     docs = []
     for i in range(16):  # the baseline's step goes from 10 ms to 13 ms at the 9th commit
         value = (0.010 if i < 9 else 0.013) * (1 + 0.003 * ((-1) ** i))
-        docs.append({"commit_hash": f"{i:02d}" * 20, "date": i, "result_columns": ["result", "params"],
-                     "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]}})
+        docs.append(
+            {
+                "commit_hash": f"{i:02d}" * 20,
+                "date": i,
+                "result_columns": ["result", "params"],
+                "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]},
+            }
+        )
     text = build_report(ReportInputs(asv={"benchmarks": {}, "results": docs}), tmp_path / "r.html").read_text()
-    table = text[text.index("id='change-points'"):]
+    table = text[text.index("id='change-points'") :]
     assert "<code>09090909</code>" in table and re.search(r"1\.[23]\d\dx \[1\.2\d\d, 1\.3\d\d\]", table)
 
 
@@ -344,18 +414,32 @@ def test_asv_history_splits_series_across_environments(tmp_path):
     from gnnbench.report.inputs import ReportInputs
 
     def doc(commit, date, env, machine, value):
-        return {"commit_hash": commit * 40, "date": date, "env_name": env, "params": {"machine": machine},
-                "result_columns": ["result", "params"],
-                "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]}}
+        return {
+            "commit_hash": commit * 40,
+            "date": date,
+            "env_name": env,
+            "params": {"machine": machine},
+            "result_columns": ["result", "params"],
+            "results": {"bench.Opt.time_step": [[value], [["'baseline'"]]]},
+        }
 
-    asv = {"benchmarks": {}, "results": [doc("a", 1, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5),
-                                         doc("b", 2, "existing-py_venv", "ci-2core", 0.3),
-                                         doc("c", 3, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5)]}
+    asv = {
+        "benchmarks": {},
+        "results": [
+            doc("a", 1, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5),
+            doc("b", 2, "existing-py_venv", "ci-2core", 0.3),
+            doc("c", 3, "virtualenv-py3.11-torch2.13.0", "ci-2core", 0.5),
+        ],
+    }
     s = asv_series(asv)
-    assert set(s) == {"bench.Opt.time_step(baseline) [ci-2core/virtualenv-py3.11-torch2.13.0]",
-                      "bench.Opt.time_step(baseline) [ci-2core/existing-py_venv]"}
+    assert set(s) == {
+        "bench.Opt.time_step(baseline) [ci-2core/virtualenv-py3.11-torch2.13.0]",
+        "bench.Opt.time_step(baseline) [ci-2core/existing-py_venv]",
+    }
     assert [p[1] for p in s["bench.Opt.time_step(baseline) [ci-2core/virtualenv-py3.11-torch2.13.0]"]] == [
-        "aaaaaaaa", "cccccccc"]
+        "aaaaaaaa",
+        "cccccccc",
+    ]
     one = {"benchmarks": {}, "results": [asv["results"][0], asv["results"][2]]}
     assert set(asv_series(one)) == {"bench.Opt.time_step(baseline)"}, "one environment: plain names"
     text = build_report(ReportInputs(asv=asv), tmp_path / "r.html").read_text()
@@ -371,11 +455,24 @@ def test_the_reports_history_renders_its_series_in_headless_chromium(tmp_path):
     from gnnbench.report.inputs import ReportInputs
 
     out = build_report(ReportInputs(asv=ASV_WITH_CI), tmp_path / "r.html")
-    assert "<script src=\"http" not in out.read_text(), "no network script"
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
-                          "--proxy-server=127.0.0.1:9", "--dump-dom", out.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    assert '<script src="http' not in out.read_text(), "no network script"
+    dom = subprocess.run(
+        [
+            _chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=10000",
+            "--proxy-server=127.0.0.1:9",
+            "--dump-dom",
+            out.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "legendtext" in dom, "plotly drew nothing"
     assert "time_step(baseline)" in dom and "time_step(int32)" in dom
 
@@ -392,8 +489,17 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
     sub.mkdir(parents=True)
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
-        runs.append(_result("csr", rnd, 0.08 * n, 1.6 * n, 0.80 + 0.001 * rnd + 0.0002 * (rnd % 2),
-                            [(2.0 * n, 0.70), (3.6 * n, 0.80)], ["csr"]))
+        runs.append(
+            _result(
+                "csr",
+                rnd,
+                0.08 * n,
+                1.6 * n,
+                0.80 + 0.001 * rnd + 0.0002 * (rnd % 2),
+                [(2.0 * n, 0.70), (3.6 * n, 0.80)],
+                ["csr"],
+            )
+        )
     for r in runs:
         r["_group"] = str(main)
     set_runs = _set_runs("sparse_agg+csr", 1.8)
@@ -402,12 +508,15 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
     for r in runs + set_runs:
         r["config"] = CONFIG | {"seed": r["round"]}
         r["stop_reason"] = "plateau"
-    choice = BestSetChoice(candidates=["sparse_agg", "csr"], names=["sparse_agg", "csr"],
-                           left_out={"workers": "conflicts with prefetch on field num_workers"})
+    choice = BestSetChoice(
+        candidates=["sparse_agg", "csr"],
+        names=["sparse_agg", "csr"],
+        left_out={"workers": "conflicts with prefetch on field num_workers"},
+    )
     (main / "sweep.json").write_text(json.dumps({"best_set": choice.to_dict()}))
     (sub / "sweep.json").write_text(json.dumps({"calibration": None}))
     html = build_report(ReportInputs(runs=runs + set_runs), tmp_path / "report.html").read_text()
-    top = html[html.index("<section id='what-pays'>"):html.index("</section>")]
+    top = html[html.index("<section id='what-pays'>") : html.index("</section>")]
     assert "Measured best set here: sparse_agg+csr: 1.8" in top and "(its own 5 rounds)" in top
     assert "left out: workers (conflicts with prefetch on field num_workers)" in top
     assert top.index("Measured best set here") < top.index("Measured best single row here")
@@ -425,12 +534,15 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
     from tests.helpers import ROOT
 
     old = ROOT / "results" / "reference" / "compression-small-cpu"
-    base = {"config": {"preset": "small", "device": "cpu"},
-            "environment": {"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"}}
+    base = {
+        "config": {"preset": "small", "device": "cpu"},
+        "environment": {"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"},
+    }
     text = where_measured(_Sweep("t", [], None, group=str(old)), base)
     assert "AMD EPYC, 2 cores (vm; hardware class not recorded)" in text and "commit 69994c8" in text
-    committed = subprocess.run(["git", "log", "-1", "--format=%cs", "--", str(old)], cwd=ROOT, capture_output=True,
-                               text=True).stdout.strip()
+    committed = subprocess.run(
+        ["git", "log", "-1", "--format=%cs", "--", str(old)], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     if committed:  # a checkout with history (CI's clone has it)
         assert f"results committed {committed} (no sweep.json records when its rounds ran)" in text
     loose = tmp_path / "sweep"

@@ -88,9 +88,19 @@ def charts(tmp_path_factory):
     page = tmp / "report.html"
     text = PUBLISHED.read_text()
     page.write_text(text.replace("</body>", _CHECK + "</body>", 1))
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp / 'profile'}",
-             "--proxy-server=127.0.0.1:9", "--virtual-time-budget=15000", "--window-size=1400,2000"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--proxy-server=127.0.0.1:9",
+        "--virtual-time-budget=15000",
+        "--window-size=1400,2000",
+    ]
     dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=240)
     assert dom.returncode == 0, dom.stderr[-2000:]
     found = re.search(r'<pre id="gnnbench-check">(.*?)</pre>', dom.stdout, re.S)
@@ -121,8 +131,10 @@ def test_every_colour_a_chart_draws_is_in_its_legend(charts):
                 if colour not in chart["legend"]:
                     unexplained.append(f"{chart['id']}: {colour} is not in its legend")
             elif colour not in words or not re.search(rf"\b{words[colour]}\b", chart["title"]):
-                unexplained.append(f"{chart['id']} ({chart['title'][:60]}): {colour} is named neither in a legend nor "
-                                   f"in its title ({words.get(colour, 'no word for it')})")
+                unexplained.append(
+                    f"{chart['id']} ({chart['title'][:60]}): {colour} is named neither in a legend nor "
+                    f"in its title ({words.get(colour, 'no word for it')})"
+                )
     assert not unexplained, unexplained
 
 

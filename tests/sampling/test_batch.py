@@ -7,15 +7,21 @@ import torch
 from gnnbench.sampling.batch import Batch, SampledStats
 
 
-def hand_made(hop_nodes: list[int] | None, hop_edges: list[int] | None, *, nodes: int | None = None,
-              edges: int | None = None) -> Batch:
+def hand_made(
+    hop_nodes: list[int] | None, hop_edges: list[int] | None, *, nodes: int | None = None, edges: int | None = None
+) -> Batch:
     """A batch of ``sum(hop_nodes)`` nodes and ``sum(hop_edges)`` edges (or ``nodes`` and ``edges`` for a batch
     without per-hop figures); only the counts matter to the statistics."""
     n = sum(hop_nodes) if hop_nodes is not None else nodes
     e = sum(hop_edges) if hop_edges is not None else edges
-    return Batch(n_id=torch.arange(n), edge_index=torch.zeros(2, e, dtype=torch.int64), e_id=torch.arange(e),
-                 target=torch.arange(hop_nodes[0] if hop_nodes else n), num_sampled_nodes=hop_nodes,
-                 num_sampled_edges=hop_edges)
+    return Batch(
+        n_id=torch.arange(n),
+        edge_index=torch.zeros(2, e, dtype=torch.int64),
+        e_id=torch.arange(e),
+        target=torch.arange(hop_nodes[0] if hop_nodes else n),
+        num_sampled_nodes=hop_nodes,
+        num_sampled_edges=hop_edges,
+    )
 
 
 def test_before_the_first_batch_there_is_nothing_to_report():

@@ -156,8 +156,12 @@ def test_batch_cache_run_from_a_cold_start_samples_once_and_replays_k_minus_1_ep
     # K = 3: the run is extended from 2 to K + 1 = 4 epochs: sampled in epoch 0, replayed in 1 and 2, and
     # epoch 3 opens the next window, which resamples.
     assert r.epochs_run == 4 == len(r.epoch_seconds) and r.steps["total"] == 4 * n
-    assert r.batch_cache["per_epoch"] == [{"epoch": 0, "hits": 0, "misses": n}, {"epoch": 1, "hits": n, "misses": 0},
-                                          {"epoch": 2, "hits": n, "misses": 0}, {"epoch": 3, "hits": 0, "misses": n}]
+    assert r.batch_cache["per_epoch"] == [
+        {"epoch": 0, "hits": 0, "misses": n},
+        {"epoch": 1, "hits": n, "misses": 0},
+        {"epoch": 2, "hits": n, "misses": 0},
+        {"epoch": 3, "hits": 0, "misses": n},
+    ]
     assert r.batch_cache["misses"] == 2 * n and r.batch_cache["hits"] == 2 * n and r.batch_cache["corrupt"] == 0
     assert "batch_cache K=3: run extended to 4 epochs so K-1 epochs replay" in r.warnings
     assert r.transfer["hot_hit_rate"] == 0.0 and r.transfer["rows_gathered"] > 0  # host placement
@@ -171,11 +175,20 @@ def test_explicit_epochs_and_runs_without_the_cache_are_not_extended(quick_graph
         assert [s.epoch for s in trainer.steps(epochs=2)] == [0, 1], "a caller's explicit epochs are kept"
     finally:
         trainer.close()
-    r = run(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS.replace(batch_cache_epochs=0), hidden=16, max_steps_per_epoch=2,
-                      warmup_steps=1), graph=quick_graph)
+    r = run(
+        RunConfig(
+            spec=RUN_SPEC,
+            flags=RUN_FLAGS.replace(batch_cache_epochs=0),
+            hidden=16,
+            max_steps_per_epoch=2,
+            warmup_steps=1,
+        ),
+        graph=quick_graph,
+    )
     assert r.epochs_run == 2 and r.batch_cache is None and not r.warnings
-    capped = run(RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16, max_steps_per_epoch=2, warmup_steps=1),
-                 graph=quick_graph)
+    capped = run(
+        RunConfig(spec=RUN_SPEC, flags=RUN_FLAGS, hidden=16, max_steps_per_epoch=2, warmup_steps=1), graph=quick_graph
+    )
     assert capped.epochs_run == 4 and capped.batch_cache["hits"] == 0, "a cut-short epoch is never cached"
     assert any("replayed no batch" in w for w in capped.warnings)
 
@@ -189,7 +202,9 @@ def test_runs_without_cache_dir_share_no_batches_and_remove_their_cache_at_close
         na = sum(1 for _ in a.pipeline.batches.epoch(0))
         nb = sum(1 for _ in b.pipeline.batches.epoch(0))
         assert na == nb > 0
-        assert b.pipeline.batches.cache.stats.misses == nb and b.pipeline.batches.cache.stats.hits == 0, "b sampled its own batches"
+        assert b.pipeline.batches.cache.stats.misses == nb and b.pipeline.batches.cache.stats.hits == 0, (
+            "b sampled its own batches"
+        )
     finally:
         a.close()
         b.close()
@@ -241,8 +256,13 @@ def test_code_version_hashes_the_sampling_and_graph_sources(tmp_path, monkeypatc
 
 def test_graph_fingerprint_hashes_the_contents(graph):
     def fingerprint(**changes):
-        g = SimpleNamespace(edge_index=graph.edge_index, train_mask=graph.train_mask, num_nodes=graph.num_nodes,
-                            num_edges=graph.num_edges, meta=graph.meta)  # one spec in meta for all of them
+        g = SimpleNamespace(
+            edge_index=graph.edge_index,
+            train_mask=graph.train_mask,
+            num_nodes=graph.num_nodes,
+            num_edges=graph.num_edges,
+            meta=graph.meta,
+        )  # one spec in meta for all of them
         for k, v in changes.items():
             setattr(g, k, v)
         return graph_fingerprint(SimpleNamespace(graph=g))

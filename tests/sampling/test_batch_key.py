@@ -75,8 +75,9 @@ def _cases() -> dict[str, list[Case]]:
                 base = BASE[opt.task].replace(**{k: v for k, v in changes.items() if k != name})
             except ValueError:  # the other changes are invalid without this one (a loader option without workers)
                 continue
-            cases.setdefault(name, []).append(Case(name, base, base.replace(**{name: changes[name]}), opt.task,
-                                                   f"registry entry {opt.name!r}"))
+            cases.setdefault(name, []).append(
+                Case(name, base, base.replace(**{name: changes[name]}), opt.task, f"registry entry {opt.name!r}")
+            )
     for name, (value, context, task) in OTHER_VALUES.items():
         base = BASE[task].replace(**context)
         cases.setdefault(name, []).append(Case(name, base, base.replace(**{name: value}), task, "OTHER_VALUES"))
@@ -89,15 +90,17 @@ FIELDS = [f.name for f in dataclasses.fields(Flags)]
 
 def _content(batch) -> tuple:
     """What a batch holds (tensors by dtype, shape and contents), as the cache would store it."""
-    return tuple((k, tensor_digest(v) if isinstance(v, torch.Tensor) else v)
-                 for k, v in batch.to_dict().items() if k not in PRODUCTION_ONLY)
+    return tuple(
+        (k, tensor_digest(v) if isinstance(v, torch.Tensor) else v)
+        for k, v in batch.to_dict().items()
+        if k not in PRODUCTION_ONLY
+    )
 
 
 def _sample(graph, flags: Flags, task: str) -> list[tuple]:
     """The first epoch and the start of the second from the batch source a run of ``flags`` trains on."""
     training = TASKS[task](graph, torch.device("cpu"), seed=SEED)
-    source = make_batch_source(prepare(training.train_graph, flags), flags, kind=training.source_kind(flags),
-                               seed=SEED)
+    source = make_batch_source(prepare(training.train_graph, flags), flags, kind=training.source_kind(flags), seed=SEED)
     try:
         batches = [_content(b) for b in source.epoch(0)]
         second = source.epoch(1)
@@ -155,7 +158,11 @@ def test_a_field_that_changes_the_batches_keys_the_cache(field, sampled):
             differ.append(case.origin)
     if not built:
         pytest.skip(f"{field} cannot be built here: " + " | ".join(skipped))
-    assert keyed or not differ, (f"Flags.{field} changes the sampled batches ({', '.join(differ)}) but does not "
-                                 "key the batch cache: declare it with _batch_key(...) in gnnbench/flags.py")
-    assert differ or not keyed, (f"Flags.{field} keys the batch cache but none of its cases ({', '.join(built)}) "
-                                 "changes the batches: give it a context where it matters in OTHER_VALUES")
+    assert keyed or not differ, (
+        f"Flags.{field} changes the sampled batches ({', '.join(differ)}) but does not "
+        "key the batch cache: declare it with _batch_key(...) in gnnbench/flags.py"
+    )
+    assert differ or not keyed, (
+        f"Flags.{field} keys the batch cache but none of its cases ({', '.join(built)}) "
+        "changes the batches: give it a context where it matters in OTHER_VALUES"
+    )

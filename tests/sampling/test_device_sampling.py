@@ -46,8 +46,10 @@ def test_device_batches_are_valid_samples_covering_every_seed(quick_graph, devic
             assert int(per.max()) <= 5
         assert torch.equal(torch.sort(torch.cat(seen)).values, train), "every seed once per epoch"
     first = [b.n_id.cpu() for b in DeviceNeighborBatches(prepared, flags, device=device).epoch(0)]
-    assert all(torch.equal(a, b.n_id.cpu()) for a, b in zip(first, DeviceNeighborBatches(
-        prepared, flags, device=device).epoch(0))), "the same seed, the same batches"
+    assert all(
+        torch.equal(a, b.n_id.cpu())
+        for a, b in zip(first, DeviceNeighborBatches(prepared, flags, device=device).epoch(0))
+    ), "the same seed, the same batches"
 
 
 def test_seeds_are_checked_once_at_construction_and_batches_sample_unchecked(quick_graph, monkeypatch):
@@ -63,8 +65,9 @@ def test_seeds_are_checked_once_at_construction_and_batches_sample_unchecked(qui
     source = DeviceNeighborBatches(prepared, flags, device="cpu")
     checks = []
     real = source.core.sample
-    monkeypatch.setattr(source.core, "sample", lambda seeds, check=True: checks.append(check) or real(seeds,
-                                                                                                  check=check))
+    monkeypatch.setattr(
+        source.core, "sample", lambda seeds, check=True: checks.append(check) or real(seeds, check=check)
+    )
     assert len(list(source.epoch(0))) == source.steps_per_epoch() and not any(checks)
 
 
@@ -73,9 +76,11 @@ def test_device_sampling_is_refused_with_reasons_where_it_cannot_run():
     reasons = {u.reason for u in unavailable(Flags(sampler_device="device"), cpu)}
     assert any("on a CPU host and device memory are the same" in r for r in reasons)
     cuda = RunContext(device=torch.device("cuda"))
-    for flags, words in ((Flags(sampler_device="uva", num_workers=2), "loader workers are CPU processes"),
-                         (Flags(sampler_device="device", batch_cache_epochs=3), "batch cache stores host batches"),
-                         (Flags(sampler_device="device", batch_source="cluster_gcn"), "neighbour-sampled node")):
+    for flags, words in (
+        (Flags(sampler_device="uva", num_workers=2), "loader workers are CPU processes"),
+        (Flags(sampler_device="device", batch_cache_epochs=3), "batch cache stores host batches"),
+        (Flags(sampler_device="device", batch_source="cluster_gcn"), "neighbour-sampled node"),
+    ):
         assert any(words in u.reason for u in unavailable(flags, cuda)), (flags, words)
     assert not [u for u in unavailable(Flags(), cpu) if u.field == "sampler_device"]
     for name in ("gpu_sampling", "uva_sampling"):
@@ -99,8 +104,9 @@ def test_training_with_sampling_on_the_device(name):
     assert abs(r.accuracy["test"] - base.accuracy["test"]) < 0.05
 
 
-def assert_labor_batches_are_the_host_sample(graph, monkeypatch, *, device: str, sampler_device: str,
-                                             index_dtype: str) -> None:
+def assert_labor_batches_are_the_host_sample(
+    graph, monkeypatch, *, device: str, sampler_device: str, index_dtype: str
+) -> None:
     """The device source's LABOR batches, checked against the host's sample of the same key.
 
     The variates are keyed (:func:`~gnnbench.sampling.labor.keyed_uniform`): a sample is a function of the
@@ -111,8 +117,14 @@ def assert_labor_batches_are_the_host_sample(graph, monkeypatch, *, device: str,
     edges sorted by target, the batch's CSR, real in-edges, and each edge's weight ``1 / min(1, k / d)`` of its
     target's degree ``d`` and its hop's fanout ``k``.
     """
-    flags = Flags(fanout=(5, 3), batch_size=128, sampler="labor", sampler_device=sampler_device, keep_csr=True,
-                  index_dtype=index_dtype)
+    flags = Flags(
+        fanout=(5, 3),
+        batch_size=128,
+        sampler="labor",
+        sampler_device=sampler_device,
+        keep_csr=True,
+        index_dtype=index_dtype,
+    )
     prepared = prepare(graph, flags)
     source = make_batch_source(prepared, flags, device=device)
     assert isinstance(source, DeviceNeighborBatches) and isinstance(source.core, LaborSampleCore)
@@ -153,8 +165,9 @@ def assert_labor_batches_are_the_host_sample(graph, monkeypatch, *, device: str,
 def test_labor_batches_of_the_device_source_are_the_host_sample_on_the_cpu(quick_graph, monkeypatch, index_dtype):
     """The device source's LABOR path (the source, its core, the weights it hands on) with the CPU as the
     device: device-agnostic torch, so the same code CUDA runs (below, marked cuda)."""
-    assert_labor_batches_are_the_host_sample(quick_graph, monkeypatch, device="cpu", sampler_device="device",
-                                             index_dtype=index_dtype)
+    assert_labor_batches_are_the_host_sample(
+        quick_graph, monkeypatch, device="cpu", sampler_device="device", index_dtype=index_dtype
+    )
 
 
 @pytest.mark.cuda
@@ -164,8 +177,9 @@ def test_labor_batches_sampled_on_cuda_are_the_host_sample(quick_graph, monkeypa
     """LABOR with gpu_sampling (the CSR on the device) and uva_sampling (the CSR pinned, read by the device):
     for the same batch key the device's batch is the host's sample exactly (float64 ``k / d`` and the 53-bit
     variates are computed bit for bit alike on both)."""
-    assert_labor_batches_are_the_host_sample(quick_graph, monkeypatch, device="cuda", sampler_device=sampler_device,
-                                             index_dtype=index_dtype)
+    assert_labor_batches_are_the_host_sample(
+        quick_graph, monkeypatch, device="cuda", sampler_device=sampler_device, index_dtype=index_dtype
+    )
 
 
 @pytest.mark.cuda

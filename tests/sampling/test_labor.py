@@ -49,15 +49,19 @@ def target_degree(rowptr: torch.Tensor) -> torch.Tensor:
 def test_keyed_uniform_is_splitmix64():
     """The variates are SplitMix64's stream (Vigna's reference outputs for seed 1234567), 53 bits each, a
     function of (key, id) only; int64 wrap-around and logical shifts are right."""
-    reference = [6457827717110365317, 3203168211198807973, 9817491932198370423, 4593380528125082431,
-                 16408922859458223821]
+    reference = [
+        6457827717110365317,
+        3203168211198807973,
+        9817491932198370423,
+        4593380528125082431,
+        16408922859458223821,
+    ]
     z = splitmix64(torch.arange(5) * -7046029254386353131 + (1234567 - 7046029254386353131))
-    assert [int(v) % 2 ** 64 for v in z] == reference
+    assert [int(v) % 2**64 for v in z] == reference
     # id i's variate is output i + 1 of the key's stream, its top 53 bits.
-    assert keyed_uniform(torch.arange(5), torch.tensor(1234567)).tolist() == [v // 2 ** 11 * 2.0 ** -53
-                                                                               for v in reference]
+    assert keyed_uniform(torch.arange(5), torch.tensor(1234567)).tolist() == [v // 2**11 * 2.0**-53 for v in reference]
     assert torch.equal(keyed_uniform(torch.arange(5), 1234567), keyed_uniform(torch.arange(5), torch.tensor(1234567)))
-    r = keyed_uniform(torch.tensor([0, 3, 3, 2 ** 40, 0]), torch.tensor(-2 ** 63))
+    r = keyed_uniform(torch.tensor([0, 3, 3, 2**40, 0]), torch.tensor(-(2**63)))
     assert r[1] == r[2] and r[0] == r[4] and r[0] != r[1] and r.dtype == torch.float64
     u = keyed_uniform(torch.arange(200_000), torch.tensor(-5))
     assert 0 <= float(u.min()) and float(u.max()) < 1 and abs(float(u.mean()) - 0.5) < 0.005
@@ -143,7 +147,7 @@ def test_labor_reaches_fewer_distinct_nodes_than_neighbour_sampling():
     assert lab_nodes < 0.3 * nbr_nodes, (lab_nodes, nbr_nodes)
     # The expected edge count is the same: 60 targets x 10 (LABOR's is random, SE ~ 60 / sqrt(30)).
     lab_edges = sum(o.num_sampled_edges[0] for o in lab) / draws
-    assert nbr[0].num_sampled_edges[0] == 600 and abs(lab_edges - 600) < 5 * 60 / draws ** 0.5 + 1
+    assert nbr[0].num_sampled_edges[0] == 600 and abs(lab_edges - 600) < 5 * 60 / draws**0.5 + 1
 
 
 def test_weighted_sum_is_unbiased():
@@ -153,8 +157,9 @@ def test_weighted_sum_is_unbiased():
     rowptr, col = small_graph(seed=1)
     n, copies, reseeds, k = rowptr.numel() - 1, 200, 10, 3
     h = torch.randn(n, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    exact = torch.zeros(n, 3, dtype=torch.float64).index_add_(0, torch.arange(n).repeat_interleave(
-        rowptr[1:] - rowptr[:-1]), h[col])
+    exact = torch.zeros(n, 3, dtype=torch.float64).index_add_(
+        0, torch.arange(n).repeat_interleave(rowptr[1:] - rowptr[:-1]), h[col]
+    )
     big_rowptr, big_col = tile(rowptr, col, copies)
     core = LaborSampleCore(big_rowptr, big_col, (k,))
     estimates = []
@@ -218,8 +223,12 @@ def test_layout(dtype, fanouts):
         per_target = torch.bincount(tgt[e] - lo, minlength=hi - lo)
         if k == -1:
             assert torch.equal(per_target, deg[lo:hi]), "fanout -1 takes every neighbour"
-        assert out.hop_stats()[h] == {"targets": hi - lo, "candidate_edges": int(deg[lo:hi].sum()),
-                                      "sampled_edges": e.stop - e.start, "new_nodes": new.numel()}
+        assert out.hop_stats()[h] == {
+            "targets": hi - lo,
+            "candidate_edges": int(deg[lo:hi].sum()),
+            "sampled_edges": e.stop - e.start,
+            "new_nodes": new.numel(),
+        }
 
 
 def test_degree_zero_seeds_give_no_edges():
@@ -300,9 +309,11 @@ def test_labor_is_refused_where_it_has_no_meaning_with_the_reason():
     from tests.helpers import QUICK
 
     labor = registry.config_for(QUICK, ["labor"])
-    for change, words in (({"sample_replace": True}, "sample_replace=True"),
-                          ({"batch_source": "cluster_gcn"}, "'cluster_gcn'"),
-                          ({"sampler_backend": "pyg"}, "sampler_backend='pyg'")):
+    for change, words in (
+        ({"sample_replace": True}, "sample_replace=True"),
+        ({"batch_source": "cluster_gcn"}, "'cluster_gcn'"),
+        ({"sampler_backend": "pyg"}, "sampler_backend='pyg'"),
+    ):
         reasons = config_unavailable(dataclasses.replace(labor, flags=dataclasses.replace(labor.flags, **change)))
         assert "sampler" in reasons and words in reasons["sampler"], (change, reasons)
     link = config_unavailable(dataclasses.replace(labor, task="link"))

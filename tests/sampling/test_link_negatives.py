@@ -92,7 +92,9 @@ def test_link_steps_move_exactly_the_drawn_negatives_out_of_sample(quick_graph):
     assert len(steps) == 5 and trainer.timer.apart == [{}] * 5
     assert all(s["negatives"] > 0 and s["sample"] >= 0 for s in steps)
     # every second the negative sampler clocked in this process left "sample" for "negatives"
-    assert sum(s["negatives"] for s in steps) == pytest.approx(trainer.pipeline.batches.negatives.stats.seconds, rel=1e-9)
+    assert sum(s["negatives"] for s in steps) == pytest.approx(
+        trainer.pipeline.batches.negatives.stats.seconds, rel=1e-9
+    )
 
 
 def test_negatives_phase_is_positive_for_link_runs_and_zero_for_node_runs(quick_graph):
@@ -139,7 +141,9 @@ def test_negative_ratio_is_validated_and_refused_for_node_classification():
             Flags(negative_ratio=bad)
     (reason,) = NodeClassification.unavailable(Flags(negative_ratio=4), RunContext(task="node"))
     assert reason.field == "negative_ratio" and "(got 4)" in reason.reason and "link prediction" in reason.reason
-    with pytest.raises(ValueError, match=r"one label per pair: edge_label_index has 4 pairs \(got labels of shape \[3\]\)"):
+    with pytest.raises(
+        ValueError, match=r"one label per pair: edge_label_index has 4 pairs \(got labels of shape \[3\]\)"
+    ):
         link_loss(torch.randn(5, 2), torch.zeros(2, 4, dtype=torch.long), torch.ones(3))
 
 

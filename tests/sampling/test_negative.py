@@ -97,8 +97,13 @@ def test_link_loader_with_our_sampler_and_strict_negatives(lp_graph):
     sampler = GnnbenchNeighborSampler(p, (5, 3), negatives=negs)
     data = Data(edge_index=g.edge_index, num_nodes=g.num_nodes)
     for mode in ("binary", "triplet"):
-        loader = LinkLoader(data, link_sampler=sampler, edge_label_index=g.edge_index[:, :600], batch_size=200,
-                            neg_sampling=NegativeSampling(mode, amount=1))
+        loader = LinkLoader(
+            data,
+            link_sampler=sampler,
+            edge_label_index=g.edge_index[:, :600],
+            batch_size=200,
+            neg_sampling=NegativeSampling(mode, amount=1),
+        )
         batch = next(iter(loader))
         if mode == "binary":
             ends = batch.n_id[batch.edge_label_index]
@@ -106,6 +111,10 @@ def test_link_loader_with_our_sampler_and_strict_negatives(lp_graph):
             assert batch.edge_label[:200].eq(1).all() and batch.edge_label[200:].eq(0).all()
             assert not negs.is_edge(ends[0, 200:], ends[1, 200:]).any()
         else:
-            src, pos, neg = batch.n_id[batch.src_index], batch.n_id[batch.dst_pos_index], batch.n_id[batch.dst_neg_index]
+            src, pos, neg = (
+                batch.n_id[batch.src_index],
+                batch.n_id[batch.dst_pos_index],
+                batch.n_id[batch.dst_neg_index],
+            )
             assert torch.equal(torch.stack([src, pos]), g.edge_index[:, batch.input_id])
             assert not negs.is_edge(src, neg).any()

@@ -19,8 +19,11 @@ NATIVE = pyg_backend() != "none"
 
 def _graph(n=200, e=1500, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return Data(x=torch.randn(n, 4, generator=g), edge_index=torch.randint(0, n, (2, e), generator=g),
-                y=torch.randint(0, 3, (n,), generator=g))
+    return Data(
+        x=torch.randn(n, 4, generator=g),
+        edge_index=torch.randint(0, n, (2, e), generator=g),
+        y=torch.randint(0, 3, (n,), generator=g),
+    )
 
 
 def _check_batch(data, batch, fanout, seeds):
@@ -29,7 +32,7 @@ def _check_batch(data, batch, fanout, seeds):
     src_g, dst_g = data.edge_index
     n_id, (row, col), e_id = batch.n_id, batch.edge_index, batch.e_id
     assert n_id.unique().numel() == n_id.numel(), "a node appears once"
-    assert torch.equal(n_id[:seeds.numel()], seeds), "the seeds come first, in order"
+    assert torch.equal(n_id[: seeds.numel()], seeds), "the seeds come first, in order"
     # every sampled edge is the graph edge its e_id names, in the direction PyG passes messages (source -> target)
     assert torch.equal(n_id[row], src_g[e_id]) and torch.equal(n_id[col], dst_g[e_id])
     assert e_id.unique().numel() == e_id.numel(), "no edge drawn twice"
@@ -40,7 +43,7 @@ def _check_batch(data, batch, fanout, seeds):
     node_start = edge_start = 0
     for hop, k in enumerate(fanout):
         targets = torch.arange(node_start, node_start + nodes_per_hop[hop])
-        hop_col = col[edge_start:edge_start + edges_per_hop[hop]]
+        hop_col = col[edge_start : edge_start + edges_per_hop[hop]]
         assert bool(((hop_col >= targets[0]) & (hop_col <= targets[-1])).all()), f"hop {hop}: edges into its targets"
         per_target = torch.bincount(hop_col - node_start, minlength=targets.numel())
         assert int(per_target.max()) <= k, f"hop {hop}: at most {k} neighbours a target"
@@ -75,14 +78,15 @@ def test_link_neighbor_loader_batches_through_the_fallback_are_real_neighbourhoo
     src_g, dst_g = data.edge_index
     edges = set(zip(src_g.tolist(), dst_g.tolist()))
     for b in batches:
-        seeds = b.n_id[:b.num_sampled_nodes[0]]
+        seeds = b.n_id[: b.num_sampled_nodes[0]]
         _check_batch(data, b, fanout, seeds)
         label_src, label_dst = b.n_id[b.edge_label_index]
         positive = b.edge_label == 1
         assert int(positive.sum()) == b.input_id.numel() and int((~positive).sum()) == b.input_id.numel()
         # the positive labels are the seed edges the batch was drawn for
-        assert torch.equal(label_src[positive], src_g[b.input_id]) and torch.equal(label_dst[positive],
-                                                                                    dst_g[b.input_id])
+        assert torch.equal(label_src[positive], src_g[b.input_id]) and torch.equal(
+            label_dst[positive], dst_g[b.input_id]
+        )
         assert all((s, d) in edges for s, d in zip(label_src[positive].tolist(), label_dst[positive].tolist()))
         # every endpoint of a labelled pair (negatives too) is a seed of the sampled neighbourhood
         assert set(b.edge_label_index.flatten().tolist()) <= set(range(seeds.numel()))
@@ -125,15 +129,22 @@ REFUSED = {
     "temporal": (_temporal, "temporal sampling"),
     "weighted": (_weighted, "weighted sampling"),
     "disjoint": (lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=8, disjoint=True), "disjoint=True"),
-    "induced": (lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=8, subgraph_type="induced"),
-                "subgraph_type='induced'"),
-    "bidirectional": (lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=8,
-                                             subgraph_type="bidirectional"), "subgraph_type='bidirectional'"),
-    "zero hop": (lambda: NeighborLoader(_graph(), num_neighbors=[3, 0], batch_size=8),
-                 r"num_neighbors=\[3, 0\] \(a hop of 0 neighbours\)"),
-    "duplicate seeds": (lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=4,
-                                               input_nodes=torch.tensor([3, 3, 5, 7])),
-                        "repeated seed nodes in one batch"),
+    "induced": (
+        lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=8, subgraph_type="induced"),
+        "subgraph_type='induced'",
+    ),
+    "bidirectional": (
+        lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=8, subgraph_type="bidirectional"),
+        "subgraph_type='bidirectional'",
+    ),
+    "zero hop": (
+        lambda: NeighborLoader(_graph(), num_neighbors=[3, 0], batch_size=8),
+        r"num_neighbors=\[3, 0\] \(a hop of 0 neighbours\)",
+    ),
+    "duplicate seeds": (
+        lambda: NeighborLoader(_graph(), num_neighbors=[3], batch_size=4, input_nodes=torch.tensor([3, 3, 5, 7])),
+        "repeated seed nodes in one batch",
+    ),
 }
 
 

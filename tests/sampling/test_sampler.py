@@ -53,8 +53,9 @@ def test_every_draw_regime_is_uniform_over_subsets(degree, fanout, far_method):
 
 
 @settings(max_examples=60, deadline=None)
-@given(k=st.integers(1, 60), rows=st.lists(st.integers(0, 200), min_size=1, max_size=40),
-       seed=st.integers(0, 2**31 - 1))
+@given(
+    k=st.integers(1, 60), rows=st.lists(st.integers(0, 200), min_size=1, max_size=40), seed=st.integers(0, 2**31 - 1)
+)
 def test_floyd_sorted_gives_the_loops_positions(k, rows, seed):
     """The sort-based Floyd resolves every step's membership test at once: from the same random numbers it
     keeps exactly what the step-by-step loop keeps (degrees just above 2k make the j-pointer chains common)."""
@@ -109,8 +110,9 @@ def small_graph(draw):
     seed = draw(st.integers(0, 2**31 - 1))
     g = torch.Generator().manual_seed(seed)
     ei = torch.randint(0, n, (2, m), generator=g)
-    graph = Graph.from_edges(ei, torch.zeros(n, 1), torch.zeros(n, dtype=torch.long),
-                             clean=CleanOptions(to_undirected=draw(st.booleans())))
+    graph = Graph.from_edges(
+        ei, torch.zeros(n, 1), torch.zeros(n, dtype=torch.long), clean=CleanOptions(to_undirected=draw(st.booleans()))
+    )
     fanout = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 5, -1]), min_size=1, max_size=3)))
     seeds = torch.randperm(n, generator=g)[: draw(st.integers(1, n))]
     return graph, fanout, seeds, draw(st.booleans()), seed
@@ -143,8 +145,11 @@ def test_sampled_subgraph_invariants(case, index_dtype):
         local_ids = torch.arange(start_local, start_local + frontier.numel())
         start_local += frontier.numel()
         e = hop_edges[h]
-        per_target = torch.bincount(col[e] - local_ids[0], minlength=frontier.numel()) if e.numel() else \
-            torch.zeros(frontier.numel(), dtype=torch.long)
+        per_target = (
+            torch.bincount(col[e] - local_ids[0], minlength=frontier.numel())
+            if e.numel()
+            else torch.zeros(frontier.numel(), dtype=torch.long)
+        )
         d = deg[frontier]
         if k == -1:
             expected = d
@@ -192,8 +197,13 @@ def test_pyg_node_loader_drives_our_sampler():
     g = generate(GraphSpec.preset("tiny", num_nodes=3000))
     p = prepare(g, Flags())
     sampler = GnnbenchNeighborSampler(p, (4, 3), seed=0)
-    loader = NodeLoader(Data(edge_index=g.edge_index, num_nodes=g.num_nodes), node_sampler=sampler,
-                        input_nodes=g.train_mask.nonzero().view(-1), batch_size=128, shuffle=True)
+    loader = NodeLoader(
+        Data(edge_index=g.edge_index, num_nodes=g.num_nodes),
+        node_sampler=sampler,
+        input_nodes=g.train_mask.nonzero().view(-1),
+        batch_size=128,
+        shuffle=True,
+    )
     seen = 0
     for data in loader:
         assert torch.equal(g.edge_index[:, data.e_id], data.n_id[data.edge_index])
@@ -234,8 +244,12 @@ def test_native_backend_batches_are_real_edges():
 
     g = generate(GraphSpec.preset("tiny", num_nodes=2000))
     sampler = make_neighbor_sampler(prepare(g, Flags()), (4, 3), backend="pyg")
-    loader = NodeLoader(Data(edge_index=g.edge_index, num_nodes=g.num_nodes), node_sampler=sampler,
-                        input_nodes=torch.arange(300), batch_size=100)
+    loader = NodeLoader(
+        Data(edge_index=g.edge_index, num_nodes=g.num_nodes),
+        node_sampler=sampler,
+        input_nodes=torch.arange(300),
+        batch_size=100,
+    )
     for data in loader:
         assert torch.equal(g.edge_index[:, data.e_id], data.n_id[data.edge_index])
 

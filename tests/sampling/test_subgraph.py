@@ -61,8 +61,9 @@ def test_graphsaint_walks_and_normalization(graph):
         assert b.n_id.unique().numel() == b.n_id.numel()
         assert b.node_norm.shape == b.target.shape
     # Unbiasedness of the loss norm: E[sum over batch of node_norm] = 1 (mean over training nodes).
-    totals = torch.tensor([float(b.node_norm.sum()) for b in src.epoch(1)] +
-                          [float(b.node_norm.sum()) for b in src.epoch(2)])
+    totals = torch.tensor(
+        [float(b.node_norm.sum()) for b in src.epoch(1)] + [float(b.node_norm.sum()) for b in src.epoch(2)]
+    )
     assert abs(float(totals.mean()) - 1.0) < 0.1
 
 

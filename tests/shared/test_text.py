@@ -29,9 +29,19 @@ def test_absent_is_none_or_nan():
     assert not absent(0.0) and not absent(0) and not absent(math.inf)
 
 
-@pytest.mark.parametrize("n,text", [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
-                                    (1.5 * 2**20, "1.5 MiB"), (3 * 2**30, "3.0 GiB"), (5 * 2**40, "5120.0 GiB"),
-                                    (-2048, "-2.0 KiB")])
+@pytest.mark.parametrize(
+    "n,text",
+    [
+        (0, "0 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KiB"),
+        (1536, "1.5 KiB"),
+        (1.5 * 2**20, "1.5 MiB"),
+        (3 * 2**30, "3.0 GiB"),
+        (5 * 2**40, "5120.0 GiB"),
+        (-2048, "-2.0 KiB"),
+    ],
+)
 def test_human_bytes_picks_the_binary_unit(n, text):
     assert human_bytes(n) == text
 
@@ -68,8 +78,10 @@ def test_ratio_of_reads_a_paired_ratio():
     assert ratio_of({"ratio": 0.6, "low": 0.5, "high": 0.7}, unit="") == "0.60 [0.50, 0.70]"
     from gnnbench.measure.rows import PairedRatio  # a compare row's ratio: read by attribute
 
-    assert ratio_of(PairedRatio(ratio=1.49, low=1.33, high=1.67, significant=True, rounds=5, p=0.01,
-                                log_ratios=[])) == "1.49x [1.33, 1.67]"
+    assert (
+        ratio_of(PairedRatio(ratio=1.49, low=1.33, high=1.67, significant=True, rounds=5, p=0.01, log_ratios=[]))
+        == "1.49x [1.33, 1.67]"
+    )
 
 
 def test_pp_is_a_signed_delta_in_points_with_its_interval():
@@ -92,14 +104,31 @@ def test_durations():
 
 # ------------------------------------------------------------------ the distributed formatter
 def _block(**extra) -> dict:
-    return {"world_size": 2, "backend": "gloo", "parallel": "data", "grad_compression": "topk", "comm_share": 0.4,
-            "bytes_per_step": 736.0, "dense_bytes_per_step": 35880.0, "compression_ratio": 736 / 35880,
-            "scaling_efficiency": {"ratio": 0.6, "low": 0.5, "high": 0.7}, **extra}
+    return {
+        "world_size": 2,
+        "backend": "gloo",
+        "parallel": "data",
+        "grad_compression": "topk",
+        "comm_share": 0.4,
+        "bytes_per_step": 736.0,
+        "dense_bytes_per_step": 35880.0,
+        "compression_ratio": 736 / 35880,
+        "scaling_efficiency": {"ratio": 0.6, "low": 0.5, "high": 0.7},
+        **extra,
+    }
 
 
-PARTITION = {"method": "metis", "parts": 2, "seconds": 1.5, "edge_cut_fraction": 0.25, "node_balance": 1.01,
-             "edge_balance": 1.1, "halo_rows_per_step": 1200.0, "halo_bytes_per_step": 4096.0,
-             "grad_bytes_per_step": 2048.0}
+PARTITION = {
+    "method": "metis",
+    "parts": 2,
+    "seconds": 1.5,
+    "edge_cut_fraction": 0.25,
+    "node_balance": 1.01,
+    "edge_balance": 1.1,
+    "halo_rows_per_step": 1200.0,
+    "halo_bytes_per_step": 4096.0,
+    "grad_bytes_per_step": 2048.0,
+}
 
 
 def test_distributed_figures():
@@ -108,10 +137,17 @@ def test_distributed_figures():
     d = _block()
     assert share_text(d) == "40%" and wire_text(d) == "736 B (2.1% of dense)"
     assert efficiency_text(d) == "0.60 [0.50, 0.70]"
-    assert summary_line(d) == ("2 ranks (gloo), communication 40% of the step, 736 B (2.1% of dense) per step and "
-                               "rank, scaling efficiency 0.60 [0.50, 0.70]")
-    dense = _block(grad_compression="none", bytes_per_step=35880.0, compression_ratio=1.0, comm_share=None,
-                   scaling_efficiency={"ratio": 0.58, "low": NAN, "high": NAN})
+    assert summary_line(d) == (
+        "2 ranks (gloo), communication 40% of the step, 736 B (2.1% of dense) per step and "
+        "rank, scaling efficiency 0.60 [0.50, 0.70]"
+    )
+    dense = _block(
+        grad_compression="none",
+        bytes_per_step=35880.0,
+        compression_ratio=1.0,
+        comm_share=None,
+        scaling_efficiency={"ratio": 0.58, "low": NAN, "high": NAN},
+    )
     assert wire_text(dense) == "35.0 KiB" and share_text(dense) == "n/a"
     assert efficiency_text(dense) == "0.58", "one round: no interval, and never 'nan'"
     assert wire_text(_block(bytes_per_step=None)) == "n/a" and efficiency_text(_block(scaling_efficiency=None)) == "n/a"
@@ -122,12 +158,17 @@ def test_partition_text_says_what_its_efficiency_is_against():
 
     assert partition_text(_block()) is None
     run = partition_text(_block(partition=PARTITION))  # a single run: no comparison, no efficiency clause
-    assert run == ("partition metis, 2 parts in 1.50 s: edge cut 25.0%, node balance 1.01, edge balance 1.10; per "
-                   "step and rank: halo 1,200 rows (4.0 KiB sent), gradient all-reduce 2.0 KiB")
-    assert partition_text(_block(partition=PARTITION, efficiency_against="whole graph")) == \
-        run + "; efficiency against whole graph"
+    assert run == (
+        "partition metis, 2 parts in 1.50 s: edge cut 25.0%, node balance 1.01, edge balance 1.10; per "
+        "step and rank: halo 1,200 rows (4.0 KiB sent), gradient all-reduce 2.0 KiB"
+    )
+    assert (
+        partition_text(_block(partition=PARTITION, efficiency_against="whole graph"))
+        == run + "; efficiency against whole graph"
+    )
     assert partition_text(_block(partition=PARTITION, efficiency_against=None)).endswith(
-        "; efficiency n/a: no single-process full-batch configuration in this sweep")
+        "; efficiency n/a: no single-process full-batch configuration in this sweep"
+    )
     missing = partition_text(_block(partition={**PARTITION, "halo_rows_per_step": None, "halo_bytes_per_step": None}))
     assert "halo n/a (n/a sent)" in missing
 
@@ -136,11 +177,20 @@ def test_compression_text():
     from gnnbench.report.distributed_text import compression_text
 
     assert compression_text(_block()) is None
-    a = {"against": "dp", "delta": -0.001, "low": -0.004, "high": 0.002, "rounds": 3, "verdict": "no accuracy cost",
-         "test": 0.8, "dense_test": 0.801}
+    a = {
+        "against": "dp",
+        "delta": -0.001,
+        "low": -0.004,
+        "high": 0.002,
+        "rounds": 3,
+        "verdict": "no accuracy cost",
+        "test": 0.8,
+        "dense_test": 0.801,
+    }
     assert compression_text(_block(accuracy_vs_dense=a)) == (
         "test accuracy 80.00% against 80.10% with dense dp, each at convergence: -0.10 pp [-0.40, +0.20] over 3 "
-        "paired round(s): no accuracy cost")
+        "paired round(s): no accuracy cost"
+    )
     one = compression_text(_block(accuracy_vs_dense={**a, "low": NAN, "high": NAN, "rounds": 1}))
     assert "-0.10 pp over 1 paired round(s)" in one
 
@@ -153,16 +203,23 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
     from gnnbench.report.table import _distributed_html
 
-    d = _block(partition=PARTITION, efficiency_against="whole graph", payload_formula="8 k",
-               per_rank=[{"rank": 0, "step_median": 0.0123, "compute_median": 0.01, "allreduce_median": 0.002,
-                          "comm_share": 0.16}, {"rank": 1, "step_median": None}])
+    d = _block(
+        partition=PARTITION,
+        efficiency_against="whole graph",
+        payload_formula="8 k",
+        per_rank=[
+            {"rank": 0, "step_median": 0.0123, "compute_median": 0.01, "allreduce_median": 0.002, "comm_share": 0.16},
+            {"rank": 1, "step_median": None},
+        ],
+    )
     run = format_ranks(d)
     assert run.splitlines() == [
         "ranks: 2 (gloo), parallel=data, grad_compression=topk",
         "  rank 0: step 12.3 ms, compute 10.0 ms, all-reduce 2.0 ms (16% of the step)",
         "  rank 1: no measured steps",
         "  bytes on the wire per step and rank: 736 B (2.1% of dense); 8 k",
-        "  communication share of the step (mean over ranks): 40%"]
+        "  communication share of the step (mean over ranks): 40%",
+    ]
     row = ComparisonRow(label="topk", distributed=d)
     compare = "\n".join(format_distributed([row]))
     html = _distributed_html(Comparison([row], 1, None, "", {}))

@@ -79,8 +79,14 @@ def test_loader_workers_gain_nothing_from_evaluation_pauses(quick_graph, monkeyp
         return sample(self, index, **kwargs)
 
     monkeypatch.setattr(GnnbenchNeighborSampler, "sample_from_nodes", slow)
-    cfg = dataclasses.replace(QUICK, flags=QUICK.flags.replace(num_workers=1, persistent_workers=True), epochs=2,
-                              max_steps_per_epoch=6, eval_every=1, warmup_steps=0)
+    cfg = dataclasses.replace(
+        QUICK,
+        flags=QUICK.flags.replace(num_workers=1, persistent_workers=True),
+        epochs=2,
+        max_steps_per_epoch=6,
+        eval_every=1,
+        warmup_steps=0,
+    )
     t = Trainer(cfg, quick_graph)
     assert t.pipeline.background.has_processes
 

@@ -30,8 +30,7 @@ from tests.helpers import QUICK, skip_unless_runs, unavailable_here
 # validation point every 3. lr 0.05 and width 32 make the model learn in those steps (validation accuracy
 # 0.12 -> 0.63 on node classification), so a different batch or dropout mask shows in the curve, not only in
 # the losses.
-BASE = dataclasses.replace(QUICK, epochs=3, max_steps_per_epoch=6, eval_every=3, warmup_steps=0, lr=0.05,
-                           hidden=32)
+BASE = dataclasses.replace(QUICK, epochs=3, max_steps_per_epoch=6, eval_every=3, warmup_steps=0, lr=0.05, hidden=32)
 
 # Per-step training loss, relative to the baseline's. Every declared entry that runs on a CPU measured bit-identical
 # losses here (difference 0). Relative noise of 1e-5 (about 100x float32 reassociation error) injected into every
@@ -48,8 +47,11 @@ LINK_AUC_ATOL = 1e-3
 
 # Entries that change the process's allocator are proven in a process started for them, bit for bit
 # (tests/process/test_allocators.py); a trainer refuses an allocator its process does not run.
-DECLARED = tuple(name for name, opt in registry.REGISTRY.items()
-                 if opt.same_trajectory and "allocator" not in opt.changes_for(Flags()))
+DECLARED = tuple(
+    name
+    for name, opt in registry.REGISTRY.items()
+    if opt.same_trajectory and "allocator" not in opt.changes_for(Flags())
+)
 DEVICES = ("cpu", "cuda")
 
 
@@ -61,8 +63,12 @@ def _device_param(*values, device: str, id_: str):
 def _entry_cases() -> list:
     """(entry, task, device) for every declared entry, each of its tasks, each device; a configuration that cannot
     run on a device skips with the layers' reason (CUDA-only entries on a CPU: their CUDA case is the test)."""
-    return [_device_param(name, task, device=device, id_=f"{name}-{task}")
-            for name in DECLARED for task in registry.get(name).tasks for device in DEVICES]
+    return [
+        _device_param(name, task, device=device, id_=f"{name}-{task}")
+        for name in DECLARED
+        for task in registry.get(name).tasks
+        for device in DEVICES
+    ]
 
 
 @dataclass(frozen=True)
@@ -93,9 +99,11 @@ def train(config: RunConfig, graph) -> Trajectory:
 
 def difference(base: Trajectory, other: Trajectory) -> Difference:
     rel = [abs(a - b) / max(abs(b), 1e-12) for a, b in zip(other.losses, base.losses)]
-    return Difference(max(rel, default=0.0),
-                      max((abs(a[1] - b[1]) for a, b in zip(other.curve, base.curve)), default=0.0),
-                      max((abs(a[2] - b[2]) for a, b in zip(other.curve, base.curve)), default=0.0))
+    return Difference(
+        max(rel, default=0.0),
+        max((abs(a[1] - b[1]) for a, b in zip(other.curve, base.curve)), default=0.0),
+        max((abs(a[2] - b[2]) for a, b in zip(other.curve, base.curve)), default=0.0),
+    )
 
 
 def metric_tolerances(task: str, graph) -> tuple[float, float]:
@@ -111,8 +119,9 @@ def mismatches(base: Trajectory, other: Trajectory, task: str, graph) -> list[st
     if len(other.losses) != len(base.losses):
         return [f"{len(other.losses)} steps, the baseline took {len(base.losses)}"]
     if [p[0] for p in other.curve] != [p[0] for p in base.curve]:
-        return [f"validation points at steps {[p[0] for p in other.curve]}, the baseline's at "
-                f"{[p[0] for p in base.curve]}"]
+        return [
+            f"validation points at steps {[p[0] for p in other.curve]}, the baseline's at {[p[0] for p in base.curve]}"
+        ]
     d = difference(base, other)
     val_tol, test_tol = metric_tolerances(task, graph)
     if d.loss_rtol > LOSS_RTOL:
@@ -156,22 +165,28 @@ def test_declared_entry_keeps_the_baseline_trajectory(quick_graph, baseline, nam
     base = baseline(task, device)
     other = train(config, quick_graph)
     d = difference(base, other)
-    print(f"{name} [{task}, {device}]: {len(other.losses)} steps, max loss rel diff {d.loss_rtol:.3g}, "
-          f"max val diff {d.val:.4g}, max test diff {d.test:.4g}")
+    print(
+        f"{name} [{task}, {device}]: {len(other.losses)} steps, max loss rel diff {d.loss_rtol:.3g}, "
+        f"max val diff {d.val:.4g}, max test diff {d.test:.4g}"
+    )
     assert len(base.losses) == BASE.epochs * BASE.max_steps_per_epoch
     assert not mismatches(base, other, task, quick_graph), (name, mismatches(base, other, task, quick_graph))
 
 
-@pytest.mark.parametrize("task, device", [_device_param(task, device=device, id_=task)
-                                          for task in registry.TASK_NAMES for device in DEVICES])
+@pytest.mark.parametrize(
+    "task, device", [_device_param(task, device=device, id_=task) for task in registry.TASK_NAMES for device in DEVICES]
+)
 def test_declared_entries_combined_keep_the_baseline_trajectory(quick_graph, baseline, task, device):
     """The sweep derives a combination whose entries are all declared (``csr+sparse_agg``) the same way: every
     declared entry of ``task`` that runs on ``device``, switched on together, keeps the trajectory too (feature
     placements exclude one another: the last one applied stands)."""
     names: list[str] = []
     for n in DECLARED:  # those that can run together here (the thread split with workers' 2 needs 3 cores)
-        if task in registry.get(n).tasks and registry.get(n).unavailable(device) is None and not unavailable_here(
-                registry.config_for(base_config(task, device), names + [n])):
+        if (
+            task in registry.get(n).tasks
+            and registry.get(n).unavailable(device) is None
+            and not unavailable_here(registry.config_for(base_config(task, device), names + [n]))
+        ):
             names.append(n)
     config = registry.config_for(base_config(task, device), names)
     skip_unless_runs(config)
@@ -182,15 +197,21 @@ def test_declared_entries_combined_keep_the_baseline_trajectory(quick_graph, bas
 
 # --------------------------------------------------------------------------- the check is not vacuous
 
+
 def _shifted_sampler_epoch(monkeypatch) -> None:
     """Neighbour draws keyed one epoch on: the same seed batches in the same order, other sampled neighbours."""
     set_epoch = GnnbenchNeighborSampler.set_epoch
     monkeypatch.setattr(GnnbenchNeighborSampler, "set_epoch", lambda self, epoch: set_epoch(self, epoch + 1))
 
 
-@pytest.mark.parametrize("control, device", [
-    _device_param(control, device=device, id_=control)
-    for control in ("fast_dropout", "other_neighbour_draws", "fp16_features") for device in DEVICES])
+@pytest.mark.parametrize(
+    "control, device",
+    [
+        _device_param(control, device=device, id_=control)
+        for control in ("fast_dropout", "other_neighbour_draws", "fp16_features")
+        for device in DEVICES
+    ],
+)
 def test_a_changed_trajectory_fails_the_check(quick_graph, baseline, monkeypatch, control, device):
     """Different dropout masks (fast_dropout), different neighbour draws of the same batches, and features rounded
     to fp16 all leave the baseline's trajectory, and the check says so (in the losses, not only the curve)."""
@@ -235,8 +256,7 @@ def _batches(config: RunConfig, graph, caps: tuple[int, ...]) -> list[list[dict]
             it = trainer.pipeline.batches.epoch(epoch)
             got = []
             for batch in itertools.islice(it, cap):
-                got.append({f: getattr(batch, f).cpu().clone() for f in BATCH_FIELDS
-                            if getattr(batch, f) is not None})
+                got.append({f: getattr(batch, f).cpu().clone() for f in BATCH_FIELDS if getattr(batch, f) is not None})
             it.close()
             epochs.append(got)
         return epochs

@@ -81,20 +81,29 @@ def test_patience_target_is_validated_and_set_by_the_calibration():
         dataclasses.replace(QUICK, patience_target=1.5)
     with pytest.raises(ValueError, match="patience_target"):
         dataclasses.replace(QUICK, patience_target=True)
-    runs = [{"status": "ok", "config": {"seed": 10000 + i}, "steps_per_epoch": 10, "steps": {"total": 100},
-             "curve": [{"step": 10 * k, "seconds": float(k), "val": 0.1 * k, "test": 0.1 * k} for k in range(1, 9)]}
-            for i in range(3)]
+    runs = [
+        {
+            "status": "ok",
+            "config": {"seed": 10000 + i},
+            "steps_per_epoch": 10,
+            "steps": {"total": 100},
+            "curve": [{"step": 10 * k, "seconds": float(k), "val": 0.1 * k, "test": 0.1 * k} for k in range(1, 9)],
+        }
+        for i in range(3)
+    ]
     cal = calibrate(runs)
     assert cal.target == pytest.approx(0.8 - 0.01)
     applied = cal.apply(dataclasses.replace(QUICK, epochs=None))
     assert applied.patience_target == cal.target
-    assert cal.apply(dataclasses.replace(QUICK, epochs=None, patience_target=0.5)).patience_target == 0.5, \
+    assert cal.apply(dataclasses.replace(QUICK, epochs=None, patience_target=0.5)).patience_target == 0.5, (
         "a base's own level is kept"
+    )
     # a target the user gives (here far below the plateau, reached within a few steps) does not shorten the
     # patience: the level stays the calibrated one
     given = calibrate(runs, target_acc=0.2)
-    assert given.target == 0.2 and given.apply(dataclasses.replace(QUICK, epochs=None)).patience_target == \
-        pytest.approx(0.8 - 0.01)
+    assert given.target == 0.2 and given.apply(
+        dataclasses.replace(QUICK, epochs=None)
+    ).patience_target == pytest.approx(0.8 - 0.01)
     assert calibrate([]).patience_level is None
 
 
@@ -147,9 +156,13 @@ def test_eval_interval_gives_four_points_per_epoch():
 
 
 def test_run_config_checks_the_stopping_fields():
-    for bad, match in (({"epochs": 0}, "epochs must be None"), ({"max_seconds": -1.0}, "max_seconds"),
-                       ({"patience": 0}, "patience"), ({"min_delta": 1.5}, "min_delta"),
-                       ({"max_epochs": 0}, "max_epochs")):
+    for bad, match in (
+        ({"epochs": 0}, "epochs must be None"),
+        ({"max_seconds": -1.0}, "max_seconds"),
+        ({"patience": 0}, "patience"),
+        ({"min_delta": 1.5}, "min_delta"),
+        ({"max_epochs": 0}, "max_epochs"),
+    ):
         with pytest.raises(ValueError, match=match):
             dataclasses.replace(QUICK, **bad)
     assert dataclasses.replace(QUICK, epochs=None).to_plateau and not QUICK.to_plateau
@@ -176,8 +189,7 @@ def test_a_run_to_a_plateau_stops_on_it_and_records_why():
 
 
 def test_a_step_budget_stops_a_run_to_a_plateau_and_says_it_did_not_converge():
-    cfg = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=60, max_steps=9,
-                              min_steps=9)
+    cfg = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=60, max_steps=9, min_steps=9)
     t = Trainer(cfg)
     try:
         list(t.steps(evaluate=True))
@@ -211,15 +223,19 @@ def test_a_time_budget_stops_any_run_at_the_first_step_past_it():
 
 # ------------------------------------------------------------------ calibration
 def _run(seed, vals, every=2, seconds_per_step=0.5):
-    curve = [{"step": every * (i + 1), "epoch": i, "seconds": seconds_per_step * every * (i + 1), "val": v,
-              "test": v - 0.01} for i, v in enumerate(vals)]
+    curve = [
+        {"step": every * (i + 1), "epoch": i, "seconds": seconds_per_step * every * (i + 1), "val": v, "test": v - 0.01}
+        for i, v in enumerate(vals)
+    ]
     return {"label": CALIBRATION, "round": seed, "status": "ok", "config": {"seed": seed}, "curve": curve}
 
 
 def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
-    runs = [_run(10_000, [0.5, 0.7, 0.85, 0.90, 0.89, 0.90, 0.88]),
-            _run(10_001, [0.4, 0.6, 0.80, 0.86, 0.88, 0.87, 0.86]),
-            _run(10_002, [0.6, 0.8, 0.88, 0.91, 0.90, 0.92, 0.90, 0.91])]
+    runs = [
+        _run(10_000, [0.5, 0.7, 0.85, 0.90, 0.89, 0.90, 0.88]),
+        _run(10_001, [0.4, 0.6, 0.80, 0.86, 0.88, 0.87, 0.86]),
+        _run(10_002, [0.6, 0.8, 0.88, 0.91, 0.90, 0.92, 0.90, 0.91]),
+    ]
     assert plateau_level(runs[0]["curve"]) == pytest.approx(0.895)  # median from the best point on
     cal = calibrate(runs, margin=0.01, budget_factor=3.0)
     plateaus = sorted(cal.plateaus)
@@ -238,8 +254,9 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
     assert applied.max_steps == cal.step_budget == max(4 * 16, 2 * cal.min_steps)
     assert applied.min_steps == cal.min_steps
     kept = cal.apply(dataclasses.replace(QUICK, eval_every=7, censor_seconds=99.0, max_steps=500))
-    assert (kept.eval_every, kept.censor_seconds, kept.max_steps) == (7, 99.0, 500), \
+    assert (kept.eval_every, kept.censor_seconds, kept.max_steps) == (7, 99.0, 500), (
         "the user's own cadence and budgets win"
+    )
     given = calibrate(runs, target_acc=0.95)
     assert given.target == 0.95 and given.source.startswith("given") and given.steps_to_target == [None] * 3
     with pytest.raises(ValueError, match="margin"):
@@ -251,9 +268,19 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
 def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
     def result(label, rnd, vals):
         r = _run(rnd, vals)
-        r.update(label=label, round=rnd, optimizations=[], step_seconds_all=[0.1] * 4, step_seconds={"median": 0.1},
-                 epoch_seconds=[1.0], setup_seconds=0.1, accuracy={"test": vals[-1] - 0.01},
-                 phases={"sample": {"median": 0.05}}, transfer={"bytes_h2d_per_batch": 0}, graph={})
+        r.update(
+            label=label,
+            round=rnd,
+            optimizations=[],
+            step_seconds_all=[0.1] * 4,
+            step_seconds={"median": 0.1},
+            epoch_seconds=[1.0],
+            setup_seconds=0.1,
+            accuracy={"test": vals[-1] - 0.01},
+            phases={"sample": {"median": 0.05}},
+            transfer={"bytes_h2d_per_batch": 0},
+            graph={},
+        )
         r["config"] = {"seed": rnd, "epochs": None}
         return r
 
@@ -263,8 +290,9 @@ def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
     assert c.target == pytest.approx(0.89) and c.target_source.startswith("calibrated")
     assert c.calibration["seeds"] == [10_000, 10_001, 10_002]
     base = c.rows[0]
-    assert base.label == "baseline" and base.tta_reached == "0/3", \
+    assert base.label == "baseline" and base.tta_reached == "0/3", (
         "a target fixed in advance: the baseline is not guaranteed to reach it"
+    )
     assert [r.label for r in c.rows] == ["baseline"], "calibration runs are not rows"
 
 
@@ -282,8 +310,12 @@ def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(t
     assert manifest["calibration"]["target"] == cal.target
     c = compare(list(runs) + list(results))
     assert c.target == pytest.approx(cal.target) and c.aa is not None
-    assert all(r["config"]["censor_seconds"] == cal.budget_seconds and r["config"]["max_seconds"] is None
-               and r["config"]["max_steps"] == cal.step_budget for r in results)
+    assert all(
+        r["config"]["censor_seconds"] == cal.budget_seconds
+        and r["config"]["max_seconds"] is None
+        and r["config"]["max_steps"] == cal.step_budget
+        for r in results
+    )
     again, _ = run_calibration(base, tmp_path, runs=2, isolate=False)
     assert again == cal, "a resumed sweep reuses its calibration runs"
     assert run_calibration(base, tmp_path, runs=0) == (None, [])

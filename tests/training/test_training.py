@@ -48,8 +48,10 @@ def test_training_learns_on_tiny():
     assert r.accuracy["test"] > 0.35
 
 
-@pytest.mark.parametrize("names,field", [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"),
-                                         (["degree_negatives"], "negative_mode")])
+@pytest.mark.parametrize(
+    "names,field",
+    [(["pin_memory"], "pin_memory"), (["uva"], "feature_placement"), (["degree_negatives"], "negative_mode")],
+)
 def test_unavailable_flags_report_reasons_not_numbers(names, field):
     cfg = dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags))
     if not unavailable_here(cfg):
@@ -76,14 +78,29 @@ def test_bad_configurations_are_refused_with_clear_messages():
         Flags(batch_size=0)
 
 
-@pytest.mark.parametrize("names", [["sparse_agg"], ["partial_amp"], ["cached_norm"], ["int32", "csr"],
-                                   ["batch_cache"], ["cluster_gcn"], ["graphsaint"], ["workers"]])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ["sparse_agg"],
+        ["partial_amp"],
+        ["cached_norm"],
+        ["int32", "csr"],
+        ["batch_cache"],
+        ["cluster_gcn"],
+        ["graphsaint"],
+        ["workers"],
+    ],
+)
 def test_every_cpu_flag_runs_through_the_trainer(names, tmp_path):
-    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(names, QUICK.flags), cache_dir=str(tmp_path),
-                              max_steps_per_epoch=4, warmup_steps=1)
+    cfg = dataclasses.replace(
+        QUICK,
+        flags=registry.flags_for(names, QUICK.flags),
+        cache_dir=str(tmp_path),
+        max_steps_per_epoch=4,
+        warmup_steps=1,
+    )
     if "cluster_gcn" in names or "graphsaint" in names:  # several batches on a 3,000-node graph
-        cfg = dataclasses.replace(cfg, flags=cfg.flags.replace(cluster_size=500, clusters_per_batch=1,
-                                                               saint_roots=200))
+        cfg = dataclasses.replace(cfg, flags=cfg.flags.replace(cluster_size=500, clusters_per_batch=1, saint_roots=200))
     r = run(cfg)
     assert r.status == "ok", r.unavailable
     assert r.steps["measured"] >= 1
@@ -112,8 +129,9 @@ def test_training_clock_and_validation_curve():
 
 @pytest.mark.parametrize("model", ["gcn", "sage"])
 def test_compile_reports_compile_time_apart(model):
-    cfg = dataclasses.replace(QUICK, flags=registry.flags_for(["compile"], QUICK.flags), max_steps_per_epoch=7,
-                              model=model)
+    cfg = dataclasses.replace(
+        QUICK, flags=registry.flags_for(["compile"], QUICK.flags), max_steps_per_epoch=7, model=model
+    )
     r = run(cfg)
     assert r.status == "ok"
     c = r.compile
@@ -132,12 +150,31 @@ def _cpu_accuracy(cfg: RunConfig) -> float:
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("names", [[], ["features_on_device"], ["hot_cold"], ["uva"], ["feature_prefetch"],
-                                   ["pin_memory"], ["partial_amp"], ["full_amp"], ["sparse_agg"],
-                                   ["cached_norm", "int32", "csr"]])
+@pytest.mark.parametrize(
+    "names",
+    [
+        [],
+        ["features_on_device"],
+        ["hot_cold"],
+        ["uva"],
+        ["feature_prefetch"],
+        ["pin_memory"],
+        ["partial_amp"],
+        ["full_amp"],
+        ["sparse_agg"],
+        ["cached_norm", "int32", "csr"],
+    ],
+)
 def test_cuda_runs_every_device_flag(names):
-    cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(names, QUICK.flags),
-                              max_steps_per_epoch=None, epochs=3, lr=0.02, hidden=32)
+    cfg = dataclasses.replace(
+        QUICK,
+        device="cuda",
+        flags=registry.flags_for(names, QUICK.flags),
+        max_steps_per_epoch=None,
+        epochs=3,
+        lr=0.02,
+        hidden=32,
+    )
     r = run(cfg)
     assert r.status == "ok", r.unavailable
     assert r.memory["device_peak_bytes"] > 0 and r.device_phase_ms is not None
@@ -145,8 +182,9 @@ def test_cuda_runs_every_device_flag(names):
     cpu = _cpu_accuracy(dataclasses.replace(cfg, flags=QUICK.flags))
     assert r.accuracy["test"] > 2.5 / SPEC.num_classes and r.accuracy["test"] > cpu - 0.05, (r.accuracy, cpu)
     if names and names[0] in ("features_on_device", "uva"):
-        assert r.transfer["device_feature_bytes"] == (SPEC.num_nodes * SPEC.feature_dim * 4
-                                                         if names[0] == "features_on_device" else 0)
+        assert r.transfer["device_feature_bytes"] == (
+            SPEC.num_nodes * SPEC.feature_dim * 4 if names[0] == "features_on_device" else 0
+        )
 
 
 def test_trainer_steps_cycle_epochs_one_step_at_a_time():
@@ -199,7 +237,7 @@ def test_cosine_schedule_sets_each_epochs_learning_rate():
     for step in trainer.steps(evaluate=False):
         seen[step.epoch] = trainer.pipeline.optimizer.param_groups[0]["lr"]
     trainer.close()
-    assert seen == pytest.approx({0: 0.1, 1: 0.1 * (1 + 0.5 ** 0.5) / 2, 2: 0.05, 3: 0.1 * (1 - 0.5 ** 0.5) / 2})
+    assert seen == pytest.approx({0: 0.1, 1: 0.1 * (1 + 0.5**0.5) / 2, 2: 0.05, 3: 0.1 * (1 - 0.5**0.5) / 2})
 
 
 def test_cli_optimizer_options_reach_the_config_and_momentum_needs_sgd():

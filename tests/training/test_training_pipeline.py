@@ -53,7 +53,8 @@ def test_the_pipeline_is_assembled_once_on_one_setup_clock(graph):
     pipe = assemble(QUICK, graph)
     try:
         assert pipe.setup_seconds > 0 and pipe.setup_clock == pytest.approx(
-            pipe.prepared.prepare_seconds + pipe.setup_seconds)
+            pipe.prepared.prepare_seconds + pipe.setup_seconds
+        )
         assert pipe.partition is None and pipe.forward is pipe.model  # one process, no compile: the bare model
         assert pipe.graph_seconds == graph.meta.get("generate_seconds", 0.0)
         step = step_for(pipe)

@@ -40,5 +40,4 @@ from gnnbench.advice.watch.report import WATCH_PHASES, WatchReport
 from gnnbench.advice.watch.script import ScriptError, watch_script
 from gnnbench.advice.watch.verdict import IN_YOUR_LOOP
 
-__all__ = ["watch", "watch_script", "Watch", "WatchReport", "WatchDone", "ScriptError", "IN_YOUR_LOOP",
-           "WATCH_PHASES"]
+__all__ = ["watch", "watch_script", "Watch", "WatchReport", "WatchDone", "ScriptError", "IN_YOUR_LOOP", "WATCH_PHASES"]

@@ -76,11 +76,19 @@ class ScriptChange:
     def combined(self, other: "ScriptChange") -> "ScriptChange":
         """Both changes at once (the later one's settings win where both set one)."""
         return ScriptChange(
-            f"{self.label}+{other.label}", self.entries + other.entries, {**self.loader, **other.loader},
+            f"{self.label}+{other.label}",
+            self.entries + other.entries,
+            {**self.loader, **other.loader},
             {**self.pyg_loader, **other.pyg_loader},
-            other.intra_op if other.intra_op is not None else self.intra_op, self.pin_workers or other.pin_workers,
-            other.allocator or self.allocator, self.compile or other.compile, other.precision or self.precision,
-            self.sparse or other.sparse, self.numerics or other.numerics, self.edit + other.edit)
+            other.intra_op if other.intra_op is not None else self.intra_op,
+            self.pin_workers or other.pin_workers,
+            other.allocator or self.allocator,
+            self.compile or other.compile,
+            other.precision or self.precision,
+            self.sparse or other.sparse,
+            self.numerics or other.numerics,
+            self.edit + other.edit,
+        )
 
 
 def low_precision(device: str) -> torch.dtype:
@@ -88,28 +96,43 @@ def low_precision(device: str) -> torch.dtype:
     return torch.float16 if device.startswith("cuda") else torch.bfloat16
 
 
-def worker_change(k: int, *, cores: int | None = None, pin: bool = False, label: str | None = None,
-                  entry: str = "workers") -> ScriptChange:
+def worker_change(
+    k: int, *, cores: int | None = None, pin: bool = False, label: str | None = None, entry: str = "workers"
+) -> ScriptChange:
     """``num_workers=k`` with the intra-op threads of the script's process cut to the cores the workers leave
     (at least one)."""
     n = cores if cores is not None else len(usable_cores())
     threads = max(1, n - k) if k else None
-    edit = [f"num_workers={k}" + (", persistent_workers=True" if k else "") + " in the loader's constructor"
-            + (" (a PyG loader: also filter_per_worker=True, the features gathered in the workers)" if k else "")]
+    edit = [
+        f"num_workers={k}"
+        + (", persistent_workers=True" if k else "")
+        + " in the loader's constructor"
+        + (" (a PyG loader: also filter_per_worker=True, the features gathered in the workers)" if k else "")
+    ]
     if threads is not None:
         edit.append(f"torch.set_num_threads({threads}) at the top of the script ({n} usable cores - {k} workers)")
     if pin and k:
-        edit.append("each worker pinned to its own core: loader.enable_cpu_affinity() (PyG), or a worker_init_fn "
-                    "calling os.sched_setaffinity")
+        edit.append(
+            "each worker pinned to its own core: loader.enable_cpu_affinity() (PyG), or a worker_init_fn "
+            "calling os.sched_setaffinity"
+        )
     loader: dict[str, Any] = {"num_workers": k}
     if k:
         loader["persistent_workers"] = True  # workers forked once, not each epoch (what a user would write)
-    return ScriptChange(label or (entry if not pin else "workers_split"), (entry,), loader,
-                        {"filter_per_worker": True} if k else {}, threads, pin, edit=tuple(edit))
+    return ScriptChange(
+        label or (entry if not pin else "workers_split"),
+        (entry,),
+        loader,
+        {"filter_per_worker": True} if k else {},
+        threads,
+        pin,
+        edit=tuple(edit),
+    )
 
 
-def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None = None,
-               cores: int | None = None) -> ScriptChange | str:
+def change_for(
+    entry: str, *, device: str = "cpu", loader: dict[str, Any] | None = None, cores: int | None = None
+) -> ScriptChange | str:
     """The change that measures registry entry ``entry`` in the script, or why it cannot be applied.
 
     Args:
@@ -130,17 +153,25 @@ def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None
         if entry == "pin_memory":
             if not device.startswith("cuda"):
                 return "pinned memory speeds host-to-device copies; this script trains on the CPU"
-            return ScriptChange("pin_memory", (entry,), {"pin_memory": True},
-                                edit=("pin_memory=True in the loader's constructor, batch.to(device, "
-                                      "non_blocking=True)",))
+            return ScriptChange(
+                "pin_memory",
+                (entry,),
+                {"pin_memory": True},
+                edit=("pin_memory=True in the loader's constructor, batch.to(device, non_blocking=True)",),
+            )
         if entry in ("persistent_workers", "prefetch"):
             if not workers:
                 return f"{entry} needs loader workers, and the script's loader has none (try workers first)"
             if entry == "persistent_workers":
-                return ScriptChange(entry, (entry,), {"persistent_workers": True},
-                                    edit=("persistent_workers=True in the loader's constructor",))
-            return ScriptChange(entry, (entry,), {"prefetch_factor": 4},
-                                edit=("prefetch_factor=4 in the loader's constructor",))
+                return ScriptChange(
+                    entry,
+                    (entry,),
+                    {"persistent_workers": True},
+                    edit=("persistent_workers=True in the loader's constructor",),
+                )
+            return ScriptChange(
+                entry, (entry,), {"prefetch_factor": 4}, edit=("prefetch_factor=4 in the loader's constructor",)
+            )
         if workers:
             return f"the script's loader has {workers} workers already"
         if n < 2:
@@ -152,26 +183,44 @@ def change_for(entry: str, *, device: str = "cpu", loader: dict[str, Any] | None
         reason = allocator_unavailable(entry)
         if reason:
             return reason
-        return ScriptChange(entry, (entry,), allocator=entry,
-                            edit=(f"start the script as `{shell_prefix(entry)} python train.py`",))
+        return ScriptChange(
+            entry, (entry,), allocator=entry, edit=(f"start the script as `{shell_prefix(entry)} python train.py`",)
+        )
     if entry == "sparse_agg":
-        return ScriptChange(entry, (entry,), sparse=True, numerics=True, edit=(
-            "transform=T.ToSparseTensor(layout=torch.sparse_csr) on the loader (or the dataset), and "
-            "model(batch.x, batch.adj_t) where the script calls model(batch.x, batch.edge_index)",))
+        return ScriptChange(
+            entry,
+            (entry,),
+            sparse=True,
+            numerics=True,
+            edit=(
+                "transform=T.ToSparseTensor(layout=torch.sparse_csr) on the loader (or the dataset), and "
+                "model(batch.x, batch.adj_t) where the script calls model(batch.x, batch.edge_index)",
+            ),
+        )
     if entry == "compile":
-        return ScriptChange(entry, (entry,), compile=True, numerics=True,
-                            edit=("model = torch.compile(model, dynamic=True) after building the model",))
+        return ScriptChange(
+            entry,
+            (entry,),
+            compile=True,
+            numerics=True,
+            edit=("model = torch.compile(model, dynamic=True) after building the model",),
+        )
     if entry in ("full_amp", "partial_amp"):
         dtype = str(low_precision(device))
         kind = device.split(":")[0]
         if entry == "full_amp":
-            edit = (f"with torch.autocast({kind!r}, dtype={dtype}): around the forward call "
-                    "(out = model(...)), the loss outside it",)
+            edit = (
+                f"with torch.autocast({kind!r}, dtype={dtype}): around the forward call "
+                "(out = model(...)), the loss outside it",
+            )
         else:
-            edit = (f"with torch.autocast({kind!r}, dtype={dtype}): around each nn.Linear's call inside the model "
-                    "(or the layer's lin), its output .float() before the aggregation",)
-        return ScriptChange(entry, (entry,), precision="full" if entry == "full_amp" else "partial", numerics=True,
-                            edit=edit)
+            edit = (
+                f"with torch.autocast({kind!r}, dtype={dtype}): around each nn.Linear's call inside the model "
+                "(or the layer's lin), its output .float() before the aggregation",
+            )
+        return ScriptChange(
+            entry, (entry,), precision="full" if entry == "full_amp" else "partial", numerics=True, edit=edit
+        )
     return "not a setting --verify can apply to a running script (measure it with gnnbench compare on a twin)"
 
 
@@ -194,7 +243,7 @@ def _patch_loader_construction(stack: ExitStack, change: ScriptChange, applied: 
     from torch.utils.data import DataLoader
 
     original = DataLoader.__dict__["__init__"]
-    worker_cores = tuple(usable_cores()[-change.loader.get("num_workers", 0):]) if change.pin_workers else ()
+    worker_cores = tuple(usable_cores()[-change.loader.get("num_workers", 0) :]) if change.pin_workers else ()
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -236,6 +285,7 @@ def _autocast(fn: Callable, device: str, *, to_float: bool) -> Callable:
         with torch.autocast(kind, dtype=dtype):
             out = fn(*args, **kwargs)
         return out.float() if to_float and isinstance(out, torch.Tensor) else out
+
     return run
 
 
@@ -253,12 +303,14 @@ def _linear_types() -> tuple[type, ...]:
 SPARSE_CONVS = ("SAGEConv", "GCNConv")
 # GCNConv adds self-loops to a sparse adjacency on top of the graph's own, and only the missing ones to an
 # edge_index: the two agree on a graph without self-loops, which is checked at every call
-GCN_LOOPS = ("GCNConv adds a self-loop to every node of a sparse adjacency, on top of those edge_index has, where "
-             "its edge_index path adds only the missing ones: with self-loops in the graph the two compute "
-             "different things (remove them, or GCNConv(add_self_loops=False))")
+GCN_LOOPS = (
+    "GCNConv adds a self-loop to every node of a sparse adjacency, on top of those edge_index has, where "
+    "its edge_index path adds only the missing ones: with self-loops in the graph the two compute "
+    "different things (remove them, or GCNConv(add_self_loops=False))"
+)
 SPARSE_WHY = {
     "GATConv": "GATConv weighs each edge by an attention coefficient computed from its two endpoints: it has no "
-               "fused sparse-matrix product, so a sparse adjacency cannot remove its per-edge gather and scatter",
+    "fused sparse-matrix product, so a sparse adjacency cannot remove its per-edge gather and scatter",
     "GATv2Conv": "GATv2Conv weighs each edge by attention computed from its two endpoints: no fused sparse product",
 }
 
@@ -272,8 +324,10 @@ def sparse_refusal(model: torch.nn.Module) -> str | None:
         return "the model has no PyG message-passing layer to pass a sparse adjacency to"
     other = sorted({type(c).__name__ for c in convs} - set(SPARSE_CONVS))
     if other:
-        why = "; ".join(SPARSE_WHY.get(name, f"{name}: its sparse-adjacency path is not checked equal to its "
-                                             "edge_index path here") for name in other)
+        why = "; ".join(
+            SPARSE_WHY.get(name, f"{name}: its sparse-adjacency path is not checked equal to its edge_index path here")
+            for name in other
+        )
         return f"{why} (applied to {', '.join(SPARSE_CONVS)} only)"
     return None
 
@@ -295,12 +349,18 @@ def _to_adj_t(args: tuple, *, no_loops: bool = False) -> tuple | None:
         return None
     n = args[0].size(0)
     for i, a in enumerate(args[1:], 1):
-        if isinstance(a, torch.Tensor) and a.dim() == 2 and a.size(0) == 2 and not a.is_floating_point() \
-                and not a.is_sparse and a.layout == torch.strided:
+        if (
+            isinstance(a, torch.Tensor)
+            and a.dim() == 2
+            and a.size(0) == 2
+            and not a.is_floating_point()
+            and not a.is_sparse
+            and a.layout == torch.strided
+        ):
             if no_loops and bool((a[0] == a[1]).any()):
                 raise SparseRefused(GCN_LOOPS)
             adj_t = to_torch_csr_tensor(coalesce(a.flip(0), num_nodes=n), size=(n, n))
-            return (*args[:i], adj_t, *args[i + 1:])
+            return (*args[:i], adj_t, *args[i + 1 :])
     return None
 
 

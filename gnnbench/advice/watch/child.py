@@ -90,10 +90,18 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     marks = w.timeline
     warm_end = marks.get("warm-up", marks.get("first step"))
     out.update(warmup_s=(warm_end - marks["entered"]) if warm_end and "entered" in marks else None)
-    out.update(wall_s=time.perf_counter() - t0, step_s=[r["step"] for r in w.records], losses=losses, rss=rss,
-               warmup=w.warmup, seen=w.seen, threads=threads, allocator=allocator_in_effect()["allocator"],
-               loader=w._loader_facts() if w.loaders else {},
-               applied={"loaders": counts.loaders, "models": counts.models, "linears": counts.linears})
+    out.update(
+        wall_s=time.perf_counter() - t0,
+        step_s=[r["step"] for r in w.records],
+        losses=losses,
+        rss=rss,
+        warmup=w.warmup,
+        seen=w.seen,
+        threads=threads,
+        allocator=allocator_in_effect()["allocator"],
+        loader=w._loader_facts() if w.loaders else {},
+        applied={"loaders": counts.loaders, "models": counts.models, "linears": counts.linears},
+    )
     if "error" not in out:
         why = not_applied(change, counts)
         if why:

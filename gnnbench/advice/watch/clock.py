@@ -51,10 +51,20 @@ class Watch(_Patches, _Verdict):
         rules: The classification's thresholds.
     """
 
-    def __init__(self, loader: Any = None, model: torch.nn.Module | None = None,
-                 optimizer: torch.optim.Optimizer | None = None, *, warmup: int = 5, steps: int | None = None,
-                 sync: bool = False, profile_steps: int = 0, stop_after: bool = False, rules: Rules = RULES,
-                 device: str | torch.device | None = None) -> None:
+    def __init__(
+        self,
+        loader: Any = None,
+        model: torch.nn.Module | None = None,
+        optimizer: torch.optim.Optimizer | None = None,
+        *,
+        warmup: int = 5,
+        steps: int | None = None,
+        sync: bool = False,
+        profile_steps: int = 0,
+        stop_after: bool = False,
+        rules: Rules = RULES,
+        device: str | torch.device | None = None,
+    ) -> None:
         for name, value, low in (("warmup", warmup, 0), ("profile_steps", profile_steps, 0)):
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"watch: {name} must be an integer >= {low} (got {value!r})")
@@ -247,8 +257,7 @@ class Watch(_Patches, _Verdict):
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.device.type == "cuda" else [])
         self._path_stack = ExitStack()
-        self.marked_paths = mark_pyg_paths(self._path_stack, self.model if self.model is not None
-                                           else self.outer_model)
+        self.marked_paths = mark_pyg_paths(self._path_stack, self.model if self.model is not None else self.outer_model)
         self._prof = profile(activities=activities)
         self._prof.__enter__()
         self._prof_left = self.profile_steps
@@ -304,8 +313,12 @@ class Watch(_Patches, _Verdict):
         return exc_type is WatchDone and self.stop_after
 
 
-def watch(loader: Any = None, model: torch.nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,
-          **options: Any) -> Watch:
+def watch(
+    loader: Any = None,
+    model: torch.nn.Module | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    **options: Any,
+) -> Watch:
     """``with gnnbench.watch(loader, model, optimizer) as w: <the loop>`` then ``print(w.report().format())``.
 
     Nothing the loop computes changes (the same batches, the same updates); see :class:`Watch` for the

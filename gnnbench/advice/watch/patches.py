@@ -75,6 +75,7 @@ class _Patches:
                 setattr(owner, name, original)
             else:
                 delattr(owner, name)
+
         stack.callback(restore)
 
     def _patch_loaders(self, stack: ExitStack) -> None:
@@ -103,8 +104,11 @@ class _Patches:
         sampler = getattr(loader, "node_sampler", None) or getattr(loader, "link_sampler", None)
         if getattr(loader, "num_workers", 0) or sampler is None or not hasattr(loader, "filter_fn"):
             return
-        parts = [(sampler, "sample_from_nodes", "sample"), (sampler, "sample_from_edges", "sample"),
-                 (loader, "filter_fn", "gather")]
+        parts = [
+            (sampler, "sample_from_nodes", "sample"),
+            (sampler, "sample_from_edges", "sample"),
+            (loader, "filter_fn", "gather"),
+        ]
         if getattr(loader, "transform", None) is not None:
             parts.append((loader, "transform", "transform"))
         for obj, name, phase in parts:
@@ -119,6 +123,7 @@ class _Patches:
                     _obj.__dict__[_name] = _before  # an instance attribute (the loader's transform): put back
                 else:
                     _obj.__dict__.pop(_name, None)  # a method: the class's again
+
             stack.callback(restore)
 
     def _inside_wait(self, phase: str, fn: Callable) -> Callable:
@@ -146,6 +151,7 @@ class _Patches:
                 current = self._current
                 current[phase] = current.get(phase, 0.0) + dt
                 current[parent] = current.get(parent, 0.0) - dt
+
         return part
 
     def _patch_transfer(self, stack: ExitStack) -> None:
@@ -167,11 +173,13 @@ class _Patches:
                 finally:
                     if opened:
                         self._close()
+
             self._patch(stack, owner, name, functools.wraps(original)(to))
 
     def _patch_model(self, stack: ExitStack) -> None:
         """The forward phase: the watched model's call (with ``model=None``, the outermost call of a module
         with parameters: a loss module is not the model). ``always_call`` closes it when the model raises."""
+
         def pre(module: Any, args: Any) -> None:
             self.hook_calls += 1
             outermost = self.model is None and self._model_depth == 0
@@ -201,8 +209,10 @@ class _Patches:
 
         self._module_hooks = (pre, post)
         if self.model is not None:
-            handles = [self.model.register_forward_pre_hook(pre),
-                       self.model.register_forward_hook(post, always_call=True)]
+            handles = [
+                self.model.register_forward_pre_hook(pre),
+                self.model.register_forward_hook(post, always_call=True),
+            ]
         else:
             from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
@@ -221,6 +231,7 @@ class _Patches:
             finally:
                 if opened:
                     self._close()
+
         self._patch(stack, torch.autograd, "backward", backward)
 
     def _patch_optimizer(self, stack: ExitStack) -> None:
@@ -235,7 +246,7 @@ class _Patches:
                 return None
             if "closure" in kwargs:  # step(closure=...): Lightning's automatic optimization
                 return args, {**kwargs, "closure": self._pausing(closure)}
-            return (*args[:at], self._pausing(closure), *args[at + 1:]), kwargs  # step(closure): LBFGS
+            return (*args[:at], self._pausing(closure), *args[at + 1 :]), kwargs  # step(closure): LBFGS
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
             if self.optimizer is not None and opt is not self.optimizer:
@@ -255,10 +266,14 @@ class _Patches:
         """The closure an optimizer's ``step(closure)`` calls (LBFGS, Lightning's automatic optimization), with
         the optimizer's phase paused while it runs: the forward and backward inside it are their own phases,
         the optimizer's phase holds the update alone (the step is still one step, ended when ``step`` returns)."""
+
         @functools.wraps(closure)
         def paused(*args: Any, **kwargs: Any) -> Any:
-            owner = next((i for i, opened in enumerate(self._opt_open) if opened), None) \
-                if self._phase == "optimizer" else None
+            owner = (
+                next((i for i, opened in enumerate(self._opt_open) if opened), None)
+                if self._phase == "optimizer"
+                else None
+            )
             if owner is not None:
                 self._close()
                 self._opt_open[owner] = False
@@ -269,14 +284,19 @@ class _Patches:
                 self._in_closure -= 1
                 if owner is not None and owner < len(self._opt_open) and self._phase is None:
                     self._opt_open[owner] = self._open("optimizer")
+
         return paused
 
     def _dummies(self) -> dict[str, Any]:
         """What the calibration passes to the watch's own hook functions and iterator (never the user's objects):
         a parameterless module, a stand-in optimizer, a one-element tensor, a list to iterate."""
         if self._dummy is None:
-            self._dummy = {"module": torch.nn.Identity(), "optimizer": object(), "x": torch.zeros(1),
-                           "items": [None] * _CALIBRATION_CALLS}
+            self._dummy = {
+                "module": torch.nn.Identity(),
+                "optimizer": object(),
+                "x": torch.zeros(1),
+                "items": [None] * _CALIBRATION_CALLS,
+            }
         return self._dummy
 
     def _plain_costs(self) -> dict[str, float]:

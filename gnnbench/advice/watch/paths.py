@@ -30,6 +30,7 @@ def _mark(stack: ExitStack, obj: Any, attr: str, path: str) -> None:
             holder[attr] = before
         else:
             holder.pop(attr, None)
+
     stack.callback(restore)
 
 

@@ -28,9 +28,17 @@ def measured_overhead(folder: Path = OVERHEAD_RESULTS) -> list[dict[str, Any]]:
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             doc = json.loads(path.read_text())
-            out.append({"preset": doc["preset"], "step_ms": 1e3 * statistics.median(doc["unwatched"]),
-                        "ratio": float(doc["ratio"]), "low": float(doc["low"]), "high": float(doc["high"]),
-                        "processes": int(doc["rounds"]), "source": f"results/reference/watch-overhead/{path.name}"})
+            out.append(
+                {
+                    "preset": doc["preset"],
+                    "step_ms": 1e3 * statistics.median(doc["unwatched"]),
+                    "ratio": float(doc["ratio"]),
+                    "low": float(doc["low"]),
+                    "high": float(doc["high"]),
+                    "processes": int(doc["rounds"]),
+                    "source": f"results/reference/watch-overhead/{path.name}",
+                }
+            )
         except (OSError, ValueError, KeyError, TypeError, statistics.StatisticsError):
             continue  # a file of another shape: not cited
     return sorted(out, key=lambda m: m["step_ms"])
@@ -96,9 +104,11 @@ class WatchReport:
         )
 
         s = self.step_ms
-        lines = [f"gnnbench watch: {self.steps} measured steps after {self.warmup} warm-up on {self.device}, "
-                 f"{self.mode} timing; step {s['median']:.1f} ms median (quartiles {s['q1']:.1f}-{s['q3']:.1f}, "
-                 f"min {s['min']:.1f}, max {s['max']:.1f})"]
+        lines = [
+            f"gnnbench watch: {self.steps} measured steps after {self.warmup} warm-up on {self.device}, "
+            f"{self.mode} timing; step {s['median']:.1f} ms median (quartiles {s['q1']:.1f}-{s['q3']:.1f}, "
+            f"min {s['min']:.1f}, max {s['max']:.1f})"
+        ]
         if self.loader:
             lines.append("loader: " + ", ".join(f"{k} {v}" for k, v in self.loader.items()))
         lines.append("")
@@ -125,23 +135,33 @@ class WatchReport:
             for i, a in enumerate(ranked[:ADVICE_SHOWN], 1):
                 lines.append(f"  {i}. {self._advice_text(a)}")
             if len(ranked) > ADVICE_SHOWN:
-                lines.append(f"  ({len(ranked) - ADVICE_SHOWN} more in to_dict()['advice']: "
-                             + ", ".join(a.entry for a in ranked[ADVICE_SHOWN:]) + ")")
+                lines.append(
+                    f"  ({len(ranked) - ADVICE_SHOWN} more in to_dict()['advice']: "
+                    + ", ".join(a.entry for a in ranked[ADVICE_SHOWN:])
+                    + ")"
+                )
         if unranked:
-            lines.append("not ranked: the loop ended before the profiled steps, so nothing measured what these "
-                         "remove; candidates for the bottleneck, in no order:")
+            lines.append(
+                "not ranked: the loop ended before the profiled steps, so nothing measured what these "
+                "remove; candidates for the bottleneck, in no order:"
+            )
             lines += [f"  - {self._advice_text(a)}" for a in unranked[:ADVICE_SHOWN]]
             if len(unranked) > ADVICE_SHOWN:
-                lines.append(f"  ({len(unranked) - ADVICE_SHOWN} more: "
-                             + ", ".join(a.entry for a in unranked[ADVICE_SHOWN:]) + ")")
+                lines.append(
+                    f"  ({len(unranked) - ADVICE_SHOWN} more: "
+                    + ", ".join(a.entry for a in unranked[ADVICE_SHOWN:])
+                    + ")"
+                )
         if not self.advice:
             lines.append("nothing in the registry targets it that applies to this loop")
         if self.reproduce:
             lines.append("")
             lines.append(f"verify by measurement on a twin of your graph:\n  {self.reproduce}")
         if self.verify_in_script:
-            lines.append(f"or in your script itself (each change applied from the outside, measured against the "
-                         f"script as it is):\n  {self.verify_in_script}")
+            lines.append(
+                f"or in your script itself (each change applied from the outside, measured against the "
+                f"script as it is):\n  {self.verify_in_script}"
+            )
         if self.overhead is not None:
             lines.append(self._overhead_text())
         lines += [f"note: {n}" for n in self.notes]
@@ -155,15 +175,21 @@ class WatchReport:
         return f"{a.setting}  [{a.entry}{why}{'; may cost accuracy' if a.costs_accuracy else ''}]"
 
     def _overhead_text(self) -> str:
-        text = (f"instrumentation overhead: at least {self.overhead:.2%} of the step (a lower bound: each "
-                "instrumented call's cost, measured at entry, times its calls per step; cache effects and torch's "
-                "hook dispatch are not in it)")
+        text = (
+            f"instrumentation overhead: at least {self.overhead:.2%} of the step (a lower bound: each "
+            "instrumented call's cost, measured at entry, times its calls per step; cache effects and torch's "
+            "hook dispatch are not in it)"
+        )
         if self.overhead_measured:
-            figures = "; ".join(f"{m['preset']} ({m['step_ms']:.1f} ms step) {m['ratio']:.3f}x "
-                                f"[{m['low']:.3f}, {m['high']:.3f}] (95%, {m['processes']} processes)"
-                                for m in self.overhead_measured)
-            text += ("; measured end to end, watched / unwatched step of PyG's NeighborLoader + GraphSAGE loop "
-                     f"(scripts/watch_overhead.py, results/reference/watch-overhead/): {figures}")
+            figures = "; ".join(
+                f"{m['preset']} ({m['step_ms']:.1f} ms step) {m['ratio']:.3f}x "
+                f"[{m['low']:.3f}, {m['high']:.3f}] (95%, {m['processes']} processes)"
+                for m in self.overhead_measured
+            )
+            text += (
+                "; measured end to end, watched / unwatched step of PyG's NeighborLoader + GraphSAGE loop "
+                f"(scripts/watch_overhead.py, results/reference/watch-overhead/): {figures}"
+            )
         else:
             text += f"; measured end to end: {OVERHEAD_DOC}"
         return text

@@ -30,8 +30,9 @@ def run_watched(argv: list[str], w: Watch) -> None:
 
     if not argv or not os.path.isfile(argv[0]):
         w.timeline.setdefault("stopped", 0.0)  # never started: a watchdog on it ends too
-        raise ScriptError(f"--script {argv[0]!r} is not a file" if argv else
-                          "--script needs the path of a training script")
+        raise ScriptError(
+            f"--script {argv[0]!r} is not a file" if argv else "--script needs the path of a training script"
+        )
     path = argv[0]
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = list(argv)
@@ -47,18 +48,37 @@ def run_watched(argv: list[str], w: Watch) -> None:
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     if len(w.records) < 2:
-        missing = [piece for piece, seen in (("a loader iterated", bool(w.loaders) or w.seen > 0),
-                                              ("a model forward", w.seen_phases.get("forward", False)),
-                                              ("loss.backward()", w.seen_phases.get("backward", False)),
-                                              ("an optimizer step", w.seen > 0)) if not seen]
-        what = (f"it never showed {', '.join(missing)}" if missing else
-                f"it ended after {w.seen} step(s), {w.warmup} of them warm-up")
-        raise ScriptError(f"{path} could not be diagnosed: {what}; gnnbench watches torch DataLoader / PyG loader "
-                          "iteration, nn.Module calls, torch.autograd.backward and torch.optim optimizer steps")
+        missing = [
+            piece
+            for piece, seen in (
+                ("a loader iterated", bool(w.loaders) or w.seen > 0),
+                ("a model forward", w.seen_phases.get("forward", False)),
+                ("loss.backward()", w.seen_phases.get("backward", False)),
+                ("an optimizer step", w.seen > 0),
+            )
+            if not seen
+        ]
+        what = (
+            f"it never showed {', '.join(missing)}"
+            if missing
+            else f"it ended after {w.seen} step(s), {w.warmup} of them warm-up"
+        )
+        raise ScriptError(
+            f"{path} could not be diagnosed: {what}; gnnbench watches torch DataLoader / PyG loader "
+            "iteration, nn.Module calls, torch.autograd.backward and torch.optim optimizer steps"
+        )
 
 
-def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: bool = False, profile_steps: int = 5,
-                 device: str | None = None, wait_bound_s: float | None = None) -> WatchReport:
+def watch_script(
+    argv: list[str],
+    *,
+    steps: int = 30,
+    warmup: int = 5,
+    sync: bool = False,
+    profile_steps: int = 5,
+    device: str | None = None,
+    wait_bound_s: float | None = None,
+) -> WatchReport:
     """Run the unmodified script ``argv[0]`` (with ``argv[1:]`` as its arguments) as ``__main__`` under a
     :class:`Watch` of every loader, the outermost module call and every optimizer; stop it cleanly after
     ``warmup + steps + profile_steps`` steps and diagnose them (``gnnbench diagnose --script``).
@@ -69,15 +89,30 @@ def watch_script(argv: list[str], *, steps: int = 30, warmup: int = 5, sync: boo
     Raises:
         ScriptError: as :func:`run_watched`.
     """
-    w = Watch(None, None, None, warmup=warmup, steps=steps, sync=sync, profile_steps=profile_steps,
-              stop_after=True, device=device)
+    w = Watch(
+        None,
+        None,
+        None,
+        warmup=warmup,
+        steps=steps,
+        sync=sync,
+        profile_steps=profile_steps,
+        stop_after=True,
+        device=device,
+    )
     if wait_bound_s:
         import json
         import sys
 
-        watchdog(w, wait_bound_s, lambda r: print(f"gnnbench diagnose --script: {r['error']}; loader: "
-                                                   f"{json.dumps(r['loader'], default=str)}", file=sys.stderr,
-                                                   flush=True))
+        watchdog(
+            w,
+            wait_bound_s,
+            lambda r: print(
+                f"gnnbench diagnose --script: {r['error']}; loader: {json.dumps(r['loader'], default=str)}",
+                file=sys.stderr,
+                flush=True,
+            ),
+        )
     run_watched(argv, w)
     report = w.report()
     if report.advice:
@@ -91,6 +126,7 @@ def watchdog(w: Watch, bound: float, write: Callable[[dict[str, Any]], None]) ->
     """A thread that ends the run when one loader ``next()`` waits longer than ``bound`` seconds: it writes the
     loader's state and exits the process with status 1 (a hung worker never returns); the thread ends when the
     watch does."""
+
     def run() -> None:
         while True:
             time.sleep(min(1.0, bound / 4))
@@ -98,10 +134,16 @@ def watchdog(w: Watch, bound: float, write: Callable[[dict[str, Any]], None]) ->
                 return  # the watch is over
             if w._phase == "wait" and time.perf_counter() - w._t_phase > bound:
                 facts = w._loader_facts() if w.loaders else {}
-                write({"error": f"the loader's next() waited more than {bound:g} s (step {w.seen + 1}): the run "
-                                "was ended; a loader worker hung, died or is starved",
-                       "loader": facts, "hung": True})
+                write(
+                    {
+                        "error": f"the loader's next() waited more than {bound:g} s (step {w.seen + 1}): the run "
+                        "was ended; a loader worker hung, died or is starved",
+                        "loader": facts,
+                        "hung": True,
+                    }
+                )
                 os._exit(1)
+
     t = threading.Thread(target=run, daemon=True, name="gnnbench-verify-watchdog")
     t.start()
     return t

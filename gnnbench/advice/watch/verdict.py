@@ -23,9 +23,16 @@ _DATA_WAIT = ("wait", "sample", "gather", "transform")
 # watch phases -> the bottleneck groups of advice.diagnose (the loader's undivided wait counts as sampling: it
 # holds the sampler and the feature gather of the workers, and the advice for it is the loader's; so does the
 # user's transform, loader-side work that workers parallelize)
-_GROUP_OF = {"wait": "sampling", "sample": "sampling", "transform": "sampling", "gather": "features",
-             "transfer": "features",
-             "forward": "kernels", "backward": "kernels", "optimizer": "kernels"}
+_GROUP_OF = {
+    "wait": "sampling",
+    "sample": "sampling",
+    "transform": "sampling",
+    "gather": "features",
+    "transfer": "features",
+    "forward": "kernels",
+    "backward": "kernels",
+    "optimizer": "kernels",
+}
 
 # Registry entry -> the setting of a user's own PyG / PyTorch loop that gives it (the registry entry measures it)
 IN_YOUR_LOOP = {
@@ -34,12 +41,12 @@ IN_YOUR_LOOP = {
     "csr": "build the CSR once (T.ToSparseTensor() or data.csr()) instead of converting per batch",
     "fanout": "NeighborLoader(num_neighbors=[...]) with a smaller last hop (fewer sampled nodes per batch)",
     "labor": "LABOR sampling (DGL GraphBolt's LaborSampler; in PyG, a sampler that shares one variate per "
-             "source across the batch): fewer distinct vertices per batch",
+    "source across the batch): fewer distinct vertices per batch",
     "workers": "DataLoader / NeighborLoader(num_workers=k) with k below the cores the model's threads leave free "
-               "(torch.set_num_threads(cores - k)): sampling in worker processes",
+    "(torch.set_num_threads(cores - k)): sampling in worker processes",
     "workers_split": "NeighborLoader(num_workers=1) with torch.set_num_threads(cores - 1) and the worker pinned to a "
-                     "core of its own (loader.enable_cpu_affinity(), or worker_init_fn pinning with "
-                     "os.sched_setaffinity): sampling overlapped on its own core",
+    "core of its own (loader.enable_cpu_affinity(), or worker_init_fn pinning with "
+    "os.sched_setaffinity): sampling overlapped on its own core",
     "persistent_workers": "persistent_workers=True on the loader (workers kept between epochs)",
     "prefetch": "prefetch_factor=4 on the loader (more batches in flight per worker)",
     "pin_memory": "pin_memory=True on the loader and batch.to(device, non_blocking=True)",
@@ -56,15 +63,15 @@ IN_YOUR_LOOP = {
     "uva_sampling": "the CSR in pinned host memory, sampled by the device (UVA)",
     "pipelined_loader": "a producer thread that samples the next batch while this one trains",
     "sparse_agg": "a sparse adjacency instead of edge_index scatter: T.ToSparseTensor() / SparseTensor "
-                  "or a torch.sparse_csr_tensor in the convolutions",
+    "or a torch.sparse_csr_tensor in the convolutions",
     "norm_estimator": "GraphSAINT's normalization estimates for sampled subgraphs",
     "partial_amp": "torch.autocast(device_type, dtype=torch.bfloat16) around the linear layers only, "
-                   "the aggregation in float32",
+    "the aggregation in float32",
     "full_amp": "torch.autocast around the whole forward (aggregation in low precision too)",
     "fast_dropout": "dropout fused into the layer (F.dropout(..., inplace=True) or a fused kernel)",
     "compile": "model = torch.compile(model)",
     "degree_negatives": "negatives drawn in proportion to node degree "
-                        "(LinkNeighborLoader(neg_sampling=NegativeSampling('binary', weight=deg)))",
+    "(LinkNeighborLoader(neg_sampling=NegativeSampling('binary', weight=deg)))",
     "unchecked_negatives": "negatives drawn without rejecting training positives (PyG's default)",
     "data_parallel": "DistributedDataParallel over several processes, seeds split per rank",
     "topk_compression": "top-k gradient compression in DDP (a communication hook)",
@@ -73,15 +80,22 @@ IN_YOUR_LOOP = {
     "partition_metis": "METIS partitions, one per rank (torch_geometric.loader.ClusterData per rank)",
     "partition_degree": "degree-bucket partitions, one per rank",
     # the process: set in the environment the script starts with (the library's path as found on this machine)
-    **{name: f"start the script as `{shell_prefix(name)} python train.py` ({ALLOCATORS[name].description})"
-       for name in ("glibc_tuned", "tcmalloc", "jemalloc", "jemalloc_pyg")},
+    **{
+        name: f"start the script as `{shell_prefix(name)} python train.py` ({ALLOCATORS[name].description})"
+        for name in ("glibc_tuned", "tcmalloc", "jemalloc", "jemalloc_pyg")
+    },
 }
 
 
 def _quartiles(xs: list[float]) -> dict[str, float]:
     q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
-    return {"median": 1e3 * statistics.median(xs), "q1": 1e3 * q[0], "q3": 1e3 * q[2],
-            "min": 1e3 * min(xs), "max": 1e3 * max(xs)}
+    return {
+        "median": 1e3 * statistics.median(xs),
+        "q1": 1e3 * q[0],
+        "q3": 1e3 * q[2],
+        "min": 1e3 * min(xs),
+        "max": 1e3 * max(xs),
+    }
 
 
 class _Verdict:
@@ -93,14 +107,19 @@ class _Verdict:
         from gnnbench.advice.rules import PHASE_GROUPS
 
         if len(self.records) < 2:
-            raise ValueError(f"watch measured {len(self.records)} step(s) after {self.warmup} warm-up (the loop "
-                             f"ended {self.seen} steps in); a diagnosis needs at least 2: run more steps or lower "
-                             "warmup")
+            raise ValueError(
+                f"watch measured {len(self.records)} step(s) after {self.warmup} warm-up (the loop "
+                f"ended {self.seen} steps in); a diagnosis needs at least 2: run more steps or lower "
+                "warmup"
+            )
         steps = [r["step"] for r in self.records]
-        phases = {p: statistics.median(r.get(p, 0.0) for r in self.records) for p in WATCH_PHASES if p != "other"
-                  if any(p in r for r in self.records)}
-        other = statistics.median(r["step"] - sum(v for k, v in r.items() if k in WATCH_PHASES)
-                                  for r in self.records)
+        phases = {
+            p: statistics.median(r.get(p, 0.0) for r in self.records)
+            for p in WATCH_PHASES
+            if p != "other"
+            if any(p in r for r in self.records)
+        }
+        other = statistics.median(r["step"] - sum(v for k, v in r.items() if k in WATCH_PHASES) for r in self.records)
         phases["other"] = max(other, 0.0)
         med = statistics.median(steps)
         shares = {g: 0.0 for g in PHASE_GROUPS}
@@ -109,9 +128,16 @@ class _Verdict:
                 shares[_GROUP_OF[p]] += v / med
         busy = self._busy.mean_fraction() if self._busy is not None else None
         finding = classify(shares, busy_fraction=busy, rules=self.rules)
-        report = WatchReport(len(self.records), self.warmup, "sync" if self.sync and self.device.type == "cuda"
-                             else "end_to_end", str(self.device), _quartiles(steps),
-                             {p: 1e3 * v for p, v in phases.items()}, shares, finding)
+        report = WatchReport(
+            len(self.records),
+            self.warmup,
+            "sync" if self.sync and self.device.type == "cuda" else "end_to_end",
+            str(self.device),
+            _quartiles(steps),
+            {p: 1e3 * v for p, v in phases.items()},
+            shares,
+            finding,
+        )
         report.device_busy = busy
         report.data_wait_share = sum(phases.get(p, 0.0) for p in _DATA_WAIT) / med
         if self.device.type == "cuda" and busy is None and self._busy is not None:
@@ -125,22 +151,33 @@ class _Verdict:
         report.advice = self._advice(finding, self._prof_shares or OpProfile())
         self._short_loop_notes(report)
         if self._costs is not None:
-            counts = {"event": self.event_counts, "pass": self.pass_counts, "hook": self.hook_counts,
-                      "optimizer": self.opt_counts, "next": [r.get("batches", 0) for r in self.records]}
+            counts = {
+                "event": self.event_counts,
+                "pass": self.pass_counts,
+                "hook": self.hook_counts,
+                "optimizer": self.opt_counts,
+                "next": [r.get("batches", 0) for r in self.records],
+            }
             report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in _COST_KINDS) / med
             report.overhead_measured = measured_overhead()
         report.reproduce = self._reproduce(report)
         report.wall_s = self._wall_times()
         if self.backend and self.backend.startswith("gnnbench"):
-            report.notes.append(f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
-                                "sampler's, not pyg-lib's")
+            report.notes.append(
+                f"PyG's NeighborSampler ran on {self.backend}: its sampling times are gnnbench's "
+                "sampler's, not pyg-lib's"
+            )
         per_step = statistics.median(r.get("batches", 0) for r in self.records)
         if per_step > 1:
-            report.notes.append(f"{per_step:g} loader batches per optimizer step (gradient accumulation): a step "
-                                "here is one optimizer step")
+            report.notes.append(
+                f"{per_step:g} loader batches per optimizer step (gradient accumulation): a step "
+                "here is one optimizer step"
+            )
         if "wait" in phases and "sample" not in phases and report.loader.get("workers"):
-            report.notes.append("the loader samples in worker processes: 'wait' is the main process's wait for "
-                                "the next batch (the workers' own time overlaps the step)")
+            report.notes.append(
+                "the loader samples in worker processes: 'wait' is the main process's wait for "
+                "the next batch (the workers' own time overlaps the step)"
+            )
         return report
 
     def _wall_times(self) -> dict[str, float]:
@@ -148,8 +185,14 @@ class _Verdict:
         up to now (its share of a diagnosis: the operator attribution, the graph twin, the process read-back)."""
         import time
 
-        names = {"first step": "setup and first step", "warm-up": "warm-up", "measured": "measured steps",
-                 "profiled": "profiled steps", "profile analysed": "profile analysis", "stopped": "until stopped"}
+        names = {
+            "first step": "setup and first step",
+            "warm-up": "warm-up",
+            "measured": "measured steps",
+            "profiled": "profiled steps",
+            "profile analysed": "profile analysis",
+            "stopped": "until stopped",
+        }
         marks = sorted(self.timeline.items(), key=lambda kv: kv[1])
         out = {names.get(b, b): t1 - t0 for (_, t0), (b, t1) in zip(marks, marks[1:]) if b in names}
         if marks:
@@ -161,8 +204,10 @@ class _Verdict:
         advice is then not ranked by operators, :attr:`WatchReport.profiled`)."""
         needed = self.warmup + (self.steps or 0) + self.profile_steps
         if self.steps is not None and len(self.records) < self.steps:
-            report.notes.append(f"the loop ended after {self.seen} steps: {len(self.records)} measured of the "
-                                f"{self.steps} asked for (after {self.warmup} warm-up)")
+            report.notes.append(
+                f"the loop ended after {self.seen} steps: {len(self.records)} measured of the "
+                f"{self.steps} asked for (after {self.warmup} warm-up)"
+            )
         if self.profile_steps:
             report.profiled = self._prof_shares is not None
             if not report.profiled:
@@ -170,14 +215,18 @@ class _Verdict:
                     f"no profile: the loop ended after {self.seen} steps, before the {self.profile_steps} profiled "
                     f"steps (it needs {needed}: {self.warmup} warm-up + {self.steps} measured + {self.profile_steps} "
                     "profiled); the advice is ranked only by what was measured: run more epochs, or fewer "
-                    "--watch-steps")
+                    "--watch-steps"
+                )
 
     def _loader_facts(self) -> dict[str, Any]:
         if not self.loaders:
             return {"type": "none (full batch)"} if self.records else {}
         loader = self.loaders[0]
-        facts: dict[str, Any] = {"type": type(loader).__name__, "workers": getattr(loader, "num_workers", 0),
-                                 "batch_size": getattr(loader, "batch_size", None)}
+        facts: dict[str, Any] = {
+            "type": type(loader).__name__,
+            "workers": getattr(loader, "num_workers", 0),
+            "batch_size": getattr(loader, "batch_size", None),
+        }
         for name in ("persistent_workers", "pin_memory", "prefetch_factor"):
             if hasattr(loader, name):
                 facts[name] = getattr(loader, name)
@@ -196,8 +245,7 @@ class _Verdict:
         from torch_geometric.nn import GCNConv, SAGEConv
 
         model = self.model if self.model is not None else self.outer_model  # diagnose --script: the one called
-        return [m for m in (model.modules() if model is not None else [])
-                if isinstance(m, (GCNConv, SAGEConv))]
+        return [m for m in (model.modules() if model is not None else []) if isinstance(m, (GCNConv, SAGEConv))]
 
     def _not_here(self) -> set[str]:
         """Entries that do not apply to this loop, or that it already uses."""
@@ -217,15 +265,31 @@ class _Verdict:
         if facts.get("pin_memory"):
             out.add("pin_memory")
         if not self.loaders:  # a full-batch loop: no loader to tune, no sampled neighbourhood
-            out |= {"full_batch", "workers", "persistent_workers", "prefetch", "pin_memory", "batch_cache",
-                    "pipelined_loader", "fanout", "cluster_gcn", "graphsaint", "norm_estimator", "feature_prefetch",
-                    "gpu_sampling", "uva_sampling", "hot_cold", "uva"}
+            out |= {
+                "full_batch",
+                "workers",
+                "persistent_workers",
+                "prefetch",
+                "pin_memory",
+                "batch_cache",
+                "pipelined_loader",
+                "fanout",
+                "cluster_gcn",
+                "graphsaint",
+                "norm_estimator",
+                "feature_prefetch",
+                "gpu_sampling",
+                "uva_sampling",
+                "hot_cold",
+                "uva",
+            }
         if "num_neighbors" not in facts:
             out |= {"fanout", "labor"}
         from torch_geometric.loader import LinkLoader, NodeLoader
 
-        if self.loaders and not any(isinstance(ld, (NodeLoader, LinkLoader, ClusterLoader, GraphSAINTSampler))
-                                    for ld in self.loaders):  # a plain DataLoader (graph batches, say)
+        if self.loaders and not any(
+            isinstance(ld, (NodeLoader, LinkLoader, ClusterLoader, GraphSAINTSampler)) for ld in self.loaders
+        ):  # a plain DataLoader (graph batches, say)
             out |= _GRAPH_SAMPLING
         data = getattr(self.loaders[0], "data", None) if self.loaders else None
         x = getattr(data, "x", None)
@@ -266,10 +330,15 @@ class _Verdict:
             if group is None:
                 continue
             for opt in registry.for_task(self._task()):
-                if group in opt.targets and opt.name not in skip and opt.name in IN_YOUR_LOOP \
-                        and not any(a.entry == opt.name for a in out):
-                    out.append(Advice(opt.name, IN_YOUR_LOOP[opt.name], group, opt.costs_accuracy,
-                                      credit.get(opt.name)))
+                if (
+                    group in opt.targets
+                    and opt.name not in skip
+                    and opt.name in IN_YOUR_LOOP
+                    and not any(a.entry == opt.name for a in out)
+                ):
+                    out.append(
+                        Advice(opt.name, IN_YOUR_LOOP[opt.name], group, opt.costs_accuracy, credit.get(opt.name))
+                    )
         out.sort(key=lambda a: (a.target != finding.bottleneck, a.costs_accuracy, -(a.op_share or 0.0)))
         return out
 
@@ -290,8 +359,10 @@ class _Verdict:
             options[2:2] = ["--hidden", str(convs[0].out_channels)]
         note = None
         if hops != len(convs):
-            note = (f"the model has {len(convs)} layers over a {hops}-hop fanout; gnnbench's models have one layer "
-                    f"per hop, so the twin trains {hops}")
+            note = (
+                f"the model has {len(convs)} layers over a {hops}-hop fanout; gnnbench's models have one layer "
+                f"per hop, so the twin trains {hops}"
+            )
         return options, note
 
     def _reproduce(self, report: WatchReport) -> str | None:
@@ -300,8 +371,10 @@ class _Verdict:
         loader = self.loaders[0] if self.loaders else None
         data = getattr(loader, "data", None)
         if data is None or not hasattr(data, "num_nodes"):
-            report.notes.append("no graph to mimic (the loader holds no PyG Data): gnnbench compare --preset "
-                                "small measures the same entries on a synthetic graph")
+            report.notes.append(
+                "no graph to mimic (the loader holds no PyG Data): gnnbench compare --preset "
+                "small measures the same entries on a synthetic graph"
+            )
             return None
         from gnnbench.graphs.container import Graph
         from gnnbench.graphs.twin import closest_preset
@@ -336,8 +409,23 @@ class _Verdict:
 # entries of node-level graph sampling (a plain DataLoader of small graphs has none of them)
 
 
-_GRAPH_SAMPLING = {"labor", "fanout", "cluster_gcn", "graphsaint", "full_batch", "batch_cache", "gpu_sampling",
-                   "uva_sampling", "norm_estimator", "hot_cold", "uva", "features_on_device", "feature_prefetch",
-                   "fp16_features", "int32", "csr", "pipelined_loader"}
-_CUDA_ONLY = {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling",
-              "uva_sampling"}
+_GRAPH_SAMPLING = {
+    "labor",
+    "fanout",
+    "cluster_gcn",
+    "graphsaint",
+    "full_batch",
+    "batch_cache",
+    "gpu_sampling",
+    "uva_sampling",
+    "norm_estimator",
+    "hot_cold",
+    "uva",
+    "features_on_device",
+    "feature_prefetch",
+    "fp16_features",
+    "int32",
+    "csr",
+    "pipelined_loader",
+}
+_CUDA_ONLY = {"pin_memory", "features_on_device", "hot_cold", "uva", "feature_prefetch", "gpu_sampling", "uva_sampling"}

@@ -67,11 +67,21 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         r = self.ratio
-        return {"label": self.change.label, "entries": list(self.change.entries), "step_ms": self.step_ms,
-                "ratio": None if r is None else {"ratio": r.ratio, "low": r.low, "high": r.high,
-                                                 "p_value": r.p_value, "rounds": r.rounds},
-                "significant": self.significant, "pays": self.pays, "loss": self.loss, "error": self.error,
-                "warmup_s": self.warmup_s, "edit": list(self.change.edit), "stop": self.stop}
+        return {
+            "label": self.change.label,
+            "entries": list(self.change.entries),
+            "step_ms": self.step_ms,
+            "ratio": None
+            if r is None
+            else {"ratio": r.ratio, "low": r.low, "high": r.high, "p_value": r.p_value, "rounds": r.rounds},
+            "significant": self.significant,
+            "pays": self.pays,
+            "loss": self.loss,
+            "error": self.error,
+            "warmup_s": self.warmup_s,
+            "edit": list(self.change.edit),
+            "stop": self.stop,
+        }
 
 
 @dataclass
@@ -95,12 +105,23 @@ class Verification:
     budget_s: float | None = None  # the time the rounds could take (None: no budget)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rounds": self.rounds, "steps": self.steps, "warmup": self.warmup, "base_ms": self.base_ms,
-                "floor": self.floor, "outcomes": [o.to_dict() for o in self.outcomes], "refused": self.refused,
-                "combination": self.combination.to_dict() if self.combination else None,
-                "combination_base_ms": self.combination_base_ms, "wall_s": self.wall_s, "notes": self.notes,
-                "base_warmup_s": self.base_warmup_s, "min_rounds": self.min_rounds, "max_rounds": self.max_rounds,
-                "budget_s": self.budget_s}
+        return {
+            "rounds": self.rounds,
+            "steps": self.steps,
+            "warmup": self.warmup,
+            "base_ms": self.base_ms,
+            "floor": self.floor,
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "refused": self.refused,
+            "combination": self.combination.to_dict() if self.combination else None,
+            "combination_base_ms": self.combination_base_ms,
+            "wall_s": self.wall_s,
+            "notes": self.notes,
+            "base_warmup_s": self.base_warmup_s,
+            "min_rounds": self.min_rounds,
+            "max_rounds": self.max_rounds,
+            "budget_s": self.budget_s,
+        }
 
 
 class RunFailed(Exception):
@@ -119,8 +140,17 @@ def _environment(change: ScriptChange) -> dict[str, str]:
     return env
 
 
-def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, seed: int, folder: str,
-             wait_bound_s: float = WAIT_BOUND_S, timeout_s: float | None = None) -> dict[str, Any]:
+def run_once(
+    argv: list[str],
+    change: ScriptChange,
+    *,
+    steps: int,
+    warmup: int,
+    seed: int,
+    folder: str,
+    wait_bound_s: float = WAIT_BOUND_S,
+    timeout_s: float | None = None,
+) -> dict[str, Any]:
     """One run of the script with ``change`` in a child process; its result (:mod:`~gnnbench.advice.watch.child`).
 
     Raises:
@@ -131,13 +161,25 @@ def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, 
     # torch.compile takes effect at the model's second training call (changes.py) and compiles there: those
     # steps are warm-up (left out of every run alike: only the measured steps are compared)
     warmup = max(warmup, COMPILE_WARMUP) if change.compile else warmup
-    spec = {"argv": argv, "change": change.to_dict(), "steps": steps, "warmup": warmup, "seed": seed, "out": out,
-            "wait_bound_s": wait_bound_s}
+    spec = {
+        "argv": argv,
+        "change": change.to_dict(),
+        "steps": steps,
+        "warmup": warmup,
+        "seed": seed,
+        "out": out,
+        "wait_bound_s": wait_bound_s,
+    }
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     try:
-        proc = subprocess.run([sys.executable, "-m", "gnnbench.advice.watch.child", spec_path],
-                              env=_environment(change), capture_output=True, text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gnnbench.advice.watch.child", spec_path],
+            env=_environment(change),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except subprocess.TimeoutExpired:
         raise RunFailed(f"{change.label}: the run took longer than {timeout_s:g} s and was ended") from None
     try:
@@ -145,14 +187,18 @@ def run_once(argv: list[str], change: ScriptChange, *, steps: int, warmup: int, 
             result = json.load(f)
     except (OSError, ValueError):
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
-        raise RunFailed(f"{change.label}: the run ended with status {proc.returncode} and no result"
-                        + (f": {' | '.join(tail)}" if tail else "")) from None
+        raise RunFailed(
+            f"{change.label}: the run ended with status {proc.returncode} and no result"
+            + (f": {' | '.join(tail)}" if tail else "")
+        ) from None
     if result.get("error"):
         loader = f" (loader: {result['loader']})" if result.get("hung") else ""
         raise RunFailed(f"{result['error']}{loader}")
     if len(result["step_s"]) < 2:
-        raise RunFailed(f"{change.label}: {len(result['step_s'])} measured step(s): the script ended after "
-                        f"{result['seen']} steps, fewer than {warmup} warm-up + {steps} measured")
+        raise RunFailed(
+            f"{change.label}: {len(result['step_s'])} measured step(s): the script ended after "
+            f"{result['seen']} steps, fewer than {warmup} warm-up + {steps} measured"
+        )
     return result
 
 
@@ -171,8 +217,10 @@ def shm_shortage(path: str = "/dev/shm") -> str | None:
     except OSError:
         return None  # no /dev/shm (not Linux): workers use the platform's own sharing
     if free < SHM_NEEDED:
-        return (f"/dev/shm has {free / 2**20:.0f} MiB free, below {SHM_NEEDED / 2**20:.0f} MiB: loader workers "
-                "pass every batch through it and fail with 'bus error' or hang (docker: --shm-size=1g)")
+        return (
+            f"/dev/shm has {free / 2**20:.0f} MiB free, below {SHM_NEEDED / 2**20:.0f} MiB: loader workers "
+            "pass every batch through it and fail with 'bus error' or hang (docker: --shm-size=1g)"
+        )
     return None
 
 
@@ -185,17 +233,23 @@ def memory_growth(rss: list[int], warmup: int) -> str | None:
     if len(after) < 4:
         return None
     grew = after[-1] - after[0]
-    half = after[len(after) // 2:]
-    if grew > max(GROWTH_AT * after[0], 64 * 2**20) and after[-1] >= max(after[:len(after) // 2]) and \
-            half[-1] - half[0] >= LATE_SHARE * grew:
-        return (f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
-                f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB), still growing in the last half: the "
-                "script keeps something each step (a loss tensor with its graph, batches in a list)")
+    half = after[len(after) // 2 :]
+    if (
+        grew > max(GROWTH_AT * after[0], 64 * 2**20)
+        and after[-1] >= max(after[: len(after) // 2])
+        and half[-1] - half[0] >= LATE_SHARE * grew
+    ):
+        return (
+            f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
+            f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB), still growing in the last half: the "
+            "script keeps something each step (a loss tensor with its graph, batches in a list)"
+        )
     return None
 
 
-def _loss_at_equal_steps(base: list[list[float]], other: list[list[float]], level: float = 0.95
-                         ) -> dict[str, Any] | None:
+def _loss_at_equal_steps(
+    base: list[list[float]], other: list[list[float]], level: float = 0.95
+) -> dict[str, Any] | None:
     """Per round, the mean difference of the variant's loss from the same-seed baseline's over the steps both
     ran; across rounds its mean and a t-interval, and whether every loss was identical."""
     diffs, identical, n_steps = [], True, None
@@ -210,11 +264,21 @@ def _loss_at_equal_steps(base: list[list[float]], other: list[list[float]], leve
     if not diffs:
         return None
     mean = statistics.fmean(diffs)
-    half = (t_quantile((1 + level) / 2, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
-            if len(diffs) > 1 else float("nan"))
+    half = (
+        t_quantile((1 + level) / 2, len(diffs) - 1) * statistics.stdev(diffs) / math.sqrt(len(diffs))
+        if len(diffs) > 1
+        else float("nan")
+    )
     base_mean = statistics.fmean(statistics.fmean(b[:n_steps]) for b in base if b)
-    return {"steps": n_steps, "base_loss": base_mean, "diff": mean, "low": mean - half, "high": mean + half,
-            "identical": identical, "rounds": len(diffs)}
+    return {
+        "steps": n_steps,
+        "base_loss": base_mean,
+        "diff": mean,
+        "low": mean - half,
+        "high": mean + half,
+        "identical": identical,
+        "rounds": len(diffs),
+    }
 
 
 def _kind(change: ScriptChange) -> tuple[str, ...]:
@@ -247,8 +311,18 @@ def best_set(outcomes: list[Outcome]) -> list[ScriptChange]:
 class _Runs:
     """The rounds' runs with a progress line after each and an estimate of the time left."""
 
-    def __init__(self, argv: list[str], *, steps: int, warmup: int, folder: str, total: int, log: Callable,
-                 wait_bound_s: float, timeout_s: float | None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        steps: int,
+        warmup: int,
+        folder: str,
+        total: int,
+        log: Callable,
+        wait_bound_s: float,
+        timeout_s: float | None,
+    ) -> None:
         self.argv, self.steps, self.warmup, self.folder = argv, steps, warmup, folder
         self.total, self.log, self.done, self.t0 = total, log, 0, time.perf_counter()
         self.wait_bound_s, self.timeout_s = wait_bound_s, timeout_s
@@ -266,17 +340,26 @@ class _Runs:
         t = time.perf_counter()
         try:
             result: dict[str, Any] | str = run_once(
-                self.argv, change, steps=self.steps, warmup=self.warmup, seed=1000 + round_, folder=self.folder,
-                wait_bound_s=self.wait_bound_s, timeout_s=self.timeout_s)
+                self.argv,
+                change,
+                steps=self.steps,
+                warmup=self.warmup,
+                seed=1000 + round_,
+                folder=self.folder,
+                wait_bound_s=self.wait_bound_s,
+                timeout_s=self.timeout_s,
+            )
             what = f"{1e3 * statistics.median(result['step_s']):.1f} ms/step"
         except RunFailed as exc:
             result, what = str(exc), "failed"
         self.done += 1
         self.total = max(self.total, self.done)
         left = self.per_run_s() * (self.total - self.done)
-        self.log(f"[verify] round {round_ + 1}/{rounds} {change.label}: {what} ({time.perf_counter() - t:.0f} s); "
-                 f"{self.done} of {'at most ' if self.total > self.done else ''}{self.total} runs done, "
-                 f"{self.elapsed() / 60:.1f} min so far, about {left / 60:.1f} min left at most")
+        self.log(
+            f"[verify] round {round_ + 1}/{rounds} {change.label}: {what} ({time.perf_counter() - t:.0f} s); "
+            f"{self.done} of {'at most ' if self.total > self.done else ''}{self.total} runs done, "
+            f"{self.elapsed() / 60:.1f} min so far, about {left / 60:.1f} min left at most"
+        )
         return result
 
 
@@ -300,8 +383,15 @@ def _log_ratios(m: _Measured, labels: list[str]) -> dict[str, list[float]]:
     return {c: [math.log(b / x) for b, x in zip(m.base_ms, m.ms[c])] for c in labels if c not in m.failed}
 
 
-def _measure(runs: _Runs, changes: list[ScriptChange], rule: StoppingRule, *, deadline_s: float | None = None,
-             round_offset: int = 0, reserve: int = 0) -> _Measured:
+def _measure(
+    runs: _Runs,
+    changes: list[ScriptChange],
+    rule: StoppingRule,
+    *,
+    deadline_s: float | None = None,
+    round_offset: int = 0,
+    reserve: int = 0,
+) -> _Measured:
     """Rounds of the baseline and the ``changes`` still open under ``rule`` (at least ``rule.min_rounds``, at most
     ``rule.max_rounds``; another round only while it ends before ``deadline_s`` on the runs' clock, at their
     pace so far). A failed baseline run ends the measurement, a failed variant is dropped with its reason.
@@ -314,8 +404,11 @@ def _measure(runs: _Runs, changes: list[ScriptChange], rule: StoppingRule, *, de
         active = [c for c in changes if c.label not in m.failed and stops[c.label] is None]
         if not active:
             break
-        if r >= rule.min_rounds and deadline_s is not None and \
-                runs.elapsed() + runs.per_run_s() * (1 + len(active)) > deadline_s:
+        if (
+            r >= rule.min_rounds
+            and deadline_s is not None
+            and runs.elapsed() + runs.per_run_s() * (1 + len(active)) > deadline_s
+        ):
             budget_end = True
             break
         runs.total = runs.done + (rule.max_rounds - r) * (1 + len(active)) + reserve
@@ -353,7 +446,7 @@ def _measure(runs: _Runs, changes: list[ScriptChange], rule: StoppingRule, *, de
     still = [label for label, s in stops.items() if s is None]
     if still:  # the budget ended the rounds: Holm at the level of the last look made (stopped rows at 0 or 1)
         a = rule.look_alpha(look)
-        own = {c: paired_ratio(m.base_ms[:len(logs[c])], m.ms[c]).p_value for c in logs}
+        own = {c: paired_ratio(m.base_ms[: len(logs[c])], m.ms[c]).p_value for c in logs}
         ps = family_p_values(stops, own)
         verdict = dict(zip(ps, holm(list(ps.values()), a) if a > 0 else [False] * len(ps)))
         for label in still:
@@ -383,11 +476,21 @@ def _rule(rounds: int, max_rounds: int) -> StoppingRule:
     return StoppingRule(min_rounds=rounds, max_rounds=max_rounds, paired_floor=False)
 
 
-def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict[str, str] | None = None,
-                  rounds: int = DEFAULT_ROUNDS, steps: int = DEFAULT_STEPS, warmup: int = DEFAULT_WARMUP,
-                  max_rounds: int | None = None, budget_s: float | None = None,
-                  combine: bool = True, wait_bound_s: float = WAIT_BOUND_S, timeout_s: float | None = None,
-                  log: Callable[[str], None] = print) -> Verification:
+def verify_script(
+    argv: list[str],
+    changes: list[ScriptChange],
+    *,
+    refused: dict[str, str] | None = None,
+    rounds: int = DEFAULT_ROUNDS,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    max_rounds: int | None = None,
+    budget_s: float | None = None,
+    combine: bool = True,
+    wait_bound_s: float = WAIT_BOUND_S,
+    timeout_s: float | None = None,
+    log: Callable[[str], None] = print,
+) -> Verification:
     """Measure ``changes`` in the script ``argv`` against the script as it is (see the module's docstring).
 
     Args:
@@ -427,13 +530,30 @@ def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict
     combo_runs = 2 * max_rounds if combine and len(changes) > 1 else 0
     single_runs = max_rounds * (1 + len(changes))
     with tempfile.TemporaryDirectory(prefix="gnnbench-verify-") as folder:
-        runs = _Runs(argv, steps=steps, warmup=warmup, folder=folder, total=single_runs + combo_runs, log=log,
-                     wait_bound_s=wait_bound_s, timeout_s=timeout_s)
+        runs = _Runs(
+            argv,
+            steps=steps,
+            warmup=warmup,
+            folder=folder,
+            total=single_runs + combo_runs,
+            log=log,
+            wait_bound_s=wait_bound_s,
+            timeout_s=timeout_s,
+        )
         # the single variants' share of the budget: their runs' share of the planned runs
         deadline = None if budget_s is None else budget_s * single_runs / (single_runs + combo_runs)
         m = _measure(runs, changes, rule, deadline_s=deadline, reserve=combo_runs)
-        v = Verification(len(m.base_ms), steps, warmup, m.base_ms, noise_floor(m.base_ms),
-                         refused=dict(refused or {}), min_rounds=rounds, max_rounds=max_rounds, budget_s=budget_s)
+        v = Verification(
+            len(m.base_ms),
+            steps,
+            warmup,
+            m.base_ms,
+            noise_floor(m.base_ms),
+            refused=dict(refused or {}),
+            min_rounds=rounds,
+            max_rounds=max_rounds,
+            budget_s=budget_s,
+        )
         v.outcomes = _outcomes(changes, m)
         v.base_warmup_s = runs.warmup_s.get("baseline", [])
         for o in v.outcomes:
@@ -446,16 +566,28 @@ def verify_script(argv: list[str], changes: list[ScriptChange], *, refused: dict
             v.combination_base_ms = c.base_ms
         elif combine and len(changes) > 1:
             paid = [o for o in v.outcomes if o.pays]
-            v.notes.append(f"{len(paid)} variants paid, all setting the same kind ({', '.join(_kind(paid[0].change))}"
-                           "): the best of them stands, no combination to measure" if len(paid) > 1 else
-                           f"{len(paid)} variant(s) paid: no combination to measure")
+            v.notes.append(
+                f"{len(paid)} variants paid, all setting the same kind ({', '.join(_kind(paid[0].change))}"
+                "): the best of them stands, no combination to measure"
+                if len(paid) > 1
+                else f"{len(paid)} variant(s) paid: no combination to measure"
+            )
         v.notes += [f"{label}: {why}" for label, why in runs.growth.items()]
     v.wall_s = time.perf_counter() - t0
     return v
 
 
-def plan_rounds(report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int,
-                budget_s: float | None, cap: int = MAX_ROUNDS, combine: bool = True) -> int:
+def plan_rounds(
+    report: Any,
+    changes: list[ScriptChange],
+    *,
+    rounds: int,
+    steps: int,
+    warmup: int,
+    budget_s: float | None,
+    cap: int = MAX_ROUNDS,
+    combine: bool = True,
+) -> int:
     """The most rounds ``--verify`` can plan within ``budget_s`` at the diagnosed step (:func:`estimate_s`; the
     combination's rounds counted when two or more variants could pay), between ``rounds`` and ``cap``; ``rounds``
     with no budget."""
@@ -466,8 +598,9 @@ def plan_rounds(report: Any, changes: list[ScriptChange], *, rounds: int, steps:
     return max(rounds, min(cap, fit))
 
 
-def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores: int | None = None
-                ) -> tuple[list[ScriptChange], dict[str, str], list[str]]:
+def verify_plan(
+    report: Any, *, top: int = 3, workers_curve: bool = False, cores: int | None = None
+) -> tuple[list[ScriptChange], dict[str, str], list[str]]:
     """What ``--verify`` measures after the diagnosis ``report`` (a :class:`WatchReport`): the first ``top``
     pieces of advice that can be applied to the script, in the advice's order, the ones before them that cannot
     (with the reason), and notes. Unranked advice (a loop too short for its profile) is not measured: nothing
@@ -481,8 +614,9 @@ def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores
     notes: list[str] = []
     ranked = [a for a in report.advice if report.profiled is not False or a.op_share]
     if len(ranked) < len(report.advice):
-        notes.append(f"{len(report.advice) - len(ranked)} unranked piece(s) of advice not measured (no profile "
-                     "ranked them)")
+        notes.append(
+            f"{len(report.advice) - len(ranked)} unranked piece(s) of advice not measured (no profile ranked them)"
+        )
     shm = shm_shortage()
     for a in ranked:
         if len(changes) >= top:
@@ -502,19 +636,25 @@ def verify_plan(report: Any, *, top: int = 3, workers_curve: bool = False, cores
             refused["workers curve"] = shm
         else:
             have = {c.loader.get("num_workers") for c in changes if not c.pin_workers}
-            changes += [worker_change(k, cores=n, label=f"workers={k}") for k in range(1, n + 2)
-                        if k != int(loader.get("workers") or 0) and k not in have]
-            notes.append(f"workers curve: num_workers 1..{n + 1} on {n} usable cores, the intra-op threads "
-                         "cut to the cores the workers leave (at least 1); num_workers="
-                         f"{int(loader.get('workers') or 0)} is the baseline")
+            changes += [
+                worker_change(k, cores=n, label=f"workers={k}")
+                for k in range(1, n + 2)
+                if k != int(loader.get("workers") or 0) and k not in have
+            ]
+            notes.append(
+                f"workers curve: num_workers 1..{n + 1} on {n} usable cores, the intra-op threads "
+                "cut to the cores the workers leave (at least 1); num_workers="
+                f"{int(loader.get('workers') or 0)} is the baseline"
+            )
     return changes, refused, notes
 
 
 START_S = 4.0  # a child's own start: Python, torch, PyG and gnnbench imported (on a 2-core CPU)
 
 
-def estimate_s(report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int,
-               combine: bool = True) -> tuple[int, float]:
+def estimate_s(
+    report: Any, changes: list[ScriptChange], *, rounds: int, steps: int, warmup: int, combine: bool = True
+) -> tuple[int, float]:
     """Runs ``--verify`` will make and the seconds they should take, from the diagnosis: each run starts
     (:data:`START_S`), sets the script up and steps ``warmup + steps`` times at the diagnosed median step (the
     combination's rounds counted when two or more variants could pay; compilation not counted)."""

@@ -21,8 +21,10 @@ def _verdict(o: Outcome, floor: float) -> str:
     if o.significant:
         return ("pays here" if r.ratio > 1 else "slower here: does not pay") + after
     if o.stop and o.stop.get("reason") == FUTILE:
-        return (f"no difference resolved: stopped after {o.stop['look']} rounds, more rounds would almost surely "
-                "not resolve one (futility)")
+        return (
+            f"no difference resolved: stopped after {o.stop['look']} rounds, more rounds would almost surely "
+            "not resolve one (futility)"
+        )
     if r.significant:
         return "an interval excluding 1, not significant across the variants (Holm)" + after
     if math.isfinite(floor) and max(r.high, 1 / r.low) <= floor:
@@ -43,8 +45,10 @@ def _rounds_text(v: Verification) -> str:
     if v.max_rounds <= v.min_rounds:
         return f"{v.rounds} alternating rounds"
     budget = f", within {v.budget_s / 60:.0f} min" if v.budget_s else ""
-    return (f"{v.rounds} alternating rounds ({v.min_rounds} to {v.max_rounds}{budget}: a variant stops once decided "
-            "by compare's stopping rule, its level split over the looks)")
+    return (
+        f"{v.rounds} alternating rounds ({v.min_rounds} to {v.max_rounds}{budget}: a variant stops once decided "
+        "by compare's stopping rule, its level split over the looks)"
+    )
 
 
 def _loss_text(loss: dict[str, Any] | None) -> str:
@@ -52,24 +56,32 @@ def _loss_text(loss: dict[str, Any] | None) -> str:
         return ""
     if loss["identical"]:
         return f"loss identical to the baseline's at every one of {loss['steps']} steps"
-    ci = (f" [{loss['low']:+.4f}, {loss['high']:+.4f}]" if math.isfinite(loss["low"]) else "")
-    return (f"loss at equal steps (first {loss['steps']}, same seeds): {loss['diff']:+.4f}{ci} against the "
-            f"baseline's {loss['base_loss']:.4f}")
+    ci = f" [{loss['low']:+.4f}, {loss['high']:+.4f}]" if math.isfinite(loss["low"]) else ""
+    return (
+        f"loss at equal steps (first {loss['steps']}, same seeds): {loss['diff']:+.4f}{ci} against the "
+        f"baseline's {loss['base_loss']:.4f}"
+    )
 
 
 def format_verification(v: Verification) -> str:
     """The table, the verdicts, the refusals, the combination and the lines to edit."""
-    lines = [f"--verify in your script: baseline and each variant in separate processes, {_rounds_text(v)}, "
-             f"{v.steps} measured steps a run after {v.warmup} warm-up; ratio = baseline / variant step "
-             "(above 1: faster), paired-t over rounds, Holm across the variants",
-             f"baseline: {statistics.median(v.base_ms):.1f} ms/step (median of the rounds' run medians); noise "
-             f"floor {v.floor:.3f}x (A/A, from the baseline's spread over {len(v.base_ms)} runs)", ""]
+    lines = [
+        f"--verify in your script: baseline and each variant in separate processes, {_rounds_text(v)}, "
+        f"{v.steps} measured steps a run after {v.warmup} warm-up; ratio = baseline / variant step "
+        "(above 1: faster), paired-t over rounds, Holm across the variants",
+        f"baseline: {statistics.median(v.base_ms):.1f} ms/step (median of the rounds' run medians); noise "
+        f"floor {v.floor:.3f}x (A/A, from the baseline's spread over {len(v.base_ms)} runs)",
+        "",
+    ]
     width = max([len(o.change.label) for o in v.outcomes] + [12])
     lines.append(f"{'variant':<{width}}  {'ms/step':>9}  {'speedup [95%]':<24} verdict")
     for o in v.outcomes:
         lines.append(_row(o, width, v.floor))
-        for extra in (_loss_text(o.loss), _compile_text(o, v), *(f"applied: {e}" for e in o.change.edit
-                                                                  if not o.error)):
+        for extra in (
+            _loss_text(o.loss),
+            _compile_text(o, v),
+            *(f"applied: {e}" for e in o.change.edit if not o.error),
+        ):
             if extra:
                 lines.append(f"{'':<{width}}  {extra}")
     if v.refused:
@@ -80,8 +92,10 @@ def format_verification(v: Verification) -> str:
     chosen = [o for o in v.outcomes if o.pays]
     if v.combination is not None:
         c = v.combination
-        lines.append(f"combined ({', '.join(c.change.entries)}), measured in {len(v.combination_base_ms)} rounds "
-                     f"of its own against the baseline ({statistics.median(v.combination_base_ms):.1f} ms/step there):")
+        lines.append(
+            f"combined ({', '.join(c.change.entries)}), measured in {len(v.combination_base_ms)} rounds "
+            f"of its own against the baseline ({statistics.median(v.combination_base_ms):.1f} ms/step there):"
+        )
         lines.append(_row(c, width, v.floor))
         if c.loss:
             lines.append(f"{'':<{width}}  {_loss_text(c.loss)}")
@@ -109,9 +123,11 @@ def _compile_text(o: Outcome, v: Verification) -> str:
     """A compiled variant's warm-up (its compilation in it) beside the baseline's, apart from the step ratio."""
     if not o.change.compile or not o.warmup_s or not v.base_warmup_s:
         return ""
-    return (f"warm-up with compilation {statistics.median(o.warmup_s):.1f} s ({max(v.warmup, COMPILE_WARMUP)} "
-            f"steps) against the baseline's {statistics.median(v.base_warmup_s):.1f} s ({v.warmup} steps), "
-            "median over runs; not in the ratio")
+    return (
+        f"warm-up with compilation {statistics.median(o.warmup_s):.1f} s ({max(v.warmup, COMPILE_WARMUP)} "
+        f"steps) against the baseline's {statistics.median(v.base_warmup_s):.1f} s ({v.warmup} steps), "
+        "median over runs; not in the ratio"
+    )
 
 
 def _row(o: Outcome, width: int, floor: float) -> str:
