@@ -109,6 +109,18 @@ def classify(shares: dict[str, float], *, busy_fraction: float | None = None, ru
             "the step is slow in its kernels"
         )
         runner = ranked[0] if ranked and ranked[0][1] >= rules.worth_at else None
+    elif ranked and ranked[0][1] < rules.worth_at and shares.get("kernels", 0.0) > ranked[0][1]:
+        # little compute, yet no pipeline group worth a look (a loop without a loader): the pipeline cannot be
+        # the bottleneck; the step's time lies outside the timed phases, and the kernels are its largest timed part
+        main, share = "kernels", shares.get("kernels", 0.0)
+        reason = (
+            f"the device computes only {compute:.0%} of the step ({source}), below {rules.kernels_at:.0%}, yet no "
+            "data-pipeline group reaches "
+            f"{rules.worth_at:.0%} (largest: {ranked[0][0]}, {ranked[0][1]:.0%}): the rest of the step is outside "
+            "the timed phases (Python between calls, the optimizer's own work), and the kernels are its largest "
+            "timed part"
+        )
+        runner = None
     else:
         main, share = ranked[0]
         reason = (

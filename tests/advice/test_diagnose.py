@@ -48,6 +48,10 @@ RECORDED = DATA / "scenario_shares.json"
         ({"sampling": 0.40, "negatives": 0.0, "features": 0.20, "kernels": 0.40}, 0.8, "kernels", "sampling"),
         # ... and an idle one is not, whatever the phases say
         ({"sampling": 0.30, "negatives": 0.0, "features": 0.05, "kernels": 0.65}, 0.2, "sampling", "kernels"),
+        # little compute but no pipeline group worth a look (a loop without a loader, its time outside the phases):
+        # the pipeline is not named with a share of 0%
+        ({"sampling": 0.0, "negatives": 0.0, "features": 0.0, "kernels": 0.34}, None, "kernels", None),
+        ({"sampling": 0.04, "negatives": 0.0, "features": 0.0, "kernels": 0.30}, None, "kernels", None),
     ],
 )
 def test_classify_follows_the_documented_rules(shares, busy, expected, secondary):
