@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-GOAL = 0.02  # issue 32: the watch's overhead on the step, non-synchronizing mode
+GOAL = 0.02  # the watch's overhead on the step at most, non-synchronizing mode
 
 
 def _loop(preset: str, blocks: int, steps: int, seed: int) -> dict:

@@ -21,7 +21,7 @@ from gnnbench.text import percent
 
 __all__ = ["wilson", "summarize", "format_rates", "TARGETS"]
 
-# issue 23's targets on a 2-core machine: false alarms per default gate run, detection at 10% and 5%, right phase
+# the gate's targets on a 2-core machine: false alarms per default gate run, detection at 10% and 5%, right phase
 TARGETS = {"false_alarm": 0.05, "detect_10": 0.90, "detect_5": 0.50, "right_phase": 0.90}
 
 

@@ -45,7 +45,6 @@ __all__ = [
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
 ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, interval below 0) is a regression
-FAMILY_ALPHA = 0.05
 # the family-wise 5% split across the gated figures (Bonferroni between them, Holm within each): the step holds
 # most of it, setup and epoch time (per-epoch costs) share the rest, so gating them costs the step little power
 ALPHAS = {"step": 0.04, "setup": 0.005, "epoch": 0.005}

@@ -254,7 +254,7 @@ def test_scenario_errors_and_cli_json(capsys):
 
 def test_an_explicit_depth_keeps_the_whole_diagnosis(capsys):
     """``--layers 2`` with a 2-hop fanout: the fanout entry drops the last hop and the last layer together,
-    and the command prints its breakdown, bottleneck and ranked list (it used to end on that entry's error)."""
+    and the command prints its breakdown, bottleneck and ranked list (not that entry's error)."""
     from gnnbench.cli import main
 
     assert (

@@ -1,5 +1,5 @@
-"""Entries proven to keep the trajectory judged by their time per step, and rounds that stop when decided
-(issue 29, items 1 and 6), through a real sweep in this process and through compare."""
+"""Entries proven to keep the trajectory judged by their time per step, and rounds that stop when decided,
+through a real sweep in this process and through compare."""
 
 import dataclasses
 import json

@@ -1,4 +1,4 @@
-"""Rounds on several machines (issue 29, item 7): submitit jobs, one round each, through its local executor
+"""Rounds on several machines: submitit jobs, one round each, through its local executor
 (Slurm's jobs are the same jobs); the results are one sweep, and the stopping rule reads them round by round."""
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""What an honest verdict costs (issue 29, item 8): after its accuracy rounds a sweep's later rounds only measure
+"""What an honest verdict costs: after its accuracy rounds a sweep's later rounds only measure
 time to accuracy (they stop at the target, or past the censoring budget without it), and accuracy is read from
 the rounds that trained to the plateau; evaluation runs the fastest kernel whatever the run trains with."""
 

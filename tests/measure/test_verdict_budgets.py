@@ -1,4 +1,4 @@
-"""Verdicts only from what was measured to its end (issue 29, items 2 and 4): accuracy at convergence only
+"""Verdicts only from what was measured to its end: accuracy at convergence only
 from runs that converged, else at equal steps, said so; a round that reaches the target after its budget is
 censored; ranking reads the family-wise verdict in both directions."""
 

@@ -1,6 +1,6 @@
 """The committed asv history (results/asv/) is one machine's and one environment's, measured over at least 20
 of the project's commits, with the baseline's step time at every one of them; the report draws it as one
-series per benchmark (issue 30, item 6)."""
+series per benchmark."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Evaluation is off the clock of background producers too (issue 29, item 5): a producer that kept working
+"""Evaluation is off the clock of background producers too: a producer that kept working
 while the loop evaluates would hand the next steps batches for free, so an overlap entry would gain from
 evaluation pauses that real training does not have."""
 

@@ -109,8 +109,8 @@ def test_patience_target_is_validated_and_set_by_the_calibration():
 
 def test_a_slow_steady_climb_is_not_stopped():
     """+0.05 pp per point for 200 points (10 pp in all): each rise is below min_delta, but they add up to it
-    every few points, and each time the patience restarts. The rule of issue 29 moved its best on every small
-    rise without restarting the patience, so it stopped mid-climb."""
+    every few points, and each time the patience restarts. A rule that moved its best on every small rise
+    without restarting the patience would stop mid-climb."""
     p = Plateau(patience=1, min_delta=0.001, granularity=0.0)
     stopped_at = None
     for i in range(200):
