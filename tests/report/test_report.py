@@ -525,7 +525,7 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
 
 
 def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_manifest(tmp_path):
-    """Issue 46: every sweep on the first screen says its graph, machine and date. A sweep older than the
+    """Every sweep on the first screen says its graph, machine and date. A sweep older than the
     manifest (no ``sweep.json``) and the ``hardware_class`` field says the date its results were committed, as
     such, and its machine key in words; outside git, that no date is recorded."""
     import subprocess
