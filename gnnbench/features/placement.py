@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from gnnbench.features.stores import PLACEMENTS, HotNodes, PlacedFeatures, _field_reasons
+from gnnbench.features.stores import PLACEMENTS, HotNodes, PlacedFeatures, field_reasons
 from gnnbench.flags import Flags, RunContext, Unavailable
 
 __all__ = ["place_features", "features_for", "unavailable", "FEATURE_DTYPES"]
@@ -32,7 +32,7 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     """This layer's answer: which of its fields ``flags`` sets to something ``ctx.device`` cannot run."""
     out = [
         Unavailable(f, r)
-        for f, r in _field_reasons(flags.feature_placement, flags.pin_memory, flags.feature_prefetch, ctx.device)
+        for f, r in field_reasons(flags.feature_placement, flags.pin_memory, flags.feature_prefetch, ctx.device)
     ]
     if flags.pipeline_depth and flags.feature_prefetch:
         out.append(

@@ -63,7 +63,7 @@ class PlacedFeatures:
         self, x: Tensor, device: torch.device | str, *, hot_nodes: HotNodes | None = None, pin_memory: bool = False
     ) -> None:
         self.device = torch.device(device)
-        items = [Unavailable(f, r) for f, r in _field_reasons(self.name, pin_memory, False, self.device)]
+        items = [Unavailable(f, r) for f, r in field_reasons(self.name, pin_memory, False, self.device)]
         if items:
             raise UnavailableError(items)
         if x.device.type != "cpu":
@@ -291,7 +291,7 @@ PLACEMENTS: dict[str, type[PlacedFeatures]] = {
 }
 
 
-def _field_reasons(placement: str, pin_memory: bool, prefetch: bool, device: torch.device):
+def field_reasons(placement: str, pin_memory: bool, prefetch: bool, device: torch.device):
     reason = PLACEMENTS[placement].unavailable(device)
     if reason:
         yield "feature_placement", reason
@@ -317,7 +317,7 @@ def prefetch_features(batches: Iterable, store: PlacedFeatures, n_id_of=lambda b
     thread to have issued the copy, inside the caller's "sample" phase (the wait for data). CUDA only.
     Timed end to end (the registry marks it as overlap), since per-phase synchronization would serialize it.
     """
-    items = [Unavailable(f, r) for f, r in _field_reasons("host", False, True, store.device)]
+    items = [Unavailable(f, r) for f, r in field_reasons("host", False, True, store.device)]
     if items:
         raise UnavailableError(items)
     from concurrent.futures import ThreadPoolExecutor

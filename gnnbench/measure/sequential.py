@@ -49,7 +49,7 @@ from typing import Any, Collection, Mapping, Sequence
 import numpy as np
 from scipy.stats import chi2 as _chi2
 
-from gnnbench.measure.stats import DEFAULT_REPEATS, _t_upper_tail, holm, paired_ratio, t_quantile
+from gnnbench.measure.stats import DEFAULT_REPEATS, holm, paired_ratio, t_quantile, t_upper_tail
 
 __all__ = [
     "MIN_ROUNDS",
@@ -101,7 +101,7 @@ CORRECTIONS = ("bonferroni", "none")
 look, which does not control the family-wise rate; it exists to show in simulation what the split is for."""
 
 
-def _count(value: Any, name: str, least: int) -> int:
+def checked_count(value: Any, name: str, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     return int(value)
@@ -162,8 +162,8 @@ class StoppingRule:
     equivalence_futility: int = EQUIVALENCE_FUTILITY
 
     def __post_init__(self) -> None:
-        _count(self.min_rounds, "min_rounds", 1)
-        _count(self.max_rounds, "max_rounds", 1)
+        checked_count(self.min_rounds, "min_rounds", 1)
+        checked_count(self.max_rounds, "max_rounds", 1)
         if self.max_rounds < self.min_rounds:
             raise ValueError(f"max_rounds ({self.max_rounds!r}) must be >= min_rounds ({self.min_rounds!r})")
         _unit(self.alpha, "alpha")
@@ -190,7 +190,7 @@ class StoppingRule:
         """The rule for ``--repeats repeats``: at most ``repeats`` rounds, at least ``min(MIN_ROUNDS, repeats)``.
         With ``repeats <= MIN_ROUNDS`` there is one look and its level is ``alpha``, as without the rule.
         ``kwargs`` go to the other fields."""
-        r = _count(repeats, "repeats", 1)
+        r = checked_count(repeats, "repeats", 1)
         return cls(min_rounds=min(MIN_ROUNDS, r), max_rounds=r, **kwargs)
 
     @property
@@ -399,7 +399,7 @@ def floored_interval(xs: Sequence[float], level: float, min_sd: float) -> tuple[
         return n, math.exp(mean), math.exp(mean), math.exp(mean), 1.0 if mean == 0 else 0.0
     se = sd / math.sqrt(n)
     half = t_quantile((1.0 + level) / 2.0, n - 1) * se
-    p = min(1.0, 2.0 * _t_upper_tail(abs(mean) / se, n - 1))
+    p = min(1.0, 2.0 * t_upper_tail(abs(mean) / se, n - 1))
     return n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), p
 
 

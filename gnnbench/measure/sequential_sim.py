@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, _count, sd_floor, settled
+from gnnbench.measure.sequential import FINAL_SHARE, StoppingRule, checked_count, sd_floor, settled
 from gnnbench.measure.stats import t_quantile
 
 __all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "simulate_rule_equivalence", "tables"]
@@ -72,7 +72,7 @@ def _sigma(sigma: float | tuple[float, float]) -> tuple[float, float]:
     return lo, hi
 
 
-def _sweeps(
+def load_sweeps(
     rule: StoppingRule,
     *,
     rows: int,
@@ -92,11 +92,11 @@ def _sweeps(
     significant, 2 below the floor, 3 max rounds, 4 futile, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
     ratio at the stop, ``final`` (trials, rows) the final Holm verdict.
     """
-    m = _count(rows, "rows", 1)
-    e = _count(effects, "effects", 0)
+    m = checked_count(rows, "rows", 1)
+    e = checked_count(effects, "effects", 0)
     if e > m:
         raise ValueError(f"effects ({effects!r}) must be <= rows ({rows!r})")
-    n = _count(trials, "trials", 1)
+    n = checked_count(trials, "trials", 1)
     if isinstance(true_ratio, bool) or not (
         isinstance(true_ratio, (int, float)) and math.isfinite(true_ratio) and true_ratio > 0
     ):
@@ -266,7 +266,7 @@ def simulate(
     Raises:
         ValueError: on a bad count, ratio, sd or floor.
     """
-    out = _sweeps(
+    out = load_sweeps(
         rule,
         rows=rows,
         effects=effects,
@@ -330,7 +330,7 @@ def simulate_equivalence(
     paired log steps ratios ``N(log true_ratio, sd)`` each (``true_ratio`` default: at the margin, ``1 + margin``,
     where the share is the false "equivalent" rate and must stay at or below 5%), TOST at 5% each side,
     vectorized."""
-    r = _count(rounds, "rounds", 2)
+    r = checked_count(rounds, "rounds", 2)
     ratio = 1.0 + margin if true_ratio is None else true_ratio
     rng = np.random.default_rng(seed)
     x = rng.normal(math.log(ratio), sd, size=(int(trials), r))

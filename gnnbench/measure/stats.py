@@ -146,7 +146,7 @@ def paired_ratio(base: Sequence[float], other: Sequence[float], *, level: float 
     half = t_quantile((1.0 + lv) / 2.0, n - 1) * sd / math.sqrt(n)
     low, high = math.exp(mean - half), math.exp(mean + half)
     if sd > 0:
-        p = min(1.0, 2.0 * _t_upper_tail(abs(mean) / (sd / math.sqrt(n)), n - 1))
+        p = min(1.0, 2.0 * t_upper_tail(abs(mean) / (sd / math.sqrt(n)), n - 1))
     else:
         p = 1.0 if mean == 0 else 0.0
     return RatioInterval(math.exp(mean), low, high, n, not (low <= 1.0 <= high), lv, METHOD, p)
@@ -315,7 +315,7 @@ def equivalence(log_ratios: Sequence[float], margin: float, *, alpha: float = 0.
 # --- Student t -----------------------------------------------------------------------------------
 
 
-def _t_upper_tail(t: float, df: float) -> float:
+def t_upper_tail(t: float, df: float) -> float:
     """``P(T > t)`` (``scipy.stats.t.sf``)."""
     return float(_stats.t.sf(t, df))
 

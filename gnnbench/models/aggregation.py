@@ -246,7 +246,7 @@ class Aggregator:
 
 
 @functools.lru_cache(maxsize=None)
-def _sparse_product_supports(device_type: str, dtype: torch.dtype) -> bool:
+def sparse_product_supports(device_type: str, dtype: torch.dtype) -> bool:
     """Whether torch has a CSR sparse x dense product for ``dtype`` on ``device_type`` (probed once)."""
     device = torch.device(device_type)
     crow = torch.tensor([0, 1, 2], device=device)
@@ -290,7 +290,7 @@ def unavailable(flags: Flags, ctx: RunContext) -> list[Unavailable]:
     if (
         flags.aggregation == "sparse"
         and agg_dtype != torch.float32
-        and not _sparse_product_supports(ctx.device.type, agg_dtype)
+        and not sparse_product_supports(ctx.device.type, agg_dtype)
     ):
         out.append(
             Unavailable(

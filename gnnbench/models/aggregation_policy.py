@@ -13,7 +13,7 @@ from torch import Tensor
 
 from gnnbench.flags import Flags
 from gnnbench.graphs.norm import GCNNorm, gcn_inv_sqrt_degree, gcn_norm, gcn_norm_targets
-from gnnbench.models.aggregation import Aggregator, _sparse_product_supports
+from gnnbench.models.aggregation import Aggregator, sparse_product_supports
 from gnnbench.models.precision import Precision
 from gnnbench.timing import code_path
 
@@ -191,7 +191,7 @@ class AggregationPolicy:
         kernel decides no verdict; the two kernels sum the same terms in another order (equal up to float
         reassociation), and the CSR product is the faster one on the whole graph (about 2.5x on ``small``:
         ``docs/measurement.md``, 'What evaluation costs'). Without such a kernel: the run's own mode."""
-        if self.dtype == torch.float32 or _sparse_product_supports(device_type, self.dtype):
+        if self.dtype == torch.float32 or sparse_product_supports(device_type, self.dtype):
             return "sparse"
         return self.mode
 

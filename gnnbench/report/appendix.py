@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from gnnbench import registry
 from gnnbench.report.inputs import ReportInputs
-from gnnbench.report.rows import _esc
+from gnnbench.report.rows import esc
 
 
-def _pytest_benchmark_section(inputs: ReportInputs) -> str:
+def pytest_benchmark_section(inputs: ReportInputs) -> str:
     if not inputs.pytest_benchmarks:
         return ""
     rows = []
@@ -17,7 +17,7 @@ def _pytest_benchmark_section(inputs: ReportInputs) -> str:
         for b in doc["benchmarks"]:
             st = b["stats"]
             rows.append(
-                f"<tr><td>{_esc(b.get('group'))}</td><td>{_esc(b['name'])}</td>"
+                f"<tr><td>{esc(b.get('group'))}</td><td>{esc(b['name'])}</td>"
                 f"<td class='num'>{1e3 * st['median']:.3f}</td>"
                 f"<td class='num'>{1e3 * st['q1']:.3f}-{1e3 * st['q3']:.3f}</td>"
                 f"<td class='num'>{st['rounds']}</td></tr>"
@@ -28,9 +28,9 @@ def _pytest_benchmark_section(inputs: ReportInputs) -> str:
     )
 
 
-def _registry_section() -> str:
+def registry_section() -> str:
     rows = "".join(
-        f"<tr><td>{_esc(o.name)}</td><td>{_esc(o.description)}</td><td>{_esc(o.expected_effect)}</td>"
+        f"<tr><td>{esc(o.name)}</td><td>{esc(o.description)}</td><td>{esc(o.expected_effect)}</td>"
         f"<td>{'CUDA' if o.requires else 'any'}</td><td>{'yes' if o.costs_accuracy else 'no'}</td></tr>"
         for o in registry.REGISTRY.values()
     )

@@ -22,13 +22,13 @@ import json
 from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
-from gnnbench.report.appendix import _pytest_benchmark_section, _registry_section
-from gnnbench.report.gate_rates import _gate_rates_section
-from gnnbench.report.history import _asv_section, _gate_history_section
+from gnnbench.report.appendix import pytest_benchmark_section, registry_section
+from gnnbench.report.gate_rates import gate_rates_section
+from gnnbench.report.history import asv_section, gate_history_section
 from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
-from gnnbench.report.rows import _esc
-from gnnbench.report.summary import _aa_summary, _headline
-from gnnbench.report.sweep import _sweep_section, _sweeps
+from gnnbench.report.rows import esc
+from gnnbench.report.summary import aa_summary, headline
+from gnnbench.report.sweep import load_sweeps, sweep_section
 
 __all__ = ["build_report", "INPUTS_ID", "read_fingerprint"]
 
@@ -74,10 +74,10 @@ def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
         seen = sorted({str(e.get(k)) for e in group})
         return seen[0] if len(seen) == 1 else "differs between runs: " + ", ".join(seen)
 
-    head = "<tr><th></th>" + "".join(f"<th>{_esc(t)}</th>" for t, _ in columns) + "</tr>"
+    head = "<tr><th></th>" + "".join(f"<th>{esc(t)}</th>" for t, _ in columns) + "</tr>"
     rows = "".join(
-        f"<tr><th>{_esc(k.replace('_', ' '))}</th>"
-        + "".join(f"<td>{_esc(value(group, k))}</td>" for _, group in columns)
+        f"<tr><th>{esc(k.replace('_', ' '))}</th>"
+        + "".join(f"<td>{esc(value(group, k))}</td>" for _, group in columns)
         + "</tr>"
         for k in keys
     )
@@ -85,7 +85,7 @@ def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
         "<tr><th>optional backends</th>"
         + "".join(
             "<td>"
-            + _esc(
+            + esc(
                 ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in (group[0].get("optional_backends") or {}).items())
             )
             + "</td>"
@@ -136,31 +136,31 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     """Write the report to ``out`` (atomically) and return its path."""
     import plotly.offline
 
-    sweeps = _sweeps(inputs.runs)
-    sections = [_sweep_section(s, i) for i, s in enumerate(sweeps)] or [
+    sweeps = load_sweeps(inputs.runs)
+    sections = [sweep_section(s, i) for i, s in enumerate(sweeps)] or [
         "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"
     ]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     body = (
-        f"<h1>{_esc(title)}</h1>"
-        + _aa_summary(sweeps)
-        + _headline(sweeps)
+        f"<h1>{esc(title)}</h1>"
+        + aa_summary(sweeps)
+        + headline(sweeps)
         + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). How these figures were "
         "measured: <a href='#method'>the method, below the tables</a>.</p>"
         + "<h2>Environment, per sweep</h2>"
         + _environment_table(inputs.runs, sweeps)
         + "".join(sections)
-        + _asv_section(inputs)
-        + _gate_history_section(inputs)
-        + _gate_rates_section(inputs)
-        + _pytest_benchmark_section(inputs)
-        + _registry_section()
+        + asv_section(inputs)
+        + gate_history_section(inputs)
+        + gate_rates_section(inputs)
+        + pytest_benchmark_section(inputs)
+        + registry_section()
         + f"<section id='method'><h2>Method</h2><p class='muted'>{_METHOD}</p></section>"
     )
     # what it was built from (arguments, files and their hashes): tests/report/test_published_report.py reads it back
     fingerprint = json.dumps(inputs_fingerprint(inputs), sort_keys=True, indent=0).replace("</", "<\\/")
     page = (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_esc(title)}</title>"
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
         f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
         f"<script type='application/json' id='{INPUTS_ID}'>{fingerprint}</script>"
         f"</head><body>{body}</body></html>"

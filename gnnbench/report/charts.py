@@ -14,7 +14,7 @@ from gnnbench.measure.comparison import (
     pareto_front,
 )
 from gnnbench.measure.rows import EPOCH_TIME, TIME_TO_ACCURACY
-from gnnbench.report.rows import _effect, _esc, _reached_text, _speedup_text
+from gnnbench.report.rows import effect_kind, esc, reached_text, speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES
 
@@ -36,7 +36,7 @@ COLOR_WORDS = {
 report and requires every drawn colour's word there."""
 
 
-def _figure_html(fig, div_id: str) -> str:
+def figure_html(fig, div_id: str) -> str:
     import plotly.io as pio
 
     return pio.to_html(
@@ -44,7 +44,7 @@ def _figure_html(fig, div_id: str) -> str:
     )
 
 
-def _error_bars(values: list, lows: list, highs: list) -> dict:
+def error_bars(values: list, lows: list, highs: list) -> dict:
     return {
         "type": "data",
         "symmetric": False,
@@ -64,14 +64,14 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
             y=[r.label for r in ranked],
             orientation="h",
             marker={
-                "color": [_CHART_COLOR[_effect(r, floors)] for r in ranked],
+                "color": [_CHART_COLOR[effect_kind(r, floors)] for r in ranked],
                 "opacity": [0.45 if r.bound else 1.0 for r in ranked],
                 "line": {"color": "#333", "width": [2 if r.bound else 0 for r in ranked]},
             },
-            error_x=_error_bars(
+            error_x=error_bars(
                 [r.speedup for r in ranked], [r.speedup_low for r in ranked], [r.speedup_high for r in ranked]
             ),
-            hovertext=[_esc(f"{r.label}: {_speedup_text(r)}") for r in ranked],
+            hovertext=[esc(f"{r.label}: {speedup_text(r)}") for r in ranked],
             hoverinfo="text",
         )
     )
@@ -102,7 +102,7 @@ _LABEL_SPOTS = ("top center", "bottom center", "middle right", "middle left", "t
 def _notable(r: ComparisonRow, floors: dict) -> bool:
     """A point the trade-off chart labels: a row with a family-wise verdict (gain, trade-off, slower); the rest are
     one muted group, named in the list under the chart and in their hover text."""
-    return _effect(r, floors) in ("gain", "tradeoff", "loss")
+    return effect_kind(r, floors) in ("gain", "tradeoff", "loss")
 
 
 def _where_read(r: ComparisonRow) -> str:
@@ -130,7 +130,7 @@ def _label_positions(points: list[tuple[float, float]]) -> list[str]:
     return [spots[i] for i in range(len(points))]
 
 
-def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
+def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
     """Speed against accuracy: time-to-accuracy speedup (log axis) against the paired accuracy delta (pp), with both
     intervals. Colour is the row's verdict (the table's); the marker says where accuracy was read (filled circle:
     at convergence; diamond: at equal steps or at the target) and whether time to accuracy is a bound (hollow:
@@ -164,25 +164,25 @@ def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
             y=y,
             mode="markers+text" if named else "markers",
             name=name,
-            text=[_esc(r.label) for r in sub] if named else None,
+            text=[esc(r.label) for r in sub] if named else None,
             textposition=[positions[r.label] for r in sub] if named else None,
             marker={
                 "symbol": symbol,
                 "size": 12 if named else 8,
                 "line": {"width": 2},
-                "color": [_CHART_COLOR[_effect(r, floors)] for r in sub],
+                "color": [_CHART_COLOR[effect_kind(r, floors)] for r in sub],
                 "opacity": 1.0 if named else 0.6,
             },
-            error_x=_error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"} if named else None,
+            error_x=error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"} if named else None,
             error_y=(
-                _error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
+                error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
                 | {"color": "#777"}
             )
             if named
             else None,
             hovertext=[
-                _esc(
-                    f"{r.label}: time to accuracy {_speedup_text(r)}, reached in {_reached_text(r)}; "
+                esc(
+                    f"{r.label}: time to accuracy {speedup_text(r)}, reached in {reached_text(r)}; "
                     f"{metric} {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)} "
                     f"({r.acc_verdict})"
                 )
@@ -190,7 +190,7 @@ def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
             ],
             hoverinfo="text",
         )
-    for effect in dict.fromkeys(_effect(r, floors) for r in rows):  # one legend entry per colour drawn
+    for effect in dict.fromkeys(effect_kind(r, floors) for r in rows):  # one legend entry per colour drawn
         fig.add_scatter(
             x=[None],
             y=[None],
@@ -238,7 +238,7 @@ def _tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
 def _muted_list(rows: list[ComparisonRow], floors: dict) -> str:
     """The rows the trade-off chart draws as one muted group, named under it."""
     muted = [r.label for r in rows if not _notable(r, floors)]
-    return f"<p class='muted'>No family-wise verdict (the grey group): {_esc(', '.join(muted))}.</p>" if muted else ""
+    return f"<p class='muted'>No family-wise verdict (the grey group): {esc(', '.join(muted))}.</p>" if muted else ""
 
 
 def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
@@ -252,11 +252,10 @@ def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
             orientation="h",
             marker_color=[_ACCURACY_COLOR["converged" if r.converged is True else "elsewhere"] for r in ranked],
             hovertext=[
-                _esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}")
-                for r in ranked
+                esc(f"{r.label}: {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)} {_where_read(r)}") for r in ranked
             ],
             hoverinfo="text",
-            error_x=_error_bars(
+            error_x=error_bars(
                 deltas, [100 * r.acc_delta_low for r in ranked], [100 * r.acc_delta_high for r in ranked]
             ),
         )
@@ -292,13 +291,13 @@ def _phase_chart(measured: list[ComparisonRow]):
     return fig
 
 
-def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
+def sweep_charts(c: Comparison, metric: str, index: int) -> str:
     measured = [r for r in c.rows if r.status == "ok"]
     # the end-to-end copy of the baseline is a reference, not an optimization: in the table, not in the charts
     ranked = [r for r in measured if r.label not in (BASELINE, E2E_BASELINE) and not absent(r.speedup)]
     primaries = sorted({r.primary for r in ranked}, key=[TIME_TO_ACCURACY, EPOCH_TIME].index) or [EPOCH_TIME]
     charts = "".join(
-        _figure_html(
+        figure_html(
             _speedup_chart([r for r in ranked if r.primary == p], c.floors, p),
             f"speedup-{index}" + (f"-{k}" if k else ""),
         )
@@ -307,12 +306,12 @@ def _sweep_charts(c: Comparison, metric: str, index: int) -> str:
     # rows of the family only: the A/A check and derived rows' measured twins would sit on their own rows
     tradeoff = [r for r in ranked if r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta) and in_family(r.label)]
     charts += (
-        _figure_html(_tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}") + _muted_list(tradeoff, c.floors)
+        figure_html(tradeoff_chart(tradeoff, c.floors, metric), f"tradeoff-{index}") + _muted_list(tradeoff, c.floors)
         if tradeoff
         else "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>"
     )
     return (
         charts
-        + _figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
-        + _figure_html(_phase_chart(measured), f"phases-{index}")
+        + figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")
+        + figure_html(_phase_chart(measured), f"phases-{index}")
     )

@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 from gnnbench.report.inputs import ReportInputs
-from gnnbench.report.rows import _esc
+from gnnbench.report.rows import esc
 from gnnbench.text import percent
 
 
-def _gate_rates_section(inputs: ReportInputs) -> str:
+def gate_rates_section(inputs: ReportInputs) -> str:
     """How often the regression gate (``gnnbench regress``) is wrong, as measured on throwaway commits."""
     from gnnbench.measure.gate_rates import TARGETS
 
@@ -50,7 +50,7 @@ def _gate_rates_section(inputs: ReportInputs) -> str:
             f"<td>at least {percent(TARGETS['right_phase'], digits=0)}</td></tr>"
         )
     paths = "".join(
-        f"<tr><td>{_esc(path)}</td><td class='num'>{percent(g['shares'].get(path), digits=0)}</td>"
+        f"<tr><td>{esc(path)}</td><td class='num'>{percent(g['shares'].get(path), digits=0)}</td>"
         + "".join(
             f"<td class='num'>{sizes[pct]['detect']['k']}/{sizes[pct]['detect']['n']} "
             f"({sizes[pct]['right_phase']['k']} right phase)</td>"
@@ -63,7 +63,7 @@ def _gate_rates_section(inputs: ReportInputs) -> str:
     )
     minutes = (g.get("wall_seconds") or 0) / 60
     note = (
-        f"Measured on {_esc(str(g.get('machine')))} against commit <code>{_esc(str(g.get('base'))[:10])}</code> "
+        f"Measured on {esc(str(g.get('machine')))} against commit <code>{esc(str(g.get('base'))[:10])}</code> "
         f"in {minutes:.0f} minutes{'' if g.get('complete') else ' (incomplete: the run was interrupted)'}: "
         f"{settings.get('rounds')} rounds of {settings.get('steps')} measured steps per gate run; a slow commit "
         "makes the step that much slower, all of it in one code path (a busy-wait sized by the path's share of "

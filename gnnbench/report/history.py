@@ -4,9 +4,9 @@ times, and the change points asv's step detection finds in both (:mod:`gnnbench.
 
 from __future__ import annotations
 
-from gnnbench.report.charts import _error_bars, _figure_html
+from gnnbench.report.charts import error_bars, figure_html
 from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.report.rows import _esc
+from gnnbench.report.rows import esc
 from gnnbench.text import ratio
 
 
@@ -16,7 +16,7 @@ def _series_name(key: str) -> str:
     return base.split(".")[-1] + (" [" + env if sep else "")
 
 
-def _asv_section(inputs: ReportInputs) -> str:
+def asv_section(inputs: ReportInputs) -> str:
     import plotly.graph_objects as go
 
     if not inputs.asv:
@@ -33,7 +33,7 @@ def _asv_section(inputs: ReportInputs) -> str:
             y=ms,
             mode="lines+markers",
             name=_series_name(key),
-            error_y=_error_bars(
+            error_y=error_bars(
                 ms,
                 [None if p[3] is None else 1e3 * p[3] for p in pts],
                 [None if p[4] is None else 1e3 * p[4] for p in pts],
@@ -52,12 +52,12 @@ def _asv_section(inputs: ReportInputs) -> str:
         f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
         f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
         "have one (asv records none for a single repeat).</p>"
-        + _figure_html(fig, "history")
+        + figure_html(fig, "history")
         + _change_points_html(series, wanted)
     )
 
 
-def _gate_history_section(inputs: ReportInputs) -> str:
+def gate_history_section(inputs: ReportInputs) -> str:
     """Change points over stored gate runs: each run's head step time per benchmark, in the order they ran."""
     if not inputs.gate_runs:
         return ""
@@ -82,14 +82,14 @@ def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "chang
 
     why = available()
     if why:
-        return f"<p class='muted' id='{anchor}'>Change points not computed: {_esc(why)}.</p>"
+        return f"<p class='muted' id='{anchor}'>Change points not computed: {esc(why)}.</p>"
     rows = []
     for key in wanted:
         pts = series[key]
         for cp in change_points([p[2] for p in pts], [p[1] for p in pts]):
             kind = "loss" if cp.ratio > 1 else "gain"
             rows.append(
-                f"<tr><td>{_esc(_series_name(key))}</td><td><code>{_esc(cp.commit)}</code></td>"
+                f"<tr><td>{esc(_series_name(key))}</td><td><code>{esc(cp.commit)}</code></td>"
                 f"<td class='num'>{1e3 * cp.before:.2f} &rarr; {1e3 * cp.after:.2f}</td>"
                 f"<td class='num {kind}'>{ratio(cp.ratio, cp.low, cp.high, digits=3)}</td></tr>"
             )

@@ -125,14 +125,14 @@ def _best_set_line(sweep: Path) -> str | None:
     """The measured best set, from the sweep's manifest and its ``best-set`` folder."""
     from gnnbench.measure.best_set import outcome_line
     from gnnbench.report.inputs import load_inputs
-    from gnnbench.report.sweep import _Sweep, _sweeps, best_set_outcome
+    from gnnbench.report.sweep import Sweep, best_set_outcome, load_sweeps
 
     if not (sweep / BEST_SET_DIR).is_dir():
-        main = _Sweep("", [], None, group=str(sweep))
+        main = Sweep("", [], None, group=str(sweep))
         outcome = best_set_outcome(main, [])
     else:
-        sweeps = _sweeps(load_inputs(runs=[sweep / BEST_SET_DIR]).runs)
-        outcome = best_set_outcome(_Sweep("", [], None, group=str(sweep)), sweeps)
+        sweeps = load_sweeps(load_inputs(runs=[sweep / BEST_SET_DIR]).runs)
+        outcome = best_set_outcome(Sweep("", [], None, group=str(sweep)), sweeps)
     line = outcome_line(
         outcome,
         lambda r: (

@@ -7,17 +7,17 @@ from __future__ import annotations
 from gnnbench.measure.best_set import outcome_line
 from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, in_family, measured_best, tradeoffs
 from gnnbench.measure.rows import TIME_TO_ACCURACY
-from gnnbench.report.charts import _figure_html, _tradeoff_chart
-from gnnbench.report.rows import _esc, _ratio_text, _speedup_text
-from gnnbench.report.sweep import _Sweep, best_set_outcome, where_measured
+from gnnbench.report.charts import figure_html, tradeoff_chart
+from gnnbench.report.rows import esc, ratio_text, speedup_text
+from gnnbench.report.sweep import Sweep, best_set_outcome, where_measured
 from gnnbench.text import absent, pp
 
 
-def _aa_line(s: _Sweep) -> str:
+def _aa_line(s: Sweep) -> str:
     aa = s.comparison.aa
-    name = _esc(s.title)
+    name = esc(s.title)
     if aa.status != "ok":
-        return f"<li>{name}: the A/A row was not measured ({_esc(aa.status)}: {_esc(aa.reason)}).</li>"
+        return f"<li>{name}: the A/A row was not measured ({esc(aa.status)}: {esc(aa.reason)}).</li>"
     epoch, step, primary = aa.epoch_speedup, aa.step_speedup, aa.primary_ratio
     noisy = any(d and d.significant for d in (epoch, step, primary))
     verdict = (
@@ -27,17 +27,17 @@ def _aa_line(s: _Sweep) -> str:
         else "no significant difference, as it should be"
     )
     first = (
-        f"{_esc(aa.primary)} (the sweep's primary clock) {_esc(_ratio_text(primary))}, "
+        f"{esc(aa.primary)} (the sweep's primary clock) {esc(ratio_text(primary))}, "
         if aa.primary != "epoch time" and primary is not None
         else ""
     )
     return (
-        f"<li>{name}: {first}epoch time {_esc(_ratio_text(epoch))}, step time {_esc(_ratio_text(step))} over "
+        f"<li>{name}: {first}epoch time {esc(ratio_text(epoch))}, step time {esc(ratio_text(step))} over "
         f"{aa.rounds} rounds: {verdict}.</li>"
     )
 
 
-def _aa_summary(sweeps: list[_Sweep]) -> str:
+def aa_summary(sweeps: list[Sweep]) -> str:
     """The A/A result of every sweep that ran one, or how to run one."""
     checked = [s for s in sweeps if s.comparison is not None and s.comparison.aa is not None]
     if not checked:
@@ -59,7 +59,7 @@ def _aa_summary(sweeps: list[_Sweep]) -> str:
     )
 
 
-def _headline(sweeps: list[_Sweep]) -> str:
+def headline(sweeps: list[Sweep]) -> str:
     """The first screen: per sweep, what pays here and at what accuracy (from measurement), and the first
     sweep's trade-off chart."""
     parts, chart = [], ""
@@ -81,9 +81,9 @@ def _headline(sweeps: list[_Sweep]) -> str:
                 )
             )
             return (
-                f"<b>{_esc(r.label)}</b> {_esc(_speedup_text(r))} by {_esc(r.primary)}, {metric} "
-                f"{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))} {where}: "
-                f"{_esc(r.acc_verdict)}"
+                f"<b>{esc(r.label)}</b> {esc(speedup_text(r))} by {esc(r.primary)}, {metric} "
+                f"{esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))} {where}: "
+                f"{esc(r.acc_verdict)}"
             )
 
         if s.best_set_of is not None:
@@ -94,12 +94,12 @@ def _headline(sweeps: list[_Sweep]) -> str:
         line = outcome_line(
             chosen,
             lambda r, metric=metric: (
-                f"{_speedup_text(r)} by {r.primary}, {metric} "
+                f"{speedup_text(r)} by {r.primary}, {metric} "
                 f"{pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)}: {r.acc_verdict}"
             ),
         )
         if line:
-            items.append(f"<li class='{'gain' if chosen.pays else 'muted'}'>{_esc(line[0].upper() + line[1:])}</li>")
+            items.append(f"<li class='{'gain' if chosen.pays else 'muted'}'>{esc(line[0].upper() + line[1:])}</li>")
         items += [
             f"<li class='gain'>Measured best single row here: {effect(best)}</li>"
             if best
@@ -113,8 +113,7 @@ def _headline(sweeps: list[_Sweep]) -> str:
                 "recommendation.</li>"
             )
         parts.append(
-            f"<p><a href='#sweep-{i}'>{_esc(s.title)}</a> ({_esc(where_measured(s, base))}):</p>"
-            f"<ul>{''.join(items)}</ul>"
+            f"<p><a href='#sweep-{i}'>{esc(s.title)}</a> ({esc(where_measured(s, base))}):</p><ul>{''.join(items)}</ul>"
         )
         if not chart:
             ranked = [
@@ -123,7 +122,7 @@ def _headline(sweeps: list[_Sweep]) -> str:
                 if r.status == "ok" and in_family(r.label) and r.primary == TIME_TO_ACCURACY and not absent(r.acc_delta)
             ]
             if ranked:
-                chart = _figure_html(_tradeoff_chart(ranked, c.floors, metric), "tradeoff-top")
+                chart = figure_html(tradeoff_chart(ranked, c.floors, metric), "tradeoff-top")
     if not parts:
         return ""
     return (

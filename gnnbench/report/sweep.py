@@ -12,14 +12,14 @@ from gnnbench.measure.best_set import BEST_SET_DIR, BestSetOutcome
 from gnnbench.measure.calibration import CALIBRATION, Calibration
 from gnnbench.measure.comparison import BASELINE, Comparison, compare
 from gnnbench.measure.results import graph_label
-from gnnbench.report.charts import _sweep_charts
+from gnnbench.report.charts import sweep_charts
 from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
-from gnnbench.report.rows import _esc
-from gnnbench.report.table import _derived_checks_html, _distributed_html, _sweep_notes, _sweep_table
+from gnnbench.report.rows import esc
+from gnnbench.report.table import derived_checks_html, distributed_html, sweep_notes, sweep_table
 
 
 @dataclass
-class _Sweep:
+class Sweep:
     """One sweep of the report: its title, runs and comparison (or why there is none)."""
 
     title: str
@@ -87,18 +87,18 @@ def _ran_text(c: Comparison, cfg: dict) -> str:
     return f"{length}; {rounds}"
 
 
-def _sweep_section(s: _Sweep, index: int) -> str:
+def sweep_section(s: Sweep, index: int) -> str:
     if s.comparison is None:
-        return f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p class='na'>{_esc(s.error)}</p>"
+        return f"<h2 id='sweep-{index}'>{esc(s.title)}</h2><p class='na'>{esc(s.error)}</p>"
     base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
     metric = (base.get("accuracy") or {}).get("metric", "accuracy")
     cfg = base["config"]
     nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
     head = (
-        f"<h2 id='sweep-{index}'>{_esc(s.title)}</h2><p>graph <b>{_esc(graph_label(cfg))}</b> "
-        f"({nodes:,} nodes), model {_esc(cfg['model'])}, task {_esc(cfg.get('task', 'node'))}, "
-        f"optimizer {_esc(_optimizer_text(cfg))}, "
-        f"device {_esc(cfg['device'])}, {_esc(_ran_text(s.comparison, cfg))} "
+        f"<h2 id='sweep-{index}'>{esc(s.title)}</h2><p>graph <b>{esc(graph_label(cfg))}</b> "
+        f"({nodes:,} nodes), model {esc(cfg['model'])}, task {esc(cfg.get('task', 'node'))}, "
+        f"optimizer {esc(_optimizer_text(cfg))}, "
+        f"device {esc(cfg['device'])}, {esc(_ran_text(s.comparison, cfg))} "
         "(one process per configuration and round), seeds "
         f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
         + _identity_html(base, s.runs, index)
@@ -106,13 +106,13 @@ def _sweep_section(s: _Sweep, index: int) -> str:
     return (
         head + f"<p class='muted'>How to read the table (noise floor, target, budgets, ranking, what is "
         f"derived): <a href='#notes-{index}'>the notes below it</a>.</p>"
-        + _sweep_table(s.comparison, metric, index)
-        + _derived_checks_html(s.comparison)
+        + sweep_table(s.comparison, metric, index)
+        + derived_checks_html(s.comparison)
         + f"<div id='notes-{index}'>"
-        + _sweep_notes(s.comparison, index)
+        + sweep_notes(s.comparison, index)
         + "</div>"
-        + _distributed_html(s.comparison)
-        + _sweep_charts(s.comparison, metric, index)
+        + distributed_html(s.comparison)
+        + sweep_charts(s.comparison, metric, index)
     )
 
 
@@ -122,14 +122,14 @@ def _identity_html(base: dict, runs: list[dict], index: int) -> str:
     threads = sorted({(r.get("environment") or {}).get("threads") for r in runs} - {None})
     shown = ", ".join(map(str, threads)) if threads else "?"
     return (
-        f"<p class='identity' id='identity-{index}'>Measured at commit <code>{_esc(env.get('commit') or '?')}"
-        f"</code>, code fingerprint <code>{_esc(env.get('code_fingerprint') or '?')}</code>, machine "
-        f"<code>{_esc(env.get('machine') or '?')}</code> ({_esc(env.get('device_name') or '?')}), torch "
-        f"{_esc(env.get('torch') or '?')}, threads {_esc(shown)} (multi-rank entries run 1-thread ranks).</p>"
+        f"<p class='identity' id='identity-{index}'>Measured at commit <code>{esc(env.get('commit') or '?')}"
+        f"</code>, code fingerprint <code>{esc(env.get('code_fingerprint') or '?')}</code>, machine "
+        f"<code>{esc(env.get('machine') or '?')}</code> ({esc(env.get('device_name') or '?')}), torch "
+        f"{esc(env.get('torch') or '?')}, threads {esc(shown)} (multi-rank entries run 1-thread ranks).</p>"
     )
 
 
-def _sweeps(runs: list[dict]) -> list[_Sweep]:
+def load_sweeps(runs: list[dict]) -> list[Sweep]:
     groups: dict[str, list[dict]] = {}
     for r in runs:
         groups.setdefault(r.get("_group", ""), []).append(r)
@@ -143,7 +143,7 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
         )
         try:
             out.append(
-                _Sweep(
+                Sweep(
                     title,
                     group,
                     compare(
@@ -156,7 +156,7 @@ def _sweeps(runs: list[dict]) -> list[_Sweep]:
                 )
             )
         except ValueError as exc:
-            out.append(_Sweep(title, group, None, str(exc), group=g))
+            out.append(Sweep(title, group, None, str(exc), group=g))
     return out
 
 
@@ -181,7 +181,7 @@ def _read_manifest(group: Path) -> dict | None:
         return None
 
 
-def where_measured(sweep: _Sweep, base: dict) -> str:
+def where_measured(sweep: Sweep, base: dict) -> str:
     """What a sweep's figures come from, in a few words: the graph, the device, the machine's hardware class, the
     commit and the date its rounds started (from its manifest, where there is one)."""
     env = base.get("environment") or {}
@@ -227,7 +227,7 @@ def _committed_on(folder: Path) -> str | None:
     return date if out.returncode == 0 and len(date) == 10 else None
 
 
-def best_set_outcome(sweep: _Sweep, sweeps: list[_Sweep]) -> BestSetOutcome | None:
+def best_set_outcome(sweep: Sweep, sweeps: list[Sweep]) -> BestSetOutcome | None:
     """The best set ``sweep`` chose (from its manifest) and what its own rounds measured (the ``best-set`` sweep
     among ``sweeps``), or ``None`` for a sweep that chose none."""
     from gnnbench.measure.best_set import BestSetChoice

@@ -19,14 +19,14 @@ from gnnbench.measure.derived import DERIVED_LABEL
 from gnnbench.measure.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.rows import (
-    _below_floor,
-    _effect,
-    _esc,
-    _floor_text,
-    _primary_floor,
-    _ratio_text,
-    _reached_text,
-    _speedup_text,
+    below_floor,
+    effect_kind,
+    esc,
+    floor_text,
+    primary_floor,
+    ratio_text,
+    reached_text,
+    speedup_text,
 )
 from gnnbench.text import absent, pp, ratio_of, seconds
 
@@ -44,7 +44,7 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
     if r.label == BASELINE:
         return "<td class='num muted'>1.00x (reference)</td>"
     primary = r.primary_ratio
-    text, effect, bound = _esc(_speedup_text(r)), _effect(r, floors), r.bound
+    text, effect, bound = esc(speedup_text(r)), effect_kind(r, floors), r.bound
     if primary and absent(primary.low):
         return f"<td class='num muted'>{text}<br><small>not resolved: one round, no interval</small></td>"
     if bound == "unknown":
@@ -53,7 +53,7 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
             "rounds: no direction can be claimed</small></td>"
         )
     if not r.significant and no_effect_text(r):
-        return f"<td class='num muted'>{_esc(no_effect_text(r))}<br><small>{text}</small></td>"
+        return f"<td class='num muted'>{esc(no_effect_text(r))}<br><small>{text}</small></td>"
     if not r.significant:
         why = {
             "at most": "censored: an upper bound on the speedup shows no gain",
@@ -62,21 +62,21 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
             bound,
             "significant alone, not after Holm's family-wise correction" if r.significant_per_row else _stop_words(r),
         )
-        return f"<td class='num {effect}'>no significant difference<br><small>{text}; {_esc(why)}</small></td>"
-    if _below_floor(r, floors):
+        return f"<td class='num {effect}'>no significant difference<br><small>{text}; {esc(why)}</small></td>"
+    if below_floor(r, floors):
         return (
             f"<td class='num {effect}'>{text}<br><small>below the noise floor "
-            f"({_floor_text(_primary_floor(r, floors))})</small></td>"
+            f"({floor_text(primary_floor(r, floors))})</small></td>"
         )
     if effect == "tradeoff":
-        cost = _esc(_cost_text(r))
+        cost = esc(_cost_text(r))
         return (
             f"<td class='num tradeoff' title='{cost} of test accuracy at convergence'>{text}<br>"
             f"<small>trade-off: {cost}</small></td>"
         )
     if effect == "na":
         return (
-            f"<td class='num na'>{text}<br><small>reached the target in {_esc(_reached_text(r))} rounds: "
+            f"<td class='num na'>{text}<br><small>reached the target in {esc(reached_text(r))} rounds: "
             "not a clean gain</small></td>"
         )
     return f"<td class='num {effect}'>{text}</td>"
@@ -105,12 +105,12 @@ def _factors_text(r: ComparisonRow) -> str:
     if f is None or r.label == BASELINE:
         return ""
     unit = "epochs" if f.unit == "epochs" else "steps"
-    steps = "the baseline's (derived)" if f.steps is None and r.derived else _ratio_text(f.steps) if f.steps else "-"
-    per = _ratio_text(f.per_step) if f.per_step else "-"
+    steps = "the baseline's (derived)" if f.steps is None and r.derived else ratio_text(f.steps) if f.steps else "-"
+    per = ratio_text(f.per_step) if f.per_step else "-"
     judged = f"; judged by {f.judged_by}" if f.judged_by != JUDGED_MEASURED else ""
     return (
-        f"<br><small class='factors'>{unit} to the target {_esc(steps)} x time per {unit[:-1]} "
-        f"{_esc(per)}{_esc(judged)}</small>"
+        f"<br><small class='factors'>{unit} to the target {esc(steps)} x time per {unit[:-1]} "
+        f"{esc(per)}{esc(judged)}</small>"
     )
 
 
@@ -122,40 +122,40 @@ def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
     value = "never" if r.tta_s is None else seconds(r.tta_s)
     if r.derived:
         return (
-            f"<td class='num'>{_esc(value)}<br><small title='{_esc(r.tta_note)}'>{_esc(DERIVED_LABEL)}"
+            f"<td class='num'>{esc(value)}<br><small title='{esc(r.tta_note)}'>{esc(DERIVED_LABEL)}"
             f"</small>{_factors_text(r)}</td>"
         )
-    reached = _esc(f"reached in {_reached_text(r)}")
+    reached = esc(f"reached in {reached_text(r)}")
     if r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP:
         return (
-            f"<td class='num'>{_esc(value)} <small>({reached})</small><br><small>{_esc(r.tta_note)}</small>"
+            f"<td class='num'>{esc(value)} <small>({reached})</small><br><small>{esc(r.tta_note)}</small>"
             f"{_factors_text(r)}</td>"
         )
     if r.tta_note:
         median = " (median of the rounds that reached)" if r.tta_s is not None else ""
         return (
-            f"<td class='na'>{_esc(value + median)}; {reached}<br><small>{_esc(r.tta_note)}</small>"
+            f"<td class='na'>{esc(value + median)}; {reached}<br><small>{esc(r.tta_note)}</small>"
             f"{_factors_text(r)}</td>"
         )
-    return f"<td class='num'>{_esc(value)} <small>({reached})</small>{_factors_text(r)}</td>"
+    return f"<td class='num'>{esc(value)} <small>({reached})</small>{_factors_text(r)}</td>"
 
 
 def _step_cell(r: ComparisonRow) -> str:
     if not r.same_work:
         return "<td class='na'>changes the work per step (no per-step ratio)</td>"
-    return f"<td class='num'>{'-' if r.label == BASELINE else _esc(_ratio_text(r.step_speedup))}</td>"
+    return f"<td class='num'>{'-' if r.label == BASELINE else esc(ratio_text(r.step_speedup))}</td>"
 
 
 def _acc_cell(r: ComparisonRow, metric: str) -> str:
     if r.label == BASELINE:
-        return f"<td class='num'>test {_esc(metric)} {r.test_acc:.4f}<br><small>at convergence</small></td>"
+        return f"<td class='num'>test {esc(metric)} {r.test_acc:.4f}<br><small>at convergence</small></td>"
     cls = {"costs accuracy": "loss", "gains accuracy": "gain"}.get(r.acc_verdict, "")
-    where = "" if r.converged is True else f"<br><small class='na'>{_esc(r.acc_point)}</small>"
+    where = "" if r.converged is True else f"<br><small class='na'>{esc(r.acc_point)}</small>"
     if not where and r.accuracy_rounds < r.rounds:
         where = f"<br><small>over the {r.accuracy_rounds} rounds trained to the plateau</small>"
     return (
-        f"<td class='num'>{_esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))}<br>"
-        f"<small class='{cls}'>{_esc(r.acc_verdict)}</small>{where}</td>"
+        f"<td class='num'>{esc(pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high))}<br>"
+        f"<small class='{cls}'>{esc(r.acc_verdict)}</small>{where}</td>"
     )
 
 
@@ -165,7 +165,7 @@ def _expected(label: str) -> str:
     if label == AA_LABEL:
         return "(A/A check: the baseline against itself; should show no difference)"
     opt = registry.REGISTRY.get(label)
-    return _esc(opt.expected_effect) if opt else "(combination)"
+    return esc(opt.expected_effect) if opt else "(combination)"
 
 
 def _rounds_cell(r: ComparisonRow) -> str:
@@ -173,10 +173,10 @@ def _rounds_cell(r: ComparisonRow) -> str:
     reasons = {k: v for k, v in r.stop_reasons.items() if k != "?"}
     why = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
     stop = r.stop  # the stopping rule's: when the row's verdict settled
-    settled = f"<br><small>rounds ended after round {stop.look}: {_esc(stop.reason)}</small>" if stop else ""
+    settled = f"<br><small>rounds ended after round {stop.look}: {esc(stop.reason)}</small>" if stop else ""
     return (
         f"<td class='num'>{r.rounds}"
-        + (f"<br><small>runs stopped: {_esc(why)}</small>" if why else "")
+        + (f"<br><small>runs stopped: {esc(why)}</small>" if why else "")
         + settled
         + "</td>"
     )
@@ -191,21 +191,21 @@ def _sampled_text(r: ComparisonRow) -> str:
 
 
 def _row_html(r: ComparisonRow, c: Comparison, metric: str) -> str:
-    label = f"<td>{_esc(r.label)}</td>"
+    label = f"<td>{esc(r.label)}</td>"
     if r.status != "ok":
         return (
-            f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{_esc(r.status)}: {_esc(r.reason)}</td>"
+            f"<tr>{label}<td class='na' colspan='{_COLUMNS - 2}'>{esc(r.status)}: {esc(r.reason)}</td>"
             f"<td>{_expected(r.label)}</td></tr>"
         )
     return (
-        f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{_esc(r.primary)}</td>{_rounds_cell(r)}"
+        f"<tr>{label}{_speedup_cell(r, c.floors)}<td>{esc(r.primary)}</td>{_rounds_cell(r)}"
         f"<td class='num'>{r.epoch_s:.3f}</td><td class='num'>{r.setup_s:.3f}</td>{_tta_cell(r, c)}"
         f"{_step_cell(r)}<td class='num'>{r.step_ms:.1f}{_sampled_text(r)}</td>{_acc_cell(r, metric)}"
         f"<td>{_expected(r.label)}</td></tr>"
     )
 
 
-def _sweep_table(c: Comparison, metric: str, index: int) -> str:
+def sweep_table(c: Comparison, metric: str, index: int) -> str:
     """Every row of the comparison, then every registry entry the sweep did not measure."""
     lines = [_row_html(r, c, metric) for r in c.rows]
     measured = {r.label for r in c.rows}
@@ -214,12 +214,12 @@ def _sweep_table(c: Comparison, metric: str, index: int) -> str:
         # a sweep of a few entries (--flags): what it left out in one line, not a row each
         lines.append(
             f"<tr><td colspan='{_COLUMNS}' class='muted'>Not in this sweep ({len(missing)} registry "
-            f"entries; it measured the entries it was given): {_esc(', '.join(missing))}.</td></tr>"
+            f"entries; it measured the entries it was given): {esc(', '.join(missing))}.</td></tr>"
         )
     else:  # a sweep of every entry: an entry missing here was registered after it ran
         lines += [
-            f"<tr><td>{_esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
-            f"results</td><td>{_esc(opt.expected_effect)}</td></tr>"
+            f"<tr><td>{esc(name)}</td><td class='muted' colspan='{_COLUMNS - 2}'>not measured in these "
+            f"results</td><td>{esc(opt.expected_effect)}</td></tr>"
             for name, opt in registry.REGISTRY.items()
             if name not in measured
         ]
@@ -227,7 +227,7 @@ def _sweep_table(c: Comparison, metric: str, index: int) -> str:
         f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
         "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
         "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
-        f"<th>test {_esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
+        f"<th>test {esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
         "unless the cell says where it was read</th>"
         f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>"
     )
@@ -237,9 +237,9 @@ def _target_text(c: Comparison) -> str:
     """The target and how it was fixed: the calibration's seeds, plateaus, cadence and budget where one ran, else
     the target's source; then the censoring rule (escaped HTML)."""
     if c.target is None:
-        return f"Time to accuracy: not measured: {_esc(c.target_source)}."
+        return f"Time to accuracy: not measured: {esc(c.target_source)}."
     text = (
-        f"<b>Target</b> {c.target:.4f} on the validation metric: {_esc(c.target_source)}. Time to accuracy is "
+        f"<b>Target</b> {c.target:.4f} on the validation metric: {esc(c.target_source)}. Time to accuracy is "
         "the setup + training clock at the first validation point at or above it (setup: preparation, CSR, "
         "normalization, METIS, cache building)."
     )
@@ -248,7 +248,7 @@ def _target_text(c: Comparison) -> str:
         seeds, plateaus = cal.get("seeds") or [], ", ".join(f"{v:.4f}" for v in cal.get("plateaus") or [])
         text += (
             f" <b>Calibration</b>, before any measured round: {len(seeds)} baseline run(s) on seeds "
-            f"{_esc(seeds)} (no measured round uses them) trained to validation plateaus {_esc(plateaus)}; "
+            f"{esc(seeds)} (no measured round uses them) trained to validation plateaus {esc(plateaus)}; "
             f"margin {100 * cal.get('margin', 0.0):g} pp"
         )
         if cal.get("eval_every"):
@@ -273,16 +273,16 @@ def _target_text(c: Comparison) -> str:
     )
 
 
-def _sweep_notes(c: Comparison, index: int) -> str:
+def sweep_notes(c: Comparison, index: int) -> str:
     """The noise floor, the time-to-accuracy target and the ranking rule, printed beside the table."""
-    floors = ", ".join(f"{k.replace('_', ' ')} {_floor_text(v)}" for k, v in c.floors.items())
+    floors = ", ".join(f"{k.replace('_', ' ')} {floor_text(v)}" for k, v in c.floors.items())
     return (
         f"<p class='floor' id='noise-floor-{index}'><b>Noise floor</b> (smallest resolvable factor, from the "
         f"spread of {c.rounds} baseline processes): {floors}. A row the stopping rule stopped because its "
         "interval lay inside the floor of its own statistic says so; a row whose equivalence test shows its "
         "effect within the margin declared before the sweep says <i>no effect beyond</i> it.</p>"
         + (
-            f"<p class='floor' id='verdicts-{index}'><b>Verdicts:</b> {_esc(verdict_summary(c.rows))}.</p>"
+            f"<p class='floor' id='verdicts-{index}'><b>Verdicts:</b> {esc(verdict_summary(c.rows))}.</p>"
             if verdict_summary(c.rows)
             else ""
         )
@@ -296,14 +296,14 @@ def _sweep_notes(c: Comparison, index: int) -> str:
         "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "
         f"only when it lies within &plusmn;{NO_COST_PP} pp.</p>"
         + (
-            f"<p class='floor' id='family-{index}'><b>Many rows, one baseline:</b> {_esc(c.family)}.</p>"
+            f"<p class='floor' id='family-{index}'><b>Many rows, one baseline:</b> {esc(c.family)}.</p>"
             if c.family
             else ""
         )
     )
 
 
-def _distributed_html(c: Comparison) -> str:
+def distributed_html(c: Comparison) -> str:
     """Multi-rank configurations (:mod:`gnnbench.report.distributed_text`): scaling efficiency, communication
     share, bytes on the wire and the distributed rules of thumb (docs/rules.md) applied to each."""
     rows = [r for r in c.rows if r.status == "ok" and r.distributed]
@@ -313,12 +313,12 @@ def _distributed_html(c: Comparison) -> str:
     for r in rows:
         d = r.distributed
         cells.append(
-            f"<tr><td>{_esc(r.label)}</td><td>{d['world_size']} ({_esc(d.get('backend'))})</td>"
-            f"<td>{_esc(d.get('grad_compression') or 'none')}</td><td>{_esc(share_text(d))}</td>"
-            f"<td>{_esc(wire_text(d))}</td><td>{_esc(efficiency_text(d))}</td>"
-            f"<td>{'<br>'.join(_esc(a) for a in advice_lines(d))}</td></tr>"
+            f"<tr><td>{esc(r.label)}</td><td>{d['world_size']} ({esc(d.get('backend'))})</td>"
+            f"<td>{esc(d.get('grad_compression') or 'none')}</td><td>{esc(share_text(d))}</td>"
+            f"<td>{esc(wire_text(d))}</td><td>{esc(efficiency_text(d))}</td>"
+            f"<td>{'<br>'.join(esc(a) for a in advice_lines(d))}</td></tr>"
         )
-        cells += [f"<tr><td></td><td colspan='6'>{_esc(text)}</td></tr>" for text in detail_lines(d)]
+        cells += [f"<tr><td></td><td colspan='6'>{esc(text)}</td></tr>" for text in detail_lines(d)]
     return (
         "<h3>Distributed training</h3><p>Scaling efficiency is T1 / (N &times; TN): the single-process "
         "baseline's step against N ranks on the same global batch (1.0 is perfect scaling), with the paired "
@@ -331,13 +331,13 @@ def _distributed_html(c: Comparison) -> str:
     )
 
 
-def _derived_checks_html(c: Comparison) -> str:
+def derived_checks_html(c: Comparison) -> str:
     """Derived entries that were also trained to the target: both speedups, and whether they agree."""
     if not c.derived_checks:
         return ""
     rows = "".join(
-        f"<tr><td>{_esc(ch['label'])}</td><td class='num'>{_esc(ratio_of(ch['derived']))}</td>"
-        f"<td class='num'>{_esc(ratio_of(ch['measured']))} <small>(reached {_esc(ch.get('measured_reached'))})"
+        f"<tr><td>{esc(ch['label'])}</td><td class='num'>{esc(ratio_of(ch['derived']))}</td>"
+        f"<td class='num'>{esc(ratio_of(ch['measured']))} <small>(reached {esc(ch.get('measured_reached'))})"
         f"</small></td><td class='{'gain' if ch['agrees'] else 'muted' if ch['agrees'] is None else 'loss'}'>"
         f"{'agree' if ch['agrees'] else 'undetermined (one round)' if ch['agrees'] is None else 'DISAGREE'}"
         f"{' (the measured ratio lies inside the derived interval)' if ch['measured_inside'] else ''}</td></tr>"

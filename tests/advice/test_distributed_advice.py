@@ -76,16 +76,16 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.measure.comparison import Comparison
-    from gnnbench.report.table import _distributed_html
+    from gnnbench.report.table import distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], STEP)
     c = Comparison(
         [ComparisonRow(label="baseline"), ComparisonRow(label="data_parallel", distributed=summary)], 1, None, "", {}
     )
-    html = _distributed_html(c)
+    html = distributed_html(c)
     assert "Distributed training" in html and "0.60 [0.50, 0.70]" in html and "50%" in html
     assert "try gradient compression" in html
-    assert _distributed_html(Comparison([ComparisonRow(label="baseline")], 1, None, "", {})) == ""
+    assert distributed_html(Comparison([ComparisonRow(label="baseline")], 1, None, "", {})) == ""
 
 
 def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_path, monkeypatch):

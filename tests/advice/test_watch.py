@@ -65,7 +65,7 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     from torch.nn.modules.module import register_module_forward_hook
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    from gnnbench.advice.watch.patches import _COST_KINDS
+    from gnnbench.advice.watch.patches import COST_KINDS
 
     data, loader, model, opt = _sage_setup()
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -83,7 +83,7 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
     finally:
         for h in handles:
             h.remove()
-    assert set(w._costs) == set(_COST_KINDS) and all(c >= 0 for c in w._costs.values())
+    assert set(w._costs) == set(COST_KINDS) and all(c >= 0 for c in w._costs.values())
     assert w._costs["event"] > 0, "a phase event costs something: the estimate is never a plain zero"
     assert w.hook_counts == [1] * 4 and w.opt_counts == [1] * 4  # one model call and one optimizer step a step
     assert all(r["batches"] == 1 for r in w.records)
@@ -97,7 +97,7 @@ def test_the_overhead_estimate_counts_every_kind_of_instrumented_call():
         "optimizer": w.opt_counts,
         "next": [rec["batches"] for rec in w.records],
     }
-    parts = {k: w._costs[k] * statistics.median(counts[k]) / med for k in _COST_KINDS}
+    parts = {k: w._costs[k] * statistics.median(counts[k]) / med for k in COST_KINDS}
     assert r.overhead == pytest.approx(sum(parts.values()))
     assert all(parts[k] > 0 for k in ("event", "hook", "optimizer")), parts  # each kind is counted
     # (about ten phase events a step: wait, sample, gather, forward, backward, optimizer, transfer)

@@ -24,7 +24,7 @@ from gnnbench.measure.sequential import (
     open_rows,
     settled,
 )
-from gnnbench.measure.sequential_sim import _holm_rows, _sweeps, _t_two_sided, simulate, simulate_fwer
+from gnnbench.measure.sequential_sim import _holm_rows, _t_two_sided, load_sweeps, simulate, simulate_fwer
 from gnnbench.measure.stats import holm, paired_ratio
 
 # Monte Carlo margin of the A/A tests: 3 standard errors of a rate of 5% over TRIALS sweeps (about 0.65 pp).
@@ -257,7 +257,7 @@ def test_vectorized_holm_matches_holm(ps, alpha):
     "rule", [StoppingRule(), StoppingRule(max_rounds=7, final_share=0.5), StoppingRule(paired_floor=False)]
 )
 def test_the_simulation_applies_settled(rule):
-    out = _sweeps(
+    out = load_sweeps(
         rule, rows=6, effects=2, true_ratio=1.6, trials=150, sigma=(0.05, 0.08), drift_sd=0.02, floor="measured", seed=7
     )
     codes = {1: SIGNIFICANT, 2: BELOW_FLOOR, 3: MAX_ROUNDS, 4: FUTILE}

@@ -11,7 +11,7 @@ from gnnbench.cli.parser import build_parser
 from gnnbench.measure.comparison import compare, identity_problem, time_to_accuracy_run
 from gnnbench.measure.derived import short_epochs
 from gnnbench.measure.sweep_plan import sweep_entries
-from gnnbench.models.aggregation import Aggregator, _sparse_product_supports
+from gnnbench.models.aggregation import Aggregator, sparse_product_supports
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference
 from gnnbench.training import RunConfig, Trainer
@@ -127,7 +127,7 @@ def test_a_censored_time_to_accuracy_round_counts_at_its_budget():
 @pytest.mark.parametrize("model", ["gcn", "sage"])
 def test_evaluation_runs_the_csr_product_and_agrees_with_the_runs_own_kernel(monkeypatch, model):
     assert AggregationPolicy(mode="scatter").evaluation_mode("cpu") == "sparse"
-    half = "sparse" if _sparse_product_supports("cpu", torch.bfloat16) else "scatter"  # no such kernel: its own
+    half = "sparse" if sparse_product_supports("cpu", torch.bfloat16) else "scatter"  # no such kernel: its own
     assert AggregationPolicy(mode="scatter", dtype=torch.bfloat16).evaluation_mode("cpu") == half
     t = Trainer(dataclasses.replace(QUICK, epochs=1, model=model))
     try:

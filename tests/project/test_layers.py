@@ -92,3 +92,19 @@ def test_imports_only_point_down(path):
         if top in _BAND_OF and _BAND_OF[top] > band
     ]
     assert not upward, f"{path.relative_to(PACKAGE.parent)}: " + "; ".join(upward)
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name that starts with ``_`` is its module's own: another module that needs it needs a public name, so
+    what a module offers is what its public names say."""
+    crossing = []
+    for path in _modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gnnbench"):
+                crossing += [
+                    f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    assert not crossing, "private names imported across modules: " + "; ".join(crossing)

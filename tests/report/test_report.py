@@ -106,16 +106,16 @@ def test_effects_within_the_floor_are_below_it():
     from dataclasses import replace
 
     from gnnbench.measure.rows import ComparisonRow
-    from gnnbench.report.rows import _below_floor
+    from gnnbench.report.rows import below_floor
 
     floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
     row = ComparisonRow(label="x", primary="epoch time", significant=True, speedup=1.04)
-    assert _below_floor(row, floors)
-    assert not _below_floor(replace(row, speedup=1.2), floors)
-    assert not _below_floor(replace(row, speedup=1 / 1.2), floors)
-    assert _below_floor(replace(row, speedup=1.2, significant=False), floors)
-    assert _below_floor(replace(row, speedup=1.08, primary="time to accuracy"), floors)
-    assert not _below_floor(replace(row, speedup=1.2), {"epoch": float("nan")})
+    assert below_floor(row, floors)
+    assert not below_floor(replace(row, speedup=1.2), floors)
+    assert not below_floor(replace(row, speedup=1 / 1.2), floors)
+    assert below_floor(replace(row, speedup=1.2, significant=False), floors)
+    assert below_floor(replace(row, speedup=1.08, primary="time to accuracy"), floors)
+    assert not below_floor(replace(row, speedup=1.2), {"epoch": float("nan")})
 
 
 # ------------------------------------------------------------------ a constructed sweep (compare() on made-up runs)
@@ -530,7 +530,7 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
     such, and its machine key in words; outside git, that no date is recorded."""
     import subprocess
 
-    from gnnbench.report.sweep import _Sweep, where_measured
+    from gnnbench.report.sweep import Sweep, where_measured
     from tests.helpers import ROOT
 
     old = ROOT / "results" / "reference" / "compression-small-cpu"
@@ -538,7 +538,7 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
         "config": {"preset": "small", "device": "cpu"},
         "environment": {"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"},
     }
-    text = where_measured(_Sweep("t", [], None, group=str(old)), base)
+    text = where_measured(Sweep("t", [], None, group=str(old)), base)
     assert "AMD EPYC, 2 cores (vm; hardware class not recorded)" in text and "commit 69994c8" in text
     committed = subprocess.run(
         ["git", "log", "-1", "--format=%cs", "--", str(old)], cwd=ROOT, capture_output=True, text=True
@@ -547,8 +547,8 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
         assert f"results committed {committed} (no sweep.json records when its rounds ran)" in text
     loose = tmp_path / "sweep"
     loose.mkdir()
-    assert "date not recorded" in where_measured(_Sweep("t", [], None, group=str(loose)), base)
+    assert "date not recorded" in where_measured(Sweep("t", [], None, group=str(loose)), base)
     base["environment"]["hardware_class"] = "AMD EPYC|2 cores|24 GiB"
     (loose / "sweep.json").write_text('{"started": "2026-12-01T10:00:00"}')
-    text = where_measured(_Sweep("t", [], None, group=str(loose)), base)
+    text = where_measured(Sweep("t", [], None, group=str(loose)), base)
     assert "AMD EPYC|2 cores|24 GiB" in text and "started 2026-12-01" in text

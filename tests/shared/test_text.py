@@ -201,7 +201,7 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     from gnnbench.cli.tables import format_distributed
     from gnnbench.measure.comparison import Comparison, ComparisonRow
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
-    from gnnbench.report.table import _distributed_html
+    from gnnbench.report.table import distributed_html
 
     d = _block(
         partition=PARTITION,
@@ -222,7 +222,7 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     ]
     row = ComparisonRow(label="topk", distributed=d)
     compare = "\n".join(format_distributed([row]))
-    html = _distributed_html(Comparison([row], 1, None, "", {}))
+    html = distributed_html(Comparison([row], 1, None, "", {}))
     for figure in (share_text(d), wire_text(d)):
         assert figure in run and figure in compare and figure in html
     assert partition_text(d) in compare and partition_text(d) in html

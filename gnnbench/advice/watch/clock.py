@@ -14,8 +14,8 @@ from torch.utils.data import get_worker_info
 
 from gnnbench.advice.op_profile import OpProfile, profile_shares
 from gnnbench.advice.rules import RULES, Rules
-from gnnbench.advice.watch.patches import _Patches
-from gnnbench.advice.watch.verdict import _Verdict
+from gnnbench.advice.watch.patches import Patches
+from gnnbench.advice.watch.verdict import Verdict
 from gnnbench.measure.device_busy import BusySampler
 from gnnbench.process import StepUsage
 from gnnbench.timing import PHASE_RANGE
@@ -34,7 +34,7 @@ class WatchDone(BaseException):
     swallow it."""
 
 
-class Watch(_Patches, _Verdict):
+class Watch(Patches, Verdict):
     """Times a user's training loop from the outside (see :mod:`gnnbench.advice.watch`); use :func:`watch`.
 
     Args:
@@ -103,7 +103,7 @@ class Watch(_Patches, _Verdict):
         # trained, not a module called outside the training steps)
         self.outer_model: torch.nn.Module | None = None
         self._step_module: torch.nn.Module | None = None  # the current step's first outermost module call
-        self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (_COST_KINDS)
+        self._costs: dict[str, float] | None = None  # seconds each kind of instrumented call costs (COST_KINDS)
         self._module_hooks: tuple[Callable, Callable] | None = None  # the forward hooks, for their calibration
         self._optimizer_hooks: tuple[Callable, Callable] | None = None  # the step hooks, likewise
         self._dummy: dict[str, Any] | None = None  # what the calibration calls (:meth:`_dummies`)

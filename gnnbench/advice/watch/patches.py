@@ -1,5 +1,5 @@
 """The instrumentation of a watch: the patches that time the loop's loaders, transfers, model, backward and
-optimizer, and the calibration of their own cost at entry; :class:`Watch` gets them from :class:`_Patches`."""
+optimizer, and the calibration of their own cost at entry; :class:`Watch` gets them from :class:`Patches`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 _CALIBRATION_CALLS = 1000  # calls per kind when the instrumentation's costs are measured at entry
 # The kinds of instrumented call the overhead estimate counts per step: phase events, pass-throughs of the patched
 # Tensor.to, module calls through the forward hooks, optimizer steps through the step hooks, loader next() calls.
-_COST_KINDS = ("event", "pass", "hook", "optimizer", "next")
+COST_KINDS = ("event", "pass", "hook", "optimizer", "next")
 
 
 def _per_call(fn: Callable[[], Any], n: int = _CALIBRATION_CALLS) -> float:
@@ -61,7 +61,7 @@ class _TimedIterator:
         return getattr(self._it, name)
 
 
-class _Patches:
+class Patches:
     """The patches and their calibration; a base of :class:`~gnnbench.advice.watch.clock.Watch`, whose clocks
     (``_open``, ``_close``, ``_timed``, ``_recording``) they call."""
 
@@ -305,7 +305,7 @@ class _Patches:
         return {"next": _per_call(lambda: next(it))}
 
     def _instrumentation_costs(self, plain: dict[str, float]) -> dict[str, float]:
-        """Seconds each kind of instrumented call adds (:data:`_COST_KINDS`), measured at entry and then
+        """Seconds each kind of instrumented call adds (:data:`COST_KINDS`), measured at entry and then
         forgotten: a phase event (opened and closed, as recorded); a pass-through of the patched ``Tensor.to``
         inside an open phase, less the unpatched call; the watch's forward hooks and optimizer step hooks,
         called directly on dummies (no module or optimizer runs, so no other code's global hooks fire; torch's

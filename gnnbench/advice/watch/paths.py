@@ -2,7 +2,7 @@
 (:func:`mark_pyg_paths`): PyG's ``GCNConv`` / ``SAGEConv`` gather, per-edge normalization, aggregation and GCN
 normalization, and dropout, under the names gnnbench's own model uses (:data:`gnnbench.timing.CODE_PATHS`), so
 that ``gnnbench diagnose`` and ``gnnbench.watch`` attribute an operator alike (:mod:`gnnbench.advice.op_profile`).
-The loader's sampler and gather are marked where the watch times them (``_Patches._inside_wait``)."""
+The loader's sampler and gather are marked where the watch times them (``Patches._inside_wait``)."""
 
 from __future__ import annotations
 

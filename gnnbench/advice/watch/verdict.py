@@ -1,6 +1,6 @@
 """The verdict of a watch: the measured steps turned into a :class:`~gnnbench.advice.watch.report.WatchReport`
 (phase medians, bottleneck, the advice in the user's own terms, :data:`IN_YOUR_LOOP`, and the ``gnnbench
-compare`` command that verifies it on a twin of their graph); :class:`Watch` gets it from :class:`_Verdict`."""
+compare`` command that verifies it on a twin of their graph); :class:`Watch` gets it from :class:`Verdict`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 from gnnbench import registry
 from gnnbench.advice.op_profile import HOT_OP_SHARE, OpProfile, attribute_ops
 from gnnbench.advice.rules import Finding, allocation_finding, classify
-from gnnbench.advice.watch.patches import _COST_KINDS
+from gnnbench.advice.watch.patches import COST_KINDS
 from gnnbench.advice.watch.report import WATCH_PHASES, Advice, WatchReport, measured_overhead
 from gnnbench.flags import Flags
 from gnnbench.process import ALLOCATORS, allocator_in_effect, in_effect, shell_prefix
@@ -98,7 +98,7 @@ def _quartiles(xs: list[float]) -> dict[str, float]:
     }
 
 
-class _Verdict:
+class Verdict:
     """:meth:`report` and the facts it draws on (the loader, the model, the advice that applies); a base of
     :class:`~gnnbench.advice.watch.clock.Watch`, whose state it reads."""
 
@@ -158,7 +158,7 @@ class _Verdict:
                 "optimizer": self.opt_counts,
                 "next": [r.get("batches", 0) for r in self.records],
             }
-            report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in _COST_KINDS) / med
+            report.overhead = sum(self._costs[k] * statistics.median(counts[k]) for k in COST_KINDS) / med
             report.overhead_measured = measured_overhead()
         report.reproduce = self._reproduce(report)
         report.wall_s = self._wall_times()
