@@ -131,50 +131,26 @@ class LaborSampleCore(NeighborSampleCore):
         ``check=False`` skips the range and distinctness checks, as in
         :meth:`NeighborSampleCore.sample <gnnbench.sampling.neighbor.NeighborSampleCore.sample>`.
         """
-        seeds = self._place_seeds(seeds, check)
-        batch_key = self._batch_key()
-        nodes, touched = [seeds], [seeds]
-        rows, cols, edges, weights, pis = [], [], [], [], []
-        num_nodes, num_edges, num_cand = [seeds.numel()], [], []
-        frontier, frontier_base = seeds, 0  # the frontier's local ids are frontier_base + 0, 1, ...
-        n = seeds.numel()
-        try:
-            for hop, k in enumerate(self.fanouts):
-                start = self.rowptr.index_select(0, frontier).to(torch.int64)
-                deg = self.rowptr.index_select(0, frontier + 1).to(torch.int64) - start
-                d = deg.clamp_min(1).to(torch.float64)
-                pi = torch.ones_like(d) if k < 0 else (k / d).clamp_max_(1.0)
-                owner, pos = sample_positions(deg, -1, False, None)  # every candidate edge, grouped by owner
-                eid = start.index_select(0, owner).add_(pos)
-                nbr = self.col.index_select(0, eid).to(torch.int64)
-                num_cand.append(eid.numel())
-                if k >= 0:
-                    hop_key = splitmix64(batch_key + _signed((hop + 1) * _GOLDEN))
-                    # r < pi: probability pi to within 2^-53, and pi = 1 always keeps.
-                    keep = (keyed_uniform(nbr, hop_key) < pi.index_select(0, owner)).nonzero().view(-1)
-                    owner, eid, nbr = (t.index_select(0, keep) for t in (owner, eid, nbr))
-                local, uniq = self._relabel(nbr, n, touched)
-                rows.append(local)
-                weights.append((1.0 / pi).to(torch.float32).index_select(0, owner))
-                pis.append(pi.to(torch.float32))
-                cols.append(owner.add_(frontier_base))
-                edges.append(eid)
-                nodes.append(uniq)
-                num_nodes.append(uniq.numel())
-                num_edges.append(eid.numel())
-                frontier, frontier_base = uniq, n
-                n += uniq.numel()
-        finally:
-            self._local.index_fill_(0, torch.cat(touched), -1)
-        idx = self.col.dtype  # one cast to the graph's index dtype, as NeighborSampleCore
-        return LaborSubgraph(
-            node=torch.cat(nodes).to(idx),
-            row=torch.cat(rows).to(idx),
-            col=torch.cat(cols).to(idx),
-            edge=torch.cat(edges).to(idx),
-            num_sampled_nodes=num_nodes,
-            num_sampled_edges=num_edges,
-            weight=torch.cat(weights),
-            pi=torch.cat(pis),
-            num_candidate_edges=num_cand,
-        )
+        keys: list[Tensor] = []  # the batch's key, drawn once its seeds are placed
+        weights, pis, num_cand = [], [], []
+
+        def draw(hop: int, k: int, start: Tensor, deg: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            d = deg.clamp_min(1).to(torch.float64)
+            pi = torch.ones_like(d) if k < 0 else (k / d).clamp_max_(1.0)
+            owner, pos = sample_positions(deg, -1, False, None)  # every candidate edge, grouped by owner
+            eid = start.index_select(0, owner).add_(pos)
+            nbr = self.col.index_select(0, eid).to(torch.int64)
+            num_cand.append(eid.numel())
+            if not keys:
+                keys.append(self._batch_key())
+            if k >= 0:
+                hop_key = splitmix64(keys[0] + _signed((hop + 1) * _GOLDEN))
+                # r < pi: probability pi to within 2^-53, and pi = 1 always keeps.
+                keep = (keyed_uniform(nbr, hop_key) < pi.index_select(0, owner)).nonzero().view(-1)
+                owner, eid, nbr = (t.index_select(0, keep) for t in (owner, eid, nbr))
+            weights.append((1.0 / pi).to(torch.float32).index_select(0, owner))
+            pis.append(pi.to(torch.float32))
+            return owner, eid, nbr
+
+        hops = self.walk_hops(seeds, check, draw)
+        return LaborSubgraph(**hops, weight=torch.cat(weights), pi=torch.cat(pis), num_candidate_edges=num_cand)

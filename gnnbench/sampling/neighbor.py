@@ -12,12 +12,15 @@ How the draws are made, and why they are exact: ``docs/data-pipeline.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor
 
 from gnnbench.timing import in_code_path
+
+# a hop's edge choice: (hop, fanout, the frontier's CSR starts, its degrees) -> (owner, edge id, neighbour)
+HopDraw = Callable[[int, int, Tensor, Tensor], "tuple[Tensor, Tensor, Tensor]"]
 
 __all__ = ["SampledSubgraph", "NeighborSampleCore", "sample_positions", "distinct_positions", "FLOYD_LOOP_MAX_FANOUT"]
 
@@ -259,6 +262,20 @@ class NeighborSampleCore:
         ``check=False`` skips the range and distinctness checks, three reads of device values back to the host
         per batch: for a caller whose seeds are a slice of a permutation of valid ids (the device batch source).
         """
+
+        def draw(hop: int, k: int, start: Tensor, deg: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            owner, pos = sample_positions(deg, k, self.replace, self.generator)
+            eid = start.index_select(0, owner).add_(pos)
+            return owner, eid, self.col.index_select(0, eid).to(torch.int64)
+
+        return SampledSubgraph(**self.walk_hops(seeds, check, draw))
+
+    def walk_hops(self, seeds: Tensor, check: bool, draw: HopDraw) -> dict[str, Any]:
+        """The hop loop every sampler of this CSR shares: place ``seeds``, then per hop ``draw(hop, k, start,
+        deg)`` (the frontier's CSR offsets and degrees) picks the hop's edges as ``(owner, eid, nbr)`` (each
+        edge's frontier position, edge id and neighbour, grouped by owner); the neighbours are relabelled and the
+        next frontier is the nodes first seen in this hop. Returns the fields of a
+        :class:`SampledSubgraph`."""
         seeds = self._place_seeds(seeds, check)
         nodes = [seeds]
         touched = [seeds]  # every node with a scratch entry, restored in `finally`
@@ -269,12 +286,10 @@ class NeighborSampleCore:
         frontier, frontier_base = seeds, 0
         n = seeds.numel()
         try:
-            for k in self.fanouts:
+            for hop, k in enumerate(self.fanouts):
                 start = self.rowptr.index_select(0, frontier).to(torch.int64)
                 deg = self.rowptr.index_select(0, frontier + 1).to(torch.int64) - start
-                owner, pos = sample_positions(deg, k, self.replace, self.generator)
-                eid = start.index_select(0, owner).add_(pos)
-                nbr = self.col.index_select(0, eid).to(torch.int64)
+                owner, eid, nbr = draw(hop, k, start, deg)
                 local, uniq = self._relabel(nbr, n, touched)
                 rows.append(local)
                 cols.append(owner.add_(frontier_base))
@@ -289,11 +304,11 @@ class NeighborSampleCore:
         # One cast to the graph's index dtype (int32 with Flags.index_dtype="int32"): the batch carries it
         # into the training step's kernels.
         idx = self.col.dtype
-        return SampledSubgraph(
-            node=torch.cat(nodes).to(idx),
-            row=torch.cat(rows).to(idx),
-            col=torch.cat(cols).to(idx),
-            edge=torch.cat(edges).to(idx),
-            num_sampled_nodes=num_nodes,
-            num_sampled_edges=num_edges,
-        )
+        return {
+            "node": torch.cat(nodes).to(idx),
+            "row": torch.cat(rows).to(idx),
+            "col": torch.cat(cols).to(idx),
+            "edge": torch.cat(edges).to(idx),
+            "num_sampled_nodes": num_nodes,
+            "num_sampled_edges": num_edges,
+        }
