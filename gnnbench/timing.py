@@ -25,7 +25,17 @@ from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["PHASES", "PhaseTimer", "NullTimer", "summarize", "CODE_PATHS", "PATH_RANGE", "code_path", "in_code_path"]
+__all__ = [
+    "PHASES",
+    "PhaseTimer",
+    "NullTimer",
+    "StopClock",
+    "summarize",
+    "CODE_PATHS",
+    "PATH_RANGE",
+    "code_path",
+    "in_code_path",
+]
 
 PHASE_RANGE = "phase:"  # prefix of the profiler range of a phase (PhaseTimer.label)
 PHASES = ("sample", "negatives", "gather", "transfer", "forward", "backward", "optimizer")
@@ -79,6 +89,45 @@ def in_code_path(name: str):
         return marked
 
     return wrap
+
+
+class StopClock:
+    """A clock that runs only while it is on: :meth:`start`, :meth:`stop`, ``with clock.off():`` around time that
+    must not count (evaluation, the consumer of a generator), and :meth:`charge` for time measured elsewhere
+    that must. :attr:`seconds` is the time counted up to the last stop; a running stretch counts once stopped."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._since: float | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._since is not None
+
+    def start(self) -> None:
+        """Run from now (a running clock restarts its stretch here without losing what it counted)."""
+        self.stop()
+        self._since = time.perf_counter()
+
+    def stop(self) -> None:
+        """Add the stretch since :meth:`start` (nothing when stopped)."""
+        if self._since is not None:
+            self.seconds += time.perf_counter() - self._since
+            self._since = None
+
+    @contextmanager
+    def off(self):
+        """Stopped inside the block, running again after it (also when the block is left by an exception or
+        a generator's close)."""
+        self.stop()
+        try:
+            yield self
+        finally:
+            self.start()
+
+    def charge(self, seconds: float) -> None:
+        """Count ``seconds`` measured elsewhere (work done off the clock that belongs on it)."""
+        self.seconds += float(seconds)
 
 
 class NullTimer:

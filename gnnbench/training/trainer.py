@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from gnnbench.sampling.batch import Batch, SampledStats
-from gnnbench.timing import PhaseTimer
+from gnnbench.timing import PhaseTimer, StopClock
 from gnnbench.training.config import RunConfig
 from gnnbench.training.evaluation import EvalPoint, Evaluator
 from gnnbench.training.optim import schedule_lr
@@ -60,7 +60,9 @@ class Trainer:
         evaluation: Evaluation off the clock, with the validation curve (:class:`~gnnbench.training.evaluation.Evaluator`).
         timer: The phase timer of measured steps.
         steps_taken: Steps run so far.
-        train_seconds: The training clock: inside ``steps()``, evaluation and the consumer excluded.
+        clock: The training clock (:class:`~gnnbench.timing.StopClock`): on inside ``steps()``, off around
+            evaluation and the consumer.
+        train_seconds: The training clock's seconds.
         epoch_seconds: Each epoch on the training clock (worker start and first batch included).
         first_step_seconds: Wall time of the first step (compilation included), or ``None``.
         stopping: The stopping decision of the last ``steps()`` (:class:`~gnnbench.training.stopping.Stopping`),
@@ -78,12 +80,17 @@ class Trainer:
         self.evaluation = Evaluator(self.pipeline, config.eval_chunk_bytes)
         self.timer = PhaseTimer(self.device, sync=config.sync_phases)
         self.steps_taken = 0
-        self.train_seconds = 0.0
+        self.clock = StopClock()  # the training clock (train_seconds)
         self.epoch_seconds: list[float] = []
         self.first_step_seconds: float | None = None
         self.stopping: Stopping | None = None
         self.steps_per_epoch: int | None = None  # steps of the first epoch, once it ran
         self.sampled = SampledStats(self.pipeline.graph.num_nodes)  # the neighbour explosion, per batch
+
+    @property
+    def train_seconds(self) -> float:
+        """The training clock (:attr:`clock`) up to its last stop."""
+        return self.clock.seconds
 
     @property
     def curve(self) -> list[EvalPoint]:
@@ -137,9 +144,10 @@ class Trainer:
             clock=self._run_clock,
         )
         cadence = EvaluationCadence(stopping, cfg.eval_every, evaluate=evaluate)
-        resumed = time.perf_counter()
+        clock = self.clock
+        clock.start()
         for epoch in stopping.each_epoch():
-            epoch_start = self.train_seconds  # the clock since `resumed` lands in this epoch: epochs tile the clock
+            epoch_start = clock.seconds  # the running stretch lands in this epoch: epochs tile the clock
             pipe.model.train()
             schedule_lr(pipe.optimizer, cfg, epoch, stopping.schedule_epochs)
             batches = pipe.features.feed(pipe.batches.epoch(epoch))
@@ -147,25 +155,24 @@ class Trainer:
             try:
                 while (cap is None or taken < cap) and (step := self._train_step(batches, epoch)) is not None:
                     taken += 1
-                    self.train_seconds += time.perf_counter() - resumed  # clock stops: evaluation, consumer
-                    ending = stopping.after_step(self.steps_taken)  # a budget spent: the run ends on a point
-                    if cadence.after_step(self.steps_taken, ending):
-                        self._evaluate(epoch, stopping)
-                    stop = stopping.should_stop()
-                    yield step
-                    resumed = time.perf_counter()
+                    with clock.off():  # evaluation and the consumer are not training
+                        ending = stopping.after_step(self.steps_taken)  # a budget spent: the run ends on a point
+                        if cadence.after_step(self.steps_taken, ending):
+                            self._evaluate(epoch, stopping)
+                        stop = stopping.should_stop()
+                        yield step
                     if stop:
                         break
             finally:
                 batches.close()  # an epoch cut short must release its loader iterator (and its workers)
-            self.train_seconds += time.perf_counter() - resumed
-            self.epoch_seconds.append(self.train_seconds - epoch_start)
+            clock.stop()
+            self.epoch_seconds.append(clock.seconds - epoch_start)
             if epoch == 0 and taken:
                 self.steps_per_epoch = taken  # the first epoch's length (a sweep sizes short runs by it)
             stopping.end_epoch(epoch, taken)
             if cadence.at_epoch_end(epoch, taken, self.steps_taken):
                 self._evaluate(epoch, stopping)
-            resumed = time.perf_counter()
+            clock.start()
 
     def _train_step(self, batches: Iterator, epoch: int) -> Step | None:
         """One step on the phase timer: the epoch's next batch through the step body (``None``: no batch left).
@@ -206,7 +213,7 @@ class Trainer:
             work.pause()
             point = self.evaluation.record(self._run_clock(), self.steps_taken, epoch)
         finally:
-            self.train_seconds += work.resume()
+            self.clock.charge(work.resume())
         stopping.after_evaluation(point.val, point.step)
 
     def _account_negatives(self, batch: Batch) -> None:
