@@ -57,7 +57,7 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
-from gnnbench.measure.gate_rates import format_rates, summarize
+from gnnbench.measure.gate_rates import CARRIERS, format_rates, summarize
 from gnnbench.measure.gate_trees import trees_for
 from gnnbench.measure.regress import DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, default_benches, gate, gate_config
 
@@ -258,10 +258,6 @@ def _edit_rename(file: str, old: str, new: str):
     return edit
 
 
-# the micro-benchmark that times each path alone (its flag names the path); the optimizer and the loss have none
-CARRIER = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
-
-
 def slow_source(path: str, pct: int, frac: float, injection: str = "spin") -> str:
     """The code appended to ``path``'s module to make the step ``pct`` percent slower (``frac``: the path's
     own share of extra time or work per call)."""
@@ -303,11 +299,11 @@ def _run_record(r, path: str | None) -> dict:
     right = None
     if path is not None and hits:
         right = bool(
-            (base is not None and "baseline" in hits and base.phase in PATHS[path][4]) or CARRIER.get(path) in hits
+            (base is not None and "baseline" in hits and base.phase in PATHS[path][4]) or CARRIERS.get(path) in hits
         )
     counted = [c.name for c in r.count_regressions]
     if path is not None and counted and not right:
-        right = "baseline" in counted or CARRIER.get(path) in counted
+        right = "baseline" in counted or CARRIERS.get(path) in counted
     return {
         "seconds": r.seconds,
         "rounds": r.rounds,

@@ -19,8 +19,10 @@ from typing import Any
 
 from gnnbench.text import percent
 
-__all__ = ["wilson", "summarize", "format_rates", "TARGETS"]
+__all__ = ["wilson", "summarize", "format_rates", "TARGETS", "CARRIERS"]
 
+# the micro-benchmark that times each injected path alone (the optimizer and the loss have none)
+CARRIERS = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
 # the gate's targets on a 2-core machine: false alarms per default gate run, detection at 10% and 5%, right phase
 TARGETS = {"false_alarm": 0.05, "detect_10": 0.90, "detect_5": 0.50, "right_phase": 0.90}
 

@@ -104,9 +104,15 @@ def wall_clock_markdown(doc: dict) -> str:
             for p in (s["paths"][path].get(pct) for path in s["paths"])
             if p and p.get("delivered")
         ]
+        halves = [
+            (p["delivered"]["high"] - p["delivered"]["low"]) / 2
+            for p in (s["paths"][path].get(pct) for path in s["paths"])
+            if p and p.get("delivered") and p["delivered"].get("high") is not None
+        ]
         got = (
             f"; delivered {100 * min(delivered):+.1f} to {100 * max(delivered):+.1f}%, each checked by a "
             f"{settings.get('pilot_rounds', '?')}-round pilot"
+            + (f" (95% intervals up to +-{100 * max(halves):.0f} points)" if halves else "")
             if delivered
             else ""
         )
@@ -117,11 +123,47 @@ def wall_clock_markdown(doc: dict) -> str:
             f"Runs that failed the gate: {_rate(r['detect'])}{by(r, 'detect')}; the right phase named in "
             f"{r['right_phase']['k']} of {r['right_phase']['n']}."
         )
+    if s.get("counted"):
+        lines.append(_counts_seen(doc["results"]))
     lines.append(
         f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
         f"the null runs {_seconds(null)}."
     )
     return "\n".join(lines)
+
+
+def _counts_seen(results: dict) -> str:
+    """What the counted instructions saw: each slow commit's count ratio on the baseline (and on the path's
+    micro-benchmark where it has one), and the largest count ratio of any null run."""
+    from gnnbench.measure.gate_rates import CARRIERS
+
+    seen = []
+    slow = sorted((n for n in results if n.startswith("slow-")), key=lambda n: (n.split("-")[1], int(n.split("-")[2])))
+    for name in slow:
+        res, path = results[name], name.split("-")[1]
+        for run in res["detail"]:
+            counts = run.get("counts") or {}
+            part = f"{name} baseline {_pct_change(counts.get('baseline'))}"
+            if CARRIERS.get(path) in counts:
+                part += f", {CARRIERS[path]} {_pct_change(counts[CARRIERS[path]])}"
+            seen.append(part)
+    null = [
+        (v, bench)
+        for name, res in results.items()
+        if name.startswith("null")
+        for run in res["detail"]
+        for bench, v in (run.get("counts") or {}).items()
+    ]
+    worst = max(null, key=lambda vb: abs(vb[0] - 1.0)) if null else None
+    return (
+        "- **What the counts saw.** HEAD / BASE instructions: "
+        + "; ".join(seen)
+        + (f". Null runs: at most {_pct_change(worst[0])} ({worst[1]})." if worst else ".")
+    )
+
+
+def _pct_change(ratio: float | None) -> str:
+    return "not counted" if ratio is None else f"{100 * (ratio - 1):+.2f}%"
 
 
 def _injection(settings: dict) -> str:

@@ -67,7 +67,7 @@ def test_the_loss_path_repeats_the_loss_without_a_graph_and_returns_the_same_los
     """The slowdown only the end-to-end step shows (no micro-benchmark times the loss): the node task's loss
     computed again under ``no_grad``; the returned loss, and so the gradients, are the original's."""
     script = _script()
-    assert script.PATHS["loss"][1] == "NodeClassification" and "loss" not in script.CARRIER
+    assert script.PATHS["loss"][1] == "NodeClassification" and "loss" not in script.CARRIERS
 
     class NodeClassification:
         calls, grad_modes = 0, []

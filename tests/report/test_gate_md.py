@@ -86,3 +86,17 @@ def test_runs_that_also_counted_say_which_measure_raised_each_alarm_and_where_th
     assert cmd.startswith("python scripts/gate_error_rates.py ") and "--counts 1" in cmd
     assert "--injection work" in cmd and "--paths loss,sample" in cmd and "--null-repeats 2" in cmd
     assert "--rounds" not in cmd  # a default is not repeated
+
+
+def test_what_the_counts_saw_is_listed_per_slow_run_and_the_worst_null():
+    doc = _doc()
+    doc["settings"].update({"counts": 1})
+    for name, ratios in (("slow-sample-5", (1.012, 1.9)), ("slow-sample-10", (1.025, 3.1))):
+        res = doc["results"].setdefault(name, {**doc["results"]["slow-sample-5"], "detail": [_run(300.0)]})
+        res["detail"] = [{**_run(300.0), "counts": {"baseline": ratios[0], "micro:sampler": ratios[1]}}]
+    doc["results"]["null-comment"]["detail"][0]["counts"] = {"baseline": 0.999, "micro:gather": 1.004}
+    text = wall_clock_markdown(doc)
+    assert (
+        "slow-sample-5 baseline +1.20%, micro:sampler +90.00%; slow-sample-10 baseline +2.50%, micro:sampler +210.00%"
+    ) in text
+    assert "Null runs: at most +0.40% (micro:gather)." in text
