@@ -20,7 +20,15 @@ from gnnbench.measure.counts import counts_markdown
 from gnnbench.measure.gate_rates import summarize
 from gnnbench.text import percent
 
-__all__ = ["MARKERS", "gate_markdown", "wall_clock_markdown", "command", "EXIT_WORDS"]
+__all__ = [
+    "MARKERS",
+    "GOALS_MARKERS",
+    "gate_markdown",
+    "goals_markdown",
+    "wall_clock_markdown",
+    "command",
+    "EXIT_WORDS",
+]
 
 MARKERS = ("<!-- gate:start -->", "<!-- gate:end -->")
 
@@ -130,6 +138,93 @@ def wall_clock_markdown(doc: dict) -> str:
         f"the null runs {_seconds(null)}."
     )
     return "\n".join(lines)
+
+
+GOALS_MARKERS = ("<!-- gate-goals:start -->", "<!-- gate-goals:end -->")
+RUN_LIMIT_S = 600.0  # a default run's goal: at most 10 minutes
+
+
+def _cell(r: dict) -> str:
+    if not r["n"]:
+        return "none measured"
+    return (
+        f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} [{percent(r['low'], digits=0)}, "
+        f"{percent(r['high'], digits=0)}]"
+    )
+
+
+def goals_markdown(rates: list) -> str:
+    """``docs/regression-gate.md``'s table of the measured rates against the goals, one column per error-rate
+    file (its machine and condition in the header), generated so that the page cannot drift from the files."""
+    from gnnbench.measure.gate_rates import TARGETS
+
+    docs = [(Path(p).name, json.loads(Path(p).read_text())) for p in rates]
+    sums = [summarize(d) for _, d in docs]
+    head = ["", *(f"`{name}`" for name, _ in docs), "goal"]
+    rows = [
+        ["where", *(_where_short(d) for _, d in docs), "a 2-core runner, idle and busy"],
+        [
+            "false alarm per default run",
+            *(_cell(s["false_alarm"]) for s in sums),
+            f"at most {percent(TARGETS['false_alarm'], digits=0)}",
+        ],
+    ]
+    counted = any(s.get("counted") for s in sums)
+    if counted:
+        rows += [
+            [f"... {label}", *(_cell(s[key]) if s.get("counted") else "not counted" for s in sums), "-"]
+            for label, key in (("by wall time", "false_alarm_wall"), ("by counted instructions", "false_alarm_counts"))
+        ]
+    rows.append(["false alarm per benchmark (wall time)", *(_cell(s["false_alarm_per_bench"]) for s in sums), "-"])
+    for pct, goal in ((5, TARGETS["detect_5"]), (10, TARGETS["detect_10"])):
+        rows.append(
+            [
+                f"step {pct}% slower: detected",
+                *(_cell(s["sizes"][pct]["detect"]) if pct in s["sizes"] else "none measured" for s in sums),
+                f"at least {percent(goal, digits=0)}",
+            ]
+        )
+        if counted:
+            rows += [
+                [
+                    f"... {label}",
+                    *(
+                        _cell(s["sizes"][pct][key]) if s.get("counted") and pct in s["sizes"] else "not counted"
+                        for s in sums
+                    ),
+                    "-",
+                ]
+                for label, key in (("by wall time", "detect_wall"), ("by counted instructions", "detect_counts"))
+            ]
+    rows.append(
+        [
+            "the right phase named, of the detections",
+            *(
+                f"{sum(r['right_phase']['k'] for r in s['sizes'].values())}/"
+                f"{sum(r['right_phase']['n'] for r in s['sizes'].values())}"
+                for s in sums
+            ),
+            "-",
+        ]
+    )
+    rows.append(
+        [
+            "one default run, every run",
+            *(_seconds([r for res in d["results"].values() for r in res["detail"]]) for _, d in docs),
+            f"at most {RUN_LIMIT_S / 60:.0f} min",
+        ]
+    )
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _where_short(doc: dict) -> str:
+    kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
+    settings = doc.get("settings") or {}
+    how = "work" if settings.get("injection") == "work" else "busy-waits"
+    measures = "wall time and counts" if settings.get("counts") else "wall time"
+    return f"{cpu}, {cores} cores; {doc.get('condition') or 'condition not recorded'}; {how}; {measures}"
 
 
 def _counts_seen(results: dict) -> str:

@@ -56,6 +56,22 @@ def test_readme_gate_block_is_generated_from_the_published_gate_files():
     )
 
 
+def test_the_gate_docs_goal_table_is_generated_from_the_published_gate_files():
+    """docs/regression-gate.md's measured-against-goal table is ``gate_md.goals_markdown`` of the published
+    error-rate files: a rerun, or a figure typed by hand, fails here."""
+    from gnnbench.report.gate_md import GOALS_MARKERS, goals_markdown
+
+    docs = (ROOT / "docs" / "regression-gate.md").read_text()
+    start, end = GOALS_MARKERS
+    assert start in docs and end in docs, "docs/regression-gate.md lost its goal-table markers"
+    ref = ROOT / "results" / "reference"
+    rates = [ref / name for name in GATE_RATES if (ref / name).is_file()]
+    assert docs[docs.index(start) + len(start) : docs.index(end)] == goals_markdown(rates), (
+        "docs/regression-gate.md's goal table is stale: paste `gnnbench.report.gate_md.goals_markdown` of "
+        + ", ".join(p.name for p in rates)
+    )
+
+
 def test_readme_labor_paragraph_matches_its_sweep():
     """The LABOR paragraph's target, its calibration and the labor row's time-to-accuracy interval are those the
     committed LABOR sweep gives (the report's own loader and comparison)."""
