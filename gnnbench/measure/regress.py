@@ -445,23 +445,19 @@ def gate(
     if any(b.config.spec is None for b in benches):
         raise ValueError("the gate runs on a generated graph (a GraphSpec), not a loaded one")
     t0 = time.perf_counter()
-    # per benchmark, per side: one result per round it ran in (rounds pair by position)
-    data: dict[str, dict[str, list[dict]]] = {b.name: {"base": [], "head": []} for b in benches}
-    orders: list[list[str]] = []
-    failure: WorkerFailure | None = None
-    seconds: dict[str, list[float]] = {b.name: [] for b in benches}  # each benchmark's own seconds per process
-    overhead: list[float] = []  # each process's wall time beyond its benchmarks (start, imports, the graph)
+    log = _RoundLog.empty(benches)
     result = GateResult(
         labels[0],
         labels[1],
         rounds,
         threads,
-        orders,
+        log.orders,
         pythons=pythons if pythons["base"] != pythons["head"] else None,
         sensitivity=sensitivity,
         budget_seconds=budget_seconds,
         skipped=dict(skipped or {}),
     )
+    names = [b.name for b in benches]
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
         folder = Path(tmp)
         worker = script_in(folder)  # the gate's own worker, run against each tree's gnnbench
@@ -470,63 +466,19 @@ def gate(
             return _run_tree(trees[role], spec, out, threads, worker, timeout, pythons[role])
 
         run_one = runner or default_runner
-        todo = list(benches)
-        r = 0
+        todo, r = list(benches), 0
         while todo:
-            spec = _spec_file(todo, r, folder)
-            order = ["base", "head"]
-            random.Random(order_seed * 1_000_003 + r).shuffle(order)
-            orders.append(order)
-            ran: dict[str, dict] = {}
-            for role in order:
-                if progress:
-                    progress(r, max(rounds, r + 1), role)
-                started = time.perf_counter()
-                try:
-                    ran[role] = run_one(role, spec, folder / f"{role}-{r}.json")
-                except _WorkerFailed as exc:
-                    failure = WorkerFailure(role, r, exc.kind, exc.returncode, exc.stderr)
-                    why = f"{role}'s benchmark process {exc.kind} in round {r + 1} while running it" + (
-                        f" (exit {exc.returncode})" if exc.returncode is not None else ""
-                    )
-                    # the benchmark it was running is named; those it never reached are not judged on this round
-                    ran[role] = {
-                        b.name: {"status": "not reached", "reason": f"{role}'s process stopped before it"} for b in todo
-                    }
-                    for name, got in exc.partial.items():
-                        ran[role][name] = {"status": exc.kind, "reason": why} if got.get("status") == "running" else got
-                    break
-                wall = time.perf_counter() - started
-                overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
-            for b in todo:
-                for role in ("base", "head"):
-                    if role not in ran:
-                        got = {"status": "not run", "reason": "the round stopped before this side ran"}
-                    else:
-                        got = ran[role].get(
-                            b.name, {"status": "missing", "reason": "the benchmark process ended without its result"}
-                        )
-                    data[b.name][role].append(got)
-                    if got.get("seconds"):
-                        seconds[b.name].append(got["seconds"])
+            log.run_round(run_one, todo, r, folder, order_seed, progress, max(rounds, r + 1))
             r += 1
-            if failure is not None:
+            if log.failure is not None:
                 break
             if r < rounds:
                 continue
-            result.benches = judge([b.name for b in benches], data, sensitivity)
+            result.benches = judge(names, log.data, sensitivity)
             if budget_seconds is None or r >= max_rounds:
                 break
-            # rounds go to benchmarks whose spread cannot resolve the sensitivity, whatever their ratio: a rule
-            # that also stopped at significance would pick the rounds that make a difference significant
-            todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
-            predicted = 2 * statistics.median(overhead or [0.0]) + 2 * sum(
-                statistics.median(seconds[b.name] or [0.0]) for b in todo
-            )
-            if todo and time.perf_counter() - t0 + predicted > budget_seconds:
-                break
-            for b in todo:
-                result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
+            todo = log.more_rounds(benches, result, max_rounds, budget_seconds - (time.perf_counter() - t0))
+        failure = log.failure
         if counts and failure is None:
             started = time.perf_counter()
             result.counts, result.counts_unavailable = count_gate(
@@ -542,7 +494,7 @@ def gate(
                 progress=progress,
             )
             result.counts_seconds = time.perf_counter() - started
-    result.benches = judge([b.name for b in benches], data, sensitivity)
+    result.benches = judge(names, log.data, sensitivity)
     if failure is not None:
         result.failure = failure
     result.rounds = r
@@ -557,6 +509,91 @@ def gate(
     result.finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     result.commits = {role: commit_of(tree) for role, tree in trees.items()}
     return result
+
+
+@dataclass
+class _RoundLog:
+    """What the gate's rounds measured so far: per benchmark and side, one result per round it ran in (rounds
+    pair by position); each benchmark's own seconds per process; each process's wall time beyond its benchmarks
+    (start, imports, the graph); the sides' order per round; the failure that stopped the rounds, if any."""
+
+    data: dict[str, dict[str, list[dict]]]
+    seconds: dict[str, list[float]]
+    overhead: list[float]
+    orders: list[list[str]]
+    failure: WorkerFailure | None = None
+
+    @classmethod
+    def empty(cls, benches: list[Bench]) -> _RoundLog:
+        return cls({b.name: {"base": [], "head": []} for b in benches}, {b.name: [] for b in benches}, [], [])
+
+    def run_round(
+        self,
+        run_one: Runner,
+        todo: list[Bench],
+        r: int,
+        folder: Path,
+        order_seed: int,
+        progress: Callable[[int, int, str], None] | None,
+        planned: int,
+    ) -> None:
+        """Round ``r`` of ``todo``: both sides in a shuffled order, each one process; a process that fails
+        stops the round (:attr:`failure`), the benchmarks it had not reached read "not reached"."""
+        spec = _spec_file(todo, r, folder)
+        order = ["base", "head"]
+        random.Random(order_seed * 1_000_003 + r).shuffle(order)
+        self.orders.append(order)
+        ran: dict[str, dict] = {}
+        for role in order:
+            if progress:
+                progress(r, planned, role)
+            started = time.perf_counter()
+            try:
+                ran[role] = run_one(role, spec, folder / f"{role}-{r}.json")
+            except _WorkerFailed as exc:
+                self.failure = WorkerFailure(role, r, exc.kind, exc.returncode, exc.stderr)
+                ran[role] = _failed_side(exc, role, r, todo)
+                break
+            wall = time.perf_counter() - started
+            self.overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
+        for b in todo:
+            for role in ("base", "head"):
+                if role not in ran:
+                    got = {"status": "not run", "reason": "the round stopped before this side ran"}
+                else:
+                    missing = {"status": "missing", "reason": "the benchmark process ended without its result"}
+                    got = ran[role].get(b.name, missing)
+                self.data[b.name][role].append(got)
+                if got.get("seconds"):
+                    self.seconds[b.name].append(got["seconds"])
+
+    def more_rounds(self, benches: list[Bench], result: GateResult, max_rounds: int, left_s: float) -> list[Bench]:
+        """The benchmarks the next round measures: those whose spread cannot resolve the sensitivity now but
+        would by ``max_rounds``, whatever their ratio (a rule that also stopped at significance would pick the
+        rounds that make a difference significant), if the round is predicted to fit the ``left_s`` seconds
+        left; each one's extra round is counted in ``result``."""
+        sensitivity = result.sensitivity
+        todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
+        predicted = 2 * statistics.median(self.overhead or [0.0]) + 2 * sum(
+            statistics.median(self.seconds[b.name] or [0.0]) for b in todo
+        )
+        if todo and predicted > left_s:
+            return []
+        for b in todo:
+            result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
+        return todo
+
+
+def _failed_side(exc: _WorkerFailed, role: str, r: int, todo: list[Bench]) -> dict[str, dict]:
+    """A side whose process failed in round ``r``: the benchmark it was running named with the failure, those
+    it never reached "not reached", those it finished kept."""
+    why = f"{role}'s benchmark process {exc.kind} in round {r + 1} while running it" + (
+        f" (exit {exc.returncode})" if exc.returncode is not None else ""
+    )
+    side = {b.name: {"status": "not reached", "reason": f"{role}'s process stopped before it"} for b in todo}
+    for name, got in exc.partial.items():
+        side[name] = {"status": exc.kind, "reason": why} if got.get("status") == "running" else got
+    return side
 
 
 def _needs_rounds(v: BenchVerdict, sensitivity: float, max_rounds: int) -> bool:
