@@ -18,16 +18,19 @@ from gnnbench.training import RunConfig, config_unavailable
 
 BASELINE = "baseline"
 OPTIMIZATIONS = [BASELINE] + registry.names()
-try:  # the one benchmark workload (gnnbench/measure/workload.py)
-    from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
-except ImportError:  # asv runs these suites over older commits, from before the workload had one home
-    BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)  # tests/measure/test_workload.py: equal to the package's
+try:  # the one benchmark workload (gnnbench/measure/run/workload.py)
+    from gnnbench.measure.run.workload import BENCH_FLAGS, bench_config, bench_spec
+except ImportError:  # asv runs these suites over older commits: measure/ before its sub-packages ...
+    try:
+        from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
+    except ImportError:  # ... and from before the workload had one home
+        BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)  # tests/measure/test_workload.py: equal to the package's
 
-    def bench_spec(preset: str = "tiny") -> GraphSpec:
-        return GraphSpec.preset(preset)
+        def bench_spec(preset: str = "tiny") -> GraphSpec:
+            return GraphSpec.preset(preset)
 
-    def bench_config(flags: Flags = BENCH_FLAGS, *, preset: str = "tiny", **fields) -> RunConfig:
-        return RunConfig(spec=bench_spec(preset), flags=flags, hidden=32, **fields)
+        def bench_config(flags: Flags = BENCH_FLAGS, *, preset: str = "tiny", **fields) -> RunConfig:
+            return RunConfig(spec=bench_spec(preset), flags=flags, hidden=32, **fields)
 
 
 BENCH_SPEC = bench_spec()

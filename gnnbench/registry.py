@@ -80,7 +80,7 @@ class Optimization:
             fallback for code gnnbench did not mark.
         nproc: The world size it is measured with (``RunConfig.nproc``; 1 = one
             process). Entries of several ranks run through
-            :mod:`gnnbench.measure.launch`; with fewer ranks they say why.
+            :mod:`gnnbench.measure.run.launch`; with fewer ranks they say why.
         oom_rung: Its place on the out-of-memory ladder after halving the fanout
             and the batch (:mod:`gnnbench.advice.ladder`; 1 = first), or ``None``.
         oom_hint: The ladder's triage when this rung costs accuracy.
@@ -89,7 +89,7 @@ class Optimization:
             (``tests/training/test_same_trajectory.py`` trains the baseline and the entry on one seed and requires their
             validation curves and losses to agree within a stated tolerance); ``compare`` then derives its time
             to accuracy from its time per step and the baseline's calibrated steps to the target instead of
-            training it to the target (:mod:`gnnbench.measure.derived`).
+            training it to the target (:mod:`gnnbench.measure.compare.derived`).
     """
 
     name: str

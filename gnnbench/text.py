@@ -76,7 +76,7 @@ def ratio(
 
 def ratio_of(d: Any, **options: Any) -> str:
     """:func:`ratio` of a paired ratio: an object with ``ratio``, ``low`` and ``high`` attributes (a
-    :class:`gnnbench.measure.rows.PairedRatio` of :func:`gnnbench.measure.comparison.compare`) or a mapping with
+    :class:`gnnbench.measure.compare.rows.PairedRatio` of :func:`gnnbench.measure.compare.comparison.compare`) or a mapping with
     those keys (a scaling efficiency); ``options`` are :func:`ratio`'s keywords."""
     if not d:
         return ratio(None, **options)

@@ -2,7 +2,7 @@
 
 Each round runs ``gnnbench run ARGS --seed R --out ...`` once per tree, in an order shuffled per round, with
 the tree first on ``PYTHONPATH`` (the package is pure Python, so one environment serves both), and compares
-the per-round median step time, median epoch time and setup clock with :func:`gnnbench.measure.stats.paired_ratio`
+the per-round median step time, median epoch time and setup clock with :func:`gnnbench.measure.stats.intervals.paired_ratio`
 (``before / after``: above 1, the after tree is faster).
 
     python scripts/ab_trees.py BEFORE_DIR AFTER_DIR [--rounds 8] [-- run arguments, default --preset tiny]
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gnnbench.measure.stats import paired_ratio
+from gnnbench.measure.stats.intervals import paired_ratio
 
 METRICS = {
     "step": lambda d: d["step_seconds"]["median"],

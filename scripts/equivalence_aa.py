@@ -27,13 +27,13 @@ from pathlib import Path
 
 from gnnbench.cli.options import config_from_args
 from gnnbench.cli.parser import build_parser
-from gnnbench.measure.calibration import AA_SEED_OFFSET
-from gnnbench.measure.comparison import BASELINE, compare
-from gnnbench.measure.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.results import write_json_atomic
-from gnnbench.measure.sequential import StoppingRule
-from gnnbench.measure.sweep import run_calibration, run_sweep
-from gnnbench.measure.sweep_plan import Entry
+from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
+from gnnbench.measure.compare.comparison import BASELINE, compare
+from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
+from gnnbench.measure.run.results import write_json_atomic
+from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.plan import Entry
+from gnnbench.measure.sweep.rounds import run_calibration, run_sweep
 
 CONTROL = "half lr"
 

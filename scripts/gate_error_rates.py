@@ -57,9 +57,9 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
-from gnnbench.measure.gate_rates import CARRIERS, format_rates, summarize
-from gnnbench.measure.gate_trees import trees_for
-from gnnbench.measure.regress import DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, default_benches, gate, gate_config
+from gnnbench.measure.gate.rates import CARRIERS, format_rates, summarize
+from gnnbench.measure.gate.regress import DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, default_benches, gate, gate_config
+from gnnbench.measure.gate.trees import trees_for
 
 # path -> (module file, class, method, import line, phases the gate should name)
 PATHS = {

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gnnbench.measure.calibration import CALIBRATION  # noqa: E402
+from gnnbench.measure.compare.calibration import CALIBRATION  # noqa: E402
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau  # noqa: E402
 
 

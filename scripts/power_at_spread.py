@@ -2,7 +2,7 @@
 
 Reads a sweep folder (default: the committed reference), estimates the process-to-process spread of the
 baseline's run summaries (median step time and time to accuracy, sd of their logs), and simulates with
-``gnnbench.measure.stats_sim.simulate_calibration`` the A/A false-positive rate and the power to detect a given
+``gnnbench.measure.stats.intervals_sim.simulate_calibration`` the A/A false-positive rate and the power to detect a given
 true speedup at that spread, per row (95%) and at Holm's most stringent step for the sweep's number of rows
 (level 1 - 0.05 / rows: the worst case a row meets under family-wise control).
 
@@ -17,10 +17,10 @@ import math
 import statistics
 from pathlib import Path
 
-from gnnbench.measure.calibration import time_to
-from gnnbench.measure.comparison import compare
-from gnnbench.measure.stats import DEFAULT_REPEATS
-from gnnbench.measure.stats_sim import simulate_calibration
+from gnnbench.measure.compare.calibration import time_to
+from gnnbench.measure.compare.comparison import compare
+from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
+from gnnbench.measure.stats.intervals_sim import simulate_calibration
 from gnnbench.report.inputs import load_inputs
 
 

@@ -30,14 +30,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import gnnbench.measure.comparison as comparison_module  # noqa: E402
-import gnnbench.measure.time_to_accuracy as tta_module  # noqa: E402
-from gnnbench.measure.calibration import CALIBRATION, time_to  # noqa: E402
-from gnnbench.measure.comparison import compare, in_family  # noqa: E402
-from gnnbench.measure.crossing import interpolated_crossing  # noqa: E402
-from gnnbench.measure.paired_floor import clock_noise_sd  # noqa: E402
-from gnnbench.measure.sequential import EQUIVALENCE_FUTILITY, StoppingRule, sd_floor  # noqa: E402
-from gnnbench.measure.stats import equivalence, t_test_power  # noqa: E402
+import gnnbench.measure.compare.comparison as comparison_module  # noqa: E402
+import gnnbench.measure.compare.time_to_accuracy as tta_module  # noqa: E402
+from gnnbench.measure.compare.calibration import CALIBRATION, time_to  # noqa: E402
+from gnnbench.measure.compare.comparison import compare, in_family  # noqa: E402
+from gnnbench.measure.compare.crossing import interpolated_crossing  # noqa: E402
+from gnnbench.measure.compare.paired_floor import clock_noise_sd  # noqa: E402
+from gnnbench.measure.stats.intervals import equivalence, t_test_power  # noqa: E402
+from gnnbench.measure.stats.sequential import EQUIVALENCE_FUTILITY, StoppingRule, sd_floor  # noqa: E402
 
 
 def load(sweep: Path) -> tuple[dict, list[dict]]:
@@ -175,7 +175,7 @@ CLOCKS = {"step mean": statistics.fmean, "step median": statistics.median}
 
 def pooled_sd(by: dict[str, dict[int, dict]], clock) -> tuple[float, int]:
     """The pooled within-row sd of ``log(baseline / row)`` per round under ``clock`` (each row's deviations from
-    its own mean, as :func:`~gnnbench.measure.paired_floor.clock_noise_sd`), and its degrees of freedom."""
+    its own mean, as :func:`~gnnbench.measure.compare.paired_floor.clock_noise_sd`), and its degrees of freedom."""
     base = by.get("baseline", {})
     ss, df = 0.0, 0
     for label, rounds in by.items():
@@ -235,7 +235,7 @@ def rounds_for_equivalence(
 
 def rounds_for_effect(sd: float, effect: float, alpha: float, power: float = 0.8, most: int = 40) -> int | None:
     """The fewest rounds at which a paired t test at ``alpha`` (two-sided) sees a ratio ``effect`` with
-    ``power`` at per-round sd ``sd`` (:func:`~gnnbench.measure.stats.t_test_power`); None beyond ``most``."""
+    ``power`` at per-round sd ``sd`` (:func:`~gnnbench.measure.stats.intervals.t_test_power`); None beyond ``most``."""
     for n in range(2, most + 1):
         if t_test_power(math.log(effect) / (sd / math.sqrt(n)), n - 1, alpha) >= power:
             return n

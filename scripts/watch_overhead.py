@@ -14,7 +14,7 @@ what differs between processes (memory layout, the machine's drift) out of the r
 rounds of the interval.
 
 Printed: the watched/unwatched ratio of median steps with a paired-t 95% interval over the processes
-(``gnnbench.measure.stats.paired_ratio``, the run-level interval the rest of gnnbench reports), the
+(``gnnbench.measure.stats.intervals.paired_ratio``, the run-level interval the rest of gnnbench reports), the
 watch's own estimate from the watched processes (``WatchReport.overhead``: each instrumented call's cost measured
 at entry times its calls per step, a lower bound) beside it, and whether
 the issue's goal (under 2%) is met by the interval. The measured figure: docs/advice.md, 'What the watch
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.stats import paired_ratio
+    from gnnbench.measure.stats.intervals import paired_ratio
 
     plain, watched, estimates = [], [], []
     for r in range(args.rounds):

@@ -16,7 +16,7 @@ def distributed_advice(summary: dict, *, graph_bytes: int, device_bytes: int, ru
     """The distributed rules of thumb (``docs/rules.md``) applied to one multi-rank configuration.
 
     Args:
-        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.measure.comparison.compare`) or of a run
+        summary: The ``distributed`` figures of a compare row (:func:`gnnbench.measure.compare.comparison.compare`) or of a run
             result: ``world_size``, ``parallel``, ``grad_compression``, ``comm_share``, ``compression_ratio``.
         graph_bytes: Bytes of the graph's structure and features (what data parallel replicates per rank).
         device_bytes: Memory of one device (GPU memory; on a CPU, the machine's).

@@ -3,7 +3,7 @@
 The rungs (:data:`RUNGS`) follow the order of the rules of thumb (``docs/rules.md``), each applied on top
 of the ones before it: halve the fanout, halve the batch, store features in fp16, switch to Cluster-GCN
 subgraphs. :func:`walk` trains the configuration as given, then each rung in turn, and stops at the first
-whose measured step peak (:mod:`gnnbench.measure.step_peak`) is within the budget; the path it took is a
+whose measured step peak (:mod:`gnnbench.measure.run.step_peak`) is within the budget; the path it took is a
 :class:`LadderResult` of :class:`RungResult` rows (peak, median step time and test metric of a short run,
 or why the rung was skipped). Short runs make the accuracy figures noisy: they say where to look, and
 ``gnnbench compare`` measures a cost properly.
@@ -25,7 +25,7 @@ import torch
 from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.flags import Flags, UnavailableError, format_reasons
-from gnnbench.measure import step_peak as memory
+from gnnbench.measure.run import step_peak as memory
 from gnnbench.timing import summarize
 from gnnbench.training import RunConfig, Trainer, availability
 from gnnbench.training.pipeline import graph_of
@@ -148,7 +148,7 @@ class LadderResult:
     Args:
         budget_bytes: The budget.
         device: The device the steps ran on.
-        memory_source: How the peaks were measured (:data:`gnnbench.measure.step_peak.MEMORY_SOURCES`).
+        memory_source: How the peaks were measured (:data:`gnnbench.measure.run.step_peak.MEMORY_SOURCES`).
         probe_steps: Steps each peak was measured over.
         path: Every rung tried or skipped, in order.
     """
@@ -219,7 +219,7 @@ def walk(
     Raises:
         ValueError: a budget or ``probe_steps`` that is not a positive integer.
         UnavailableError: the configuration as given cannot run here (nothing to walk down from), or its
-            step memory cannot be measured here (:func:`gnnbench.measure.step_peak.unavailable`: compile off CUDA).
+            step memory cannot be measured here (:func:`gnnbench.measure.run.step_peak.unavailable`: compile off CUDA).
     """
     if isinstance(budget_bytes, bool) or not isinstance(budget_bytes, int) or budget_bytes < 1:
         raise ValueError(f"the memory budget must be a positive number of bytes (got {budget_bytes!r})")

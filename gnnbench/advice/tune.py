@@ -25,10 +25,10 @@ from gnnbench.advice.diagnose import Diagnosis, diagnose
 from gnnbench.advice.rules import RULES
 from gnnbench.advice.swaps import SWAP_PREFIX, changed_fields, swap_entries, swap_moves
 from gnnbench.env import resolve_device
-from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
-from gnnbench.measure.comparison import ComparisonRow
-from gnnbench.measure.measure_sweep import measure_sweep
-from gnnbench.measure.sweep import run_calibration
+from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
+from gnnbench.measure.compare.comparison import ComparisonRow
+from gnnbench.measure.sweep.full import measure_sweep
+from gnnbench.measure.sweep.rounds import run_calibration
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
 

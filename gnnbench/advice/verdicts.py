@@ -9,7 +9,7 @@ from typing import Iterable
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis
-from gnnbench.measure.comparison import BASELINE, FLOOR_KEY, ComparisonRow
+from gnnbench.measure.compare.comparison import BASELINE, FLOOR_KEY, ComparisonRow
 from gnnbench.text import noise_floor, pp, ratio
 
 __all__ = ["verify_names", "verdicts"]
@@ -27,11 +27,11 @@ def verify_names(d: Diagnosis, top: int = 3) -> list[str]:
 
 
 def verdicts(rows: Iterable[ComparisonRow], floors: dict[str, float] | None = None) -> list[str]:
-    """One line per measured recommendation (rows of :func:`gnnbench.measure.comparison.compare`): does it pay
+    """One line per measured recommendation (rows of :func:`gnnbench.measure.compare.comparison.compare`): does it pay
     here?
 
     An interval that contains 1 is never "does not pay": with the noise floor of its metric (``floors``, from
-    :class:`~gnnbench.measure.comparison.Comparison`) it is "not resolved" when every gain it admits is below
+    :class:`~gnnbench.measure.compare.comparison.Comparison`) it is "not resolved" when every gain it admits is below
     the floor, and "no significant difference" (more rounds would tell) when it admits a gain above it. Only a
     significant slowdown does not pay."""
     floors = floors or {}

@@ -27,12 +27,12 @@ __all__ = ["cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gnnbench.measure.run import run
+    from gnnbench.measure.run.single import run
 
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
     config = with_nproc(config_from_args(args, args.flags), args)
-    if config.nproc > 1:  # torchrun ranks (gnnbench.measure.launch)
+    if config.nproc > 1:  # torchrun ranks (gnnbench.measure.run.launch)
         return run_distributed(config, args)
     opened = source_from_args(args)
     bar, update = training_bar("training")
@@ -64,7 +64,7 @@ def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
     """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.advice.ladder`); 1 when nothing fits."""
     from gnnbench.advice.ladder import walk
     from gnnbench.cli.tables import format_ladder
-    from gnnbench.measure.results import write_json_atomic
+    from gnnbench.measure.run.results import write_json_atomic
 
     config = config_from_args(args, args.flags)
     result = walk(config, budget, progress=lambda r: print(f"  {r.rung}: {r.status}", file=sys.stderr, flush=True))
@@ -86,8 +86,8 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.measure_sweep import measure_sweep
-    from gnnbench.measure.sweep_plan import check_also_measured
+    from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.plan import check_also_measured
 
     base = with_nproc(config_from_args(args, []), args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
@@ -140,7 +140,7 @@ def _executor(args: argparse.Namespace, out_dir: str):
         return None
     from pathlib import Path
 
-    from gnnbench.measure.executors import RoundExecutor
+    from gnnbench.measure.sweep.executors import RoundExecutor
 
     return RoundExecutor(
         args.executor,
@@ -197,7 +197,7 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
     """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
     whether each pays here; 1 when a measured run failed."""
     from gnnbench.advice.verdicts import verdicts, verify_names
-    from gnnbench.measure.measure_sweep import measure_sweep
+    from gnnbench.measure.sweep.full import measure_sweep
 
     labels = verify_names(d, top=args.top)
     if not labels:
@@ -360,15 +360,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_regress(args: argparse.Namespace) -> int:
-    """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.regress`). Exit 1 on a
+    """``gnnbench regress BASE [HEAD]``: the regression gate (:mod:`gnnbench.measure.gate.regress`). Exit 1 on a
     regression or a benchmark lost in HEAD; 2 when the trees cannot be compared or a benchmark process crashed
     or timed out (the JSON says which side, with its stderr's tail); 3 when no regression was seen but the
     machine was too noisy to see one of ``--sensitivity``; 0 otherwise."""
     import time
 
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.gate_run import run_gate
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.run import run_gate
+    from gnnbench.measure.gate.text import format_gate
 
     clock = {"t0": time.perf_counter(), "done": 0}
 
@@ -432,7 +432,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
 def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
     """``regress --bisect``: the first bad commit (``out["first_bad_commit"]``, and ``--out`` again)."""
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.gate_trees import WORKING_TREE
+    from gnnbench.measure.gate.trees import WORKING_TREE
 
     if args.head == WORKING_TREE:
         print(
@@ -453,7 +453,7 @@ def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.measure_sweep import measure_sweep
+    from gnnbench.measure.sweep.full import measure_sweep
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
@@ -494,7 +494,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from gnnbench.measure.run import run
+    from gnnbench.measure.run.single import run
 
     config = config_from_args(args, args.flags)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])

@@ -58,7 +58,7 @@ def parse_flags(text: str) -> list[str]:
 def parse_benches(text: str) -> list[str]:
     """``regress --bench``: registry entries (``a+b`` combinations too), ``baseline`` and the micro-benchmarks
     (``micro:sampler``, ``micro:gather``, ``micro:aggregation``)."""
-    from gnnbench.measure.regress import MICRO
+    from gnnbench.measure.gate.regress import MICRO
 
     names = [t.strip() for t in text.split(",") if t.strip()]
     bad = [n for n in names if n.startswith("micro:") and n not in MICRO]
@@ -372,8 +372,8 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_calibration_args(p: argparse.ArgumentParser) -> None:
-    """The target of a sweep, fixed before it (gnnbench.measure.calibration): compare, diagnose --verify, tune."""
-    from gnnbench.measure.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
+    """The target of a sweep, fixed before it (gnnbench.measure.compare.calibration): compare, diagnose --verify, tune."""
+    from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
 
     p.add_argument(
         "--calibration-runs",

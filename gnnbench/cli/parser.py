@@ -16,10 +16,10 @@ from gnnbench.cli.options import (
     parse_benches,
     parse_flags,
 )
-from gnnbench.measure.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.regress import COUNT_PROCESSES, DEFAULT_ROUNDS
-from gnnbench.measure.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
-from gnnbench.measure.stats import DEFAULT_REPEATS
+from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
+from gnnbench.measure.gate.regress import COUNT_PROCESSES, DEFAULT_ROUNDS
+from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
+from gnnbench.measure.stats.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 
 __all__ = ["build_parser"]
 

@@ -1,6 +1,6 @@
 """What the commands show on stderr while they measure: a training run's step bar (:func:`training_bar`), a
 sweep's calibration lines and run bar with its time left (:class:`SweepLines`), and ``gpu-check``'s line per run
-(:class:`RunLines`). The library reports through :class:`~gnnbench.measure.measure_sweep.SweepProgress`; only
+(:class:`RunLines`). The library reports through :class:`~gnnbench.measure.sweep.full.SweepProgress`; only
 this module prints it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from typing import Callable
 
 from gnnbench.cli.eta import Eta, duration
-from gnnbench.measure.measure_sweep import SweepProgress
+from gnnbench.measure.sweep.full import SweepProgress
 
 __all__ = ["training_bar", "SweepLines", "RunLines", "run_seconds"]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.measure.best_set import outcome_line
-from gnnbench.measure.comparison import (
+from gnnbench.measure.compare.comparison import (
     BASELINE,
     STATIC_LIST,
     ComparisonRow,
@@ -15,7 +14,8 @@ from gnnbench.measure.comparison import (
     tradeoffs,
     verdict_summary,
 )
-from gnnbench.measure.results import RunResult, graph_label
+from gnnbench.measure.run.results import RunResult, graph_label
+from gnnbench.measure.sweep.best_set import outcome_line
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
 
@@ -237,7 +237,7 @@ def _device_ms(row: ComparisonRow, phases: tuple[str, ...]) -> str:
 
 
 def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
-    """The comparison table (:class:`gnnbench.measure.comparison.Comparison`): the primary speedup (time to accuracy
+    """The comparison table (:class:`gnnbench.measure.compare.comparison.Comparison`): the primary speedup (time to accuracy
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
     c = comparison
@@ -375,7 +375,7 @@ def _factor_cells(r: ComparisonRow, base: bool) -> tuple[str, str]:
 
 def headline(c, best_set=None) -> list[str]:
     """What pays here, from this sweep's measurement: the measured best set first (its own rounds,
-    :mod:`gnnbench.measure.best_set`), the measured best row at no accuracy cost, the trade-offs, and what the
+    :mod:`gnnbench.measure.sweep.best_set`), the measured best row at no accuracy cost, the trade-offs, and what the
     registry's static list measured (a guess, never the headline)."""
 
     def effect(r: ComparisonRow) -> str:

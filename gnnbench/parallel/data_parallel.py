@@ -51,7 +51,7 @@ def wrap_model(
 
     Raises:
         UnavailableError: ``parallel="data"`` without an initialized process group of
-            ``ctx.world_size`` ranks (run it through :mod:`gnnbench.measure.launch`).
+            ``ctx.world_size`` ranks (run it through :mod:`gnnbench.measure.run.launch`).
     """
     if flags.parallel != "data":
         return model, NO_COMM
@@ -60,7 +60,7 @@ def wrap_model(
             [
                 Unavailable(
                     "parallel",
-                    "data parallel runs on ranks started by gnnbench.measure.launch (torchrun); no process group here",
+                    "data parallel runs on ranks started by gnnbench.measure.run.launch (torchrun); no process group here",
                 )
             ]
         )

@@ -127,7 +127,7 @@ class PartitionParallel:
     ) -> None:
         if not dist.is_available() or not dist.is_initialized():
             raise ValueError(
-                "partition-parallel training runs on ranks started by gnnbench.measure.launch "
+                "partition-parallel training runs on ranks started by gnnbench.measure.run.launch "
                 "(torchrun); no process group here"
             )
         self.rank, self.world = dist.get_rank(), dist.get_world_size()

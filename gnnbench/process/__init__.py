@@ -82,7 +82,7 @@ def start_mismatch(flags: Flags) -> str | None:
 
 def start_refusal(flags: Flags) -> list[Unavailable]:
     """An allocator other than the baseline that this process does not run: it is set when a process starts, so
-    a trainer refuses it rather than measure the allocator this process has (``gnnbench.measure.run`` starts a
+    a trainer refuses it rather than measure the allocator this process has (``gnnbench.measure.run.single`` starts a
     process for it). The baseline is the process as it was started; its result records what that was."""
     if flags.allocator == BASELINE_ALLOCATOR:
         return []

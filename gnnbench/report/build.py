@@ -1,6 +1,6 @@
 """Build the self-contained HTML report (plotly charts, plotly.js inlined: no network needed).
 
-Each sweep section is a :func:`gnnbench.measure.comparison.compare` of the sweep's runs: the time-to-accuracy
+Each sweep section is a :func:`gnnbench.measure.compare.comparison.compare` of the sweep's runs: the time-to-accuracy
 speedup against a target fixed in advance by calibration (epoch time where no target exists), with run-level 95%
 intervals; rounds that missed the target by their budget are censored, so the row shows a bound ("reached in k of
 R") and ranks after rows that reached in every round. Beside it: the noise floor, the paired accuracy delta at

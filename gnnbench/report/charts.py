@@ -4,7 +4,7 @@ a figure is embedded in the page (plotly.js itself is inlined once, by :func:`gn
 
 from __future__ import annotations
 
-from gnnbench.measure.comparison import (
+from gnnbench.measure.compare.comparison import (
     BASELINE,
     E2E_BASELINE,
     NO_COST_PP,
@@ -13,7 +13,7 @@ from gnnbench.measure.comparison import (
     in_family,
     pareto_front,
 )
-from gnnbench.measure.rows import EPOCH_TIME, TIME_TO_ACCURACY
+from gnnbench.measure.compare.rows import EPOCH_TIME, TIME_TO_ACCURACY
 from gnnbench.report.rows import effect_kind, esc, reached_text, speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES

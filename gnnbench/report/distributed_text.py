@@ -4,7 +4,7 @@ partition parallelism, a gradient compression's accuracy against dense data para
 of :func:`gnnbench.advice.distributed.distributed_advice` applied to them.
 
 Each function reads a ``distributed`` block: a run result's, or the summary of a compare row
-(:func:`gnnbench.measure.distributed.distributed_summary`), and returns plain text (``n/a`` where a figure is
+(:func:`gnnbench.measure.compare.distributed.distributed_summary`), and returns plain text (``n/a`` where a figure is
 missing); the report escapes it.
 """
 

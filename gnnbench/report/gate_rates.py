@@ -1,5 +1,5 @@
 """How often the regression gate (``gnnbench regress``) is wrong: the error rates measured on throwaway commits
-(:mod:`gnnbench.measure.gate_rates`) against their targets, overall and per slowed code path.
+(:mod:`gnnbench.measure.gate.rates`) against their targets, overall and per slowed code path.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from gnnbench.text import percent
 
 def gate_rates_section(inputs: ReportInputs) -> str:
     """How often the regression gate (``gnnbench regress``) is wrong, as measured on throwaway commits."""
-    from gnnbench.measure.gate_rates import TARGETS
+    from gnnbench.measure.gate.rates import TARGETS
 
     g = inputs.gate_rates
     head = "<h2 id='gate-rates'>How often the regression gate is wrong</h2>"

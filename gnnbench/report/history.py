@@ -1,5 +1,5 @@
 """History across commits: asv's step time per optimization with its intervals, the stored gate runs' head step
-times, and the change points asv's step detection finds in both (:mod:`gnnbench.measure.history`).
+times, and the change points asv's step detection finds in both (:mod:`gnnbench.measure.gate.history`).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ def gate_history_section(inputs: ReportInputs) -> str:
 
 
 def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "change-points") -> str:
-    """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.history`)."""
-    from gnnbench.measure.history import available, change_points
+    """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.gate.history`)."""
+    from gnnbench.measure.gate.history import available, change_points
 
     why = available()
     if why:

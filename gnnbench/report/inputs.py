@@ -11,7 +11,7 @@ from typing import Any, Iterable
 
 __all__ = ["ReportInputs", "load_inputs", "asv_series", "inputs_fingerprint"]
 
-MANIFEST = "sweep.json"  # gnnbench.measure.sweep.MANIFEST: marks a sweep's directory
+MANIFEST = "sweep.json"  # gnnbench.measure.sweep.rounds.MANIFEST: marks a sweep's directory
 _SWEEP_NAME = re.compile(r"^(?P<label>.+)-r(?P<round>\d+)-[0-9a-f]{12}\.json$")  # <label>-r<round>-<key>.json
 _V1_NAME = re.compile(r"^(?P<label>.+?)-seed\d+")  # <label>-seed<s>-<key>.json (schema 1 sweeps)
 
@@ -27,7 +27,7 @@ class ReportInputs:
         pytest_benchmarks: pytest-benchmark ``--benchmark-json`` documents.
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
         gate_rates: The regression gate's measured error rates, summarized
-            (:func:`gnnbench.measure.gate_rates.summarize`).
+            (:func:`gnnbench.measure.gate.rates.summarize`).
         gate_runs: Stored gate runs (``gnnbench regress --out``), oldest first: their head step times over
             commits are a history of their own.
         sources: The files read.
@@ -76,9 +76,9 @@ def _sweep_dir(f: Path, root: Path) -> Path:
 
 
 def sweep_rule(group: Path):
-    """The stopping rule a sweep's manifest recorded (:class:`gnnbench.measure.sequential.StoppingRule`), or
+    """The stopping rule a sweep's manifest recorded (:class:`gnnbench.measure.stats.sequential.StoppingRule`), or
     ``None`` for a sweep that ran every round."""
-    from gnnbench.measure.sequential import StoppingRule
+    from gnnbench.measure.stats.sequential import StoppingRule
 
     rule = (_read_json(group / MANIFEST) or {}).get("rule")
     return StoppingRule.from_dict(rule) if rule else None
@@ -134,7 +134,7 @@ def _infer_optimizations(label: str, flags: dict, base_flags: dict | None) -> li
 
 
 def _load_run(f: Path, root: Path) -> dict | None:
-    from gnnbench.measure.results import load_result
+    from gnnbench.measure.run.results import load_result
 
     if f.name.startswith(".") or f.name.endswith(".failed.json") or f.name == MANIFEST:
         return None
@@ -151,7 +151,7 @@ def _load_run(f: Path, root: Path) -> dict | None:
 
 
 def _fill_optimizations(runs: list[dict]) -> None:
-    from gnnbench.measure.comparison import BASELINE
+    from gnnbench.measure.compare.comparison import BASELINE
 
     base_flags = {}
     for r in runs:
@@ -205,7 +205,7 @@ def load_inputs(
     if asv_results is not None:
         out.asv = _load_asv(Path(asv_results), out.sources)
     if gate_rates is not None:
-        from gnnbench.measure.gate_rates import summarize
+        from gnnbench.measure.gate.rates import summarize
 
         doc = _read_json(Path(gate_rates))
         if doc is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from gnnbench.measure.comparison import BASELINE, FLOOR_KEY, ComparisonRow, PairedRatio
+from gnnbench.measure.compare.comparison import BASELINE, FLOOR_KEY, ComparisonRow, PairedRatio
 from gnnbench.text import absent, noise_floor, ratio, ratio_of
 
 _BOUND_SIGN = {"at most": "≤ ", "at least": "≥ "}  # a censored time-to-accuracy ratio is a bound

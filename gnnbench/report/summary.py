@@ -4,9 +4,16 @@ one, and what pays here at what accuracy.
 
 from __future__ import annotations
 
-from gnnbench.measure.best_set import outcome_line
-from gnnbench.measure.comparison import BASELINE, STATIC_LIST, ComparisonRow, in_family, measured_best, tradeoffs
-from gnnbench.measure.rows import TIME_TO_ACCURACY
+from gnnbench.measure.compare.comparison import (
+    BASELINE,
+    STATIC_LIST,
+    ComparisonRow,
+    in_family,
+    measured_best,
+    tradeoffs,
+)
+from gnnbench.measure.compare.rows import TIME_TO_ACCURACY
+from gnnbench.measure.sweep.best_set import outcome_line
 from gnnbench.report.charts import figure_html, tradeoff_chart
 from gnnbench.report.rows import esc, ratio_text, speedup_text
 from gnnbench.report.sweep import Sweep, best_set_outcome, where_measured

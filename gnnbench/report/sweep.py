@@ -1,5 +1,5 @@
 """The report's sweeps: the runs grouped by sweep directory and compared
-(:func:`gnnbench.measure.comparison.compare`), and each sweep's section: what was measured and how (graph, model,
+(:func:`gnnbench.measure.compare.comparison.compare`), and each sweep's section: what was measured and how (graph, model,
 optimizer, training length, seeds, identity), then its tables and charts.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gnnbench.measure.best_set import BEST_SET_DIR, BestSetOutcome
-from gnnbench.measure.calibration import CALIBRATION, Calibration
-from gnnbench.measure.comparison import BASELINE, Comparison, compare
-from gnnbench.measure.results import graph_label
+from gnnbench.measure.compare.calibration import CALIBRATION, Calibration
+from gnnbench.measure.compare.comparison import BASELINE, Comparison, compare
+from gnnbench.measure.run.results import graph_label
+from gnnbench.measure.sweep.best_set import BEST_SET_DIR, BestSetOutcome
 from gnnbench.report.charts import sweep_charts
 from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
 from gnnbench.report.rows import esc
@@ -66,7 +66,7 @@ def _ran_text(c: Comparison, cfg: dict) -> str:
     (the stopping rule gives fewer to rows it settled)."""
     from collections import Counter
 
-    from gnnbench.measure.comparison import in_family
+    from gnnbench.measure.compare.comparison import in_family
 
     cal = c.calibration or {}
     if cal.get("step_budget") and c.target is not None:
@@ -173,7 +173,7 @@ def _recorded_calibration(group: Path, runs: list[dict]) -> Calibration | None:
 def _read_manifest(group: Path) -> dict | None:
     import json
 
-    from gnnbench.measure.sweep import MANIFEST
+    from gnnbench.measure.sweep.rounds import MANIFEST
 
     try:
         return json.loads((group / MANIFEST).read_text())
@@ -230,7 +230,7 @@ def _committed_on(folder: Path) -> str | None:
 def best_set_outcome(sweep: Sweep, sweeps: list[Sweep]) -> BestSetOutcome | None:
     """The best set ``sweep`` chose (from its manifest) and what its own rounds measured (the ``best-set`` sweep
     among ``sweeps``), or ``None`` for a sweep that chose none."""
-    from gnnbench.measure.best_set import BestSetChoice
+    from gnnbench.measure.sweep.best_set import BestSetChoice
 
     recorded = (_read_manifest(Path(sweep.group)) or {}).get("best_set") if sweep.group else None
     if not recorded:

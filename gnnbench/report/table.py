@@ -6,7 +6,7 @@ check of derived entries against measured ones.
 from __future__ import annotations
 
 from gnnbench import registry
-from gnnbench.measure.comparison import (
+from gnnbench.measure.compare.comparison import (
     AA_LABEL,
     BASELINE,
     NO_COST_PP,
@@ -15,8 +15,8 @@ from gnnbench.measure.comparison import (
     no_effect_text,
     verdict_summary,
 )
-from gnnbench.measure.derived import DERIVED_LABEL
-from gnnbench.measure.rows import JUDGED_MEASURED, JUDGED_PER_STEP
+from gnnbench.measure.compare.derived import DERIVED_LABEL
+from gnnbench.measure.compare.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.rows import (
     below_floor,

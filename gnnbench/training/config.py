@@ -88,8 +88,8 @@ class RunConfig:
             full-neighbourhood evaluation, which runs layer by layer a chunk at
             a time (:mod:`gnnbench.models.inference`; default 256 MiB, at least 64 KiB).
         nproc: Ranks training together (default 1). With ``nproc > 1``
-            :func:`gnnbench.measure.run.run` launches the run through torchrun
-            (:mod:`gnnbench.measure.launch`); it needs a parallel mode
+            :func:`gnnbench.measure.run.single.run` launches the run through torchrun
+            (:mod:`gnnbench.measure.run.launch`); it needs a parallel mode
             (``Flags.parallel``).
     """
 

@@ -250,7 +250,7 @@ class Stopping:
     def after_evaluation(self, val: float, steps: int) -> None:
         """A validation point ``val`` after ``steps`` steps: the plateau rule reads it, and a time-to-accuracy
         run stops at it when it is at or above ``config.stop_at`` (the tolerance of
-        :func:`gnnbench.measure.calibration.time_to`) after ``config.min_steps`` steps (a sweep keeps a
+        :func:`gnnbench.measure.compare.calibration.time_to`) after ``config.min_steps`` steps (a sweep keeps a
         baseline's epochs that its short runs are read against). Both agreed across ranks."""
         cfg, reached = self.config, False
         if self.plateau is not None:

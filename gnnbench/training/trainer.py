@@ -1,6 +1,6 @@
 """The training loop: :meth:`Trainer.steps` is the only training loop in gnnbench.
 
-``gnnbench run`` (through :func:`gnnbench.measure.run.run`), the asv suites and the pytest-benchmark suite all
+``gnnbench run`` (through :func:`gnnbench.measure.run.single.run`), the asv suites and the pytest-benchmark suite all
 time the same ``steps()``. The trainer builds its pipeline once (:func:`~gnnbench.training.pipeline.assemble`),
 then steps; it never reads a flag value. Reading the loop::
 

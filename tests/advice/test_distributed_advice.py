@@ -3,8 +3,8 @@
 from gnnbench.advice.distributed import distributed_advice
 from gnnbench.advice.rules import RULES, Rules
 from gnnbench.cli.tables import format_distributed
-from gnnbench.measure.comparison import ComparisonRow, PairedRatio
-from gnnbench.measure.comparison import distributed_summary as _distributed_summary
+from gnnbench.measure.compare.comparison import ComparisonRow, PairedRatio
+from gnnbench.measure.compare.comparison import distributed_summary as _distributed_summary
 
 GiB = 2**30
 STEP = PairedRatio(ratio=1.2, low=1.0, high=1.4, significant=True, rounds=2, p=0.01, log_ratios=[])  # 2 ranks
@@ -75,7 +75,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
-    from gnnbench.measure.comparison import Comparison
+    from gnnbench.measure.compare.comparison import Comparison
     from gnnbench.report.table import distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], STEP)
@@ -96,10 +96,10 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     from gnnbench import registry
     from gnnbench.env import environment
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.launch import rank_threads
-    from gnnbench.measure.results import RunResult, write_json_atomic
-    from gnnbench.measure.sweep import _stored
-    from gnnbench.measure.sweep_plan import Entry
+    from gnnbench.measure.run.launch import rank_threads
+    from gnnbench.measure.run.results import RunResult, write_json_atomic
+    from gnnbench.measure.sweep.plan import Entry
+    from gnnbench.measure.sweep.rounds import _stored
     from gnnbench.training import RunConfig
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -170,7 +170,7 @@ def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) 
 
 
 def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
-    from gnnbench.measure.comparison import compare
+    from gnnbench.measure.compare.comparison import compare
 
     runs = [
         _partition_run(label, k, step, PART if label == "partition_metis" else None)
@@ -193,7 +193,7 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
 
 
 def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
-    from gnnbench.measure.comparison import compare
+    from gnnbench.measure.compare.comparison import compare
 
     def run(label: str, rnd: int, test: float) -> dict:
         r = _partition_run(label, rnd, 0.1)

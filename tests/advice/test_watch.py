@@ -432,7 +432,12 @@ def test_the_profile_attributes_a_pyg_gcn_loops_operators_by_code_path():
         paths["aggregate.edge_norm"] + paths.get("aggregate.gather", 0) + paths.get("aggregate.scatter", 0)
     )
     r = w.report()
-    assert all(h.entries or not h.paths for h in r.hot_ops), "an operator in a marked path has its entries"
+    # each hot operator lists the entries the rule credits with enough of it (a loaded machine can shift the
+    # shares, so which entries those are is read from this profile, not expected here)
+    for h in r.hot_ops:
+        assert set(h.entries) == {
+            o.name for o in registry.for_task("node") if profile.credit(o).get(h.op, 0.0) >= MIN_CREDIT_OF_OP * h.share
+        }, h
     assert "no entry targets it" not in next((ln for ln in r.format().splitlines() if "aten::mul " in ln), "")
 
 
@@ -483,7 +488,7 @@ def test_on_a_cpu_no_busy_share_is_claimed():
 def test_the_device_busy_share_comes_from_nvml_on_cuda():
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    from gnnbench.measure.device_busy import BusySampler
+    from gnnbench.measure.run.device_busy import BusySampler
 
     torch.manual_seed(0)
     data = _data()

@@ -235,7 +235,7 @@ def test_run_command_errors(capsys):
 
 def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_entry_does_not(capsys):
     from gnnbench.cli.commands import _failures
-    from gnnbench.measure.sweep import SweepResults
+    from gnnbench.measure.sweep.rounds import SweepResults
 
     results = SweepResults(
         [

@@ -8,8 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gnnbench.measure import measure_sweep as ms
-from gnnbench.measure.best_set import (
+from gnnbench.measure.compare.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
+from gnnbench.measure.compare.rows import ComparisonRow
+from gnnbench.measure.sweep import full as ms
+from gnnbench.measure.sweep.best_set import (
     BEST_SET_DIR,
     BEST_SET_SEED_OFFSET,
     BestSetChoice,
@@ -18,9 +20,7 @@ from gnnbench.measure.best_set import (
     outcome_line,
     set_base,
 )
-from gnnbench.measure.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
-from gnnbench.measure.rows import ComparisonRow
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.training import RunConfig
 from tests.measure.test_sweep import _result, _sweep
 
@@ -45,7 +45,7 @@ def _row(
 @pytest.fixture
 def runs_anywhere(monkeypatch):
     """Every combination runs on this device (the device's own refusals are tested apart)."""
-    from gnnbench.measure import best_set
+    from gnnbench.measure.sweep import best_set
 
     monkeypatch.setattr(best_set, "config_unavailable", lambda config, device=None: {})
 
@@ -102,7 +102,7 @@ def test_rows_significant_alone_are_candidates_after_the_family_wise_ones(runs_a
 
 
 def test_an_entry_that_cannot_run_with_the_set_on_this_device_is_left_out_with_the_reason(monkeypatch):
-    from gnnbench.measure import best_set
+    from gnnbench.measure.sweep import best_set
 
     def cannot(config, device=None):  # a constructed device refusal of the pair
         if config.flags.aggregation == "sparse" and config.flags.precision == "full":

@@ -1,8 +1,8 @@
-"""gnnbench.measure.comparison: the references of multi-rank rows are found by what they are (their flags),
+"""gnnbench.measure.compare.comparison: the references of multi-rank rows are found by what they are (their flags),
 whatever their labels, never by a registry entry's name."""
 
 from gnnbench.flags import Flags
-from gnnbench.measure.comparison import compare
+from gnnbench.measure.compare.comparison import compare
 from tests.advice.test_distributed_advice import PART, _partition_run
 
 
@@ -124,7 +124,7 @@ def test_a_mixed_folder_is_refused_naming_what_differs():
     merged, it would read as a significant gain from nothing; refused, with the fingerprints and counts."""
     import pytest
 
-    from gnnbench.measure.comparison import MixedSweepError, identity_problem
+    from gnnbench.measure.compare.comparison import MixedSweepError, identity_problem
 
     one = [r for k in range(3) for r in (_identical("baseline", k, _env("aaaa")), _identical("int32", k, _env("aaaa")))]
     assert identity_problem(one) is None

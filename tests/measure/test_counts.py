@@ -1,4 +1,4 @@
-"""Counted instructions in the regression gate (``gnnbench/measure/counts.py``, ``regress.count_gate``): the dumps
+"""Counted instructions in the regression gate (``gnnbench/measure/gate/counts.py``, ``regress.count_gate``): the dumps
 read back per region, the verdict against the tolerance and the run's own spread, the gate's exit status and
 text with counts beside the wall clock, and a real count under callgrind (marked slow: minutes)."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure import counts as cn
-from gnnbench.measure.gate_text import format_gate
-from gnnbench.measure.regress import COUNT_CALLS, Bench, count_gate, gate, per_unit
+from gnnbench.measure.gate import counts as cn
+from gnnbench.measure.gate.regress import COUNT_CALLS, Bench, count_gate, gate, per_unit
+from gnnbench.measure.gate.text import format_gate
 from tests.helpers import QUICK
 from tests.measure.test_regress import _fake_runner, _tree
 
@@ -190,8 +190,8 @@ def test_a_real_count_of_the_micro_benchmarks_repeats_within_the_tolerance(tmp_p
         pytest.skip(cn.unavailable())
     import sys
 
-    from gnnbench.measure.gate_worker import script_in
-    from gnnbench.measure.regress import default_benches, gate_config
+    from gnnbench.measure.gate.regress import default_benches, gate_config
+    from gnnbench.measure.gate.worker import script_in
     from tests.helpers import ROOT
 
     benches = default_benches(gate_config("tiny"), ["baseline", "micro:sampler", "micro:aggregation"])

@@ -1,8 +1,8 @@
-"""gnnbench.measure.crossing: the target crossing read between evaluations, on synthetic curves."""
+"""gnnbench.measure.compare.crossing: the target crossing read between evaluations, on synthetic curves."""
 
 import pytest
 
-from gnnbench.measure.crossing import interpolated_crossing, seconds_to, steps_to
+from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, steps_to
 
 
 def _curve(points, every=6, per_step=0.25, setup=0.5):

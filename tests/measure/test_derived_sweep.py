@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from gnnbench.measure.calibration import calibrate
-from gnnbench.measure.comparison import MEASURED_SUFFIX, compare
-from gnnbench.measure.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
-from gnnbench.measure.sequential import StoppingRule
-from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.compare.calibration import calibrate
+from gnnbench.measure.compare.comparison import MEASURED_SUFFIX, compare
+from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
+from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
 from tests.helpers import QUICK
 from tests.measure.test_verdict_budgets import _result
 
@@ -145,7 +145,7 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
     """--also-measure is checked against the sweep's entries and the registry before anything runs: a
     misspelt or underived name, or --aa without --flags (the A/A check alone), fails at once, naming why."""
     from gnnbench.cli import main
-    from gnnbench.measure import measure_sweep
+    from gnnbench.measure.sweep import full as measure_sweep
 
     def no_calibration(*args, **kwargs):
         raise AssertionError("the calibration started before --also-measure was checked")
@@ -166,7 +166,7 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
 def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tmp_path):
     """`compare --aa` alone is the A/A check: it says so before it starts, and names how to compare entries."""
     from gnnbench.cli import main
-    from gnnbench.measure import measure_sweep
+    from gnnbench.measure.sweep import full as measure_sweep
 
     class Started(Exception):
         pass

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from gnnbench.measure.comparison import compare
-from gnnbench.measure.sweep import MANIFEST, run_sweep
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.compare.comparison import compare
+from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
 from tests.helpers import QUICK
 
 submitit = pytest.importorskip("submitit")
 
-from gnnbench.measure.executors import RoundExecutor  # noqa: E402
+from gnnbench.measure.sweep.executors import RoundExecutor  # noqa: E402
 
 
 @pytest.mark.slow

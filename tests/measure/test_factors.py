@@ -1,12 +1,12 @@
-"""gnnbench.measure.factors through compare(): time to accuracy as steps to the target x time per step, and
+"""gnnbench.measure.compare.factors through compare(): time to accuracy as steps to the target x time per step, and
 convergence judged against the equivalence margin the sweep declared."""
 
 import math
 
 import pytest
 
-from gnnbench.measure.comparison import compare
-from gnnbench.measure.rows import EPOCHS, JUDGED_MEASURED, JUDGED_PER_STEP, STEPS
+from gnnbench.measure.compare.comparison import compare
+from gnnbench.measure.compare.rows import EPOCHS, JUDGED_MEASURED, JUDGED_PER_STEP, STEPS
 
 NOISE = (1.0, 1.02, 0.98, 1.01, 0.99)
 BASE_CROSS = (54.0, 60.0, 72.0, 57.0, 66.0)  # the baseline's steps to the target per round (its seed)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gnnbench.measure.gate_rates import format_rates, summarize, wilson
+from gnnbench.measure.gate.rates import format_rates, summarize, wilson
 
 
 def test_wilson_interval_matches_known_values():

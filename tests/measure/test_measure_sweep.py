@@ -5,9 +5,9 @@ import dataclasses
 import json
 
 from gnnbench import registry
-from gnnbench.measure.measure_sweep import SweepProgress, measure_sweep
-from gnnbench.measure.sweep import MANIFEST, run_calibration
-from gnnbench.measure.sweep_plan import Entry
+from gnnbench.measure.sweep.full import SweepProgress, measure_sweep
+from gnnbench.measure.sweep.plan import Entry
+from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration
 from tests.helpers import QUICK
 
 

@@ -1,12 +1,12 @@
-"""gnnbench.measure.paired_floor: the clock's paired noise, each row's floor of its own statistic, and the sd floor
+"""gnnbench.measure.compare.paired_floor: the clock's paired noise, each row's floor of its own statistic, and the sd floor
 on a row's printed interval."""
 
 import math
 
 import pytest
 
-from gnnbench.measure.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, row_floors
-from gnnbench.measure.rows import (
+from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, row_floors
+from gnnbench.measure.compare.rows import (
     AA_LABEL,
     JUDGED_MEASURED,
     JUDGED_PER_STEP,
@@ -15,7 +15,7 @@ from gnnbench.measure.rows import (
     TimeToAccuracy,
     TtaFactors,
 )
-from gnnbench.measure.stats import paired_ratio, t_quantile
+from gnnbench.measure.stats.intervals import paired_ratio, t_quantile
 
 
 def _ratio(logs, cls=PairedRatio, **extra):

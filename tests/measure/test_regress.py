@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gnnbench.measure.gate_trees import dependency_difference, trees_for
-from gnnbench.measure.gate_verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
-from gnnbench.measure.regress import Bench, gate
+from gnnbench.measure.gate.regress import Bench, gate
+from gnnbench.measure.gate.trees import dependency_difference, trees_for
+from gnnbench.measure.gate.verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
 from tests.helpers import QUICK, ROOT
 
 
@@ -155,7 +155,7 @@ def test_cli_smoke_run_is_inconclusive_not_a_pass():
 
 
 def test_bisect_names_the_first_bad_commit_of_a_constructed_history(tmp_path):
-    from gnnbench.measure.gate_trees import bisect
+    from gnnbench.measure.gate.trees import bisect
 
     repo = tmp_path / "history"
     repo.mkdir()
@@ -209,8 +209,8 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
     import dataclasses
 
     from gnnbench.graphs import generate
-    from gnnbench.measure.regress import default_benches, gate_config
-    from gnnbench.measure.run import run
+    from gnnbench.measure.gate.regress import default_benches, gate_config
+    from gnnbench.measure.run.single import run
 
     base = gate_config("tiny")
     benches = {
@@ -243,8 +243,8 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
     import json
 
     from gnnbench.cli.options import parse_benches
-    from gnnbench.measure.gate_worker import script_in
-    from gnnbench.measure.regress import MICRO, _run_tree, _spec_file, default_benches, gate_config
+    from gnnbench.measure.gate.regress import MICRO, _run_tree, _spec_file, default_benches, gate_config
+    from gnnbench.measure.gate.worker import script_in
 
     benches = default_benches(gate_config("tiny"), list(MICRO) + ["baseline"], steps=3)
     assert [b.name for b in benches] == list(MICRO) + ["baseline"]
@@ -264,14 +264,14 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
 
 
 def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_path):
-    """The benchmark process runs gnnbench/measure/gate_worker.py, copied whole and run by path in each tree: it
+    """The benchmark process runs gnnbench/measure/gate/worker.py, copied whole and run by path in each tree: it
     imports neither torch nor gnnbench at import time (each tree's own gnnbench is imported in the process), its
     table is the gate's micro-benchmark set, and a run's result becomes the gate's record (no process here)."""
     import ast
     from types import SimpleNamespace
 
-    from gnnbench.measure import gate_worker
-    from gnnbench.measure.regress import MICRO
+    from gnnbench.measure.gate import worker as gate_worker
+    from gnnbench.measure.gate.regress import MICRO
 
     assert MICRO == tuple(gate_worker.MICRO_BENCHES) == ("micro:sampler", "micro:gather", "micro:aggregation")
     assert all(callable(f) for f in gate_worker.MICRO_BENCHES.values())
@@ -334,7 +334,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     """The issue's case: HEAD's sparse-aggregation kernel raises. The benchmark is lost (fine in BASE), the gate
     fails (exit 1) and names it with the error; the baseline beside it is still judged."""
     from gnnbench import registry
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     agg = head / "gnnbench" / "models" / "aggregation.py"
@@ -359,7 +359,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
 
 
 def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(tmp_path):
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     head = _copy_tree(tmp_path, "head")
     init = head / "gnnbench" / "__init__.py"
@@ -381,7 +381,7 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
 def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     """A head that never finishes (here an interpreter that hangs) is killed at the timeout, with what it
     started, and the gate reports it instead of waiting or raising."""
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     hang = tmp_path / "hang-python"
     pid_file = tmp_path / "child.pid"
@@ -455,8 +455,8 @@ def _bench_pair(tmp_path):
 
 
 def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
-    from gnnbench.measure.gate_text import format_gate
-    from gnnbench.measure.gate_verdicts import DEFAULT_SENSITIVITY
+    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
@@ -519,7 +519,7 @@ def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_exten
 
 
 def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     r = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
@@ -534,7 +534,7 @@ def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
 def test_entries_the_gate_cannot_run_here_are_listed_with_the_reason():
     import torch
 
-    from gnnbench.measure.regress import default_benches, gate_config
+    from gnnbench.measure.gate.regress import default_benches, gate_config
 
     skipped: dict[str, str] = {}
     names = [b.name for b in default_benches(gate_config("tiny"), skipped=skipped)]
@@ -551,8 +551,8 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     baseline measured before the crash."""
     import json
 
-    from gnnbench.measure.gate_text import format_gate
-    from gnnbench.measure.regress import _WorkerFailed
+    from gnnbench.measure.gate.regress import _WorkerFailed
+    from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     benches = benches + [Bench("third", QUICK)]
@@ -577,7 +577,7 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
 
 
 def test_a_gate_that_judged_nothing_is_not_a_pass(tmp_path):
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 
@@ -619,8 +619,8 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
     import numpy as np
     from scipy import stats
 
-    from gnnbench.measure.gate_verdicts import POWER, _detectable
-    from gnnbench.measure.stats import detectable_shift, t_test_power
+    from gnnbench.measure.gate.verdicts import POWER, _detectable
+    from gnnbench.measure.stats.intervals import detectable_shift, t_test_power
 
     for df, alpha in ((4, 0.05), (7, 0.002), (19, 0.05 / 20)):
         lam = detectable_shift(df, alpha, POWER)
@@ -640,8 +640,8 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
 
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.floats(0.001, 0.2))
 def test_weighted_holm_with_equal_weights_is_holm(ps, alpha):
-    from gnnbench.measure.gate_verdicts import weighted_holm
-    from gnnbench.measure.stats import holm
+    from gnnbench.measure.gate.verdicts import weighted_holm
+    from gnnbench.measure.stats.intervals import holm
 
     assert weighted_holm(ps, [1.0] * len(ps), alpha) == holm(ps, alpha)
 
@@ -649,7 +649,7 @@ def test_weighted_holm_with_equal_weights_is_holm(ps, alpha):
 def test_weighted_holm_keeps_the_family_wise_rate_under_any_weights():
     import numpy as np
 
-    from gnnbench.measure.gate_verdicts import tier_weights, weighted_holm
+    from gnnbench.measure.gate.verdicts import tier_weights, weighted_holm
 
     names = ["baseline", "micro:sampler", "micro:gather", "micro:aggregation"] + [f"e{i}" for i in range(19)]
     w = tier_weights(names)
@@ -686,7 +686,7 @@ def test_the_threshold_is_the_practical_minimum_not_the_base_sides_noise():
 
 
 def test_an_inconclusive_baseline_makes_the_run_inconclusive_an_inconclusive_entry_alone_does_not(tmp_path):
-    from gnnbench.measure.gate_text import format_gate
+    from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 

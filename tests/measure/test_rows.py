@@ -1,13 +1,13 @@
-"""gnnbench.measure.rows: a comparison row is a dataclass read by attribute, and written as compare's JSON has
+"""gnnbench.measure.compare.rows: a comparison row is a dataclass read by attribute, and written as compare's JSON has
 always written it (``compare --json``, ``diagnose --verify --json``, ``tune --json``): the same keys in the same
 order, a row not measured with its reason only, the family's figures only where they were set."""
 
 import json
 
 from gnnbench.advice.tune import TuneResult
-from gnnbench.measure.comparison import AA_LABEL, BASELINE, Comparison, compare
-from gnnbench.measure.rows import ComparisonRow, PairedRatio, TimeToAccuracy
-from gnnbench.measure.sequential import StoppingRule
+from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, Comparison, compare
+from gnnbench.measure.compare.rows import ComparisonRow, PairedRatio, TimeToAccuracy
+from gnnbench.measure.stats.sequential import StoppingRule
 from tests.measure.test_sweep import _sweep
 from tests.measure.test_verdict_budgets import _result
 

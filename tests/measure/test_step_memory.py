@@ -1,10 +1,10 @@
-"""The step-memory tracker (gnnbench.measure.step_peak) against allocations of known size."""
+"""The step-memory tracker (gnnbench.measure.run.step_peak) against allocations of known size."""
 
 import pytest
 import torch
 
 from gnnbench.flags import Flags, RunContext
-from gnnbench.measure.step_peak import MEMORY_SOURCES, AllocationTracker, step_peak, unavailable
+from gnnbench.measure.run.step_peak import MEMORY_SOURCES, AllocationTracker, step_peak, unavailable
 
 MB = 10**6
 

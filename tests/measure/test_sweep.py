@@ -8,9 +8,9 @@ import re
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.comparison import AA_LABEL, compare, compare_rows
-from gnnbench.measure.sweep import MANIFEST, run_sweep
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.compare.comparison import AA_LABEL, compare, compare_rows
+from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
 from tests.helpers import QUICK, unavailable_here
 
 
@@ -58,7 +58,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
     entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=False)
     results = run_sweep(entries, tmp_path, isolate=True)
-    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure/run.py")
+    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure/run/single.py")
 
 
 def test_a_sweep_that_cannot_measure_is_refused_before_running():
@@ -168,7 +168,7 @@ def test_compare_explicit_target_and_missing_baseline():
 
 
 def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
-    from gnnbench.measure.comparison import E2E_BASELINE
+    from gnnbench.measure.compare.comparison import E2E_BASELINE
 
     runs = _sweep()
     for r in runs:
@@ -235,7 +235,7 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
 def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.sweep_plan import sweep_entries
+    from gnnbench.measure.sweep.plan import sweep_entries
     from gnnbench.training import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)
@@ -270,7 +270,7 @@ def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
 
 def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines():
     from gnnbench.cli.tables import format_compare
-    from gnnbench.measure.comparison import measured_best, pareto_front, tradeoffs
+    from gnnbench.measure.compare.comparison import measured_best, pareto_front, tradeoffs
 
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
@@ -313,7 +313,7 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
 def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     """An isolated sweep writes an unavailable entry's result itself (the reasons the run's own check gives),
     without seconds of imports in a process that would only say the same; a resumed sweep keeps it."""
-    import gnnbench.measure.sweep as sweep
+    import gnnbench.measure.sweep.rounds as sweep
 
     name = next(
         (n for n in ("pin_memory", "uva", "feature_prefetch") if unavailable_here(n, device=QUICK.device)), None
@@ -325,13 +325,13 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     real = sweep.subprocess.run
 
     def no_run_process(cmd, *args, **kwargs):
-        assert "gnnbench.measure.run" not in cmd, f"a process was started for an unavailable entry: {cmd}"
+        assert "gnnbench.measure.run.single" not in cmd, f"a process was started for an unavailable entry: {cmd}"
         return real(cmd, *args, **kwargs)
 
     monkeypatch.setattr(sweep.subprocess, "run", no_run_process)
     first = run_sweep(entries, tmp_path, isolate=True)
     assert first[0]["status"] == "unavailable" and first[0]["unavailable"]
-    from gnnbench.measure.run import run
+    from gnnbench.measure.run.single import run
 
     assert first[0]["unavailable"] == run(entries[0].config).unavailable, "the run's own answer, word for word"
     again = run_sweep(entries, tmp_path, isolate=True)

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from gnnbench.cli.parser import build_parser
-from gnnbench.measure.comparison import compare, identity_problem, time_to_accuracy_run
-from gnnbench.measure.derived import short_epochs
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.compare.comparison import compare, identity_problem, time_to_accuracy_run
+from gnnbench.measure.compare.derived import short_epochs
+from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.models.aggregation import Aggregator, sparse_product_supports
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from gnnbench.measure.calibration import time_to
-from gnnbench.measure.comparison import ComparisonRow, compare, equal_steps_test, rank_key
+from gnnbench.measure.compare.calibration import time_to
+from gnnbench.measure.compare.comparison import ComparisonRow, compare, equal_steps_test, rank_key
 
 TARGET = 0.85
 

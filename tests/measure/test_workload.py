@@ -1,4 +1,4 @@
-"""The one benchmark workload (gnnbench/measure/workload.py) and the copy asv's suites keep for older commits
+"""The one benchmark workload (gnnbench/measure/run/workload.py) and the copy asv's suites keep for older commits
 (benchmarks/common.py, used only where the package predates the workload module) say the same thing."""
 
 import importlib.util
@@ -6,7 +6,7 @@ import sys
 from unittest import mock
 
 from gnnbench import registry
-from gnnbench.measure import workload
+from gnnbench.measure.run import workload
 from tests.helpers import ROOT
 
 COMMON = ROOT / "benchmarks" / "common.py"
@@ -15,7 +15,7 @@ COMMON = ROOT / "benchmarks" / "common.py"
 def _load_common(*, without_workload: bool):
     spec = importlib.util.spec_from_file_location("bench_common_under_test", COMMON)
     module = importlib.util.module_from_spec(spec)
-    blocked = {"gnnbench.measure.workload": None} if without_workload else {}
+    blocked = {"gnnbench.measure.run.workload": None} if without_workload else {}
     with mock.patch.dict(sys.modules, blocked):  # None in sys.modules makes the import raise ImportError
         spec.loader.exec_module(module)
     return module

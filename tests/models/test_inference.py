@@ -200,7 +200,7 @@ def test_edges_not_sorted_by_target_are_refused(tiny_graph):
 
 def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memory():
     from gnnbench.cli.tables import format_run
-    from gnnbench.measure.run import run
+    from gnnbench.measure.run.single import run
     from gnnbench.training import Trainer
 
     for task in ("node", "link"):

@@ -1,6 +1,6 @@
 """Halo exchange on 2 gloo ranks (loopback): partition-parallel aggregation equals one-process aggregation.
 
-Ranks are spawned processes: :func:`gnnbench.measure.launch.run_local` runs them (joined with a timeout,
+Ranks are spawned processes: :func:`gnnbench.measure.run.launch.run_local` runs them (joined with a timeout,
 what is left killed, every process group destroyed); the test of a dying rank starts its own, because it
 needs the survivor's outcome after its peer is gone.
 """
@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.launch import free_port, run_local
+from gnnbench.measure.run.launch import free_port, run_local
 from gnnbench.parallel.halo import (
     HaloExchange,
     HaloExchangeError,

@@ -13,11 +13,11 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
-from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
+from gnnbench.measure.run.workload import BENCH_FLAGS, bench_config, bench_spec
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import skip_unless_runs
 
-SPEC = bench_spec()  # the one benchmark workload (gnnbench/measure/workload.py)
+SPEC = bench_spec()  # the one benchmark workload (gnnbench/measure/run/workload.py)
 ROUNDS, WARMUP_ROUNDS, STEPS_PER_ROUND = 20, 5, 5
 BASE_FLAGS = BENCH_FLAGS
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"

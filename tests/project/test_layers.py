@@ -108,3 +108,30 @@ def test_no_module_imports_a_private_name_of_another():
                     if a.name.startswith("_") and not a.name.startswith("__")
                 ]
     assert not crossing, "private names imported across modules: " + "; ".join(crossing)
+
+
+# gnnbench/measure/'s rooms, bottom to top: a room imports from itself or a room listed before it
+MEASURE_ROOMS = ("stats", "run", "compare", "sweep", "gate")
+
+
+@pytest.mark.parametrize("room", MEASURE_ROOMS)
+def test_measure_rooms_import_only_down(room):
+    order = {r: i for i, r in enumerate(MEASURE_ROOMS)}
+    upward = []
+    for path in sorted((PACKAGE / "measure" / room).rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                parts = name.split(".")
+                if parts[:2] == ["gnnbench", "measure"] and len(parts) > 2 and order.get(parts[2], -1) > order[room]:
+                    upward.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} imports {name}")
+    assert not upward, f"measure/{room} reaches up: " + "; ".join(upward)
+
+
+def test_measure_is_its_rooms():
+    loose = sorted(p.name for p in (PACKAGE / "measure").glob("*.py") if p.name != "__init__.py")
+    rooms = sorted(p.name for p in (PACKAGE / "measure").iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert not loose and rooms == sorted(MEASURE_ROOMS), (loose, rooms)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gnnbench.measure.calibration import (
+from gnnbench.measure.compare.calibration import (
     AA_SEED_OFFSET,
     CALIBRATION,
     CALIBRATION_SEED_OFFSET,
@@ -15,9 +15,9 @@ from gnnbench.measure.calibration import (
     censor_at,
     plateau_level,
 )
-from gnnbench.measure.comparison import AA_LABEL, compare
-from gnnbench.measure.sweep import MANIFEST, run_calibration, run_sweep
-from gnnbench.measure.sweep_plan import sweep_entries
+from gnnbench.measure.compare.comparison import AA_LABEL, compare
+from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
 from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
 from tests.helpers import QUICK

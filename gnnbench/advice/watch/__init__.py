@@ -21,7 +21,7 @@ How a step is cut (per step, on the host clock, warm-up steps excluded):
 A step ends when the optimizer's ``step`` returns (a full-batch loop, with no loader, is cut the same way).
 ``sync=True`` (the breakdown mode) synchronizes CUDA at every phase boundary, so each phase holds its kernels;
 without it nothing synchronizes and the host phases are as the loop sees them. On CUDA, in either mode, the
-device's busy share is read from NVML (:class:`~gnnbench.measure.device_busy.BusySampler`) at the end of every
+device's busy share is read from NVML (:class:`~gnnbench.measure.run.device_busy.BusySampler`) at the end of every
 measured step, off the step's clock, and the classification reads it instead of the compute phases, as
 ``gnnbench diagnose`` does (:attr:`WatchReport.device_busy`; where NVML is missing the report says so).
 

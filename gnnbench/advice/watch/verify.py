@@ -5,7 +5,7 @@ applied from the outside) run in processes of their own (:mod:`gnnbench.advice.w
 rounds (each round runs every configuration once, its order rotated round by round, the script's randomness
 seeded alike within a round); each run's warm-up steps are left out and its measured steps summarized by their
 median. As ``gnnbench compare`` measures: per variant the paired ratio of the rounds' medians (baseline /
-variant: above 1 the variant is faster) with its run-level interval (:func:`gnnbench.measure.stats.paired_ratio`),
+variant: above 1 the variant is faster) with its run-level interval (:func:`gnnbench.measure.stats.intervals.paired_ratio`),
 significance family-wise across the variants (Holm), and the noise floor of the baseline's runs printed beside
 them. A variant that may change the numbers (compile, low precision) reports its loss at equal steps against the
 same-seed baseline. The variants that pay significantly, at most one per kind (loader, process, compile,
@@ -13,7 +13,7 @@ precision), are then combined and measured as one more variant against the basel
 the exact change to make in the script is printed.
 
 Rounds until decided (``max_rounds`` above ``rounds``, the CLI's default with ``--verify-budget``): after the first
-``rounds`` rounds, each round is a look of ``compare``'s stopping rule (:mod:`gnnbench.measure.sequential`, Holm
+``rounds`` rounds, each round is a look of ``compare``'s stopping rule (:mod:`gnnbench.measure.stats.sequential`, Holm
 at every look, alpha split over the looks, a variant stopped once significant or futile); a variant still open
 receives another round while the time left allows one (the budget, measured against the rounds' own pace), and
 when the budget ends first, its verdict is taken at the level of the last look made (a smaller level than the
@@ -36,8 +36,8 @@ from functools import reduce
 from typing import Any, Callable
 
 from gnnbench.advice.watch.changes import BASELINE, ScriptChange
-from gnnbench.measure.sequential import SIGNIFICANT, StoppingRule, family_p_values, settled
-from gnnbench.measure.stats import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats.intervals import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
+from gnnbench.measure.stats.sequential import SIGNIFICANT, StoppingRule, family_p_values, settled
 
 DEFAULT_ROUNDS = 4  # rounds of --verify every variant receives (each runs the baseline and every variant once)
 DEFAULT_STEPS = 20  # measured steps per run

@@ -1,0 +1,69 @@
+"""Where a validation curve crosses the target, read between evaluations.
+
+The curve is evaluated every ``eval_every`` steps, so the first evaluation at or above the target is a step count
+rounded up to the cadence: on ``small`` (``eval_every`` 6, about 60 steps to the target) that is up to 10% of the
+steps to the target, and two runs that cross between the same two evaluations read alike whatever their true
+crossing. :func:`interpolated_crossing` reads the crossing on the straight line between the last evaluation below
+the target and the first at or above it, for the step and the run clock alike; ``scripts/verdict_replay.py
+--quantization`` measures what that removes on a sweep's stored curves (``docs/statistics.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = ["interpolated_crossing", "steps_to", "seconds_to"]
+
+
+def interpolated_crossing(curve: Sequence[dict[str, Any]], target: float | None) -> dict[str, float] | None:
+    """The point where ``curve`` first reaches ``target``, linearly interpolated between evaluations.
+
+    Args:
+        curve: Validation points in step order, each with ``val``, ``step`` and ``seconds`` (the run clock).
+        target: The validation target (``None``: no crossing).
+
+    Returns:
+        ``{"step": s, "seconds": t, "fraction": f}``: with ``(s0, v0)`` the last point below the target and
+        ``(s1, v1)`` the first at or above it, ``f = (target - v0) / (v1 - v0)`` and ``s = s0 + f (s1 - s0)`` (the
+        same ``f`` for the clock). A curve whose first point is already at or above the target crosses there
+        (``f = 1``: nothing earlier to interpolate from). ``None`` when the curve never reaches the target.
+    """
+    if target is None:
+        return None
+    prev = None
+    for point in curve or []:
+        v = float(point["val"])
+        if v >= target - 1e-12:
+            if prev is None or not float(prev["val"]) < v:
+                return {"step": float(point["step"]), "seconds": float(point["seconds"]), "fraction": 1.0}
+            v0 = float(prev["val"])
+            f = min(1.0, max(0.0, (target - v0) / (v - v0)))
+            return {
+                key: float(prev[key]) + f * (float(point[key]) - float(prev[key])) for key in ("step", "seconds")
+            } | {"fraction": f}
+        prev = point
+    return None
+
+
+def steps_to(run: dict, target: float | None) -> float | None:
+    """A run's interpolated steps to the target (:func:`interpolated_crossing`), ``None`` when it never got there
+    within its time budget (``gnnbench.measure.compare.calibration.censor_budget``)."""
+    point = _within_budget(run, target)
+    return point["step"] if point else None
+
+
+def seconds_to(run: dict, target: float | None) -> float | None:
+    """A run's interpolated run clock (setup + training) at the target, ``None`` when it never got there within
+    its time budget."""
+    point = _within_budget(run, target)
+    return point["seconds"] if point else None
+
+
+def _within_budget(run: dict, target: float | None) -> dict[str, float] | None:
+    from gnnbench.measure.compare.calibration import censor_budget
+
+    point = interpolated_crossing(run.get("curve") or [], target)
+    budget = censor_budget(run)
+    if point is None or (budget is not None and point["seconds"] > budget):
+        return None
+    return point

@@ -1,0 +1,129 @@
+"""The floors a sweep's verdicts are judged against, each of the statistic it judges: the clock's paired noise
+(the sd a per-round log ratio of a time cannot be taken below) and, per row, the paired floor of its own primary
+statistic (the smallest effect ``R`` rounds of it can resolve).
+
+* **The clock's paired noise** :func:`clock_noise_sd`: the pooled within-row sd of the per-round log ratios of the
+  epoch clock over every measured row of the sweep (each row's deviations from its own mean, so a row's effect does
+  not count as noise; tens of degrees of freedom after three rounds). Every time a row is judged by is a setup plus
+  a count of steps times this clock, so no row's per-round sd is taken below it: three rounds whose ratios agree
+  within 0.2% by chance cannot settle a row on an interval the clock cannot give (:func:`floor_primary`).
+* **A row's paired floor** :func:`row_floors`: a row judged by its time per step (derived, or its steps shown
+  equivalent) has the clock's floor, ``exp(t_{R-1} sd / sqrt(R))``; a row judged by its measured time to accuracy
+  has that of the A/A row's measured time to accuracy (the same paired statistic between two configurations
+  that do not differ, each on its own trajectory), or, without an A/A row, ``sqrt(2)`` times the baseline's
+  process spread of it; never below the clock's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+from gnnbench.measure.compare.rows import (
+    AA_LABEL,
+    EPOCH_TIME,
+    JUDGED_PER_STEP,
+    TIME_TO_ACCURACY,
+    ComparisonRow,
+)
+from gnnbench.measure.stats.intervals import t_quantile
+from gnnbench.measure.stats.sequential import floored_interval
+
+__all__ = ["clock_noise_sd", "floor_of_sd", "row_floors", "floor_primary"]
+
+
+def _aligned(row: ComparisonRow, ratio_logs: Sequence[float], rounds: Sequence[int]) -> list[float]:
+    by_round = dict(zip(row.primary_rounds or [], ratio_logs or []))
+    return [by_round[k] for k in rounds if k in by_round and by_round[k] == by_round[k]]
+
+
+def clock_noise_sd(rows: Sequence[ComparisonRow], rounds: Sequence[int]) -> float:
+    """The pooled within-row sd of the epoch clock's per-round log ratios over ``rounds`` (the baseline's), over
+    every measured row but the baseline; nan with no row of two rounds or more."""
+    ss, df = 0.0, 0
+    for r in rows:
+        if r.status != "ok" or r.epoch_speedup is None or r.label == "baseline":
+            continue
+        xs = _aligned(r, r.epoch_speedup.log_ratios, rounds)
+        if len(xs) < 2:
+            continue
+        mean = sum(xs) / len(xs)
+        ss += sum((x - mean) ** 2 for x in xs)
+        df += len(xs) - 1
+    return math.sqrt(ss / df) if df else float("nan")
+
+
+def floor_of_sd(sd: float, rounds: int, level: float = 0.95) -> float:
+    """The smallest factor ``rounds`` paired rounds of a log ratio of per-round sd ``sd`` resolve:
+    ``exp(t_{(1+level)/2, rounds-1} sd / sqrt(rounds))``; nan without a positive sd (no spread to estimate it
+    from) or with fewer than 2 rounds."""
+    if not sd > 0 or rounds < 2:
+        return float("nan")
+    return math.exp(t_quantile((1.0 + level) / 2.0, rounds - 1) * sd / math.sqrt(rounds))
+
+
+def _sd(xs: Sequence[float]) -> float:
+    xs = [x for x in xs if x == x]
+    if len(xs) < 2:
+        return float("nan")
+    m = sum(xs) / len(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _judged_per_step(r: ComparisonRow) -> bool:
+    return r.derived or (r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP) or r.primary == EPOCH_TIME
+
+
+def row_floors(
+    rows: Sequence[ComparisonRow],
+    rounds: Sequence[int],
+    looks: Sequence[int],
+    plan_rounds: int,
+    base_tta: Sequence[float | None],
+) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
+    """Per look ``k`` (the first ``k`` of the baseline's ``rounds``): the clock's paired noise, and per row the
+    paired floor of its primary statistic at ``plan_rounds`` rounds (module docstring). ``base_tta`` is the
+    baseline's time to the target per round (None: missed)."""
+    aa = next((r for r in rows if r.label == AA_LABEL and r.status == "ok"), None)
+    min_sd: dict[int, float] = {}
+    floors: dict[str, dict[int, float]] = {}
+    for k in looks:
+        if k > len(rounds):
+            break
+        upto = list(rounds[:k])
+        s0 = clock_noise_sd(rows, upto)
+        min_sd[k] = s0
+        clock_floor = floor_of_sd(s0, plan_rounds)
+        tta_sd = float("nan")
+        if aa is not None and aa.primary == TIME_TO_ACCURACY and aa.tta_speedup is not None:
+            tta_sd = _sd(_aligned(aa, aa.tta_speedup.log_ratios, upto))
+        if tta_sd != tta_sd:
+            logs = [math.log(t) for t in base_tta[:k] if t is not None and t > 0]
+            tta_sd = math.sqrt(2.0) * _sd(logs) if len(logs) == k else float("nan")
+        tta_floor = floor_of_sd(max(tta_sd, s0) if s0 == s0 else tta_sd, plan_rounds)
+        for r in rows:
+            if r.status != "ok":
+                continue
+            floors.setdefault(r.label, {})[k] = clock_floor if _judged_per_step(r) else tta_floor
+    return min_sd, floors
+
+
+def floor_primary(row: ComparisonRow, sd: float, level: float = 0.95) -> None:
+    """Take the sd of ``row``'s primary per-round log ratios as at least ``sd`` (the clock's paired noise): its
+    interval, p-value, per-row significance and the row's speedup interval follow (in place)."""
+    primary = row.primary_ratio
+    if row.status != "ok" or primary is None or not sd == sd or sd <= 0:
+        return
+    xs = [x for x in primary.log_ratios if x == x]
+    if len(xs) < 2:
+        return
+    n, _, low, high, p = floored_interval(xs, level, sd)
+    if low == primary.low and high == primary.high:
+        return
+    floored = dataclasses.replace(primary, low=low, high=high, p=p, significant=not (low <= 1.0 <= high))
+    if row.primary == TIME_TO_ACCURACY:
+        row.tta_speedup = floored
+    else:
+        row.epoch_speedup = floored
+    row.speedup_low, row.speedup_high = low, high

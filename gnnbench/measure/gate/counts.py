@@ -1,0 +1,264 @@
+"""Counted instructions: the gate's CPU benchmarks measured where the clock cannot resolve them.
+
+On a busy 2-core runner the wall clock of a micro-benchmark moves 10-30% from round to round; the number of
+instructions the same code executes on the same input does not move with the machine's load. Each count is one
+process of the tree under test (the gate's worker, :mod:`gnnbench.measure.gate.worker`) run under
+``valgrind --tool=callgrind --instr-atstart=no``: nothing is instrumented while Python, torch and the graph load;
+the worker switches instrumentation on around the measured calls only, through a two-function marker library
+(:func:`marker_library`: valgrind's client requests, compiled once with the machine's C compiler and cached),
+and each region ends in a dump of its own, named after its benchmark (:func:`parse_dumps`).
+
+What a count sees, and what it cannot (docs/regression-gate.md, "Counted instructions"):
+
+* it sees more work: more Python bytecode, more calls, a slower algorithm, a kernel doing more arithmetic, all in
+  the single thread the gate's benchmarks run in;
+* it cannot see time that is not instructions: memory-bound code (cache misses, page faults: the allocator
+  entries), waiting (sleep, I/O, a lock), other threads' and processes' parallelism, and the GPU. There wall time
+  stays the verdict; a count is reported beside it, never in its place.
+
+A count's benchmark regresses when HEAD's instructions per call exceed BASE's by more than the tolerance
+(:data:`TOLERANCE`, above the spread measured between two processes of one tree), and also by more than
+3 times the spread the run itself saw between its repeats of one tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "TOLERANCE",
+    "MARKER_SOURCE",
+    "ENV_MARKER",
+    "MARKERS",
+    "CountsUnavailable",
+    "unavailable",
+    "marker_library",
+    "callgrind_command",
+    "parse_dumps",
+    "CountVerdict",
+    "judge_counts",
+    "counts_markdown",
+]
+
+TOLERANCE = 0.02  # a count more than 2% above BASE's is a regression (the spread of one tree is far below it)
+ENV_MARKER = "GNNBENCH_COUNT_MARKER"  # the marker library's path, in the worker's environment: count, not time
+
+MARKER_SOURCE = r"""
+#include <valgrind/callgrind.h>
+/* gnnbench's count regions: instrumentation on around the measured calls only (gnnbench/measure/gate/counts.py) */
+void gnnbench_count_start(void) { CALLGRIND_ZERO_STATS; CALLGRIND_START_INSTRUMENTATION; }
+void gnnbench_count_stop(const char *name) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS_AT(name); }
+int gnnbench_count_running(void) { return RUNNING_ON_VALGRIND; }
+"""
+
+
+class CountsUnavailable(Exception):
+    """Instruction counts cannot be taken here; the message says what is missing and what provides it."""
+
+
+def unavailable() -> str | None:
+    """Why instruction counts cannot be taken on this machine, or ``None``."""
+    if not shutil.which("valgrind"):
+        return "valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)"
+    try:
+        marker_library()
+    except CountsUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "gnnbench"
+
+
+def marker_library(cache_dir: Path | None = None) -> Path:
+    """The marker library's path, compiled from :data:`MARKER_SOURCE` on first use into ``cache_dir`` (default
+    ``~/.cache/gnnbench``) under a name that holds the source's hash; written to a temporary name and renamed, so
+    a build that was interrupted is never loaded.
+
+    Raises:
+        CountsUnavailable: no C compiler, or no ``valgrind/callgrind.h`` (valgrind's headers).
+    """
+    folder = Path(cache_dir) if cache_dir is not None else _cache_dir()
+    digest = hashlib.sha256(MARKER_SOURCE.encode()).hexdigest()[:12]
+    path = folder / f"callgrind-marker-{digest}.so"
+    if path.exists():
+        return path
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise CountsUnavailable(
+            "no C compiler (cc or gcc) to build the count marker (Debian/Ubuntu: apt-get install gcc)"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder) as tmp:
+        src, out = Path(tmp) / "marker.c", Path(tmp) / "marker.so"
+        src.write_text(MARKER_SOURCE)
+        proc = subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(out), str(src)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            why = (proc.stderr or proc.stdout).strip().splitlines()
+            header = any("callgrind.h" in line for line in why)
+            raise CountsUnavailable(
+                "valgrind's headers (valgrind/callgrind.h) are missing: the count marker cannot be built "
+                "(Debian/Ubuntu: apt-get install valgrind; Fedora: valgrind-devel)"
+                if header
+                else f"the count marker did not compile with {cc}: {' | '.join(why[-3:])}"
+            )
+        os.replace(out, path)
+    return path
+
+
+def callgrind_command(argv: list[str], out_dir: Path, *, cache_sim: bool = False) -> list[str]:
+    """``argv`` under callgrind, instrumentation off at start (the marker switches it on), one output file per
+    dump in ``out_dir``; with ``cache_sim`` the first-level and last-level cache misses are counted too (about
+    twice as slow)."""
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--cache-sim={'yes' if cache_sim else 'no'}",
+        "--dump-instr=no",
+        "--compress-strings=no",
+        f"--callgrind-out-file={Path(out_dir) / 'callgrind.%p'}",
+        *argv,
+    ]
+
+
+_TRIGGER = re.compile(r"^desc:\s*Trigger:\s*Client Request:\s*(.*)$")
+
+
+def parse_dumps(out_dir: Path) -> dict[str, dict[str, int]]:
+    """Per region (the name the marker dumped it under), its event totals (``{"Ir": instructions, ...}``), read
+    from the callgrind files in ``out_dir``. Dumps not made by the marker (the one at exit, with nothing
+    instrumented) are left out.
+
+    Raises:
+        ValueError: a marker's dump whose events or totals cannot be read (a truncated file), or a region
+            dumped twice.
+    """
+    regions: dict[str, dict[str, int]] = {}
+    for path in sorted(Path(out_dir).glob("callgrind.*")):
+        name = events = totals = summary = None
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = _TRIGGER.match(line)
+                if m:
+                    name = m.group(1).strip()
+                elif line.startswith("events:"):
+                    events = line.split()[1:]
+                elif line.startswith("totals:"):  # the dump's own events (its "summary:" may read 0 after a zeroing)
+                    totals = [int(x) for x in line.split()[1:]]
+                elif line.startswith("summary:"):
+                    summary = [int(x) for x in line.split()[1:]]
+        totals = totals if totals is not None else summary
+        if name is None:
+            continue
+        if events is None or totals is None or len(totals) > len(events):
+            raise ValueError(f"{path}: a dump of {name!r} without its events and totals (a truncated file?)")
+        if name in regions:
+            raise ValueError(f"{path}: the region {name!r} was dumped twice")
+        regions[name] = dict(zip(events, totals + [0] * (len(events) - len(totals))))
+    return regions
+
+
+@dataclass
+class CountVerdict:
+    """One benchmark's instruction counts in both trees: per side, each process's instructions per unit (a
+    micro-benchmark's call, a training step), their ratio and whether it is a regression.
+
+    ``ratio`` is HEAD / BASE of the medians (above 1: HEAD executes more); ``spread`` the largest relative
+    difference between two processes of one tree in this run; ``threshold`` the change that counts (the larger
+    of :data:`TOLERANCE` and 3 times ``spread``)."""
+
+    name: str
+    unit: str
+    base: list[float] = field(default_factory=list)
+    head: list[float] = field(default_factory=list)
+    ratio: float | None = None
+    spread: float | None = None
+    threshold: float = TOLERANCE
+    regression: bool = False
+    improvement: bool = False
+    status: str = "ok"
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _spread(values: list[float]) -> float:
+    return (max(values) / min(values) - 1.0) if len(values) > 1 and min(values) > 0 else 0.0
+
+
+def judge_counts(
+    name: str, unit: str, base: list[float], head: list[float], *, tolerance: float = TOLERANCE
+) -> CountVerdict:
+    """The verdict of one benchmark's counts (see :class:`CountVerdict`)."""
+    v = CountVerdict(name, unit, list(base), list(head))
+    if not base or not head:
+        v.status, v.reason = "not counted", f"no count in {'BASE' if not base else 'HEAD'}"
+        return v
+    import statistics
+
+    v.ratio = statistics.median(head) / statistics.median(base)
+    v.spread = max(_spread(base), _spread(head))
+    v.threshold = max(tolerance, 3.0 * v.spread)
+    v.regression = v.ratio > 1.0 + v.threshold
+    v.improvement = v.ratio < 1.0 / (1.0 + v.threshold)
+    return v
+
+
+MARKERS = ("<!-- gate-counts:start -->", "<!-- gate-counts:end -->")  # README's block of published counts
+
+
+def counts_markdown(path: str | Path) -> str:
+    """The published counts (``scripts/gate_counts.py``'s file) as README's block: per case, each counted
+    benchmark's HEAD / BASE instructions per unit and its verdict; the same-tree cases' spread between
+    processes; the machine and the time a case took."""
+    import json
+
+    doc = json.loads(Path(path).read_text())
+    cases = doc["cases"]
+    names = list(dict.fromkeys(n for c in cases.values() for n in c["benches"]))
+    lines = ["", f"| case | {' | '.join(names)} | seconds |", f"|---|{'---|' * len(names)}---|"]
+    for case, c in cases.items():
+        cells = []
+        for n in names:
+            v = c["benches"].get(n)
+            if not v or v["status"] != "ok":
+                cells.append("-" if not v else v["status"])
+                continue
+            mark = " **regression**" if v["regression"] else " improvement" if v["improvement"] else ""
+            spread = f" (spread {v['spread']:.3%})" if c["repeats"] > 1 else ""
+            cells.append(f"{v['ratio']:.4f}x{spread}{mark}")
+        lines.append(f"| {case} | {' | '.join(cells)} | {c['seconds']:.0f} |")
+    m = doc.get("machine", {})
+    lines += [
+        "",
+        f"HEAD / BASE instructions per unit (a call; the baseline: a step), one callgrind process per tree "
+        f"(two in the same-tree cases), tolerance {doc['tolerance']:.0%}; measured on "
+        f"{m.get('hardware_class', '?')} at {str(m.get('commit', '?'))[:7]}, made by "
+        "`python scripts/gate_counts.py`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if len(sys.argv) > 1:  # README's block from a published file
+        print(counts_markdown(sys.argv[1]), end="")
+        raise SystemExit(0)
+    try:  # the marker's path, built if needed
+        print(marker_library())
+    except CountsUnavailable as exc:
+        print(f"unavailable: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None

@@ -1,0 +1,388 @@
+"""Measure one configuration: drive :meth:`Trainer.steps`, evaluate, and
+assemble a :class:`~gnnbench.measure.run.results.RunResult`.
+
+A configuration that cannot run here gives ``status="unavailable"`` with the
+reason for each offending flag, never a number. The first
+``warmup_steps`` steps (first touch, compilation) are excluded from the
+steady-state timings; each measured step is split into the phases of
+:data:`gnnbench.timing.PHASES`.
+
+``python -m gnnbench.measure.run.single CONFIG.json OUT.json`` runs one configuration in
+its own process (sweeps isolate each configuration this way). A configuration
+of ``nproc > 1`` ranks runs through :func:`gnnbench.measure.run.launch.launch`
+(torchrun), from :func:`run` as from the command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from gnnbench import process
+from gnnbench.env import environment, resolve_device
+from gnnbench.flags import UnavailableError
+from gnnbench.host_memory import peak_bytes
+from gnnbench.measure.run.device_busy import BusySampler
+from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
+from gnnbench.measure.run.results import SCHEMA_VERSION, CompileMetrics, RunResult, load_result, write_json_atomic
+from gnnbench.timing import PHASES, PhaseTimer, summarize
+from gnnbench.training import RunConfig, Trainer, config_unavailable
+
+__all__ = ["run", "main"]
+
+
+def _instrumentation_overhead(device: torch.device, sync: bool, phases_per_step: int) -> float:
+    """Seconds the timer itself adds to one step (measured on empty phases)."""
+    timer = PhaseTimer(device, sync=sync)
+    reps = 200
+    timer.start_step()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        with timer.phase("forward"):
+            pass
+    per_phase = (time.perf_counter() - t0) / reps
+    timer.end_step(record=False)
+    return per_phase * phases_per_step
+
+
+def run(
+    config: RunConfig,
+    *,
+    out: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    profiler: Any = None,
+    graph: Any = None,
+    after: Callable[[Trainer], None] | None = None,
+    dist_timeout: float = DEFAULT_TIMEOUT,
+) -> RunResult:
+    """Measure ``config``; returns (and, with ``out``, atomically writes) the :class:`RunResult`.
+
+    Args:
+        config: The configuration.
+        out: Where to write the result JSON.
+        progress: Called with ``(steps done, total steps or 0)`` after every step.
+        profiler: Entered around the training loop (e.g. ``torch.profiler.profile``)
+            and stepped after every training step.
+        graph: An already built graph of ``config`` (a sweep builds each graph once in-process).
+        after: Called with the trainer once training ended (distributed ranks read its figures).
+        dist_timeout: With ``config.nproc > 1``: the process-group timeout in seconds.
+
+    With ``config.nproc > 1`` outside a process group the run is launched on that many ranks
+    (:func:`gnnbench.measure.run.launch.launch`); the file at ``out`` then also holds the
+    ``distributed`` figures, and a failed run gives ``status="failed"`` with its one-line error.
+    """
+    device = resolve_device(config.device)
+    if config.nproc > 1 and not (dist.is_available() and dist.is_initialized()):
+        return _launched(config, out, dist_timeout)
+    env = environment(device)
+    mismatch = None if config_unavailable(config, device) else process.start_mismatch(config.flags)
+    if mismatch is not None and not process.was_placed():
+        return _in_child(config, out, dist_timeout)  # the allocator is set when a process starts
+    if mismatch is not None:  # started for its allocator, and running another: never measured as the one asked
+        result = RunResult(
+            status="failed",
+            config=config.to_dict(),
+            environment=env,
+            error=f"the process started for it does not run its allocator: {mismatch}",
+        )
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
+    try:
+        trainer = Trainer(config, graph)
+    except UnavailableError as exc:
+        result = RunResult(status="unavailable", config=config.to_dict(), environment=env, unavailable=exc.reasons)
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
+    nvml = BusySampler(device)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    losses: list[float] = []
+    usage = process.StepUsage(config.warmup_steps)
+    total = (config.epochs or 0) * (config.max_steps_per_epoch or 0)
+    if profiler is not None:
+        profiler.__enter__()
+    try:
+        for step in trainer.steps(evaluate=True):
+            usage.tick(step.index, len(trainer.curve))
+            nvml.sample()
+            losses.append(step.loss)
+            if profiler is not None:
+                profiler.step()
+            if progress:
+                progress(step.index + 1, total)
+    finally:
+        threads = process.threads_in_effect(
+            trainer.pipeline.threads,  # read back before close undoes them
+            getattr(trainer.pipeline.batches, "worker_cores", None),
+        )
+        trainer.close()
+        if profiler is not None:
+            profiler.__exit__(None, None, None)
+    last = trainer.curve[-1] if trainer.curve else None
+    if last is not None and last.step == trainer.steps_taken:
+        accuracy = last.metrics
+    else:  # the loop ended without a validation point at its last step
+        accuracy, seconds = trainer.evaluate()
+        trainer.evaluation.seconds += seconds
+    if after is not None:
+        after(trainer)
+    result = _assemble(trainer, env, nvml, accuracy, trainer.evaluation.seconds, losses)
+    result.process = process.in_effect(threads, usage.summary())
+    if out:
+        write_json_atomic(out, result.to_dict())
+    return result
+
+
+def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
+    """``config`` measured in a child process started with its allocator (``python -m gnnbench.measure.run.single``
+    with :func:`gnnbench.process.child_environment`); its result is this run's."""
+    with tempfile.TemporaryDirectory(prefix="gnnbench-process-") as tmp:
+        cfg_path, path = Path(tmp) / "config.json", Path(out) if out else Path(tmp) / "result.json"
+        write_json_atomic(cfg_path, config.to_dict())
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gnnbench.measure.run.single",
+                str(cfg_path),
+                str(path),
+                "--dist-timeout",
+                str(timeout),
+            ],
+            capture_output=True,
+            text=True,
+            env=process.child_environment(config.flags),
+        )
+        data = load_result(path) if proc.returncode == 0 else None
+        if data is None:
+            return RunResult(
+                status="failed",
+                config=config.to_dict(),
+                error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1],
+            )
+        return RunResult.from_dict(data)
+
+
+def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
+    """``config`` on ``config.nproc`` ranks through torchrun (refused here first when it cannot run)."""
+    reasons = config_unavailable(config)
+    if reasons:
+        result = RunResult(
+            status="unavailable",
+            config=config.to_dict(),
+            environment=environment(resolve_device(config.device)),
+            unavailable=reasons,
+        )
+        if out:
+            write_json_atomic(out, result.to_dict())
+        return result
+    with tempfile.TemporaryDirectory(prefix="gnnbench-launch-") as tmp:
+        try:
+            data = launch(config, out or Path(tmp) / "result.json", timeout=timeout)
+        except DistributedRunError as exc:
+            return RunResult(status="failed", config=config.to_dict(), error=str(exc))
+    return RunResult.from_dict(data)
+
+
+def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
+    """Phases loader worker processes ran for the measured steps' batches (worker clock, overlapped with the
+    steps, so not in ``phases``); ``None`` when sampling ran in this process."""
+    names = [p for p in PHASES if any(p in a for a in timer.apart)]
+    return {p: summarize([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
+
+
+def converged_point(curve: list) -> dict | None:
+    """The curve's best validation point (the first, on ties), with its test metric: the accuracy at
+    convergence that comparisons pair (early stopping's choice, read off the validation split only)."""
+    if not curve:
+        return None
+    best = max(range(len(curve)), key=lambda i: (curve[i].val, -i))
+    p = curve[best]
+    return {"val": p.val, "test": p.test, "step": p.step, "epoch": p.epoch, "seconds": p.seconds}
+
+
+def _assemble(
+    trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float, losses: list[float]
+) -> RunResult:
+    config, timer, device = trainer.config, trainer.timer, trainer.device
+    measured = bool(timer.step_seconds)
+    step_stats = summarize(timer.step_seconds)
+    median_step = step_stats["median"]
+    phase_stats = {p: summarize([s.get(p, 0.0) for s in timer.steps]) for p in PHASES}
+    per_phase = measured and config.sync_phases
+    compute = sum(phase_stats[p]["median"] for p in ("forward", "backward", "optimizer"))
+    overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
+    compile_metrics = None
+    pipe = trainer.pipeline
+    if pipe.dynamo_counters is not None:
+        graphs = int(pipe.dynamo_counters["stats"].get("unique_graphs", 0))
+        first = trainer.first_step_seconds
+        compile_metrics = CompileMetrics(
+            first_step_seconds=first,
+            estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
+            unique_graphs=graphs,
+            recompilations=max(0, graphs - 1),
+            graph_breaks=int(sum(pipe.dynamo_counters["graph_break"].values())),
+        )
+    cache = pipe.batches.cache
+    features = pipe.features
+    warnings = []
+    if not measured:
+        warnings.append(
+            f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
+            "are warm-up; run more epochs, fewer warm-up steps or smaller batches"
+        )
+    epochs_run = len(trainer.epoch_seconds)
+    fixed = config.epochs if config.epochs is not None else epochs_run
+    if cache is not None and epochs_run > fixed:  # Trainer.steps ran the source's min_epochs
+        warnings.append(f"batch_cache K={cache.epochs}: run extended to {epochs_run} epochs so K-1 epochs replay")
+    if pipe.batches.measured_steps is not None and epochs_run > fixed:
+        warnings.append(
+            f"full batch: one step per epoch; run extended to {epochs_run} epochs so "
+            f"{pipe.batches.measured_steps} steps are measured after the warm-up"
+        )
+    if config.to_plateau and trainer.stop_reason == "max_epochs":
+        warnings.append(
+            f"no validation plateau within max_epochs={config.max_epochs}: accuracy may still be "
+            "rising (raise --max-epochs)"
+        )
+    if config.to_plateau and trainer.stop_reason == "max_steps":
+        warnings.append(
+            f"no validation plateau within max_steps={config.max_steps}: accuracy may still be "
+            "rising; it is compared at equal steps, not at convergence"
+        )
+    if config.flags.grad_compression == "topk" and config.optimizer == "adam":
+        warnings.append(
+            "top-k compression with Adam: error feedback sends each residual late and in sum, which "
+            "matches SGD's linear update but not Adam's per-coordinate normalization, so accuracy "
+            "falls behind dense training; compare with --optimizer sgd (DGC's momentum correction)"
+        )
+    if cache is not None and cache.stats.hits == 0 and epochs_run > 1:
+        warnings.append(
+            "batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
+            "max_steps_per_epoch is never cached)"
+        )
+    return RunResult(
+        schema_version=SCHEMA_VERSION,
+        status="ok",
+        environment=env,
+        config=config.to_dict(),
+        timing_mode=timer.mode,
+        graph={
+            "num_nodes": pipe.graph.num_nodes,
+            "num_edges": pipe.graph.num_edges,
+            "generate_seconds": pipe.graph_seconds,
+            "prepare_seconds": pipe.prepared.prepare_seconds,
+            "setup_seconds": pipe.setup_seconds,
+            "index_bytes": pipe.prepared.index_bytes_after,
+            "index_bytes_int64": pipe.prepared.index_bytes_before,
+            "widened_index_bytes_per_step": (
+                trainer.step.widened_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+            ),
+            "narrowed_index_bytes_per_step": (
+                trainer.step.narrowed_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+            ),
+            # a loaded graph: where it came from, its content fingerprint, how this process read it, and
+            # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
+            **{
+                k: pipe.graph.meta[k]
+                for k in (
+                    "source",
+                    "fingerprint",
+                    "loaded_from",
+                    "notes",
+                    "link_holdout",
+                    "substituted",
+                    "labels_substituted",
+                )
+                if k in pipe.graph.meta
+            },
+        },
+        steps={
+            "measured": len(timer.step_seconds),
+            "warmup": min(trainer.steps_taken, config.warmup_steps),
+            "total": trainer.steps_taken,
+        },
+        step_seconds=step_stats,
+        step_seconds_all=list(timer.step_seconds),
+        phases=phase_stats,
+        device_phase_ms=(
+            {p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
+        ),
+        epoch_seconds=list(trainer.epoch_seconds),
+        epochs_run=epochs_run,
+        steps_per_epoch=trainer.steps_per_epoch,
+        setup_seconds=pipe.setup_clock,
+        sampled=trainer.sampled.to_dict(),
+        train_seconds=trainer.train_seconds,
+        curve=[
+            {"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
+            for p in trainer.curve
+        ],
+        eval_seconds=eval_seconds,
+        stop_reason=trainer.stop_reason,
+        converged=converged_point(trainer.curve),
+        eval_charged_seconds=pipe.background.charged_seconds,
+        worker_phases=_worker_phases(timer),
+        # waiting for data: sampling plus the negatives drawn inside it (in this process)
+        data_wait_fraction=(
+            summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"] / median_step
+            if per_phase
+            else None
+        ),
+        compute_fraction=compute / median_step if per_phase else None,
+        device_busy_fraction=nvml.mean_fraction(),
+        device_busy_reason=nvml.reason,
+        instrumentation_overhead_fraction=overhead / median_step if measured else None,
+        compile=compile_metrics,
+        transfer={
+            "bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
+            "bytes_h2d_total": features.stats.bytes_h2d,
+            "device_feature_bytes": features.device_bytes(),
+            "rows_gathered": features.stats.rows,
+            "rows_from_device": features.stats.rows_device,
+            "hot_hit_rate": features.stats.hot_hit_rate,
+            "hot_hit_rate_per_epoch": features.stats.hit_rate_per_epoch,
+        },
+        accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
+        # the process's host peak; the device's; and the compute device's peak outside and during evaluation
+        memory={
+            "host_peak_bytes": peak_bytes(),
+            "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
+            **trainer.evaluation.peaks.summary(),
+        },
+        batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
+        warnings=warnings,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gnnbench.measure.run.single CONFIG.json OUT.json [--dist-timeout S]``; exit 1 when the run failed."""
+    argv = sys.argv[1:] if argv is None else argv
+    timeout = DEFAULT_TIMEOUT
+    if len(argv) == 4 and argv[2] == "--dist-timeout":
+        timeout, argv = float(argv[3]), argv[:2]
+    if len(argv) != 2:
+        print("usage: python -m gnnbench.measure.run.single CONFIG.json OUT.json [--dist-timeout S]", file=sys.stderr)
+        return 2
+    config = RunConfig.from_dict(json.loads(Path(argv[0]).read_text()))
+    result = run(config, out=argv[1], dist_timeout=timeout)
+    if result.status == "failed":
+        print(result.error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,233 @@
+"""The plan of a sweep: which configurations it runs, in which rounds, on which seeds.
+
+:func:`sweep_entries` lists the baseline against baseline + each optimization and against all recommended
+optimizations together, one :class:`Entry` per configuration and round. Round ``r`` trains with seed
+``base.seed + r``, so timings and accuracies are paired by round (and by seed). The A/A copy of the baseline
+trains on its own seed stream (``base.seed + AA_SEED_OFFSET + r``), so it shows the seed-to-seed spread too.
+An entry whose every part keeps the trajectory runs short and its time to accuracy is derived
+(:mod:`gnnbench.measure.compare.derived`); the later rounds of a sweep with a calibrated target are time-to-accuracy
+runs (:func:`time_to_accuracy_config`). :mod:`gnnbench.measure.sweep.rounds` runs the entries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from typing import Iterable
+
+from gnnbench import registry
+from gnnbench.env import resolve_device
+from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
+from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
+from gnnbench.measure.compare.derived import is_derivable, short_config, short_epochs
+from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
+from gnnbench.parallel.data_parallel import world_size_for
+from gnnbench.training import RunConfig, config_unavailable
+
+__all__ = [
+    "Entry",
+    "sweep_entries",
+    "validate_base",
+    "check_also_measured",
+    "derivable_base",
+    "time_to_accuracy_config",
+    "on_ranks",
+    "ALL_RECOMMENDED",
+    "BASELINE",
+    "AA_LABEL",
+    "E2E_BASELINE",
+]
+
+ALL_RECOMMENDED = "all_recommended"
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One configuration of a sweep, in one round."""
+
+    label: str  # "baseline", an optimization name, "all_recommended" or the A/A copy of the baseline
+    config: RunConfig
+    optimizations: tuple[str, ...]
+    round: int = 0  # interleaved round (its seed is base.seed + round)
+    not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
+    derived: bool = False  # a short run; time to accuracy derived (gnnbench.measure.compare.derived)
+
+    def key(self) -> str:
+        blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def filename(self) -> str:
+        """``<label>-r<round>-<key>.json``, the label made safe for a file name (the A/A label has a slash)."""
+        return f"{re.sub(r'[^A-Za-z0-9_.]+', '_', self.label)}-r{self.round}-{self.key()}.json"
+
+
+def validate_base(base: RunConfig) -> None:
+    """Refuse, before running anything, a sweep whose configuration cannot produce a measured step."""
+    epochs = base.epochs if base.epochs is not None else base.max_epochs
+    if base.max_steps_per_epoch is not None and base.warmup_steps >= epochs * base.max_steps_per_epoch:
+        raise ValueError(
+            f"no step would be measured: {epochs} epoch(s) x {base.max_steps_per_epoch} steps with "
+            f"{base.warmup_steps} warm-up steps; lower --warmup below {epochs * base.max_steps_per_epoch} "
+            "or raise --epochs / --max-epochs / --max-steps"
+        )
+
+
+def on_ranks(cfg: RunConfig) -> RunConfig:
+    """A ``--nproc N`` sweep runs its parallel entries on N ranks, the rest (the baseline: one process on the
+    same global batch, what scaling efficiency compares with) in one process."""
+    return dataclasses.replace(cfg, nproc=world_size_for(cfg.flags, cfg.nproc))
+
+
+def derivable_base(base: RunConfig) -> bool:
+    """Whether a short run keeps the trajectory on ``base``: only with a constant learning rate (a cosine
+    horizon follows the run's length) and gnnbench's sampler (PyG's native one draws from each worker's own
+    state)."""
+    return base.lr_schedule == "constant" and base.flags.sampler_backend == "gnnbench"
+
+
+def check_also_measured(base: RunConfig, names: Iterable[str] | None, also_measured: Iterable[str]) -> None:
+    """Refuse, before anything runs (calibration included), an ``also_measured`` name that this sweep cannot
+    derive: not among its entries (``names``; ``None``: every registered one), not declared
+    ``same_trajectory``, or a base configuration on which no short run keeps the trajectory."""
+    entries = list(names) if names is not None else registry.names()
+    for n in also_measured:
+        if n not in entries:
+            shown = ", ".join(entries) if entries else "none: with --aa and no --flags it is the A/A check alone"
+            raise ValueError(
+                f"--also-measure {n!r}: not an entry of this sweep (its entries: {shown}); name it in --flags too"
+            )
+        if not is_derivable(registry.combination(n)):
+            declared = ", ".join(o.name for o in registry.REGISTRY.values() if o.same_trajectory)
+            raise ValueError(
+                f"--also-measure {n!r}: not declared same_trajectory, so it is trained to the target "
+                f"anyway; entries whose time to accuracy is derived: {declared}"
+            )
+        if not derivable_base(base):
+            raise ValueError(
+                f"--also-measure {n!r}: no time to accuracy is derived on this base configuration "
+                f"(lr schedule {base.lr_schedule!r}, sampler backend {base.flags.sampler_backend!r}; "
+                "derived needs 'constant' and 'gnnbench')"
+            )
+
+
+def sweep_entries(
+    base: RunConfig,
+    names: Iterable[str] | None = None,
+    *,
+    repeats: int = DEFAULT_REPEATS,
+    include_all_recommended: bool = True,
+    aa: bool = False,
+    derive_per_epoch: int | None = None,
+    also_measured: Iterable[str] = (),
+    accuracy_rounds: int | None = None,
+    target: float | None = None,
+) -> list[Entry]:
+    """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
+    for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check).
+
+    With ``derive_per_epoch`` (the baseline's steps per epoch, from the calibration) an entry whose every part
+    is declared ``same_trajectory`` runs as a short run (:func:`gnnbench.measure.compare.derived.short_config`) and its
+    time to accuracy is derived; each name in ``also_measured`` is, besides, trained to the target as
+    ``"<name> (measured)"``, to show the derived figure agrees with the measured one.
+
+    With ``accuracy_rounds`` K and the calibrated ``target``, only rounds ``0..K-1`` train to the plateau (they
+    judge accuracy); the later rounds, which a row receives only while its verdict is open, are time-to-accuracy
+    runs (:func:`time_to_accuracy_config`): they stop at the target, or past the censoring budget without it.
+    ``None``: every round trains to the plateau."""
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
+    if accuracy_rounds is not None:
+        if isinstance(accuracy_rounds, bool) or not isinstance(accuracy_rounds, int) or accuracy_rounds < 2:
+            raise ValueError(
+                f"accuracy_rounds must be an integer >= 2: accuracy deltas need an interval (got {accuracy_rounds!r})"
+            )
+        if target is None:
+            raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
+    validate_base(base)
+    also = list(also_measured)
+    names = list(names) if names is not None else registry.names()
+    check_also_measured(base, names, also)
+    parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
+    derivable = derivable_base(base)
+    derived = {n: derive_per_epoch is not None and derivable and is_derivable(parts[n]) for n in names}
+    for n in also:
+        if not derived.get(n):
+            raise ValueError(
+                f"--also-measure {n!r}: its time to accuracy is derived only with a calibration "
+                "(and without --no-derive); without one there is no derived figure to check"
+            )
+    device = resolve_device(base.device)
+    inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
+    rec = []
+    if include_all_recommended:
+        rec = [
+            o.name
+            for o in registry.REGISTRY.values()
+            if o.recommended
+            and o.unavailable(device) is None
+            and not registry.not_applicable(base, [o.name])
+            and not config_unavailable(on_ranks(registry.config_for(base, [o.name])), device)
+        ]
+    # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
+    # are compared with an end-to-end copy of the baseline in the same round.
+    overlap = [
+        n
+        for n in names
+        if not inapplicable[n]
+        and any(registry.get(p).overlap for p in parts[n])
+        and not config_unavailable(on_ranks(registry.config_for(base, parts[n])), device)
+    ]
+    # the end-to-end baseline is only the reference of overlap rows: short too when all of them are derived
+    e2e_short = all(derived[n] and n not in also for n in overlap)
+
+    def short(cfg: RunConfig) -> RunConfig:
+        return short_config(cfg, derive_per_epoch)
+
+    def round_entries(base: RunConfig, r: int) -> list[Entry]:
+        entries = []
+        b = dataclasses.replace(base, seed=base.seed + r)
+        entries.append(Entry(BASELINE, on_ranks(b), (), r))
+        if aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
+            entries.append(
+                Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)), (), r)
+            )
+        if overlap and base.sync_phases:
+            e2e = dataclasses.replace(b, sync_phases=False)
+            entries.append(Entry(E2E_BASELINE, on_ranks(short(e2e) if e2e_short else e2e), (), r, derived=e2e_short))
+        for n in names:
+            if inapplicable[n]:  # listed as not applicable, with the reason, instead of measured
+                entries.append(Entry(n, on_ranks(b), parts[n], r, not_applicable=inapplicable[n]))
+                continue
+            cfg = registry.config_for(b, parts[n])
+            if n in overlap:
+                cfg = dataclasses.replace(cfg, sync_phases=False)
+            entries.append(Entry(n, on_ranks(short(cfg) if derived[n] else cfg), parts[n], r, derived=derived[n]))
+            if n in also:  # the same entry trained to the target: the derived figure's check (its time to
+                # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
+                measured = time_to_accuracy_config(cfg, target) if target is not None else cfg
+                entries.append(Entry(f"{n}{MEASURED_SUFFIX}", on_ranks(measured), parts[n], r))
+        if include_all_recommended:
+            entries.append(Entry(ALL_RECOMMENDED, on_ranks(registry.config_for(b, rec)), tuple(rec), r))
+        return entries
+
+    # a time-to-accuracy baseline still trains the epochs the same round's short runs are read against
+    keep = (
+        short_epochs(derive_per_epoch, base.warmup_steps) * derive_per_epoch
+        if derive_per_epoch and any(derived.values())
+        else 0
+    )
+    entries = []
+    for r in range(repeats):
+        tta_only = accuracy_rounds is not None and r >= accuracy_rounds
+        entries.extend(round_entries(time_to_accuracy_config(base, target, keep) if tta_only else base, r))
+    return entries
+
+
+def time_to_accuracy_config(config: RunConfig, target: float, keep_steps: int = 0) -> RunConfig:
+    """``config`` as a time-to-accuracy run: it stops at its first validation point at or above ``target``, or
+    once past its censoring budget without it (``RunConfig.stop_at``), and not before ``keep_steps`` steps (the
+    epochs the same round's short runs are read against); the plateau rule's minimum is dropped with it (a run
+    whose accuracy is never read need not wait for a plateau)."""
+    return dataclasses.replace(config, stop_at=target, min_steps=keep_steps)

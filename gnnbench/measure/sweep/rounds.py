@@ -1,0 +1,371 @@
+"""Sweeps: the entries of a plan (:mod:`gnnbench.measure.sweep.plan`) measured in interleaved rounds.
+
+Each round runs the baseline and every configuration once, each in its own process, in an order shuffled per
+round from a recorded seed, so drift and a slow process hit all configurations alike. Before the rounds,
+:func:`run_calibration` trains the baseline on seeds no round uses and fixes the accuracy target, the validation
+cadence and the budget of every configuration (:mod:`gnnbench.measure.compare.calibration`). Results are written
+atomically, one file per configuration and round; an interrupted sweep resumes, but a stored result is reused
+only when its config, the code fingerprint and the environment all match
+(:func:`gnnbench.measure.run.results.reuse_problem`); anything else is measured again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from gnnbench import process
+from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
+from gnnbench.measure.compare.calibration import (
+    BUDGET_FACTOR,
+    CALIBRATION,
+    CALIBRATION_SEED_OFFSET,
+    DEFAULT_CALIBRATION_RUNS,
+    Calibration,
+    calibrate,
+)
+from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
+from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
+from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
+from gnnbench.measure.run.single import run
+from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.executors import RoundExecutor
+from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
+from gnnbench.parallel.data_parallel import world_size_for
+from gnnbench.training import RunConfig, config_unavailable
+from gnnbench.training.pipeline import graph_of
+
+__all__ = ["SweepResults", "run_sweep", "run_round", "run_calibration", "MANIFEST"]
+
+MANIFEST = "sweep.json"
+
+
+class SweepResults(list):
+    """The results of a sweep (dicts, in entry order), how many were kept from disk or measured now, and how
+    many were not run because their row's verdict was settled (rounds that stop when decided)."""
+
+    kept: int = 0
+    measured: int = 0
+    skipped: int = 0
+    discarded: int = 0  # measured on another machine beside the round that settled their row
+
+    def failed(self) -> list[str]:
+        """``label (round r): error`` of every run that failed (a crash or an error; an entry unavailable
+        here is not a failure)."""
+        return [
+            f"{r.get('label')} (round {r.get('round')}): {r.get('error') or 'no result'}"
+            for r in self
+            if r and r.get("status") == "failed"
+        ]
+
+    def summary(self) -> str:
+        text = (
+            f"kept {self.kept} stored result{'s' * (self.kept != 1)} (same config, code and environment), "
+            f"measured {self.measured}"
+        )
+        text += f", {self.skipped} not run (their verdict was settled)" if self.skipped else ""
+        return text + (
+            f", {self.discarded} discarded (measured beside the round that settled their row)" if self.discarded else ""
+        )
+
+
+def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
+    data = load_result(path)
+    if data is None or data.get("status") not in ("ok", "unavailable"):
+        return None
+    if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
+        env = {**env, "threads": rank_threads()}  # compared with the ranks' environment, not this process's
+    return None if reuse_problem(data, entry.config.to_dict(), env) else data
+
+
+def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
+    """Entry indices per round, shuffled per round from ``order_seed``."""
+    rounds: dict[int, list[int]] = {}
+    for i, e in enumerate(entries):
+        rounds.setdefault(e.round, []).append(i)
+    orders = []
+    for r in sorted(rounds):
+        idx = rounds[r]
+        random.Random(order_seed * 1_000_003 + r).shuffle(idx)
+        orders.append(idx)
+    return orders
+
+
+def run_calibration(
+    base: RunConfig,
+    out_dir: str | Path,
+    *,
+    runs: int = DEFAULT_CALIBRATION_RUNS,
+    target_acc: float | None = None,
+    budget_factor: float = BUDGET_FACTOR,
+    **sweep_options,
+) -> tuple[Calibration | None, SweepResults]:
+    """Train the baseline ``runs`` times on seeds no round uses (``base.seed + CALIBRATION_SEED_OFFSET + i``),
+    stored in ``out_dir`` beside the sweep (resumed like it), and fix the sweep's target, cadence and budget
+    (:func:`gnnbench.measure.compare.calibration.calibrate`). ``runs=0``: no calibration (``(None, [])``); the
+    comparison then falls back to a target read off the measured baseline, and says so."""
+    if not isinstance(runs, int) or runs < 0:
+        raise ValueError(f"calibration runs must be an integer >= 0 (got {runs!r})")
+    validate_base(base)
+    if runs == 0:
+        return None, SweepResults()
+    entries = [
+        Entry(CALIBRATION, on_ranks(dataclasses.replace(base, seed=base.seed + CALIBRATION_SEED_OFFSET + i)), (), i)
+        for i in range(runs)
+    ]
+    results = run_sweep(entries, out_dir, **sweep_options)
+    return calibrate(results, target_acc=target_acc, budget_factor=budget_factor), results
+
+
+def equivalence_manifest(margin: float | None) -> dict | None:
+    """The equivalence margin as a sweep's manifest records it (``None``: none declared)."""
+    if margin is None:
+        return None
+    from gnnbench.measure.compare.factors import EQUIVALENCE_ALPHA
+
+    return {
+        "margin": float(margin),
+        "alpha": EQUIVALENCE_ALPHA,
+        "method": (
+            f"two one-sided t-tests (TOST, {EQUIVALENCE_ALPHA:.0%} each) on the paired log ratios of "
+            f"steps to the target (interpolated between evaluations) against +-log(1 + {margin:g}); a "
+            "row that keeps the work per step, is not derived and is shown equivalent is judged by its "
+            "setup + time per step x the baseline's steps to the target of the same round"
+        ),
+    }
+
+
+def run_sweep(
+    entries: list[Entry],
+    out_dir: str | Path,
+    *,
+    isolate: bool = True,
+    resume: bool = True,
+    dist_timeout: float = DEFAULT_TIMEOUT,
+    calibration: Calibration | None = None,
+    order_seed: int = 0,
+    progress: Callable[[int, int, Entry, str], None] | None = None,
+    rule: StoppingRule | None = None,
+    equivalence_margin: float | None = None,
+    after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
+    executor: RoundExecutor | None = None,
+) -> SweepResults:
+    """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
+
+    Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
+    atomically; with ``resume`` a stored file is kept only when its config,
+    code fingerprint and environment match this run (a missing, partial,
+    failed or stale file is measured again). The order of every round and its
+    seed are recorded in ``out_dir/sweep.json``, with the ``calibration`` (target, cadence, budget) when given.
+    With ``isolate`` each
+    configuration runs in a fresh process (clean peak memory, no state shared
+    between runs, and process-to-process variance measured as it should be).
+
+    Rounds that stop when decided: after each round, ``after_round(results so far)`` returns the labels whose
+    verdict is settled (they receive no further round; a ``"<label> (measured)"`` check follows its entry) and
+    whether the sweep is done; ``rule`` (the :class:`~gnnbench.measure.stats.sequential.StoppingRule` it applies) is
+    recorded in the manifest, with each round's stops. ``equivalence_margin`` (the margin within which a row's
+    steps to the target count as the baseline's) is recorded in the manifest before the first round
+    (``equivalence``). The returned results hold what ran.
+
+    With an ``executor`` (:class:`~gnnbench.measure.sweep.executors.RoundExecutor`: submitit, on Slurm or local
+    processes) up to ``executor.machines`` rounds run at once, each whole on one machine; the stopping rule is
+    then applied round by round after each batch, and a round measured beside the one that settled its row is
+    discarded, so the verdicts are those of the same sweep run one round at a time.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = environment(resolve_device(entries[0].config.device)) if entries else {}
+    orders = _round_orders(entries, order_seed)
+    base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
+    manifest = {
+        "sweep": out_dir.name,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "order_seed": order_seed,
+        "rounds": [[entries[i].label for i in order] for order in orders],
+        "code_fingerprint": env.get("code_fingerprint"),
+        "commit": env.get("commit"),
+        "isolate": isolate,
+        "machine": env.get("machine"),
+        "hardware_class": env.get("hardware_class"),
+        "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
+        "base_config": base.to_dict() if base is not None else None,
+        "calibration": calibration.to_dict() if calibration is not None else None,
+        "rule": rule.to_dict() if rule is not None else None,
+        "equivalence": equivalence_manifest(equivalence_margin),
+    }
+    if executor is not None:
+        manifest["executor"] = executor.describe()
+    write_json_atomic(out_dir / MANIFEST, manifest)
+    results: list[dict | None] = [None] * len(entries)
+    outcome = SweepResults()
+    graphs: dict = {}
+    done = 0
+    settled_labels: set[str] = set()
+
+    def settled(entry: Entry) -> bool:
+        twin = entry.label[: -len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
+        return entry.label in settled_labels or twin in settled_labels
+
+    def finish(i: int, data: dict, status: str | None = None) -> None:
+        nonlocal done
+        entry, path = entries[i], out_dir / entries[i].filename()
+        if status is None:  # measured now: the file says which configuration and round it is, for the report
+            if path.exists():
+                data = {
+                    **data,
+                    "label": entry.label,
+                    "round": entry.round,
+                    "optimizations": list(entry.optimizations),
+                    "derived": entry.derived,
+                }
+                write_json_atomic(path, data)
+            outcome.measured += 1
+            status = data.get("status", "?")
+        done += 1
+        if progress:
+            progress(done, len(entries), entry, status)
+        results[i] = {
+            "label": entry.label,
+            "optimizations": list(entry.optimizations),
+            "round": entry.round,
+            "derived": entry.derived,
+            **data,
+        }
+
+    per_batch = executor.machines if executor is not None else 1  # rounds measured at once, one per machine
+    number = 0
+    while number < len(orders):
+        batch = orders[number : number + per_batch]
+        plan: list[list[int]] = []  # per round of the batch: the entries to measure, in the round's order
+        for order in batch:
+            todo = []
+            for i in order:
+                if settled(entries[i]):
+                    outcome.skipped += 1
+                    done += 1
+                    if progress:
+                        progress(done, len(entries), entries[i], "settled")
+                    continue
+                data = _stored(out_dir / entries[i].filename(), entries[i], env) if resume else None
+                if data is not None:
+                    outcome.kept += 1
+                    finish(i, data, "kept")
+                else:
+                    todo.append(i)
+            plan.append(todo)
+        if executor is None:
+            for i in plan[0]:
+                if progress:
+                    progress(done, len(entries), entries[i], "running")
+                finish(i, _measure(entries[i], out_dir / entries[i].filename(), isolate, graphs, dist_timeout))
+        else:  # each round whole on one machine: pairing stays within a machine
+            jobs = [([entries[i] for i in todo], str(out_dir), isolate, dist_timeout) for todo in plan]
+            for todo, measured in zip(plan, executor.map(run_round, jobs)):
+                for i, data in zip(todo, measured):
+                    finish(i, data)
+        finished = False
+        for j, order in enumerate(batch):
+            k = number + j + 1
+            if j:  # measured beside an earlier round of this batch that settled its row: not part of the sweep
+                for i in order:
+                    if results[i] is not None and settled(entries[i]):
+                        results[i] = None
+                        outcome.discarded += 1
+            if after_round is None or k >= len(orders):
+                continue
+            # only rounds up to k: a round measured beside it must not decide k's stops
+            stopped, finished = after_round([r for r in results if r is not None and r["round"] < k])
+            manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - settled_labels)
+            settled_labels |= set(stopped)
+            if finished:
+                manifest["finished_after_round"] = k
+                for later in batch[j + 1 :]:  # rounds measured beside the last one needed
+                    for i in later:
+                        if results[i] is not None:
+                            results[i] = None
+                            outcome.discarded += 1
+                break
+        write_json_atomic(out_dir / MANIFEST, manifest)
+        number += len(batch)
+        if finished:
+            skipped = sum(len(o) for o in orders[number:])
+            outcome.skipped += skipped
+            done += skipped
+            break
+    outcome.extend(r for r in results if r is not None)
+    return outcome
+
+
+def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: float) -> list[dict]:
+    """One round's entries measured in order on this machine (a job of
+    :class:`~gnnbench.measure.sweep.executors.RoundExecutor`): each writes its result file into ``out_dir`` (shared
+    by the machines) and its result is returned."""
+    graphs: dict = {}
+    return [_measure(e, Path(out_dir) / e.filename(), isolate, graphs, dist_timeout) for e in entries]
+
+
+def _refused_here(entry: Entry) -> dict | None:
+    """The result of an entry that cannot run here, written without starting a process for it: not applicable
+    to the base configuration, or a flag this device or setup cannot run (the same answer the run's own check,
+    :func:`gnnbench.training.config_unavailable`, would give). ``None`` when it can run."""
+    device = resolve_device(entry.config.device)
+    reasons = (
+        {"not applicable": entry.not_applicable} if entry.not_applicable else config_unavailable(entry.config, device)
+    )
+    if not reasons:
+        return None
+    env = environment(device)
+    if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
+        env = {**env, "threads": rank_threads()}  # what its ranks would have recorded
+    return RunResult(
+        status="unavailable", config=entry.config.to_dict(), environment=env, unavailable=reasons
+    ).to_dict()
+
+
+def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
+    path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
+    refused = _refused_here(entry)
+    if refused is not None:  # a process would only say the same, after seconds of imports
+        write_json_atomic(path, refused)
+        return refused
+    if isolate:
+        cfg_path = path.with_name(f".{path.name}.config.json")
+        write_json_atomic(cfg_path, entry.config.to_dict())
+        # nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch)
+        # the process is part of the configuration: started with its allocator (gnnbench.process)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gnnbench.measure.run.single",
+                str(cfg_path),
+                str(path),
+                "--dist-timeout",
+                str(dist_timeout),
+            ],
+            capture_output=True,
+            text=True,
+            env=process.child_environment(entry.config.flags),
+        )
+        cfg_path.unlink(missing_ok=True)
+        data = load_result(path) if proc.returncode == 0 else None
+        if data is None:
+            data = {
+                "status": "failed",
+                "error": (proc.stderr[-4000:] or f"no result in {path}"),
+                "config": entry.config.to_dict(),
+            }
+            write_json_atomic(path.with_suffix(".failed.json"), data)
+        return data
+    key = entry.config.graph_key()
+    if key not in graphs:  # in-process: generate (or load) each graph once
+        graphs.clear()
+        graphs[key] = graph_of(entry.config)[0]
+    result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
+    return (load_result(path) if path.exists() else None) or result.to_dict()
