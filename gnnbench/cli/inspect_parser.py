@@ -62,10 +62,11 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--asv", default="results/asv", help="asv results directory (default results/asv)")
     p.add_argument(
         "--gate-rates",
+        action="append",
         default=None,
         metavar="JSON",
         help="the regression gate's measured error rates (scripts/gate_error_rates.py's output, e.g. "
-        "results/reference/gate-error-rates.json)",
+        "results/reference/gate-error-rates.json; repeatable, one table per file)",
     )
     p.add_argument(
         "--gate-runs",

@@ -11,15 +11,19 @@ from gnnbench.text import percent
 
 def gate_rates_section(inputs: ReportInputs) -> str:
     """How often the regression gate (``gnnbench regress``) is wrong, as measured on throwaway commits."""
-    from gnnbench.measure.gate.rates import TARGETS
 
-    g = inputs.gate_rates
     head = "<h2 id='gate-rates'>How often the regression gate is wrong</h2>"
-    if not g:
+    if not inputs.gate_rates:
         return (
             head + "<p class='muted'>No measured error rates given (<code>python scripts/gate_error_rates.py"
             "</code>, then <code>gnnbench report --gate-rates FILE</code>).</p>"
         )
+    return head + "".join(_rates_tables(g) for g in inputs.gate_rates)
+
+
+def _rates_tables(g: dict) -> str:
+    """One measurement's rates: its tables and where, how and under what load it ran."""
+    from gnnbench.measure.gate.rates import TARGETS
 
     def cell(r: dict) -> str:
         if not r["n"]:
@@ -35,16 +39,30 @@ def gate_rates_section(inputs: ReportInputs) -> str:
         f"{cell(g['false_alarm'])}<td>at most {percent(TARGETS['false_alarm'], digits=0)}</td></tr>",
         f"<tr><td>false alarm per benchmark (null commits)</td>{cell(g['false_alarm_per_bench'])}<td>-</td></tr>",
     ]
+    counted = bool(g.get("counted"))
+    if counted:
+        rows += [
+            f"<tr><td>&nbsp;&nbsp;false alarm per default run, by wall time</td>{cell(g['false_alarm_wall'])}"
+            "<td>-</td></tr>",
+            f"<tr><td>&nbsp;&nbsp;false alarm per default run, by counted instructions</td>"
+            f"{cell(g['false_alarm_counts'])}<td>-</td></tr>",
+        ]
     for pct, r in g["sizes"].items():
         target = {10: TARGETS["detect_10"], 5: TARGETS["detect_5"]}.get(pct)
         rows.append(
             f"<tr><td>step {pct}% slower: detected</td>{cell(r['detect'])}"
             f"<td>{'at least ' + percent(target, digits=0) if target else '-'}</td></tr>"
         )
-        rows.append(
-            f"<tr><td>step {pct}% slower: detected at a default run's strictest Holm step</td>"
-            f"{cell(r['detect_in_default_set'])}<td>-</td></tr>"
-        )
+        if counted:
+            rows += [
+                f"<tr><td>&nbsp;&nbsp;step {pct}% slower: detected by {what}</td>{cell(r[key])}<td>-</td></tr>"
+                for what, key in (("wall time", "detect_wall"), ("counted instructions", "detect_counts"))
+            ]
+        elif not g.get("slow_runs_default_set"):
+            rows.append(
+                f"<tr><td>step {pct}% slower: detected at a default run's strictest Holm step</td>"
+                f"{cell(r['detect_in_default_set'])}<td>-</td></tr>"
+            )
         rows.append(
             f"<tr><td>step {pct}% slower: the right phase named</td>{cell(r['right_phase'])}"
             f"<td>at least {percent(TARGETS['right_phase'], digits=0)}</td></tr>"
@@ -65,14 +83,26 @@ def gate_rates_section(inputs: ReportInputs) -> str:
     note = (
         f"Measured on {esc(str(g.get('machine')))} against commit <code>{esc(str(g.get('base'))[:10])}</code> "
         f"in {minutes:.0f} minutes{'' if g.get('complete') else ' (incomplete: the run was interrupted)'}: "
-        f"{settings.get('rounds')} rounds of {settings.get('steps')} measured steps per gate run; a slow commit "
-        "makes the step that much slower, all of it in one code path (a busy-wait sized by the path's share of "
-        "the step). Counts with 95% Wilson intervals. Method and what it takes to go lower: "
+        f"{settings.get('rounds')} rounds of {settings.get('steps')} measured steps per gate run"
+        + (f", {esc(g['condition'])}" if g.get("condition") else "")
+        + "; a slow commit makes the step that much slower, all of it in one code path ("
+        + (
+            "the path's own work done again, sized by its share of the step"
+            if settings.get("injection") == "work"
+            else "a busy-wait sized by the path's share of the step"
+        )
+        + ")"
+        + (
+            f"; every run also counted the primary tier's instructions ({settings['counts']} callgrind process "
+            "per tree)"
+            if counted
+            else "; wall time only"
+        )
+        + ". Counts with 95% Wilson intervals. Method and what it takes to go lower: "
         "<code>docs/regression-gate.md</code>."
     )
     return (
-        head
-        + f"<p class='muted'>{note}</p><table><tr><th>rate</th><th>measured</th><th>target</th></tr>"
+        f"<p class='muted'>{note}</p><table><tr><th>rate</th><th>measured</th><th>target</th></tr>"
         + "".join(rows)
         + "</table>"
         + "<table><tr><th>slowed path</th><th>share of the step</th>"

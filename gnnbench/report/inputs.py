@@ -26,7 +26,7 @@ class ReportInputs:
             interleaved sweeps, ``round``, and ``_group`` (its sweep directory).
         pytest_benchmarks: pytest-benchmark ``--benchmark-json`` documents.
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
-        gate_rates: The regression gate's measured error rates, summarized
+        gate_rates: The regression gate's measured error rates, one summary per file
             (:func:`gnnbench.measure.gate.rates.summarize`).
         gate_runs: Stored gate runs (``gnnbench regress --out``), oldest first: their head step times over
             commits are a history of their own.
@@ -38,7 +38,7 @@ class ReportInputs:
     runs: list[dict] = field(default_factory=list)
     pytest_benchmarks: list[dict] = field(default_factory=list)
     asv: dict | None = None
-    gate_rates: dict | None = None
+    gate_rates: list[dict] = field(default_factory=list)
     gate_runs: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     roots: dict[str, Any] = field(default_factory=dict)
@@ -168,7 +168,7 @@ def load_inputs(
     runs: Iterable[str | Path] = (),
     pytest_benchmark: Iterable[str | Path] = (),
     asv_results: str | Path | None = None,
-    gate_rates: str | Path | None = None,
+    gate_rates: str | Path | Iterable[str | Path] | None = None,
     gate_runs: Iterable[str | Path] = (),
 ) -> ReportInputs:
     """Read result files and directories (directories are searched recursively).
@@ -179,12 +179,13 @@ def load_inputs(
     (``<label>-r<round>-<key>.json``; schema-1 sweeps: ``<label>-seed<s>-<key>.json``, no round).
     """
     runs, pytest_benchmark, gate_runs = list(runs), list(pytest_benchmark), list(gate_runs)
+    rates = [] if gate_rates is None else [gate_rates] if isinstance(gate_rates, (str, Path)) else list(gate_rates)
     out = ReportInputs(
         roots={
             "runs": [str(r) for r in runs],
             "pytest_benchmark": [str(f) for f in pytest_benchmark],
             "asv_results": None if asv_results is None else str(asv_results),
-            "gate_rates": None if gate_rates is None else str(gate_rates),
+            "gate_rates": [str(g) for g in rates],
             "gate_runs": [str(r) for r in gate_runs],
         }
     )
@@ -204,17 +205,17 @@ def load_inputs(
             out.sources.append(str(f))
     if asv_results is not None:
         out.asv = _load_asv(Path(asv_results), out.sources)
-    if gate_rates is not None:
+    for g in rates:
         from gnnbench.measure.gate.rates import summarize
 
-        doc = _read_json(Path(gate_rates))
+        doc = _read_json(Path(g))
         if doc is None:
             raise ValueError(
-                f"--gate-rates {str(gate_rates)!r} is not a readable JSON file (expected the output of "
+                f"--gate-rates {str(g)!r} is not a readable JSON file (expected the output of "
                 "scripts/gate_error_rates.py)"
             )
-        out.gate_rates = summarize(doc)
-        out.sources.append(str(gate_rates))
+        out.gate_rates.append(summarize(doc))
+        out.sources.append(str(g))
     for root in gate_runs:
         root = Path(root)
         for f in sorted(root.rglob("*.json")) if root.is_dir() else [root]:

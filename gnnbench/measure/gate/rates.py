@@ -76,6 +76,7 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
     counted = int((doc.get("settings") or {}).get("counts") or 0) > 0  # runs that also counted instructions
     out: dict[str, Any] = {
         "machine": doc.get("machine"),
+        "condition": doc.get("condition"),
         "base": doc.get("base"),
         "settings": doc.get("settings"),
         "wall_seconds": doc.get("wall_seconds"),
