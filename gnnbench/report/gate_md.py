@@ -145,12 +145,9 @@ RUN_LIMIT_S = 600.0  # a default run's goal: at most 10 minutes
 
 
 def _cell(r: dict) -> str:
-    if not r["n"]:
-        return "none measured"
-    return (
-        f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} [{percent(r['low'], digits=0)}, "
-        f"{percent(r['high'], digits=0)}]"
-    )
+    from gnnbench.measure.gate.rates import rate_text
+
+    return rate_text(r, "none measured")
 
 
 def goals_markdown(rates: list) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from gnnbench.text import percent
 
-__all__ = ["wilson", "summarize", "format_rates", "TARGETS", "CARRIERS"]
+__all__ = ["wilson", "summarize", "format_rates", "rate_text", "TARGETS", "CARRIERS"]
 
 # the micro-benchmark that times each injected path alone (the optimizer and the loss have none)
 CARRIERS = {"sample": "micro:sampler", "gather": "micro:gather", "aggregation": "micro:aggregation"}
@@ -136,9 +136,10 @@ def summarize(doc: dict, *, alpha: float = 0.05) -> dict[str, Any]:
     return out
 
 
-def _pct(r: dict) -> str:
+def rate_text(r: dict, missing: str = "n/a") -> str:
+    """A rate as ``k/n = p% [low, high]`` (its 95% Wilson interval); ``missing`` when nothing was measured."""
     if not r["n"]:
-        return "n/a"
+        return missing
     return (
         f"{r['k']}/{r['n']} = {percent(r['rate'], digits=0)} "
         f"[{percent(r['low'], digits=0)}, {percent(r['high'], digits=0)}]"
@@ -150,30 +151,30 @@ def format_rates(s: dict) -> str:
     lines = [
         f"gate error rates on {s['machine']} (base {str(s['base'])[:10]}, "
         f"{(s['wall_seconds'] or 0) / 60:.0f} min{'' if s['complete'] else ', incomplete'}):",
-        f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {_pct(s['false_alarm'])}"
+        f"  false alarms per default gate run ({s['default_set']} benchmarks, Holm): {rate_text(s['false_alarm'])}"
         f" (target <= {percent(TARGETS['false_alarm'], digits=0)})",
-        f"  false alarms per benchmark (wall time): {_pct(s['false_alarm_per_bench'])}",
+        f"  false alarms per benchmark (wall time): {rate_text(s['false_alarm_per_bench'])}",
     ]
     if s.get("counted"):
         lines.insert(
             2,
-            f"    by wall time {_pct(s['false_alarm_wall'])}, by counted instructions {_pct(s['false_alarm_counts'])}",
+            f"    by wall time {rate_text(s['false_alarm_wall'])}, by counted instructions {rate_text(s['false_alarm_counts'])}",
         )
     for pct, r in s["sizes"].items():
         if s.get("slow_runs_default_set"):
             lines.append(
-                f"  step {pct}% slower: default runs failed {_pct(r['detect'])}, right phase "
-                f"{_pct(r['right_phase'])}"
+                f"  step {pct}% slower: default runs failed {rate_text(r['detect'])}, right phase "
+                f"{rate_text(r['right_phase'])}"
                 + (
-                    f" (by wall time {_pct(r['detect_wall'])}, by counted instructions {_pct(r['detect_counts'])})"
+                    f" (by wall time {rate_text(r['detect_wall'])}, by counted instructions {rate_text(r['detect_counts'])})"
                     if s.get("counted")
                     else ""
                 )
             )
         else:
             lines.append(
-                f"  step {pct}% slower: detected {_pct(r['detect'])}, right phase {_pct(r['right_phase'])}, "
-                f"at a default run's strictest Holm step {_pct(r['detect_in_default_set'])}"
+                f"  step {pct}% slower: detected {rate_text(r['detect'])}, right phase {rate_text(r['right_phase'])}, "
+                f"at a default run's strictest Holm step {rate_text(r['detect_in_default_set'])}"
             )
     for path, sizes in s["paths"].items():
         share = s["shares"].get(path)
