@@ -151,15 +151,7 @@ def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
         cfg_path, path = Path(tmp) / "config.json", Path(out) if out else Path(tmp) / "result.json"
         write_json_atomic(cfg_path, config.to_dict())
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "gnnbench.measure.run.single",
-                str(cfg_path),
-                str(path),
-                "--dist-timeout",
-                str(timeout),
-            ],
+            child_argv(cfg_path, path, timeout),
             capture_output=True,
             text=True,
             env=process.child_environment(config.flags),
@@ -365,6 +357,20 @@ def _assemble(
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,
     )
+
+
+def child_argv(config_path: str | Path, out: str | Path, dist_timeout: float) -> list[str]:
+    """The command that measures the configuration at ``config_path`` in a process of its own, writing its result
+    to ``out`` (``python -m gnnbench.measure.run.single``)."""
+    return [
+        sys.executable,
+        "-m",
+        "gnnbench.measure.run.single",
+        str(config_path),
+        str(out),
+        "--dist-timeout",
+        str(dist_timeout),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -32,7 +31,7 @@ from gnnbench.measure.compare.calibration import (
 from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run.single import child_argv, run
 from gnnbench.measure.stats.sequential import StoppingRule
 from gnnbench.measure.sweep.executors import RoundExecutor
 from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
@@ -340,15 +339,7 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         # nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch)
         # the process is part of the configuration: started with its allocator (gnnbench.process)
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "gnnbench.measure.run.single",
-                str(cfg_path),
-                str(path),
-                "--dist-timeout",
-                str(dist_timeout),
-            ],
+            child_argv(cfg_path, path, dist_timeout),
             capture_output=True,
             text=True,
             env=process.child_environment(entry.config.flags),
