@@ -35,8 +35,9 @@ def test_readme_reference_block_is_generated_from_the_committed_reference():
     )
 
 
-# the published error-rate files, in README's order: wall clock with timed busy-waits; both measures, work injected
-GATE_RATES = ("gate-error-rates.json", "gate-error-rates-work-busy.json")
+# the published error-rate files, in README's order: wall clock with timed busy-waits; both measures with work
+# injected, the other core busy, then idle
+GATE_RATES = ("gate-error-rates.json", "gate-error-rates-work-busy.json", "gate-error-rates-work-idle.json")
 
 
 def test_readme_gate_block_is_generated_from_the_published_gate_files():
@@ -48,7 +49,8 @@ def test_readme_gate_block_is_generated_from_the_published_gate_files():
     assert start in README and end in README, "README lost its gate markers"
     block = README[README.index(start) + len(start) : README.index(end)]
     ref = ROOT / "results" / "reference"
-    rates = [ref / name for name in GATE_RATES if (ref / name).is_file()]
+    rates = [ref / name for name in GATE_RATES]
+    assert all(p.is_file() for p in rates), [p.name for p in rates if not p.is_file()]
     assert block == gate_markdown(rates, ref / "gate-counts.json"), (
         "README's gate block is stale: paste `python -m gnnbench.report.gate_md "
         + " ".join(f"results/reference/{p.name}" for p in rates)
@@ -65,7 +67,8 @@ def test_the_gate_docs_goal_table_is_generated_from_the_published_gate_files():
     start, end = GOALS_MARKERS
     assert start in docs and end in docs, "docs/regression-gate.md lost its goal-table markers"
     ref = ROOT / "results" / "reference"
-    rates = [ref / name for name in GATE_RATES if (ref / name).is_file()]
+    rates = [ref / name for name in GATE_RATES]
+    assert all(p.is_file() for p in rates), [p.name for p in rates if not p.is_file()]
     assert docs[docs.index(start) + len(start) : docs.index(end)] == goals_markdown(rates), (
         "docs/regression-gate.md's goal table is stale: paste `gnnbench.report.gate_md.goals_markdown` of "
         + ", ".join(p.name for p in rates)
