@@ -365,6 +365,7 @@ def main() -> None:
     )
     p.add_argument("--out", default="results/reference/gate-error-rates.json")
     a = p.parse_args()
+    cores = sorted(os.sched_getaffinity(0))  # as launched: the in-process trainer below may narrow it
     torch.set_num_threads(1)  # the gate's processes compute with one thread: shares are measured alike
     t_start = time.perf_counter()
     repo = Path(_git(Path("."), "rev-parse", "--show-toplevel"))
@@ -399,7 +400,7 @@ def main() -> None:
                 "threads": 1,
                 "base": base_commit,
                 "condition": a.condition,
-                "cores": sorted(os.sched_getaffinity(0)),
+                "cores": cores,
                 "settings": settings,
                 "complete": done,
                 "benches": {"null": [b.name for b in benches], "slow": [b.name for b in benches]},
