@@ -63,6 +63,11 @@ def _seconds(runs: list[dict]) -> str:
     return f"{s[0]:.0f}-{s[-1]:.0f} s (median {statistics.median(s):.0f} s)"
 
 
+def _machine_key(doc: dict) -> tuple[str, str, str]:
+    """``(kind, cpu, cores)`` of an error-rate file's machine key (``vm|AMD EPYC|2``); ``?`` where missing."""
+    return tuple((str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3])
+
+
 def wall_clock_markdown(doc: dict) -> str:
     """The error-rate file in words: false alarms and every null run's exit, detection per size with the
     slowdowns delivered, and the time of every run, min to max."""
@@ -71,7 +76,7 @@ def wall_clock_markdown(doc: dict) -> str:
     null = [r for name, res in results.items() if name.startswith("null") for r in res["detail"]]
     slow = [r for name, res in results.items() if name.startswith("slow-") for r in res["detail"]]
     settings = doc.get("settings") or {}
-    kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
+    kind, cpu, cores = _machine_key(doc)
     condition = f"; {doc['condition']}" if doc.get("condition") else ""
     pinned = (
         f", pinned to core {', '.join(str(c) for c in doc['cores'])}"
@@ -217,7 +222,7 @@ def goals_markdown(rates: list) -> str:
 
 
 def _where_short(doc: dict) -> str:
-    kind, cpu, cores = (str(doc.get("machine", "?|?|?")).split("|") + ["?", "?"])[:3]
+    kind, cpu, cores = _machine_key(doc)
     settings = doc.get("settings") or {}
     how = "work" if settings.get("injection") == "work" else "busy-waits"
     measures = "wall time and counts" if settings.get("counts") else "wall time"
