@@ -22,24 +22,41 @@ __all__ = [
     "hardware_class",
     "device_memory_bytes",
     "COMPARABLE_KEYS",
+    "head_commit",
+    "commits_since",
 ]
 
 # What must match for a stored result to stand in for a new measurement (besides the config).
 COMPARABLE_KEYS = ("code_fingerprint", "hardware_class", "device_name", "torch", "torch_geometric", "python", "threads")
 
 
-def _git_commit() -> str | None:
+def _git(args: list[str]) -> str | None:
+    """``git args`` in the checkout gnnbench runs from: its output, or ``None`` where git or the checkout is
+    missing or the command fails."""
     root = Path(__file__).resolve().parent.parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    if out.returncode != 0:
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def head_commit() -> str | None:
+    """The commit gnnbench runs from, with ``+dirty`` when tracked files differ from it; ``None`` outside git."""
+    sha = _git(["rev-parse", "HEAD"])
+    if not sha:
         return None
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=5
-    ).stdout.strip()
-    return out.stdout.strip() + ("+dirty" if dirty else "")
+    return sha + ("+dirty" if _git(["status", "--porcelain", "--untracked-files=no"]) else "")
+
+
+def commits_since(old: str, new: str) -> int | None:
+    """How many first-parent commits lead from ``old`` to ``new`` (0 when they are the same commit); ``None``
+    when ``old`` is not in ``new``'s history or git cannot tell (no repository, a shallow clone)."""
+    new = new.removesuffix("+dirty")
+    if _git(["merge-base", "--is-ancestor", old, new]) is None:
+        return None
+    count = _git(["rev-list", "--first-parent", "--count", f"{old}..{new}"])
+    return int(count) if count and count.isdigit() else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -116,7 +133,7 @@ def environment(device: torch.device | str = "cpu") -> dict:
         "threads": torch.get_num_threads(),
         "device": str(dev),
         "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else _cpu_model(),
-        "commit": _git_commit(),
+        "commit": head_commit(),
         "code_fingerprint": code_fingerprint(),
         "machine": machine_id(),
         "hardware_class": hardware_class(),

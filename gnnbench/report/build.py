@@ -9,10 +9,8 @@ gain only when it is significant, reached in every round and costs no accuracy. 
 (the baseline against itself) or says none was run.
 
 This module assembles the page: its style, the environment table, the method and the order of the sections. The
-sections are built in :mod:`~gnnbench.report.summary` (the first screen), :mod:`~gnnbench.report.sweep` (one per
-sweep, with its :mod:`~gnnbench.report.table` tables and :mod:`~gnnbench.report.charts` charts, every row read
-as :mod:`~gnnbench.report.rows` reads it), :mod:`~gnnbench.report.history`, :mod:`~gnnbench.report.gate_rates`
-and :mod:`~gnnbench.report.appendix`.
+sections are built in :mod:`gnnbench.report.sections` (every row read as :mod:`~gnnbench.report.rows` reads it,
+the shared HTML helpers in :mod:`~gnnbench.report.html`).
 """
 
 from __future__ import annotations
@@ -22,13 +20,19 @@ import json
 from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
-from gnnbench.report.appendix import pytest_benchmark_section, registry_section
-from gnnbench.report.gate_rates import gate_rates_section
-from gnnbench.report.history import asv_section, gate_history_section
+from gnnbench.report.html import esc
 from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
-from gnnbench.report.rows import esc
-from gnnbench.report.summary import aa_summary, headline
-from gnnbench.report.sweep import load_sweeps, sweep_section
+from gnnbench.report.sections import (
+    aa_summary,
+    asv_section,
+    gate_history_section,
+    gate_rates_section,
+    headline,
+    load_sweeps,
+    pytest_benchmark_section,
+    registry_section,
+    sweep_section,
+)
 
 __all__ = ["build_report", "INPUTS_ID", "read_fingerprint"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["ReportInputs", "load_inputs", "asv_series", "inputs_fingerprint"]
+__all__ = ["ReportInputs", "load_inputs", "asv_series", "env_label", "inputs_fingerprint"]
 
 MANIFEST = "sweep.json"  # gnnbench.measure.sweep.rounds.MANIFEST: marks a sweep's directory
 _SWEEP_NAME = re.compile(r"^(?P<label>.+)-r(?P<round>\d+)-[0-9a-f]{12}\.json$")  # <label>-r<round>-<key>.json
@@ -248,7 +248,7 @@ def _load_asv(root: Path, sources: list[str]) -> dict | None:
     return {"benchmarks": benchmarks, "results": results}
 
 
-def _env_label(doc: dict) -> str:
+def env_label(doc: dict) -> str:
     """The machine and environment a result document was measured in: ``machine/env_name``."""
     machine = (doc.get("params") or {}).get("machine") or "?"
     return f"{machine}/{doc.get('env_name') or '?'}"
@@ -285,9 +285,9 @@ def asv_series(asv: dict) -> dict[str, list[tuple[int, str, float, float | None,
 
     series: dict[str, list[tuple[int, str, float, float | None, float | None]]] = {}
     # one series never runs across environments or machines: their points are not comparable
-    envs = {_env_label(doc) for doc in asv["results"]}
+    envs = {env_label(doc) for doc in asv["results"]}
     for doc in asv["results"]:
-        suffix = f" [{_env_label(doc)}]" if len(envs) > 1 else ""
+        suffix = f" [{env_label(doc)}]" if len(envs) > 1 else ""
         columns = doc.get("result_columns", ["result"])
         date = int(doc.get("date") or 0)
         commit = str(doc.get("commit_hash", ""))[:8]

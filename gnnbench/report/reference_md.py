@@ -125,7 +125,7 @@ def _best_set_line(sweep: Path) -> str | None:
     """The measured best set, from the sweep's manifest and its ``best-set`` folder."""
     from gnnbench.measure.sweep.best_set import outcome_line
     from gnnbench.report.inputs import load_inputs
-    from gnnbench.report.sweep import Sweep, best_set_outcome, load_sweeps
+    from gnnbench.report.sections.sweep import Sweep, best_set_outcome, load_sweeps
 
     if not (sweep / BEST_SET_DIR).is_dir():
         main = Sweep("", [], None, group=str(sweep))

@@ -1,20 +1,14 @@
 """How one comparison row reads on the page: its ratio and noise-floor texts, whether its effect is resolved,
 the bound a censored time-to-accuracy ratio is and the effect it is painted with (the sweep table, the charts and
-the page's summary read a row the same way); and the HTML escape every section uses.
+the page's summary read a row the same way).
 """
 
 from __future__ import annotations
-
-import html
 
 from gnnbench.measure.compare.comparison import BASELINE, FLOOR_KEY, ComparisonRow, PairedRatio
 from gnnbench.text import absent, noise_floor, ratio, ratio_of
 
 _BOUND_SIGN = {"at most": "≤ ", "at least": "≥ "}  # a censored time-to-accuracy ratio is a bound
-
-
-def esc(x) -> str:
-    return html.escape(str(x))
 
 
 def ratio_text(d: PairedRatio | None) -> str:

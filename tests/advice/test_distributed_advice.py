@@ -76,7 +76,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
     from gnnbench.measure.compare.comparison import Comparison
-    from gnnbench.report.table import distributed_html
+    from gnnbench.report.sections.table import distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], STEP)
     c = Comparison(

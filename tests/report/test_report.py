@@ -24,6 +24,7 @@ V1_SWEEP = DATA / "v1_sweep"  # files written with result schema 1
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    from gnnbench.measure.sweep.options import SweepOptions
     from gnnbench.measure.sweep.plan import sweep_entries
     from gnnbench.measure.sweep.rounds import run_sweep
     from tests.helpers import QUICK
@@ -31,7 +32,9 @@ def report(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("sweep")
     base = dataclasses.replace(QUICK, max_steps_per_epoch=5, warmup_steps=1)
     results = run_sweep(
-        sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True), out_dir, isolate=False
+        sweep_entries(base, ["int32", "sparse_agg", "pin_memory", "fanout"], repeats=2, aa=True),
+        out_dir,
+        SweepOptions(isolate=False, equivalence_margin=None),
     )
     assert isinstance(results, list) and {r["round"] for r in results} == {0, 1}
     path = tmp_path_factory.mktemp("report") / "report.html"
@@ -201,7 +204,7 @@ def test_the_calibration_and_the_plateau_rule_are_printed(constructed):
 
 
 def test_fixed_epoch_runs_keep_their_length_text():
-    from gnnbench.report.sweep import _length_text
+    from gnnbench.report.sections.sweep import _length_text
 
     assert _length_text({"epochs": 30}) == "30 epochs"
     assert _length_text({"epochs": 30, "max_seconds": 12.0}) == "30 epochs (budget 12.0 s)"
@@ -530,7 +533,7 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
     such, and its machine key in words; outside git, that no date is recorded."""
     import subprocess
 
-    from gnnbench.report.sweep import Sweep, where_measured
+    from gnnbench.report.sections.sweep import Sweep, where_measured
     from tests.helpers import ROOT
 
     old = ROOT / "results" / "reference" / "compression-small-cpu"

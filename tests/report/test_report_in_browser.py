@@ -1,7 +1,7 @@
 """The published report as a reader sees it: ``results/report.html`` rendered in headless Chromium, checked from
 the page itself (the positions and colours plotly drew): no two chart labels overlap, and every colour a chart
 draws is explained in that chart, in its legend or (a chart without one) in its title's words
-(:data:`gnnbench.report.charts.COLOR_WORDS`). Skipped without Chromium (``.ci/run`` installs it;
+(:data:`gnnbench.report.sections.charts.COLOR_WORDS`). Skipped without Chromium (``.ci/run`` installs it;
 ``GNNBENCH_REQUIRE_BROWSER=1`` makes its absence a failure)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from itertools import combinations
 
 import pytest
 
-from gnnbench.report.charts import COLOR_WORDS
+from gnnbench.report.sections.charts import COLOR_WORDS
 from tests.helpers import ROOT
 
 PUBLISHED = ROOT / "results" / "report.html"

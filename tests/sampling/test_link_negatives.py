@@ -17,8 +17,8 @@ from gnnbench.measure.compare.comparison import ComparisonRow, compare
 from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.run.single import run
 from gnnbench.models.tasks import NodeClassification, link_loss
-from gnnbench.report.charts import phases_present
 from gnnbench.report.inputs import load_inputs
+from gnnbench.report.sections.charts import phases_present
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from gnnbench.sampling.neighbor import NeighborSampleCore
 from gnnbench.sampling.sampler import drop_pair_edges

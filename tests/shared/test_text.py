@@ -201,7 +201,7 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     from gnnbench.cli.tables import format_distributed
     from gnnbench.measure.compare.comparison import Comparison, ComparisonRow
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
-    from gnnbench.report.table import distributed_html
+    from gnnbench.report.sections.table import distributed_html
 
     d = _block(
         partition=PARTITION,

@@ -14,7 +14,8 @@ from gnnbench.measure.compare.comparison import (
     pareto_front,
 )
 from gnnbench.measure.compare.rows import EPOCH_TIME, TIME_TO_ACCURACY
-from gnnbench.report.rows import effect_kind, esc, reached_text, speedup_text
+from gnnbench.report.html import error_bars, esc, figure_html
+from gnnbench.report.rows import effect_kind, reached_text, speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES
 
@@ -34,23 +35,6 @@ COLOR_WORDS = {
 }
 """The word each colour of a chart without a legend goes by in that chart's title (its legend): a test renders the
 report and requires every drawn colour's word there."""
-
-
-def figure_html(fig, div_id: str) -> str:
-    import plotly.io as pio
-
-    return pio.to_html(
-        fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
-    )
-
-
-def error_bars(values: list, lows: list, highs: list) -> dict:
-    return {
-        "type": "data",
-        "symmetric": False,
-        "array": [None if absent(h) or absent(v) else h - v for v, h in zip(values, highs)],
-        "arrayminus": [None if absent(lo) or absent(v) else v - lo for v, lo in zip(values, lows)],
-    }
 
 
 def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):

@@ -14,9 +14,10 @@ from gnnbench.measure.compare.comparison import (
 )
 from gnnbench.measure.compare.rows import TIME_TO_ACCURACY
 from gnnbench.measure.sweep.best_set import outcome_line
-from gnnbench.report.charts import figure_html, tradeoff_chart
-from gnnbench.report.rows import esc, ratio_text, speedup_text
-from gnnbench.report.sweep import Sweep, best_set_outcome, where_measured
+from gnnbench.report.html import esc, figure_html
+from gnnbench.report.rows import ratio_text, speedup_text
+from gnnbench.report.sections.charts import tradeoff_chart
+from gnnbench.report.sections.sweep import Sweep, best_set_outcome, where_measured
 from gnnbench.text import absent, pp
 
 

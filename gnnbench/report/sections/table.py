@@ -18,10 +18,10 @@ from gnnbench.measure.compare.comparison import (
 from gnnbench.measure.compare.derived import DERIVED_LABEL
 from gnnbench.measure.compare.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
+from gnnbench.report.html import esc
 from gnnbench.report.rows import (
     below_floor,
     effect_kind,
-    esc,
     floor_text,
     primary_floor,
     ratio_text,

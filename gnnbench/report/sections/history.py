@@ -4,9 +4,11 @@ times, and the change points asv's step detection finds in both (:mod:`gnnbench.
 
 from __future__ import annotations
 
-from gnnbench.report.charts import error_bars, figure_html
-from gnnbench.report.inputs import ReportInputs, asv_series
-from gnnbench.report.rows import esc
+import datetime as _dt
+
+from gnnbench.env import commits_since, head_commit
+from gnnbench.report.html import error_bars, esc, figure_html
+from gnnbench.report.inputs import ReportInputs, asv_series, env_label
 from gnnbench.text import ratio
 
 
@@ -39,6 +41,9 @@ def asv_section(inputs: ReportInputs) -> str:
                 [None if p[4] is None else 1e3 * p[4] for p in pts],
             ),
         )
+    # one axis in commit order, whichever series a commit first appears in
+    order = sorted({(int(d.get("date") or 0), str(d["commit_hash"])[:8]) for d in inputs.asv["results"]})
+    fig.update_xaxes(categoryorder="array", categoryarray=list(dict.fromkeys(c for _, c in order)))
     fig.update_layout(
         title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
         xaxis_title="commit",
@@ -52,9 +57,44 @@ def asv_section(inputs: ReportInputs) -> str:
         f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
         f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
         "have one (asv records none for a single repeat).</p>"
+        + history_end_html(inputs.asv["results"], head_commit())
         + figure_html(fig, "history")
         + _change_points_html(series, wanted)
     )
+
+
+def history_end_html(docs: list[dict], built_at: str | None) -> str:
+    """Where each machine's history ends, and how many first-parent commits before the commit this report is
+    built at (``built_at``; ``None`` outside git): a history that stops long before the code it sits beside
+    says little about that code. The figures are also data attributes, which the tests read back."""
+    ends: dict[str, dict] = {}
+    for doc in docs:
+        label = env_label(doc)
+        if label not in ends or int(doc.get("date") or 0) > int(ends[label].get("date") or 0):
+            ends[label] = doc
+    built = (built_at or "").removesuffix("+dirty")
+    built_words = (
+        f"<code>{esc(built[:8])}</code>" + (", with uncommitted changes" if built_at.endswith("+dirty") else "")
+        if built_at
+        else "unknown (not built in a git checkout)"
+    )
+    items = []
+    for label, doc in sorted(ends.items()):
+        last = str(doc["commit_hash"])
+        behind = commits_since(last, built) if built else None
+        if behind is None:
+            where = "how far before this report's commit is unknown here (git cannot place it)"
+        elif behind == 0:
+            where = "at this report's own commit"
+        else:
+            where = f"{behind} first-parent commit(s) before this report's commit"
+        date = _dt.datetime.fromtimestamp(int(doc.get("date") or 0) / 1e3, _dt.timezone.utc).strftime("%Y-%m-%d")
+        items.append(
+            f"<li class='history-end' data-series='{esc(label)}' data-last='{esc(last)}' "
+            f"data-built='{esc(built)}' data-behind='{'' if behind is None else behind}'>"
+            f"<code>{esc(label)}</code>: ends at <code>{esc(last[:8])}</code> (committed {date}), {where}</li>"
+        )
+    return f"<p>Where the history ends (this report was built at {built_words}):</p><ul>{''.join(items)}</ul>"
 
 
 def gate_history_section(inputs: ReportInputs) -> str:

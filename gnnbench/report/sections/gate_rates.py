@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
+from gnnbench.report.html import esc
 from gnnbench.report.inputs import ReportInputs
-from gnnbench.report.rows import esc
 from gnnbench.text import percent
 
 

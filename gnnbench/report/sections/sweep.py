@@ -12,10 +12,10 @@ from gnnbench.measure.compare.calibration import CALIBRATION, Calibration
 from gnnbench.measure.compare.comparison import BASELINE, Comparison, compare
 from gnnbench.measure.run.results import graph_label
 from gnnbench.measure.sweep.best_set import BEST_SET_DIR, BestSetOutcome
-from gnnbench.report.charts import sweep_charts
+from gnnbench.report.html import esc
 from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
-from gnnbench.report.rows import esc
-from gnnbench.report.table import derived_checks_html, distributed_html, sweep_notes, sweep_table
+from gnnbench.report.sections.charts import sweep_charts
+from gnnbench.report.sections.table import derived_checks_html, distributed_html, sweep_notes, sweep_table
 
 
 @dataclass

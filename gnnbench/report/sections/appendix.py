@@ -5,8 +5,8 @@ optimization registry.
 from __future__ import annotations
 
 from gnnbench import registry
+from gnnbench.report.html import esc
 from gnnbench.report.inputs import ReportInputs
-from gnnbench.report.rows import esc
 
 
 def pytest_benchmark_section(inputs: ReportInputs) -> str:
