@@ -32,6 +32,7 @@ from gnnbench.measure.compare.comparison import BASELINE, compare
 from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
 from gnnbench.measure.run.results import write_json_atomic
 from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry
 from gnnbench.measure.sweep.rounds import run_calibration, run_sweep
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     base = config_from_args(build_parser().parse_args(["compare", "--preset", args.preset]), [])
     out = Path(args.out_dir)
     started = time.perf_counter()
-    cal, cal_runs = run_calibration(base, out, runs=args.calibration_runs)
+    cal, cal_runs = run_calibration(base, out, SweepOptions(calibration_runs=args.calibration_runs))
     if cal is None or cal.target is None:
         print("the calibration did not reach a target: nothing to judge time to accuracy by", file=sys.stderr)
         return 1
@@ -129,11 +130,11 @@ def main(argv: list[str] | None = None) -> int:
     results = run_sweep(
         entries,
         out,
+        SweepOptions(equivalence_margin=args.margin),
         calibration=cal,
         rule=rule,
         after_round=after_round,
         progress=progress,
-        equivalence_margin=args.margin,
     )
     c = judge(results)
     rows = [row_summary(r) for r in c.rows if r.label != BASELINE and r.status == "ok"]

@@ -26,6 +26,7 @@ from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
 from gnnbench.measure.compare.comparison import BASELINE, compare
 from gnnbench.measure.run.results import write_json_atomic
 from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry
 from gnnbench.measure.sweep.rounds import run_calibration, run_sweep
 
@@ -43,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     base = config_from_args(build_parser().parse_args(["compare", "--preset", args.preset]), [])
     out = Path(args.out_dir)
     started = time.perf_counter()
-    cal, cal_runs = run_calibration(base, out, runs=args.calibration_runs)
+    cal, cal_runs = run_calibration(
+        base, out, SweepOptions(calibration_runs=args.calibration_runs, equivalence_margin=None)
+    )
     base = cal.apply(base)
     entries = []
     for r in range(args.repeats):
@@ -66,7 +69,15 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
-    results = run_sweep(entries, out, calibration=cal, rule=rule, after_round=after_round, progress=progress)
+    results = run_sweep(
+        entries,
+        out,
+        SweepOptions(equivalence_margin=None),
+        calibration=cal,
+        rule=rule,
+        after_round=after_round,
+        progress=progress,
+    )
     c = compare(list(cal_runs) + list(results), rule=rule)
     rows = [r for r in c.rows if r["label"].startswith("A/A ")]
     summary = {

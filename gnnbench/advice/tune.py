@@ -28,6 +28,7 @@ from gnnbench.env import resolve_device
 from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
 from gnnbench.measure.compare.comparison import ComparisonRow
 from gnnbench.measure.sweep.full import measure_sweep
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.rounds import run_calibration
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
@@ -205,7 +206,8 @@ def _calibrated(
     base: RunConfig, out_dir: Path, runs: int, budget_factor: float, isolate: bool, log: Callable[[str], None]
 ) -> tuple[RunConfig, Calibration | None]:
     """The one calibration every round is judged against (``runs == 0``: none), and ``base`` with it applied."""
-    calibration, _ = run_calibration(base, out_dir, runs=runs, isolate=isolate, budget_factor=budget_factor)
+    options = SweepOptions(calibration_runs=runs, isolate=isolate, budget_factor=budget_factor)
+    calibration, _ = run_calibration(base, out_dir, options)
     if calibration is None:
         return base, None
     log(
@@ -270,12 +272,9 @@ def _measure_round(
         current,
         search.pool,
         out_dir,
-        repeats=repeats,
+        SweepOptions(repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate),
         calibration=calibration,
-        calibration_runs=0,
-        include_all_recommended=False,
         extra_entries=swap_entries(base, swaps, repeats),
-        isolate=isolate,
     )
     result.failed += measured.results.failed()
     rows = [r for r in measured.comparison.rows if r.label in search.pool or r.label in swap_sets]
@@ -367,11 +366,8 @@ def _final(
         base,
         [label],
         out_dir,
-        repeats=repeats,
+        SweepOptions(repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate),
         calibration=calibration,
-        calibration_runs=0,
-        include_all_recommended=False,
-        isolate=isolate,
     )
     result.failed += measured.results.failed()
     return next((r for r in measured.comparison.rows if r.label == label), None)

@@ -99,10 +99,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
-    measured = measure_sweep(
-        base,
-        names,
-        out_dir,
+    measured = measure_sweep(base, names, out_dir, _compare_options(args, names, out_dir), progress=SweepLines())
+    if args.json:
+        out = measured.comparison.to_dict()
+        if measured.best_set is not None:
+            out["best_set"] = measured.best_set.to_dict()
+        print(json.dumps(out, indent=1, default=str))
+    else:
+        print(format_compare(measured.comparison, best_set=measured.best_set))
+    print(f"\n{measured.results.summary()}; results: {out_dir}", file=sys.stderr)
+    return _failures(measured.results, "compare")
+
+
+def _compare_options(args: argparse.Namespace, names: list[str] | None, out_dir: str):
+    """How ``compare`` measures, built once from its arguments (:class:`~gnnbench.measure.sweep.options.SweepOptions`)."""
+    from gnnbench.measure.sweep.options import SweepOptions
+
+    return SweepOptions(
         repeats=args.repeats,
         calibration_runs=args.calibration_runs,
         target_acc=args.target_acc,
@@ -110,7 +123,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         aa=args.aa,
         include_all_recommended=not (args.no_all_recommended or (args.aa and args.flags is None)),
         derive=not args.no_derive,
-        also_measured=args.also_measure,
+        also_measured=tuple(args.also_measure),
         accuracy_rounds=args.accuracy_rounds,
         stop_when_settled=not args.all_rounds,
         equivalence_margin=args.equivalence_margin,
@@ -121,17 +134,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         executor=_executor(args, out_dir),
         record_outcome=True,
         best_set=not (args.no_best_set or names == []),
-        progress=SweepLines(),
     )
-    if args.json:
-        out = measured.comparison.to_dict()
-        if measured.best_set is not None:
-            out["best_set"] = measured.best_set.to_dict()
-        print(json.dumps(out, indent=1, default=str))
-    else:
-        print(format_compare(measured.comparison, best_set=measured.best_set))
-    print(f"\n{measured.results.summary()}; results: {out_dir}", file=sys.stderr)
-    return _failures(measured.results, "compare")
 
 
 def _executor(args: argparse.Namespace, out_dir: str):
@@ -198,6 +201,7 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
     whether each pays here; 1 when a measured run failed."""
     from gnnbench.advice.verdicts import verdicts, verify_names
     from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.options import SweepOptions
 
     labels = verify_names(d, top=args.top)
     if not labels:
@@ -209,16 +213,13 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
             f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds ({out_dir})",
             flush=True,
         )
-    measured = measure_sweep(
-        config,
-        labels,
-        out_dir,
+    options = SweepOptions(
         repeats=args.repeats,
         calibration_runs=args.calibration_runs,
         budget_factor=args.budget_factor,
         include_all_recommended=False,
-        progress=SweepLines(seed_eta=False),
     )
+    measured = measure_sweep(config, labels, out_dir, options, progress=SweepLines(seed_eta=False))
     comparison = measured.comparison
     out["verify"] = {
         "labels": labels,
@@ -454,6 +455,7 @@ def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
     from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.options import SweepOptions
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
@@ -476,9 +478,8 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
 
     lines = RunLines(header)
     # full batch: the trainer extends its epochs
-    measured = measure_sweep(
-        base, None, args.out_dir, repeats=args.repeats, calibration_runs=0, isolate=False, resume=False, progress=lines
-    )
+    options = SweepOptions(repeats=args.repeats, calibration_runs=0, isolate=False, resume=False)
+    measured = measure_sweep(base, None, args.out_dir, options, progress=lines)
     print()
     print(format_compare(measured.comparison, extra=GPU_COLUMNS))
     print(

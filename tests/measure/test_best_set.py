@@ -20,6 +20,7 @@ from gnnbench.measure.sweep.best_set import (
     outcome_line,
     set_base,
 )
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.training import RunConfig
 from tests.measure.test_sweep import _result, _sweep
@@ -209,7 +210,7 @@ def test_measure_sweep_chooses_records_and_measures_the_set_in_its_own_folder(tm
         )
     calls = []
 
-    def fake_run_sweep(entries, out_dir, **kwargs):
+    def fake_run_sweep(entries, out_dir, options, **kwargs):
         calls.append((entries, out_dir))
         if len(calls) == 1:  # the single-entry rounds' manifest, as run_sweep writes it
             (tmp_path / "sweep.json").write_text(json.dumps({"sweep": "main"}))
@@ -231,12 +232,14 @@ def test_measure_sweep_chooses_records_and_measures_the_set_in_its_own_folder(tm
         RunConfig(),
         ["sparse_agg", "csr", "fanout"],
         tmp_path,
-        calibration_runs=0,
-        target_acc=0.79,
-        include_all_recommended=False,
-        equivalence_margin=None,
-        best_set=True,
-        record_outcome=True,
+        SweepOptions(
+            calibration_runs=0,
+            target_acc=0.79,
+            include_all_recommended=False,
+            equivalence_margin=None,
+            best_set=True,
+            record_outcome=True,
+        ),
     )
     assert len(calls) == 2 and calls[1][1] == tmp_path / BEST_SET_DIR
     best = measured.best_set
@@ -270,16 +273,13 @@ def test_no_set_is_measured_without_a_target_fixed_before_the_rounds(tmp_path, m
             )
         )
     calls = []
-    monkeypatch.setattr(ms, "run_sweep", lambda entries, out_dir, **kw: calls.append(1) or list(single))
+    monkeypatch.setattr(ms, "run_sweep", lambda entries, out_dir, options, **kw: calls.append(1) or list(single))
     monkeypatch.setattr(ms, "sweep_entries", lambda base, names, **kw: [SimpleNamespace(label="baseline", config=base)])
     measured = ms.measure_sweep(
         RunConfig(),
         ["sparse_agg", "csr"],
         tmp_path,
-        calibration_runs=0,
-        include_all_recommended=False,
-        equivalence_margin=None,
-        best_set=True,
+        SweepOptions(calibration_runs=0, include_all_recommended=False, equivalence_margin=None, best_set=True),
     )
     assert len(calls) == 1, "no rounds for a set that could not be judged on the sweep's target"
     assert measured.best_set.row is None and "no target fixed" in measured.best_set.reason

@@ -11,6 +11,7 @@ from gnnbench.measure.compare.calibration import calibrate
 from gnnbench.measure.compare.comparison import MEASURED_SUFFIX, compare
 from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
 from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
 from tests.helpers import QUICK
@@ -27,7 +28,7 @@ def test_which_entries_are_derived_follows_the_registry():
 
 def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_accuracy(tmp_path):
     base = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=12, patience=2)
-    cal, cal_runs = run_calibration(base, tmp_path, runs=1, isolate=False)
+    cal, cal_runs = run_calibration(base, tmp_path, SweepOptions(calibration_runs=1, isolate=False))
     assert cal.steps_per_epoch and cal.median_steps_to_target is not None
     cfg = cal.apply(base)
     entries = sweep_entries(
@@ -55,7 +56,7 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
         sweep_entries(
             cfg, ["int32", "fanout"], repeats=1, derive_per_epoch=cal.steps_per_epoch, also_measured=["fanout"]
         )
-    results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=False), calibration=cal)
     c = compare(list(cal_runs) + list(results))  # one sweep: the short runs' lengths are not a second identity
     row = next(r for r in c.rows if r.label == "int32")
     assert row.derived and row.primary == "time to accuracy" and row.tta_reached == "derived"
@@ -96,7 +97,9 @@ def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_
         calls.append(len(done))
         return {"int32"}, False  # int32's verdict settles after the first round
 
-    results = run_sweep(entries, tmp_path, isolate=False, rule=StoppingRule.for_repeats(3), after_round=after_round)
+    results = run_sweep(
+        entries, tmp_path, SweepOptions(isolate=False), rule=StoppingRule.for_repeats(3), after_round=after_round
+    )
     labels = [(r["label"], r["round"]) for r in results]
     assert ("int32", 0) in labels and ("int32", 1) not in labels and ("int32", 2) not in labels
     assert ("fanout", 2) in labels and ("baseline", 2) in labels
@@ -108,7 +111,7 @@ def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_
     def finished(done):
         return set(), True
 
-    fresh = run_sweep(entries, tmp_path / "b", isolate=False, after_round=finished)
+    fresh = run_sweep(entries, tmp_path / "b", SweepOptions(isolate=False), after_round=finished)
     assert {r["round"] for r in fresh} == {0}, "a sweep whose every verdict is settled ends"
 
 
@@ -171,7 +174,7 @@ def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tm
     class Started(Exception):
         pass
 
-    def started(base, names, out_dir, **kwargs):
+    def started(base, names, out_dir, options, **kwargs):
         raise Started(names)
 
     monkeypatch.setattr(measure_sweep, "measure_sweep", started)

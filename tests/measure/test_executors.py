@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gnnbench.measure.compare.comparison import compare
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
 from tests.helpers import QUICK
@@ -21,8 +22,8 @@ def test_rounds_run_as_jobs_are_one_sweep_and_equal_to_rounds_run_here(tmp_path)
     base = dataclasses.replace(QUICK, epochs=1)
     entries = sweep_entries(base, ["int32"], repeats=2, include_all_recommended=False)
     executor = RoundExecutor("local", tmp_path / "jobs", machines=2, timeout_min=10)
-    jobs = run_sweep(entries, tmp_path / "jobs-sweep", isolate=False, executor=executor)
-    here = run_sweep(entries, tmp_path / "here", isolate=False)
+    jobs = run_sweep(entries, tmp_path / "jobs-sweep", SweepOptions(isolate=False, executor=executor))
+    here = run_sweep(entries, tmp_path / "here", SweepOptions(isolate=False))
     key = lambda r: (r["label"], r["round"])  # noqa: E731
     assert sorted(map(key, jobs)) == sorted(map(key, here)) and jobs.measured == len(entries)
     for a, b in zip(sorted(jobs, key=key), sorted(here, key=key)):  # the same training, wherever it ran
@@ -39,7 +40,10 @@ def test_a_round_measured_beside_the_one_that_settled_its_row_is_discarded(tmp_p
     entries = sweep_entries(base, ["int32"], repeats=3, include_all_recommended=False)
     executor = RoundExecutor("local", tmp_path / "jobs", machines=2, timeout_min=10)
     results = run_sweep(
-        entries, tmp_path / "s", isolate=False, executor=executor, after_round=lambda done: ({"int32"}, False)
+        entries,
+        tmp_path / "s",
+        SweepOptions(isolate=False, executor=executor),
+        after_round=lambda done: ({"int32"}, False),
     )  # int32 settles after round 1
     rounds = sorted(r["round"] for r in results if r["label"] == "int32")
     assert rounds == [0], "round 2 ran beside round 1 on another machine, but int32 had settled: discarded"

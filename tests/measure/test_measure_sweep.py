@@ -4,8 +4,11 @@ object and recording what it was asked to (a tiny sweep in this process)."""
 import dataclasses
 import json
 
+import pytest
+
 from gnnbench import registry
 from gnnbench.measure.sweep.full import SweepProgress, measure_sweep
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry
 from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration
 from tests.helpers import QUICK
@@ -38,11 +41,7 @@ def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
         QUICK,
         ["int32"],
         tmp_path,
-        repeats=2,
-        calibration_runs=1,
-        include_all_recommended=False,
-        isolate=False,
-        record_outcome=True,
+        SweepOptions(repeats=2, calibration_runs=1, include_all_recommended=False, isolate=False, record_outcome=True),
         progress=events,
     )
     assert events.seen[:3] == [("calibration", 1), ("calibrated", True), ("sweep", 4, 1)]
@@ -61,18 +60,15 @@ def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
 
 
 def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tmp_path):
-    cal, _ = run_calibration(QUICK, tmp_path / "calibration", runs=1, isolate=False)
+    cal, _ = run_calibration(QUICK, tmp_path / "calibration", SweepOptions(calibration_runs=1, isolate=False))
     base = cal.apply(QUICK)
     events = _Events()
     m = measure_sweep(
         base,
         ["int32"],
         tmp_path / "round",
-        repeats=2,
+        SweepOptions(repeats=2, calibration_runs=0, include_all_recommended=False, isolate=False),
         calibration=cal,
-        calibration_runs=0,
-        include_all_recommended=False,
-        isolate=False,
         progress=events,
     )
     assert events.seen[0] == ("sweep", 4, 0), "no calibration step"
@@ -89,12 +85,14 @@ def test_no_margin_declared_judges_every_row_by_its_measured_time(tmp_path):
         QUICK,
         [],
         tmp_path,
-        repeats=2,
-        calibration_runs=0,
-        include_all_recommended=False,
-        isolate=False,
-        equivalence_margin=None,
-        aa=True,
+        SweepOptions(
+            repeats=2,
+            calibration_runs=0,
+            include_all_recommended=False,
+            isolate=False,
+            equivalence_margin=None,
+            aa=True,
+        ),
     )
     assert json.loads((tmp_path / MANIFEST).read_text())["equivalence"] is None
     assert sweep_equivalence_margin(tmp_path) is None and m.comparison.equivalence_margin is None
@@ -109,11 +107,41 @@ def test_extra_entries_run_in_the_same_rounds(tmp_path):
         QUICK,
         ["int32"],
         tmp_path,
-        repeats=2,
-        calibration_runs=0,
-        include_all_recommended=False,
+        SweepOptions(repeats=2, calibration_runs=0, include_all_recommended=False, isolate=False),
         extra_entries=extra,
-        isolate=False,
     )
     assert {r["label"] for r in m.results} == {"baseline", "int32", "csr alone"}
     assert len(m.entries) == 6
+
+
+@pytest.mark.parametrize(
+    "changes, named",
+    [
+        ({"repeats": 0}, "repeats must be an integer >= 1"),
+        ({"repeats": True}, "repeats must be an integer >= 1"),
+        ({"calibration_runs": -1}, "calibration_runs must be an integer >= 0"),
+        ({"budget_factor": 0.0}, "budget_factor must be a finite number > 0"),
+        ({"budget_factor": float("inf")}, "budget_factor must be a finite number > 0"),
+        ({"dist_timeout": -5}, "dist_timeout must be a finite number > 0"),
+        ({"equivalence_margin": 0}, "equivalence_margin must be a finite number > 0"),
+        ({"target_acc": 1.5}, r"target_acc must be a validation accuracy in \(0, 1\]"),
+        ({"accuracy_rounds": -1}, "accuracy_rounds must be an integer >= 0"),
+        ({"order_seed": "7"}, "order_seed must be an integer"),
+    ],
+)
+def test_sweep_options_refuse_bad_values_by_name(changes, named):
+    with pytest.raises(ValueError, match=named):
+        SweepOptions(**changes)
+    with pytest.raises(ValueError, match=named):  # a copy is checked like a new one
+        SweepOptions().but(**changes)
+
+
+def test_sweep_options_are_frozen_and_hold_also_measured_as_a_tuple():
+    import dataclasses
+
+    options = SweepOptions(also_measured=["int32"], repeats=5, accuracy_rounds=3)
+    assert options.also_measured == ("int32",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.repeats = 3
+    assert options.fixed_accuracy_rounds(True) == 3 and options.fixed_accuracy_rounds(False) is None
+    assert options.but(accuracy_rounds=5).fixed_accuracy_rounds(True) is None  # every round to the plateau

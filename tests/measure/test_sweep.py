@@ -9,6 +9,7 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.measure.compare.comparison import AA_LABEL, compare, compare_rows
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
 from tests.helpers import QUICK, unavailable_here
@@ -18,7 +19,7 @@ def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
     entries = sweep_entries(QUICK, ["int32", "pin_memory"], repeats=3, include_all_recommended=False, aa=True)
     assert [e.label for e in entries[:4]] == ["baseline", AA_LABEL, "int32", "pin_memory"]
     assert [(e.round, e.config.seed) for e in entries if e.label == "baseline"] == [(0, 0), (1, 1), (2, 2)]
-    results = run_sweep(entries, tmp_path, isolate=False, order_seed=7)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=False, order_seed=7))
     manifest = json.loads((tmp_path / MANIFEST).read_text())
     assert manifest["order_seed"] == 7 and len(manifest["rounds"]) == 3
     assert all(sorted(r) == sorted(["baseline", AA_LABEL, "int32", "pin_memory"]) for r in manifest["rounds"])
@@ -34,7 +35,7 @@ def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
 
 def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     entries = sweep_entries(QUICK, ["int32", "pin_memory"], repeats=2, include_all_recommended=False)
-    first = run_sweep(entries, tmp_path, isolate=False)
+    first = run_sweep(entries, tmp_path, SweepOptions(isolate=False))
     files = sorted(p for p in tmp_path.glob("*.json") if p.name != MANIFEST)
     assert len(files) == 6
     # Interrupted sweep: one result lost, one corrupted (partial write by another tool) ...
@@ -44,7 +45,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     stale = json.loads(files[2].read_text())
     stale["environment"]["code_fingerprint"] = "0" * 16
     files[2].write_text(json.dumps(stale))
-    second = run_sweep(entries, tmp_path, isolate=False)
+    second = run_sweep(entries, tmp_path, SweepOptions(isolate=False))
     assert (second.kept, second.measured) == (3, 3), second.summary()
     assert second.summary().startswith("kept 3 stored results") and "measured 3" in second.summary()
     assert json.loads(files[2].read_text())["environment"]["code_fingerprint"] != "0" * 16
@@ -57,7 +58,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
 
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
     entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=False)
-    results = run_sweep(entries, tmp_path, isolate=True)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure/run/single.py")
 
 
@@ -257,7 +258,9 @@ def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
     entries = sweep_entries(base, ["fanout", "int32"], repeats=1, include_all_recommended=True)
     fanout = next(e for e in entries if e.label == "fanout")
     assert "has only one" in fanout.not_applicable
-    results = run_sweep([e for e in entries if e.label in ("baseline", "fanout")], tmp_path, isolate=False)
+    results = run_sweep(
+        [e for e in entries if e.label in ("baseline", "fanout")], tmp_path, SweepOptions(isolate=False)
+    )
     row = next(r for r in results if r["label"] == "fanout")
     assert row["status"] == "unavailable" and "has only one" in row["unavailable"]["not applicable"]
     assert next(r for r in results if r["label"] == "baseline")["status"] == "ok"
@@ -329,10 +332,10 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
         return real(cmd, *args, **kwargs)
 
     monkeypatch.setattr(sweep.subprocess, "run", no_run_process)
-    first = run_sweep(entries, tmp_path, isolate=True)
+    first = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert first[0]["status"] == "unavailable" and first[0]["unavailable"]
     from gnnbench.measure.run.single import run
 
     assert first[0]["unavailable"] == run(entries[0].config).unavailable, "the run's own answer, word for word"
-    again = run_sweep(entries, tmp_path, isolate=True)
+    again = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert (again.kept, again.measured) == (1, 0)

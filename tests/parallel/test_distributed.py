@@ -199,12 +199,13 @@ def test_cli_refuses_nproc_without_a_parallel_mode(capsys):
 
 @pytest.mark.slow
 def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
+    from gnnbench.measure.sweep.options import SweepOptions
     from gnnbench.measure.sweep.plan import sweep_entries
     from gnnbench.measure.sweep.rounds import run_sweep
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)
-    results = run_sweep(entries, tmp_path / "sweep", isolate=True, dist_timeout=TIMEOUT)
+    results = run_sweep(entries, tmp_path / "sweep", SweepOptions(isolate=True, dist_timeout=TIMEOUT))
     by_label = {r["label"]: r for r in results}
     assert by_label["baseline"]["status"] == by_label["data_parallel"]["status"] == "ok", results
     assert by_label["baseline"]["config"]["nproc"] == 1 and by_label["data_parallel"]["config"]["nproc"] == 2

@@ -16,6 +16,7 @@ from gnnbench.measure.compare.calibration import (
     plateau_level,
 )
 from gnnbench.measure.compare.comparison import AA_LABEL, compare
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
 from gnnbench.training import Trainer
@@ -298,14 +299,14 @@ def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
 
 def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(tmp_path):
     base = dataclasses.replace(QUICK, epochs=3)
-    cal, runs = run_calibration(base, tmp_path, runs=2, isolate=False)
+    cal, runs = run_calibration(base, tmp_path, SweepOptions(calibration_runs=2, isolate=False))
     assert [r["config"]["seed"] for r in runs] == [base.seed + CALIBRATION_SEED_OFFSET + i for i in range(2)]
     assert cal is not None and cal.target is not None and cal.budget_seconds > 0
     assert sorted(p.name.split("-r")[0] for p in tmp_path.glob("calibration-r*.json")) == [CALIBRATION] * 2
     entries = sweep_entries(cal.apply(base), [], repeats=2, include_all_recommended=False, aa=True)
     seeds = {(e.label, e.round): e.config.seed for e in entries}
     assert seeds[("baseline", 1)] == base.seed + 1 and seeds[(AA_LABEL, 1)] == base.seed + AA_SEED_OFFSET + 1
-    results = run_sweep(entries, tmp_path, isolate=False, calibration=cal)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=False), calibration=cal)
     manifest = json.loads((tmp_path / MANIFEST).read_text())
     assert manifest["calibration"]["target"] == cal.target
     c = compare(list(runs) + list(results))
@@ -316,11 +317,11 @@ def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(t
         and r["config"]["max_steps"] == cal.step_budget
         for r in results
     )
-    again, _ = run_calibration(base, tmp_path, runs=2, isolate=False)
+    again, _ = run_calibration(base, tmp_path, SweepOptions(calibration_runs=2, isolate=False))
     assert again == cal, "a resumed sweep reuses its calibration runs"
-    assert run_calibration(base, tmp_path, runs=0) == (None, [])
-    with pytest.raises(ValueError, match="calibration runs"):
-        run_calibration(base, tmp_path, runs=-1)
+    assert run_calibration(base, tmp_path, SweepOptions(calibration_runs=0)) == (None, [])
+    with pytest.raises(ValueError, match="calibration_runs must be an integer >= 0"):
+        run_calibration(base, tmp_path, SweepOptions(calibration_runs=-1))
 
 
 def test_min_delta_is_rounded_up_to_whole_validation_nodes():

@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from gnnbench.atomic import write_json_atomic
-from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
+from gnnbench.measure.compare.calibration import Calibration
 from gnnbench.measure.compare.comparison import Comparison, compare, measured_best, tradeoffs
-from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.run.launch import DEFAULT_TIMEOUT
-from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
 from gnnbench.measure.stats.sequential import StoppingRule
 from gnnbench.measure.sweep.best_set import BestSetChoice, BestSetOutcome, choose, set_base, store_dir
-from gnnbench.measure.sweep.executors import RoundExecutor
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, check_also_measured, sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, SweepResults, run_calibration, run_sweep
 from gnnbench.training import RunConfig
@@ -74,68 +71,25 @@ def measure_sweep(
     base: RunConfig,
     names: Iterable[str] | None,
     out_dir: str | Path,
+    options: SweepOptions = SweepOptions(),
     *,
-    repeats: int = DEFAULT_REPEATS,
-    calibration_runs: int = DEFAULT_CALIBRATION_RUNS,
-    target_acc: float | None = None,
-    budget_factor: float = BUDGET_FACTOR,
     calibration: Calibration | None = None,
-    aa: bool = False,
-    include_all_recommended: bool = True,
-    derive: bool = False,
-    also_measured: Iterable[str] = (),
-    accuracy_rounds: int | None = None,
-    stop_when_settled: bool = False,
-    equivalence_margin: float | None = DEFAULT_EQUIVALENCE_MARGIN,
     extra_entries: Sequence[Entry] = (),
-    order_seed: int = 0,
-    isolate: bool = True,
-    resume: bool = True,
-    dist_timeout: float = DEFAULT_TIMEOUT,
-    executor: RoundExecutor | None = None,
-    record_outcome: bool = False,
-    best_set: bool = False,
     progress: SweepProgress | None = None,
 ) -> MeasuredSweep:
-    """Calibrate, sweep and compare: the baseline against each of ``names`` in interleaved rounds.
+    """Calibrate, sweep and compare: the baseline against each of ``names`` in interleaved rounds, measured as
+    ``options`` say (:class:`~gnnbench.measure.sweep.options.SweepOptions`).
 
     Args:
         base: The baseline configuration.
         names: Entries to measure against it (``"a+b"``: together; ``None``: every registered one).
         out_dir: The sweep's folder: the calibration's runs, each run's result and the manifest.
-        repeats: Rounds at most (processes per configuration).
-        calibration_runs: Baseline runs on seeds no round uses that fix the target, the validation cadence and
-            the budgets before the rounds (:func:`gnnbench.measure.sweep.rounds.run_calibration`); 0: none, the
-            target is then read off the measured baseline. Default 3.
-        target_acc: A validation target fixed by the caller, replacing the calibrated one.
-        budget_factor: Each run's time budget, in multiples of the calibrated time to the target. Default 4.
+        options: How the sweep measures: rounds, stopping rule, calibration and budgets, derivation, processes,
+            resuming, executor, what the manifest records.
         calibration: A calibration made elsewhere (``tune`` makes one for all its rounds): no calibration runs
             here, ``base`` is taken as already calibrated, and the rows are judged against its target. The
             manifest records only a calibration whose runs are in ``out_dir``.
-        aa: Also run the baseline against itself (the A/A noise check).
-        include_all_recommended: Add the registry's recommended entries together as one row.
-        derive: Run entries proven to keep the baseline's trajectory short and derive their time to accuracy
-            (only with a calibration that reached its target).
-        also_measured: Derived entries also trained to the target (rows ``"<name> (measured)"``).
-        accuracy_rounds: With a fixed target, rounds from this one on stop at the target (time to accuracy
-            only); ``None`` or ``>= repeats``: every round trains to the plateau.
-        stop_when_settled: Stop giving rounds to a row once its verdict is settled, under
-            :meth:`StoppingRule.for_repeats` (needs 2 rounds or more and a target fixed before the rounds).
-        equivalence_margin: Declared in the manifest before the rounds: a row that keeps the work per step and
-            whose steps to the target are shown equivalent to the baseline's within it is judged by its time per
-            step x the baseline's steps to the target (:func:`gnnbench.measure.compare.comparison.compare`); ``None``:
-            every row by its measured time to accuracy.
         extra_entries: Entries of the caller's own, measured in the same rounds (``tune``'s swap moves).
-        order_seed: Seed of the per-round run order (recorded).
-        isolate: Run each configuration in its own process.
-        resume: Keep a stored result whose config, code and environment match.
-        dist_timeout: Seconds a multi-rank run's collective may wait.
-        executor: Run the rounds as jobs on identical machines (:class:`RoundExecutor`).
-        record_outcome: Record the measured best row and the trade-offs in the manifest (:func:`store_outcome`).
-        best_set: After the single-entry rounds, switch on together the entries that paid at no accuracy cost
-            (conflicts resolved as ``tune`` resolves them) and measure that set against the baseline in rounds
-            of its own, on seeds of its own, in ``out_dir/best-set`` (:mod:`gnnbench.measure.sweep.best_set`); the
-            choice is recorded in the manifest (``best_set``) before those rounds run.
         progress: Receives the runs as they start and end (default: nothing is reported).
 
     Raises:
@@ -144,112 +98,89 @@ def measure_sweep(
     """
     progress = progress or SweepProgress()
     names = list(names) if names is not None else None
-    also_measured = list(also_measured)
-    check_also_measured(base, names, also_measured)  # refused before the calibration's minutes, not after
-    own: Calibration | None = None
-    own_runs: list[dict] = []
+    check_also_measured(base, names, list(options.also_measured))  # refused before the calibration's minutes
+    own, own_runs = None, []
     if calibration is None:
-        progress.calibration_started(calibration_runs)
-        own, found = run_calibration(
-            base,
-            out_dir,
-            runs=calibration_runs,
-            target_acc=target_acc,
-            budget_factor=budget_factor,
-            isolate=isolate,
-            resume=resume,
-            progress=progress.calibration_run,
-            dist_timeout=dist_timeout,
-            executor=executor,
-        )
+        progress.calibration_started(options.calibration_runs)
+        own, found = run_calibration(base, out_dir, options, progress=progress.calibration_run)
         own_runs = list(found)
         progress.calibrated(own)
         if own is not None:
             base = own.apply(base)
-    cal = calibration or own
-    # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
-    fixed_target = target_acc is not None or (cal is not None and cal.target is not None)
-    target = target_acc if target_acc is not None else cal.target if fixed_target else None
-    derivable = derive and cal is not None and cal.steps_per_epoch and cal.median_steps_to_target is not None
-    entries = sweep_entries(
-        base,
-        names,
-        repeats=repeats,
-        aa=aa,
-        include_all_recommended=include_all_recommended,
-        derive_per_epoch=cal.steps_per_epoch if derivable else None,
-        also_measured=also_measured,
-        target=target,
-        accuracy_rounds=(
-            accuracy_rounds if fixed_target and accuracy_rounds is not None and accuracy_rounds < repeats else None
-        ),
-    )
-    entries += extra_entries
-    rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 and fixed_target else None
+    sweep = _Plan.of(base, names, options, calibration or own, extra_entries)
 
     def judge(results: list[dict]) -> Comparison:
         return compare(
             own_runs + results,
-            target_acc=target_acc,
+            target_acc=options.target_acc,
             calibration=calibration,
-            rule=rule,
-            equivalence_margin=equivalence_margin,
+            rule=sweep.rule,
+            equivalence_margin=options.equivalence_margin,
         )
 
-    results = _rounds(
-        entries,
-        out_dir,
-        progress,
-        own_runs,
-        judge,
-        rule,
-        calibration=own,
-        isolate=isolate,
-        resume=resume,
-        order_seed=order_seed,
-        equivalence_margin=equivalence_margin,
-        dist_timeout=dist_timeout,
-        executor=executor,
-    )
+    results = _rounds(sweep.entries, out_dir, options, progress, own_runs, judge, sweep.rule, calibration=own)
     comparison = judge(list(results))
     best = None
-    if best_set:
-        accuracy_after = (
-            accuracy_rounds if fixed_target and accuracy_rounds is not None and accuracy_rounds < repeats else None
-        )
-        best = _measure_best_set(
-            comparison,
-            base,
-            out_dir,
-            cal,
-            target if fixed_target else None,
-            target_acc=target_acc,
-            repeats=repeats,
-            accuracy_rounds=accuracy_after,
-            stop_when_settled=stop_when_settled,
-            equivalence_margin=equivalence_margin,
-            order_seed=order_seed,
-            isolate=isolate,
-            resume=resume,
-            dist_timeout=dist_timeout,
-            executor=executor,
-            progress=progress,
-        )
-    if record_outcome:
+    if options.best_set:
+        best = _measure_best_set(comparison, base, out_dir, sweep, options, progress)
+    if options.record_outcome:
         store_outcome(out_dir, comparison, best)
-    return MeasuredSweep(comparison, results, entries, base, cal, own_runs, best)
+    return MeasuredSweep(comparison, results, sweep.entries, base, sweep.calibration, own_runs, best)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a sweep measures once its calibration is known: the entries, the calibration its rows are judged
+    against, the target fixed before the rounds (``None``: none, then no stopping rule) and the rule."""
+
+    entries: list[Entry]
+    calibration: Calibration | None
+    target: float | None
+    rule: StoppingRule | None
+
+    @classmethod
+    def of(cls, base, names, options: SweepOptions, cal: Calibration | None, extra_entries) -> _Plan:
+        # the rule needs a target fixed before the rounds (an uncalibrated one moves with every baseline round)
+        if options.target_acc is not None:
+            target = options.target_acc
+        else:
+            target = cal.target if cal is not None else None
+        derivable = (
+            options.derive and cal is not None and cal.steps_per_epoch and cal.median_steps_to_target is not None
+        )
+        entries = sweep_entries(
+            base,
+            names,
+            repeats=options.repeats,
+            aa=options.aa,
+            include_all_recommended=options.include_all_recommended,
+            derive_per_epoch=cal.steps_per_epoch if derivable else None,
+            also_measured=list(options.also_measured),
+            target=target,
+            accuracy_rounds=options.fixed_accuracy_rounds(target is not None),
+        )
+        return cls(entries + list(extra_entries), cal, target, _rule(options, target is not None))
+
+
+def _rule(options: SweepOptions, fixed_target: bool) -> StoppingRule | None:
+    """The stopping rule the options ask for, where it can apply (2 rounds or more, a target fixed before)."""
+    if options.stop_when_settled and options.repeats >= 2 and fixed_target:
+        return StoppingRule.for_repeats(options.repeats)
+    return None
 
 
 def _rounds(
     entries: list[Entry],
     folder: str | Path,
+    options: SweepOptions,
     progress: SweepProgress,
     seed_runs: list[dict],
     judge,
     rule: StoppingRule | None,
-    **options,
+    *,
+    calibration: Calibration | None,
 ) -> SweepResults:
-    """``entries`` measured in interleaved rounds in ``folder`` (:func:`run_sweep` with ``options``), reported
+    """``entries`` measured in interleaved rounds in ``folder`` (:func:`run_sweep` under ``options``), reported
     through ``progress`` (``seed_runs``: the runs whose durations seed its estimate), stopping settled rows by
     ``judge`` under ``rule``."""
     progress.sweep_started(entries, seed_runs)
@@ -257,10 +188,11 @@ def _rounds(
         return run_sweep(
             entries,
             folder,
+            options,
+            calibration=calibration,
             progress=progress.sweep_run,
             rule=rule,
             after_round=_settled_after_round(judge) if rule is not None else None,
-            **options,
         )
     finally:
         progress.sweep_ended()
@@ -296,19 +228,8 @@ def _measure_best_set(
     comparison: Comparison,
     base: RunConfig,
     out_dir: str | Path,
-    cal: Calibration | None,
-    target: float | None,
-    *,
-    target_acc: float | None,
-    repeats: int,
-    accuracy_rounds: int | None,
-    stop_when_settled: bool,
-    equivalence_margin: float | None,
-    order_seed: int,
-    isolate: bool,
-    resume: bool,
-    dist_timeout: float,
-    executor: RoundExecutor | None,
+    sweep: _Plan,
+    options: SweepOptions,
     progress: SweepProgress,
 ) -> BestSetOutcome:
     """The best set chosen from ``comparison`` and measured against the baseline in rounds of its own, on the
@@ -318,7 +239,7 @@ def _measure_best_set(
     if not choice.measurable:
         progress.best_set_chosen(choice, False)
         return BestSetOutcome(choice)
-    if target is None:
+    if sweep.target is None:
         progress.best_set_chosen(choice, False)
         return BestSetOutcome(
             choice,
@@ -329,34 +250,24 @@ def _measure_best_set(
     entries = sweep_entries(
         set_base(base, choice),
         [choice.label],
-        repeats=repeats,
+        repeats=options.repeats,
         aa=False,
         include_all_recommended=False,
-        target=target,
-        accuracy_rounds=accuracy_rounds,
+        target=sweep.target,
+        accuracy_rounds=options.fixed_accuracy_rounds(True),
     )
-    rule = StoppingRule.for_repeats(repeats) if stop_when_settled and repeats >= 2 else None
+    rule = _rule(options, True)
 
     def judge(results: list[dict]) -> Comparison:
         return compare(
-            results, target_acc=target_acc, calibration=cal, rule=rule, equivalence_margin=equivalence_margin
+            results,
+            target_acc=options.target_acc,
+            calibration=sweep.calibration,
+            rule=rule,
+            equivalence_margin=options.equivalence_margin,
         )
 
-    results = _rounds(
-        entries,
-        store_dir(out_dir),
-        progress,
-        [],
-        judge,
-        rule,
-        calibration=cal,
-        isolate=isolate,
-        resume=resume,
-        order_seed=order_seed,
-        equivalence_margin=equivalence_margin,
-        dist_timeout=dist_timeout,
-        executor=executor,
-    )
+    results = _rounds(entries, store_dir(out_dir), options, progress, [], judge, rule, calibration=sweep.calibration)
     try:
         sub = judge(list(results))
     except ValueError as exc:  # no measured baseline in the set's rounds

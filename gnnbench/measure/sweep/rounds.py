@@ -20,20 +20,13 @@ from typing import Callable
 
 from gnnbench import process
 from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
-from gnnbench.measure.compare.calibration import (
-    BUDGET_FACTOR,
-    CALIBRATION,
-    CALIBRATION_SEED_OFFSET,
-    DEFAULT_CALIBRATION_RUNS,
-    Calibration,
-    calibrate,
-)
+from gnnbench.measure.compare.calibration import CALIBRATION, CALIBRATION_SEED_OFFSET, Calibration, calibrate
 from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.run.single import child_argv, run
 from gnnbench.measure.stats.sequential import StoppingRule
-from gnnbench.measure.sweep.executors import RoundExecutor
+from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
@@ -98,27 +91,25 @@ def _round_orders(entries: list[Entry], order_seed: int) -> list[list[int]]:
 def run_calibration(
     base: RunConfig,
     out_dir: str | Path,
+    options: SweepOptions = SweepOptions(),
     *,
-    runs: int = DEFAULT_CALIBRATION_RUNS,
-    target_acc: float | None = None,
-    budget_factor: float = BUDGET_FACTOR,
-    **sweep_options,
+    progress: Callable[[int, int, Entry, str], None] | None = None,
 ) -> tuple[Calibration | None, SweepResults]:
-    """Train the baseline ``runs`` times on seeds no round uses (``base.seed + CALIBRATION_SEED_OFFSET + i``),
-    stored in ``out_dir`` beside the sweep (resumed like it), and fix the sweep's target, cadence and budget
-    (:func:`gnnbench.measure.compare.calibration.calibrate`). ``runs=0``: no calibration (``(None, [])``); the
+    """Train the baseline ``options.calibration_runs`` times on seeds no round uses (``base.seed +
+    CALIBRATION_SEED_OFFSET + i``), stored in ``out_dir`` beside the sweep (resumed like it, under the same
+    ``options``), and fix the sweep's target, cadence and budget (:func:`gnnbench.measure.compare.calibration.calibrate`
+    with ``options.target_acc`` and ``options.budget_factor``). No runs: no calibration (``(None, [])``); the
     comparison then falls back to a target read off the measured baseline, and says so."""
-    if not isinstance(runs, int) or runs < 0:
-        raise ValueError(f"calibration runs must be an integer >= 0 (got {runs!r})")
     validate_base(base)
+    runs = options.calibration_runs
     if runs == 0:
         return None, SweepResults()
     entries = [
         Entry(CALIBRATION, on_ranks(dataclasses.replace(base, seed=base.seed + CALIBRATION_SEED_OFFSET + i)), (), i)
         for i in range(runs)
     ]
-    results = run_sweep(entries, out_dir, **sweep_options)
-    return calibrate(results, target_acc=target_acc, budget_factor=budget_factor), results
+    results = run_sweep(entries, out_dir, options, progress=progress)
+    return calibrate(results, target_acc=options.target_acc, budget_factor=options.budget_factor), results
 
 
 def equivalence_manifest(margin: float | None) -> dict | None:
@@ -142,78 +133,114 @@ def equivalence_manifest(margin: float | None) -> dict | None:
 def run_sweep(
     entries: list[Entry],
     out_dir: str | Path,
+    options: SweepOptions = SweepOptions(),
     *,
-    isolate: bool = True,
-    resume: bool = True,
-    dist_timeout: float = DEFAULT_TIMEOUT,
     calibration: Calibration | None = None,
-    order_seed: int = 0,
     progress: Callable[[int, int, Entry, str], None] | None = None,
     rule: StoppingRule | None = None,
-    equivalence_margin: float | None = None,
     after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
-    executor: RoundExecutor | None = None,
 ) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
-    Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written
-    atomically; with ``resume`` a stored file is kept only when its config,
-    code fingerprint and environment match this run (a missing, partial,
-    failed or stale file is measured again). The order of every round and its
-    seed are recorded in ``out_dir/sweep.json``, with the ``calibration`` (target, cadence, budget) when given.
-    With ``isolate`` each
-    configuration runs in a fresh process (clean peak memory, no state shared
-    between runs, and process-to-process variance measured as it should be).
+    Each result lands in ``out_dir/<label>-r<round>-<key>.json``, written atomically; with ``options.resume`` a
+    stored file is kept only when its config, code fingerprint and environment match this run (a missing,
+    partial, failed or stale file is measured again). The order of every round and its seed
+    (``options.order_seed``) are recorded in ``out_dir/sweep.json``, with the ``calibration`` (target, cadence,
+    budget) when given. With ``options.isolate`` each configuration runs in a fresh process (clean peak memory,
+    no state shared between runs, and process-to-process variance measured as it should be).
 
     Rounds that stop when decided: after each round, ``after_round(results so far)`` returns the labels whose
     verdict is settled (they receive no further round; a ``"<label> (measured)"`` check follows its entry) and
     whether the sweep is done; ``rule`` (the :class:`~gnnbench.measure.stats.sequential.StoppingRule` it applies) is
-    recorded in the manifest, with each round's stops. ``equivalence_margin`` (the margin within which a row's
+    recorded in the manifest, with each round's stops. ``options.equivalence_margin`` (the margin within which a row's
     steps to the target count as the baseline's) is recorded in the manifest before the first round
     (``equivalence``). The returned results hold what ran.
 
-    With an ``executor`` (:class:`~gnnbench.measure.sweep.executors.RoundExecutor`: submitit, on Slurm or local
+    With an ``options.executor`` (:class:`~gnnbench.measure.sweep.executors.RoundExecutor`: submitit, on Slurm or local
     processes) up to ``executor.machines`` rounds run at once, each whole on one machine; the stopping rule is
     then applied round by round after each batch, and a round measured beside the one that settled its row is
     discarded, so the verdicts are those of the same sweep run one round at a time.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    env = environment(resolve_device(entries[0].config.device)) if entries else {}
-    orders = _round_orders(entries, order_seed)
-    base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
-    manifest = {
-        "sweep": out_dir.name,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "order_seed": order_seed,
-        "rounds": [[entries[i].label for i in order] for order in orders],
-        "code_fingerprint": env.get("code_fingerprint"),
-        "commit": env.get("commit"),
-        "isolate": isolate,
-        "machine": env.get("machine"),
-        "hardware_class": env.get("hardware_class"),
-        "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
-        "base_config": base.to_dict() if base is not None else None,
-        "calibration": calibration.to_dict() if calibration is not None else None,
-        "rule": rule.to_dict() if rule is not None else None,
-        "equivalence": equivalence_manifest(equivalence_margin),
-    }
-    if executor is not None:
-        manifest["executor"] = executor.describe()
-    write_json_atomic(out_dir / MANIFEST, manifest)
-    results: list[dict | None] = [None] * len(entries)
-    outcome = SweepResults()
-    graphs: dict = {}
-    done = 0
-    settled_labels: set[str] = set()
+    return _Rounds(entries, Path(out_dir), options, calibration, progress, rule, after_round).run()
 
-    def settled(entry: Entry) -> bool:
+
+class _Rounds:
+    """One call of :func:`run_sweep`: the entries, their rounds' orders, the manifest as it grows, each entry's
+    result once it has one, the rows settled so far and the counts of what was kept, measured and skipped."""
+
+    def __init__(self, entries, out_dir: Path, options: SweepOptions, calibration, progress, rule, after_round):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.entries, self.out_dir, self.options = entries, out_dir, options
+        self.progress, self.after_round = progress, after_round
+        self.env = environment(resolve_device(entries[0].config.device)) if entries else {}
+        self.orders = _round_orders(entries, options.order_seed)
+        self.manifest = _manifest(entries, out_dir, self.orders, self.env, options, calibration, rule)
+        write_json_atomic(out_dir / MANIFEST, self.manifest)
+        self.results: list[dict | None] = [None] * len(entries)
+        self.outcome = SweepResults()
+        self.graphs: dict = {}
+        self.done = 0
+        self.settled_labels: set[str] = set()
+
+    def run(self) -> SweepResults:
+        """Batch after batch of rounds (one round per machine of the executor; one at a time without)."""
+        per_batch = self.options.executor.machines if self.options.executor is not None else 1
+        number = 0
+        while number < len(self.orders):
+            batch = self.orders[number : number + per_batch]
+            self._measure([self._to_measure(order) for order in batch])
+            finished = self._settle(batch, number)
+            write_json_atomic(self.out_dir / MANIFEST, self.manifest)
+            number += len(batch)
+            if finished:
+                self._skip_rest(self.orders[number:])
+                break
+        self.outcome.extend(r for r in self.results if r is not None)
+        return self.outcome
+
+    def _report(self, entry: Entry, status: str) -> None:
+        if self.progress:
+            self.progress(self.done, len(self.entries), entry, status)
+
+    def _settled(self, entry: Entry) -> bool:
         twin = entry.label[: -len(MEASURED_SUFFIX)] if entry.label.endswith(MEASURED_SUFFIX) else None
-        return entry.label in settled_labels or twin in settled_labels
+        return entry.label in self.settled_labels or twin in self.settled_labels
 
-    def finish(i: int, data: dict, status: str | None = None) -> None:
-        nonlocal done
-        entry, path = entries[i], out_dir / entries[i].filename()
+    def _to_measure(self, order: list[int]) -> list[int]:
+        """A round's entries still to measure, in its order: settled rows skipped, stored results kept."""
+        todo = []
+        for i in order:
+            entry = self.entries[i]
+            if self._settled(entry):
+                self.outcome.skipped += 1
+                self.done += 1
+                self._report(entry, "settled")
+                continue
+            data = _stored(self.out_dir / entry.filename(), entry, self.env) if self.options.resume else None
+            if data is not None:
+                self.outcome.kept += 1
+                self._finish(i, data, "kept")
+            else:
+                todo.append(i)
+        return todo
+
+    def _measure(self, plan: list[list[int]]) -> None:
+        """The batch's rounds measured: here one entry at a time, or each round whole on one machine of the
+        executor (pairing stays within a machine)."""
+        isolate, timeout = self.options.isolate, self.options.dist_timeout
+        if self.options.executor is None:
+            for i in plan[0]:
+                self._report(self.entries[i], "running")
+                path = self.out_dir / self.entries[i].filename()
+                self._finish(i, _measure(self.entries[i], path, isolate, self.graphs, timeout))
+            return
+        jobs = [([self.entries[i] for i in todo], str(self.out_dir), isolate, timeout) for todo in plan]
+        for todo, measured in zip(plan, self.options.executor.map(run_round, jobs)):
+            for i, data in zip(todo, measured):
+                self._finish(i, data)
+
+    def _finish(self, i: int, data: dict, status: str | None = None) -> None:
+        entry, path = self.entries[i], self.out_dir / self.entries[i].filename()
         if status is None:  # measured now: the file says which configuration and round it is, for the report
             if path.exists():
                 data = {
@@ -224,12 +251,11 @@ def run_sweep(
                     "derived": entry.derived,
                 }
                 write_json_atomic(path, data)
-            outcome.measured += 1
+            self.outcome.measured += 1
             status = data.get("status", "?")
-        done += 1
-        if progress:
-            progress(done, len(entries), entry, status)
-        results[i] = {
+        self.done += 1
+        self._report(entry, status)
+        self.results[i] = {
             "label": entry.label,
             "optimizations": list(entry.optimizations),
             "round": entry.round,
@@ -237,68 +263,60 @@ def run_sweep(
             **data,
         }
 
-    per_batch = executor.machines if executor is not None else 1  # rounds measured at once, one per machine
-    number = 0
-    while number < len(orders):
-        batch = orders[number : number + per_batch]
-        plan: list[list[int]] = []  # per round of the batch: the entries to measure, in the round's order
-        for order in batch:
-            todo = []
-            for i in order:
-                if settled(entries[i]):
-                    outcome.skipped += 1
-                    done += 1
-                    if progress:
-                        progress(done, len(entries), entries[i], "settled")
-                    continue
-                data = _stored(out_dir / entries[i].filename(), entries[i], env) if resume else None
-                if data is not None:
-                    outcome.kept += 1
-                    finish(i, data, "kept")
-                else:
-                    todo.append(i)
-            plan.append(todo)
-        if executor is None:
-            for i in plan[0]:
-                if progress:
-                    progress(done, len(entries), entries[i], "running")
-                finish(i, _measure(entries[i], out_dir / entries[i].filename(), isolate, graphs, dist_timeout))
-        else:  # each round whole on one machine: pairing stays within a machine
-            jobs = [([entries[i] for i in todo], str(out_dir), isolate, dist_timeout) for todo in plan]
-            for todo, measured in zip(plan, executor.map(run_round, jobs)):
-                for i, data in zip(todo, measured):
-                    finish(i, data)
-        finished = False
+    def _drop(self, order: list[int]) -> None:
+        """A round's results that are not part of the sweep (measured beside the round that settled their row)."""
+        for i in order:
+            if self.results[i] is not None:
+                self.results[i] = None
+                self.outcome.discarded += 1
+
+    def _settle(self, batch: list[list[int]], number: int) -> bool:
+        """The stopping rule after each round of the batch, in round order; whether the sweep is finished."""
         for j, order in enumerate(batch):
             k = number + j + 1
             if j:  # measured beside an earlier round of this batch that settled its row: not part of the sweep
-                for i in order:
-                    if results[i] is not None and settled(entries[i]):
-                        results[i] = None
-                        outcome.discarded += 1
-            if after_round is None or k >= len(orders):
+                self._drop([i for i in order if self._settled(self.entries[i])])
+            if self.after_round is None or k >= len(self.orders):
                 continue
             # only rounds up to k: a round measured beside it must not decide k's stops
-            stopped, finished = after_round([r for r in results if r is not None and r["round"] < k])
-            manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - settled_labels)
-            settled_labels |= set(stopped)
+            stopped, finished = self.after_round([r for r in self.results if r is not None and r["round"] < k])
+            self.manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - self.settled_labels)
+            self.settled_labels |= set(stopped)
             if finished:
-                manifest["finished_after_round"] = k
+                self.manifest["finished_after_round"] = k
                 for later in batch[j + 1 :]:  # rounds measured beside the last one needed
-                    for i in later:
-                        if results[i] is not None:
-                            results[i] = None
-                            outcome.discarded += 1
-                break
-        write_json_atomic(out_dir / MANIFEST, manifest)
-        number += len(batch)
-        if finished:
-            skipped = sum(len(o) for o in orders[number:])
-            outcome.skipped += skipped
-            done += skipped
-            break
-    outcome.extend(r for r in results if r is not None)
-    return outcome
+                    self._drop(later)
+                return True
+        return False
+
+    def _skip_rest(self, orders: list[list[int]]) -> None:
+        skipped = sum(len(o) for o in orders)
+        self.outcome.skipped += skipped
+        self.done += skipped
+
+
+def _manifest(entries, out_dir: Path, orders, env: dict, options: SweepOptions, calibration, rule) -> dict:
+    """The sweep's manifest as it stands before the first round."""
+    base = next((e.config for e in entries if e.label == BASELINE), entries[0].config if entries else None)
+    manifest = {
+        "sweep": out_dir.name,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "order_seed": options.order_seed,
+        "rounds": [[entries[i].label for i in order] for order in orders],
+        "code_fingerprint": env.get("code_fingerprint"),
+        "commit": env.get("commit"),
+        "isolate": options.isolate,
+        "machine": env.get("machine"),
+        "hardware_class": env.get("hardware_class"),
+        "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
+        "base_config": base.to_dict() if base is not None else None,
+        "calibration": calibration.to_dict() if calibration is not None else None,
+        "rule": rule.to_dict() if rule is not None else None,
+        "equivalence": equivalence_manifest(options.equivalence_margin),
+    }
+    if options.executor is not None:
+        manifest["executor"] = options.executor.describe()
+    return manifest
 
 
 def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: float) -> list[dict]:
