@@ -11,7 +11,7 @@ import pytest
 from gnnbench.measure.gate import counts as cn
 from gnnbench.measure.gate.regress import COUNT_CALLS, Bench, count_gate, gate, per_unit
 from gnnbench.measure.gate.text import format_gate
-from tests.helpers import QUICK
+from tests.helpers import QUICK, ROOT
 from tests.measure.test_regress import _fake_runner, _tree
 
 
@@ -48,14 +48,64 @@ def test_instructions_per_unit_of_a_call_and_of_a_step():
 
 
 def test_a_count_is_a_regression_beyond_the_tolerance_and_beyond_three_times_the_runs_own_spread():
-    assert cn.judge_counts("micro:sampler", "call", [100.0], [103.0]).regression  # +3% > 2%
-    quiet = cn.judge_counts("micro:sampler", "call", [100.0, 100.1], [101.0, 101.1])
-    assert not quiet.regression and quiet.ratio == pytest.approx(1.00999, rel=1e-4)
+    assert cn.TOLERANCE == 0.01
+    assert cn.judge_counts("micro:sampler", "call", [100.0], [101.5]).regression  # +1.5% > 1%
+    quiet = cn.judge_counts("micro:sampler", "call", [100.0, 100.1], [100.5, 100.6])
+    assert not quiet.regression and quiet.ratio == pytest.approx(1.005, rel=1e-3)
     noisy = cn.judge_counts("x", "call", [100.0, 102.0], [104.0, 104.0])  # a 2% spread of one tree: 6% needed
     assert noisy.threshold == pytest.approx(0.06) and not noisy.regression
     assert cn.judge_counts("x", "call", [100.0], [90.0]).improvement
     missing = cn.judge_counts("x", "call", [100.0], [])
     assert missing.status == "not counted" and "HEAD" in missing.reason
+
+
+def test_the_tolerance_is_the_smallest_rung_three_times_the_largest_null_change():
+    assert cn.tolerance_from([0.0001, 0.003]) == 0.01  # 3 x 0.3% = 0.9%
+    assert cn.tolerance_from([0.004]) == 0.02
+    assert cn.tolerance_from([0.0]) == cn.TOLERANCE_LADDER[0]
+    with pytest.raises(ValueError, match="no null changes"):
+        cn.tolerance_from([])
+    with pytest.raises(ValueError, match="nan"):
+        cn.tolerance_from([0.001, float("nan")])
+    with pytest.raises(ValueError, match=r"2\.000%.*cannot gate"):
+        cn.tolerance_from([0.02])
+
+
+def test_null_changes_read_same_tree_cases_and_null_commits_and_refuse_other_documents():
+    counts_doc = {
+        "cases": {
+            "same": {"benches": {"b": {"status": "ok", "base": [100.0, 100.2], "head": [100.1, 100.3]}}},
+            "tuning": {"benches": {"b": {"status": "ok", "base": [100.0], "head": [110.0]}}},
+        }
+    }
+    [(case, name, change)] = cn.null_changes(counts_doc)
+    assert (case, name) == ("same", "b") and change == pytest.approx(0.003)
+    rates_doc = {
+        "results": {
+            "null-comment": {"detail": [{"counts": {"b": 0.999}}, {"counts": None}]},
+            "slow-loss-5": {"detail": [{"counts": {"b": 1.05}}]},
+        }
+    }
+    [(case, name, change)] = cn.null_changes(rates_doc)
+    assert (case, name) == ("null-comment#1", "b") and change == pytest.approx(0.001)
+    with pytest.raises(ValueError, match="not a counts document"):
+        cn.null_changes({"rows": []})
+
+
+def test_the_tolerance_is_the_one_the_committed_null_measurements_support():
+    """A new null measurement that moves counts more must raise the tolerance (or show why not) in the same commit."""
+    files = [
+        ROOT / "results/reference/gate-counts.json",
+        *sorted((ROOT / "results/reference").glob("gate-error-rates*.json")),
+    ]
+    found = [(f.name, c) for f in files for _, _, c in cn.null_changes(json.loads(f.read_text()))]
+    assert len(found) >= 8
+    assert cn.tolerance_from([c for _, c in found]) == cn.TOLERANCE
+    # the docs quote the two largest changes, of one tree's processes and of the null commits
+    same = max(c for name, c in found if name == "gate-counts.json")
+    commits = max(c for name, c in found if name != "gate-counts.json")
+    docs = (ROOT / "docs/regression-gate.md").read_text()
+    assert f"spread by at most {same:.2%}" in docs and f"of the error-rate files, at most {commits:.2%}" in docs
 
 
 def _count_runner(per_role: dict[str, float], calls: list | None = None, fail: str | None = None):
@@ -192,7 +242,6 @@ def test_a_real_count_of_the_micro_benchmarks_repeats_within_the_tolerance(tmp_p
 
     from gnnbench.measure.gate.regress import default_benches, gate_config
     from gnnbench.measure.gate.worker import script_in
-    from tests.helpers import ROOT
 
     benches = default_benches(gate_config("tiny"), ["baseline", "micro:sampler", "micro:aggregation"])
     verdicts, why = count_gate(
@@ -217,8 +266,6 @@ def test_the_published_count_cases_still_apply_to_this_tree(tmp_path):
     slowdowns) edit a copy of this tree into code that still compiles: the published figures can be remade."""
     import importlib.util
     import py_compile
-
-    from tests.helpers import ROOT
 
     spec = importlib.util.spec_from_file_location("gate_counts", ROOT / "scripts" / "gate_counts.py")
     gc = importlib.util.module_from_spec(spec)

@@ -17,8 +17,11 @@ What a count sees, and what it cannot (docs/regression-gate.md, "Counted instruc
   stays the verdict; a count is reported beside it, never in its place.
 
 A count's benchmark regresses when HEAD's instructions per call exceed BASE's by more than the tolerance
-(:data:`TOLERANCE`, above the spread measured between two processes of one tree), and also by more than
-3 times the spread the run itself saw between its repeats of one tree.
+(:data:`TOLERANCE`), and also by more than :data:`SPREAD_FACTOR` (3) times the spread the run itself saw between
+its repeats of one tree. The tolerance is that same rule applied to the committed null measurements, for runs of
+one process per tree that see no spread of their own (:func:`tolerance_from` over :func:`null_changes`: the
+smallest rung of :data:`TOLERANCE_LADDER` at least 3 times the largest change a comparison of equal work has
+shown); a test keeps the constant equal to it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ from typing import Any
 
 __all__ = [
     "TOLERANCE",
+    "TOLERANCE_LADDER",
+    "SPREAD_FACTOR",
+    "tolerance_from",
+    "null_changes",
     "MARKER_SOURCE",
     "ENV_MARKER",
     "MARKERS",
@@ -49,7 +56,9 @@ __all__ = [
     "counts_markdown",
 ]
 
-TOLERANCE = 0.02  # a count more than 2% above BASE's is a regression (the spread of one tree is far below it)
+TOLERANCE = 0.01  # a count more than 1% above BASE's is a regression: tolerance_from(the committed null changes)
+TOLERANCE_LADDER = (0.005, 0.01, 0.02, 0.05)  # the tolerances a measurement may choose between
+SPREAD_FACTOR = 3.0  # a count must move by more than this many times the spread of equal work to be a change
 ENV_MARKER = "GNNBENCH_COUNT_MARKER"  # the marker library's path, in the worker's environment: count, not time
 
 MARKER_SOURCE = r"""
@@ -177,7 +186,7 @@ class CountVerdict:
 
     ``ratio`` is HEAD / BASE of the medians (above 1: HEAD executes more); ``spread`` the largest relative
     difference between two processes of one tree in this run; ``threshold`` the change that counts (the larger
-    of :data:`TOLERANCE` and 3 times ``spread``)."""
+    of :data:`TOLERANCE` and :data:`SPREAD_FACTOR` times ``spread``)."""
 
     name: str
     unit: str
@@ -211,10 +220,69 @@ def judge_counts(
 
     v.ratio = statistics.median(head) / statistics.median(base)
     v.spread = max(_spread(base), _spread(head))
-    v.threshold = max(tolerance, 3.0 * v.spread)
+    v.threshold = max(tolerance, SPREAD_FACTOR * v.spread)
     v.regression = v.ratio > 1.0 + v.threshold
     v.improvement = v.ratio < 1.0 / (1.0 + v.threshold)
     return v
+
+
+def tolerance_from(changes: list[float]) -> float:
+    """The smallest rung of :data:`TOLERANCE_LADDER` at least :data:`SPREAD_FACTOR` times the largest of
+    ``changes`` (relative changes of counts between runs of equal work, :func:`null_changes`): the verdict's
+    own spread rule, with the spread measured apart.
+
+    Raises:
+        ValueError: for no changes (nothing measured decides it), a change that is not a finite number >= 0, or
+            null changes too large for any rung (counts too noisy here to gate on).
+    """
+    import math
+
+    if not changes:
+        raise ValueError("no null changes given: a tolerance needs a measurement of equal work counted twice")
+    bad = [c for c in changes if not (isinstance(c, (int, float)) and math.isfinite(c) and c >= 0)]
+    if bad:
+        raise ValueError(f"null changes must be finite fractions >= 0 (got {bad[0]!r})")
+    need = SPREAD_FACTOR * max(changes)
+    for rung in TOLERANCE_LADDER:
+        if rung >= need:
+            return rung
+    raise ValueError(
+        f"the largest null change, {max(changes):.3%}, needs a tolerance of {need:.2%}: above every rung of "
+        f"{[f'{r:.1%}' for r in TOLERANCE_LADDER]}; counts this noisy cannot gate here"
+    )
+
+
+def null_changes(doc: dict) -> list[tuple[str, str, float]]:
+    """``(case, benchmark, change)`` for every comparison of equal work in a measurement document: in
+    ``scripts/gate_counts.py``'s file, the same-tree cases (``same*``: every process counts one tree, the
+    change is the largest over the smallest, minus 1); in ``scripts/gate_error_rates.py``'s, the null commits'
+    runs (``null-*``: ``|HEAD / BASE - 1|`` per counted benchmark). Documents without counts give none.
+
+    Raises:
+        ValueError: for a document of neither kind.
+    """
+    out: list[tuple[str, str, float]] = []
+    if "cases" in doc:
+        for case, c in doc["cases"].items():
+            if not case.startswith("same"):
+                continue
+            for name, v in c["benches"].items():
+                values = [x for x in (v.get("base") or []) + (v.get("head") or []) if x]
+                if v.get("status") == "ok" and len(values) > 1:
+                    out.append((case, name, max(values) / min(values) - 1.0))
+        return out
+    if "results" in doc:
+        for case, c in doc["results"].items():
+            if not case.startswith("null"):
+                continue
+            for k, run in enumerate(c.get("detail") or []):
+                for name, ratio in (run.get("counts") or {}).items():
+                    if ratio is not None:
+                        out.append((f"{case}#{k + 1}", name, abs(ratio - 1.0)))
+        return out
+    raise ValueError(
+        "not a counts document: expected scripts/gate_counts.py's 'cases' or gate_error_rates.py's 'results'"
+    )
 
 
 MARKERS = ("<!-- gate-counts:start -->", "<!-- gate-counts:end -->")  # README's block of published counts

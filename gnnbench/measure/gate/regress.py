@@ -403,14 +403,15 @@ def gate(
     """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
     judge every benchmark (see the module docstring).
 
-    With ``budget_seconds`` (the whole gate's wall-clock budget), benchmarks still inconclusive after
-    ``rounds`` (their detectable slowdown above ``1 + sensitivity``) get further rounds, only they and only
-    those whose spread would resolve the sensitivity by ``max_rounds``, while the next round is predicted to fit
-    the budget. A benchmark process that crashes or
+    With ``budget_seconds`` (the whole gate's wall-clock budget, the counts' time included), benchmarks still
+    inconclusive after ``rounds`` (their detectable slowdown above ``1 + sensitivity``) get further rounds, only
+    they and only those whose spread would resolve the sensitivity by ``max_rounds``, while the next round is
+    predicted to fit what is left of the budget. A benchmark process that crashes or
     times out stops the gate: :attr:`GateResult.failure` holds the side, the round and its stderr's tail, and
     the benchmarks it had not reached read "not judged" (or lost, where BASE measured them).
 
-    ``counts`` (processes per tree, 0: none) then counts the instructions of the primary tier
+    ``counts`` (processes per tree, 0: none) counts, after the planned rounds and before any extra one, the
+    instructions of the primary tier
     (:data:`COUNT_BENCHES`) in both trees under callgrind (:func:`count_gate`; ``cache_sim`` adds cache misses):
     a count beyond its threshold is a regression beside the wall-time verdicts, and a primary benchmark counted
     in both trees no longer makes the run inconclusive. Where callgrind cannot run, the reason is kept
@@ -474,26 +475,26 @@ def gate(
                 break
             if r < rounds:
                 continue
+            if r == rounds and counts:  # counted before any extra round: the budget left then is what it is
+                started = time.perf_counter()
+                result.counts, result.counts_unavailable = count_gate(
+                    trees,
+                    benches,
+                    repeats=counts,
+                    folder=folder,
+                    worker=worker,
+                    pythons=pythons,
+                    timeout=timeout,
+                    cache_sim=cache_sim,
+                    runner=count_runner,
+                    progress=progress,
+                )
+                result.counts_seconds = time.perf_counter() - started
             result.benches = judge(names, log.data, sensitivity)
             if budget_seconds is None or r >= max_rounds:
                 break
             todo = log.more_rounds(benches, result, max_rounds, budget_seconds - (time.perf_counter() - t0))
         failure = log.failure
-        if counts and failure is None:
-            started = time.perf_counter()
-            result.counts, result.counts_unavailable = count_gate(
-                trees,
-                benches,
-                repeats=counts,
-                folder=folder,
-                worker=worker,
-                pythons=pythons,
-                timeout=timeout,
-                cache_sim=cache_sim,
-                runner=count_runner,
-                progress=progress,
-            )
-            result.counts_seconds = time.perf_counter() - started
     result.benches = judge(names, log.data, sensitivity)
     if failure is not None:
         result.failure = failure
