@@ -182,6 +182,47 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
         gate(trees, benches, rounds=5, runner=noisy, counts=-1)
 
 
+def test_the_counts_run_before_any_extra_round_and_the_budget_holds_their_time(tmp_path, monkeypatch):
+    """The counting processes come after the planned rounds and before the extra ones, so the extra rounds get
+    only what the counts leave of the budget (a run whose rounds spent it would otherwise pass it by their time)."""
+    import time
+
+    from tests.measure.test_regress import _bench_pair, _mixed_runner
+
+    trees, benches = _bench_pair(tmp_path)  # "other" is noisy: a 600 s budget buys it extra rounds
+    events: list = []
+    rounds = _mixed_runner([])
+
+    def runner(role, spec, out):
+        events.append(("round", json.loads(Path(spec).read_text())["seed"]))
+        return rounds(role, spec, out)
+
+    counting = _count_runner({"base": 1e6, "head": 1e6})
+    spent = {"seconds": 0.0}  # what each counting process costs on a clock the gate reads
+
+    def counted(role, spec, folder):
+        events.append(("counts", role))
+        spent["now"] = spent.get("now", 0.0) + spent["seconds"]
+        return counting(role, spec, folder)
+
+    real = time.perf_counter
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + spent.get("now", 0.0))
+    free = gate(
+        trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=runner, counts=1, count_runner=counted
+    )
+    assert free.extra_rounds.get("other", 0) >= 1
+    first_count = events.index(("counts", "base"))
+    seeds = [(i, e[1]) for i, e in enumerate(events) if e[0] == "round"]
+    assert all(seed < 5 for i, seed in seeds if i < first_count)  # the planned rounds (seeds 0-4) before
+    assert all(seed >= 5 for i, seed in seeds if i > first_count) and any(i > first_count for i, _ in seeds)
+    events.clear()
+    spent.update(seconds=400.0, now=0.0)  # two counting processes take 800 s of the 600 s budget
+    held = gate(
+        trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=runner, counts=1, count_runner=counted
+    )
+    assert held.extra_rounds == {} and held.rounds == 5 and held.counts_seconds >= 800
+
+
 def test_a_blind_run_says_what_it_resolves_and_the_budget_that_would_see_the_sensitivity(tmp_path):
     tree = _tree(tmp_path / "t", ["torch"])
     r = gate(

@@ -133,15 +133,15 @@ def test_sweep_options_refuse_bad_values_by_name(changes, named):
     with pytest.raises(ValueError, match=named):
         SweepOptions(**changes)
     with pytest.raises(ValueError, match=named):  # a copy is checked like a new one
-        SweepOptions().but(**changes)
+        dataclasses.replace(SweepOptions(), **changes)
 
 
 def test_sweep_options_are_frozen_and_hold_also_measured_as_a_tuple():
-    import dataclasses
-
     options = SweepOptions(also_measured=["int32"], repeats=5, accuracy_rounds=3)
     assert options.also_measured == ("int32",)
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.repeats = 3
     assert options.fixed_accuracy_rounds(True) == 3 and options.fixed_accuracy_rounds(False) is None
-    assert options.but(accuracy_rounds=5).fixed_accuracy_rounds(True) is None  # every round to the plateau
+    assert (
+        dataclasses.replace(options, accuracy_rounds=5).fixed_accuracy_rounds(True) is None
+    )  # every round to the plateau

@@ -7,7 +7,6 @@ and it travels whole: :func:`gnnbench.measure.sweep.full.measure_sweep` reads it
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -103,10 +102,6 @@ class SweepOptions:
             isinstance(self.target_acc, (int, float)) and 0.0 < self.target_acc <= 1.0
         ):
             raise ValueError(f"target_acc must be a validation accuracy in (0, 1] (got {self.target_acc!r})")
-
-    def but(self, **changes) -> SweepOptions:
-        """A copy with ``changes`` (validated like a new one)."""
-        return dataclasses.replace(self, **changes)
 
     def fixed_accuracy_rounds(self, fixed_target: bool) -> int | None:
         """The round from which runs stop at the target: only with a target fixed before the rounds, and only
