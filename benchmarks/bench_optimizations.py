@@ -62,21 +62,21 @@ class OptimizationResults:
 
     def track_accuracy(self, results, name):
         """Test metric at the best validation point of a run that reached its plateau (not mid-training)."""
-        return 100.0 * (self.result.converged or self.result.accuracy)["test"]
+        return 100.0 * (self.result.get("converged") or self.result["accuracy"])["test"]
 
     track_accuracy.unit = "%"
 
     def track_index_bytes(self, results, name):
-        return self.result.graph["index_bytes"]
+        return self.result["graph"]["index_bytes"]
 
     track_index_bytes.unit = "bytes"
 
     def track_peak_host_memory(self, results, name):
-        return self.result.memory["host_peak_bytes"]
+        return self.result["memory"]["host_peak_bytes"]
 
     track_peak_host_memory.unit = "bytes"
 
     def track_transfer_bytes(self, results, name):
-        return self.result.transfer["bytes_h2d_per_batch"]
+        return self.result["transfer"]["bytes_h2d_per_batch"]
 
     track_transfer_bytes.unit = "bytes"

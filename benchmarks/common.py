@@ -83,10 +83,12 @@ TRACK_EPOCHS = {"node": 8, "link": 2}
 
 
 @functools.lru_cache(maxsize=None)
-def run_result(name: str):
-    """One measured run of ``name`` (cached per process) for the track_* benchmarks, trained to its plateau."""
+def run_result(name: str) -> dict:
+    """One measured run of ``name`` (cached per process) for the track_* benchmarks, trained to its plateau, as
+    its JSON (``to_dict``): asv runs this suite against older commits too, and the JSON is the one form every
+    commit's result has (typed blocks now, dicts before)."""
     config = config_for(name)
     result = run(dataclasses.replace(config, epochs=TRACK_EPOCHS[config.task]), graph=graph())
     if not result.ok:
         raise NotImplementedError(format_reasons(result.unavailable))
-    return result
+    return result.to_dict()

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gnnbench.measure.compare.calibration import CALIBRATION  # noqa: E402
+from gnnbench.measure.run.results import RunResult, load_result  # noqa: E402
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau  # noqa: E402
 
 
@@ -37,25 +38,25 @@ class ScaledPlateau(Plateau):
         return max(MIN_PATIENCE_STEPS, min(cap, math.ceil(self.factor * self.target_step)))
 
 
-def granularity(run: dict) -> float:
+def granularity(run: RunResult) -> float:
     """One validation node of a node-classification run's accuracy (the generator's split: ``num_nodes x
     val_frac`` nodes, checked against the curve: every value a whole number of nodes); 0 otherwise."""
-    cfg = run["config"]
+    cfg = run.config
     spec = cfg.get("spec") or {}
     if cfg.get("task") != "node" or not spec:
         return 0.0
     n = round(spec["num_nodes"] * spec["val_frac"])
-    if not all(abs(p["val"] * n - round(p["val"] * n)) < 1e-3 for p in run["curve"]):
+    if not all(abs(p.val * n - round(p.val * n)) < 1e-3 for p in run.curve):
         raise SystemExit(
-            f"{run['label']} round {run['round']}: its validation values are not whole numbers of "
+            f"{run.label} round {run.round}: its validation values are not whole numbers of "
             f"{n} nodes; this replay cannot tell the split's size"
         )
     return 1.0 / n
 
 
-def replay(run: dict, target: float | None, factor: float) -> tuple[int, float]:
+def replay(run: RunResult, target: float | None, factor: float) -> tuple[int, float]:
     """(steps at which the rule stops, test metric at the best validation point up to there)."""
-    cfg = run["config"]
+    cfg = run.config
     rule = ScaledPlateau(
         cfg["patience"],
         cfg["min_delta"],
@@ -65,13 +66,13 @@ def replay(run: dict, target: float | None, factor: float) -> tuple[int, float]:
     )
     rule.factor = factor
     seen = []
-    for point in run["curve"]:
+    for point in run.curve:
         seen.append(point)
-        rule.update(point["val"], point["step"])
-        if rule.reached(point["step"], run["steps_per_epoch"]):
+        rule.update(point.val, point.step)
+        if rule.reached(point.step, run.steps_per_epoch):
             break
-    best = max(range(len(seen)), key=lambda i: (seen[i]["val"], -i))
-    return seen[-1]["step"], seen[best]["test"]
+    best = max(range(len(seen)), key=lambda i: (seen[i].val, -i))
+    return seen[-1].step, seen[best].test
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,9 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{args.sweep}: its sweep.json records no calibrated target")
     runs = {}
     for f in sorted(args.sweep.glob("*-r*.json")):
-        r = json.loads(f.read_text())
-        if r.get("status") == "ok" and r.get("stop_reason") == "plateau" and r.get("label") != CALIBRATION:
-            runs[(r["label"], r["round"])] = r
+        r = load_result(f)
+        if r is None:
+            raise SystemExit(f"{f}: not a readable result")
+        if r.ok and r.stop_reason == "plateau" and r.label != CALIBRATION:
+            runs[(r.label, r.round)] = r
     rules = [("patience epochs only", None, 1.0)] + [
         (f"wait <= {x:g} x steps to the target", target, x) for x in map(float, args.factors.split(","))
     ]
@@ -95,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         minutes, deltas = 0.0, {}
         for (label, rnd), r in sorted(runs.items()):
             steps, test = replay(r, tgt, factor)
-            minutes += steps * (r["train_seconds"] + (r.get("eval_seconds") or 0.0)) / r["steps"]["total"] / 60
+            minutes += steps * (r.train_seconds + (r.eval_seconds or 0.0)) / r.steps.total / 60
             base = runs.get(("baseline", rnd))
             if base is not None and label != "baseline":
                 deltas.setdefault(label, []).append(100 * (test - replay(base, tgt, factor)[1]))

@@ -32,16 +32,14 @@ def main() -> None:
     a = p.parse_args()
     runs = load_inputs(runs=[Path(a.sweep)]).runs
     c = compare(runs)
-    base = [r for r in runs if r.get("label") == "baseline" and r.get("status") == "ok"]
+    base = [r for r in runs if r.label == "baseline" and r.ok]
     rows = sum(
-        1
-        for r in c.rows
-        if r.get("status") == "ok" and r["label"] not in ("baseline", "baseline (A/A)", "baseline (end-to-end)")
+        1 for r in c.rows if r.status == "ok" and r.label not in ("baseline", "baseline (A/A)", "baseline (end-to-end)")
     )
     rounds = len(base)
     out = {"sweep": a.sweep, "rounds": rounds, "rows": rows}
     series = {
-        "step": [r["step_seconds"]["median"] for r in base],
+        "step": [r.step_seconds.median for r in base],
         "time_to_accuracy": [t for t in (time_to(r, c.target) for r in base) if t is not None],
     }
     for name, values in series.items():

@@ -36,13 +36,20 @@ from gnnbench.measure.compare.calibration import CALIBRATION, time_to  # noqa: E
 from gnnbench.measure.compare.comparison import compare, in_family  # noqa: E402
 from gnnbench.measure.compare.crossing import interpolated_crossing  # noqa: E402
 from gnnbench.measure.compare.paired_floor import clock_noise_sd  # noqa: E402
+from gnnbench.measure.run.results import Point, RunResult, load_result  # noqa: E402
 from gnnbench.measure.stats.intervals import equivalence, t_test_power  # noqa: E402
 from gnnbench.measure.stats.sequential import EQUIVALENCE_FUTILITY, StoppingRule, sd_floor  # noqa: E402
 
 
-def load(sweep: Path) -> tuple[dict, list[dict]]:
+def load(sweep: Path) -> tuple[dict, list[RunResult]]:
+    """A sweep's manifest and its results (a file that is not a readable result stops the replay, naming it)."""
     manifest = json.loads((sweep / "sweep.json").read_text())
-    runs = [json.loads(f.read_text()) for f in sorted(sweep.glob("*-r*.json"))]
+    runs = []
+    for f in sorted(sweep.glob("*-r*.json")):
+        r = load_result(f)
+        if r is None:
+            raise SystemExit(f"{f}: not a readable result")
+        runs.append(r)
     return manifest, runs
 
 
@@ -116,7 +123,7 @@ def replay(sweep: Path, margin: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _thinned(curve: list[dict], keep: int) -> list[dict]:
+def _thinned(curve: list[Point], keep: int) -> list[Point]:
     """Every ``keep``-th point of a curve (the last of each group): the curve at ``keep`` times the cadence."""
     return [p for i, p in enumerate(curve) if (i + 1) % keep == 0]
 
@@ -131,21 +138,19 @@ def quantization(sweep: Path, keep: int = 2) -> str:
         raise SystemExit(f"{sweep}: its sweep.json records no calibrated target")
     first_err, interp_err, steps = [], [], []
     for r in runs:
-        if r.get("status") != "ok" or r.get("label") == CALIBRATION or not r.get("curve"):
+        if not r.ok or r.label == CALIBRATION or not r.curve:
             continue
-        full = interpolated_crossing(r["curve"], target)
-        coarse = _thinned(r["curve"], keep)
+        full = interpolated_crossing(r.curve, target)
+        coarse = _thinned(r.curve, keep)
         c = interpolated_crossing(coarse, target)
-        if full is None or c is None or c["fraction"] == 1.0 and coarse and coarse[0]["val"] >= target:
+        if full is None or c is None or c["fraction"] == 1.0 and coarse and coarse[0].val >= target:
             continue
-        first = next(float(p["step"]) for p in coarse if p["val"] >= target - 1e-12)
+        first = next(float(p.step) for p in coarse if p.val >= target - 1e-12)
         first_err.append(first - full["step"])
         interp_err.append(c["step"] - full["step"])
         steps.append(full["step"])
     cadence = statistics.median(
-        float(r["curve"][1]["step"] - r["curve"][0]["step"])
-        for r in runs
-        if r.get("status") == "ok" and len(r.get("curve") or []) > 1 and r.get("label") != CALIBRATION
+        float(r.curve[1].step - r.curve[0].step) for r in runs if r.ok and len(r.curve) > 1 and r.label != CALIBRATION
     )
 
     def rms(xs):
@@ -163,9 +168,9 @@ def quantization(sweep: Path, keep: int = 2) -> str:
     )
 
 
-def _step_clock(run: dict, how) -> float:
+def _step_clock(run: RunResult, how) -> float:
     """A run's in-process step time (its first 3 steps, warm-up, left out when it has more than 5)."""
-    s = run.get("step_seconds_all") or []
+    s = run.step_seconds_all
     s = s[3:] if len(s) > 5 else s
     return how(s) if s else float("nan")
 
@@ -173,7 +178,7 @@ def _step_clock(run: dict, how) -> float:
 CLOCKS = {"step mean": statistics.fmean, "step median": statistics.median}
 
 
-def pooled_sd(by: dict[str, dict[int, dict]], clock) -> tuple[float, int]:
+def pooled_sd(by: dict[str, dict[int, RunResult]], clock) -> tuple[float, int]:
     """The pooled within-row sd of ``log(baseline / row)`` per round under ``clock`` (each row's deviations from
     its own mean, as :func:`~gnnbench.measure.compare.paired_floor.clock_noise_sd`), and its degrees of freedom."""
     base = by.get("baseline", {})
@@ -191,7 +196,7 @@ def pooled_sd(by: dict[str, dict[int, dict]], clock) -> tuple[float, int]:
     return (math.sqrt(ss / df) if df else float("nan")), df
 
 
-def lag_correlation(manifest: dict, by: dict[str, dict[int, dict]], lags=(1, 2, 5, 10)) -> dict[int, tuple]:
+def lag_correlation(manifest: dict, by: dict[str, dict[int, RunResult]], lags=(1, 2, 5, 10)) -> dict[int, tuple]:
     """Per lag: the correlation of each run's residual (its log step mean minus its row's mean over rounds) with
     the residual of the run ``lag`` places later in the same round's order, and the number of pairs."""
     means = {}
@@ -246,10 +251,10 @@ def noise(sweep: Path, margin: float) -> str:
     """What the sweep's clock allows: the paired noise of three clocks, whether neighbouring runs share it, and
     the rounds a verdict needs at that noise (module docstring)."""
     manifest, runs = load(sweep)
-    by: dict[str, dict[int, dict]] = {}
+    by: dict[str, dict[int, RunResult]] = {}
     for r in runs:
-        if r.get("status") == "ok":
-            by.setdefault(r["label"], {})[r["round"]] = r
+        if r.ok:
+            by.setdefault(r.label, {})[r.round] = r
     rule = StoppingRule.from_dict(manifest["rule"]) if manifest.get("rule") else StoppingRule()
     cmp = compare(runs, rule=rule, equivalence_margin=margin)
     family = sum(1 for r in cmp.rows if r.status == "ok" and in_family(r.label))

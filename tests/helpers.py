@@ -3,6 +3,7 @@ skips because a configuration cannot run here (``from tests.helpers import QUICK
 Fixtures and pytest hooks live in ``tests/conftest.py``, which pytest loads itself.
 """
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext, format_reasons
 from gnnbench.graphs import GraphSpec
+from gnnbench.measure.run.results import GraphInfo, Memory, Point, RunResult, StepCounts, Transfer
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.availability import reasons
 
@@ -81,3 +83,41 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def result_of(d: dict) -> RunResult:
+    """A typed result from a test's hand-built result dict, which names only the figures the test is about: a
+    block given in part is completed with neutral values (a summary's quartiles and extremes at its median, over
+    as many values as ``step_seconds_all`` holds; missing sizes and bytes 0; an accuracy's ``val`` its
+    ``test``), and an empty ``graph`` block is none. Everything it does give goes through
+    :meth:`RunResult.from_dict`, the schema the files are read with."""
+    d = dict(d)
+    n = len(d.get("step_seconds_all") or []) or 1
+
+    def summary(s: dict) -> dict:
+        med = s.get("median", float("nan"))
+        return {"median": med, "q1": med, "q3": med, "min": med, "max": med, "n": n} | s
+
+    def filled(cls: type, block: dict, zero: object = 0) -> dict:
+        required = [f.name for f in dataclasses.fields(cls) if f.default is dataclasses.MISSING]
+        return {k: zero for k in required} | block
+
+    if d.get("step_seconds") is not None:
+        d["step_seconds"] = summary(d["step_seconds"])
+    for key in ("phases", "device_phase_ms", "worker_phases"):
+        if d.get(key) is not None:
+            d[key] = {p: summary(v) for p, v in d[key].items()}
+    if d.get("accuracy") is not None:
+        acc = d["accuracy"]
+        d["accuracy"] = {"metric": "accuracy", "val": acc.get("test"), "test": None} | acc
+    if d.get("graph") == {}:
+        d["graph"] = None
+    for key, cls in (("graph", GraphInfo), ("transfer", Transfer), ("steps", StepCounts), ("memory", Memory)):
+        if d.get(key) is not None:
+            d[key] = filled(cls, d[key])
+    if d.get("converged") is not None:
+        d["converged"] = filled(Point, d["converged"], float("nan"))
+    d["curve"] = [filled(Point, p, float("nan")) for p in d.get("curve") or []]
+    d.setdefault("config", {})
+    d.setdefault("status", "ok")
+    return RunResult.from_dict(d)

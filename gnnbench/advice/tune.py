@@ -27,7 +27,7 @@ from gnnbench.advice.swaps import SWAP_PREFIX, changed_fields, swap_entries, swa
 from gnnbench.env import resolve_device
 from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
 from gnnbench.measure.compare.comparison import ComparisonRow
-from gnnbench.measure.sweep.full import measure_sweep
+from gnnbench.measure.sweep.full import sweep_and_compare
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.rounds import run_calibration
 from gnnbench.text import pp, ratio
@@ -268,7 +268,7 @@ def _measure_round(
     log(f"round {k}: {what} against {'+'.join(result.chosen) or 'the baseline'}")
     search.tried.update((out, new_in) for out, new_in, _ in swaps)
     swap_sets = {f"{SWAP_PREFIX}{out}->{new_in}": new for out, new_in, new in swaps}
-    measured = measure_sweep(
+    measured = sweep_and_compare(
         current,
         search.pool,
         out_dir,
@@ -362,7 +362,7 @@ def _final(
     """The chosen set against the original baseline: its compare row (its failed runs go into ``result``)."""
     label = "+".join(result.chosen)
     log(f"final: {label} against the baseline")
-    measured = measure_sweep(
+    measured = sweep_and_compare(
         base,
         [label],
         out_dir,

@@ -86,7 +86,7 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.full import sweep_and_compare
     from gnnbench.measure.sweep.plan import check_also_measured
 
     base = with_nproc(config_from_args(args, []), args)
@@ -99,7 +99,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
-    measured = measure_sweep(base, names, out_dir, _compare_options(args, names, out_dir), progress=SweepLines())
+    measured = sweep_and_compare(base, names, out_dir, _compare_options(args, names, out_dir), progress=SweepLines())
     if args.json:
         out = measured.comparison.to_dict()
         if measured.best_set is not None:
@@ -200,7 +200,7 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
     """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
     whether each pays here; 1 when a measured run failed."""
     from gnnbench.advice.verdicts import verdicts, verify_names
-    from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.full import sweep_and_compare
     from gnnbench.measure.sweep.options import SweepOptions
 
     labels = verify_names(d, top=args.top)
@@ -219,7 +219,7 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
         budget_factor=args.budget_factor,
         include_all_recommended=False,
     )
-    measured = measure_sweep(config, labels, out_dir, options, progress=SweepLines(seed_eta=False))
+    measured = sweep_and_compare(config, labels, out_dir, options, progress=SweepLines(seed_eta=False))
     comparison = measured.comparison
     out["verify"] = {
         "labels": labels,
@@ -454,7 +454,7 @@ def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.sweep.full import measure_sweep
+    from gnnbench.measure.sweep.full import sweep_and_compare
     from gnnbench.measure.sweep.options import SweepOptions
     from gnnbench.training import RunConfig
 
@@ -479,7 +479,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     lines = RunLines(header)
     # full batch: the trainer extends its epochs
     options = SweepOptions(repeats=args.repeats, calibration_runs=0, isolate=False, resume=False)
-    measured = measure_sweep(base, None, args.out_dir, options, progress=lines)
+    measured = sweep_and_compare(base, None, args.out_dir, options, progress=lines)
     print()
     print(format_compare(measured.comparison, extra=GPU_COLUMNS))
     print(

@@ -108,10 +108,11 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     if getattr(args, "json", False):
         print(json.dumps(data, indent=1, default=str))
     else:
-        print(format_run(RunResult.from_dict(data)))
-        if data.get("distributed"):
-            print(format_ranks(data["distributed"]))
-            summary = distributed_summary([data], None)
+        stored = RunResult.from_dict(data)
+        print(format_run(stored))
+        if stored.distributed:
+            print(format_ranks(stored.distributed))
+            summary = distributed_summary([stored], None)
             for line in detail_lines(summary):
                 print(f"  {line}")
             for line in advice_lines(summary):

@@ -10,6 +10,7 @@ import time
 from typing import Callable
 
 from gnnbench.cli.eta import Eta, duration
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.sweep.full import SweepProgress
 
 __all__ = ["training_bar", "SweepLines", "RunLines", "run_seconds"]
@@ -30,16 +31,16 @@ def training_bar(desc: str):
     return bar, update
 
 
-def run_seconds(runs: list[dict]) -> float | None:
+def run_seconds(runs: list[RunResult]) -> float | None:
     """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
     guess of the time left, before a sweep run has finished."""
     d = [
-        (r.get("graph") or {}).get("generate_seconds", 0.0)
-        + (r.get("setup_seconds") or 0.0)
-        + (r.get("train_seconds") or 0.0)
-        + (r.get("eval_seconds") or 0.0)
+        ((r.graph.generate_seconds or 0.0) if r.graph is not None else 0.0)
+        + (r.setup_seconds or 0.0)
+        + (r.train_seconds or 0.0)
+        + (r.eval_seconds or 0.0)
         for r in runs
-        if r.get("status") == "ok"
+        if r.ok
     ]
     return sum(d) / len(d) if d else None
 
@@ -89,7 +90,7 @@ class SweepLines(SweepProgress):
                 flush=True,
             )
 
-    def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
+    def sweep_started(self, entries, calibration_runs: list[RunResult]) -> None:
         from tqdm import tqdm
 
         self._bar = tqdm(
@@ -144,7 +145,7 @@ class RunLines(SweepProgress):
         self._header = header
         self.started = time.perf_counter()
 
-    def sweep_started(self, entries, calibration_runs: list[dict]) -> None:
+    def sweep_started(self, entries, calibration_runs: list[RunResult]) -> None:
         print(self._header(), flush=True)
         self.started = time.perf_counter()
 

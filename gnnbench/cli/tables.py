@@ -14,7 +14,7 @@ from gnnbench.measure.compare.comparison import (
     tradeoffs,
     verdict_summary,
 )
-from gnnbench.measure.run.results import RunResult, graph_label
+from gnnbench.measure.run.results import Accuracy, Memory, RunResult, graph_label
 from gnnbench.measure.sweep.best_set import outcome_line
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
@@ -114,28 +114,25 @@ def format_graph_report(r: dict) -> str:
     return _pairs(rows)
 
 
-def _format_accuracy(acc: dict) -> str:
-    extra = "".join(f", {k} {v:.4f}" for k, v in acc.items() if "hits" in k)
-    return (
-        f"accuracy   {acc.get('metric', 'accuracy')}: val {acc['val']:.4f}, test {acc['test']:.4f}{extra} "
-        "(full-neighbourhood evaluation)"
-    )
+def _format_accuracy(acc: Accuracy) -> str:
+    extra = "".join(f", {k} {v:.4f}" for k, v in acc.extra.items() if "hits" in k)
+    return f"accuracy   {acc.metric}: val {acc.val:.4f}, test {acc.test:.4f}{extra} (full-neighbourhood evaluation)"
 
 
-def _format_memory(m: dict) -> str:
+def _format_memory(m: Memory) -> str:
     """The process's host peak (and the device's), then the compute device's peak outside and during
     evaluation (a result without those fields shows neither)."""
-    text = f"memory     host peak {human_bytes(m['host_peak_bytes'])}"
-    if m.get("device_peak_bytes"):
-        text += f", device peak {human_bytes(m['device_peak_bytes'])}"
-    if m.get("eval_peak_bytes") is not None:
+    text = f"memory     host peak {human_bytes(m.host_peak_bytes)}"
+    if m.device_peak_bytes:
+        text += f", device peak {human_bytes(m.device_peak_bytes)}"
+    if m.eval_peak_bytes is not None:
         text += (
-            f"; outside evaluation {human_bytes(m['train_peak_bytes'])}, evaluation "
-            f"{human_bytes(m['eval_peak_bytes'])} (+{human_bytes(m['eval_rise_bytes'])} over its start)"
-            f"\n           measured as {m['peak_method']}"
+            f"; outside evaluation {human_bytes(m.train_peak_bytes)}, evaluation "
+            f"{human_bytes(m.eval_peak_bytes)} (+{human_bytes(m.eval_rise_bytes)} over its start)"
+            f"\n           measured as {m.peak_method}"
         )
-    elif m.get("peak_method"):
-        text += f"; evaluation apart: {m['peak_method']}"
+    elif m.peak_method:
+        text += f"; evaluation apart: {m.peak_method}"
     return text
 
 
@@ -163,28 +160,28 @@ def format_run(r: RunResult) -> str:
         return f"{r.status}:\n" + "\n".join(f"  {k}: {v}" for k, v in (r.unavailable or {"error": r.error}).items())
     cfg, env, g, step = r.config, r.environment, r.graph, r.step_seconds
     lines = [
-        f"graph      {graph_label(cfg)}: {g['num_nodes']:,} nodes, {g['num_edges']:,} edges "
-        f"({'loaded' if cfg.get('source') else 'generated'} in {seconds(g['generate_seconds'])}, prepared in "
-        f"{seconds(g['prepare_seconds'], digits=3)}, pipeline set up in {seconds(g['setup_seconds'])})",
+        f"graph      {graph_label(cfg)}: {g.num_nodes:,} nodes, {g.num_edges:,} edges "
+        f"({'loaded' if cfg.get('source') else 'generated'} in {seconds(g.generate_seconds)}, prepared in "
+        f"{seconds(g.prepare_seconds, digits=3)}, pipeline set up in {seconds(g.setup_seconds)})",
         f"model      {cfg['model']}, {len(cfg['flags']['fanout'])} layers, fanout {cfg['flags']['fanout']}, "
         f"{cfg.get('optimizer', 'adam')} lr {cfg.get('lr', 0.01):g}, "
         f"device {env['device']} ({env['device_name']}), {env['threads']} threads",
         f"flags      {', '.join(f'{k}={v}' for k, v in Flags.from_dict(cfg['flags']).changed().items()) or 'baseline'}",
-        f"steps      {r.steps['measured']} measured after {r.steps['warmup']} warm-up; timing mode {r.timing_mode}",
+        f"steps      {r.steps.measured} measured after {r.steps.warmup} warm-up; timing mode {r.timing_mode}",
         "",
         f"{'phase':<10}{'median ms':>11}{'IQR ms':>18}{'share':>8}",
     ]
-    med = step["median"]
+    med = step.median
     for p, v in r.phases.items():
-        share = v["median"] / med if med else float("nan")
-        lines.append(f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}{share:>8.1%}")
+        share = v.median / med if med else float("nan")
+        lines.append(f"{p:<10}{1e3 * v.median:>11.2f}{1e3 * v.q1:>9.2f}-{1e3 * v.q3:<8.2f}{share:>8.1%}")
     lines.append(
-        f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step['q1']:>9.2f}-{1e3 * step['q3']:<8.2f}"
-        f"   (min {1e3 * step['min']:.2f}, max {1e3 * step['max']:.2f})"
+        f"{'step':<10}{1e3 * med:>11.2f}{1e3 * step.q1:>9.2f}-{1e3 * step.q3:<8.2f}"
+        f"   (min {1e3 * step.min:.2f}, max {1e3 * step.max:.2f})"
     )
     for p, v in (r.worker_phases or {}).items():
         lines.append(
-            f"{p:<10}{1e3 * v['median']:>11.2f}{1e3 * v['q1']:>9.2f}-{1e3 * v['q3']:<8.2f}"
+            f"{p:<10}{1e3 * v.median:>11.2f}{1e3 * v.q1:>9.2f}-{1e3 * v.q3:<8.2f}"
             "   in loader workers, per batch on the worker's clock: overlapped, not part of the step"
         )
     lines.append("")
@@ -193,8 +190,8 @@ def format_run(r: RunResult) -> str:
         f"data wait  {percent(r.data_wait_fraction)} of a step; compute {percent(r.compute_fraction)}; device busy {busy}",
         "epochs     " + ", ".join(map(seconds, r.epoch_seconds)) + f"; evaluation {seconds(r.eval_seconds)}",
         _format_accuracy(r.accuracy),
-        f"transfer   {human_bytes(r.transfer['bytes_h2d_per_batch'])} host->device per batch",
-        *_format_sampled(r.sampled, r.graph.get("num_nodes")),
+        f"transfer   {human_bytes(r.transfer.bytes_h2d_per_batch)} host->device per batch",
+        *_format_sampled(r.sampled, g.num_nodes),
         _format_memory(r.memory),
         f"overhead   instrumentation {percent(r.instrumentation_overhead_fraction)} of a step",
     ]
@@ -208,11 +205,11 @@ def format_run(r: RunResult) -> str:
         )
     for w in r.warnings:
         lines.append(f"WARNING    {w}")
-    notes = r.graph.get("notes") or []
+    notes = g.notes or []
     for note in [notes] if isinstance(notes, str) else notes:
         lines.append(f"NOTE       {note}")
-    if r.graph.get("link_holdout") and cfg.get("task") == "link":
-        lines.append(f"NOTE       held-out link-prediction edges: {r.graph['link_holdout']}")
+    if g.link_holdout and cfg.get("task") == "link":
+        lines.append(f"NOTE       held-out link-prediction edges: {g.link_holdout}")
     if r.batch_cache:
         b = r.batch_cache
         lines.append(f"cache      {b['hits']} hits, {b['misses']} misses, {b['corrupt']} corrupt entries rejected")

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
+from gnnbench.measure.run.results import RunResult
 from gnnbench.report.html import esc
 from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
 from gnnbench.report.sections import (
@@ -51,11 +52,11 @@ th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums
 """
 
 
-def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
+def _environment_table(runs: list[RunResult], sweeps: list | None = None) -> str:
     """Where each sweep was measured, one column per sweep (the machine's hardware class, device, versions,
     threads, commit): sweeps measured on different machines are shown apart, never merged. A field whose value
     differs within one sweep lists every value."""
-    envs = [r["environment"] for r in runs if r.get("environment")]
+    envs = [r.environment for r in runs if r.environment]
     if not envs:
         return "<p class='muted'>No run results given.</p>"
     keys = [
@@ -71,7 +72,7 @@ def _environment_table(runs: list[dict], sweeps: list | None = None) -> str:
         "platform",
         "commit",
     ]
-    columns = [(s.title, [r["environment"] for r in s.runs if r.get("environment")]) for s in sweeps or []]
+    columns = [(s.title, [r.environment for r in s.runs if r.environment]) for s in sweeps or []]
     columns = [(t, e) for t, e in columns if e] or [("runs", envs)]
 
     def value(group: list[dict], k: str) -> str:
@@ -140,7 +141,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     """Write the report to ``out`` (atomically) and return its path."""
     import plotly.offline
 
-    sweeps = load_sweeps(inputs.runs)
+    sweeps = load_sweeps(inputs.runs_by_sweep)
     sections = [sweep_section(s, i) for i, s in enumerate(sweeps)] or [
         "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"
     ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from gnnbench.measure.run.results import RunResult, load_result
 
 __all__ = ["ReportInputs", "load_inputs", "asv_series", "env_label", "inputs_fingerprint"]
 
@@ -21,9 +24,9 @@ class ReportInputs:
     """Everything the report is built from.
 
     Args:
-        runs: gnnbench run results (``schema_version`` JSON), each with a
-            ``label`` (configuration name), ``optimizations`` and, for
-            interleaved sweeps, ``round``, and ``_group`` (its sweep directory).
+        runs_by_sweep: gnnbench run results (:class:`~gnnbench.measure.run.results.RunResult`) by sweep directory
+            (one sweep per directory), each placed: ``label`` (configuration name), ``optimizations`` and, for
+            interleaved sweeps, ``round`` (from the file where it has none, else from the file's name).
         pytest_benchmarks: pytest-benchmark ``--benchmark-json`` documents.
         asv: asv results: ``{"benchmarks": {...}, "results": [per-commit docs]}``.
         gate_rates: The regression gate's measured error rates, one summary per file
@@ -35,13 +38,22 @@ class ReportInputs:
             :func:`inputs_fingerprint` records, so the inputs can be read again and compared.
     """
 
-    runs: list[dict] = field(default_factory=list)
+    runs_by_sweep: dict[str, list[RunResult]] = field(default_factory=dict)
     pytest_benchmarks: list[dict] = field(default_factory=list)
     asv: dict | None = None
     gate_rates: list[dict] = field(default_factory=list)
     gate_runs: list[dict] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     roots: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> list[RunResult]:
+        """Every run result read, sweep after sweep."""
+        return [r for group in self.runs_by_sweep.values() for r in group]
+
+    def runs_of(self, sweep: str | Path) -> list[RunResult]:
+        """The results of the sweep in the folder ``sweep`` (not those of a sweep in a folder below it)."""
+        return [r for g, group in self.runs_by_sweep.items() if Path(g) == Path(sweep) for r in group]
 
 
 def inputs_fingerprint(inputs: ReportInputs) -> dict[str, Any]:
@@ -133,35 +145,35 @@ def _infer_optimizations(label: str, flags: dict, base_flags: dict | None) -> li
     return out
 
 
-def _load_run(f: Path, root: Path) -> dict | None:
-    from gnnbench.measure.run.results import load_result
-
+def _load_run(f: Path, root: Path) -> tuple[str, RunResult] | None:
+    """A result file's sweep directory and its result, placed (``None``: not a readable result)."""
     if f.name.startswith(".") or f.name.endswith(".failed.json") or f.name == MANIFEST:
         return None
-    data = load_result(f)  # normalized to the current schema (older versions read, newer ones refused)
+    data = load_result(f)  # typed, older schema versions read, newer ones refused
     if data is None:
         return None
     group = _sweep_dir(f, root)
     label, rnd = _label_and_round(f, group, _manifest_labels(group))
-    data.setdefault("label", label)
-    if rnd is not None:
-        data.setdefault("round", rnd)
-    data["_group"] = str(group)  # one sweep per directory
-    return data
+    return str(group), dataclasses.replace(
+        data, label=data.label if data.label is not None else label, round=data.round if data.round is not None else rnd
+    )
 
 
-def _fill_optimizations(runs: list[dict]) -> None:
+def _fill_optimizations(runs_by_sweep: dict[str, list[RunResult]]) -> None:
+    """Where a result does not record the optimizations it turns on (a schema 1 sweep), infer them from its flags
+    against its sweep's baseline."""
     from gnnbench.measure.compare.comparison import BASELINE
 
-    base_flags = {}
-    for r in runs:
-        if r["label"] == BASELINE:
-            base_flags.setdefault(r["_group"], r["config"].get("flags"))
-    for r in runs:
-        if "optimizations" not in r:
-            r["optimizations"] = _infer_optimizations(
-                r["label"], r["config"].get("flags") or {}, base_flags.get(r["_group"])
+    for runs in runs_by_sweep.values():
+        base_flags = next((r.config.get("flags") for r in runs if r.label == BASELINE), None)
+        runs[:] = [
+            r
+            if r.optimizations is not None
+            else dataclasses.replace(
+                r, optimizations=_infer_optimizations(r.label, r.config.get("flags") or {}, base_flags)
             )
+            for r in runs
+        ]
 
 
 def load_inputs(
@@ -193,11 +205,11 @@ def load_inputs(
         root = Path(root)
         files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
         for f in files:
-            data = _load_run(f, root if root.is_dir() else f.parent)
-            if data is not None:
-                out.runs.append(data)
+            loaded = _load_run(f, root if root.is_dir() else f.parent)
+            if loaded is not None:
+                out.runs_by_sweep.setdefault(loaded[0], []).append(loaded[1])
                 out.sources.append(str(f))
-    _fill_optimizations(out.runs)
+    _fill_optimizations(out.runs_by_sweep)
     for f in pytest_benchmark:
         data = _read_json(Path(f))
         if data and "benchmarks" in data:

@@ -74,7 +74,7 @@ def reference_markdown(sweep: str | Path) -> str:
     from gnnbench.report.inputs import load_inputs, sweep_equivalence_margin, sweep_rule
 
     sweep = Path(sweep)
-    runs = [r for r in load_inputs(runs=[sweep]).runs if Path(r.get("_group", "")) == sweep]
+    runs = load_inputs(runs=[sweep]).runs_of(sweep)
     c = compare(runs, rule=sweep_rule(sweep), equivalence_margin=sweep_equivalence_margin(sweep))
     lines = [
         f"Target: validation {c.target:.4f} ({c.target_source.split(':')[0]}); noise floors "
@@ -131,7 +131,7 @@ def _best_set_line(sweep: Path) -> str | None:
         main = Sweep("", [], None, group=str(sweep))
         outcome = best_set_outcome(main, [])
     else:
-        sweeps = load_sweeps(load_inputs(runs=[sweep / BEST_SET_DIR]).runs)
+        sweeps = load_sweeps(load_inputs(runs=[sweep / BEST_SET_DIR]).runs_by_sweep)
         outcome = best_set_outcome(Sweep("", [], None, group=str(sweep)), sweeps)
     line = outcome_line(
         outcome,

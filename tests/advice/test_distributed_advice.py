@@ -5,6 +5,8 @@ from gnnbench.advice.rules import RULES, Rules
 from gnnbench.cli.tables import format_distributed
 from gnnbench.measure.compare.comparison import ComparisonRow, PairedRatio
 from gnnbench.measure.compare.comparison import distributed_summary as _distributed_summary
+from gnnbench.measure.run.results import Accuracy, RunResult
+from tests.helpers import result_of
 
 GiB = 2**30
 STEP = PairedRatio(ratio=1.2, low=1.0, high=1.4, significant=True, rounds=2, p=0.01, log_ratios=[])  # 2 ranks
@@ -44,22 +46,24 @@ def test_a_graph_that_fits_one_device_is_replicated_not_partitioned():
     assert distributed_advice({"parallel": "data"}, graph_bytes=GiB, device_bytes=80 * GiB) == []
 
 
-def _run(step: float, share: float) -> dict:
-    return {
-        "graph": {"num_nodes": 1000, "index_bytes": 16_000},
-        "config": {"spec": {"feature_dim": 8}},
-        "environment": {"device": "cpu"},
-        "distributed": {
-            "world_size": 2,
-            "backend": "gloo",
-            "parallel": "data",
-            "grad_compression": "none",
-            "comm_share": share,
-            "bytes_per_step": 4096.0,
-            "dense_bytes_per_step": 4096.0,
-            "compression_ratio": 1.0,
-        },
-    }
+def _run(step: float, share: float) -> RunResult:
+    return result_of(
+        {
+            "graph": {"num_nodes": 1000, "index_bytes": 16_000},
+            "config": {"spec": {"feature_dim": 8}},
+            "environment": {"device": "cpu"},
+            "distributed": {
+                "world_size": 2,
+                "backend": "gloo",
+                "parallel": "data",
+                "grad_compression": "none",
+                "comm_share": share,
+                "bytes_per_step": 4096.0,
+                "dense_bytes_per_step": 4096.0,
+                "compression_ratio": 1.0,
+            },
+        }
+    )
 
 
 def test_compare_rows_carry_scaling_efficiency_and_the_advice():
@@ -67,7 +71,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
     assert summary["world_size"] == 2 and abs(summary["comm_share"] - 0.4) < 1e-12
     assert summary["scaling_efficiency"] == {"ratio": 0.6, "low": 0.5, "high": 0.7}
     assert summary["graph_bytes"] == 16_000 + 1000 * 8 * 4
-    assert _distributed_summary([{"graph": {}}], None) is None
+    assert _distributed_summary([result_of({"graph": {}})], None) is None
     lines = format_distributed([ComparisonRow(label="data_parallel", distributed=summary)])
     text = "\n".join(lines)
     assert "2 ranks (gloo)" in text and "scaling efficiency 0.60 [0.50, 0.70]" in text
@@ -136,7 +140,7 @@ PART = {
 }
 
 
-def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) -> dict:
+def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) -> RunResult:
     r = {
         "label": label,
         "round": rnd,
@@ -166,7 +170,7 @@ def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) 
             "compression_ratio": 1.0,
             "partition": part,
         }
-    return r
+    return result_of(r)
 
 
 def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
@@ -187,7 +191,7 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
     assert "75% of it the halo exchange" in text and "gradient compression applies to data parallel's" in text
     assert "try gradient compression" not in text
     # without a full_batch entry in the sweep the efficiency is n/a, not a ratio against sampled steps
-    alone = [r for r in runs if r["label"] != "full_batch"]
+    alone = [r for r in runs if r.label != "full_batch"]
     d = next(r for r in compare(alone).rows if r.label == "partition_metis").distributed
     assert d["scaling_efficiency"] is None
 
@@ -197,9 +201,9 @@ def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
 
     def run(label: str, rnd: int, test: float) -> dict:
         r = _partition_run(label, rnd, 0.1)
-        r["accuracy"] = {"test": test}
+        r.accuracy = Accuracy(metric="accuracy", val=test, test=test)
         if label != "baseline":
-            r["distributed"] = {
+            r.distributed = {
                 "world_size": 2,
                 "backend": "gloo",
                 "parallel": "data",
@@ -229,6 +233,6 @@ def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
     assert "test accuracy 80.00% against 80.10% with dense data_parallel, each at convergence: -0.10 pp" in text
     assert "over 3 paired round(s): no accuracy cost" in text
     # without a data_parallel entry the row has no such figure (its delta against the baseline still stands)
-    alone = [r for r in runs if r["label"] != "data_parallel"]
+    alone = [r for r in runs if r.label != "data_parallel"]
     d = next(r for r in compare(alone).rows if r.label == "topk_compression").distributed
     assert "accuracy_vs_dense" not in d

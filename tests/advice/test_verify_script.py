@@ -405,10 +405,11 @@ SAMPLING_BOUND = (ROOT / "scripts" / "user_loops" / "sampling_bound.py").read_te
 @pytest.mark.slow
 def test_a_sampling_bound_script_is_measured_to_pay_with_a_worker(tmp_path):
     """A loop whose loader sleeps 30 ms a batch in its transform: one worker overlaps the sleep with the step, and
-    --verify measures the gain in the script itself (significant across 5 rounds, on a loaded machine too)."""
+    --verify measures the gain in the script itself, significant across 8 rounds on a loaded machine too (with 5,
+    a runner busy with a second test suite measured 1.89x [0.95, 3.76]: the gain, but not resolved)."""
     script = tmp_path / "train.py"
     script.write_text(SAMPLING_BOUND)
-    v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=5, steps=8, warmup=3, log=lambda s: None)
+    v = vf.verify_script([str(script)], [worker_change(1, cores=2)], rounds=8, steps=8, warmup=3, log=lambda s: None)
     o = v.outcomes[0]
     assert o.error is None and o.ratio.ratio > 1.1 and o.pays, format_verification(v)
 

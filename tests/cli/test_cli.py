@@ -235,16 +235,19 @@ def test_run_command_errors(capsys):
 
 def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_entry_does_not(capsys):
     from gnnbench.cli.commands import _failures
+    from gnnbench.measure.run.results import RunResult
     from gnnbench.measure.sweep.rounds import SweepResults
 
     results = SweepResults(
         [
-            {"label": "baseline", "round": 0, "status": "ok"},
-            {"label": "uva", "round": 0, "status": "unavailable", "unavailable": {"x": "CUDA"}},
+            RunResult(status="ok", config={}, label="baseline", round=0),
+            RunResult(status="unavailable", config={}, unavailable={"x": "CUDA"}, label="uva", round=0),
         ]
     )
     assert results.failed() == [] and _failures(results, "compare") == 0
-    results.append({"label": "sparse_agg", "round": 1, "status": "failed", "error": "RuntimeError: broken kernel"})
+    results.append(
+        RunResult(status="failed", config={}, error="RuntimeError: broken kernel", label="sparse_agg", round=1)
+    )
     assert _failures(results, "compare") == 1
     assert "gnnbench compare: run failed: sparse_agg (round 1): RuntimeError: broken kernel" in capsys.readouterr().err
 

@@ -231,9 +231,9 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(["full_batch"], QUICK.flags))
     r = run(cfg)
     assert r.status == "ok"
-    table = r.graph["num_nodes"] * cfg.spec.feature_dim * 4
-    assert r.transfer["bytes_h2d_total"] == table, "the table crosses the bus once, not once per step"
-    assert r.transfer["device_feature_bytes"] == table
+    table = r.graph.num_nodes * cfg.spec.feature_dim * 4
+    assert r.transfer.bytes_h2d_total == table, "the table crosses the bus once, not once per step"
+    assert r.transfer.device_feature_bytes == table
 
 
 def test_hit_rates_are_kept_per_epoch_in_every_result():
@@ -249,4 +249,4 @@ def test_hit_rates_are_kept_per_epoch_in_every_result():
     s.record(0, 4, 4)
     assert s.hit_rate_per_epoch == [0.5, 1.0] and s.hot_hit_rate == pytest.approx(14 / 24)
     r = run(QUICK)
-    assert r.transfer["hot_hit_rate_per_epoch"] == [0.0] * r.epochs_run, "host features: no row from the device"
+    assert r.transfer.hot_hit_rate_per_epoch == [0.0] * r.epochs_run, "host features: no row from the device"

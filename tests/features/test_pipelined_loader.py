@@ -95,6 +95,6 @@ def test_flags_and_availability():
 def test_training_through_the_pipeline_is_the_same_training():
     base = run(QUICK)
     piped = run(dataclasses.replace(QUICK, flags=registry.flags_for(["pipelined_loader"], QUICK.flags)))
-    assert piped.status == "ok" and piped.steps["total"] == base.steps["total"]
+    assert piped.status == "ok" and piped.steps.total == base.steps.total
     assert piped.accuracy == pytest.approx(base.accuracy), "same batches, same order, same model"
     assert registry.get("pipelined_loader").overlap, "timed end to end: per-phase sync would serialize it"

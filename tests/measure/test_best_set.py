@@ -194,7 +194,7 @@ def _set_runs(label, factor, acc_shift=0.0):
 
 
 @pytest.mark.parametrize("factor, pays", [(1.8, True), (1.0, False)])
-def test_measure_sweep_chooses_records_and_measures_the_set_in_its_own_folder(tmp_path, monkeypatch, factor, pays):
+def test_sweep_and_compare_chooses_records_and_measures_the_set_in_its_own_folder(tmp_path, monkeypatch, factor, pays):
     single = _sweep()
     for r, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):  # a second entry that pays: csr, 1.25x per epoch
         single.append(
@@ -228,7 +228,7 @@ def test_measure_sweep_chooses_records_and_measures_the_set_in_its_own_folder(tm
             SimpleNamespace(label=n, config=base) for n in ["baseline", *(names or ["sparse_agg", "csr", "fanout"])]
         ],
     )
-    measured = ms.measure_sweep(
+    measured = ms.sweep_and_compare(
         RunConfig(),
         ["sparse_agg", "csr", "fanout"],
         tmp_path,
@@ -275,7 +275,7 @@ def test_no_set_is_measured_without_a_target_fixed_before_the_rounds(tmp_path, m
     calls = []
     monkeypatch.setattr(ms, "run_sweep", lambda entries, out_dir, options, **kw: calls.append(1) or list(single))
     monkeypatch.setattr(ms, "sweep_entries", lambda base, names, **kw: [SimpleNamespace(label="baseline", config=base)])
-    measured = ms.measure_sweep(
+    measured = ms.sweep_and_compare(
         RunConfig(),
         ["sparse_agg", "csr"],
         tmp_path,

@@ -3,18 +3,19 @@ whatever their labels, never by a registry entry's name."""
 
 from gnnbench.flags import Flags
 from gnnbench.measure.compare.comparison import compare
+from gnnbench.measure.run.results import Accuracy, RunResult
 from tests.advice.test_distributed_advice import PART, _partition_run
 
 
 def _run(
     label: str, rnd: int, step: float, flags: Flags, *, test: float = 0.5, distributed: dict | None = None
-) -> dict:
+) -> RunResult:
     r = _partition_run(label, rnd, step)
-    r["config"]["flags"] = flags.to_dict()
-    r["optimizations"] = []  # nothing named: only the flags say what each configuration is
-    r["accuracy"] = {"test": test}
+    r.config["flags"] = flags.to_dict()
+    r.optimizations = []  # nothing named: only the flags say what each configuration is
+    r.accuracy = Accuracy(metric="accuracy", val=test, test=test)
     if distributed is not None:
-        r["distributed"] = distributed
+        r.distributed = distributed
     return r
 
 
@@ -51,7 +52,7 @@ def test_a_partition_rows_efficiency_is_against_the_single_process_full_batch_co
     assert d["efficiency_against"] == "whole graph"
     assert abs(d["scaling_efficiency"]["ratio"] - 1.25 / 2) < 1e-9
     # without a single-process full-batch configuration there is no reference
-    alone = [r for r in runs if r["label"] != "whole graph"]
+    alone = [r for r in runs if r.label != "whole graph"]
     assert next(r for r in compare(alone).rows if r.label == "split").distributed["efficiency_against"] is None
 
 
@@ -112,10 +113,10 @@ def _env(fingerprint: str, machine: str = "m1") -> dict:
     }
 
 
-def _identical(label: str, rnd: int, env: dict, step: float = 0.1, epochs: int = 1) -> dict:
+def _identical(label: str, rnd: int, env: dict, step: float = 0.1, epochs: int = 1) -> RunResult:
     r = _run(label, rnd, step, Flags())
-    r["environment"] = env
-    r["config"] = {**r["config"], "epochs": epochs, "seed": rnd, "flags": Flags().to_dict()}
+    r.environment = env
+    r.config = {**r.config, "epochs": epochs, "seed": rnd, "flags": Flags().to_dict()}
     return r
 
 
@@ -141,5 +142,5 @@ def test_a_mixed_folder_is_refused_naming_what_differs():
     assert "base configuration's epochs differs" in identity_problem(one + longer)
     # what an entry or a round sets (flags, seed, nproc, ranks' threads) is not a second identity
     ranks = _identical("int32", 0, {**_env("aaaa"), "threads": 1})
-    ranks["config"] = {**ranks["config"], "nproc": 2, "flags": Flags(parallel="data").to_dict()}
+    ranks.config = {**ranks.config, "nproc": 2, "flags": Flags(parallel="data").to_dict()}
     assert identity_problem(one + [ranks]) is None

@@ -3,22 +3,25 @@
 import pytest
 
 from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, steps_to
+from gnnbench.measure.run.results import Point, RunResult
+
+
+def _point(step, seconds, val):
+    return Point(seconds=seconds, step=step, epoch=0, val=val, test=val)
 
 
 def _curve(points, every=6, per_step=0.25, setup=0.5):
-    return [
-        {"step": every * (i + 1), "seconds": setup + per_step * every * (i + 1), "val": v} for i, v in enumerate(points)
-    ]
+    return [_point(every * (i + 1), setup + per_step * every * (i + 1), v) for i, v in enumerate(points)]
 
 
 def test_the_crossing_is_read_on_the_line_between_the_evaluations_around_it():
     # a linear learning curve sampled every 6 steps: 0.1 per 6 steps, target 0.75 reached at step 45 exactly
-    curve = [{"step": s, "seconds": 0.5 + 0.25 * s, "val": s / 60} for s in range(6, 120, 6)]
+    curve = [_point(s, 0.5 + 0.25 * s, s / 60) for s in range(6, 120, 6)]
     point = interpolated_crossing(curve, 0.75)
     assert point["step"] == pytest.approx(45.0) and point["seconds"] == pytest.approx(0.5 + 0.25 * 45)
     assert point["fraction"] == pytest.approx(0.5)
     # the first evaluation at or above the target would have said 48: a quantization of 3 steps (half a cadence)
-    first = next(p["step"] for p in curve if p["val"] >= 0.75)
+    first = next(p.step for p in curve if p.val >= 0.75)
     assert first == 48
 
 
@@ -35,8 +38,8 @@ def test_edge_cases():
 
 
 def test_the_budget_censors_the_interpolated_clock():
-    run = {"curve": _curve([0.5, 0.7, 0.9]), "config": {"censor_seconds": 0.5 + 0.25 * 14}}
+    run = RunResult(status="ok", config={"censor_seconds": 0.5 + 0.25 * 14}, curve=_curve([0.5, 0.7, 0.9]))
     # crossing at step 15 (clock 4.25) past a budget of 4.0: censored
     assert seconds_to(run, 0.8) is None and steps_to(run, 0.8) is None
-    run["config"]["censor_seconds"] = 10.0
+    run.config["censor_seconds"] = 10.0
     assert steps_to(run, 0.8) == pytest.approx(15.0) and seconds_to(run, 0.8) == pytest.approx(0.5 + 0.25 * 15)

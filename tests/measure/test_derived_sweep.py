@@ -63,12 +63,12 @@ def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_a
     assert DERIVED_LABEL in row.tta_note and DERIVED_LABEL in row.acc_point
     # int32 keeps the trajectory bit for bit on this CPU: the same-seed baseline at equal steps agrees exactly
     assert row.acc_delta == 0.0 and row.acc_verdict == "no accuracy cost"
-    by = {(r["label"], r["round"]): r for r in results}
+    by = {(r.label, r.round): r for r in results}
     s = cal.median_steps_to_target
     for k in range(2):
         mine = by[("int32", k)]
         assert derived_seconds(mine, s) == pytest.approx(
-            mine["setup_seconds"] + s * sum(mine["epoch_seconds"]) / mine["steps"]["total"]
+            mine.setup_seconds + s * sum(mine.epoch_seconds) / mine.steps.total
         )
     assert math.isfinite(row.speedup) and row.rounds == 2
     check = next(ch for ch in c.derived_checks if ch["label"] == "int32")
@@ -100,7 +100,7 @@ def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_
     results = run_sweep(
         entries, tmp_path, SweepOptions(isolate=False), rule=StoppingRule.for_repeats(3), after_round=after_round
     )
-    labels = [(r["label"], r["round"]) for r in results]
+    labels = [(r.label, r.round) for r in results]
     assert ("int32", 0) in labels and ("int32", 1) not in labels and ("int32", 2) not in labels
     assert ("fanout", 2) in labels and ("baseline", 2) in labels
     assert results.skipped == 2 and "2 not run" in results.summary()
@@ -112,7 +112,7 @@ def test_a_settled_row_receives_no_further_round_and_the_manifest_says_when(tmp_
         return set(), True
 
     fresh = run_sweep(entries, tmp_path / "b", SweepOptions(isolate=False), after_round=finished)
-    assert {r["round"] for r in fresh} == {0}, "a sweep whose every verdict is settled ends"
+    assert {r.round for r in fresh} == {0}, "a sweep whose every verdict is settled ends"
 
 
 def test_compare_replays_the_stopping_rule_and_judges_at_its_final_level():
@@ -122,7 +122,7 @@ def test_compare_replays_the_stopping_rule_and_judges_at_its_final_level():
         runs.append(_result("twice", k, [0.7, 0.86, 0.9], step=0.05 * (1 + 0.01 * ((-1) ** (k // 2)))))
         runs.append(_result("same", k, [0.7, 0.86, 0.9], step=0.10 * (1 + 0.02 * ((-1) ** (k // 2)))))
     # the rows run only the rounds the rule gave them: 'twice' settles at the first look (3 rounds)
-    runs = [r for r in runs if not (r["label"] == "twice" and r["round"] >= 3)]
+    runs = [r for r in runs if not (r.label == "twice" and r.round >= 3)]
     rule = StoppingRule.for_repeats(5)
     c = compare(runs, target_acc=0.85, rule=rule)
     assert c.stops["twice"]["reason"] == "significant" and c.stops["twice"]["look"] == 3
@@ -148,12 +148,12 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
     """--also-measure is checked against the sweep's entries and the registry before anything runs: a
     misspelt or underived name, or --aa without --flags (the A/A check alone), fails at once, naming why."""
     from gnnbench.cli import main
-    from gnnbench.measure.sweep import full as measure_sweep
+    from gnnbench.measure.sweep import full as sweep_and_compare
 
     def no_calibration(*args, **kwargs):
         raise AssertionError("the calibration started before --also-measure was checked")
 
-    monkeypatch.setattr(measure_sweep, "run_calibration", no_calibration)
+    monkeypatch.setattr(sweep_and_compare, "run_calibration", no_calibration)
     cases = (
         (["--aa", "--also-measure", "sparse_agg"], "A/A check alone"),
         (["--flags", "int32,fanout", "--also-measure", "sparse_agg"], "not an entry of this sweep"),
@@ -169,7 +169,7 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
 def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tmp_path):
     """`compare --aa` alone is the A/A check: it says so before it starts, and names how to compare entries."""
     from gnnbench.cli import main
-    from gnnbench.measure.sweep import full as measure_sweep
+    from gnnbench.measure.sweep import full as sweep_and_compare
 
     class Started(Exception):
         pass
@@ -177,7 +177,7 @@ def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tm
     def started(base, names, out_dir, options, **kwargs):
         raise Started(names)
 
-    monkeypatch.setattr(measure_sweep, "measure_sweep", started)
+    monkeypatch.setattr(sweep_and_compare, "sweep_and_compare", started)
     with pytest.raises(Started) as got:
         main(["compare", "--preset", "tiny", "--aa", "--out-dir", str(tmp_path / "aa")])
     assert got.value.args == ([],)

@@ -7,6 +7,7 @@ import pytest
 
 from gnnbench.measure.compare.comparison import compare
 from gnnbench.measure.compare.rows import EPOCHS, JUDGED_MEASURED, JUDGED_PER_STEP, STEPS
+from tests.helpers import result_of
 
 NOISE = (1.0, 1.02, 0.98, 1.01, 0.99)
 BASE_CROSS = (54.0, 60.0, 72.0, 57.0, 66.0)  # the baseline's steps to the target per round (its seed)
@@ -20,24 +21,26 @@ def _run(label, rnd, per_step, cross, optimizations=(), setup=0.5, spe=20, total
     ]
     for p in curve:
         p["val"] = min(p["val"], 0.95)
-    return {
-        "label": label,
-        "round": rnd,
-        "optimizations": list(optimizations),
-        "status": "ok",
-        "config": {"epochs": 10},
-        "step_seconds_all": [per_step] * 5,
-        "step_seconds": {"median": per_step},
-        "epoch_seconds": [per_step * spe] * (total // spe),
-        "steps_per_epoch": spe,
-        "steps": {"total": total},
-        "setup_seconds": setup,
-        "accuracy": {"test": 0.8},
-        "curve": curve,
-        "phases": {"sample": {"median": per_step / 2}},
-        "transfer": {"bytes_h2d_per_batch": 0},
-        "graph": {},
-    }
+    return result_of(
+        {
+            "label": label,
+            "round": rnd,
+            "optimizations": list(optimizations),
+            "status": "ok",
+            "config": {"epochs": 10},
+            "step_seconds_all": [per_step] * 5,
+            "step_seconds": {"median": per_step},
+            "epoch_seconds": [per_step * spe] * (total // spe),
+            "steps_per_epoch": spe,
+            "steps": {"total": total},
+            "setup_seconds": setup,
+            "accuracy": {"test": 0.8},
+            "curve": curve,
+            "phases": {"sample": {"median": per_step / 2}},
+            "transfer": {"bytes_h2d_per_batch": 0},
+            "graph": {},
+        }
+    )
 
 
 def _sweep():

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from gnnbench.measure.gate.regress import Bench, gate
 from gnnbench.measure.gate.trees import dependency_difference, trees_for
 from gnnbench.measure.gate.verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
-from tests.helpers import QUICK, ROOT
+from gnnbench.measure.run.results import RunResult
+from tests.helpers import QUICK, ROOT, result_of
 
 
 def _git(cwd, *args):
@@ -220,7 +221,7 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
     graph = generate(base.spec)
     for name in ("cluster_gcn", "baseline"):
         r = run(dataclasses.replace(benches[name].config, seed=0), graph=graph)
-        assert r.status == "ok" and r.step_seconds["n"] >= 6, (name, r.step_seconds)
+        assert r.status == "ok" and r.step_seconds.n >= 6, (name, r.step_seconds)
     assert benches["full_batch"].config.epochs >= base.warmup_steps + 6
     with pytest.raises(ValueError, match="at least 2 measured steps"):
         default_benches(base, ["baseline"], steps=1)
@@ -280,32 +281,35 @@ def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_pa
     names = [a.name for n in top for a in n.names] + [n.module or "" for n in top if isinstance(n, ast.ImportFrom)]
     assert not [x for x in names if x.split(".")[0] in ("torch", "gnnbench")], names
     assert gate_worker.script_in(tmp_path).read_text() == source
-    r = SimpleNamespace(
-        status="ok",
-        unavailable=None,
-        error=None,
-        step_seconds={"median": 0.01, "n": 6},
-        epoch_seconds=[0.5, 0.1, 0.12],
-        graph={"prepare_seconds": 0.2},
-        phases={"sample": {"median": 0.004}},
-        accuracy={"test": 0.8},
-        setup_seconds=0.5,
-        steps_per_epoch=8,
-    )
-    res = gate_worker.bench("baseline", {}, None, {"seed": 0}, lambda cfg: r)
-    assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == (
-        "ok",
-        0.01,
-        6,
-        {"sample": 0.004},
-        0.8,
-    )
-    assert res["setup"] == 0.5 and res["setup_phases"] == {"prepare": 0.2, "assemble": pytest.approx(0.3)}
-    assert res["epoch"] == pytest.approx(0.11) and res["epoch_phases"]["steps"] == pytest.approx(0.08)
-    refused = SimpleNamespace(status="unavailable", unavailable="needs CUDA", error=None)
+    stored = {
+        "status": "ok",
+        "config": {},
+        "step_seconds": {"median": 0.01, "n": 6},
+        "step_seconds_all": [0.01] * 6,
+        "epoch_seconds": [0.5, 0.1, 0.12],
+        "graph": {"prepare_seconds": 0.2},
+        "phases": {"sample": {"median": 0.004}},
+        "accuracy": {"test": 0.8},
+        "setup_seconds": 0.5,
+        "steps_per_epoch": 8,
+    }
+    # this tree's typed result, and an older tree's, whose blocks were dicts: the worker reads both as JSON
+    older = SimpleNamespace(to_dict=lambda: stored)
+    for r in (result_of(stored), older):
+        res = gate_worker.bench("baseline", {}, None, {"seed": 0}, lambda cfg, r=r: r)
+        assert (res["status"], res["step"], res["steps"], res["phases"], res["test"]) == (
+            "ok",
+            0.01,
+            6,
+            {"sample": 0.004},
+            0.8,
+        )
+        assert res["setup"] == 0.5 and res["setup_phases"] == {"prepare": 0.2, "assemble": pytest.approx(0.3)}
+        assert res["epoch"] == pytest.approx(0.11) and res["epoch_phases"]["steps"] == pytest.approx(0.08)
+    refused = RunResult(status="unavailable", config={}, unavailable={"device": "needs CUDA"})
     assert gate_worker.bench("x", {}, None, {"seed": 0}, lambda cfg: refused) == {
         "status": "unavailable",
-        "reason": "needs CUDA",
+        "reason": "{'device': 'needs CUDA'}",
     }
 
 

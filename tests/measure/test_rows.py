@@ -2,6 +2,7 @@
 always written it (``compare --json``, ``diagnose --verify --json``, ``tune --json``): the same keys in the same
 order, a row not measured with its reason only, the family's figures only where they were set."""
 
+import dataclasses
 import json
 
 from gnnbench.advice.tune import TuneResult
@@ -59,7 +60,7 @@ TTA = RATIO + ["bound", "censored", "reached", "reached_text", "seconds", "note"
 
 def _with_a_failed_entry() -> list[dict]:
     runs = _sweep()
-    broken = {**runs[0], "label": "broken", "status": "unavailable", "unavailable": {"device": "needs CUDA"}}
+    broken = dataclasses.replace(runs[0], label="broken", status="unavailable", unavailable={"device": "needs CUDA"})
     return runs + [broken]
 
 
@@ -97,7 +98,7 @@ def test_a_stopped_row_writes_its_stop_last_and_every_row_reads_back():
     for k in range(5):
         runs.append(_result("baseline", k, [0.7, 0.86, 0.9], step=0.10 * (1 + 0.01 * ((-1) ** k))))
         runs.append(_result("twice", k, [0.7, 0.86, 0.9], step=0.05 * (1 + 0.01 * ((-1) ** (k // 2)))))
-    runs = [r for r in runs if not (r["label"] == "twice" and r["round"] >= 3)]
+    runs = [r for r in runs if not (r.label == "twice" and r.round >= 3)]
     c = compare(runs, target_acc=0.85, rule=StoppingRule.for_repeats(5))
     twice = next(r for r in c.rows if r.label == "twice")
     d = twice.to_dict()

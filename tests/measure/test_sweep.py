@@ -9,10 +9,11 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.measure.compare.comparison import AA_LABEL, compare, compare_rows
+from gnnbench.measure.run.results import Point
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
-from tests.helpers import QUICK, unavailable_here
+from tests.helpers import QUICK, result_of, unavailable_here
 
 
 def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
@@ -25,11 +26,11 @@ def test_rounds_pair_seeds_and_interleave_in_a_recorded_order(tmp_path):
     assert all(sorted(r) == sorted(["baseline", AA_LABEL, "int32", "pin_memory"]) for r in manifest["rounds"])
     assert len({tuple(r) for r in manifest["rounds"]}) > 1, "each round is shuffled anew"
     # the sweep's identity: code, machine, environment, base configuration
-    ok = next(r for r in results if r["status"] == "ok")
-    assert manifest["code_fingerprint"] == ok["environment"]["code_fingerprint"] and manifest["machine"]
-    assert manifest["environment"]["torch"] == ok["environment"]["torch"]
+    ok = next(r for r in results if r.status == "ok")
+    assert manifest["code_fingerprint"] == ok.environment["code_fingerprint"] and manifest["machine"]
+    assert manifest["environment"]["torch"] == ok.environment["torch"]
     assert manifest["base_config"] == entries[0].config.to_dict() and manifest["sweep"] == tmp_path.name
-    assert [r["label"] for r in results] == [e.label for e in entries], "results come back in entry order"
+    assert [r.label for r in results] == [e.label for e in entries], "results come back in entry order"
     assert results.measured == 12 and results.kept == 0
 
 
@@ -49,7 +50,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     assert (second.kept, second.measured) == (3, 3), second.summary()
     assert second.summary().startswith("kept 3 stored results") and "measured 3" in second.summary()
     assert json.loads(files[2].read_text())["environment"]["code_fingerprint"] != "0" * 16
-    assert [r["label"] for r in second] == [r["label"] for r in first]
+    assert [r.label for r in second] == [r.label for r in first]
     rows = {r.label: r for r in compare_rows(second)}
     assert rows["baseline"].speedup == pytest.approx(1.0)
     if unavailable_here("pin_memory", device=QUICK.device):
@@ -59,7 +60,7 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
 def test_isolated_sweep_runs_in_a_subprocess(tmp_path):
     entries = sweep_entries(QUICK, [], repeats=1, include_all_recommended=False)
     results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
-    assert results[0]["status"] == "ok" and results[0]["environment"]["argv"][0].endswith("measure/run/single.py")
+    assert results[0].status == "ok" and results[0].environment["argv"][0].endswith("measure/run/single.py")
 
 
 def test_a_sweep_that_cannot_measure_is_refused_before_running():
@@ -81,22 +82,24 @@ def test_all_recommended_combines_available_entries():
 
 # ------------------------------------------------------------------- compare() on constructed results
 def _result(label, rnd, step, epoch, test, curve, optimizations=()):
-    return {
-        "label": label,
-        "round": rnd,
-        "optimizations": list(optimizations),
-        "status": "ok",
-        "config": {"epochs": 2},
-        "step_seconds_all": [step] * 5,
-        "step_seconds": {"median": step},
-        "epoch_seconds": [epoch, epoch],
-        "setup_seconds": 0.5,
-        "accuracy": {"test": test},
-        "curve": [{"seconds": s, "val": v, "step": i, "epoch": i, "test": test} for i, (s, v) in enumerate(curve)],
-        "phases": {"sample": {"median": step / 2}},
-        "transfer": {"bytes_h2d_per_batch": 0},
-        "graph": {},
-    }
+    return result_of(
+        {
+            "label": label,
+            "round": rnd,
+            "optimizations": list(optimizations),
+            "status": "ok",
+            "config": {"epochs": 2},
+            "step_seconds_all": [step] * 5,
+            "step_seconds": {"median": step},
+            "epoch_seconds": [epoch, epoch],
+            "setup_seconds": 0.5,
+            "accuracy": {"test": test},
+            "curve": [{"seconds": s, "val": v, "step": i, "epoch": i, "test": test} for i, (s, v) in enumerate(curve)],
+            "phases": {"sample": {"median": step / 2}},
+            "transfer": {"bytes_h2d_per_batch": 0},
+            "graph": {},
+        }
+    )
 
 
 def _sweep(noise=(1.0, 1.02, 0.98, 1.01, 0.99)):
@@ -165,7 +168,7 @@ def test_compare_explicit_target_and_missing_baseline():
         "baseline and entry both censored: no direction can be claimed"
     )
     with pytest.raises(ValueError, match="no measured baseline run"):
-        compare([r for r in _sweep() if r["label"] != "baseline"])
+        compare([r for r in _sweep() if r.label != "baseline"])
 
 
 def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
@@ -173,12 +176,12 @@ def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
 
     runs = _sweep()
     for r in runs:
-        r["timing_mode"] = "sync"
+        r.timing_mode = "sync"
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
         e2e = _result(E2E_BASELINE, rnd, 0.08 * n, 1.6 * n, 0.80, [(2.0 * n, 0.70), (3.7 * n, 0.80)])
         pin = _result("pin_memory", rnd, 0.04 * n, 0.8 * n, 0.80, [(1.0 * n, 0.70), (1.85 * n, 0.80)], ["pin_memory"])
         for r in (e2e, pin):
-            r["timing_mode"] = "end_to_end"
+            r.timing_mode = "end_to_end"
         runs += [e2e, pin]
     rows = {r.label: r for r in compare(runs).rows}
     assert rows["pin_memory"].timing_mode == "end_to_end"
@@ -198,10 +201,10 @@ def test_a_full_batch_like_result_is_compared_at_convergence():
     for rnd in range(5):
         curve = [(1.0, 0.20), (3.0, 0.50), (6.0, 0.75), (9.0, 0.80), (12.0, 0.799)]
         r = _result("full_batch", rnd, 0.2, 0.2, 0.0, curve, ["full_batch"])
-        for i, p in enumerate(r["curve"]):
-            p["test"] = [0.20, 0.50, 0.75, 0.80 + 0.001 * rnd, 0.79][i]
-        r["converged"] = {"val": 0.80, "test": 0.80 + 0.001 * rnd, "step": 3, "epoch": 3, "seconds": 9.0}
-        r["accuracy"]["test"] = 0.79  # the last point: past the best one
+        tests = [0.20, 0.50, 0.75, 0.80 + 0.001 * rnd, 0.79]
+        r.curve = [dataclasses.replace(p, test=t) for p, t in zip(r.curve, tests)]
+        r.converged = Point(seconds=9.0, step=3, epoch=3, val=0.80, test=0.80 + 0.001 * rnd)
+        r.accuracy = dataclasses.replace(r.accuracy, test=0.79)  # the last point: past the best one
         runs.append(r)
     row = {r.label: r for r in compare(runs).rows}["full_batch"]
     assert row.acc_delta == pytest.approx(0.0, abs=1e-9) and row.acc_verdict == "no accuracy cost"
@@ -219,7 +222,7 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
         # a significant slowdown that reaches in every round
         runs.append(_result("slow", rnd, 0.2 * n, 4.0 * n, 0.80, [(5.0 * n, 0.70), (9.0 * n, 0.80)], ["compile"]))
     for r in runs:
-        r["config"]["max_seconds"] = 18.0  # every configuration's budget (calibrated)
+        r.config["max_seconds"] = 18.0  # every configuration's budget (calibrated)
     c = compare(runs)
     rows = {r.label: r for r in c.rows}
     fd = rows["fast_dropout"]
@@ -261,9 +264,9 @@ def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
     results = run_sweep(
         [e for e in entries if e.label in ("baseline", "fanout")], tmp_path, SweepOptions(isolate=False)
     )
-    row = next(r for r in results if r["label"] == "fanout")
-    assert row["status"] == "unavailable" and "has only one" in row["unavailable"]["not applicable"]
-    assert next(r for r in results if r["label"] == "baseline")["status"] == "ok"
+    row = next(r for r in results if r.label == "fanout")
+    assert row.status == "unavailable" and "has only one" in row.unavailable["not applicable"]
+    assert next(r for r in results if r.label == "baseline").status == "ok"
     # the report lists it as not applicable, with the reason, beside the measured baseline
     from gnnbench.report import build_report, load_inputs
 
@@ -308,7 +311,7 @@ def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines
     text = format_compare(c)
     assert "measured best single row here: sparse_agg: 2.87x" in text and "trade-off: lossy" in text
     assert "all_recommended (the registry's static list: a guess, not a recommendation) measured 0." in text
-    nothing = compare([r for r in runs if r["label"] in ("baseline", "all_recommended", "fanout")])
+    nothing = compare([r for r in runs if r.label in ("baseline", "all_recommended", "fanout")])
     assert measured_best(nothing) is None
     assert "nothing measured pays at no accuracy cost" in format_compare(nothing)
 
@@ -333,9 +336,9 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
 
     monkeypatch.setattr(sweep.subprocess, "run", no_run_process)
     first = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
-    assert first[0]["status"] == "unavailable" and first[0]["unavailable"]
+    assert first[0].status == "unavailable" and first[0].unavailable
     from gnnbench.measure.run.single import run
 
-    assert first[0]["unavailable"] == run(entries[0].config).unavailable, "the run's own answer, word for word"
+    assert first[0].unavailable == run(entries[0].config).unavailable, "the run's own answer, word for word"
     again = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert (again.kept, again.measured) == (1, 0)

@@ -10,6 +10,7 @@ import torch
 from gnnbench.cli.parser import build_parser
 from gnnbench.measure.compare.comparison import compare, identity_problem, time_to_accuracy_run
 from gnnbench.measure.compare.derived import short_epochs
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.models.aggregation import Aggregator, sparse_product_supports
 from gnnbench.models.aggregation_policy import AggregationPolicy
@@ -82,9 +83,9 @@ def test_rounds_after_the_accuracy_rounds_stop_at_the_target_and_short_runs_stay
         build_parser().parse_args(["compare", "--accuracy-rounds", "1"])
 
 
-def _tta_only(run: dict, stop: str = "target") -> dict:
-    run["config"]["stop_at"] = TARGET
-    run["stop_reason"] = stop
+def _tta_only(run: RunResult, stop: str = "target") -> RunResult:
+    run.config["stop_at"] = TARGET
+    run.stop_reason = stop
     return run
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from gnnbench.measure.compare.calibration import time_to
 from gnnbench.measure.compare.comparison import ComparisonRow, compare, equal_steps_test, rank_key
+from gnnbench.measure.run.results import RunResult
+from tests.helpers import result_of
 
 TARGET = 0.85
 
@@ -24,35 +26,37 @@ def _result(
     censor: float | None = None,
     max_steps: int | None = None,
     setup: float = 0.5,
-) -> dict:
+) -> RunResult:
     tests = tests if tests is not None else [v - 0.01 for v in vals]
     curve = [
         {"step": every * (i + 1), "epoch": i, "seconds": setup + step * every * (i + 1), "val": v, "test": t}
         for i, (v, t) in enumerate(zip(vals, tests))
     ]
-    return {
-        "label": label,
-        "round": rnd,
-        "optimizations": [],
-        "status": "ok",
-        "step_seconds_all": [step] * 4,
-        "step_seconds": {"median": step},
-        "epoch_seconds": [step * every],
-        "setup_seconds": setup,
-        "accuracy": {"test": tests[-1]},
-        "phases": {"sample": {"median": step / 2}},
-        "transfer": {"bytes_h2d_per_batch": 0},
-        "graph": {},
-        "curve": curve,
-        "stop_reason": stop,
-        "config": {"seed": rnd, "epochs": None, "censor_seconds": censor, "max_steps": max_steps},
-    }
+    return result_of(
+        {
+            "label": label,
+            "round": rnd,
+            "optimizations": [],
+            "status": "ok",
+            "step_seconds_all": [step] * 4,
+            "step_seconds": {"median": step},
+            "epoch_seconds": [step * every],
+            "setup_seconds": setup,
+            "accuracy": {"test": tests[-1]},
+            "phases": {"sample": {"median": step / 2}},
+            "transfer": {"bytes_h2d_per_batch": 0},
+            "graph": {},
+            "curve": curve,
+            "stop_reason": stop,
+            "config": {"seed": rnd, "epochs": None, "censor_seconds": censor, "max_steps": max_steps},
+        }
+    )
 
 
 def test_a_round_that_reaches_the_target_after_its_budget_is_censored():
     run = _result("x", 0, [0.5, 0.7, 0.8, 0.86], step=0.31, censor=12.03)  # reaches at 0.5 + 12.4 = 12.9 s
     assert time_to(run, TARGET) is None, "reached after the budget: censored, not reached"
-    run["config"]["censor_seconds"] = 13.0
+    run.config["censor_seconds"] = 13.0
     assert time_to(run, TARGET) == pytest.approx(0.5 + 0.31 * 40)
 
 

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from gnnbench.measure.run.results import RunResult
 from tests.helpers import ROOT
 
 REFERENCE = (
@@ -57,7 +58,7 @@ def test_rounds_a_verdict_needs_grow_with_the_clocks_noise():
 
 
 def _run(label, k, step):
-    return {"status": "ok", "label": label, "round": k, "step_seconds_all": [step] * 8}
+    return RunResult(status="ok", config={}, label=label, round=k, step_seconds_all=[step] * 8)
 
 
 def test_neighbouring_runs_that_share_their_noise_show_in_the_lag_correlation():
@@ -73,7 +74,7 @@ def test_neighbouring_runs_that_share_their_noise_show_in_the_lag_correlation():
             by.setdefault(lb, {})[k] = _run(lb, k, math.exp(drift + rng.gauss(0.0, 0.005)))
     corr = _script().lag_correlation({"rounds": order}, by, lags=(1,))
     assert corr[1][0] > 0.5 and corr[1][1] == 4 * 11
-    sd, df = _script().pooled_sd({"baseline": by["row0"], "row1": by["row1"]}, lambda r: r["step_seconds_all"][0])
+    sd, df = _script().pooled_sd({"baseline": by["row0"], "row1": by["row1"]}, lambda r: r.step_seconds_all[0])
     assert df == 3 and sd > 0
 
 

@@ -219,9 +219,9 @@ def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memor
         trainer.close()
     r = run(cfg)
     m = r.memory
-    assert m["train_peak_bytes"] > 0 and m["eval_peak_bytes"] > 0 and m["eval_rise_bytes"] >= 0
-    assert m["host_peak_bytes"] >= max(m["train_peak_bytes"], m["eval_peak_bytes"]) - 2**20
-    assert "outside evaluation" in format_run(r) and "evaluation" in m["peak_method"]
+    assert m.train_peak_bytes > 0 and m.eval_peak_bytes > 0 and m.eval_rise_bytes >= 0
+    assert m.host_peak_bytes >= max(m.train_peak_bytes, m.eval_peak_bytes) - 2**20
+    assert "outside evaluation" in format_run(r) and "evaluation" in m.peak_method
 
 
 def test_eval_chunk_option_and_config_refuse_bad_sizes(capsys):

@@ -137,7 +137,7 @@ def test_fast_dropout_trains_to_the_baselines_accuracy():
                 hidden=32,
                 warmup_steps=1,
             )
-            accs.setdefault(tuple(names), []).append(run(cfg).accuracy["test"])
+            accs.setdefault(tuple(names), []).append(run(cfg).accuracy.test)
     base, fast = (sum(v) / len(v) for v in accs.values())
     assert abs(base - fast) < 0.05, accs  # same model, same mask distribution: a tolerance, not bit equality
 

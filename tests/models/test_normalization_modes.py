@@ -90,7 +90,7 @@ def test_estimator_accuracy_within_tolerance_on_the_sampled_path(graph):
     base = run(cfg, graph=graph)
     est = run(dataclasses.replace(cfg, flags=cfg.flags.replace(norm_estimator=True)), graph=graph)
     assert base.ok and est.ok
-    assert abs(base.accuracy["test"] - est.accuracy["test"]) < 0.15, (base.accuracy, est.accuracy)
+    assert abs(base.accuracy.test - est.accuracy.test) < 0.15, (base.accuracy, est.accuracy)
 
 
 def test_full_batch_training_runs_and_learns(graph):
@@ -103,7 +103,7 @@ def test_full_batch_training_runs_and_learns(graph):
         lr=0.05,
     )
     r = run(cfg, graph=graph)
-    assert r.ok and r.steps["total"] == 40, "one step per epoch"
-    assert r.accuracy["test"] > 0.5
+    assert r.ok and r.steps.total == 40, "one step per epoch"
+    assert r.accuracy.test > 0.5
     link = run(dataclasses.replace(cfg, task="link"), graph=graph)
     assert link.status == "unavailable" and "link prediction" in link.unavailable["batch_source"]

@@ -56,8 +56,8 @@ def test_link_task_trains_and_reports_auc_and_hits():
     r = run(cfg)
     assert r.status == "ok"
     acc = r.accuracy
-    assert acc["metric"] == "auc" and acc["test"] > 0.6 and 0 <= acc["test_hits@50"] <= 1
+    assert acc.metric == "auc" and acc.test > 0.6 and 0 <= acc.extra["test_hits@50"] <= 1
     deg = run(dataclasses.replace(cfg, flags=registry.flags_for(["degree_negatives"], cfg.flags)))
-    assert deg.status == "ok" and deg.accuracy["test"] > 0.5
+    assert deg.status == "ok" and deg.accuracy.test > 0.5
     sub = run(dataclasses.replace(cfg, flags=registry.flags_for(["cluster_gcn"], cfg.flags)))
     assert sub.status == "unavailable" and "link prediction" in sub.unavailable["batch_source"]

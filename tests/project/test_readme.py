@@ -1,7 +1,5 @@
 """README's optimization table is exactly ``gnnbench flags --markdown``, and its first two commands stay put."""
 
-from pathlib import Path
-
 from gnnbench.cli.tables import registry_markdown
 from tests.helpers import ROOT
 
@@ -89,7 +87,7 @@ def test_readme_labor_paragraph_matches_its_sweep():
     text = README[at : README.index("The claim is", at)]
     cal = json.loads((sweep / "sweep.json").read_text())["calibration"]
     assert f"target\nvalidation {cal['target']:.4f}, calibrated by its own {len(cal['seeds'])} calibration runs" in text
-    runs = [r for r in load_inputs(runs=[sweep]).runs if Path(r.get("_group", "")) == sweep]
+    runs = load_inputs(runs=[sweep]).runs_of(sweep)
     c = compare(runs, rule=sweep_rule(sweep), equivalence_margin=sweep_equivalence_margin(sweep))
     labor = next(r for r in c.rows if r.label == "labor")
     shown = re.search(r"\| `labor` [^|]*\| \*\*([0-9.]+)x \[([0-9.]+), ([0-9.]+)\]\*\*, reached (\d)/(\d)", text)

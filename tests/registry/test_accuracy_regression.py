@@ -89,8 +89,8 @@ def _metric(names: tuple[str, ...], task: str, cache_dir: str) -> list[float]:
     for seed in SEEDS:
         r = run(_config(names, seed, task, cache_dir), graph=_graph())
         assert r.status == "ok", r.unavailable
-        best = max(r.curve, key=lambda p: p["val"])  # the curve's points come from full-neighbourhood evaluation
-        out.append(best["test"])
+        best = max(r.curve, key=lambda p: p.val)  # the curve's points come from full-neighbourhood evaluation
+        out.append(best.test)
     return out
 
 
@@ -148,5 +148,5 @@ def test_the_fixed_budget_reaches_the_plateau(cache_dir):
     fixed = run(_config((), 0, "node", cache_dir), graph=_graph())
     open_ended = run(dataclasses.replace(_config((), 0, "node", cache_dir), epochs=None, max_epochs=40), graph=_graph())
     assert open_ended.stop_reason == "plateau", open_ended.stop_reason
-    best_fixed = max(p["val"] for p in fixed.curve)
-    assert open_ended.converged["val"] - best_fixed <= 0.015, (open_ended.converged, best_fixed)
+    best_fixed = max(p.val for p in fixed.curve)
+    assert open_ended.converged.val - best_fixed <= 0.015, (open_ended.converged, best_fixed)

@@ -79,7 +79,7 @@ def _gnnbench_curve(graph, model_name: str, seed: int) -> list[float]:
     )
     r = run(cfg, graph=graph)
     assert r.status == "ok" and len(r.curve) == EPOCHS
-    return [p["val"] for p in r.curve]
+    return [p.val for p in r.curve]
 
 
 @pytest.mark.parametrize("model_name", ["sage", "gcn"])

@@ -44,7 +44,7 @@ def _check_pair(graph, model: str, a: str, b: str) -> None:
     if r.status == "unavailable":
         assert r.unavailable and all(isinstance(v, str) and v for v in r.unavailable.values())
     else:
-        assert r.steps["total"] == (r.epochs_run or 1), "one step per epoch (batch_cache extends to K+1 epochs)"
+        assert r.steps.total == (r.epochs_run or 1), "one step per epoch (batch_cache extends to K+1 epochs)"
 
 
 @pytest.mark.parametrize("model,a,b", ONCE_CRASHED)

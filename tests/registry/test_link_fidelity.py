@@ -82,7 +82,7 @@ def _test_auc(model: str, fanout: tuple[int, ...], batch_size: int) -> float:
     )
     r = run(cfg, graph=_graph())
     assert r.status == "ok", r.unavailable
-    return r.accuracy["test"]
+    return r.accuracy.test
 
 
 # Measured (seeds 0 and 1): SAGE sampled 0.607 / 0.601, GCN with full neighbourhoods 0.746 / 0.788 (batch 512);

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.run.results import SCHEMA_VERSION
+from gnnbench.measure.run.results import SCHEMA_VERSION, RunResult
 from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
 from tests.helpers import DATA, ROOT
@@ -36,7 +36,7 @@ def report(tmp_path_factory):
         out_dir,
         SweepOptions(isolate=False, equivalence_margin=None),
     )
-    assert isinstance(results, list) and {r["round"] for r in results} == {0, 1}
+    assert isinstance(results, list) and {r.round for r in results} == {0, 1}
     path = tmp_path_factory.mktemp("report") / "report.html"
     build_report(load_inputs(runs=[out_dir]), path)
     return path
@@ -158,12 +158,14 @@ def constructed(tmp_path_factory):
             _result("fast_dropout", rnd, 0.07 * n, 1.4 * n, 0.80, [(1.8 * n, 0.70), (3.2 * n, last)], ["fast_dropout"])
         )
     for i in range(3):  # calibration: the baseline on seeds no round uses; plateau 0.80, target 0.79, budget 18 s
-        runs.append(_result("calibration", i, 0.1, 2.0, 0.80, [(2.5, 0.70), (4.5, 0.80)]) | {"_seed": 10_000 + i})
+        calibration = _result("calibration", i, 0.1, 2.0, 0.80, [(2.5, 0.70), (4.5, 0.80)])
+        calibration.config = {"seed": 10_000 + i}
+        runs.append(calibration)
     for r in runs:
-        r["config"] = CONFIG | {"seed": r.pop("_seed", r["round"])}
-        r["stop_reason"] = "plateau"
+        r.config = CONFIG | {"seed": r.config.get("seed", r.round)}
+        r.stop_reason = "plateau"
     path = tmp_path_factory.mktemp("constructed") / "report.html"
-    return build_report(ReportInputs(runs=runs), path).read_text()
+    return build_report(ReportInputs(runs_by_sweep={"": runs}), path).read_text()
 
 
 def test_a_faster_row_that_costs_accuracy_is_a_tradeoff_never_a_gain(constructed):
@@ -238,15 +240,15 @@ def test_committed_reference_report_inputs_load():
     if not REFERENCE.exists():
         pytest.skip("no committed reference run")
     inputs = load_inputs(runs=[REFERENCE])
-    labels = {r["label"] for r in inputs.runs}
+    labels = {r.label for r in inputs.runs}
     assert {"baseline", "all_recommended", "baseline (A/A)"} <= labels
     # Every registered entry is in the reference sweep (an entry registered later is listed by the report as not
     # measured there: regenerate the reference with the README's command, "--nproc 2" included, to cover it).
     # labor was registered after this reference was measured (2026-12-02): listed, not measured, until regenerated
     assert set(registry.names()) - labels <= REGISTERED_AFTER_REFERENCE
-    assert all(r.get("schema_version") == SCHEMA_VERSION for r in inputs.runs)
+    assert all(r.schema_version == SCHEMA_VERSION for r in inputs.runs)
     # the distributed entries ran on their ranks, not refused for want of them
-    by_label = {r["label"]: r for r in inputs.runs}
+    by_label = {r.label: r for r in inputs.runs}
     for name in (
         "data_parallel",
         "topk_compression",
@@ -255,7 +257,7 @@ def test_committed_reference_report_inputs_load():
         "partition_metis",
         "partition_degree",
     ):
-        assert by_label[name]["status"] == "ok" and by_label[name]["distributed"]["world_size"] == 2, name
+        assert by_label[name].ok and by_label[name].distributed["world_size"] == 2, name
 
 
 COMPRESSION = REFERENCE.parent / "compression-small-cpu"
@@ -269,7 +271,7 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
     from gnnbench.measure.compare.comparison import compare
 
     inputs = load_inputs(runs=[COMPRESSION])
-    assert all(r["config"]["optimizer"] == "sgd" for r in inputs.runs)
+    assert all(r.config["optimizer"] == "sgd" for r in inputs.runs)
     rows = {r.label: r for r in compare(inputs.runs).rows}
     for name in ("topk_compression", "fp16_compression", "powersgd"):
         d = rows[name].distributed
@@ -503,14 +505,10 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
                 ["csr"],
             )
         )
-    for r in runs:
-        r["_group"] = str(main)
     set_runs = _set_runs("sparse_agg+csr", 1.8)
-    for r in set_runs:
-        r["_group"] = str(sub)
     for r in runs + set_runs:
-        r["config"] = CONFIG | {"seed": r["round"]}
-        r["stop_reason"] = "plateau"
+        r.config = CONFIG | {"seed": r.round}
+        r.stop_reason = "plateau"
     choice = BestSetChoice(
         candidates=["sparse_agg", "csr"],
         names=["sparse_agg", "csr"],
@@ -518,7 +516,8 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
     )
     (main / "sweep.json").write_text(json.dumps({"best_set": choice.to_dict()}))
     (sub / "sweep.json").write_text(json.dumps({"calibration": None}))
-    html = build_report(ReportInputs(runs=runs + set_runs), tmp_path / "report.html").read_text()
+    inputs = ReportInputs(runs_by_sweep={str(main): runs, str(sub): set_runs})
+    html = build_report(inputs, tmp_path / "report.html").read_text()
     top = html[html.index("<section id='what-pays'>") : html.index("</section>")]
     assert "Measured best set here: sparse_agg+csr: 1.8" in top and "(its own 5 rounds)" in top
     assert "left out: workers (conflicts with prefetch on field num_workers)" in top
@@ -537,10 +536,11 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
     from tests.helpers import ROOT
 
     old = ROOT / "results" / "reference" / "compression-small-cpu"
-    base = {
-        "config": {"preset": "small", "device": "cpu"},
-        "environment": {"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"},
-    }
+    base = RunResult(
+        status="ok",
+        config={"preset": "small", "device": "cpu"},
+        environment={"machine": "vm|AMD EPYC|2", "commit": "69994c89ee4f"},
+    )
     text = where_measured(Sweep("t", [], None, group=str(old)), base)
     assert "AMD EPYC, 2 cores (vm; hardware class not recorded)" in text and "commit 69994c8" in text
     committed = subprocess.run(
@@ -551,7 +551,7 @@ def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_
     loose = tmp_path / "sweep"
     loose.mkdir()
     assert "date not recorded" in where_measured(Sweep("t", [], None, group=str(loose)), base)
-    base["environment"]["hardware_class"] = "AMD EPYC|2 cores|24 GiB"
+    base.environment["hardware_class"] = "AMD EPYC|2 cores|24 GiB"
     (loose / "sweep.json").write_text('{"started": "2026-12-01T10:00:00"}')
     text = where_measured(Sweep("t", [], None, group=str(loose)), base)
     assert "AMD EPYC|2 cores|24 GiB" in text and "started 2026-12-01" in text

@@ -155,7 +155,7 @@ def test_batch_cache_run_from_a_cold_start_samples_once_and_replays_k_minus_1_ep
     n = math.ceil(int(quick_graph.train_mask.sum()) / 96)  # batches of one epoch (7)
     # K = 3: the run is extended from 2 to K + 1 = 4 epochs: sampled in epoch 0, replayed in 1 and 2, and
     # epoch 3 opens the next window, which resamples.
-    assert r.epochs_run == 4 == len(r.epoch_seconds) and r.steps["total"] == 4 * n
+    assert r.epochs_run == 4 == len(r.epoch_seconds) and r.steps.total == 4 * n
     assert r.batch_cache["per_epoch"] == [
         {"epoch": 0, "hits": 0, "misses": n},
         {"epoch": 1, "hits": n, "misses": 0},
@@ -164,7 +164,7 @@ def test_batch_cache_run_from_a_cold_start_samples_once_and_replays_k_minus_1_ep
     ]
     assert r.batch_cache["misses"] == 2 * n and r.batch_cache["hits"] == 2 * n and r.batch_cache["corrupt"] == 0
     assert "batch_cache K=3: run extended to 4 epochs so K-1 epochs replay" in r.warnings
-    assert r.transfer["hot_hit_rate"] == 0.0 and r.transfer["rows_gathered"] > 0  # host placement
+    assert r.transfer.hot_hit_rate == 0.0 and r.transfer.rows_gathered > 0  # host placement
     json.dumps(r.to_dict())
 
 

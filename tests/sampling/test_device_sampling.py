@@ -101,7 +101,7 @@ def test_training_with_sampling_on_the_device(name):
     r = run(cfg)
     assert r.status == "ok", r.unavailable
     base = run(dataclasses.replace(QUICK, device="cuda"))
-    assert abs(r.accuracy["test"] - base.accuracy["test"]) < 0.05
+    assert abs(r.accuracy.test - base.accuracy.test) < 0.05
 
 
 def assert_labor_batches_are_the_host_sample(
@@ -200,4 +200,4 @@ def test_training_with_labor_sampled_on_the_device(name):
     neighbour = run(dataclasses.replace(on_cuda, flags=registry.flags_for([name], QUICK.flags)))
     assert labor.sampled["nodes_per_batch"] < neighbour.sampled["nodes_per_batch"]
     host = run(dataclasses.replace(on_cuda, flags=registry.flags_for(["labor"], QUICK.flags)))
-    assert host.status == "ok" and abs(labor.accuracy["test"] - host.accuracy["test"]) < 0.05
+    assert host.status == "ok" and abs(labor.accuracy.test - host.accuracy.test) < 0.05

@@ -102,10 +102,10 @@ def test_negatives_phase_is_positive_for_link_runs_and_zero_for_node_runs(quick_
     node = run(NODE, graph=quick_graph)
     assert link.status == node.status == "ok"
     assert set(link.phases) == set(node.phases) == set(PHASES)
-    assert link.phases["negatives"]["min"] > 0 and link.worker_phases is None
-    assert node.phases["negatives"]["max"] == 0.0 and node.worker_phases is None
-    wait = link.data_wait_fraction * link.step_seconds["median"]
-    assert wait >= link.phases["negatives"]["min"]  # data wait counts the negatives drawn in this process
+    assert link.phases["negatives"].min > 0 and link.worker_phases is None
+    assert node.phases["negatives"].max == 0.0 and node.worker_phases is None
+    wait = link.data_wait_fraction * link.step_seconds.median
+    assert wait >= link.phases["negatives"].min  # data wait counts the negatives drawn in this process
     assert RunResult.from_dict(json.loads(json.dumps(link.to_dict()))).phases == link.phases
 
 
@@ -113,8 +113,8 @@ def test_negatives_drawn_by_loader_workers_are_reported_apart(quick_graph):
     cfg = dataclasses.replace(LINK, flags=dataclasses.replace(LINK.flags, num_workers=1))
     r = run(cfg, graph=quick_graph)
     assert r.status == "ok"
-    assert r.phases["negatives"]["max"] == 0.0  # nothing subtracted from the main process's wait
-    assert r.worker_phases["negatives"]["min"] > 0 and r.worker_phases["negatives"]["n"] == r.steps["measured"]
+    assert r.phases["negatives"].max == 0.0  # nothing subtracted from the main process's wait
+    assert r.worker_phases["negatives"].min > 0 and r.worker_phases["negatives"].n == r.steps.measured
     assert "in loader workers" in format_run(r)
 
 
@@ -149,7 +149,7 @@ def test_negative_ratio_is_validated_and_refused_for_node_classification():
 
 def test_a_link_run_with_many_negatives_per_positive_trains(quick_graph):
     r = run(dataclasses.replace(LINK, flags=dataclasses.replace(LINK.flags, negative_ratio=4)), graph=quick_graph)
-    assert r.status == "ok" and 0 <= r.accuracy["test"] <= 1 and r.phases["negatives"]["min"] > 0
+    assert r.status == "ok" and 0 <= r.accuracy.test <= 1 and r.phases["negatives"].min > 0
 
 
 # ----------------------------------------------------------------------------- supervision split
@@ -205,11 +205,11 @@ def test_schema_2_results_without_negatives_still_load_and_compare(tmp_path):
         data["schema_version"] = 2
         (tmp_path / f.name).write_text(json.dumps(data))
     runs = load_inputs(runs=[tmp_path]).runs
-    measured = [r for r in runs if r["status"] == "ok"]
-    assert measured and all(r["schema_version"] == 2 and "negatives" not in r["phases"] for r in measured)
+    measured = [r for r in runs if r.ok]
+    assert measured and all(r.schema_version == 2 and "negatives" not in r.phases for r in measured)
     rows = [r for r in compare(runs).rows if r.status == "ok"]
     assert rows and all("negatives" not in r.phases for r in rows)
     assert "negatives" not in phases_present(rows) and "sample" in phases_present(rows)
     assert "negatives" in phases_present(rows + [ComparisonRow(label="x", phases={"negatives": 0.001})])
-    text = format_run(RunResult.from_dict(measured[0]))
+    text = format_run(measured[0])
     assert "sample" in text and "negatives" not in text

@@ -21,7 +21,7 @@ from gnnbench.measure.sweep.plan import sweep_entries
 from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
 from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
-from tests.helpers import QUICK
+from tests.helpers import QUICK, result_of
 
 
 # ------------------------------------------------------------------ the plateau rule
@@ -83,13 +83,14 @@ def test_patience_target_is_validated_and_set_by_the_calibration():
     with pytest.raises(ValueError, match="patience_target"):
         dataclasses.replace(QUICK, patience_target=True)
     runs = [
-        {
-            "status": "ok",
-            "config": {"seed": 10000 + i},
-            "steps_per_epoch": 10,
-            "steps": {"total": 100},
-            "curve": [{"step": 10 * k, "seconds": float(k), "val": 0.1 * k, "test": 0.1 * k} for k in range(1, 9)],
-        }
+        result_of(
+            {
+                "config": {"seed": 10000 + i},
+                "steps_per_epoch": 10,
+                "steps": {"total": 100},
+                "curve": [{"step": 10 * k, "seconds": float(k), "val": 0.1 * k, "test": 0.1 * k} for k in range(1, 9)],
+            }
+        )
         for i in range(3)
     ]
     cal = calibrate(runs)
@@ -228,7 +229,7 @@ def _run(seed, vals, every=2, seconds_per_step=0.5):
         {"step": every * (i + 1), "epoch": i, "seconds": seconds_per_step * every * (i + 1), "val": v, "test": v - 0.01}
         for i, v in enumerate(vals)
     ]
-    return {"label": CALIBRATION, "round": seed, "status": "ok", "config": {"seed": seed}, "curve": curve}
+    return result_of({"label": CALIBRATION, "round": seed, "config": {"seed": seed}, "curve": curve})
 
 
 def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
@@ -237,7 +238,7 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
         _run(10_001, [0.4, 0.6, 0.80, 0.86, 0.88, 0.87, 0.86]),
         _run(10_002, [0.6, 0.8, 0.88, 0.91, 0.90, 0.92, 0.90, 0.91]),
     ]
-    assert plateau_level(runs[0]["curve"]) == pytest.approx(0.895)  # median from the best point on
+    assert plateau_level(runs[0].curve) == pytest.approx(0.895)  # median from the best point on
     cal = calibrate(runs, margin=0.01, budget_factor=3.0)
     plateaus = sorted(cal.plateaus)
     assert cal.target == pytest.approx(plateaus[1] - 0.01) and cal.seeds == [10_000, 10_001, 10_002]
@@ -268,7 +269,7 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
 
 def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
     def result(label, rnd, vals):
-        r = _run(rnd, vals)
+        r = _run(rnd, vals).to_dict()
         r.update(
             label=label,
             round=rnd,
@@ -281,9 +282,9 @@ def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
             phases={"sample": {"median": 0.05}},
             transfer={"bytes_h2d_per_batch": 0},
             graph={},
+            config={"seed": rnd, "epochs": None},
         )
-        r["config"] = {"seed": rnd, "epochs": None}
-        return r
+        return result_of(r)
 
     measured = [result("baseline", r, [0.6, 0.80, 0.82]) for r in range(3)]
     calibration = [result(CALIBRATION, 10_000 + i, [0.6, 0.85, 0.90, 0.90]) for i in range(3)]
@@ -300,7 +301,7 @@ def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
 def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(tmp_path):
     base = dataclasses.replace(QUICK, epochs=3)
     cal, runs = run_calibration(base, tmp_path, SweepOptions(calibration_runs=2, isolate=False))
-    assert [r["config"]["seed"] for r in runs] == [base.seed + CALIBRATION_SEED_OFFSET + i for i in range(2)]
+    assert [r.config["seed"] for r in runs] == [base.seed + CALIBRATION_SEED_OFFSET + i for i in range(2)]
     assert cal is not None and cal.target is not None and cal.budget_seconds > 0
     assert sorted(p.name.split("-r")[0] for p in tmp_path.glob("calibration-r*.json")) == [CALIBRATION] * 2
     entries = sweep_entries(cal.apply(base), [], repeats=2, include_all_recommended=False, aa=True)
@@ -312,9 +313,9 @@ def test_a_sweep_calibrates_on_its_own_seeds_and_the_aa_row_has_its_own_stream(t
     c = compare(list(runs) + list(results))
     assert c.target == pytest.approx(cal.target) and c.aa is not None
     assert all(
-        r["config"]["censor_seconds"] == cal.budget_seconds
-        and r["config"]["max_seconds"] is None
-        and r["config"]["max_steps"] == cal.step_budget
+        r.config["censor_seconds"] == cal.budget_seconds
+        and r.config["max_seconds"] is None
+        and r.config["max_steps"] == cal.step_budget
         for r in results
     )
     again, _ = run_calibration(base, tmp_path, SweepOptions(calibration_runs=2, isolate=False))

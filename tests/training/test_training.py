@@ -21,23 +21,23 @@ def test_run_result_schema_and_phases(tmp_path):
     r = run(QUICK, out=out)
     assert r.status == "ok"
     assert json.loads(out.read_text())["status"] == "ok", "written to disk"
-    assert r.steps == {"measured": 4, "warmup": 2, "total": 6}
+    assert (r.steps.measured, r.steps.warmup, r.steps.total) == (4, 2, 6)
     assert set(r.phases) == set(PHASES)
     for p in PHASES:
-        assert r.phases[p]["n"] == 4 and r.phases[p]["median"] >= 0
-    assert 0 <= r.accuracy["test"] <= 1 and 0 <= r.accuracy["val"] <= 1
+        assert r.phases[p].n == 4 and r.phases[p].median >= 0
+    assert 0 <= r.accuracy.test <= 1 and 0 <= r.accuracy.val <= 1
     assert r.timing_mode == "sync" and r.environment["torch"] == torch.__version__
     assert r.config["flags"]["fanout"] == [5, 3] and r.config["spec"]["num_nodes"] == 3000
     assert r.instrumentation_overhead_fraction < 0.02
     assert r.device_busy_fraction is None and "NVML" in r.device_busy_reason
-    phase_sum = sum(r.phases[p]["median"] for p in PHASES)
-    assert phase_sum <= 1.5 * r.step_seconds["max"]
+    phase_sum = sum(r.phases[p].median for p in PHASES)
+    assert phase_sum <= 1.5 * r.step_seconds.max
     json.dumps(r.to_dict())  # serializable
 
 
 def test_end_to_end_mode_times_steps_only():
     r = run(dataclasses.replace(QUICK, sync_phases=False))
-    assert r.timing_mode == "end_to_end" and r.step_seconds["n"] == 4
+    assert r.timing_mode == "end_to_end" and r.step_seconds.n == 4
     assert r.data_wait_fraction is None
 
 
@@ -45,7 +45,7 @@ def test_training_learns_on_tiny():
     cfg = dataclasses.replace(QUICK, max_steps_per_epoch=None, epochs=5, hidden=32, lr=0.02)
     r = run(cfg)
     # ~0.42-0.51 over model seeds; features alone (nearest class mean, logistic regression) reach ~0.27, chance 0.1
-    assert r.accuracy["test"] > 0.35
+    assert r.accuracy.test > 0.35
 
 
 @pytest.mark.parametrize(
@@ -103,7 +103,7 @@ def test_every_cpu_flag_runs_through_the_trainer(names, tmp_path):
         cfg = dataclasses.replace(cfg, flags=cfg.flags.replace(cluster_size=500, clusters_per_batch=1, saint_roots=200))
     r = run(cfg)
     assert r.status == "ok", r.unavailable
-    assert r.steps["measured"] >= 1
+    assert r.steps.measured >= 1
 
 
 def test_bootstrap_free_summary():
@@ -114,17 +114,17 @@ def test_bootstrap_free_summary():
 def test_training_clock_and_validation_curve():
     cfg = dataclasses.replace(QUICK, epochs=2, max_steps_per_epoch=5, eval_every=2)
     r = run(cfg)
-    steps = [p["step"] for p in r.curve]
+    steps = [p.step for p in r.curve]
     assert steps == [2, 4, 6, 8, 10], "every 2 steps, and at the end"
-    seconds = [p["seconds"] for p in r.curve]
+    seconds = [p.seconds for p in r.curve]
     assert seconds == sorted(seconds) and seconds[0] >= r.setup_seconds
     # evaluation is off the training clock: the clock is the sum of the epochs
     assert sum(r.epoch_seconds) == pytest.approx(r.train_seconds, rel=1e-6)
-    assert r.curve[-1]["seconds"] <= r.setup_seconds + r.train_seconds  # the epoch's close comes after it
-    assert r.curve[-1]["seconds"] == pytest.approx(r.setup_seconds + r.train_seconds, rel=0.1)
-    assert r.accuracy["test"] == r.curve[-1]["test"], "final accuracy is the last validation point"
+    assert r.curve[-1].seconds <= r.setup_seconds + r.train_seconds  # the epoch's close comes after it
+    assert r.curve[-1].seconds == pytest.approx(r.setup_seconds + r.train_seconds, rel=0.1)
+    assert r.accuracy.test == r.curve[-1].test, "final accuracy is the last validation point"
     per_epoch = run(dataclasses.replace(cfg, eval_every=None))
-    assert [p["epoch"] for p in per_epoch.curve] == [0, 1]
+    assert [p.epoch for p in per_epoch.curve] == [0, 1]
 
 
 @pytest.mark.parametrize("model", ["gcn", "sage"])
@@ -135,18 +135,18 @@ def test_compile_reports_compile_time_apart(model):
     r = run(cfg)
     assert r.status == "ok"
     c = r.compile
-    assert c.first_step_seconds > r.step_seconds["median"]
+    assert c.first_step_seconds > r.step_seconds.median
     assert c.unique_graphs >= 1 and c.recompilations >= 0
     # the forward compiles whole: GCN's per-batch normalization (graphs.norm.gcn_norm) and SAGE's mean degree
     # (models.aggregation.Aggregator.degree) have static shapes (SAGE built 9 graphs with bincount's 2 breaks)
     assert c.graph_breaks == 0 and c.unique_graphs == 1, c
     base = run(dataclasses.replace(cfg, flags=QUICK.flags))
-    assert abs(r.accuracy["test"] - base.accuracy["test"]) < 0.05
+    assert abs(r.accuracy.test - base.accuracy.test) < 0.05
 
 
 @functools.lru_cache(maxsize=None)
 def _cpu_accuracy(cfg: RunConfig) -> float:
-    return run(dataclasses.replace(cfg, device="cpu")).accuracy["test"]
+    return run(dataclasses.replace(cfg, device="cpu")).accuracy.test
 
 
 @pytest.mark.cuda
@@ -177,12 +177,12 @@ def test_cuda_runs_every_device_flag(names):
     )
     r = run(cfg)
     assert r.status == "ok", r.unavailable
-    assert r.memory["device_peak_bytes"] > 0 and r.device_phase_ms is not None
+    assert r.memory.device_peak_bytes > 0 and r.device_phase_ms is not None
     # learned (chance is 1/num_classes) and within 5 pp of the same configuration's CPU baseline
     cpu = _cpu_accuracy(dataclasses.replace(cfg, flags=QUICK.flags))
-    assert r.accuracy["test"] > 2.5 / SPEC.num_classes and r.accuracy["test"] > cpu - 0.05, (r.accuracy, cpu)
+    assert r.accuracy.test > 2.5 / SPEC.num_classes and r.accuracy.test > cpu - 0.05, (r.accuracy, cpu)
     if names and names[0] in ("features_on_device", "uva"):
-        assert r.transfer["device_feature_bytes"] == (
+        assert r.transfer.device_feature_bytes == (
             SPEC.num_nodes * SPEC.feature_dim * 4 if names[0] == "features_on_device" else 0
         )
 

@@ -33,6 +33,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from gnnbench.measure.run.results import Point, RunResult
+
 __all__ = [
     "CALIBRATION",
     "CALIBRATION_SEED_OFFSET",
@@ -62,47 +64,47 @@ DEFAULT_CALIBRATION_RUNS = 3
 MIN_POINTS_BEFORE_TARGET = 10
 
 
-def plateau_level(curve: list[dict]) -> float | None:
+def plateau_level(curve: list[Point]) -> float | None:
     """Where a validation curve levels off: the median of its points from the best one on (the points the
     plateau rule waited through; the best point alone is the noise's maximum)."""
     if not curve:
         return None
-    vals = [float(p["val"]) for p in curve]
+    vals = [float(p.val) for p in curve]
     best = max(range(len(vals)), key=lambda i: (vals[i], -i))
     return statistics.median(vals[best:])
 
 
-def censor_budget(run: dict) -> float | None:
+def censor_budget(run: RunResult) -> float | None:
     """The run-clock budget of a run's time to accuracy: ``config.censor_seconds`` (what a sweep sets), else its
     hard stop ``config.max_seconds``; ``None`` without either."""
-    cfg = run.get("config") or {}
-    budget = cfg.get("censor_seconds") or cfg.get("max_seconds")
+    budget = run.config.get("censor_seconds") or run.config.get("max_seconds")
     return float(budget) if budget else None
 
 
-def time_to(run: dict, target: float | None, key: str = "seconds") -> float | None:
+def time_to(run: RunResult, target: float | None, key: str = "seconds") -> float | None:
     """The run clock (``key="seconds"``) or steps (``key="step"``) at the first validation point at or above
     ``target`` within the run's time budget (:func:`censor_budget`); ``None`` when it never got there in time
     (a point past the budget is censored, however close)."""
     if target is None:
         return None
     budget = censor_budget(run)
-    for point in run.get("curve") or []:
-        if budget is not None and float(point["seconds"]) > budget:
+    if key not in ("seconds", "step"):
+        raise ValueError(f"time_to reads the run clock ('seconds') or the steps ('step'), not {key!r}")
+    for point in run.curve:
+        if budget is not None and float(point.seconds) > budget:
             return None
-        if point["val"] >= target - 1e-12:
-            return float(point[key])
+        if point.val >= target - 1e-12:
+            return float(getattr(point, key))
     return None
 
 
-def censor_at(run: dict) -> float | None:
+def censor_at(run: RunResult) -> float | None:
     """Where a round that missed the target is censored: its run-clock budget (:func:`censor_budget`), or,
     without one, the end of its run (the last validation point's clock)."""
     budget = censor_budget(run)
     if budget:
         return budget
-    curve = run.get("curve") or []
-    return float(curve[-1]["seconds"]) if curve else None
+    return float(run.curve[-1].seconds) if run.curve else None
 
 
 @dataclass(frozen=True)
@@ -161,13 +163,13 @@ class Calibration:
 
 
 def calibrate(
-    runs: list[dict],
+    runs: list[RunResult],
     *,
     target_acc: float | None = None,
     margin: float = TARGET_MARGIN,
     budget_factor: float = BUDGET_FACTOR,
 ) -> Calibration:
-    """The calibration of the baseline runs ``runs`` (result dicts, measured on seeds the rounds do not use).
+    """The calibration of the baseline runs ``runs`` (results, measured on seeds the rounds do not use).
 
     Args:
         runs: The calibration results; those not measured are ignored.
@@ -183,9 +185,9 @@ def calibrate(
             f"the budget factor must be >= 1 (got {budget_factor!r}): a budget below the baseline's "
             "own time to the target censors the baseline"
         )
-    ok = [r for r in runs if r.get("status") == "ok" and r.get("curve")]
-    seeds = sorted(int((r.get("config") or {})["seed"]) for r in ok if "seed" in (r.get("config") or {}))
-    plateaus = [plateau_level(r["curve"]) for r in ok]
+    ok = [r for r in runs if r.ok and r.curve]
+    seeds = sorted(int(r.config["seed"]) for r in ok if "seed" in r.config)
+    plateaus = [plateau_level(r.curve) for r in ok]
     if target_acc is not None:
         target, source = float(target_acc), "given (--target-acc)"
     elif plateaus:
@@ -203,10 +205,10 @@ def calibrate(
     ends = [s if s is not None else censor_at(r) for s, r in zip(secs, ok)]
     ends = [e for e in ends if e is not None]
     budget = budget_factor * max(ends) if ends and target is not None else None
-    stopped = [int((r.get("steps") or {}).get("total") or (r["curve"][-1]["step"])) for r in ok]
+    stopped = [int(r.steps.total if r.steps is not None and r.steps.total else r.curve[-1].step) for r in ok]
     min_steps = int(MIN_STEPS_FACTOR * max(reached_steps)) if reached_steps else 0
     step_budget = max(STEP_BUDGET_FACTOR * max(stopped), 2 * min_steps) if stopped and target is not None else None
-    per_epoch = [int(r["steps_per_epoch"]) for r in ok if r.get("steps_per_epoch")]
+    per_epoch = [int(r.steps_per_epoch) for r in ok if r.steps_per_epoch]
     return Calibration(
         target,
         source,

@@ -66,6 +66,7 @@ from gnnbench.measure.compare.rows import (
     TimeToAccuracy,
 )
 from gnnbench.measure.compare.time_to_accuracy import derived_tta, measured_tta
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.stats.intervals import noise_floor
 from gnnbench.measure.stats.sequential import StoppingRule, settled
 
@@ -146,11 +147,11 @@ class Comparison:
         )
 
 
-def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
+def sampled_summary(runs: list[RunResult]) -> dict[str, float] | None:
     """What a row's batches sampled (the neighbour explosion), medians over its runs: ``nodes_per_batch``,
     ``edges_per_batch`` and ``coverage`` (the share of the graph's nodes a batch's neighbourhood holds);
     ``None`` for runs that record none (full batch, subgraph sources)."""
-    blocks = [r["sampled"] for r in runs if r.get("sampled")]
+    blocks = [r.sampled for r in runs if r.sampled]
     if not blocks:
         return None
     return {
@@ -159,7 +160,7 @@ def sampled_summary(runs: list[dict]) -> dict[str, float] | None:
 
 
 def compare(
-    results: list[dict],
+    results: list[RunResult],
     *,
     target_acc: float | None = None,
     calibration: Calibration | None = None,
@@ -171,7 +172,7 @@ def compare(
     at convergence.
 
     Args:
-        results: Sweep results (dicts with ``label`` and ``round``); calibration runs (label ``calibration``)
+        results: Sweep results (placed: ``label`` and ``round`` set); calibration runs (label ``calibration``)
             fix the target (:func:`gnnbench.measure.compare.calibration.calibrate`) and are not rows.
         target_acc: Validation target for time to accuracy, replacing the calibrated one.
         calibration: A calibration made elsewhere (tune calibrates once for all its rounds); it replaces the
@@ -205,21 +206,21 @@ def compare(
             f"these results are not one sweep, so they are not compared: {problem}; compare "
             "each sweep's folder on its own"
         )
-    by_label: dict[str, list[dict]] = {}
+    by_label: dict[str, list[RunResult]] = {}
     for r in results:
-        by_label.setdefault(r["label"], []).append(r)
+        if r.label is None:
+            raise ValueError(f"a result without a sweep label cannot be compared (config seed {r.config.get('seed')})")
+        by_label.setdefault(r.label, []).append(r)
     calibration_runs = by_label.pop(CALIBRATION, [])
     base_runs = by_label.get(BASELINE, [])
     base = by_round(base_runs)
     e2e_base = by_round(by_label.get(E2E_BASELINE, []))
     if not base:
-        why = [w for r in base_runs for w in r.get("warnings", [])] or [
-            str(r.get("unavailable") or r.get("error")) for r in base_runs
-        ]
+        why = [w for r in base_runs for w in r.warnings] or [str(r.unavailable or r.error) for r in base_runs]
         raise ValueError(
             "the sweep has no measured baseline run to compare against" + (f": {'; '.join(why)}" if why else "")
         )
-    meaningless = any(r.get("graph", {}).get("labels_substituted") for r in base.values())
+    meaningless = any(r.graph is not None and r.graph.labels_substituted for r in base.values())
     if calibration is None and calibration_runs:
         calibration = calibrate(calibration_runs, target_acc=target_acc)
     if meaningless:  # a loaded graph without labels: gnnbench made some up, so only the clocks mean anything
@@ -239,7 +240,7 @@ def compare(
         )
     rounds = sorted(base)
     floors = {
-        "step": noise_floor([base[k]["step_seconds"]["median"] for k in rounds]),
+        "step": noise_floor([base[k].step_seconds.median for k in rounds]),
         "epoch": noise_floor([epoch_time(base[k]) for k in rounds]),
     }
     base_tta = [seconds_to(base[k], target) for k in rounds]
@@ -377,8 +378,8 @@ def _significant(primary: PairedRatio | None, tta: TimeToAccuracy | None) -> boo
 
 def _judged(
     label: str,
-    b: list[dict],
-    m: list[dict],
+    b: list[RunResult],
+    m: list[RunResult],
     target: float | None,
     tta: TimeToAccuracy | None,
     same_work: bool,
@@ -403,28 +404,28 @@ def _judged(
 
 def _row(
     label: str,
-    runs: list[dict],
-    base: dict[int, dict],
+    runs: list[RunResult],
+    base: dict[int, RunResult],
     target: float | None,
     steps_to_target: float | None = None,
     margin: float | None = None,
 ) -> ComparisonRow:
     """The row of the configuration ``label`` (its ``runs``) against the baseline runs ``base`` (by round)."""
-    derived = bool(runs[0].get("derived"))
+    derived = bool(runs[0].derived)
     row = ComparisonRow(
         label=label,
-        optimizations=runs[0].get("optimizations", []),
+        optimizations=list(runs[0].optimizations or []),
         derived=derived,
         timing_mode="end_to_end" if end_to_end(runs) else "sync",
     )
     mine = by_round(runs)
     if not mine:
-        if any(r.get("status") == "ok" for r in runs):
-            warnings = [w for r in runs for w in r.get("warnings", [])]
+        if any(r.ok for r in runs):
+            warnings = [w for r in runs for w in r.warnings]
             row.status, row.reason = "not measured", "; ".join(warnings) or "no measured steps"
         else:
-            reasons = runs[0].get("unavailable") or {"error": runs[0].get("error", "failed")}
-            row.status, row.reason = runs[0].get("status"), format_reasons(reasons)
+            reasons = runs[0].unavailable or {"error": runs[0].error or "failed"}
+            row.status, row.reason = runs[0].status, format_reasons(reasons)
         return row
     rounds = [k for k in sorted(mine) if k in base]
     if not rounds:
@@ -433,7 +434,7 @@ def _row(
     b = [base[k] for k in rounds]
     m = [mine[k] for k in rounds]
     same_work = not _changes_work(row.optimizations)
-    step = ratio_over_rounds([r["step_seconds"]["median"] for r in b], [r["step_seconds"]["median"] for r in m])
+    step = ratio_over_rounds([r.step_seconds.median for r in b], [r.step_seconds.median for r in m])
     epoch = ratio_over_rounds([epoch_time(r) for r in b], [epoch_time(r) for r in m])
     tta = derived_tta(b, m, steps_to_target) if derived else measured_tta(b, m, target)
     factors, tta, measured_ratio = _judged(label, b, m, target, tta, same_work, derived, margin)
@@ -470,11 +471,11 @@ def _row(
         status="ok",
         rounds=len(rounds),
         same_work=same_work,
-        step_ms=1e3 * statistics.median(r["step_seconds"]["median"] for r in m),
+        step_ms=1e3 * statistics.median(r.step_seconds.median for r in m),
         step_speedup=step if same_work else None,
         epoch_s=statistics.median(epoch_time(r) for r in m),
         epoch_speedup=epoch,
-        setup_s=statistics.median(r.get("setup_seconds") or r["graph"].get("setup_seconds", 0.0) for r in m),
+        setup_s=statistics.median(r.setup_clock for r in m),
         tta_s=tta.seconds if tta else None,
         tta_reached=tta.reached_text if tta else None,
         tta_speedup=tta,
@@ -491,7 +492,7 @@ def _row(
         converged=accuracy.converged,
         convergence=accuracy.convergence,
         primary_rounds=rounds,  # the rounds primary.log_ratios are aligned with (the stopping rule's input)
-        stop_reasons=dict(Counter(r.get("stop_reason") or "?" for r in m)),
+        stop_reasons=dict(Counter(r.stop_reason or "?" for r in m)),
         accuracy_rounds=len(acc),
         sampled=sampled_summary(m),
         test_acc=statistics.mean(converged_test(y) for y in ma),
@@ -501,23 +502,23 @@ def _row(
         acc_delta_spread=(max(deltas) - min(deltas)) if len(deltas) > 1 else 0.0,
         acc_verdict=acc_verdict(d_low, d_high),
         seeds=len(m),
-        phases={p: v["median"] for p, v in m[0]["phases"].items()},
-        compile=m[0].get("compile"),
+        phases={p: v.median for p, v in (m[0].phases or {}).items()},
+        compile=m[0].compile.to_dict() if m[0].compile is not None else None,
         device_busy=(
-            statistics.mean(r["device_busy_fraction"] for r in m)
-            if all(r.get("device_busy_fraction") is not None for r in m)
+            statistics.mean(r.device_busy_fraction for r in m)
+            if all(r.device_busy_fraction is not None for r in m)
             else None
         ),
-        h2d_bytes_per_batch=m[0]["transfer"]["bytes_h2d_per_batch"],
+        h2d_bytes_per_batch=m[0].transfer.bytes_h2d_per_batch if m[0].transfer is not None else None,
         device_phase_ms=(
-            {p: statistics.median(r["device_phase_ms"][p]["median"] for r in m) for p in m[0]["device_phase_ms"]}
-            if all(r.get("device_phase_ms") for r in m)
+            {p: statistics.median(r.device_phase_ms[p].median for r in m) for p in m[0].device_phase_ms}
+            if all(r.device_phase_ms for r in m)
             else None
         ),
         distributed=distributed_summary(m, step if same_work else None),  # efficiency needs the same work
     )
 
 
-def compare_rows(results: list[dict], *, target_acc: float | None = None) -> list[ComparisonRow]:
+def compare_rows(results: list[RunResult], *, target_acc: float | None = None) -> list[ComparisonRow]:
     """The rows of :func:`compare` (baseline first, then ranked by the primary speedup)."""
     return compare(results, target_acc=target_acc).rows

@@ -10,16 +10,19 @@ the target and the first at or above it, for the step and the run clock alike; `
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
+
+from gnnbench.measure.run.results import Point, RunResult
 
 __all__ = ["interpolated_crossing", "steps_to", "seconds_to"]
 
 
-def interpolated_crossing(curve: Sequence[dict[str, Any]], target: float | None) -> dict[str, float] | None:
+def interpolated_crossing(curve: Sequence[Point], target: float | None) -> dict[str, float] | None:
     """The point where ``curve`` first reaches ``target``, linearly interpolated between evaluations.
 
     Args:
-        curve: Validation points in step order, each with ``val``, ``step`` and ``seconds`` (the run clock).
+        curve: Validation points in step order (:class:`~gnnbench.measure.run.results.Point`, or the training
+            loop's points: anything with ``val``, ``step`` and ``seconds``, the run clock).
         target: The validation target (``None``: no crossing).
 
     Returns:
@@ -32,37 +35,39 @@ def interpolated_crossing(curve: Sequence[dict[str, Any]], target: float | None)
         return None
     prev = None
     for point in curve or []:
-        v = float(point["val"])
+        v = float(point.val)
         if v >= target - 1e-12:
-            if prev is None or not float(prev["val"]) < v:
-                return {"step": float(point["step"]), "seconds": float(point["seconds"]), "fraction": 1.0}
-            v0 = float(prev["val"])
+            if prev is None or not float(prev.val) < v:
+                return {"step": float(point.step), "seconds": float(point.seconds), "fraction": 1.0}
+            v0 = float(prev.val)
             f = min(1.0, max(0.0, (target - v0) / (v - v0)))
             return {
-                key: float(prev[key]) + f * (float(point[key]) - float(prev[key])) for key in ("step", "seconds")
-            } | {"fraction": f}
+                "step": prev.step + f * (point.step - prev.step),
+                "seconds": prev.seconds + f * (point.seconds - prev.seconds),
+                "fraction": f,
+            }
         prev = point
     return None
 
 
-def steps_to(run: dict, target: float | None) -> float | None:
+def steps_to(run: RunResult, target: float | None) -> float | None:
     """A run's interpolated steps to the target (:func:`interpolated_crossing`), ``None`` when it never got there
     within its time budget (``gnnbench.measure.compare.calibration.censor_budget``)."""
     point = _within_budget(run, target)
     return point["step"] if point else None
 
 
-def seconds_to(run: dict, target: float | None) -> float | None:
+def seconds_to(run: RunResult, target: float | None) -> float | None:
     """A run's interpolated run clock (setup + training) at the target, ``None`` when it never got there within
     its time budget."""
     point = _within_budget(run, target)
     return point["seconds"] if point else None
 
 
-def _within_budget(run: dict, target: float | None) -> dict[str, float] | None:
+def _within_budget(run: RunResult, target: float | None) -> dict[str, float] | None:
     from gnnbench.measure.compare.calibration import censor_budget
 
-    point = interpolated_crossing(run.get("curve") or [], target)
+    point = interpolated_crossing(run.curve, target)
     budget = censor_budget(run)
     if point is None or (budget is not None and point["seconds"] > budget):
         return None

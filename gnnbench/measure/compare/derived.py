@@ -24,6 +24,7 @@ import math
 from typing import Any, Iterable
 
 from gnnbench import registry
+from gnnbench.measure.run.results import RunResult
 
 __all__ = [
     "MIN_SHORT_EPOCHS",
@@ -65,24 +66,23 @@ def short_config(config: Any, steps_per_epoch: int) -> Any:
     )
 
 
-def per_step_seconds(run: dict, epochs: int | None = None) -> float | None:
+def per_step_seconds(run: RunResult, epochs: int | None = None) -> float | None:
     """Training-clock seconds per step over a run's first ``epochs`` epochs (default: all), every per-epoch
     cost included; ``None`` when the run has fewer epochs or no steps."""
-    e = run.get("epoch_seconds") or []
+    e = run.epoch_seconds
     epochs = len(e) if epochs is None else epochs
-    spe = run.get("steps_per_epoch")
+    spe = run.steps_per_epoch
     if not e or not epochs or len(e) < epochs or not spe:
         return None
-    steps = (run.get("steps") or {}).get("total")
+    steps = run.steps.total if run.steps is not None else None
     if epochs == len(e) and steps:
         return sum(e) / steps
     return sum(e[:epochs]) / (epochs * spe)
 
 
-def derived_seconds(run: dict, steps_to_target: float, epochs: int | None = None) -> float | None:
+def derived_seconds(run: RunResult, steps_to_target: float, epochs: int | None = None) -> float | None:
     """``setup + steps_to_target x`` :func:`per_step_seconds` (over the first ``epochs`` epochs)."""
     per_step = per_step_seconds(run, epochs)
     if per_step is None:
         return None
-    setup = run.get("setup_seconds") or (run.get("graph") or {}).get("setup_seconds", 0.0)
-    return float(setup) + steps_to_target * per_step
+    return run.setup_clock + steps_to_target * per_step

@@ -16,20 +16,21 @@ from gnnbench import registry
 from gnnbench.measure.compare.accuracy import acc_verdict, converged_test
 from gnnbench.measure.compare.paired import by_round, mean_interval, ratio_over_rounds
 from gnnbench.measure.compare.rows import ComparisonRow, PairedRatio
+from gnnbench.measure.run.results import RunResult
 
 __all__ = ["distributed_summary", "partition_efficiency", "compression_accuracy"]
 
 
-def _flags(run: dict) -> dict[str, Any]:
+def _flags(run: RunResult) -> dict[str, Any]:
     """The flags a run trained with: those its config carries; a result without them (built by hand) is read as
     the default flags with its registered ``optimizations`` switched on."""
-    stored = (run.get("config") or {}).get("flags")
+    stored = run.config.get("flags")
     if stored:
         return stored
-    return registry.flags_for([n for n in run.get("optimizations") or [] if n in registry.REGISTRY]).to_dict()
+    return registry.flags_for([n for n in run.optimizations or [] if n in registry.REGISTRY]).to_dict()
 
 
-def _reference(by_label: dict[str, list[dict]], label: str, **what: Any) -> str | None:
+def _reference(by_label: dict[str, list[RunResult]], label: str, **what: Any) -> str | None:
     """The measured configuration of the sweep whose flags are ``what`` (field -> value), other than ``label``;
     where several are, the one whose flags differ from ``label``'s in the fewest fields (then by label)."""
     mine = _flags(by_label[label][0])
@@ -46,7 +47,7 @@ def _efficiency(step: PairedRatio, n: int) -> dict[str, float]:
     return {"ratio": step.ratio / n, "low": step.low / n, "high": step.high / n}
 
 
-def distributed_summary(runs: list[dict], step: PairedRatio | None) -> dict[str, Any] | None:
+def distributed_summary(runs: list[RunResult], step: PairedRatio | None) -> dict[str, Any] | None:
     """A multi-rank configuration's figures over its rounds (``None`` for a single-process one).
 
     Args:
@@ -55,7 +56,7 @@ def distributed_summary(runs: list[dict], step: PairedRatio | None) -> dict[str,
         step: The paired step ratio against the single-process baseline on the same global batch, from which
             the scaling efficiency ``T1 / (N x TN)`` follows; ``None``: no efficiency.
     """
-    blocks = [r["distributed"] for r in runs if r.get("distributed")]
+    blocks = [r.distributed for r in runs if r.distributed]
     if not blocks:
         return None
 
@@ -64,10 +65,9 @@ def distributed_summary(runs: list[dict], step: PairedRatio | None) -> dict[str,
         return statistics.mean(vals) if vals else None
 
     n = blocks[0]["world_size"]
-    g, spec = runs[0].get("graph", {}), (runs[0].get("config") or {}).get("spec") or {}
-    features = g.get("feature_bytes")
-    if features is None and spec.get("feature_dim"):
-        features = g["num_nodes"] * spec["feature_dim"] * 4  # fp32 features of a generated graph
+    g, spec = runs[0].graph, runs[0].config.get("spec") or {}
+    # fp32 features of a generated graph (a loaded graph's feature width is not in its result)
+    features = g.num_nodes * spec["feature_dim"] * 4 if g is not None and spec.get("feature_dim") else None
     eff = _efficiency(step, n) if step is not None and n else None
     parts = [b["partition"] for b in blocks if b.get("partition")]
     partition = None
@@ -87,12 +87,12 @@ def distributed_summary(runs: list[dict], step: PairedRatio | None) -> dict[str,
         "compression_ratio": mean("compression_ratio"),
         "scaling_efficiency": eff,
         "partition": partition,
-        "graph_bytes": (g.get("index_bytes") or 0) + features if features is not None else None,
-        "device": (runs[0].get("environment") or {}).get("device") or "cpu",
+        "graph_bytes": (g.index_bytes or 0) + features if g is not None and features is not None else None,
+        "device": runs[0].environment.get("device") or "cpu",
     }
 
 
-def partition_efficiency(rows: list[ComparisonRow], by_label: dict[str, list[dict]]) -> None:
+def partition_efficiency(rows: list[ComparisonRow], by_label: dict[str, list[RunResult]]) -> None:
     """Partition-parallel steps are full-graph steps: their scaling efficiency is against the sweep's
     single-process full-batch configuration (paired by round), not the sampled baseline; set in place, with
     ``efficiency_against`` naming that configuration (``None``: the sweep has none, so no efficiency)."""
@@ -108,13 +108,11 @@ def partition_efficiency(rows: list[ComparisonRow], by_label: dict[str, list[dic
         ks = [k for k in sorted(mine) if k in full]
         if not ks:
             continue
-        step = ratio_over_rounds(
-            [full[k]["step_seconds"]["median"] for k in ks], [mine[k]["step_seconds"]["median"] for k in ks]
-        )
+        step = ratio_over_rounds([full[k].step_seconds.median for k in ks], [mine[k].step_seconds.median for k in ks])
         d["scaling_efficiency"] = _efficiency(step, d["world_size"])
 
 
-def compression_accuracy(rows: list[ComparisonRow], by_label: dict[str, list[dict]]) -> None:
+def compression_accuracy(rows: list[ComparisonRow], by_label: dict[str, list[RunResult]]) -> None:
     """A gradient-compression configuration's test accuracy against dense data parallel (the sweep's data-parallel
     configuration without compression, paired by round, each at convergence): ``distributed["accuracy_vs_dense"]``,
     set in place."""

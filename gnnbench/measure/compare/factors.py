@@ -30,6 +30,7 @@ from gnnbench.measure.compare.rows import (
     TimeToAccuracy,
     TtaFactors,
 )
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.stats.intervals import Equivalence, equivalence
 
 __all__ = [
@@ -41,7 +42,6 @@ __all__ = [
     "JUDGED_PER_STEP",
     "JUDGED_DERIVED",
     "TtaFactors",
-    "setup_seconds",
     "tta_factors",
     "convergence_judged_tta",
     "steps_equivalence",
@@ -51,26 +51,21 @@ EQUIVALENCE_ALPHA = 0.05  # each one-sided test of the equivalence of steps to t
 DEFAULT_EQUIVALENCE_MARGIN = 0.10  # steps to the target within [1/1.1, 1.1] of the baseline's: "equivalent"
 
 
-def setup_seconds(run: dict) -> float:
-    """A run's setup clock (preparation, partitioning, cache building)."""
-    return float(run.get("setup_seconds") or (run.get("graph") or {}).get("setup_seconds", 0.0) or 0.0)
-
-
-def _per_unit(run: dict, unit: str) -> float | None:
+def _per_unit(run: RunResult, unit: str) -> float | None:
     per_step = per_step_seconds(run)
     if per_step is None:
         return None
     if unit == EPOCHS:
-        return per_step * run["steps_per_epoch"] if run.get("steps_per_epoch") else None
+        return per_step * run.steps_per_epoch if run.steps_per_epoch else None
     return per_step
 
 
-def _to_target(run: dict, target: float | None, unit: str) -> float | None:
+def _to_target(run: RunResult, target: float | None, unit: str) -> float | None:
     s = steps_to(run, target)
     if s is None:
         return None
     if unit == EPOCHS:
-        return s / run["steps_per_epoch"] if run.get("steps_per_epoch") else None
+        return s / run.steps_per_epoch if run.steps_per_epoch else None
     return s
 
 
@@ -80,7 +75,7 @@ def _median(xs: list[float | None]) -> float | None:
 
 
 def tta_factors(
-    b: list[dict], m: list[dict], target: float | None, *, changes_work: bool, derived: bool = False
+    b: list[RunResult], m: list[RunResult], target: float | None, *, changes_work: bool, derived: bool = False
 ) -> TtaFactors | None:
     """The factors of a row (its runs ``m``) against the baseline runs ``b`` of the same rounds; ``None``
     without a target. A derived row takes the baseline's steps by proof, so only its time per step is paired."""
@@ -99,8 +94,8 @@ def tta_factors(
             None,
             _median(sb),
             _median(pm),
-            _median([setup_seconds(r) for r in m]),
-            _median([setup_seconds(r) for r in b]),
+            _median([r.setup_clock for r in m]),
+            _median([r.setup_clock for r in b]),
             None,
             JUDGED_DERIVED,
         )
@@ -117,8 +112,8 @@ def tta_factors(
         _median([y for _, y in both]),
         _median([x for x, _ in both]),
         _median(pm),
-        _median([setup_seconds(r) for r in m]),
-        _median([setup_seconds(r) for r in b]),
+        _median([r.setup_clock for r in m]),
+        _median([r.setup_clock for r in b]),
     )
 
 
@@ -129,7 +124,9 @@ def steps_equivalence(factors: TtaFactors, margin: float) -> Equivalence | None:
     return equivalence(factors.steps.log_ratios, margin, alpha=EQUIVALENCE_ALPHA)
 
 
-def convergence_judged_tta(b: list[dict], m: list[dict], target: float, eq: Equivalence) -> TimeToAccuracy | None:
+def convergence_judged_tta(
+    b: list[RunResult], m: list[RunResult], target: float, eq: Equivalence
+) -> TimeToAccuracy | None:
     """The time to accuracy of a row whose steps to the target were shown equivalent to the baseline's (``eq``):
     per round ``r``, ``setup + S_r x time per step`` for the row and for the baseline, ``S_r`` the baseline's
     interpolated steps to the target in round ``r``; ``None`` when no round has both."""
@@ -140,8 +137,8 @@ def convergence_judged_tta(b: list[dict], m: list[dict], target: float, eq: Equi
             tb.append(math.nan)
             tm.append(math.nan)
             continue
-        tb.append(setup_seconds(rb) + s * pb)
-        tm.append(setup_seconds(rm) + s * pm)
+        tb.append(rb.setup_clock + s * pb)
+        tm.append(rm.setup_clock + s * pm)
     ratio = ratio_over_rounds(tb, tm)
     if ratio is None:
         return None

@@ -11,6 +11,7 @@ from collections import Counter
 
 from gnnbench.measure.compare.accuracy import time_to_accuracy_run
 from gnnbench.measure.compare.calibration import CALIBRATION
+from gnnbench.measure.run.results import RunResult
 
 __all__ = ["IDENTITY_KEYS", "MixedSweepError", "identity_problem"]
 
@@ -26,25 +27,25 @@ class MixedSweepError(ValueError):
     """Results that are not one sweep (different code, machine, environment or base configuration)."""
 
 
-def identity_problem(results: list[dict]) -> str | None:
+def identity_problem(results: list[RunResult]) -> str | None:
     """What makes ``results`` more than one sweep, naming each field that differs and its values (with how
     many results carry each), or ``None`` when they share one identity."""
     problems = []
     for key in IDENTITY_KEYS:
-        seen = Counter(str(r["environment"].get(key)) for r in results if r.get("environment"))
+        seen = Counter(str(r.environment.get(key)) for r in results if r.environment)
         if len(seen) > 1:
             problems.append(f"{key} differs ({', '.join(f'{v} in {n}' for v, n in seen.most_common())})")
     # calibration runs train the base configuration before its cadence and budget were fixed
     bases = [
         {
             k: v
-            for k, v in r["config"].items()
+            for k, v in r.config.items()
             if k not in PER_ENTRY_FIELDS
-            and not (r.get("derived") and k in SHORT_RUN_FIELDS)
-            and not (k in TIME_TO_ACCURACY_FIELDS and (r.get("derived") or time_to_accuracy_run(r)))
+            and not (r.derived and k in SHORT_RUN_FIELDS)
+            and not (k in TIME_TO_ACCURACY_FIELDS and (r.derived or time_to_accuracy_run(r)))
         }
         for r in results
-        if r.get("config") and r.get("label") != CALIBRATION
+        if r.config and r.label != CALIBRATION
     ]
     fields = sorted(
         {k for b in bases for k in b if len({json.dumps(x[k], sort_keys=True) for x in bases if k in x}) > 1}

@@ -9,30 +9,30 @@ import math
 import statistics
 
 from gnnbench.measure.compare.rows import PairedRatio
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.stats.intervals import paired_ratio, t_quantile
 
 __all__ = ["measured", "by_round", "end_to_end", "epoch_time", "ratio_over_rounds", "mean_interval"]
 
 
-def measured(r: dict) -> bool:
+def measured(r: RunResult) -> bool:
     """Whether a run was measured: it ran and timed steps."""
-    return r.get("status") == "ok" and bool(r.get("step_seconds_all"))
+    return r.ok and bool(r.step_seconds_all)
 
 
-def by_round(runs: list[dict]) -> dict[int, dict]:
-    """The measured runs of one configuration by round."""
-    return {r.get("round", i): r for i, r in enumerate(runs) if measured(r)}
+def by_round(runs: list[RunResult]) -> dict[int, RunResult]:
+    """The measured runs of one configuration by round (a result outside a sweep by its place in ``runs``)."""
+    return {r.round if r.round is not None else i: r for i, r in enumerate(runs) if measured(r)}
 
 
-def end_to_end(runs: list[dict]) -> bool:
+def end_to_end(runs: list[RunResult]) -> bool:
     """Whether these runs were timed end to end (entries whose gain is overlap)."""
-    return any(r.get("timing_mode") == "end_to_end" for r in runs)
+    return any(r.timing_mode == "end_to_end" for r in runs)
 
 
-def epoch_time(r: dict) -> float:
+def epoch_time(r: RunResult) -> float:
     """A run's mean epoch time (nan without epochs)."""
-    e = r.get("epoch_seconds") or []
-    return statistics.mean(e) if e else float("nan")
+    return statistics.mean(r.epoch_seconds) if r.epoch_seconds else float("nan")
 
 
 def ratio_over_rounds(base: list[float], other: list[float]) -> PairedRatio | None:

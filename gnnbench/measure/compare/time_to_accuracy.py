@@ -15,11 +15,12 @@ from gnnbench.measure.compare.crossing import seconds_to
 from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import TimeToAccuracy
+from gnnbench.measure.run.results import RunResult
 
 __all__ = ["measured_tta", "derived_tta"]
 
 
-def measured_tta(b: list[dict], m: list[dict], target: float | None) -> TimeToAccuracy | None:
+def measured_tta(b: list[RunResult], m: list[RunResult], target: float | None) -> TimeToAccuracy | None:
     """Time to the target (the run clock where the validation curve crosses it, interpolated between evaluations:
     :func:`gnnbench.measure.compare.crossing.seconds_to`), paired by round, with censoring: a round that never reached the target counts at its
     budget (:func:`gnnbench.measure.compare.calibration.censor_at`), which makes the ratio a bound: ``"at most"`` when
@@ -56,13 +57,13 @@ def measured_tta(b: list[dict], m: list[dict], target: float | None) -> TimeToAc
     )
 
 
-def derived_tta(b: list[dict], m: list[dict], steps_to_target: float | None) -> TimeToAccuracy | None:
+def derived_tta(b: list[RunResult], m: list[RunResult], steps_to_target: float | None) -> TimeToAccuracy | None:
     """A same-trajectory entry's time to accuracy, derived per round (:mod:`gnnbench.measure.compare.derived`): its
     setup plus the calibrated steps to the target times its training clock per step, against the same-round
     baseline read the same way over as many epochs; ``None`` without calibrated steps to the target."""
     if steps_to_target is None:
         return None
-    epochs = [len(r.get("epoch_seconds") or []) for r in m]
+    epochs = [len(r.epoch_seconds) for r in m]
     tm = [derived_seconds(r, steps_to_target) for r in m]
     tb = [derived_seconds(r, steps_to_target, e) for r, e in zip(b, epochs)]
     ratio = ratio_over_rounds(

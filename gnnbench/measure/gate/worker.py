@@ -177,28 +177,31 @@ def bench(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], 
             "test": None,
             "seconds": time.perf_counter() - t0,
         }
-    r = train(cfg)
-    if r.status != "ok":
-        return {"status": r.status, "reason": str(r.unavailable or r.error)}
-    if not r.step_seconds.get("n"):
+    # the tree's result read as its JSON (``to_dict``): the one form every tree's result has, whether its blocks
+    # are typed records (this schema) or dicts (trees before it)
+    r = train(cfg).to_dict()
+    if r["status"] != "ok":
+        return {"status": r["status"], "reason": str(r.get("unavailable") or r.get("error"))}
+    if not r["step_seconds"].get("n"):
         return {"status": "no measured steps", "reason": "the run ended within its warm-up"}
-    epochs = list(r.epoch_seconds)
+    epochs = list(r["epoch_seconds"])
     epochs = epochs[1:] if len(epochs) > 1 else epochs  # the first epoch holds the warm-up steps
     epoch = statistics.median(epochs) if epochs else None
-    prepare = float(r.graph.get("prepare_seconds") or 0.0)
+    prepare = float(r["graph"].get("prepare_seconds") or 0.0)
+    setup = r.get("setup_seconds")
     res = {
         "status": "ok",
-        "step": r.step_seconds["median"],
-        "steps": r.step_seconds["n"],
-        "phases": {p: v["median"] for p, v in r.phases.items()},
-        "test": float(r.accuracy["test"]),
+        "step": r["step_seconds"]["median"],
+        "steps": r["step_seconds"]["n"],
+        "phases": {p: v["median"] for p, v in r["phases"].items()},
+        "test": float(r["accuracy"]["test"]),
         "seconds": time.perf_counter() - t0,
     }
-    if r.setup_seconds:  # the setup clock: the graph's preparation, then the pipeline's assembly
-        res["setup"] = r.setup_seconds
-        res["setup_phases"] = {"prepare": prepare, "assemble": r.setup_seconds - prepare}
+    if setup:  # the setup clock: the graph's preparation, then the pipeline's assembly
+        res["setup"] = setup
+        res["setup_phases"] = {"prepare": prepare, "assemble": setup - prepare}
     if epoch:  # an epoch's steps and what the epoch costs beside them (loader start-up, cache building)
-        steps = r.step_seconds["median"] * (r.steps_per_epoch or 0)
+        steps = r["step_seconds"]["median"] * (r.get("steps_per_epoch") or 0)
         res["epoch"] = epoch
         res["epoch_phases"] = {"steps": steps, "per-epoch cost": epoch - steps}
     return res

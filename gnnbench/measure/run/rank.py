@@ -29,16 +29,15 @@ import torch
 import torch.distributed as dist
 
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT
+from gnnbench.measure.run.results import RunResult
 
 __all__ = ["main", "rank_figures", "combine"]
 
 
-def rank_figures(
-    rank: int, result: dict[str, Any], recorder: Any, part: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def rank_figures(rank: int, result: RunResult, recorder: Any, part: dict[str, Any] | None = None) -> dict[str, Any]:
     """This rank's figures: medians over its measured steps (seconds), payload bytes per step (and, with
     partition parallelism, ``part``: the partition's quality and this rank's owned and halo rows)."""
-    steps = result.get("step_seconds_all") or []
+    steps = result.step_seconds_all
     comm = list(recorder.seconds)
     n = min(len(steps), len(comm))
     step_median = statistics.median(steps) if steps else None
@@ -52,7 +51,7 @@ def rank_figures(
         "bytes_per_step": statistics.median(recorder.bytes) if recorder.bytes else None,
         "dense_bytes_per_step": statistics.median(recorder.dense_bytes) if recorder.dense_bytes else None,
         "steps_measured": len(steps),
-        "train_seconds": result.get("train_seconds"),
+        "train_seconds": result.train_seconds,
         # partition parallel: halo and gradient seconds / bytes apart, halo rows, and this rank's part
         **(recorder.figures() if hasattr(recorder, "figures") else {}),
         **({"part": part} if part else {}),
@@ -170,14 +169,14 @@ def _run(args: argparse.Namespace, rank: int) -> int:
         holder["comm"] = pipe.comm
         holder["part"] = pipe.partition.summary() if pipe.partition is not None else None
 
-    result = run(config, after=keep).to_dict()
+    result = run(config, after=keep)
     recorder = holder.get("comm")
     mine = rank_figures(rank, result, recorder, holder.get("part")) if recorder is not None else {"rank": rank}
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, mine)
     if rank == 0:
-        if result.get("status") == "ok":
-            result["distributed"] = combine(
+        if result.ok:
+            result.distributed = combine(
                 gathered,
                 world_size=world,
                 backend=backend,
@@ -185,7 +184,7 @@ def _run(args: argparse.Namespace, rank: int) -> int:
                 timeout=args.timeout,
                 formula=getattr(recorder, "formula", None),
             )
-        write_json_atomic(args.out, result)
+        write_json_atomic(args.out, result.to_dict())
     dist.barrier()  # rank 0 has written before anyone leaves: a clean exit always has its result
     return 0
 

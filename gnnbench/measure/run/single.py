@@ -33,7 +33,20 @@ from gnnbench.flags import UnavailableError
 from gnnbench.host_memory import peak_bytes
 from gnnbench.measure.run.device_busy import BusySampler
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, DistributedRunError, launch
-from gnnbench.measure.run.results import SCHEMA_VERSION, CompileMetrics, RunResult, load_result, write_json_atomic
+from gnnbench.measure.run.results import (
+    SCHEMA_VERSION,
+    Accuracy,
+    CompileMetrics,
+    GraphInfo,
+    Memory,
+    Point,
+    RunResult,
+    StepCounts,
+    Summary,
+    Transfer,
+    load_result,
+    write_json_atomic,
+)
 from gnnbench.timing import PHASES, PhaseTimer, summarize
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
@@ -163,7 +176,7 @@ def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
                 config=config.to_dict(),
                 error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1],
             )
-        return RunResult.from_dict(data)
+        return data
 
 
 def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
@@ -187,21 +200,21 @@ def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
     return RunResult.from_dict(data)
 
 
-def _worker_phases(timer: PhaseTimer) -> dict[str, dict[str, float]] | None:
+def _worker_phases(timer: PhaseTimer) -> dict[str, Summary] | None:
     """Phases loader worker processes ran for the measured steps' batches (worker clock, overlapped with the
     steps, so not in ``phases``); ``None`` when sampling ran in this process."""
     names = [p for p in PHASES if any(p in a for a in timer.apart)]
-    return {p: summarize([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
+    return {p: Summary(**summarize([a.get(p, 0.0) for a in timer.apart])) for p in names} or None
 
 
-def converged_point(curve: list) -> dict | None:
+def converged_point(curve: list) -> Point | None:
     """The curve's best validation point (the first, on ties), with its test metric: the accuracy at
     convergence that comparisons pair (early stopping's choice, read off the validation split only)."""
     if not curve:
         return None
     best = max(range(len(curve)), key=lambda i: (curve[i].val, -i))
     p = curve[best]
-    return {"val": p.val, "test": p.test, "step": p.step, "epoch": p.epoch, "seconds": p.seconds}
+    return Point(seconds=p.seconds, step=p.step, epoch=p.epoch, val=p.val, test=p.test)
 
 
 def _assemble(
@@ -271,18 +284,18 @@ def _assemble(
         environment=env,
         config=config.to_dict(),
         timing_mode=timer.mode,
-        graph={
-            "num_nodes": pipe.graph.num_nodes,
-            "num_edges": pipe.graph.num_edges,
-            "generate_seconds": pipe.graph_seconds,
-            "prepare_seconds": pipe.prepared.prepare_seconds,
-            "setup_seconds": pipe.setup_seconds,
-            "index_bytes": pipe.prepared.index_bytes_after,
-            "index_bytes_int64": pipe.prepared.index_bytes_before,
-            "widened_index_bytes_per_step": (
+        graph=GraphInfo(
+            num_nodes=pipe.graph.num_nodes,
+            num_edges=pipe.graph.num_edges,
+            generate_seconds=pipe.graph_seconds,
+            prepare_seconds=pipe.prepared.prepare_seconds,
+            setup_seconds=pipe.setup_seconds,
+            index_bytes=pipe.prepared.index_bytes_after,
+            index_bytes_int64=pipe.prepared.index_bytes_before,
+            widened_index_bytes_per_step=(
                 trainer.step.widened_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
             ),
-            "narrowed_index_bytes_per_step": (
+            narrowed_index_bytes_per_step=(
                 trainer.step.narrowed_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
             ),
             # a loaded graph: where it came from, its content fingerprint, how this process read it, and
@@ -300,17 +313,19 @@ def _assemble(
                 )
                 if k in pipe.graph.meta
             },
-        },
-        steps={
-            "measured": len(timer.step_seconds),
-            "warmup": min(trainer.steps_taken, config.warmup_steps),
-            "total": trainer.steps_taken,
-        },
-        step_seconds=step_stats,
+        ),
+        steps=StepCounts(
+            measured=len(timer.step_seconds),
+            warmup=min(trainer.steps_taken, config.warmup_steps),
+            total=trainer.steps_taken,
+        ),
+        step_seconds=Summary(**step_stats),
         step_seconds_all=list(timer.step_seconds),
-        phases=phase_stats,
+        phases={p: Summary(**v) for p, v in phase_stats.items()},
         device_phase_ms=(
-            {p: summarize([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
+            {p: Summary(**summarize([d.get(p, 0.0) for d in timer.device_ms])) for p in PHASES}
+            if timer.device_ms
+            else None
         ),
         epoch_seconds=list(trainer.epoch_seconds),
         epochs_run=epochs_run,
@@ -318,10 +333,7 @@ def _assemble(
         setup_seconds=pipe.setup_clock,
         sampled=trainer.sampled.to_dict(),
         train_seconds=trainer.train_seconds,
-        curve=[
-            {"seconds": p.seconds, "step": p.step, "epoch": p.epoch, "val": p.val, "test": p.test}
-            for p in trainer.curve
-        ],
+        curve=[Point(seconds=p.seconds, step=p.step, epoch=p.epoch, val=p.val, test=p.test) for p in trainer.curve],
         eval_seconds=eval_seconds,
         stop_reason=trainer.stop_reason,
         converged=converged_point(trainer.curve),
@@ -338,22 +350,22 @@ def _assemble(
         device_busy_reason=nvml.reason,
         instrumentation_overhead_fraction=overhead / median_step if measured else None,
         compile=compile_metrics,
-        transfer={
-            "bytes_h2d_per_batch": features.stats.mean_bytes_per_batch,
-            "bytes_h2d_total": features.stats.bytes_h2d,
-            "device_feature_bytes": features.device_bytes(),
-            "rows_gathered": features.stats.rows,
-            "rows_from_device": features.stats.rows_device,
-            "hot_hit_rate": features.stats.hot_hit_rate,
-            "hot_hit_rate_per_epoch": features.stats.hit_rate_per_epoch,
-        },
-        accuracy={**accuracy, "final_loss": losses[-1] if losses else None},
+        transfer=Transfer(
+            bytes_h2d_per_batch=features.stats.mean_bytes_per_batch,
+            bytes_h2d_total=features.stats.bytes_h2d,
+            device_feature_bytes=features.device_bytes(),
+            rows_gathered=features.stats.rows,
+            rows_from_device=features.stats.rows_device,
+            hot_hit_rate=features.stats.hot_hit_rate,
+            hot_hit_rate_per_epoch=features.stats.hit_rate_per_epoch,
+        ),
+        accuracy=Accuracy.from_dict({**accuracy, "final_loss": losses[-1] if losses else None}),
         # the process's host peak; the device's; and the compute device's peak outside and during evaluation
-        memory={
-            "host_peak_bytes": peak_bytes(),
-            "device_peak_bytes": trainer.evaluation.peaks.device_peak(),
+        memory=Memory(
+            host_peak_bytes=peak_bytes(),
+            device_peak_bytes=trainer.evaluation.peaks.device_peak(),
             **trainer.evaluation.peaks.summary(),
-        },
+        ),
         batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
         warnings=warnings,
     )

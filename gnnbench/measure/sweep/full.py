@@ -1,7 +1,7 @@
 """A sweep measured from start to finish in one call: the calibration that fixes its target, the entries, the
 interleaved rounds (stopping rows whose verdict is settled), the comparison, and the outcome in the manifest.
 
-:func:`measure_sweep` is what ``gnnbench compare``, ``diagnose --verify``, ``gpu-check`` and each round of
+:func:`sweep_and_compare` is what ``gnnbench compare``, ``diagnose --verify``, ``gpu-check`` and each round of
 ``tune`` run; they differ only in their options. It prints nothing: what a caller shows while it runs (a
 progress bar, a line per run) comes from the :class:`SweepProgress` it passes.
 """
@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.compare.calibration import Calibration
 from gnnbench.measure.compare.comparison import Comparison, compare, measured_best, tradeoffs
+from gnnbench.measure.run.results import RunResult
 from gnnbench.measure.stats.sequential import StoppingRule
 from gnnbench.measure.sweep.best_set import BestSetChoice, BestSetOutcome, choose, set_base, store_dir
 from gnnbench.measure.sweep.options import SweepOptions
@@ -23,11 +24,11 @@ from gnnbench.measure.sweep.plan import Entry, check_also_measured, sweep_entrie
 from gnnbench.measure.sweep.rounds import MANIFEST, SweepResults, run_calibration, run_sweep
 from gnnbench.training import RunConfig
 
-__all__ = ["SweepProgress", "MeasuredSweep", "measure_sweep", "store_outcome"]
+__all__ = ["SweepProgress", "MeasuredSweep", "sweep_and_compare", "store_outcome"]
 
 
 class SweepProgress:
-    """What :func:`measure_sweep` reports while it runs. Every method does nothing here: a caller overrides
+    """What :func:`sweep_and_compare` reports while it runs. Every method does nothing here: a caller overrides
     those it shows (the command line's progress bar: :mod:`gnnbench.cli.progress`)."""
 
     def calibration_started(self, runs: int) -> None:
@@ -39,7 +40,7 @@ class SweepProgress:
     def calibrated(self, calibration: Calibration | None) -> None:
         """The calibration is fixed (``None``: none ran)."""
 
-    def sweep_started(self, entries: list[Entry], calibration_runs: list[dict]) -> None:
+    def sweep_started(self, entries: list[Entry], calibration_runs: list[RunResult]) -> None:
         """Before the sweep's first run: every entry it may run, and the calibration's runs (their durations are
         a first guess of a run's)."""
 
@@ -56,18 +57,18 @@ class SweepProgress:
 
 @dataclass
 class MeasuredSweep:
-    """What :func:`measure_sweep` measured."""
+    """What :func:`sweep_and_compare` measured."""
 
     comparison: Comparison
     results: SweepResults  # the sweep's runs (calibration runs apart): what ran, was kept or was skipped
     entries: list[Entry]  # every entry the sweep could run, extra entries included
     base: RunConfig  # the base configuration as measured (with the calibrated cadence and budgets)
     calibration: Calibration | None = None  # the target's calibration, made here or given
-    calibration_runs: list[dict] = field(default_factory=list)  # the calibration's runs, when made here
+    calibration_runs: list[RunResult] = field(default_factory=list)  # the calibration's runs, when made here
     best_set: BestSetOutcome | None = None  # the measured best set (docs/best-set.md), when asked for
 
 
-def measure_sweep(
+def sweep_and_compare(
     base: RunConfig,
     names: Iterable[str] | None,
     out_dir: str | Path,
@@ -109,7 +110,7 @@ def measure_sweep(
             base = own.apply(base)
     sweep = _Plan.of(base, names, options, calibration or own, extra_entries)
 
-    def judge(results: list[dict]) -> Comparison:
+    def judge(results: list[RunResult]) -> Comparison:
         return compare(
             own_runs + results,
             target_acc=options.target_acc,
@@ -174,7 +175,7 @@ def _rounds(
     folder: str | Path,
     options: SweepOptions,
     progress: SweepProgress,
-    seed_runs: list[dict],
+    seed_runs: list[RunResult],
     judge,
     rule: StoppingRule | None,
     *,
@@ -202,7 +203,7 @@ def _settled_after_round(judge):
     """The stopping rule's hook of :func:`run_sweep`: the rows whose verdict is settled after a round (by
     ``judge``, the sweep's comparison of the results so far), and whether every row's is."""
 
-    def after_round(done: list[dict]) -> tuple[set[str], bool]:
+    def after_round(done: list[RunResult]) -> tuple[set[str], bool]:
         try:
             c = judge(done)
         except ValueError:  # no measured baseline yet: nothing is settled
@@ -258,7 +259,7 @@ def _measure_best_set(
     )
     rule = _rule(options, True)
 
-    def judge(results: list[dict]) -> Comparison:
+    def judge(results: list[RunResult]) -> Comparison:
         return compare(
             results,
             target_acc=options.target_acc,

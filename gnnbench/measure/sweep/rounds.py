@@ -38,7 +38,8 @@ MANIFEST = "sweep.json"
 
 
 class SweepResults(list):
-    """The results of a sweep (dicts, in entry order), how many were kept from disk or measured now, and how
+    """The results of a sweep (:class:`~gnnbench.measure.run.results.RunResult`, in entry order, each placed:
+    label, round, optimizations), how many were kept from disk or measured now, and how
     many were not run because their row's verdict was settled (rounds that stop when decided)."""
 
     kept: int = 0
@@ -49,11 +50,7 @@ class SweepResults(list):
     def failed(self) -> list[str]:
         """``label (round r): error`` of every run that failed (a crash or an error; an entry unavailable
         here is not a failure)."""
-        return [
-            f"{r.get('label')} (round {r.get('round')}): {r.get('error') or 'no result'}"
-            for r in self
-            if r and r.get("status") == "failed"
-        ]
+        return [f"{r.label} (round {r.round}): {r.error or 'no result'}" for r in self if r and r.status == "failed"]
 
     def summary(self) -> str:
         text = (
@@ -66,9 +63,9 @@ class SweepResults(list):
         )
 
 
-def _stored(path: Path, entry: Entry, env: dict) -> dict | None:
+def _stored(path: Path, entry: Entry, env: dict) -> RunResult | None:
     data = load_result(path)
-    if data is None or data.get("status") not in ("ok", "unavailable"):
+    if data is None or data.status not in ("ok", "unavailable"):
         return None
     if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
         env = {**env, "threads": rank_threads()}  # compared with the ranks' environment, not this process's
@@ -138,7 +135,7 @@ def run_sweep(
     calibration: Calibration | None = None,
     progress: Callable[[int, int, Entry, str], None] | None = None,
     rule: StoppingRule | None = None,
-    after_round: Callable[[list[dict]], tuple[set[str], bool]] | None = None,
+    after_round: Callable[[list[RunResult]], tuple[set[str], bool]] | None = None,
 ) -> SweepResults:
     """Run every entry round by round, in a per-round shuffled order, and return the results in entry order.
 
@@ -176,7 +173,7 @@ class _Rounds:
         self.orders = _round_orders(entries, options.order_seed)
         self.manifest = _manifest(entries, out_dir, self.orders, self.env, options, calibration, rule)
         write_json_atomic(out_dir / MANIFEST, self.manifest)
-        self.results: list[dict | None] = [None] * len(entries)
+        self.results: list[RunResult | None] = [None] * len(entries)
         self.outcome = SweepResults()
         self.graphs: dict = {}
         self.done = 0
@@ -239,29 +236,19 @@ class _Rounds:
             for i, data in zip(todo, measured):
                 self._finish(i, data)
 
-    def _finish(self, i: int, data: dict, status: str | None = None) -> None:
+    def _finish(self, i: int, data: RunResult, status: str | None = None) -> None:
         entry, path = self.entries[i], self.out_dir / self.entries[i].filename()
+        placed = dataclasses.replace(
+            data, label=entry.label, round=entry.round, optimizations=list(entry.optimizations), derived=entry.derived
+        )
         if status is None:  # measured now: the file says which configuration and round it is, for the report
             if path.exists():
-                data = {
-                    **data,
-                    "label": entry.label,
-                    "round": entry.round,
-                    "optimizations": list(entry.optimizations),
-                    "derived": entry.derived,
-                }
-                write_json_atomic(path, data)
+                write_json_atomic(path, placed.to_dict())
             self.outcome.measured += 1
-            status = data.get("status", "?")
+            status = data.status
         self.done += 1
         self._report(entry, status)
-        self.results[i] = {
-            "label": entry.label,
-            "optimizations": list(entry.optimizations),
-            "round": entry.round,
-            "derived": entry.derived,
-            **data,
-        }
+        self.results[i] = placed
 
     def _drop(self, order: list[int]) -> None:
         """A round's results that are not part of the sweep (measured beside the round that settled their row)."""
@@ -279,7 +266,7 @@ class _Rounds:
             if self.after_round is None or k >= len(self.orders):
                 continue
             # only rounds up to k: a round measured beside it must not decide k's stops
-            stopped, finished = self.after_round([r for r in self.results if r is not None and r["round"] < k])
+            stopped, finished = self.after_round([r for r in self.results if r is not None and r.round < k])
             self.manifest.setdefault("stopped_after_round", {})[str(k)] = sorted(set(stopped) - self.settled_labels)
             self.settled_labels |= set(stopped)
             if finished:
@@ -319,7 +306,7 @@ def _manifest(entries, out_dir: Path, orders, env: dict, options: SweepOptions, 
     return manifest
 
 
-def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: float) -> list[dict]:
+def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: float) -> list[RunResult]:
     """One round's entries measured in order on this machine (a job of
     :class:`~gnnbench.measure.sweep.executors.RoundExecutor`): each writes its result file into ``out_dir`` (shared
     by the machines) and its result is returned."""
@@ -327,7 +314,7 @@ def run_round(entries: list[Entry], out_dir: str, isolate: bool, dist_timeout: f
     return [_measure(e, Path(out_dir) / e.filename(), isolate, graphs, dist_timeout) for e in entries]
 
 
-def _refused_here(entry: Entry) -> dict | None:
+def _refused_here(entry: Entry) -> RunResult | None:
     """The result of an entry that cannot run here, written without starting a process for it: not applicable
     to the base configuration, or a flag this device or setup cannot run (the same answer the run's own check,
     :func:`gnnbench.training.config_unavailable`, would give). ``None`` when it can run."""
@@ -340,16 +327,14 @@ def _refused_here(entry: Entry) -> dict | None:
     env = environment(device)
     if world_size_for(entry.config.flags, entry.config.nproc) > 1 and "threads" in env:
         env = {**env, "threads": rank_threads()}  # what its ranks would have recorded
-    return RunResult(
-        status="unavailable", config=entry.config.to_dict(), environment=env, unavailable=reasons
-    ).to_dict()
+    return RunResult(status="unavailable", config=entry.config.to_dict(), environment=env, unavailable=reasons)
 
 
-def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> dict:
+def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
     refused = _refused_here(entry)
     if refused is not None:  # a process would only say the same, after seconds of imports
-        write_json_atomic(path, refused)
+        write_json_atomic(path, refused.to_dict())
         return refused
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
@@ -365,16 +350,14 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         cfg_path.unlink(missing_ok=True)
         data = load_result(path) if proc.returncode == 0 else None
         if data is None:
-            data = {
-                "status": "failed",
-                "error": (proc.stderr[-4000:] or f"no result in {path}"),
-                "config": entry.config.to_dict(),
-            }
-            write_json_atomic(path.with_suffix(".failed.json"), data)
+            data = RunResult(
+                status="failed", error=proc.stderr[-4000:] or f"no result in {path}", config=entry.config.to_dict()
+            )
+            write_json_atomic(path.with_suffix(".failed.json"), data.to_dict())
         return data
     key = entry.config.graph_key()
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
         graphs[key] = graph_of(entry.config)[0]
     result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
-    return (load_result(path) if path.exists() else None) or result.to_dict()
+    return (load_result(path) if path.exists() else None) or result

@@ -5,7 +5,6 @@ one, and what pays here at what accuracy.
 from __future__ import annotations
 
 from gnnbench.measure.compare.comparison import (
-    BASELINE,
     STATIC_LIST,
     ComparisonRow,
     in_family,
@@ -75,8 +74,7 @@ def headline(sweeps: list[Sweep]) -> str:
         c = s.comparison
         if c is None:
             continue
-        base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
-        metric = (base.get("accuracy") or {}).get("metric", "accuracy")
+        base, metric = s.base_run, s.metric
 
         def effect(r: ComparisonRow, metric: str = metric) -> str:  # this sweep's metric, bound now
             where = (

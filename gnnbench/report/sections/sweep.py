@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gnnbench.measure.compare.calibration import CALIBRATION, Calibration
 from gnnbench.measure.compare.comparison import BASELINE, Comparison, compare
-from gnnbench.measure.run.results import graph_label
+from gnnbench.measure.run.results import RunResult, graph_label
 from gnnbench.measure.sweep.best_set import BEST_SET_DIR, BestSetOutcome
 from gnnbench.report.html import esc
 from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
@@ -23,10 +23,21 @@ class Sweep:
     """One sweep of the report: its title, runs and comparison (or why there is none)."""
 
     title: str
-    runs: list[dict]
+    runs: list[RunResult]
     comparison: Comparison | None
     error: str | None = None
     group: str = ""  # the sweep's directory ("" for loose files)
+
+    @property
+    def base_run(self) -> RunResult:
+        """The sweep's first measured baseline run (its first run where none was measured)."""
+        return next((r for r in self.runs if r.label == BASELINE and r.ok), self.runs[0])
+
+    @property
+    def metric(self) -> str:
+        """The name of the task's metric (``accuracy``, ``auc``)."""
+        acc = self.base_run.accuracy
+        return acc.metric if acc is not None else "accuracy"
 
     @property
     def best_set_of(self) -> str | None:
@@ -90,9 +101,8 @@ def _ran_text(c: Comparison, cfg: dict) -> str:
 def sweep_section(s: Sweep, index: int) -> str:
     if s.comparison is None:
         return f"<h2 id='sweep-{index}'>{esc(s.title)}</h2><p class='na'>{esc(s.error)}</p>"
-    base = next((r for r in s.runs if r.get("label") == BASELINE and r.get("status") == "ok"), s.runs[0])
-    metric = (base.get("accuracy") or {}).get("metric", "accuracy")
-    cfg = base["config"]
+    base, metric = s.base_run, s.metric
+    cfg = base.config
     nodes = (cfg.get("source") or cfg.get("spec") or {}).get("num_nodes", 0)
     head = (
         f"<h2 id='sweep-{index}'>{esc(s.title)}</h2><p>graph <b>{esc(graph_label(cfg))}</b> "
@@ -100,7 +110,7 @@ def sweep_section(s: Sweep, index: int) -> str:
         f"optimizer {esc(_optimizer_text(cfg))}, "
         f"device {esc(cfg['device'])}, {esc(_ran_text(s.comparison, cfg))} "
         "(one process per configuration and round), seeds "
-        f"{sorted({r['config']['seed'] for r in s.runs if r.get('label') != CALIBRATION})}.</p>"
+        f"{sorted({r.config['seed'] for r in s.runs if r.label != CALIBRATION})}.</p>"
         + _identity_html(base, s.runs, index)
     )
     return (
@@ -116,10 +126,10 @@ def sweep_section(s: Sweep, index: int) -> str:
     )
 
 
-def _identity_html(base: dict, runs: list[dict], index: int) -> str:
+def _identity_html(base: RunResult, runs: list[RunResult], index: int) -> str:
     """The sweep's identity: commit, code fingerprint, machine and threads (the ranks' where they differ)."""
-    env = base.get("environment") or {}
-    threads = sorted({(r.get("environment") or {}).get("threads") for r in runs} - {None})
+    env = base.environment
+    threads = sorted({r.environment.get("threads") for r in runs} - {None})
     shown = ", ".join(map(str, threads)) if threads else "?"
     return (
         f"<p class='identity' id='identity-{index}'>Measured at commit <code>{esc(env.get('commit') or '?')}"
@@ -129,12 +139,11 @@ def _identity_html(base: dict, runs: list[dict], index: int) -> str:
     )
 
 
-def load_sweeps(runs: list[dict]) -> list[Sweep]:
-    groups: dict[str, list[dict]] = {}
-    for r in runs:
-        groups.setdefault(r.get("_group", ""), []).append(r)
+def load_sweeps(runs_by_sweep: dict[str, list[RunResult]]) -> list[Sweep]:
+    """Each sweep directory's runs compared (:func:`gnnbench.measure.compare.comparison.compare`), or why they
+    cannot be."""
     out = []
-    for g, group in sorted(groups.items()):
+    for g, group in sorted(runs_by_sweep.items()):
         path = Path(g)
         title = (
             f"Sweep: {path.parent.name} / best set"
@@ -160,11 +169,11 @@ def load_sweeps(runs: list[dict]) -> list[Sweep]:
     return out
 
 
-def _recorded_calibration(group: Path, runs: list[dict]) -> Calibration | None:
+def _recorded_calibration(group: Path, runs: list[RunResult]) -> Calibration | None:
     """The calibration a sweep's manifest recorded, for a sweep whose calibration runs are elsewhere (a best set's
     rounds are judged on the target of the sweep that chose it); ``None`` where the runs are here (compare reads
     them) or none was recorded."""
-    if any(r.get("label") == CALIBRATION for r in runs):
+    if any(r.label == CALIBRATION for r in runs):
         return None
     recorded = (_read_manifest(group) or {}).get("calibration")
     return Calibration.from_dict(recorded) if recorded else None
@@ -181,12 +190,12 @@ def _read_manifest(group: Path) -> dict | None:
         return None
 
 
-def where_measured(sweep: Sweep, base: dict) -> str:
+def where_measured(sweep: Sweep, base: RunResult) -> str:
     """What a sweep's figures come from, in a few words: the graph, the device, the machine's hardware class, the
     commit and the date its rounds started (from its manifest, where there is one)."""
-    env = base.get("environment") or {}
+    env = base.environment
     manifest = (_read_manifest(Path(sweep.group)) or {}) if sweep.group else {}
-    parts = [graph_label(base["config"]), base["config"].get("device", "cpu"), _machine(env)]
+    parts = [graph_label(base.config), base.config.get("device", "cpu"), _machine(env)]
     if env.get("commit"):
         parts.append(f"commit {str(env['commit'])[:7]}")
     if manifest.get("started"):

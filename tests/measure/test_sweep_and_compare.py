@@ -1,4 +1,4 @@
-"""``measure_sweep``: the calibrate -> sweep -> compare sequence in one call, reporting through its progress
+"""``sweep_and_compare``: the calibrate -> sweep -> compare sequence in one call, reporting through its progress
 object and recording what it was asked to (a tiny sweep in this process)."""
 
 import dataclasses
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.sweep.full import SweepProgress, measure_sweep
+from gnnbench.measure.sweep.full import SweepProgress, sweep_and_compare
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry
 from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration
@@ -37,7 +37,7 @@ class _Events(SweepProgress):
 
 def test_one_call_calibrates_sweeps_compares_and_records_the_outcome(tmp_path):
     events = _Events()
-    m = measure_sweep(
+    m = sweep_and_compare(
         QUICK,
         ["int32"],
         tmp_path,
@@ -63,7 +63,7 @@ def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tm
     cal, _ = run_calibration(QUICK, tmp_path / "calibration", SweepOptions(calibration_runs=1, isolate=False))
     base = cal.apply(QUICK)
     events = _Events()
-    m = measure_sweep(
+    m = sweep_and_compare(
         base,
         ["int32"],
         tmp_path / "round",
@@ -81,7 +81,7 @@ def test_a_calibration_made_elsewhere_runs_no_calibration_and_judges_the_rows(tm
 def test_no_margin_declared_judges_every_row_by_its_measured_time(tmp_path):
     from gnnbench.report.inputs import sweep_equivalence_margin
 
-    m = measure_sweep(
+    m = sweep_and_compare(
         QUICK,
         [],
         tmp_path,
@@ -103,14 +103,14 @@ def test_extra_entries_run_in_the_same_rounds(tmp_path):
         Entry("csr alone", registry.config_for(dataclasses.replace(QUICK, seed=QUICK.seed + r), ["csr"]), ("csr",), r)
         for r in range(2)
     ]
-    m = measure_sweep(
+    m = sweep_and_compare(
         QUICK,
         ["int32"],
         tmp_path,
         SweepOptions(repeats=2, calibration_runs=0, include_all_recommended=False, isolate=False),
         extra_entries=extra,
     )
-    assert {r["label"] for r in m.results} == {"baseline", "int32", "csr alone"}
+    assert {r.label for r in m.results} == {"baseline", "int32", "csr alone"}
     assert len(m.entries) == 6
 
 
