@@ -24,11 +24,11 @@ def test_rounds_run_as_jobs_are_one_sweep_and_equal_to_rounds_run_here(tmp_path)
     executor = RoundExecutor("local", tmp_path / "jobs", machines=2, timeout_min=10)
     jobs = run_sweep(entries, tmp_path / "jobs-sweep", SweepOptions(isolate=False, executor=executor))
     here = run_sweep(entries, tmp_path / "here", SweepOptions(isolate=False))
-    key = lambda r: (r["label"], r["round"])  # noqa: E731
+    key = lambda r: (r.label, r.round)  # noqa: E731
     assert sorted(map(key, jobs)) == sorted(map(key, here)) and jobs.measured == len(entries)
     for a, b in zip(sorted(jobs, key=key), sorted(here, key=key)):  # the same training, wherever it ran
-        assert a["status"] == b["status"] == "ok" and a["curve"][-1]["val"] == b["curve"][-1]["val"]
-        assert a["environment"]["hardware_class"] == b["environment"]["hardware_class"]
+        assert a.status == b.status == "ok" and a.curve[-1].val == b.curve[-1].val
+        assert a.environment["hardware_class"] == b.environment["hardware_class"]
     assert compare(list(jobs)).rows[0].label == "baseline"
     manifest = json.loads((tmp_path / "jobs-sweep" / MANIFEST).read_text())
     assert manifest["executor"]["kind"] == "local" and manifest["executor"]["machines"] == 2
@@ -45,10 +45,10 @@ def test_a_round_measured_beside_the_one_that_settled_its_row_is_discarded(tmp_p
         SweepOptions(isolate=False, executor=executor),
         after_round=lambda done: ({"int32"}, False),
     )  # int32 settles after round 1
-    rounds = sorted(r["round"] for r in results if r["label"] == "int32")
+    rounds = sorted(r.round for r in results if r.label == "int32")
     assert rounds == [0], "round 2 ran beside round 1 on another machine, but int32 had settled: discarded"
     assert results.discarded == 1 and results.skipped == 1
-    assert sorted(r["round"] for r in results if r["label"] == "baseline") == [0, 1, 2]
+    assert sorted(r.round for r in results if r.label == "baseline") == [0, 1, 2]
 
 
 def test_bad_executor_settings_are_refused_by_name(tmp_path):

@@ -206,12 +206,12 @@ def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)
     results = run_sweep(entries, tmp_path / "sweep", SweepOptions(isolate=True, dist_timeout=TIMEOUT))
-    by_label = {r["label"]: r for r in results}
-    assert by_label["baseline"]["status"] == by_label["data_parallel"]["status"] == "ok", results
-    assert by_label["baseline"]["config"]["nproc"] == 1 and by_label["data_parallel"]["config"]["nproc"] == 2
-    assert by_label["data_parallel"]["environment"]["threads"] == 1  # torchrun's one thread per rank
-    assert by_label["data_parallel"]["steps"]["measured"] == 4
-    assert by_label["data_parallel"]["distributed"]["world_size"] == 2, "the ranks' figures survive the sweep"
+    by_label = {r.label: r for r in results}
+    assert by_label["baseline"].status == by_label["data_parallel"].status == "ok", results
+    assert by_label["baseline"].config["nproc"] == 1 and by_label["data_parallel"].config["nproc"] == 2
+    assert by_label["data_parallel"].environment["threads"] == 1  # torchrun's one thread per rank
+    assert by_label["data_parallel"].steps.measured == 4
+    assert by_label["data_parallel"].distributed["world_size"] == 2, "the ranks' figures survive the sweep"
     stored = json.loads(next((tmp_path / "sweep").glob("data_parallel-r0-*.json")).read_text())
     assert stored["distributed"]["per_rank"] and stored["label"] == "data_parallel"
 
