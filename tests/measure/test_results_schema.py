@@ -83,6 +83,8 @@ def test_a_version_1_result_reads_with_its_blocks_typed():
     assert r is not None and r.schema_version == 1 and r.curve == [] and r.setup_seconds is None
     assert r.setup_clock == r.graph.setup_seconds > 0, "version 1 had the graph's setup seconds only"
     assert r.transfer.rows_gathered is None and r.memory.eval_peak_bytes is None
+    failed = RunResult.from_dict({"status": "failed", "config": {}, "error": "x", "environment": None})
+    assert failed.environment == {} and failed.schema_version == 1, "a file without an environment or a version"
 
 
 def test_a_block_that_does_not_match_the_schema_is_refused_by_name_and_never_trusted(tmp_path):

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import COMPARABLE_KEYS
+from gnnbench.timing import summarize
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -43,24 +44,29 @@ READABLE_VERSIONS = (1, 2, 3)
 class _Block:
     """A block of a result file, read and written through one schema: :meth:`from_dict` reads the JSON object
     (a key an older file lacks loads as ``None``; a key this schema does not know, or a required one missing, is
-    refused with its name), and
-    :meth:`to_dict` writes it back with the same keys. Fields named in ``_WRITTEN_WHEN_SET`` are written only
+    refused with its name), and :meth:`to_dict` writes it back with the same keys. Fields named in ``_WRITTEN_WHEN_SET`` are written only
     when they hold a value (a loaded graph's provenance, absent for a generated one)."""
 
     _WRITTEN_WHEN_SET: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Any:
+    def _checked(cls, d: Any, required: list[str]) -> dict[str, Any]:
+        """``d`` when it is a JSON object holding every ``required`` key; else the error naming the block."""
         if not isinstance(d, dict):
             raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(d).__name__}")
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ValueError(f"{cls.__name__}: missing key(s) {missing}")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Any:
         fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+        d = cls._checked(d, [f.name for f in fields if f.default is dataclasses.MISSING])
         names = {f.name for f in fields}
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"{cls.__name__}: unknown key(s) {unknown}; this schema knows {sorted(names)}")
-        missing = [f.name for f in fields if f.default is dataclasses.MISSING and f.name not in d]
-        if missing:
-            raise ValueError(f"{cls.__name__}: missing key(s) {missing}")
         return cls(**{n: d.get(n) for n in names})
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,6 +88,10 @@ class Summary(_Block):
     min: float
     max: float
     n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> "Summary":
+        return cls(**summarize(values))
 
 
 @dataclass(frozen=True)
@@ -145,12 +155,8 @@ class Accuracy(_Block):
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Accuracy":
-        if not isinstance(d, dict):
-            raise ValueError(f"Accuracy: expected a JSON object, got {type(d).__name__}")
         main = ("metric", "val", "test", "final_loss")
-        missing = [k for k in main[:3] if k not in d]
-        if missing:
-            raise ValueError(f"Accuracy: missing key(s) {missing}")
+        d = cls._checked(d, list(main[:3]))
         return cls(**{k: d.get(k) for k in main}, extra={k: v for k, v in d.items() if k not in main})
 
     def to_dict(self) -> dict[str, Any]:
@@ -310,6 +316,7 @@ class RunResult:
             kw["curve"] = [Point.from_dict(p) for p in kw.get("curve") or []]
         except (TypeError, AttributeError) as e:  # a block of the wrong shape (a list where a mapping belongs)
             raise ValueError(f"result block does not match its schema: {e}") from None
+        kw["environment"] = kw.get("environment") or {}  # a file that wrote none, or null
         kw["schema_version"] = version
         return cls(**kw)
 

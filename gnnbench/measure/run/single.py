@@ -47,7 +47,7 @@ from gnnbench.measure.run.results import (
     load_result,
     write_json_atomic,
 )
-from gnnbench.timing import PHASES, PhaseTimer, summarize
+from gnnbench.timing import PHASES, PhaseTimer
 from gnnbench.training import RunConfig, Trainer, config_unavailable
 
 __all__ = ["run", "main"]
@@ -204,7 +204,7 @@ def _worker_phases(timer: PhaseTimer) -> dict[str, Summary] | None:
     """Phases loader worker processes ran for the measured steps' batches (worker clock, overlapped with the
     steps, so not in ``phases``); ``None`` when sampling ran in this process."""
     names = [p for p in PHASES if any(p in a for a in timer.apart)]
-    return {p: Summary(**summarize([a.get(p, 0.0) for a in timer.apart])) for p in names} or None
+    return {p: Summary.of([a.get(p, 0.0) for a in timer.apart]) for p in names} or None
 
 
 def converged_point(curve: list) -> Point | None:
@@ -222,11 +222,11 @@ def _assemble(
 ) -> RunResult:
     config, timer, device = trainer.config, trainer.timer, trainer.device
     measured = bool(timer.step_seconds)
-    step_stats = summarize(timer.step_seconds)
-    median_step = step_stats["median"]
-    phase_stats = {p: summarize([s.get(p, 0.0) for s in timer.steps]) for p in PHASES}
+    step_stats = Summary.of(timer.step_seconds)
+    median_step = step_stats.median
+    phase_stats = {p: Summary.of([s.get(p, 0.0) for s in timer.steps]) for p in PHASES}
     per_phase = measured and config.sync_phases
-    compute = sum(phase_stats[p]["median"] for p in ("forward", "backward", "optimizer"))
+    compute = sum(phase_stats[p].median for p in ("forward", "backward", "optimizer"))
     overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
     compile_metrics = None
     pipe = trainer.pipeline
@@ -319,13 +319,11 @@ def _assemble(
             warmup=min(trainer.steps_taken, config.warmup_steps),
             total=trainer.steps_taken,
         ),
-        step_seconds=Summary(**step_stats),
+        step_seconds=step_stats,
         step_seconds_all=list(timer.step_seconds),
-        phases={p: Summary(**v) for p, v in phase_stats.items()},
+        phases=phase_stats,
         device_phase_ms=(
-            {p: Summary(**summarize([d.get(p, 0.0) for d in timer.device_ms])) for p in PHASES}
-            if timer.device_ms
-            else None
+            {p: Summary.of([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
         ),
         epoch_seconds=list(trainer.epoch_seconds),
         epochs_run=epochs_run,
@@ -341,7 +339,7 @@ def _assemble(
         worker_phases=_worker_phases(timer),
         # waiting for data: sampling plus the negatives drawn inside it (in this process)
         data_wait_fraction=(
-            summarize([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps])["median"] / median_step
+            Summary.of([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps]).median / median_step
             if per_phase
             else None
         ),
