@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Union
 import torch
 
 from gnnbench.flags import Flags, RunContext, format_reasons
+from gnnbench.process.sharing import own_process_reasons
 from gnnbench.timing import CODE_PATHS
 from gnnbench.training import availability
 from gnnbench.training.config import RunConfig
@@ -90,6 +91,12 @@ class Optimization:
             validation curves and losses to agree within a stated tolerance); ``compare`` then derives its time
             to accuracy from its time per step and the baseline's calibrated steps to the target instead of
             training it to the target (:mod:`gnnbench.measure.compare.derived`).
+        shares_process: Whether its time per step can be measured in one process beside the baseline's, steps
+            interleaved, so the drift of a process's speed cancels in their ratio (DESIGN.md §3). Decided by what
+            it does to the process, and checked against :data:`gnnbench.process.sharing.SHARING_RULES` when the
+            entry is made: an entry that runs background producers (loader workers, a pipelined loader, a side
+            stream) would work while the baseline steps, and one that sets the process (allocator, threads) or
+            runs several ranks cannot share it; those are timed in processes of their own.
     """
 
     name: str
@@ -109,6 +116,7 @@ class Optimization:
     oom_rung: int | None = None
     oom_hint: str = ""
     same_trajectory: bool = False
+    shares_process: bool = True
 
     def __post_init__(self) -> None:
         self.apply(Flags())  # validates field names and values early
@@ -123,6 +131,13 @@ class Optimization:
             )
         if isinstance(self.nproc, bool) or not isinstance(self.nproc, int) or self.nproc < 1:
             raise ValueError(f"Optimization.nproc must be an integer >= 1 (got {self.nproc!r})")
+        reasons = own_process_reasons(self.apply(Flags()))
+        if self.shares_process == bool(reasons) or (self.shares_process and self.nproc > 1):
+            raise ValueError(
+                f"{self.name}: shares_process={self.shares_process} but what it does to the process says "
+                f"{'it needs its own: ' + '; '.join(reasons) if reasons else 'it can share one'} "
+                "(gnnbench.process.sharing.SHARING_RULES)"
+            )
         if self.same_trajectory and (self.costs_accuracy or self.changes_work):
             raise ValueError(
                 f"{self.name}: an entry that may cost accuracy or changes the work per step cannot "
@@ -250,6 +265,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="workers",
+        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2)},
         description="Sample in (at least) 2 DataLoader worker processes, overlapping sampling with training.",
@@ -261,6 +277,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="persistent_workers",
+        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2), "persistent_workers": True},
         description="Keep (at least) 2 loader workers alive across epochs instead of re-forking them.",
@@ -271,6 +288,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="prefetch",
+        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {
             "num_workers": max(base.num_workers, 2),
@@ -296,6 +314,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="batch_cache",
+        shares_process=False,
         changes={"batch_cache_epochs": 5},
         description="Write sampled batches to disk and replay them for 5 epochs before resampling.",
         expected_effect="Samples once per K epochs; recycling sampled subgraphs is reported to keep the "
@@ -404,6 +423,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="feature_prefetch",
+        shares_process=False,
         same_trajectory=True,
         changes={"feature_prefetch": True},
         description="Gather and copy the next batch's features on a side CUDA stream during compute.",
@@ -443,6 +463,7 @@ _ENTRIES = (
     ),
     Optimization(
         name="pipelined_loader",
+        shares_process=False,
         same_trajectory=True,
         recommended=False,  # on a 2-core CPU the producer thread competes with the step's own threads
         changes={"pipeline_depth": 2},
@@ -576,6 +597,7 @@ _ENTRIES = (
 _ENTRIES += (
     Optimization(
         name="glibc_tuned",
+        shares_process=False,
         same_trajectory=True,
         changes={"allocator": "glibc_tuned"},
         description="Start the process with glibc's malloc keeping freed memory mapped: MALLOC_MMAP_THRESHOLD_=1 GiB, "
@@ -588,6 +610,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="tcmalloc",
+        shares_process=False,
         same_trajectory=True,
         recommended=False,  # one allocator at a time: glibc_tuned is the one that needs no library
         changes={"allocator": "tcmalloc"},
@@ -601,6 +624,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="jemalloc",
+        shares_process=False,
         same_trajectory=True,
         recommended=False,  # one allocator at a time
         changes={"allocator": "jemalloc"},
@@ -614,6 +638,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="jemalloc_pyg",
+        shares_process=False,
         same_trajectory=True,
         recommended=False,  # PyG's published settings, measured so a user can see what they do here
         changes={"allocator": "jemalloc_pyg"},
@@ -628,6 +653,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="workers_split",
+        shares_process=False,
         same_trajectory=True,
         recommended=False,  # the split with workers' 2 needs 3 cores; measured alone, not in the static set
         changes=lambda base: {"num_workers": max(base.num_workers, 1), "thread_placement": "split"},
@@ -642,6 +668,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="data_parallel",
+        shares_process=False,
         changes={"parallel": "data"},
         description="Data-parallel training on --nproc ranks (torchrun; gloo on CPU, NCCL on CUDA): graph and "
         "features replicated, each global batch's seeds split across ranks, gradients all-reduced by DDP.",
@@ -656,6 +683,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="topk_compression",
+        shares_process=False,
         changes={"parallel": "data", "grad_compression": "topk"},
         description="Data parallel with top-k gradient sparsification and error feedback (DDP comm hook): "
         "each rank sends the 1% largest-magnitude entries of each parameter (values + int32 indices, "
@@ -673,6 +701,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="fp16_compression",
+        shares_process=False,
         changes={"parallel": "data", "grad_compression": "fp16"},
         description="Data parallel with gradients cast to fp16 for the all-reduce (PyTorch's "
         "default_hooks.fp16_compress_hook), then back to fp32.",
@@ -686,6 +715,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="powersgd",
+        shares_process=False,
         changes={"parallel": "data", "grad_compression": "powersgd"},
         description="Data parallel with PowerSGD low-rank gradient compression (PyTorch's powerSGD_hook, rank "
         "2, error feedback and warm start, vanilla all-reduce for the first 2 steps).",
@@ -700,6 +730,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="partition_metis",
+        shares_process=False,
         changes={"parallel": "partition", "batch_source": "full"},
         description="Partition-parallel full-graph training: each rank owns one METIS part (its nodes, their "
         "features and in-edges) and exchanges halo rows with the others at every layer (all_to_all), forward "
@@ -716,6 +747,7 @@ _ENTRIES += (
     ),
     Optimization(
         name="partition_degree",
+        shares_process=False,
         changes={"parallel": "partition", "partitioner": "degree", "batch_source": "full"},
         description="Partition-parallel full-graph training with degree-bucket parts (nodes dealt round-robin "
         "by decreasing degree) instead of METIS.",

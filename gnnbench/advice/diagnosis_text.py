@@ -79,14 +79,23 @@ def process_line(proc: dict) -> str:
     return text
 
 
-def format_diagnosis(d: Diagnosis) -> str:
-    """The human-readable report: breakdown, classification, what to try."""
+def format_diagnosis(d: Diagnosis, first: list[str] | None = None, measured: dict[str, str] | None = None) -> str:
+    """The human-readable report: breakdown, classification, what to try.
+
+    Args:
+        d: The diagnosis.
+        first: Lines that open the report, under its first line (``diagnose``'s measured candidates).
+        measured: Entries measured above: name -> a short reading, shown beside each in the ranked list.
+    """
     f = d.finding
+    measured = measured or {}
     lines = [
         f"diagnose: {d.steps} measured steps on {d.device}; step {d.step_ms['mean']:.1f} ms mean "
         f"(median {d.step_ms['median']:.1f}, min {d.step_ms['min']:.1f}, max {d.step_ms['max']:.1f})",
         "",
     ]
+    if first:
+        lines += [*first, ""]
     lines.append(f"{'phase':<12}{'ms/step':>10}{'share':>8}")
     for p, ms in d.phase_ms.items():
         if ms > 0 or p != "negatives":
@@ -134,7 +143,8 @@ def format_diagnosis(d: Diagnosis) -> str:
     lines.append("try, in this order:" if runnable else "nothing in the registry targets it and can run here")
     for i, r in enumerate(runnable, 1):
         cost = " (may cost accuracy: judge it by time to accuracy)" if r.costs_accuracy else ""
-        lines.append(f"  {i}. {r.name}{cost}: {r.motivation}")
+        seen = f" [measured above: {measured[r.name]}]" if r.name in measured else ""
+        lines.append(f"  {i}. {r.name}{seen}{cost}: {r.motivation}")
         lines.append(f"     {r.expected_effect}")
         if r.caveat:
             lines.append(f"     unlikely to pay on this machine: {r.caveat}")

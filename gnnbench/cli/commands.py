@@ -175,7 +175,10 @@ def _restart_for_allocator(flags) -> None:
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from gnnbench.advice.diagnose import diagnose
     from gnnbench.advice.diagnosis_text import format_diagnosis
+    from gnnbench.advice.measured import format_measured
     from gnnbench.flags import UnavailableError
+    from gnnbench.text import ratio_of
+    from gnnbench.training.pipeline import graph_of
 
     if args.script is not None:
         return _diagnose_script(args)
@@ -183,17 +186,40 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     _restart_for_allocator(config.flags)
     try:
         opened = source_from_args(args)
-        d = diagnose(config, steps=args.steps, graph=opened[1] if opened else None)
+        graph = graph_of(config, opened[1] if opened else None)[0]
+        d = diagnose(config, steps=args.steps, graph=graph)
+        measured = _measure_top(args, config, d, graph)
     except UnavailableError as exc:
         print(f"gnnbench diagnose: this configuration cannot run here: {exc}", file=sys.stderr)
         return 2
     out: dict = {"diagnosis": d.to_dict()}
+    if measured is not None:
+        out["measured"] = measured.to_dict()
     if not args.json:
-        print(format_diagnosis(d))
+        first = format_measured(measured) if measured is not None else None
+        short = {r.name: f"{ratio_of(r.interval)}, {r.verdict}" for r in measured.rows} if measured else None
+        print(format_diagnosis(d, first=first, measured=short))
     status = _verify(args, d, config, out) if args.verify else 0
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return status
+
+
+def _measure_top(args: argparse.Namespace, config, d, graph):
+    """The diagnosis's top in-process candidates timed against the baseline in this process, steps interleaved
+    (``--measure N``; 0: none), or ``None`` when none is asked for or the baseline cannot share a process."""
+    from gnnbench.advice.measured import measure_top
+    from gnnbench.process.sharing import own_process_reasons
+
+    if args.measure == 0:
+        return None
+    reasons = own_process_reasons(config.flags)
+    if reasons:
+        if not args.json:
+            print(f"diagnose: not measuring in this process: the configuration {'; '.join(reasons)}", file=sys.stderr)
+        return None
+    log = None if args.json else (lambda line: print(f"diagnose: {line}", file=sys.stderr, flush=True))
+    return measure_top(config, d, graph=graph, top=args.measure, blocks=args.measure_blocks, log=log)
 
 
 def _verify(args: argparse.Namespace, d, config, out: dict) -> int:

@@ -48,6 +48,25 @@ def _accuracy_rounds(text: str) -> int:
     return k
 
 
+def _int_at_least(option: str, low: int, why: str = ""):
+    """An argparse type: an integer >= ``low``, refused naming ``option`` and the value."""
+
+    def parse(text: str) -> int:
+        try:
+            k = int(text)
+        except ValueError:
+            k = None
+        if k is None or k < low:
+            raise argparse.ArgumentTypeError(f"{option} must be an integer >= {low}{why} (got {text!r})")
+        return k
+
+    return parse
+
+
+_non_negative_int = _int_at_least("--measure", 0, " (0: measure nothing)")
+_blocks = _int_at_least("--measure-blocks", 2, ": an interval needs two blocks")
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     """``run``: one configuration measured (or the out-of-memory ladder)."""
     p = sub.add_parser(
@@ -241,6 +260,21 @@ def _add_diagnose(sub: argparse._SubParsersAction) -> None:
         help="optimizations already switched on in the configuration to diagnose",
     )
     p.add_argument("--steps", type=int, default=100, help="measured steps of the quick template (default 100)")
+    p.add_argument(
+        "--measure",
+        type=_non_negative_int,
+        default=3,
+        metavar="N",
+        help="time the top N recommendations that can share this process against the baseline, steps "
+        "interleaved, after an A/A pair, and print each one's measured ratio and verdict first (default 3; 0: none)",
+    )
+    p.add_argument(
+        "--measure-blocks",
+        type=_blocks,
+        default=8,
+        metavar="B",
+        help="--measure: blocks of four interleaved steps per pair (default 8; at least 2)",
+    )
     p.add_argument(
         "--verify",
         action="store_true",

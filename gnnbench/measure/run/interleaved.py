@@ -1,0 +1,262 @@
+"""Two configurations timed in one process, their steps interleaved (DESIGN.md §3, "Measure where the noise
+cancels").
+
+On a shared machine a process's speed drifts from one process to the next more than most effects we judge.
+Two trainers built in **one** process on one graph, stepping in turn, see the same drift, so it cancels in the
+ratio of their step times. Reading the measurement::
+
+    build A and B on one graph                (order given: counterbalanced across rounds by the caller)
+    warm-up: A, B, A, B, ...                  (each side's burn-in: first touch, compilation; not timed)
+    measured, in blocks of four steps:        A B B A | B A A B | A B B A | ...
+    each block's ratio: (A + A) / (B + B)     (a drift linear over a block cancels exactly)
+
+A block ratio compares the same number of steps of each side, in mirrored positions, so neither side is
+favoured by its place in the order; the blocks alternate which side opens, so neither is favoured by
+opening. Both trainers train on the same seed, so with the same batch source the k-th steps of both sides
+sample the same batch: the pair is matched step by step.
+
+:func:`interleave` is the order and the clock, over two callables (tested on a fake clock);
+:func:`time_pair` builds the two trainers and times them; :class:`PairTiming` is the record (JSON-ready),
+whose :meth:`~PairTiming.interval` gives the speedup of B over A with a Student-t interval over blocks: the
+spread *within* this process. The spread from one process to the next is not in it; a sweep's rounds (one
+process each) give that.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from gnnbench.measure.stats.intervals import RatioInterval, paired_ratio
+from gnnbench.process.sharing import own_process_reasons
+
+__all__ = ["PairTiming", "interleave", "block_orders", "time_pair", "PairRefused", "BUILD_ORDERS", "MIN_BLOCKS"]
+
+BUILD_ORDERS = ("base", "other")  # which trainer a pair builds first
+MIN_BLOCKS = 2  # an interval needs two blocks at least
+
+
+class PairRefused(ValueError):
+    """Two configurations that cannot be timed in one process (the message says which and why)."""
+
+
+def block_orders(blocks: int, first: str = "A") -> list[str]:
+    """The measured order, block by block: ``"ABBA"``, ``"BAAB"``, ... starting with ``first``'s block.
+
+    Args:
+        blocks: Blocks of four measured steps (two per side), >= 1.
+        first: ``"A"`` or ``"B"``: which side opens the first block (the caller alternates it across rounds).
+    """
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
+        raise ValueError(f"blocks must be an integer >= 1 (got {blocks!r})")
+    if first not in ("A", "B"):
+        raise ValueError(f"first must be 'A' or 'B' (got {first!r})")
+    opening = ("ABBA", "BAAB") if first == "A" else ("BAAB", "ABBA")
+    return [opening[k % 2] for k in range(blocks)]
+
+
+def interleave(
+    step_a: Callable[[], Any],
+    step_b: Callable[[], Any],
+    *,
+    warmup: int,
+    blocks: int,
+    first: str = "A",
+    clock: Callable[[], float] = time.perf_counter,
+    after_step: Callable[[], Any] | None = None,
+) -> tuple[list[float], list[float], str]:
+    """Call ``step_a`` and ``step_b`` in turn: ``warmup`` untimed steps each (alternating), then ``blocks``
+    blocks of :func:`block_orders`. Returns ``(a_seconds, b_seconds, sequence)``: each side's measured step
+    times in the order taken, and the measured order as a string (``"ABBABAAB..."``).
+
+    ``after_step`` runs inside each timed step, after the step (a device synchronization on CUDA, so one side's
+    queued kernels are never charged to the other)."""
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an integer >= 0 (got {warmup!r})")
+    steps = {"A": step_a, "B": step_b}
+    for _ in range(warmup):
+        for side in "AB" if first == "A" else "BA":
+            steps[side]()
+            if after_step is not None:
+                after_step()
+    times: dict[str, list[float]] = {"A": [], "B": []}
+    sequence = "".join(block_orders(blocks, first))
+    for side in sequence:
+        t0 = clock()
+        steps[side]()
+        if after_step is not None:
+            after_step()
+        times[side].append(clock() - t0)
+    return times["A"], times["B"], sequence
+
+
+@dataclass(frozen=True)
+class PairTiming:
+    """Two trainers timed in one process, steps interleaved: A is the base, B the other configuration.
+
+    Attributes:
+        base_seconds: The base's measured step times, in the order taken.
+        other_seconds: The other configuration's, likewise.
+        sequence: The measured order (``"ABBABAAB..."``), blocks of four.
+        built_first: ``"base"`` or ``"other"``: which trainer was built first.
+        setup_seconds: Each trainer's setup clock (``[base, other]``): preparation plus assembly.
+        warmup_steps: Untimed steps per side before the measured ones.
+    """
+
+    base_seconds: tuple[float, ...]
+    other_seconds: tuple[float, ...]
+    sequence: str
+    built_first: str = "base"
+    setup_seconds: tuple[float, float] = (0.0, 0.0)
+    warmup_steps: int = 0
+
+    def __post_init__(self) -> None:
+        if self.built_first not in BUILD_ORDERS:
+            raise ValueError(f"built_first must be one of {BUILD_ORDERS} (got {self.built_first!r})")
+        if len(self.sequence) % 4 or set(self.sequence) - {"A", "B"}:
+            raise ValueError(f"sequence must be blocks of four steps of 'A' and 'B' (got {self.sequence!r})")
+        if self.sequence.count("A") != len(self.base_seconds) or self.sequence.count("B") != len(self.other_seconds):
+            raise ValueError(
+                f"sequence {self.sequence!r} does not match {len(self.base_seconds)} base and "
+                f"{len(self.other_seconds)} other step times"
+            )
+
+    @property
+    def base_step(self) -> float:
+        """The base's mean measured step (seconds)."""
+        return statistics.fmean(self.base_seconds)
+
+    @property
+    def other_step(self) -> float:
+        """The other configuration's mean measured step (seconds)."""
+        return statistics.fmean(self.other_seconds)
+
+    @property
+    def speedup(self) -> float:
+        """Mean base step over mean other step: > 1 when the other configuration steps faster."""
+        return self.base_step / self.other_step
+
+    def block_sums(self) -> tuple[list[float], list[float]]:
+        """Per block of four steps: the base's two step times summed, and the other side's two."""
+        base, other, a, b = [], [], iter(self.base_seconds), iter(self.other_seconds)
+        for k in range(0, len(self.sequence), 4):
+            block = self.sequence[k : k + 4]
+            base.append(sum(next(a) for side in block if side == "A"))
+            other.append(sum(next(b) for side in block if side == "B"))
+        return base, other
+
+    def block_log_ratios(self) -> list[float]:
+        """Per block: log(base's two steps / other's two steps)."""
+        return [math.log(x / y) for x, y in zip(*self.block_sums())]
+
+    def interval(self, level: float = 0.95) -> RatioInterval:
+        """The speedup of the other configuration (base / other) with a paired-t interval over blocks
+        (:func:`~gnnbench.measure.stats.intervals.paired_ratio`): the spread *within* this process."""
+        return paired_ratio(*self.block_sums(), level=level)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base_seconds": list(self.base_seconds),
+            "other_seconds": list(self.other_seconds),
+            "sequence": self.sequence,
+            "built_first": self.built_first,
+            "setup_seconds": list(self.setup_seconds),
+            "warmup_steps": self.warmup_steps,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PairTiming":
+        return cls(
+            base_seconds=tuple(d["base_seconds"]),
+            other_seconds=tuple(d["other_seconds"]),
+            sequence=d["sequence"],
+            built_first=d.get("built_first", "base"),
+            setup_seconds=tuple(d.get("setup_seconds", (0.0, 0.0))),
+            warmup_steps=d.get("warmup_steps", 0),
+        )
+
+
+def pair_refusal(base: Any, other: Any) -> str | None:
+    """Why two RunConfigs cannot be timed in one process, or ``None``: both must share a process
+    (:func:`gnnbench.process.sharing.own_process_reasons`), train on one graph, one device and one task, on
+    a single rank."""
+    for side, cfg in (("the base", base), ("the other configuration", other)):
+        reasons = own_process_reasons(cfg.flags)
+        if reasons:
+            return f"{side} cannot share a process: {'; '.join(reasons)}"
+        if cfg.nproc != 1:
+            return f"{side} runs on {cfg.nproc} ranks (nproc={cfg.nproc}); a pair is timed in one process"
+    if base.graph_key() != other.graph_key():
+        return "the two configurations train on different graphs"
+    for name in ("device", "task"):
+        if getattr(base, name) != getattr(other, name):
+            return f"the two configurations differ in {name} ({getattr(base, name)!r} vs {getattr(other, name)!r})"
+    return None
+
+
+def time_pair(
+    base: Any,
+    other: Any,
+    *,
+    graph: Any = None,
+    blocks: int = 8,
+    warmup: int | None = None,
+    built_first: str = "base",
+) -> PairTiming:
+    """Time ``other`` against ``base`` (two RunConfigs) in this process, steps interleaved.
+
+    Args:
+        base: The base configuration (side A).
+        other: The configuration measured against it (side B); same graph, device and task.
+        graph: The graph both train on (generated or loaded once when ``None``).
+        blocks: Blocks of four measured steps (two per side each), at least :data:`MIN_BLOCKS`.
+        warmup: Untimed steps per side first (default: the larger ``warmup_steps`` of the two configurations).
+        built_first: ``"base"`` or ``"other"``: which trainer is built first (a sweep alternates it across
+            rounds, so the construction order is counterbalanced like the step order).
+
+    Raises:
+        PairRefused: when the pair cannot share a process (:func:`pair_refusal` says why).
+        UnavailableError: when either configuration cannot run here.
+    """
+    import torch
+
+    from gnnbench.env import resolve_device
+    from gnnbench.training import Trainer
+    from gnnbench.training.pipeline import graph_of
+
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < MIN_BLOCKS:
+        raise ValueError(f"blocks must be an integer >= {MIN_BLOCKS} (got {blocks!r})")
+    if built_first not in BUILD_ORDERS:
+        raise ValueError(f"built_first must be one of {BUILD_ORDERS} (got {built_first!r})")
+    refusal = pair_refusal(base, other)
+    if refusal:
+        raise PairRefused(refusal)
+    warmup = max(base.warmup_steps, other.warmup_steps) if warmup is None else warmup
+    graph = graph_of(base, graph)[0]
+    device = resolve_device(base.device)
+    sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else None
+    configs = {"base": base, "other": other}
+    trainers: dict[str, Any] = {}
+    loops: dict[str, Any] = {}
+    try:
+        for side in (built_first, BUILD_ORDERS[1 - BUILD_ORDERS.index(built_first)]):
+            trainers[side] = Trainer(configs[side], graph)
+            loops[side] = trainers[side].steps(epochs=float("inf"))
+        a, b, sequence = interleave(
+            lambda: next(loops["base"]),
+            lambda: next(loops["other"]),
+            warmup=warmup,
+            blocks=blocks,
+            first="A" if built_first == "other" else "B",  # the side built second opens: both orders get a turn
+            after_step=sync,
+        )
+        setup = (trainers["base"].pipeline.setup_clock, trainers["other"].pipeline.setup_clock)
+    finally:
+        for loop in loops.values():
+            loop.close()
+        for trainer in trainers.values():
+            trainer.close()
+    return PairTiming(tuple(a), tuple(b), sequence, built_first, setup, warmup)

@@ -1,0 +1,152 @@
+"""Two configurations in one process, steps interleaved: the order and its counterbalancing on a fake clock,
+the record's arithmetic, and the refusals. One small real pair checks the wiring."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gnnbench import registry
+from gnnbench.graphs import GraphSpec
+from gnnbench.measure.run.interleaved import (
+    PairRefused,
+    PairTiming,
+    block_orders,
+    interleave,
+    pair_refusal,
+    time_pair,
+)
+from tests.helpers import QUICK
+
+
+class FakeClock:
+    """A clock that each step advances by its side's cost times the machine's speed at that moment."""
+
+    def __init__(self, costs: dict[str, float], drift=lambda n: 1.0):
+        self.now, self.n, self.costs, self.drift, self.calls = 0.0, 0, costs, drift, []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def step(self, side: str):
+        def go():
+            self.calls.append(side)
+            self.now += self.costs[side] * self.drift(self.n)
+            self.n += 1
+
+        return go
+
+
+def test_blocks_alternate_which_side_opens():
+    assert block_orders(4, "A") == ["ABBA", "BAAB", "ABBA", "BAAB"]
+    assert block_orders(3, "B") == ["BAAB", "ABBA", "BAAB"]
+
+
+@given(blocks=st.integers(1, 12), first=st.sampled_from("AB"))
+def test_every_block_gives_each_side_both_positions(blocks, first):
+    sequence = "".join(block_orders(blocks, first))
+    assert sequence.count("A") == sequence.count("B") == 2 * blocks
+    for k in range(0, len(sequence), 4):  # each side once at an end and once inside a block
+        block = sequence[k : k + 4]
+        assert sorted(block) == ["A", "A", "B", "B"] and block[0] == block[3] and block[1] == block[2]
+    if blocks % 2 == 0:  # over an even count of blocks, each side opens as often as the other
+        assert sum(sequence[k] == "A" for k in range(0, len(sequence), 4)) == blocks // 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_bad_block_counts_are_refused_by_name(bad):
+    with pytest.raises(ValueError, match="blocks must be an integer >= 1"):
+        block_orders(bad)
+
+
+def test_warmup_is_untimed_and_interleaved():
+    clock = FakeClock({"A": 2.0, "B": 1.0})
+    a, b, seq = interleave(clock.step("A"), clock.step("B"), warmup=3, blocks=2, clock=clock)
+    assert clock.calls[:6] == list("ABABAB")  # burn-in, alternating
+    assert clock.calls[6:] == list(seq) == list("ABBABAAB")
+    assert a == [2.0] * 4 and b == [1.0] * 4
+
+
+@pytest.mark.parametrize("rate", [0.01, -0.005, 0.03])
+def test_a_linear_drift_cancels_in_every_block(rate):
+    """A machine that slows (or speeds up) linearly, step after step: each block's ratio is exact."""
+    clock = FakeClock({"A": 3.0, "B": 2.0}, drift=lambda n: 1.0 + rate * n)
+    a, b, seq = interleave(clock.step("A"), clock.step("B"), warmup=2, blocks=6, clock=clock)
+    pair = PairTiming(tuple(a), tuple(b), seq)
+    for log_ratio in pair.block_log_ratios():
+        assert log_ratio == pytest.approx(math.log(1.5), abs=1e-12)
+    timed = pair.interval()
+    assert timed.ratio == pytest.approx(1.5) and timed.significant
+
+
+def test_sequential_timing_under_the_same_drift_would_be_biased():
+    """The reason for the design: all of A, then all of B, under a drift reads the drift as an effect."""
+    clock = FakeClock({"A": 1.0, "B": 1.0}, drift=lambda n: 1.0 + 0.01 * n)
+    a, b = [], []
+    for times, side in ((a, "A"), (b, "B")):
+        for _ in range(8):
+            t0 = clock()
+            clock.step(side)()
+            times.append(clock() - t0)
+    assert sum(b) / sum(a) > 1.05  # A/A read as a 5% "gain" of A
+    clock = FakeClock({"A": 1.0, "B": 1.0}, drift=lambda n: 1.0 + 0.01 * n)
+    a, b, seq = interleave(clock.step("A"), clock.step("B"), warmup=0, blocks=4, clock=clock)
+    assert PairTiming(tuple(a), tuple(b), seq).speedup == pytest.approx(1.0)
+
+
+def test_after_step_runs_inside_the_timed_step():
+    clock = FakeClock({"A": 1.0, "B": 1.0})
+
+    def sync():
+        clock.now += 0.5
+
+    a, b, _ = interleave(clock.step("A"), clock.step("B"), warmup=1, blocks=2, clock=clock, after_step=sync)
+    assert a == b == [1.5] * 4
+
+
+def test_the_record_reads_back_and_checks_its_shape():
+    pair = PairTiming((1.0, 1.2, 1.1, 0.9), (0.5, 0.6, 0.55, 0.45), "ABBABAAB", "other", (0.1, 0.2), 3)
+    assert PairTiming.from_dict(pair.to_dict()) == pair
+    assert pair.speedup == pytest.approx(2.0)
+    assert pair.block_sums() == ([2.2, 2.0], [1.1, 1.0])
+    with pytest.raises(ValueError, match="does not match"):
+        PairTiming((1.0,), (1.0, 1.0), "ABBA")
+    with pytest.raises(ValueError, match="blocks of four"):
+        PairTiming((1.0,), (1.0,), "AB")
+    with pytest.raises(ValueError, match="built_first"):
+        PairTiming((1.0, 1.0), (1.0, 1.0), "ABBA", "neither")
+
+
+def test_one_block_has_no_interval():
+    pair = PairTiming((1.0, 1.0), (1.0, 1.0), "ABBA")
+    timed = pair.interval()
+    assert timed.rounds == 1 and not timed.significant and math.isnan(timed.low)
+
+
+def test_pairs_that_cannot_share_a_process_are_refused_with_the_reason():
+    base = QUICK
+    for opt in registry.REGISTRY.values():
+        if opt.shares_process or opt.unavailable("cpu"):
+            continue
+        other = registry.config_for(base, [opt.name])
+        reason = pair_refusal(base, other)
+        assert reason is not None and "cannot share a process" in reason, opt.name
+        with pytest.raises(PairRefused, match="cannot share a process"):
+            time_pair(base, other)
+    assert "different graphs" in pair_refusal(base, dataclasses.replace(QUICK, spec=GraphSpec.preset("tiny")))
+    assert "task" in pair_refusal(base, dataclasses.replace(QUICK, task="link"))
+
+
+def test_a_real_pair_times_both_trainers_in_this_process():
+    base = dataclasses.replace(QUICK, warmup_steps=1, sync_phases=False)
+    pair = time_pair(base, base, blocks=2, built_first="other")
+    assert pair.built_first == "other" and pair.sequence == "ABBABAAB"  # the side built second opens
+    assert len(pair.base_seconds) == len(pair.other_seconds) == 4
+    assert all(t > 0 for t in pair.base_seconds + pair.other_seconds)
+    assert all(s > 0 for s in pair.setup_seconds)
+    with pytest.raises(ValueError, match="blocks must be an integer >= 2"):
+        time_pair(base, base, blocks=1)

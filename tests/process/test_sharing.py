@@ -1,0 +1,56 @@
+"""Which configurations can be timed beside another trainer in one process: the table, and every registry
+entry's declared answer against it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gnnbench import registry
+from gnnbench.flags import Flags
+from gnnbench.process.sharing import SHARING_RULES, own_process_reasons, shares_process
+
+
+def test_the_baseline_shares_a_process():
+    assert own_process_reasons(Flags()) == [] and shares_process(Flags())
+
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"num_workers": 2}, "num_workers"),
+        ({"pipeline_depth": 2}, "pipeline_depth"),
+        ({"allocator": "jemalloc"}, "allocator"),
+        ({"thread_placement": "split", "num_workers": 1}, "thread_placement"),
+        ({"batch_cache_epochs": 3}, "batch_cache_epochs"),
+    ],
+)
+def test_each_kind_of_process_work_is_named_with_its_value(change, field):
+    reasons = own_process_reasons(Flags().replace(**change))
+    assert any(r.startswith(f"{field}={change[field]}: ") for r in reasons), reasons
+    assert not shares_process(Flags().replace(**change))
+
+
+def test_every_rule_reads_a_real_field():
+    names = {f.name for f in dataclasses.fields(Flags)}
+    for rule in SHARING_RULES:
+        assert rule.field in names and rule.why
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_entry_declares_what_the_table_says(name):
+    opt = registry.get(name)
+    reasons = own_process_reasons(opt.apply(Flags()))
+    assert opt.shares_process == (not reasons and opt.nproc == 1), (name, reasons)
+    if opt.overlap and opt.shares_process:  # an overlap entry shares only when its overlap stays inside a step
+        assert not opt.apply(Flags()).feature_prefetch and not opt.apply(Flags()).pipeline_depth
+
+
+def test_a_wrong_declaration_is_refused_when_the_entry_is_made():
+    opt = next(o for o in registry.REGISTRY.values() if not o.shares_process)
+    with pytest.raises(ValueError, match="shares_process=True but what it does to the process says it needs"):
+        dataclasses.replace(opt, shares_process=True)
+    opt = next(o for o in registry.REGISTRY.values() if o.shares_process)
+    with pytest.raises(ValueError, match="says it can share one"):
+        dataclasses.replace(opt, shares_process=False)
