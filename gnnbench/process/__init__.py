@@ -12,6 +12,9 @@ The public face:
 * :func:`start_mismatch`: why this process cannot measure ``flags`` as it is (another allocator), so the run
   starts a child process with :func:`child_environment`.
 * :func:`in_effect`: the ``process`` block of a result.
+* :func:`run_child`: the one way to start a measuring child process (its own process group, a timeout, nothing
+  left behind, the end of its stderr on failure; :mod:`gnnbench.process.children`), with its timeout from a
+  run's time budget (:func:`budget_timeout`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from gnnbench.process.allocators import (
 from gnnbench.process.allocators import (
     child_environment as _allocator_environment,
 )
+from gnnbench.process.children import DEFAULT_CHILD_TIMEOUT_S, ChildOutcome, budget_timeout, run_child
 from gnnbench.process.readback import allocator_in_effect
 from gnnbench.process.threads import ThreadPlan, placement_unavailable, plan_for, threads_in_effect
 from gnnbench.process.usage import StepUsage, resource_usage
@@ -51,6 +55,10 @@ __all__ = [
     "plan_for",
     "threads_in_effect",
     "PLACED",
+    "run_child",
+    "ChildOutcome",
+    "budget_timeout",
+    "DEFAULT_CHILD_TIMEOUT_S",
 ]
 
 PLACED = "GNNBENCH_PROCESS_PLACED"

@@ -196,6 +196,16 @@ class RunConfig:
         return self.epochs is None
 
     @property
+    def clock_bound(self) -> float | None:
+        """Seconds on the run clock past which this run stops: ``max_seconds``, or for a time-to-accuracy run
+        (``stop_at``) ``censor_seconds`` when smaller; ``None`` when no clock stops it (``censor_seconds`` alone
+        stops nothing). A process that measures it is given a timeout from it
+        (:func:`gnnbench.process.budget_timeout`)."""
+        censor = self.censor_seconds if self.stop_at is not None else None
+        bounds = [float(b) for b in (self.max_seconds, censor) if b is not None]
+        return min(bounds) if bounds else None
+
+    @property
     def graph_size(self) -> tuple[int, int]:
         """``(nodes, stored edges)`` of the graph this configuration trains on (before any link split)."""
         if self.source is not None:

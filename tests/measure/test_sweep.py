@@ -328,13 +328,13 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
         pytest.skip("every CUDA-only entry runs here")
     entries = [e for e in sweep_entries(QUICK, [name], repeats=1, include_all_recommended=False) if e.label == name]
 
-    real = sweep.subprocess.run
+    real = sweep.process.run_child
 
     def no_run_process(cmd, *args, **kwargs):
         assert "gnnbench.measure.run.single" not in cmd, f"a process was started for an unavailable entry: {cmd}"
         return real(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(sweep.subprocess, "run", no_run_process)
+    monkeypatch.setattr(sweep.process, "run_child", no_run_process)
     first = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert first[0].status == "unavailable" and first[0].unavailable
     from gnnbench.measure.run.single import run

@@ -27,7 +27,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ from typing import Any, Callable
 from gnnbench.advice.watch.changes import BASELINE, ScriptChange
 from gnnbench.measure.stats.intervals import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
 from gnnbench.measure.stats.sequential import SIGNIFICANT, StoppingRule, family_p_values, settled
+from gnnbench.process import DEFAULT_CHILD_TIMEOUT_S, run_child
 
 DEFAULT_ROUNDS = 4  # rounds of --verify every variant receives (each runs the baseline and every variant once)
 DEFAULT_STEPS = 20  # measured steps per run
@@ -172,23 +172,20 @@ def run_once(
     }
     with open(spec_path, "w") as f:
         json.dump(spec, f)
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gnnbench.advice.watch.child", spec_path],
-            env=_environment(change),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        raise RunFailed(f"{change.label}: the run took longer than {timeout_s:g} s and was ended") from None
+    timeout = DEFAULT_CHILD_TIMEOUT_S if timeout_s is None else timeout_s
+    # in a process group of its own: a run past its timeout is ended with the loader workers it started
+    child = run_child(
+        [sys.executable, "-m", "gnnbench.advice.watch.child", spec_path], env=_environment(change), timeout=timeout
+    )
+    if child.timed_out:
+        raise RunFailed(f"{change.label}: the run took longer than {timeout:g} s and was ended")
     try:
         with open(out) as f:
             result = json.load(f)
     except (OSError, ValueError):
-        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        tail = (child.stderr or child.stdout or "").strip().splitlines()[-3:]
         raise RunFailed(
-            f"{change.label}: the run ended with status {proc.returncode} and no result"
+            f"{change.label}: the run ended with status {child.returncode} and no result"
             + (f": {' | '.join(tail)}" if tail else "")
         ) from None
     if result.get("error"):
@@ -507,7 +504,8 @@ def verify_script(
             runs).
         combine: Measure the variants that pay, combined, in rounds of their own (when two or more pay).
         wait_bound_s: A loader ``next()`` waiting longer ends the run (reported, the variant not judged).
-        timeout_s: A run taking longer is ended.
+        timeout_s: A run taking longer is ended, with the processes it started (default: an hour,
+            :data:`gnnbench.process.DEFAULT_CHILD_TIMEOUT_S`).
         log: Where the progress lines go.
 
     Raises:

@@ -22,7 +22,6 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,6 +42,7 @@ from gnnbench.measure.gate.verdicts import (
     judge,
 )
 from gnnbench.measure.gate.worker import MICRO_BENCHES, script_in
+from gnnbench.process import run_child
 
 __all__ = [
     "Bench",
@@ -220,43 +220,20 @@ def _run_tree(
         except (OSError, ValueError):
             return {}
 
-    with open(log, "w") as sink:
-        argv = [python, str(worker), str(spec), str(out), str(threads)]
-        proc = subprocess.Popen(
-            wrap(argv) if wrap else argv,
-            cwd=tree,
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+    argv = [python, str(worker), str(spec), str(out), str(threads)]
+    # its output goes to the log as it is written; a process that runs past the timeout, or is interrupted, is
+    # ended with everything it started, and whatever a finished one left behind is killed (loader workers)
+    child = run_child(wrap(argv) if wrap else argv, cwd=tree, env=env, timeout=timeout, log=log)
+    if child.timed_out:
+        raise _WorkerFailed(
+            "timed out",
+            None,
+            _tail(log.read_text(errors="replace")) or f"no output within {timeout:g} s",
+            partial(),
         )
-        try:
-            returncode = proc.wait(timeout=timeout)
-            _kill_group(proc)  # whatever it started and left behind (loader workers of a crashed run)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise _WorkerFailed(
-                "timed out",
-                None,
-                _tail(log.read_text(errors="replace")) or f"no output within {timeout:g} s",
-                partial(),
-            ) from None
-        except BaseException:  # interrupted: leave nothing running behind
-            _kill_group(proc)
-            raise
-    if returncode != 0:
-        raise _WorkerFailed("crashed", returncode, _tail(log.read_text(errors="replace")), partial())
+    if child.returncode != 0:
+        raise _WorkerFailed("crashed", child.returncode, _tail(log.read_text(errors="replace")), partial())
     return partial()
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
 
 
 Runner = Callable[[str, Path, Path], dict]  # (role, spec file, output file) -> results per benchmark

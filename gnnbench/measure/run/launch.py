@@ -18,7 +18,6 @@ import multiprocessing as mp
 import os
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ from typing import Any, Callable
 from gnnbench import process
 from gnnbench.flags import Flags
 from gnnbench.measure.run.results import write_json_atomic
+from gnnbench.training.config import RunConfig
 
 __all__ = [
     "launch",
@@ -44,6 +44,7 @@ __all__ = [
 
 DEFAULT_TIMEOUT = 60.0  # seconds a collective (or the rendezvous) may wait before the run fails
 WORKER_MODULE = "gnnbench.measure.run.rank"
+KILL_GRACE_S = 5.0  # seconds torchrun has after SIGTERM to stop its ranks before its group is killed
 
 
 class DistributedRunError(RuntimeError):
@@ -143,12 +144,13 @@ def launch(
         out: Where rank 0 writes the result JSON (atomically; never left behind on failure).
         nproc: Ranks (default: ``config.nproc``).
         timeout: Process-group timeout in seconds: the longest a collective or the rendezvous waits.
-        wall_timeout: Seconds after which the whole run is killed (default: none; the process-group
-            timeout already bounds a hang in a collective).
+        wall_timeout: Seconds after which the whole run is killed (default: from the run's time budget with a
+            margin, or an hour without one: :func:`gnnbench.process.budget_timeout`; the process-group timeout
+            already bounds a hang in a collective, this one a hang anywhere else).
         python: The interpreter (default: this one).
 
     Raises:
-        ValueError: ``nproc`` below 1 or a ``timeout`` that is not positive.
+        ValueError: ``nproc`` below 1, or a ``timeout`` or ``wall_timeout`` that is not positive.
         DistributedRunError: a rank failed or died, a collective timed out, or the run outlived
             ``wall_timeout``; the message is one line.
     """
@@ -158,6 +160,11 @@ def launch(
         raise ValueError(f"nproc must be >= 1 (got {nproc})")
     if not timeout > 0:
         raise ValueError(f"the process-group timeout must be > 0 seconds (got {timeout!r})")
+    if wall_timeout is None:
+        run_config = config if isinstance(config, RunConfig) else RunConfig.from_dict(cfg)
+        wall_timeout = process.budget_timeout(run_config.clock_bound)
+    elif isinstance(wall_timeout, bool) or not isinstance(wall_timeout, (int, float)) or not wall_timeout > 0:
+        raise ValueError(f"wall_timeout must be None or a number of seconds > 0 (got {wall_timeout!r})")
     out = Path(out)
     out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="gnnbench-dist-") as tmp:
@@ -197,29 +204,21 @@ def launch(
         started = time.monotonic()
         # every rank starts with the configuration's allocator (gnnbench.process)
         env = local_env(process.child_environment(Flags.from_dict(cfg.get("flags") or {})))
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-        )  # its own group: a wall timeout kills the whole tree
-        try:
-            stdout, stderr = proc.communicate(timeout=wall_timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            stdout, stderr = proc.communicate()
-            timed_out = True
-        except BaseException:  # Ctrl-C or any error here: the run's own session must not outlive us
-            _kill_group(proc)
+        try:  # torchrun in a group of its own: a wall timeout or an interruption ends the whole group
+            child = process.run_child(cmd, env=env, timeout=wall_timeout, grace=KILL_GRACE_S)
+        except BaseException:  # Ctrl-C or any error here: ranks in sessions of their own must not outlive us
             _reap(str(cfg_path))
             out.unlink(missing_ok=True)
             raise
         elapsed = time.monotonic() - started
+        stderr = child.stderr
         left = _reap(str(cfg_path))
-        if timed_out or proc.returncode != 0 or left:
+        if child.timed_out or child.returncode != 0 or left:
             out.unlink(missing_ok=True)
-            if timed_out:
+            if child.timed_out:
                 why = f"the run outlived its wall timeout of {wall_timeout:g} s and was killed"
             else:
-                why = _why(stderr, error_dir, proc.returncode)
+                why = _why(stderr, error_dir, child.returncode)
             if left:
                 why += f"; killed {len(left)} leftover process(es) {left}"
             raise DistributedRunError(f"{nproc}-rank run failed after {elapsed:.1f} s: {why}")
@@ -235,19 +234,6 @@ def launch(
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "(no output)"
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=5)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _reap(tag: str, grace: float = 5.0) -> list[int]:

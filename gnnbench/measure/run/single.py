@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
+import signal
 import sys
 import tempfile
 import time
@@ -157,26 +157,35 @@ def run(
     return result
 
 
-def _in_child(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
+def _in_child(config: RunConfig, out: str | Path | None, dist_timeout: float) -> RunResult:
     """``config`` measured in a child process started with its allocator (``python -m gnnbench.measure.run.single``
-    with :func:`gnnbench.process.child_environment`); its result is this run's."""
+    with :func:`gnnbench.process.child_environment`, under :func:`child_timeout`); its result is this run's."""
     with tempfile.TemporaryDirectory(prefix="gnnbench-process-") as tmp:
         cfg_path, path = Path(tmp) / "config.json", Path(out) if out else Path(tmp) / "result.json"
         write_json_atomic(cfg_path, config.to_dict())
-        proc = subprocess.run(
-            child_argv(cfg_path, path, timeout),
-            capture_output=True,
-            text=True,
+        child = process.run_child(
+            child_argv(cfg_path, path, dist_timeout),
             env=process.child_environment(config.flags),
+            timeout=child_timeout(config),
         )
-        data = load_result(path) if proc.returncode == 0 else None
+        data = load_result(path) if child.ok else None
         if data is None:
-            return RunResult(
-                status="failed",
-                config=config.to_dict(),
-                error=(proc.stderr.strip().splitlines() or [f"no result in {path}"])[-1],
-            )
+            return RunResult(status="failed", config=config.to_dict(), error=child_error(child, path, n_lines=1))
         return data
+
+
+def child_timeout(config: RunConfig) -> float:
+    """Seconds a process that measures ``config`` may run: from the time budget that stops it
+    (:attr:`RunConfig.clock_bound`) with a margin, or an hour without one (:func:`gnnbench.process.budget_timeout`)."""
+    return process.budget_timeout(config.clock_bound)
+
+
+def child_error(child: process.ChildOutcome, path: Path, n_lines: int = 40) -> str:
+    """The error of a failed result whose process gave no result at ``path``: that it timed out (naming the
+    command), else the last ``n_lines`` lines of its stderr, else that it left no result."""
+    if child.timed_out:
+        return child.error_text()
+    return child.tail(n_lines) or f"no result in {path}"
 
 
 def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunResult:
@@ -400,5 +409,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    # ended by its parent's timeout (gnnbench.process.run_child): SIGTERM unwinds the run, so what it started
+    # in sessions of its own (torchrun and its ranks) is ended too, within the parent's grace
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     raise SystemExit(main())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import subprocess
 import time
 from pathlib import Path
 from typing import Callable
@@ -24,7 +23,7 @@ from gnnbench.measure.compare.calibration import CALIBRATION, CALIBRATION_SEED_O
 from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
 from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
-from gnnbench.measure.run.single import child_argv, run
+from gnnbench.measure.run.single import child_argv, child_error, child_timeout, run
 from gnnbench.measure.stats.sequential import StoppingRule
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
@@ -341,18 +340,18 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         write_json_atomic(cfg_path, entry.config.to_dict())
         # nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch)
         # the process is part of the configuration: started with its allocator (gnnbench.process)
-        proc = subprocess.run(
-            child_argv(cfg_path, path, dist_timeout),
-            capture_output=True,
-            text=True,
-            env=process.child_environment(entry.config.flags),
-        )
-        cfg_path.unlink(missing_ok=True)
-        data = load_result(path) if proc.returncode == 0 else None
-        if data is None:
-            data = RunResult(
-                status="failed", error=proc.stderr[-4000:] or f"no result in {path}", config=entry.config.to_dict()
+        # a process that hangs is ended at its timeout (from the run's time budget) with all it started
+        try:
+            child = process.run_child(
+                child_argv(cfg_path, path, dist_timeout),
+                env=process.child_environment(entry.config.flags),
+                timeout=child_timeout(entry.config),
             )
+        finally:
+            cfg_path.unlink(missing_ok=True)
+        data = load_result(path) if child.ok else None
+        if data is None:
+            data = RunResult(status="failed", error=child_error(child, path), config=entry.config.to_dict())
             write_json_atomic(path.with_suffix(".failed.json"), data.to_dict())
         return data
     key = entry.config.graph_key()
