@@ -47,6 +47,10 @@ class RunConfig:
             accuracy run early. ``None``: no step budget.
         min_steps: A run to a plateau never stops on the plateau rule before this many steps (a sweep sets
             twice the calibrated steps to the target). Default 0.
+        step_unit: The steps per epoch ``min_steps`` and ``max_steps`` are counted in (a sweep sets the
+            calibrated baseline's): a batch source whose epochs have another number of steps (full batch: one)
+            has both scaled to the same number of epochs, so its floor and budget are in its own unit of work.
+            ``None`` (default): as given.
         max_seconds: Hard stop on the run clock (setup + training, evaluation excluded), for any run: training
             stops at the first step past it (stop reason ``"max_seconds"``; the run's accuracy is then not "at
             convergence"). ``None``: no hard stop. A sweep does not set it: see ``censor_seconds``.
@@ -104,6 +108,7 @@ class RunConfig:
     max_epochs: int = 200
     max_steps: int | None = None
     min_steps: int = 0
+    step_unit: int | None = None
     max_seconds: float | None = None
     censor_seconds: float | None = None
     stop_at: float | None = None
@@ -166,6 +171,10 @@ class RunConfig:
             raise ValueError(
                 f"RunConfig.patience_target must be None or a validation level in (0, 1] (got {self.patience_target!r})"
             )
+        if self.step_unit is not None and (
+            isinstance(self.step_unit, bool) or not isinstance(self.step_unit, int) or self.step_unit < 1
+        ):
+            raise ValueError(f"RunConfig.step_unit must be None or an integer >= 1 (got {self.step_unit!r})")
         if self.max_steps is not None and (
             isinstance(self.max_steps, bool) or not isinstance(self.max_steps, int) or self.max_steps < 1
         ):

@@ -222,6 +222,7 @@ class Stopping:
         if cap is not None and per_epoch is not None:
             per_epoch = min(per_epoch, cap)
         self.per_epoch = per_epoch
+        self._rescale()
         self.clock, self.agree = clock, agree
         self.stopped = False
         self.reason = "max_epochs" if self.to_plateau else "epochs"
@@ -244,7 +245,7 @@ class Stopping:
         run then ends on a validation point)."""
         cfg = self.config
         self._over = cfg.max_seconds is not None and self.agree(self.clock() >= cfg.max_seconds)
-        self._spent = self.to_plateau and cfg.max_steps is not None and steps >= cfg.max_steps
+        self._spent = self.to_plateau and self.max_steps is not None and steps >= self.max_steps
         return self._over or self._spent
 
     def after_evaluation(self, val: float, steps: int) -> None:
@@ -294,6 +295,22 @@ class Stopping:
             raise RuntimeError(f"the batch source yielded no batches for epoch {epoch}")
         if self.per_epoch is None and taken and self.to_plateau:
             self.per_epoch = taken
+            self._rescale()
+
+    def _rescale(self) -> None:
+        """The step floor and budget in this run's own unit of work: ``config.min_steps`` and
+        ``config.max_steps`` counted in epochs of ``config.step_unit`` steps, taken as as many epochs of this
+        batch source (one full-batch step is an epoch); as given without a unit or before the epoch length is
+        known."""
+        cfg = self.config
+        self.min_steps, self.max_steps = cfg.min_steps, cfg.max_steps
+        unit = getattr(cfg, "step_unit", None)
+        if unit and self.per_epoch and self.per_epoch != unit:
+            scale = self.per_epoch / unit
+            self.min_steps = math.ceil(cfg.min_steps * scale)
+            self.max_steps = math.ceil(cfg.max_steps * scale) if cfg.max_steps is not None else None
+        if self.plateau is not None:
+            self.plateau.min_steps = self.min_steps
 
     def _stop(self, reason: str) -> None:
         if not self.stopped:

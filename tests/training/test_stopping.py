@@ -204,3 +204,24 @@ def test_a_run_to_a_plateau_evaluates_four_times_an_epoch_once_it_knows_the_leng
     assert known.every == 2 and known.at_epoch_end(0, 7, 7), "the first epoch ends on a point"
     given = EvaluationCadence(_stopping(PLATEAU, per_epoch=8), 3, evaluate=True)
     assert given.every == 3, "the run's own cadence wins"
+
+
+# ------------------------------------------------------------------ the floor and budget in the run's own unit
+def test_the_step_floor_and_budget_are_counted_in_the_baselines_epochs():
+    """A sweep counts min_steps and max_steps in the baseline's steps (20 a epoch here): a full-batch run (one
+    step an epoch) has them as the same number of epochs; a batch source of the baseline's epoch length, or a
+    config without a unit, as given; a source whose length the first epoch tells is rescaled then."""
+    cfg = dataclasses.replace(PLATEAU, min_steps=140, max_steps=400, step_unit=20)
+    full = _stopping(cfg, per_epoch=1)
+    assert (full.min_steps, full.max_steps, full.plateau.min_steps) == (7, 20, 7)
+    assert not _step(full, 19) and _step(full, 20) and full.reason == "max_steps"
+    same = _stopping(cfg, per_epoch=20)
+    assert (same.min_steps, same.max_steps) == (140, 400)
+    plain = _stopping(dataclasses.replace(cfg, step_unit=None), per_epoch=1)
+    assert (plain.min_steps, plain.max_steps) == (140, 400)
+    learned = _stopping(cfg)
+    assert (learned.min_steps, learned.max_steps) == (140, 400)
+    learned.end_epoch(0, 5)
+    assert (learned.min_steps, learned.max_steps, learned.plateau.min_steps) == (35, 100, 35)
+    with pytest.raises(ValueError, match="step_unit must be None or an integer >= 1"):
+        dataclasses.replace(cfg, step_unit=0)

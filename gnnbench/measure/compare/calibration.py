@@ -151,13 +151,16 @@ class Calibration:
 
     def apply(self, base: Any) -> Any:
         """``base`` (a RunConfig) with the calibrated cadence, time budget (censoring only), step budget,
-        minimum steps and patience target, where ``base`` does not set its own."""
+        minimum steps (both counted in the baseline's epochs of :attr:`steps_per_epoch` steps, ``step_unit``: a
+        batch source with other epochs has them in its own unit of work) and patience target, where ``base``
+        does not set its own."""
         return dataclasses.replace(
             base,
             eval_every=base.eval_every if base.eval_every is not None else self.eval_every,
             censor_seconds=base.censor_seconds if base.censor_seconds is not None else self.budget_seconds,
             max_steps=base.max_steps if base.max_steps is not None else self.step_budget,
             min_steps=max(base.min_steps, self.min_steps),
+            step_unit=base.step_unit if base.step_unit is not None else self.steps_per_epoch,
             patience_target=base.patience_target if base.patience_target is not None else self.patience_level,
         )
 
