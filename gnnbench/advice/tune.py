@@ -272,7 +272,9 @@ def _measure_round(
         current,
         search.pool,
         out_dir,
-        SweepOptions(repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate),
+        SweepOptions(
+            repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate, interleave=True
+        ),
         calibration=calibration,
         extra_entries=swap_entries(base, swaps, repeats),
     )
@@ -366,7 +368,9 @@ def _final(
         base,
         [label],
         out_dir,
-        SweepOptions(repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate),
+        SweepOptions(
+            repeats=repeats, calibration_runs=0, include_all_recommended=False, isolate=isolate, interleave=True
+        ),
         calibration=calibration,
     )
     result.failed += measured.results.failed()

@@ -123,6 +123,7 @@ def _compare_options(args: argparse.Namespace, names: list[str] | None, out_dir:
         aa=args.aa,
         include_all_recommended=not (args.no_all_recommended or (args.aa and args.flags is None)),
         derive=not args.no_derive,
+        interleave=not args.no_interleave,
         also_measured=tuple(args.also_measure),
         accuracy_rounds=args.accuracy_rounds,
         stop_when_settled=not args.all_rounds,
@@ -244,6 +245,8 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
         calibration_runs=args.calibration_runs,
         budget_factor=args.budget_factor,
         include_all_recommended=False,
+        derive=True,
+        interleave=True,
     )
     measured = sweep_and_compare(config, labels, out_dir, options, progress=SweepLines(seed_eta=False))
     comparison = measured.comparison

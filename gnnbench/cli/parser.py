@@ -142,6 +142,14 @@ def _add_sweep_args(p: argparse.ArgumentParser) -> None:
         "(docs/statistics.md, 'Rounds that stop when decided')",
     )
     p.add_argument(
+        "--no-interleave",
+        action="store_true",
+        help="time every row across processes only (default: an entry that does the baseline's work per step "
+        "and can share a process with it is also timed against its round's baseline in that process, steps "
+        "interleaved, and its time per step read from there; docs/statistics.md, 'Measure where the noise "
+        "cancels')",
+    )
+    p.add_argument(
         "--all-rounds",
         action="store_true",
         help="give every row all --repeats rounds (no stopping rule; Holm at 5%% over the rows)",

@@ -14,6 +14,7 @@ from gnnbench.measure.compare.comparison import (
     tradeoffs,
     verdict_summary,
 )
+from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
 from gnnbench.measure.run.results import Accuracy, Memory, RunResult, graph_label
 from gnnbench.measure.sweep.best_set import outcome_line
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
@@ -233,6 +234,25 @@ def _device_ms(row: ComparisonRow, phases: tuple[str, ...]) -> str:
     return "n/a" if not d else f"{sum(d.get(p, 0.0) for p in phases):.1f}"
 
 
+def _one_process_lines(c) -> list[str]:
+    """Which rows were timed against their baseline in one process, steps interleaved, and the in-process A/A."""
+    paired = [r.label for r in c.rows if r.status == "ok" and r.interleaved and r.label != AA_INPROCESS_LABEL]
+    if not paired:
+        return []
+    lines = [
+        "timed against the baseline in one process, steps interleaved (their step x, and their time per step "
+        f"where time to accuracy is steps x time per step, read there): {', '.join(paired)}"
+    ]
+    aa = next((r for r in c.rows if r.label == AA_INPROCESS_LABEL and r.status == "ok"), None)
+    if aa is not None and aa.step_speedup is not None:
+        step = aa.step_speedup
+        lines.append(
+            f"A/A in one process (baseline against itself, steps interleaved): step {ratio_of(step)}"
+            + (": SIGNIFICANT: the two trainers of a process differ" if step.significant else "")
+        )
+    return lines
+
+
 def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
     """The comparison table (:class:`gnnbench.measure.compare.comparison.Comparison`): the primary speedup (time to accuracy
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
@@ -253,6 +273,7 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
                 else "SIGNIFICANT: this machine is too noisy for the effects below"
             )
         )
+    lines += _one_process_lines(c)
     lines.append(
         "time to accuracy: "
         + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None else c.target_source)

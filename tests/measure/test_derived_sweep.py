@@ -26,11 +26,17 @@ def test_which_entries_are_derived_follows_the_registry():
         short_epochs(0, 3)
 
 
-def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_accuracy(tmp_path):
+def _calibrated(tmp_path):
+    """One calibration run of a quick run to a plateau, in this process: ``(calibration, its runs, the base
+    configuration it calibrated)``."""
     base = dataclasses.replace(QUICK, epochs=None, max_steps_per_epoch=None, max_epochs=12, patience=2)
     cal, cal_runs = run_calibration(base, tmp_path, SweepOptions(calibration_runs=1, isolate=False))
+    return cal, cal_runs, cal.apply(base)
+
+
+def test_a_derived_sweep_runs_declared_entries_short_and_derives_their_time_to_accuracy(tmp_path):
+    cal, cal_runs, cfg = _calibrated(tmp_path)
     assert cal.steps_per_epoch and cal.median_steps_to_target is not None
-    cfg = cal.apply(base)
     entries = sweep_entries(
         cfg,
         ["int32", "fanout"],
@@ -186,3 +192,50 @@ def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tm
     with pytest.raises(Started):
         main(["compare", "--preset", "tiny", "--aa", "--flags", "int32", "--out-dir", str(tmp_path / "x")])
     assert "A/A pair only" not in capsys.readouterr().err
+
+
+def test_an_interleaved_sweep_reads_time_per_step_from_one_process_pairs(tmp_path):
+    """With ``interleave``: each round of an entry that keeps the work per step (and can share a process) is timed
+    against its round's baseline in one process after its run, construction order alternating by round; the row
+    reads its step ratio and derived time to accuracy from the pairs and says so; the in-process A/A row is
+    there, outside Holm's family; an entry that changes the work per step is not paired."""
+    from gnnbench.measure.compare.family import in_family
+    from gnnbench.measure.compare.interleaved import INTERLEAVED_NOTE
+    from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
+    from gnnbench.measure.run.interleaved import PairTiming
+
+    cal, cal_runs, cfg = _calibrated(tmp_path)
+    entries = sweep_entries(
+        cfg,
+        ["int32", "fanout"],
+        repeats=2,
+        aa=True,
+        include_all_recommended=False,
+        derive_per_epoch=cal.steps_per_epoch,
+        target=cal.target,
+        interleave=True,
+    )
+    paired = {e.label: e for e in entries if e.pair_with is not None and e.round == 1}
+    assert set(paired) == {"int32", AA_INPROCESS_LABEL}
+    assert [e.built_first for e in entries if e.label == "int32"] == ["base", "other"]
+    lone = sweep_entries(cfg, ["int32"], repeats=1, include_all_recommended=False, derive_per_epoch=2)
+    assert all(e.pair_with is None for e in lone)  # the default: across processes only
+    assert lone[1].key() != next(e for e in entries if e.label == "int32" and e.round == 0).key()
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=False), calibration=cal)
+    by = {(r.label, r.round): r for r in results}
+    pair = PairTiming.from_dict(by[("int32", 1)].interleaved)
+    assert pair.built_first == "other" and len(pair.base_seconds) == len(pair.other_seconds) > 0
+    assert by[("fanout", 0)].interleaved is None
+    c = compare(list(cal_runs) + list(results))
+    row = next(r for r in c.rows if r.label == "int32")
+    assert row.interleaved and row.derived and INTERLEAVED_NOTE in row.tta_note
+    pairs = [PairTiming.from_dict(by[("int32", k)].interleaved) for k in range(2)]
+    assert row.step_speedup.log_ratios == pytest.approx([math.log(p.base_step / p.other_step) for p in pairs])
+    aa = next(r for r in c.rows if r.label == AA_INPROCESS_LABEL)
+    assert aa.status == "ok" and aa.interleaved and not in_family(aa.label)
+    assert not next(r for r in c.rows if r.label == "fanout").interleaved
+    from gnnbench.cli.tables import format_compare
+
+    text = format_compare(c)
+    assert "timed against the baseline in one process, steps interleaved (" in text and "): int32" in text
+    assert "A/A in one process (baseline against itself, steps interleaved): step " in text

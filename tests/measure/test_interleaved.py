@@ -150,3 +150,26 @@ def test_a_real_pair_times_both_trainers_in_this_process():
     assert all(s > 0 for s in pair.setup_seconds)
     with pytest.raises(ValueError, match="blocks must be an integer >= 2"):
         time_pair(base, base, blocks=1)
+
+
+def test_a_sweep_run_carries_its_pair_or_says_why_it_has_none(tmp_path):
+    from gnnbench.measure.run.paired import main, run_paired, with_pair
+    from gnnbench.measure.run.results import RunResult, load_result
+
+    failed = RunResult(status="failed", config=QUICK.to_dict(), error="boom")
+    assert with_pair(failed, QUICK, QUICK, built_first="base") is failed
+    ok = RunResult(status="ok", config=QUICK.to_dict())
+    workers = dataclasses.replace(QUICK, flags=QUICK.flags.replace(num_workers=1))
+    refused = with_pair(ok, QUICK, workers, built_first="base")
+    assert refused.interleaved is None
+    assert refused.warnings == [
+        "interleaved pair not measured: the base cannot share a process: num_workers=1: runs 1 loader worker "
+        "process(es), which sample ahead while the other trainer steps"
+    ]
+    out = tmp_path / "r.json"
+    result = run_paired(dataclasses.replace(QUICK, warmup_steps=1), QUICK, built_first="other", out=out)
+    assert result.ok and load_result(out).interleaved == result.interleaved
+    assert PairTiming.from_dict(result.interleaved).built_first == "other"
+    assert main(["a.json"]) == 2
+    with pytest.raises(ValueError, match="built_first must be one of"):
+        run_paired(QUICK, QUICK, built_first="first")

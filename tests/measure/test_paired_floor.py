@@ -64,7 +64,8 @@ def test_each_row_has_the_floor_of_its_own_statistic():
         _row("measured", [0.0, 0.02, -0.02], tta_logs=[0.3, -0.2, 0.1]),
         _row(AA_LABEL, [0.01, -0.01, 0.0], tta_logs=[0.25, -0.25, 0.0]),
     ]
-    min_sd, floors = row_floors(rows, [0, 1, 2], [3], 5, [10.0, 12.0, 11.0])
+    min_sd, floors, pair_sd = row_floors(rows, [0, 1, 2], [3], 5, [10.0, 12.0, 11.0])
+    assert pair_sd == {}, "no row timed in one process"
     s0 = min_sd[3]
     clock = math.exp(t_quantile(0.975, 4) * s0 / math.sqrt(5))
     assert floors["per_step"][3] == pytest.approx(clock) and floors["derived"][3] == pytest.approx(clock)
@@ -88,3 +89,31 @@ def test_the_printed_interval_is_never_narrower_than_the_clock_allows():
     assert (wide.tta_speedup.low, wide.tta_speedup.high) == pytest.approx((own.low, own.high)), (
         "an sd above the floor is the row's own"
     )
+
+
+def test_rows_timed_in_one_process_take_the_in_process_clock():
+    """A derived row whose rounds were timed against the baseline in one process is floored at the pooled sd of
+    such rows' step log ratios, not at the across-process epoch clock's; a row timed across processes keeps the
+    clock's, and an interleaved row judged by its measured time to accuracy keeps the floor of that."""
+    import dataclasses
+
+    from gnnbench.measure.compare.paired_floor import reads_pairs
+
+    def paired(label, epoch_logs, step_logs, **kw):
+        return dataclasses.replace(_row(label, epoch_logs, **kw), interleaved=True, step_speedup=_ratio(step_logs))
+
+    rows = [
+        paired("inproc", [0.2, -0.2, 0.1], [0.40, 0.41, 0.39], derived=True),  # 50% effect, sd 0.01 in one process
+        paired("aa-inproc", [0.1, -0.15, 0.05], [0.0, 0.01, -0.01], derived=True),
+        _row("across", [0.2, -0.2, 0.1], derived=True),
+        paired("measured", [0.0, 0.02, -0.02], [0.0, 0.01, -0.01], tta_logs=[0.3, -0.2, 0.1]),
+    ]
+    assert [reads_pairs(r) for r in rows] == [True, True, False, False]
+    s_pair = clock_noise_sd(rows, [0, 1, 2], interleaved=True)
+    assert s_pair == pytest.approx(0.01)  # the pooled within-row sd of the step log ratios of the paired rows
+    assert s_pair < clock_noise_sd(rows, [0, 1, 2])
+    min_sd, floors, pair_sd = row_floors(rows, [0, 1, 2], [3], 5, [10.0, 12.0, 11.0])
+    assert set(pair_sd) == {"inproc", "aa-inproc"} and pair_sd["inproc"][3] == pytest.approx(s_pair)
+    assert floors["inproc"][3] == pytest.approx(floor_of_sd(s_pair, 5))
+    assert floors["inproc"][3] < floors["across"][3]
+    assert floors["across"][3] == pytest.approx(floor_of_sd(min_sd[3], 5))

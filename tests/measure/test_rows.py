@@ -53,6 +53,7 @@ MEASURED = EVERY_ROW + [
     "h2d_bytes_per_batch",
     "device_phase_ms",
     "distributed",
+    "interleaved",
 ]
 RATIO = ["ratio", "low", "high", "significant", "rounds", "p", "log_ratios"]
 TTA = RATIO + ["bound", "censored", "reached", "reached_text", "seconds", "note"]

@@ -4,7 +4,9 @@ Quick (default; timing disabled, each step runs once): ``python -m pytest tests/
 Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
 Local before/after workflow (README, and ``scripts/perf_aa.py`` for its A/A check): ``--benchmark-save=before``,
 change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=median:<threshold>``. Measured runs pin
-one thread (``tests/perf/conftest.py``).
+one thread (``tests/perf/conftest.py``). A measured optimized step of an entry that can share a process with the
+baseline also records ``extra_info["interleaved_speedup"]``: its per-step ratio against the baseline timed in this
+process, steps interleaved (the figure a drift between the two benchmarks cannot move).
 """
 
 import pytest
@@ -13,6 +15,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
+from gnnbench.measure.run.interleaved import time_pair
 from gnnbench.measure.run.workload import BENCH_FLAGS, bench_config, bench_spec
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import skip_unless_runs
@@ -76,3 +79,9 @@ def test_step_baseline(benchmark, graph, name, request):
 @pytest.mark.parametrize("name", registry.names())
 def test_step_optimized(benchmark, graph, name, request):
     _bench_step(benchmark, graph, name, True, request)
+    opt = registry.get(name)
+    if not benchmark.disabled and opt.shares_process and not opt.changes_work:
+        # the ratio measured where the noise cancels: both trainers in this process, steps interleaved
+        pair = time_pair(_config(name, False), _config(name, True), graph=graph, blocks=8)
+        timed = pair.interval()
+        benchmark.extra_info["interleaved_speedup"] = {"ratio": timed.ratio, "low": timed.low, "high": timed.high}

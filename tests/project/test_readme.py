@@ -106,3 +106,17 @@ def test_readme_labor_paragraph_matches_its_sweep():
         f"floors step {floors['step']}, epoch {floors['epoch']}, time to accuracy {floors['time_to_accuracy']}"
         in text.replace("\n", " ")
     )
+
+
+def test_the_statistics_docs_noise_table_is_generated_from_its_file():
+    """docs/statistics.md's table of the two timing designs is ``noise_md.noise_markdown`` of the committed
+    ``scripts/inprocess_aa.py`` file."""
+    from gnnbench.report.noise_md import NOISE_FILE, NOISE_MARKERS, noise_markdown
+
+    docs = (ROOT / "docs" / "statistics.md").read_text()
+    start, end = NOISE_MARKERS
+    assert start in docs and end in docs, "docs/statistics.md lost its noise-table markers"
+    path = ROOT / "results" / "reference" / NOISE_FILE
+    assert docs[docs.index(start) + len(start) : docs.index(end)] == noise_markdown(path), (
+        f"docs/statistics.md's noise table is stale: paste `gnnbench.report.noise_md.noise_markdown` of {path.name}"
+    )

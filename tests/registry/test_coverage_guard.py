@@ -20,6 +20,28 @@ def test_asv_suite_covers_the_registry():
     assert {"track_accuracy", "track_index_bytes", "track_transfer_bytes", "track_peak_host_memory"} <= tracks
 
 
+def test_asv_tracks_each_in_process_entry_as_an_interleaved_ratio():
+    """Every entry that can share a process and keeps the work per step has a ratio asv can track; the others are
+    skipped with their reason; the tracked figure is a ratio of one pair in one process."""
+    import pytest
+
+    from benchmarks import bench_optimizations
+
+    suite = bench_optimizations.InterleavedRatio
+    assert suite.params == [registry.names()] and suite.track_speedup.unit == "x"
+    for name in registry.names():
+        opt, bench = registry.get(name), suite()
+        if opt.shares_process and not opt.changes_work and not opt.unavailable("cpu"):
+            bench.setup(name)
+            assert bench.other.flags == opt.apply(bench.base.flags) or bench.other.task != "node"
+        else:
+            with pytest.raises(NotImplementedError):
+                bench.setup(name)
+    bench = suite()
+    bench.setup(next(o.name for o in registry.REGISTRY.values() if o.same_trajectory and o.shares_process))
+    assert bench.track_speedup(bench.other) > 0
+
+
 def test_pytest_benchmark_suite_covers_the_registry():
     from tests.perf import test_optimizations_perf as perf
 

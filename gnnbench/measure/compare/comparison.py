@@ -49,9 +49,11 @@ from gnnbench.measure.compare.family import (
     verdict_summary,
 )
 from gnnbench.measure.compare.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
+from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_step
 from gnnbench.measure.compare.paired import by_round, end_to_end, epoch_time, mean_interval, ratio_over_rounds
-from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, row_floors
+from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, reads_pairs, row_floors
 from gnnbench.measure.compare.rows import (
+    AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
     E2E_BASELINE,
@@ -274,14 +276,17 @@ def compare(
     stops = None
     paired = rule.paired_floor if rule is not None else equivalence_margin is not None
     clock_sd = clock_noise_sd(rows, rounds) if paired else float("nan")
+    pair_sd = clock_noise_sd(rows, rounds, interleaved=True) if paired else float("nan")
     if paired:
         for row in rows:
-            if in_family(row.label) or row.label == AA_LABEL:
-                floor_primary(row, clock_sd)
+            if in_family(row.label) or row.label in (AA_LABEL, AA_INPROCESS_LABEL):
+                floor_primary(row, pair_sd if reads_pairs(row) and pair_sd == pair_sd else clock_sd)
                 row.significant = _significant(row.primary_ratio, row.tta_speedup)
         floors["paired_clock"] = floor_of_sd(clock_sd, len(rounds))
+        if pair_sd == pair_sd:
+            floors["paired_clock_one_process"] = floor_of_sd(pair_sd, len(rounds))
     if rule is not None and paired:
-        min_sd, per_row = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
+        min_sd, per_row, row_min_sd = row_floors(rows, rounds, rule.looks, rule.max_rounds, base_tta)
         # futility waits for equivalence only where "no effect beyond the margin" can be tested (no_effect_verdicts)
         untested = [r.label for r in rows if r.censored or r.primary_ratio is None]
         stops = settled(
@@ -292,6 +297,7 @@ def compare(
             min_sd=min_sd,
             margin=equivalence_margin,
             untested=untested,
+            row_min_sd=row_min_sd,
         )
     elif rule is not None:
         floor_by_look = {}  # each look's floor from the baseline rounds up to it: what the sweep saw then
@@ -307,7 +313,12 @@ def compare(
             floor_by_look[k] = noise_floor(primary_base, rounds=rule.max_rounds)
         stops = settled(rule, round_log_ratios(rows, rounds), floor_by_look)
     family = family_wise(rows, rule, stops)
-    no_effect_verdicts(rows, equivalence_margin, clock_sd if clock_sd == clock_sd else None)
+    no_effect_verdicts(
+        rows,
+        equivalence_margin,
+        clock_sd if clock_sd == clock_sd else None,
+        pair_sd=pair_sd if pair_sd == pair_sd else None,
+    )
     aa = next((r for r in rows if r.label == AA_LABEL), None)
     head = [r for r in rows if r.label == BASELINE]
     rest = sorted((r for r in rows if r.label != BASELINE), key=rank_key)
@@ -434,7 +445,9 @@ def _row(
     b = [base[k] for k in rounds]
     m = [mine[k] for k in rounds]
     same_work = not _changes_work(row.optimizations)
-    step = ratio_over_rounds([r.step_seconds.median for r in b], [r.step_seconds.median for r in m])
+    step = interleaved_step(m) or ratio_over_rounds(
+        [r.step_seconds.median for r in b], [r.step_seconds.median for r in m]
+    )
     epoch = ratio_over_rounds([epoch_time(r) for r in b], [epoch_time(r) for r in m])
     tta = derived_tta(b, m, steps_to_target) if derived else measured_tta(b, m, target)
     factors, tta, measured_ratio = _judged(label, b, m, target, tta, same_work, derived, margin)
@@ -470,6 +483,7 @@ def _row(
         row,
         status="ok",
         rounds=len(rounds),
+        interleaved=interleaved_pairs(m) is not None,
         same_work=same_work,
         step_ms=1e3 * statistics.median(r.step_seconds.median for r in m),
         step_speedup=step if same_work else None,

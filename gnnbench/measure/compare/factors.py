@@ -20,6 +20,7 @@ import statistics
 
 from gnnbench.measure.compare.crossing import steps_to
 from gnnbench.measure.compare.derived import per_step_seconds
+from gnnbench.measure.compare.interleaved import INTERLEAVED_NOTE, interleaved_pairs, pair_seconds
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import (
     EPOCHS,
@@ -131,8 +132,14 @@ def convergence_judged_tta(
     per round ``r``, ``setup + S_r x time per step`` for the row and for the baseline, ``S_r`` the baseline's
     interpolated steps to the target in round ``r``; ``None`` when no round has both."""
     tb, tm = [], []
+    paired = interleaved_pairs(m) is not None  # every round timed in one process: read the pairs
     for rb, rm in zip(b, m):
         s, pb, pm = steps_to(rb, target), per_step_seconds(rb), per_step_seconds(rm)
+        if paired and s is not None:
+            pair_b, pair_m = pair_seconds(rm, s)
+            tb.append(pair_b)
+            tm.append(pair_m)
+            continue
         if s is None or pb is None or pm is None:
             tb.append(math.nan)
             tm.append(math.nan)
@@ -155,6 +162,6 @@ def convergence_judged_tta(
             f"+-{eq.margin:.0%} of the baseline's (TOST p = {eq.p_value:.2g}, steps ratio "
             f"{eq.ratio:.3f} [{eq.low:.3f}, {eq.high:.3f}] at {1 - 2 * eq.alpha:.0%}), so its time "
             "to accuracy is setup + the baseline's steps to the target x its time per step, "
-            "against the baseline read the same way"
+            "against the baseline read the same way" + (f" (time per step {INTERLEAVED_NOTE})" if paired else "")
         ),
     )

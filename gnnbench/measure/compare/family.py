@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gnnbench.measure.compare.rows import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX, ComparisonRow
+from gnnbench.measure.compare.paired_floor import reads_pairs
+from gnnbench.measure.compare.rows import (
+    AA_INPROCESS_LABEL,
+    AA_LABEL,
+    BASELINE,
+    E2E_BASELINE,
+    MEASURED_SUFFIX,
+    ComparisonRow,
+)
 from gnnbench.measure.stats.intervals import equivalence, holm
 from gnnbench.measure.stats.sequential import Stop, StoppingRule, family_p_values, final_alpha, sd_floor
 
@@ -33,7 +41,7 @@ __all__ = [
 ]
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
-NOT_IN_FAMILY = (BASELINE, AA_LABEL, E2E_BASELINE)  # the reference rows and the noise check
+NOT_IN_FAMILY = (BASELINE, AA_LABEL, AA_INPROCESS_LABEL, E2E_BASELINE)  # the reference rows and the noise checks
 NO_COST = ("no accuracy cost", "gains accuracy")  # accuracy verdicts of a row that pays at no accuracy cost
 
 
@@ -97,7 +105,9 @@ def family_wise(
     )
 
 
-def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd: float | None = None) -> int:
+def no_effect_verdicts(
+    rows: list[ComparisonRow], margin: float | None, clock_sd: float | None = None, *, pair_sd: float | None = None
+) -> int:
     """ "No effect beyond +-margin": for every row of the family that is not significant, reached the target in
     every round and has two rounds or more, the equivalence test (TOST, :func:`gnnbench.measure.stats.intervals.equivalence`)
     of its primary ratio's per-round log ratios (the statistic its interval and its significance read) against
@@ -105,7 +115,9 @@ def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd
     (:func:`gnnbench.measure.stats.sequential.sd_floor` of ``clock_sd``), as its interval is. Holm at 5% over those
     rows' TOST p-values keeps the chance that any "no effect beyond" is false (a true effect at the margin or
     beyond) at or below 5%. Sets ``row.no_effect`` (the test, ``equivalent`` the family-wise answer) in place;
-    returns how many rows were tested. ``margin`` None: nothing is tested."""
+    returns how many rows were tested. ``margin`` None: nothing is tested. A row whose ratio is read from
+    in-process pairs (:func:`gnnbench.measure.compare.paired_floor.reads_pairs`) takes ``pair_sd``, the in-process
+    clock's paired noise, instead of ``clock_sd``."""
     if margin is None:
         return 0
     tested, tests = [], []
@@ -116,7 +128,8 @@ def no_effect_verdicts(rows: list[ComparisonRow], margin: float | None, clock_sd
         xs = [x for x in primary.log_ratios or [] if x == x]
         if len(xs) < 2:
             continue
-        floor = sd_floor(clock_sd, len(xs)) if clock_sd is not None and clock_sd == clock_sd and clock_sd > 0 else 0.0
+        sd = pair_sd if pair_sd is not None and reads_pairs(r) else clock_sd
+        floor = sd_floor(sd, len(xs)) if sd is not None and sd == sd and sd > 0 else 0.0
         tested.append(r)
         tests.append(equivalence(xs, margin, alpha=FAMILY_ALPHA, min_sd=floor))
     keep = holm([t.p_value for t in tests], FAMILY_ALPHA) if tests else []

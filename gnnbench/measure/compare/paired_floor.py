@@ -12,6 +12,11 @@ statistic (the smallest effect ``R`` rounds of it can resolve).
   has that of the A/A row's measured time to accuracy (the same paired statistic between two configurations
   that do not differ, each on its own trajectory), or, without an A/A row, ``sqrt(2)`` times the baseline's
   process spread of it; never below the clock's.
+* **The in-process clock** (``clock_noise_sd(..., interleaved=True)``): a row timed against its baseline in one
+  process, steps interleaved, whose time to accuracy is its time per step times a count of steps
+  (:func:`reads_pairs`), does not carry the drift from one process to the next; its sd is floored at, and its
+  paired floor made of, the pooled sd of such rows' per-round step log ratios (the in-process A/A row's among
+  them) instead.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from gnnbench.measure.compare.rows import (
 from gnnbench.measure.stats.intervals import t_quantile
 from gnnbench.measure.stats.sequential import floored_interval
 
-__all__ = ["clock_noise_sd", "floor_of_sd", "row_floors", "floor_primary"]
+__all__ = ["clock_noise_sd", "floor_of_sd", "row_floors", "floor_primary", "reads_pairs"]
 
 
 def _aligned(row: ComparisonRow, ratio_logs: Sequence[float], rounds: Sequence[int]) -> list[float]:
@@ -38,14 +43,26 @@ def _aligned(row: ComparisonRow, ratio_logs: Sequence[float], rounds: Sequence[i
     return [by_round[k] for k in rounds if k in by_round and by_round[k] == by_round[k]]
 
 
-def clock_noise_sd(rows: Sequence[ComparisonRow], rounds: Sequence[int]) -> float:
+def reads_pairs(r: ComparisonRow) -> bool:
+    """Whether ``r``'s primary ratio is read from in-process pairs: every round timed it against the baseline in
+    one process, steps interleaved, and its time to accuracy is its time per step times a count of steps
+    (derived, or its steps shown equivalent)."""
+    judged = r.derived or (r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP)
+    return bool(r.interleaved and judged and r.primary == TIME_TO_ACCURACY)
+
+
+def clock_noise_sd(rows: Sequence[ComparisonRow], rounds: Sequence[int], *, interleaved: bool = False) -> float:
     """The pooled within-row sd of the epoch clock's per-round log ratios over ``rounds`` (the baseline's), over
-    every measured row but the baseline; nan with no row of two rounds or more."""
+    every measured row but the baseline; nan with no row of two rounds or more.
+
+    ``interleaved``: the in-process clock's instead, pooled over the rows timed against the baseline in one
+    process (``row.interleaved``), from the per-round log ratios of their mean interleaved steps."""
     ss, df = 0.0, 0
     for r in rows:
-        if r.status != "ok" or r.epoch_speedup is None or r.label == "baseline":
+        ratio = r.step_speedup if interleaved else r.epoch_speedup
+        if r.status != "ok" or ratio is None or r.label == "baseline" or (interleaved and not r.interleaved):
             continue
-        xs = _aligned(r, r.epoch_speedup.log_ratios, rounds)
+        xs = _aligned(r, ratio.log_ratios, rounds)
         if len(xs) < 2:
             continue
         mean = sum(xs) / len(xs)
@@ -81,13 +98,15 @@ def row_floors(
     looks: Sequence[int],
     plan_rounds: int,
     base_tta: Sequence[float | None],
-) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
-    """Per look ``k`` (the first ``k`` of the baseline's ``rounds``): the clock's paired noise, and per row the
-    paired floor of its primary statistic at ``plan_rounds`` rounds (module docstring). ``base_tta`` is the
-    baseline's time to the target per round (None: missed)."""
+) -> tuple[dict[int, float], dict[str, dict[int, float]], dict[str, dict[int, float]]]:
+    """Per look ``k`` (the first ``k`` of the baseline's ``rounds``): the clock's paired noise, per row the
+    paired floor of its primary statistic at ``plan_rounds`` rounds (module docstring), and, for the rows whose
+    ratio is read from in-process pairs (:func:`reads_pairs`), the in-process clock's paired noise, which
+    replaces the clock's for them. ``base_tta`` is the baseline's time to the target per round (None: missed)."""
     aa = next((r for r in rows if r.label == AA_LABEL and r.status == "ok"), None)
     min_sd: dict[int, float] = {}
     floors: dict[str, dict[int, float]] = {}
+    pair_sd: dict[str, dict[int, float]] = {}
     for k in looks:
         if k > len(rounds):
             break
@@ -102,11 +121,15 @@ def row_floors(
             logs = [math.log(t) for t in base_tta[:k] if t is not None and t > 0]
             tta_sd = math.sqrt(2.0) * _sd(logs) if len(logs) == k else float("nan")
         tta_floor = floor_of_sd(max(tta_sd, s0) if s0 == s0 else tta_sd, plan_rounds)
+        s_pair = clock_noise_sd(rows, upto, interleaved=True)
         for r in rows:
             if r.status != "ok":
                 continue
             floors.setdefault(r.label, {})[k] = clock_floor if _judged_per_step(r) else tta_floor
-    return min_sd, floors
+            if reads_pairs(r) and s_pair == s_pair:
+                floors[r.label][k] = floor_of_sd(s_pair, plan_rounds)
+                pair_sd.setdefault(r.label, {})[k] = s_pair
+    return min_sd, floors, pair_sd
 
 
 def floor_primary(row: ComparisonRow, sd: float, level: float = 0.95) -> None:

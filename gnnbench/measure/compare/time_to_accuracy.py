@@ -13,6 +13,7 @@ import statistics
 from gnnbench.measure.compare.calibration import censor_at
 from gnnbench.measure.compare.crossing import seconds_to
 from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds
+from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_tta
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import TimeToAccuracy
 from gnnbench.measure.run.results import RunResult
@@ -63,6 +64,8 @@ def derived_tta(b: list[RunResult], m: list[RunResult], steps_to_target: float |
     baseline read the same way over as many epochs; ``None`` without calibrated steps to the target."""
     if steps_to_target is None:
         return None
+    if interleaved_pairs(m) is not None:
+        return interleaved_tta(m, steps_to_target)
     epochs = [len(r.epoch_seconds) for r in m]
     tm = [derived_seconds(r, steps_to_target) for r in m]
     tb = [derived_seconds(r, steps_to_target, e) for r, e in zip(b, epochs)]

@@ -255,6 +255,9 @@ class RunResult:
     # the process, read back from it (gnnbench.process.in_effect): allocator, threads and cores, and the
     # measured steps' page faults and user / kernel CPU time
     process: dict[str, Any] | None = None
+    # this configuration's steps timed against its round's baseline in the same process, interleaved
+    # (gnnbench.measure.run.interleaved.PairTiming.to_dict): the time per step a sweep reads where it has it
+    interleaved: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION
     # where a sweep placed the result (written into its file by the sweep; None outside a sweep): the entry's
     # label, its round, the optimizations it turns on, and whether it is derived from the baseline's run
@@ -286,7 +289,7 @@ class RunResult:
             d = {k: v for k, v in d.items() if k in keep and v is not None}
         elif not self.warnings:
             d.pop("warnings")
-        for k in ("distributed", "process", "unavailable", "error", *_PLACEMENT):
+        for k in ("distributed", "process", "interleaved", "unavailable", "error", *_PLACEMENT):
             if d.get(k, 0) is None:
                 d.pop(k)
         return d

@@ -484,6 +484,7 @@ def settled(
     min_sd: float | Mapping[int, float] | None = None,
     margin: float | None = None,
     untested: Collection[str] = (),
+    row_min_sd: Mapping[str, float | Mapping[int, float] | None] | None = None,
 ) -> dict[str, Stop | None]:
     """After a round: which rows stop, and why.
 
@@ -518,6 +519,8 @@ def settled(
             below ``rule.curtail`` too.
         untested: Rows whose equivalence is never tested (censored ones): under ``equivalence_futility`` 2
             they do not wait for it.
+        row_min_sd: Per row, the paired noise of the clock its ratio was timed on, replacing ``min_sd`` for it
+            (a row timed against the baseline in one process, steps interleaved, has that design's noise).
 
     Returns:
         Per row (in the order given), its :class:`Stop`, or None while it keeps receiving rounds.
@@ -531,10 +534,15 @@ def settled(
     version = rule.equivalence_futility if margin is not None else 0
     untested = set(untested) if version >= 2 else set()
 
+    def sd_of(row: str, k: int) -> float:
+        if not rule.paired_floor:
+            return 0.0
+        own = row_min_sd.get(row) if row_min_sd is not None else None
+        return _min_sd_at(own if own is not None else min_sd, k)
+
     for k in range(rule.min_rounds, min(n, rule.max_rounds) + 1):
         a = rule.look_alpha(k)
-        sd0 = _min_sd_at(min_sd, k) if rule.paired_floor else 0.0
-        now = {row: _interval(data[row][:k], rule.level, sd0) for row in data if stops[row] is None}
+        now = {row: _interval(data[row][:k], rule.level, sd_of(row, k)) for row in data if stops[row] is None}
         ps = [_holm_p(stops[row], now[row][4] if row in now else float("nan")) for row in data]
         rejected = dict(zip(data, holm(ps, a) if a > 0 else [False] * len(ps)))
         f = _floor_at(floor, k) if rule.futility else None
@@ -542,6 +550,7 @@ def settled(
             if len(data[row]) < k or r < rule.min_rounds:
                 continue  # not measured in round k, or too few pairs yet
             reason = None
+            sd0 = sd_of(row, k)
             fr = f
             if rule.paired_floor and rule.futility and row_floors is not None and row_floors.get(row) is not None:
                 fr = _floor_at(row_floors[row], k)
@@ -566,8 +575,9 @@ def settled(
     if n >= rule.max_rounds:
         for row in data:
             if stops[row] is None:
-                sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
-                r, ratio, low, high, p = _interval(data[row][: rule.max_rounds], rule.level, sd0)
+                r, ratio, low, high, p = _interval(
+                    data[row][: rule.max_rounds], rule.level, sd_of(row, rule.max_rounds)
+                )
                 stops[row] = Stop(MAX_ROUNDS, rule.max_rounds, r, ratio, low, high, p, final_alpha(rule))
     return stops
 
@@ -593,13 +603,27 @@ def final_significant(
     min_sd: float | Mapping[int, float] | None = None,
     margin: float | None = None,
     untested: Collection[str] = (),
+    row_min_sd: Mapping[str, float | Mapping[int, float] | None] | None = None,
 ) -> dict[str, bool]:
     """The final family-wise verdict of a sweep run under ``rule``: Holm at :func:`final_alpha` over
     :func:`family_p_values` (a row still open enters with the p-value of all its rounds). After ``max_rounds``
     it is exactly the set of rows :func:`settled` stopped as significant."""
     data = _checked(log_ratios)
-    stops = settled(rule, data, floor, row_floors=row_floors, min_sd=min_sd, margin=margin, untested=untested)
-    sd0 = _min_sd_at(min_sd, rule.max_rounds) if rule.paired_floor else 0.0
-    own = {row: _interval(data[row][: rule.max_rounds], rule.level, sd0)[4] for row in data}
+    stops = settled(
+        rule,
+        data,
+        floor,
+        row_floors=row_floors,
+        min_sd=min_sd,
+        margin=margin,
+        untested=untested,
+        row_min_sd=row_min_sd,
+    )
+
+    def sd_of(row: str) -> float:
+        own = row_min_sd.get(row) if row_min_sd is not None else None
+        return _min_sd_at(own if own is not None else min_sd, rule.max_rounds) if rule.paired_floor else 0.0
+
+    own = {row: _interval(data[row][: rule.max_rounds], rule.level, sd_of(row))[4] for row in data}
     ps = family_p_values(stops, own)
     return dict(zip(ps, holm(list(ps.values()), final_alpha(rule))))

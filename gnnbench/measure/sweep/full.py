@@ -159,6 +159,7 @@ class _Plan:
             also_measured=list(options.also_measured),
             target=target,
             accuracy_rounds=options.fixed_accuracy_rounds(target is not None),
+            interleave=options.interleave,
         )
         return cls(entries + list(extra_entries), cal, target, _rule(options, target is not None))
 

@@ -34,6 +34,10 @@ class SweepOptions:
         include_all_recommended: Add the registry's recommended entries together as one row.
         derive: Run entries proven to keep the baseline's trajectory short and derive their time to accuracy
             (only with a calibration that reached its target).
+        interleave: Time each entry that does the baseline's work per step and can share a process with it
+            against its round's baseline in that process after its run, steps interleaved, and read its time
+            per step from there (:mod:`gnnbench.measure.run.paired`); with ``aa``, add the baseline against
+            itself so timed (the in-process A/A).
         also_measured: Derived entries also trained to the target (rows ``"<name> (measured)"``).
         accuracy_rounds: With a fixed target, rounds from this one on stop at the target (time to accuracy
             only); ``None`` or ``>= repeats``: every round trains to the plateau.
@@ -63,6 +67,7 @@ class SweepOptions:
     aa: bool = False
     include_all_recommended: bool = True
     derive: bool = False
+    interleave: bool = False
     also_measured: tuple[str, ...] = ()
     accuracy_rounds: int | None = None
     stop_when_settled: bool = False

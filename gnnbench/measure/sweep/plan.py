@@ -22,6 +22,8 @@ from gnnbench.env import resolve_device
 from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
 from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.compare.derived import is_derivable, short_config, short_epochs
+from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
+from gnnbench.measure.run.interleaved import BUILD_ORDERS, pair_refusal
 from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
@@ -35,12 +37,22 @@ __all__ = [
     "time_to_accuracy_config",
     "on_ranks",
     "ALL_RECOMMENDED",
+    "AA_INPROCESS_LABEL",
     "BASELINE",
     "AA_LABEL",
     "E2E_BASELINE",
 ]
 
 ALL_RECOMMENDED = "all_recommended"
+
+
+def shares_process(cfg: RunConfig) -> bool:
+    """Whether ``cfg`` can be timed beside another trainer in one process."""
+    return pair_refusal(cfg, cfg) is None
+
+
+def _changes_work(parts: Iterable[str]) -> bool:
+    return any(registry.get(p).changes_work for p in parts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +65,20 @@ class Entry:
     round: int = 0  # interleaved round (its seed is base.seed + round)
     not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
     derived: bool = False  # a short run; time to accuracy derived (gnnbench.measure.compare.derived)
+    # the round's baseline it is timed against in its own process after its run, steps interleaved
+    # (gnnbench.measure.run.paired); None: timed across processes only
+    pair_with: RunConfig | None = None
+
+    @property
+    def built_first(self) -> str:
+        """Which trainer its pair builds first: alternating from round to round (counterbalanced)."""
+        return BUILD_ORDERS[self.round % 2]
 
     def key(self) -> str:
-        blob = json.dumps(self.config.to_dict(), sort_keys=True, default=str).encode()
+        d = self.config.to_dict()
+        if self.pair_with is not None:  # a paired result holds what a lone one does not
+            d = {**d, "pair_with": self.pair_with.to_dict(), "built_first": self.built_first}
+        blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
     def filename(self) -> str:
@@ -123,6 +146,7 @@ def sweep_entries(
     also_measured: Iterable[str] = (),
     accuracy_rounds: int | None = None,
     target: float | None = None,
+    interleave: bool = False,
 ) -> list[Entry]:
     """Baseline, baseline + each named optimization (default: all registered) and all recommended together,
     for each of ``repeats`` rounds; ``aa`` adds a second copy of the baseline (the A/A noise check).
@@ -135,7 +159,12 @@ def sweep_entries(
     With ``accuracy_rounds`` K and the calibrated ``target``, only rounds ``0..K-1`` train to the plateau (they
     judge accuracy); the later rounds, which a row receives only while its verdict is open, are time-to-accuracy
     runs (:func:`time_to_accuracy_config`): they stop at the target, or past the censoring budget without it.
-    ``None``: every round trains to the plateau."""
+    ``None``: every round trains to the plateau.
+
+    With ``interleave``, an entry that does the baseline's work per step and can share a process with it
+    (:func:`gnnbench.measure.run.interleaved.pair_refusal`) is, after its run, timed against its round's baseline
+    in the same process, steps interleaved (``Entry.pair_with``), and so is an in-process A/A copy of the
+    baseline with ``aa`` (:data:`AA_INPROCESS_LABEL`): the comparison reads their time per step from the pairs."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
     if accuracy_rounds is not None:
@@ -185,6 +214,12 @@ def sweep_entries(
     def short(cfg: RunConfig) -> RunConfig:
         return short_config(cfg, derive_per_epoch)
 
+    def pair_base(n: str, cfg: RunConfig, b: RunConfig) -> RunConfig | None:
+        """The round's baseline ``n`` is timed against in one process, or ``None``."""
+        if not interleave or _changes_work(parts[n]) or pair_refusal(b, cfg) is not None:
+            return None
+        return b
+
     def round_entries(base: RunConfig, r: int) -> list[Entry]:
         entries = []
         b = dataclasses.replace(base, seed=base.seed + r)
@@ -193,6 +228,8 @@ def sweep_entries(
             entries.append(
                 Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)), (), r)
             )
+        if aa and interleave and derivable and derive_per_epoch is not None and shares_process(b):
+            entries.append(Entry(AA_INPROCESS_LABEL, short(b), (), r, derived=True, pair_with=b))
         if overlap and base.sync_phases:
             e2e = dataclasses.replace(b, sync_phases=False)
             entries.append(Entry(E2E_BASELINE, on_ranks(short(e2e) if e2e_short else e2e), (), r, derived=e2e_short))
@@ -203,7 +240,8 @@ def sweep_entries(
             cfg = registry.config_for(b, parts[n])
             if n in overlap:
                 cfg = dataclasses.replace(cfg, sync_phases=False)
-            entries.append(Entry(n, on_ranks(short(cfg) if derived[n] else cfg), parts[n], r, derived=derived[n]))
+            run_cfg = on_ranks(short(cfg) if derived[n] else cfg)
+            entries.append(Entry(n, run_cfg, parts[n], r, derived=derived[n], pair_with=pair_base(n, run_cfg, b)))
             if n in also:  # the same entry trained to the target: the derived figure's check (its time to
                 # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
                 measured = time_to_accuracy_config(cfg, target) if target is not None else cfg

@@ -22,6 +22,7 @@ from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
 from gnnbench.measure.compare.calibration import CALIBRATION, CALIBRATION_SEED_OFFSET, Calibration, calibrate
 from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
 from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
+from gnnbench.measure.run.paired import PAIR_TIMEOUT_S, paired_argv, run_paired
 from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
 from gnnbench.measure.run.single import child_argv, child_error, child_timeout, run
 from gnnbench.measure.stats.sequential import StoppingRule
@@ -292,6 +293,7 @@ def _manifest(entries, out_dir: Path, orders, env: dict, options: SweepOptions, 
         "code_fingerprint": env.get("code_fingerprint"),
         "commit": env.get("commit"),
         "isolate": options.isolate,
+        "interleave": options.interleave,
         "machine": env.get("machine"),
         "hardware_class": env.get("hardware_class"),
         "environment": {k: env.get(k) for k in COMPARABLE_KEYS},
@@ -337,18 +339,26 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         return refused
     if isolate:
         cfg_path = path.with_name(f".{path.name}.config.json")
+        pair_path = path.with_name(f".{path.name}.pair.json")
         write_json_atomic(cfg_path, entry.config.to_dict())
         # nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch)
         # the process is part of the configuration: started with its allocator (gnnbench.process)
+        # a paired entry's process then times it against its round's baseline, steps interleaved
         # a process that hangs is ended at its timeout (from the run's time budget) with all it started
+        if entry.pair_with is not None:
+            write_json_atomic(pair_path, entry.pair_with.to_dict())
+            argv = paired_argv(cfg_path, path, pair_path, entry.built_first)
+        else:
+            argv = child_argv(cfg_path, path, dist_timeout)
         try:
             child = process.run_child(
-                child_argv(cfg_path, path, dist_timeout),
+                argv,
                 env=process.child_environment(entry.config.flags),
-                timeout=child_timeout(entry.config),
+                timeout=child_timeout(entry.config) + (PAIR_TIMEOUT_S if entry.pair_with is not None else 0),
             )
         finally:
             cfg_path.unlink(missing_ok=True)
+            pair_path.unlink(missing_ok=True)
         data = load_result(path) if child.ok else None
         if data is None:
             data = RunResult(status="failed", error=child_error(child, path), config=entry.config.to_dict())
@@ -358,5 +368,8 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
         graphs[key] = graph_of(entry.config)[0]
-    result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
+    if entry.pair_with is not None:
+        result = run_paired(entry.config, entry.pair_with, built_first=entry.built_first, out=path, graph=graphs[key])
+    else:
+        result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
     return (load_result(path) if path.exists() else None) or result

@@ -1,0 +1,71 @@
+"""A row's time per step where each round timed it against its baseline in one process, steps interleaved
+(:mod:`gnnbench.measure.run.interleaved`; DESIGN.md §3, "Measure where the noise cancels").
+
+Such a round's result carries the pair (``RunResult.interleaved``): both sides' measured steps and setup clocks,
+from one process. The drift of a process's speed hits both sides alike, so a round's ratio is read from the
+pair alone and the rounds' spread is what remains. A row uses the pairs only when every round has one (one
+design per ratio), and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from gnnbench.measure.compare.derived import DERIVED_LABEL
+from gnnbench.measure.compare.paired import PairedRatio, ratio_over_rounds
+from gnnbench.measure.compare.rows import TimeToAccuracy
+from gnnbench.measure.run.interleaved import PairTiming
+from gnnbench.measure.run.results import RunResult
+
+__all__ = ["INTERLEAVED_NOTE", "interleaved_pairs", "interleaved_step", "interleaved_tta", "pair_seconds"]
+
+INTERLEAVED_NOTE = "timed against the baseline in one process, steps interleaved"
+
+
+def interleaved_pairs(m: list[RunResult]) -> list[PairTiming] | None:
+    """Each round's pair, when every round has one; else ``None``."""
+    if not m or not all(r.interleaved for r in m):
+        return None
+    return [PairTiming.from_dict(r.interleaved) for r in m]
+
+
+def interleaved_step(m: list[RunResult]) -> PairedRatio | None:
+    """The per-step ratio over rounds, each round's from its pair (base mean step / this row's); ``None``
+    unless every round has a pair."""
+    pairs = interleaved_pairs(m)
+    if pairs is None:
+        return None
+    return ratio_over_rounds([p.base_step for p in pairs], [p.other_step for p in pairs])
+
+
+def pair_seconds(run: RunResult, steps: float) -> tuple[float, float] | None:
+    """``(baseline, this row)``: each side's setup plus ``steps`` times its mean interleaved step, from the
+    run's pair; ``None`` without one."""
+    if not run.interleaved or steps is None or not math.isfinite(steps):
+        return None
+    p = PairTiming.from_dict(run.interleaved)
+    return p.setup_seconds[0] + steps * p.base_step, p.setup_seconds[1] + steps * p.other_step
+
+
+def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccuracy | None:
+    """A same-trajectory row's derived time to accuracy (:mod:`gnnbench.measure.compare.derived`) where every round
+    has a pair: per round, each side's setup plus the calibrated steps to the target times its mean interleaved
+    step."""
+    if interleaved_pairs(m) is None:
+        return None
+    both = [pair_seconds(r, steps_to_target) for r in m]
+    ratio = ratio_over_rounds([b for b, _ in both], [t for _, t in both])
+    if ratio is None:
+        return None
+    steps = statistics.median(len(PairTiming.from_dict(r.interleaved).other_seconds) for r in m)
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(m)},
+        bound=None,
+        censored=False,
+        reached=len(m),
+        reached_text="derived",
+        seconds=statistics.median(t for _, t in both),
+        note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its mean step, "
+        f"{INTERLEAVED_NOTE} ({steps:g} measured steps a side per round)",
+    )

@@ -1,0 +1,39 @@
+"""docs/statistics.md's table of the two timing designs' noise, generated from the committed file of
+``scripts/inprocess_aa.py`` (:func:`noise_markdown`); ``tests/project/test_readme.py`` checks the docs hold it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["NOISE_MARKERS", "NOISE_FILE", "noise_markdown"]
+
+NOISE_MARKERS = ("<!-- noise:begin -->", "<!-- noise:end -->")
+NOISE_FILE = "inprocess-aa-small-cpu.json"  # in results/reference/
+
+
+def noise_markdown(path: str | Path) -> str:
+    """The table between :data:`NOISE_MARKERS`: per row (the A/A, then each entry) and design, the per-round
+    ratio with its interval, the sd of the per-round log ratio and the mean log ratio; then where it was
+    measured and the command."""
+    data = json.loads(Path(path).read_text())
+    env = data.get("environment") or {}
+    lines = [
+        "",
+        f"Measured by `{data['command']}` ({data['rounds']} rounds, {data['measured_steps_per_side']} measured "
+        f"steps a side after {data['warmup_steps']} warm-up, `{data['preset']}`, default GCN; "
+        f"{env.get('hardware_class') or env.get('machine') or 'this machine'}, {data['seconds'] / 60:.0f} minutes; "
+        f"condition: {data.get('condition', 'not recorded')}):",
+        "",
+        "| row | design | per-round ratio [95%] | sd of the per-round log ratio | mean log ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for row, designs in data["table"].items():
+        name = "A/A (baseline against itself)" if row == "baseline" else f"`{row}`"
+        for design, s in designs.items():
+            lines.append(
+                f"| {name} | {design} | {s['ratio']:.3f}x [{s['low']:.3f}, {s['high']:.3f}] | "
+                f"{s['sd_log_ratio']:.4f} | {s['mean_log_ratio']:+.4f} |"
+            )
+    lines.append("")
+    return "\n".join(lines)
