@@ -1,6 +1,9 @@
 """Every registered optimization: step time (with repeats: real intervals), and what a short run reports:
 accuracy, peak host memory, index and transfer bytes (the step time itself is ``time_step``'s)."""
 
+import dataclasses
+
+from gnnbench import registry
 from gnnbench.training import Trainer
 
 from . import common
@@ -80,3 +83,41 @@ class OptimizationResults:
         return self.result["transfer"]["bytes_h2d_per_batch"]
 
     track_transfer_bytes.unit = "bytes"
+
+
+class InterleavedRatio:
+    """Each optimization that can share a process with the baseline, timed against it in one process, steps
+    interleaved (``gnnbench.measure.run.interleaved``): its per-step speedup, so a commit that erodes a gain shows
+    as a moved ratio in asv's history rather than as a drifted absolute time. Entries that change the work per
+    step, or need a process of their own, are skipped with the reason; so are commits from before the module."""
+
+    params = [registry.names()]
+    param_names = ["optimization"]
+    timeout = 900
+    number = 1
+    repeat = 1
+    rounds = 2  # two processes, construction order alternating
+
+    def setup(self, name):
+        try:
+            from gnnbench.measure.run.interleaved import time_pair
+        except ImportError:  # a commit from before in-process pairs
+            raise NotImplementedError("no gnnbench.measure.run.interleaved in this commit") from None
+        opt = registry.get(name)
+        if not getattr(opt, "shares_process", False):
+            raise NotImplementedError(f"{name} needs a process of its own (what it does to the process)")
+        if opt.changes_work:
+            raise NotImplementedError(f"{name} changes the work per step: a per-step ratio says nothing")
+        self.base = common.config_for(common.BASELINE)
+        self.other = common.config_for(name)
+        if self.other.task != self.base.task:
+            self.base = dataclasses.replace(self.base, task=self.other.task)
+        common.skip_if_unavailable(self.other, in_this_process=True)
+        self.time_pair = time_pair
+
+    def track_speedup(self, name):
+        """Baseline step over this entry's step, both in one process, 8 blocks of 4 interleaved steps."""
+        pair = self.time_pair(self.base, self.other, graph=common.graph(), blocks=8)
+        return pair.interval().ratio
+
+    track_speedup.unit = "x"
