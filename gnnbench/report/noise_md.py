@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["NOISE_MARKERS", "NOISE_FILE", "noise_markdown"]
+__all__ = ["NOISE_MARKERS", "NOISE_FILES", "noise_markdown", "noise_tables"]
 
 NOISE_MARKERS = ("<!-- noise:begin -->", "<!-- noise:end -->")
-NOISE_FILE = "inprocess-aa-small-cpu.json"  # in results/reference/
+# in results/reference/: the machine idle, then busy
+NOISE_FILES = ("inprocess-aa-small-cpu-idle.json", "inprocess-aa-small-cpu.json")
 
 
 def noise_markdown(path: str | Path) -> str:
@@ -37,3 +38,9 @@ def noise_markdown(path: str | Path) -> str:
             )
     lines.append("")
     return "\n".join(lines)
+
+
+def noise_tables(folder: str | Path) -> str:
+    """:func:`noise_markdown` of each of :data:`NOISE_FILES` in ``folder``, in that order: what the docs hold
+    between :data:`NOISE_MARKERS`."""
+    return "".join(noise_markdown(Path(folder) / name) for name in NOISE_FILES)
