@@ -30,7 +30,8 @@ from typing import Any, Callable
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis
-from gnnbench.measure.run.interleaved import BUILD_ORDERS, PairTiming, time_pair
+from gnnbench.flags import UnavailableError
+from gnnbench.measure.run.interleaved import BUILD_ORDERS, PairRefused, PairTiming, time_pair
 from gnnbench.measure.stats.intervals import RatioInterval, equivalence
 from gnnbench.text import ratio
 from gnnbench.training import RunConfig
@@ -201,7 +202,13 @@ def measure_top(
         if log is not None:
             log(f"measuring {name} against the baseline in this process ({blocks} blocks of interleaved steps)")
         other = base if name == AA_LABEL else registry.config_for(base, [name])
-        pair = time_pair(base, other, graph=graph, blocks=blocks, built_first=BUILD_ORDERS[i % 2])
+        try:
+            pair = time_pair(base, other, graph=graph, blocks=blocks, built_first=BUILD_ORDERS[i % 2])
+        except (UnavailableError, PairRefused) as exc:  # found only while building: listed, never raised
+            if name == AA_LABEL:
+                raise
+            measured.skipped[name] = f"could not be timed here: {exc}"
+            continue
         if name == AA_LABEL:
             measured.aa = _row(name, pair, 1.0)
         else:

@@ -130,3 +130,25 @@ def test_bad_measure_counts_are_refused_by_name(bad, message, capsys):
     with pytest.raises(SystemExit):
         main(["diagnose", "--measure-blocks", "1"])
     assert "--measure-blocks must be an integer >= 2: an interval needs two blocks (got '1')" in capsys.readouterr().err
+
+
+def test_a_candidate_that_refuses_while_building_is_listed_not_raised(monkeypatch):
+    """A layer that finds out only while building (a zero-copy view the driver refuses, say): the candidate is
+    listed as not measured with the reason, and the others are measured."""
+    import dataclasses
+
+    from gnnbench.advice import measured as m
+    from gnnbench.flags import UnavailableError
+    from tests.helpers import QUICK
+
+    real = m.time_pair
+    shared = [o.name for o in registry.REGISTRY.values() if o.shares_process and not o.changes_work][:2]
+
+    def refusing(base, other, **kw):
+        if other.flags == registry.config_for(base, [shared[0]]).flags:
+            raise UnavailableError([])
+        return real(base, other, **kw)
+
+    monkeypatch.setattr(m, "time_pair", refusing)
+    got = m.measure_top(dataclasses.replace(QUICK, warmup_steps=1), _diagnosis(shared), top=2, blocks=2)
+    assert [r.name for r in got.rows] == shared[1:] and got.skipped[shared[0]].startswith("could not be timed here")

@@ -47,7 +47,7 @@ def with_pair(
     base = dataclasses.replace(pair_base, sync_phases=False)
     try:
         pair = time_pair(base, other, graph=graph, blocks=blocks, built_first=built_first)
-    except (PairRefused, ValueError, RuntimeError) as exc:  # an UnavailableError is a ValueError
+    except (PairRefused, ValueError, RuntimeError) as exc:  # an UnavailableError is a RuntimeError
         return dataclasses.replace(result, warnings=[*result.warnings, f"interleaved pair not measured: {exc}"])
     return dataclasses.replace(result, interleaved=pair.to_dict())
 
