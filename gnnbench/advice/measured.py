@@ -10,7 +10,7 @@ row (:func:`verdict`):
 
 * **pays here**: the interval's lower end clears the A/A's reading (a gain beyond what two identical trainers
   showed in this process);
-* **slower here**: its upper end is below the A/A's reading inverted;
+* **does not pay here, it is slower** (the words `diagnose --verify` uses): its upper end is below the A/A's reading inverted;
 * **no effect beyond ±5% here**: equivalence shown (TOST on the blocks' log ratios at :data:`MARGIN`);
 * **not resolved**: none of these; the interval says how far it reaches.
 
@@ -53,7 +53,7 @@ DEFAULT_TOP = 3  # candidates measured by default
 DEFAULT_BLOCKS = 8  # blocks of four interleaved steps per pair (16 measured steps a side)
 MARGIN = 0.05  # "no effect beyond +-5% here": the equivalence margin, fixed before measuring
 AA_LABEL = "baseline (A/A)"
-VERDICTS = ("pays here", "slower here", f"no effect beyond ±{MARGIN:.0%} here", "not resolved")
+VERDICTS = ("pays here", "does not pay here, it is slower", f"no effect beyond ±{MARGIN:.0%} here", "not resolved")
 
 
 @dataclass(frozen=True)
