@@ -34,7 +34,7 @@ def test_each_entry_maps_to_a_change_or_a_reason():
     assert change_for("prefetch", loader={**LOADER, "workers": 2}).loader == {"prefetch_factor": 4}
     assert "CPU" in change_for("pin_memory", loader=LOADER, device="cpu")
     assert change_for("sparse_agg", loader=LOADER).sparse and "batch.adj_t" in change_for("sparse_agg").edit[0]
-    assert "fused dropout" in change_for("fast_dropout")  # refused with the reason, never a no-op
+    assert "cached=True" in change_for("cached_norm")  # refused with the reason, never a no-op
     assert "compare" in change_for("labor", loader=LOADER)
     amp = change_for("full_amp")
     assert amp.precision == "full" and amp.numerics and "torch.bfloat16" in amp.edit[0]
@@ -94,6 +94,34 @@ def test_low_precision_wraps_the_outer_model_or_its_linear_layers_at_its_first_t
         else:
             assert out.dtype == torch.bfloat16 and "forward" in vars(model)
     assert "no module" in ch.not_applied(ScriptChange("c", (), compile=True), ch._Applied())
+
+
+def test_fast_dropout_is_applied_from_the_outside_to_the_training_calls_of_f_dropout():
+    """The script's F.dropout (and nn.Dropout, which calls it) gets the fast_dropout entry's kernel while
+    training: the same keep rate and scale, another random stream; evaluation and in-place calls pass through,
+    F.dropout is restored after, and a script with no dropout fails its run with the reason."""
+    from contextlib import ExitStack
+
+    import torch.nn.functional as F
+
+    change = ch.change_for("fast_dropout")
+    assert isinstance(change, ScriptChange) and change.dropout and change.numerics and "rand_like" in change.edit[0]
+    original = F.dropout
+    x = torch.ones(200, 50)
+    with ExitStack() as stack:
+        counts = ch.applied(stack, change)
+        assert F.dropout is not original
+        out = torch.nn.Dropout(0.5).train()(x)
+        kept = out != 0
+        assert 0.4 < kept.float().mean().item() < 0.6 and torch.all(out[kept] == 2.0)
+        assert torch.equal(F.dropout(x, 0.5, training=False), x) and counts.dropouts == 1
+        F.dropout(x.clone(), 0.5, True, True)  # in place: ATen's own
+        assert counts.dropouts == 1
+    assert F.dropout is original
+    assert "no dropout" in ch.not_applied(change, ch._Applied())
+    combined = change.combined(ch.change_for("full_amp"))
+    assert combined.dropout and combined.precision == "full"
+    assert vf._kind(change) == ("dropout",)
 
 
 def _fake_runs(monkeypatch, per_label, *, fail=()):
@@ -243,7 +271,7 @@ def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
         advice = [
             Advice("sparse_agg", "", "kernels", False, 0.5),
             Advice("full_amp", "", "kernels", True, 0.3),
-            Advice("fast_dropout", "", "kernels", False, 0.1),
+            Advice("cached_norm", "", "kernels", False, 0.1),
             Advice("workers", "", "sampling", False, 0.1),
             Advice("compile", "", "kernels", False, 0.05),
             Advice("glibc_tuned", "", "kernels", False, 0.01),
@@ -251,7 +279,7 @@ def test_the_plan_takes_the_top_applicable_advice_and_the_workers_curve():
 
     changes, refused, notes = vf.verify_plan(R(), top=3, workers_curve=True, cores=2)
     assert [c.label for c in changes] == ["sparse_agg", "full_amp", "workers", "workers=2", "workers=3"]
-    assert set(refused) == {"fast_dropout"}
+    assert set(refused) == {"cached_norm"}
     assert [c.intra_op for c in changes[3:]] == [1, 1] and any("workers curve" in n for n in notes)
     R.profiled = False  # a loop too short for its profile: only what was measured is taken
     R.advice = [Advice("full_amp", "", "kernels", True, None), Advice("glibc_tuned", "", "kernels", False, 0.2)]
@@ -357,6 +385,19 @@ def test_a_small_dev_shm_refuses_workers_before_any_run_and_memory_growth_is_rep
     # 682 -> 742 MiB in 10 steps, flat for the next 10): not growth
     plateau = [564, 663, 683, 682, 702, 682, 702, 663, 683, 702, 722, 722, 741, 742] + [742] * 9
     assert vf.memory_growth([x * mib + (0 if x < 700 else 40 * mib) for x in plateau], 3) is None
+
+
+def test_host_memory_growth_names_the_variant_it_grew_under():
+    """Growth seen only under a variant is the variant's, not the script's (seen under autocast: the note blamed
+    the script); growth in the baseline's runs is the script's."""
+    fact = "host memory grew 180 MiB over 10 steps"
+    (only,) = vf.growth_notes({"full_amp": fact})
+    assert only.startswith("full_amp: host memory grew") and "only under full_amp" in only
+    assert "the change keeps something each step, not the script" in only
+    both = vf.growth_notes({"baseline": fact, "full_amp": fact})
+    assert "the script keeps something each step" in both[0] and both[0].startswith("baseline:")
+    assert "the baseline grew too" in both[1]
+    assert vf.growth_notes({}) == []
 
 
 def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refused_for_gat():

@@ -18,7 +18,12 @@ script:
   (dynamic shapes), or ``torch.autocast`` (bf16 on the CPU, fp16 on CUDA) around its whole ``forward`` or around
   each ``nn.Linear`` inside it (the output cast back to float32, so the aggregation stays in float32); with
   ``sparse_agg`` each of its calls gets its ``edge_index`` as a CSR ``adj_t`` (what ``T.ToSparseTensor`` makes),
-  where every convolution of the model is one whose sparse path was checked equal (:data:`SPARSE_CONVS`).
+  where every convolution of the model is one whose sparse path was checked equal (:data:`SPARSE_CONVS`);
+- **dropout** (``fast_dropout``): ``torch.nn.functional.dropout`` (what ``nn.Dropout`` and PyG's models call)
+  replaced, while training and not in place, by the kernel the ``fast_dropout`` entry uses
+  (:func:`gnnbench.models.nets.uniform_dropout`: one vectorized uniform draw compared with ``p``, where ATen's CPU
+  ``bernoulli_`` draws element by element); the same distribution of masks, other random numbers, so its loss is
+  compared as a numerics change's.
 
 Every other entry is refused with the reason (:data:`REFUSED`), never measured as a no-op; a change that finds
 nothing to apply to in the script (no loader built, no model called) fails its run with that reason.
@@ -39,7 +44,6 @@ from gnnbench.process.threads import WorkerPin, usable_cores
 
 # entries --verify cannot apply to a running script without editing it, and why
 REFUSED = {
-    "fast_dropout": "a fused dropout is not a setting of PyTorch or PyG a script can switch on",
     "int32": "int32 indices are a storage choice inside PyG's sampler and kernels, not a setting of the script",
     "csr": "the CSR is built inside PyG's loader; the script has no setting for it",
     "cached_norm": "GCNConv(cached=True) is an argument of the script's own layer constructor",
@@ -60,6 +64,7 @@ class ScriptChange:
     compile: bool = False  # torch.compile of the outermost model's forward
     precision: str | None = None  # "full": autocast around the forward; "partial": around each nn.Linear
     sparse: bool = False  # the model's edge_index argument passed as a sparse adjacency (CSR adj_t)
+    dropout: bool = False  # F.dropout replaced by the fast_dropout entry's kernel (one uniform draw)
     numerics: bool = False  # whether it may change the numbers the script computes (its loss is compared)
     edit: tuple[str, ...] = ()  # what to change in the script (or its command line)
 
@@ -86,6 +91,7 @@ class ScriptChange:
             self.compile or other.compile,
             other.precision or self.precision,
             self.sparse or other.sparse,
+            self.dropout or other.dropout,
             self.numerics or other.numerics,
             self.edit + other.edit,
         )
@@ -197,6 +203,18 @@ def change_for(
                 "model(batch.x, batch.adj_t) where the script calls model(batch.x, batch.edge_index)",
             ),
         )
+    if entry == "fast_dropout":
+        return ScriptChange(
+            entry,
+            (entry,),
+            dropout=True,
+            numerics=True,
+            edit=(
+                "F.dropout(x, p, training) replaced by one uniform draw compared with p: "
+                "x * (torch.rand_like(x) >= p) / (1 - p) while training (gnnbench.models.uniform_dropout; "
+                "nn.Dropout layers: call it in the model's forward instead)",
+            ),
+        )
     if entry == "compile":
         return ScriptChange(
             entry,
@@ -237,6 +255,7 @@ class _Applied:
         self.loaders = 0  # DataLoaders built with the change's settings
         self.models = 0  # models whose forward was compiled or autocast
         self.linears = 0  # nn.Linear layers autocast (partial)
+        self.dropouts = 0  # dropout calls given the fast kernel
 
 
 def _patch_loader_construction(stack: ExitStack, change: ScriptChange, applied: _Applied) -> None:
@@ -419,6 +438,27 @@ def _patch_model(stack: ExitStack, change: ScriptChange, applied: _Applied) -> N
         stack.callback(h.remove)
 
 
+def _patch_dropout(stack: ExitStack, applied: _Applied) -> None:
+    """``F.dropout`` (module attribute, read at each call by ``nn.Dropout`` and PyG's models) given the
+    ``fast_dropout`` entry's kernel while training and not in place; other calls (``inplace=True``, evaluation)
+    pass through unchanged."""
+    import torch.nn.functional as F
+
+    from gnnbench.models.nets import uniform_dropout
+
+    original = F.dropout
+
+    @functools.wraps(original)
+    def dropout(input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> torch.Tensor:
+        if not training or inplace or p <= 0.0 or p >= 1.0 or not isinstance(input, torch.Tensor):
+            return original(input, p, training, inplace)
+        applied.dropouts += 1
+        return uniform_dropout(input, p, training)
+
+    F.dropout = dropout
+    stack.callback(setattr, F, "dropout", original)
+
+
 def applied(stack: ExitStack, change: ScriptChange) -> _Applied:
     """Apply ``change`` (but its allocator, set when the process started) in this process until ``stack``
     closes; the counts of what it applied to."""
@@ -433,6 +473,8 @@ def applied(stack: ExitStack, change: ScriptChange) -> _Applied:
         _patch_pyg_loader_construction(stack, change)
     if change.compile or change.precision or change.sparse:
         _patch_model(stack, change, out)
+    if change.dropout:
+        _patch_dropout(stack, out)
     return out
 
 
@@ -444,6 +486,8 @@ def not_applied(change: ScriptChange, counts: _Applied) -> str | None:
         return "no module with parameters was called in grad mode: no model to compile or autocast"
     if change.precision == "partial" and not counts.linears:
         return "the model has no nn.Linear (or PyG Linear) layer to autocast"
+    if change.dropout and not counts.dropouts:
+        return "the script called no dropout while training (F.dropout / nn.Dropout): nothing to replace"
     return None
 
 

@@ -100,7 +100,12 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         threads=threads,
         allocator=allocator_in_effect()["allocator"],
         loader=w._loader_facts() if w.loaders else {},
-        applied={"loaders": counts.loaders, "models": counts.models, "linears": counts.linears},
+        applied={
+            "loaders": counts.loaders,
+            "models": counts.models,
+            "linears": counts.linears,
+            "dropouts": counts.dropouts,
+        },
     )
     if "error" not in out:
         why = not_applied(change, counts)

@@ -238,10 +238,29 @@ def memory_growth(rss: list[int], warmup: int) -> str | None:
     ):
         return (
             f"host memory grew {grew / 2**20:.0f} MiB over {len(after)} steps after the warm-up "
-            f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB), still growing in the last half: the "
-            "script keeps something each step (a loss tensor with its graph, batches in a list)"
+            f"({after[0] / 2**20:.0f} -> {after[-1] / 2**20:.0f} MiB), still growing in the last half"
         )
     return None
+
+
+def growth_notes(growth: dict[str, str]) -> list[str]:
+    """One note per configuration whose host memory grew (``growth``: label -> :func:`memory_growth`'s fact),
+    naming what kept something: the script, where its own runs (the baseline) grew, or the variant it grew under
+    where the baseline's did not (autocast's cast cache, a compiled graph per shape: the change, not the
+    script)."""
+    notes = []
+    for label, fact in growth.items():
+        if label == "baseline":
+            cause = "the script keeps something each step (a loss tensor with its graph, batches in a list)"
+        elif "baseline" in growth:
+            cause = "as in the script's own runs (the baseline grew too): the script keeps something each step"
+        else:
+            cause = (
+                f"only under {label} (the script's own runs did not grow): the change keeps something each "
+                "step, not the script"
+            )
+        notes.append(f"{label}: {fact}: {cause}")
+    return notes
 
 
 def _loss_at_equal_steps(
@@ -291,6 +310,8 @@ def _kind(change: ScriptChange) -> tuple[str, ...]:
         kinds.append("precision")
     if change.sparse:
         kinds.append("sparse")
+    if change.dropout:
+        kinds.append("dropout")
     return tuple(kinds)
 
 
@@ -570,7 +591,7 @@ def verify_script(
                 if len(paid) > 1
                 else f"{len(paid)} variant(s) paid: no combination to measure"
             )
-        v.notes += [f"{label}: {why}" for label, why in runs.growth.items()]
+        v.notes += growth_notes(runs.growth)
     v.wall_s = time.perf_counter() - t0
     return v
 

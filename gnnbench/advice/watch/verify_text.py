@@ -63,6 +63,17 @@ def _loss_text(loss: dict[str, Any] | None) -> str:
     )
 
 
+def _process_spread(v: Verification) -> str:
+    """Why the script's variants alternate processes, and the spread that costs (sd of the log step per run)."""
+    xs = [math.log(x) for x in v.base_ms if x and x > 0]
+    sd = f"sd {statistics.stdev(xs):.3f} of the log step from one run to the next" if len(xs) > 1 else "one run"
+    return (
+        "a script cannot share a process with a modified copy of itself (each change patches the process: its "
+        f"loader, its model, its allocator), so the rounds alternate processes: {sd} here (gnnbench's own "
+        "pipeline, timed in one process with steps interleaved, measured about 0.02: docs/statistics.md)"
+    )
+
+
 def format_verification(v: Verification) -> str:
     """The table, the verdicts, the refusals, the combination and the lines to edit."""
     lines = [
@@ -71,6 +82,7 @@ def format_verification(v: Verification) -> str:
         "(above 1: faster), paired-t over rounds, Holm across the variants",
         f"baseline: {statistics.median(v.base_ms):.1f} ms/step (median of the rounds' run medians); noise "
         f"floor {v.floor:.3f}x (A/A, from the baseline's spread over {len(v.base_ms)} runs)",
+        _process_spread(v),
         "",
     ]
     width = max([len(o.change.label) for o in v.outcomes] + [12])
