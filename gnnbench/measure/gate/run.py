@@ -30,13 +30,17 @@ class GateRun:
 
     @property
     def regressed(self) -> list[str]:
-        """The names of the benchmarks that fail the gate."""
-        return [b.name for b in self.result.regressed]
+        """The names of the benchmarks that fail the gate: by wall time, accuracy or loss, or by counted
+        instructions (each name once, in that order)."""
+        names = [b.name for b in self.result.regressed]
+        names += [c.name for c in getattr(self.result, "count_regressions", []) if c.name not in names]
+        return names
 
     def bisect(self, *, log: Callable[[str], None] = lambda line: None) -> tuple[str, int]:
         """The first bad commit between :attr:`base` and :attr:`head` and the gate runs it took: each probe is the
-        same gate, :attr:`base` against the commit, over the regressed benchmarks; a commit whose benchmark
-        process crashes is bad for them. ``log`` receives a line per probe.
+        same gate, :attr:`base` against the commit, over the regressed benchmarks (counted again where the
+        regression was in counted instructions: the options keep the counts); a commit is bad when the probe
+        regresses by wall time or by counts, or its benchmark process crashes. ``log`` receives a line per probe.
 
         Raises:
             ValueError: when :attr:`head` is not a commit (the working tree is not in the history), or
@@ -51,7 +55,10 @@ class GateRun:
                 probe = gate(pair, suspects, **self.options)
             if probe.failure is not None:  # a commit whose benchmarks crash is bad for the lost ones
                 log(f"{commit[:10]}: its benchmark process {probe.failure.kind}")
-            return bool(probe.regressed) or probe.failure is not None
+            counted = [c.name for c in getattr(probe, "count_regressions", [])]
+            if counted:
+                log(f"{commit[:10]}: counted instructions grew in {', '.join(counted)}")
+            return bool(probe.regressed) or bool(counted) or probe.failure is not None
 
         return bisect(self.base, self.head, is_bad, log=log)
 
