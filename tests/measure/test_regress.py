@@ -398,6 +398,7 @@ def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
         order_seed=_head_first_seed(),
         pythons={"base": sys.executable, "head": str(hang)},
         timeout=3,
+        design="alternating",
     )
     f = result.failure
     assert f is not None and (f.side, f.kind, f.returncode) == ("head", "timed out", None)
@@ -408,6 +409,25 @@ def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     except FileNotFoundError:
         pass
     assert "timed out in round 1" in format_gate(result)
+
+
+def test_in_a_duet_the_side_that_hangs_is_named_not_the_peer_waiting_for_it(tmp_path):
+    """Both sides of a duet round start at once; BASE reaches its first barrier and waits there for a HEAD
+    that hangs, both are killed at the timeout, and the failure names HEAD (behind at the barriers)."""
+    hang = tmp_path / "hang-python"
+    hang.write_text("#!/bin/sh\necho 'stuck in a kernel' >&2\nsleep 120 &\nwait\n")
+    hang.chmod(0o755)
+    result = gate(
+        {"base": ROOT, "head": ROOT},
+        [Bench("baseline", QUICK)],
+        rounds=2,
+        pythons={"base": sys.executable, "head": str(hang)},
+        timeout=15,
+        cores=[0, 1],
+    )
+    assert result.design == "duet" and result.cores == [{"base": 0, "head": 1}]
+    f = result.failure
+    assert f is not None and (f.side, f.kind) == ("head", "timed out") and result.exit_status == 2
 
 
 def _fake_runner(

@@ -25,11 +25,12 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from gnnbench.atomic import write_json_atomic
+from gnnbench.measure.gate.duet import ALTERNATING, BARRIER_TIMEOUT_S, DESIGNS, DUET, duet_cores, duet_refusal, run_both
 from gnnbench.measure.gate.trees import commit_of, dependency_difference
 from gnnbench.measure.gate.verdicts import (
     ALPHAS,
@@ -41,7 +42,7 @@ from gnnbench.measure.gate.verdicts import (
     detectable_at,
     judge,
 )
-from gnnbench.measure.gate.worker import MICRO_BENCHES, script_in
+from gnnbench.measure.gate.worker import DUET_ABORTED, MICRO_BENCHES, script_in
 from gnnbench.process import run_child
 
 __all__ = [
@@ -163,7 +164,9 @@ def _fit_steps(config: Any, graph: Any, steps: int) -> Any:
 
 
 # ------------------------------------------------------------------ the gate
-def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
+def _spec_file(benches: list[Bench], seed: int, folder: Path, duet: dict | None = None) -> Path:
+    """Round ``seed``'s spec for the worker; with ``duet`` (the worker's barrier and core, per side), one file
+    per side."""
     import dataclasses
 
     graph = benches[0].config.spec
@@ -172,7 +175,9 @@ def _spec_file(benches: list[Bench], seed: int, folder: Path) -> Path:
         "seed": seed,
         "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
     }
-    path = folder / f"spec-{seed}.json"
+    if duet is not None:
+        spec["duet"] = duet
+    path = folder / (f"spec-{seed}.json" if duet is None else f"spec-{seed}-{duet['me']}.json")
     write_json_atomic(path, spec)
     return path
 
@@ -376,9 +381,15 @@ def gate(
     counts: int = 0,
     cache_sim: bool = False,
     count_runner: CountRunner | None = None,
+    design: str = DUET,
+    cores: list[int] | None = None,
 ) -> GateResult:
-    """Run ``benches`` in both trees, ``rounds`` alternating processes each (order shuffled per round), and
-    judge every benchmark (see the module docstring).
+    """Run ``benches`` in both trees, ``rounds`` processes each, and judge every benchmark (see the module
+    docstring). ``design``: ``"duet"`` (the default) runs a round's two processes at once, each pinned to one of
+    two cores (``cores``: default the first two usable), swapped every round, with a barrier before each
+    benchmark (:mod:`gnnbench.measure.gate.duet`); where a duet cannot run (:func:`duet_refusal`) the rounds
+    alternate and the result says why (:attr:`GateResult.design_note`). ``"alternating"``: one process after the
+    other, the order shuffled per round.
 
     With ``budget_seconds`` (the whole gate's wall-clock budget, the counts' time included), benchmarks still
     inconclusive after ``rounds`` (their detectable slowdown above ``1 + sensitivity``) get further rounds, only
@@ -413,6 +424,8 @@ def gate(
         raise ValueError(f"sensitivity must be a fraction in (0, 1), e.g. 0.1 for 10% (got {sensitivity!r})")
     if budget_seconds is not None and not budget_seconds >= 0:
         raise ValueError(f"budget_seconds must be None or >= 0 (got {budget_seconds!r})")
+    if design not in DESIGNS:
+        raise ValueError(f"design must be one of {', '.join(DESIGNS)} (got {design!r})")
     pythons = pythons or {"base": sys.executable, "head": sys.executable}
     problem = dependency_difference(trees["base"], trees["head"])
     if problem and pythons["base"] == pythons["head"]:
@@ -423,7 +436,8 @@ def gate(
     if any(b.config.spec is None for b in benches):
         raise ValueError("the gate runs on a generated graph (a GraphSpec), not a loaded one")
     t0 = time.perf_counter()
-    log = _RoundLog.empty(benches)
+    note = duet_refusal(threads, cores) if design == DUET else None
+    log = _RoundLog.empty(benches, ALTERNATING if note else design, cores)
     result = GateResult(
         labels[0],
         labels[1],
@@ -434,6 +448,9 @@ def gate(
         sensitivity=sensitivity,
         budget_seconds=budget_seconds,
         skipped=dict(skipped or {}),
+        design=log.design,
+        design_note=note,
+        cores=log.cores,
     )
     names = [b.name for b in benches]
     with tempfile.TemporaryDirectory(prefix="gnnbench-gate-") as tmp:
@@ -500,10 +517,20 @@ class _RoundLog:
     overhead: list[float]
     orders: list[list[str]]
     failure: WorkerFailure | None = None
+    design: str = ALTERNATING  # "duet": both sides of a round at once, one per core
+    usable: list[int] | None = None  # the cores a duet may use (None: this process's usable cores)
+    cores: list[dict[str, int]] = field(default_factory=list)  # per duet round, each side's core
 
     @classmethod
-    def empty(cls, benches: list[Bench]) -> _RoundLog:
-        return cls({b.name: {"base": [], "head": []} for b in benches}, {b.name: [] for b in benches}, [], [])
+    def empty(cls, benches: list[Bench], design: str = ALTERNATING, usable: list[int] | None = None) -> _RoundLog:
+        return cls(
+            {b.name: {"base": [], "head": []} for b in benches},
+            {b.name: [] for b in benches},
+            [],
+            [],
+            design=design,
+            usable=usable,
+        )
 
     def run_round(
         self,
@@ -515,8 +542,25 @@ class _RoundLog:
         progress: Callable[[int, int, str], None] | None,
         planned: int,
     ) -> None:
-        """Round ``r`` of ``todo``: both sides in a shuffled order, each one process; a process that fails
-        stops the round (:attr:`failure`), the benchmarks it had not reached read "not reached"."""
+        """Round ``r`` of ``todo``: both sides at once in a duet (:meth:`_duet_round`), else in a shuffled order,
+        each one process; a process that fails stops the round (:attr:`failure`), the benchmarks it had not
+        reached read "not reached"."""
+        if self.design == DUET:
+            ran = self._duet_round(run_one, todo, r, folder, progress, planned)
+        else:
+            ran = self._alternating_round(run_one, todo, r, folder, order_seed, progress, planned)
+        self._record(todo, ran)
+
+    def _alternating_round(
+        self,
+        run_one: Runner,
+        todo: list[Bench],
+        r: int,
+        folder: Path,
+        order_seed: int,
+        progress: Callable[[int, int, str], None] | None,
+        planned: int,
+    ) -> dict[str, dict]:
         spec = _spec_file(todo, r, folder)
         order = ["base", "head"]
         random.Random(order_seed * 1_000_003 + r).shuffle(order)
@@ -534,6 +578,58 @@ class _RoundLog:
                 break
             wall = time.perf_counter() - started
             self.overhead.append(max(0.0, wall - sum(v.get("seconds") or 0.0 for v in ran[role].values())))
+        return ran
+
+    def _duet_round(
+        self,
+        run_one: Runner,
+        todo: list[Bench],
+        r: int,
+        folder: Path,
+        progress: Callable[[int, int, str], None] | None,
+        planned: int,
+    ) -> dict[str, dict]:
+        """Both sides at once, each pinned to its core of the round (:func:`duet_cores`), a barrier before each
+        benchmark; a side that fails has its peer stopped at its next barrier, and the failure recorded is the
+        side that failed first (not the peer it stopped)."""
+        cpus = duet_cores(r, self.usable)
+        self.cores.append(cpus)
+        self.orders.append(["base", "head"])
+        barrier = folder / f"barrier-{r}"
+        barrier.mkdir(exist_ok=True)
+        specs = {
+            role: _spec_file(
+                todo,
+                r,
+                folder,
+                {"dir": str(barrier), "me": role, "peer": peer, "cpu": cpus[role], "timeout": BARRIER_TIMEOUT_S},
+            )
+            for role, peer in (("base", "head"), ("head", "base"))
+        }
+        if progress:
+            progress(r, planned, "base and head at once")
+        started = time.perf_counter()
+        got = run_both(lambda role: run_one(role, specs[role], folder / f"{role}-{r}.json"), barrier)
+        wall = time.perf_counter() - started
+        ran: dict[str, dict] = {}
+        failed = {role: x for role, x in got.items() if isinstance(x, BaseException)}
+        for role, x in got.items():
+            if role not in failed:
+                ran[role] = x
+        if failed:
+            first = _culprit(failed, barrier)
+            exc = failed[first]
+            if not isinstance(exc, _WorkerFailed):
+                raise exc
+            self.failure = WorkerFailure(first, r, exc.kind, exc.returncode, exc.stderr)
+            for role, x in failed.items():
+                ran[role] = _failed_side(x, role, r, todo) if isinstance(x, _WorkerFailed) else {}
+        else:  # the round's wall time beyond the slower side's benchmarks
+            busy = max(sum(v.get("seconds") or 0.0 for v in side.values()) for side in ran.values())
+            self.overhead.append(max(0.0, wall - busy))
+        return ran
+
+    def _record(self, todo: list[Bench], ran: dict[str, dict]) -> None:
         for b in todo:
             for role in ("base", "head"):
                 if role not in ran:
@@ -552,14 +648,29 @@ class _RoundLog:
         left; each one's extra round is counted in ``result``."""
         sensitivity = result.sensitivity
         todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
-        predicted = 2 * statistics.median(self.overhead or [0.0]) + 2 * sum(
+        sides = 1 if self.design == DUET else 2  # a duet round takes one side's time, both running at once
+        predicted = sides * statistics.median(self.overhead or [0.0]) + 2 * sum(
             statistics.median(self.seconds[b.name] or [0.0]) for b in todo
-        )
+        ) / (2 if self.design == DUET else 1)
         if todo and predicted > left_s:
             return []
         for b in todo:
             result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
         return todo
+
+
+def _culprit(failed: dict[str, BaseException], barrier: Path) -> str:
+    """The duet side that failed first: of the sides that failed, the one behind at the barriers (fewest
+    ``<n>.<side>.ready`` files: the other was waiting for it), then one that did not exit as stopped by its peer
+    (:data:`~gnnbench.measure.gate.worker.DUET_ABORTED`)."""
+
+    def reached(role: str) -> int:
+        return sum(1 for _ in barrier.glob(f"*.{role}.ready"))
+
+    def aborted(exc: BaseException) -> bool:
+        return isinstance(exc, _WorkerFailed) and exc.returncode == DUET_ABORTED
+
+    return min(failed, key=lambda role: (reached(role), aborted(failed[role])))
 
 
 def _failed_side(exc: _WorkerFailed, role: str, r: int, todo: list[Bench]) -> dict[str, dict]:

@@ -186,6 +186,9 @@ class GateResult:
     counts: list[Any] = field(default_factory=list)  # CountVerdict per counted benchmark (gnnbench.measure.gate.counts)
     counts_unavailable: str | None = None  # why no instruction counts were taken here, when asked for
     counts_seconds: float = 0.0  # the count stage's wall time (in ``seconds``)
+    design: str = "alternating"  # how a round timed the two trees: "duet" (at once, one per core) or "alternating"
+    design_note: str | None = None  # why the rounds alternate where a duet was asked for
+    cores: list[dict[str, int]] = field(default_factory=list)  # per duet round, each side's core
 
     @property
     def count_regressions(self) -> list[Any]:
@@ -259,6 +262,9 @@ class GateResult:
             "counts_unavailable": self.counts_unavailable,
             "counts_seconds": self.counts_seconds,
             "count_regressions": [c.name for c in self.count_regressions],
+            "design": self.design,
+            "design_note": self.design_note,
+            "cores": self.cores,
         }
 
 

@@ -16,8 +16,15 @@ torch's thread count is set (:func:`main`) before the tree's gnnbench is importe
 It writes OUT.json after every benchmark, whole (a crash later keeps what was measured; the benchmark being
 run reads ``{"status": "running"}``, which names it when the process dies). Per benchmark: ``status``,
 ``step`` (median seconds), ``steps``, ``phases``, ``test`` accuracy (``None`` for micro-benchmarks),
-``seconds``, and where measured ``setup`` / ``setup_phases`` and ``epoch`` / ``epoch_phases``; or a status
-with its ``reason``.
+``seconds``, ``started`` (the wall clock as it started), and where measured ``setup`` / ``setup_phases`` and
+``epoch`` / ``epoch_phases``; or a status with its ``reason``.
+
+Duet (the spec has ``duet``: ``{"dir", "me", "peer", "cpu", "timeout"}``, :mod:`gnnbench.measure.gate.duet`): the
+process pins itself to core ``cpu`` before torch is imported, and before each benchmark waits at a barrier with
+its peer (the other tree's process of the same round, started at the same time on the other core): each writes
+``<dir>/<n>.<me>.ready`` and waits for the peer's, so both trees run benchmark ``n`` at the same moment and a
+drift of the machine's speed lands on both. A peer that does not arrive within ``timeout`` seconds, or an
+``<dir>/abort`` file (the driver's: the peer failed), ends this process with exit 3.
 
 Counting (the spec has ``counts``; the gate runs the worker under callgrind with the marker library's path in
 ``GNNBENCH_COUNT_MARKER``, :mod:`gnnbench.measure.gate.counts`): nothing is timed; a micro-benchmark's ``calls`` calls
@@ -39,7 +46,18 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["MICRO_BENCHES", "UnknownBench", "script_in", "micro", "bench", "counted", "marker", "main"]
+__all__ = [
+    "MICRO_BENCHES",
+    "UnknownBench",
+    "script_in",
+    "micro",
+    "bench",
+    "counted",
+    "marker",
+    "barrier",
+    "DUET_ABORTED",
+    "main",
+]
 
 
 class UnknownBench(Exception):
@@ -243,6 +261,26 @@ def counted(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict]
     }
 
 
+DUET_ABORTED = 3  # the exit status of a duet process whose peer never arrived at a barrier (or failed)
+
+
+def barrier(duet: dict, index: int, *, poll: float = 0.0005) -> None:
+    """Wait for the peer at barrier ``index`` (see the module's docstring); exits :data:`DUET_ABORTED` when the
+    peer failed or does not arrive within ``duet["timeout"]`` seconds."""
+    folder = Path(duet["dir"])
+    (folder / f"{index}.{duet['me']}.ready").touch()
+    theirs = folder / f"{index}.{duet['peer']}.ready"
+    deadline = time.monotonic() + float(duet.get("timeout", 600.0))
+    while not theirs.exists():
+        if (folder / "abort").exists():
+            print(f"duet: the peer ({duet['peer']}) failed before barrier {index}", file=sys.stderr)
+            raise SystemExit(DUET_ABORTED)
+        if time.monotonic() > deadline:
+            print(f"duet: the peer ({duet['peer']}) did not reach barrier {index} in time", file=sys.stderr)
+            raise SystemExit(DUET_ABORTED)
+        time.sleep(poll)
+
+
 def _save(out: dict, path: str) -> None:
     """The results so far, replaced whole after every benchmark: a crash later keeps what was measured."""
     part = path + ".part"
@@ -253,6 +291,10 @@ def _save(out: dict, path: str) -> None:
 
 def main(argv: list[str]) -> None:
     """``argv``: ``[program, SPEC.json, OUT.json, THREADS]``."""
+    spec = json.loads(open(argv[1]).read())
+    duet = spec.get("duet")
+    if duet is not None and hasattr(os, "sched_setaffinity"):  # before torch starts its threads
+        os.sched_setaffinity(0, {int(duet["cpu"])})
     import torch
 
     torch.set_num_threads(int(argv[3]))
@@ -261,7 +303,6 @@ def main(argv: list[str]) -> None:
     from gnnbench.measure.run import run
     from gnnbench.training import RunConfig
 
-    spec = json.loads(open(argv[1]).read())
     graph = generate(GraphSpec(**spec["graph"]))
     out: dict = {}
 
@@ -271,9 +312,12 @@ def main(argv: list[str]) -> None:
     count = marker() if spec.get("counts") else None
     if spec.get("counts") and count is None:
         raise SystemExit("a counting spec needs the marker library (GNNBENCH_COUNT_MARKER)")
-    for name, cfg in spec["benches"].items():
+    for index, (name, cfg) in enumerate(spec["benches"].items()):
+        if duet is not None:
+            barrier(duet, index)
         out[name] = {"status": "running"}  # left behind if the process dies here: the driver names this benchmark
         _save(out, argv[2])
+        started = time.time()  # wall clock, comparable across the two processes of a duet
         try:
             out[name] = (
                 counted(name, cfg, graph, spec, train, count)
@@ -286,6 +330,7 @@ def main(argv: list[str]) -> None:
                 "reason": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc()[-2000:],
             }
+        out[name]["started"] = started
         _save(out, argv[2])
     _save(out, argv[2])
 
