@@ -258,6 +258,17 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
     where measured, else epoch time) with its run-level interval, the clocks, the per-step ratio where the
     work per step is the same, the paired accuracy delta, the noise floor and the A/A check."""
     c = comparison
+    lines = _noise_lines(c) + _one_process_lines(c) + _reading_lines(c) + headline(c, best_set)
+    lines += ["", _factors_legend(c.equivalence_margin)]
+    head = _table_head(extra)
+    lines += [head, "-" * len(head)]
+    lines += [_row_line(r, extra) if r.status == "ok" else _unmeasured_row_line(r, extra) for r in c.rows]
+    lines += format_distributed(c.rows)
+    return "\n".join(lines)
+
+
+def _noise_lines(c) -> list[str]:
+    """The noise floor from the baseline's processes, and the A/A check where the sweep ran one."""
     lines = [
         f"noise floor (from {c.rounds} baseline processes on this machine; smaller effects are not "
         f"resolvable): " + ", ".join(f"{k.replace('_', ' ')} {noise_floor(v)}" for k, v in c.floors.items())
@@ -273,48 +284,60 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
                 else "SIGNIFICANT: this machine is too noisy for the effects below"
             )
         )
-    lines += _one_process_lines(c)
-    lines.append(
+    return lines
+
+
+def _reading_lines(c) -> list[str]:
+    """How to read the rows: the target, the budget that censors time to accuracy, where accuracy is read and
+    how the rows are ranked, the family-wise control and the verdicts in one line."""
+    lines = [
         "time to accuracy: "
         + (f"validation {c.target:.4f} ({c.target_source})" if c.target is not None else c.target_source)
-    )
-    cal = c.calibration or {}
-    if cal.get("budget_seconds"):
-        lines.append(
-            f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
-            f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
-            f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
-            f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
-            f"{cal.get('min_steps')}, waiting for a further rise at most as many steps as they took to "
-            f"reach the target (and at most the patience); validation every {cal.get('eval_every')} steps"
-        )
+    ]
+    lines += _budget_lines(c.calibration or {})
     lines.append(
         "accuracy: test metric at each run's best validation point, paired by round: at convergence "
         "where every run of the pair converged, else at equal steps (said in the note); ranked: rows "
         "that reached the target in every round first, then family-wise significant speedups, no "
         "significant difference, family-wise significant slowdowns"
     )
-    if c.family:
-        lines.append(c.family)
     summary = verdict_summary(c.rows)
-    if summary:
-        lines.append(summary)
-    lines += headline(c, best_set)
-    lines.append("")
-    lines.append(
+    return lines + [text for text in (c.family, summary) if text]
+
+
+def _budget_lines(cal: dict) -> list[str]:
+    """The calibrated budget that censors time to accuracy (none without one)."""
+    if not cal.get("budget_seconds"):
+        return []
+    return [
+        f"budget: {cal['budget_seconds']:.1f} s of run clock per run ({cal['budget_factor']:g}x the "
+        f"calibrated time to the target) censors time to accuracy: a round that has not reached the "
+        f"target by then is censored there and its row's ratio is a bound; it stops no run: accuracy "
+        f"runs go on to their plateau within {cal.get('step_budget')} steps, never stopping before "
+        f"{cal.get('min_steps')}, waiting for a further rise at most as many steps as they took to "
+        f"reach the target (and at most the patience); validation every {cal.get('eval_every')} steps"
+    ]
+
+
+def _factors_legend(equivalence_margin: float | None) -> str:
+    """What the two factor columns mean, and the declared equivalence margin of steps to the target."""
+    return (
         "to target x, per step x: the two factors of time to accuracy (setup + steps to the target x time "
         "per step), each paired by round against the baseline (> 1: fewer steps, faster steps; 'ep': "
         "epochs and time per epoch, for entries that change the work per step; 'derived': the baseline's "
         "steps, by proof)"
         + (
-            f"; steps to the target within +-{c.equivalence_margin:.0%} of the "
+            f"; steps to the target within +-{equivalence_margin:.0%} of the "
             "baseline's (declared before the sweep, shown by TOST): judged by time per "
             "step x the baseline's steps"
-            if c.equivalence_margin
+            if equivalence_margin
             else ""
         )
     )
-    head = (
+
+
+def _table_head(extra: list[Column]) -> str:
+    return (
         f"{'configuration':<20}{'speedup [95% CI]':<24}{'by':<18}{'to target x [95% CI]':<24}"
         f"{'per step x [95% CI]':<24}{'epoch s':>8}{'setup s':>8}{'to-acc s':>9}"
         f"{'reached':>8}"
@@ -322,63 +345,73 @@ def format_compare(comparison, extra: list[Column] = (), best_set=None) -> str:
         + "".join(f"{h:>{w}}" for h, w, _ in extra)
         + "  note"
     )
-    lines += [head, "-" * len(head)]
-    for r in c.rows:
-        if r.status != "ok":
-            lines.append(
-                f"{r.label:<20}{'-':<24}{'-':<18}{'-':<24}{'-':<24}"
-                + " " * 42
-                + f"  {'-':<22}{'-':>9}  {'-':<24}"
-                + "".join(f"{'-':>{w}}" for _, w, _ in extra)
-                + f"  {r.status}: {r.reason}"
-            )
-            continue
-        base = r.label == BASELINE
-        notes = []
-        if not base and not r.significant:
-            notes.append(
-                no_effect_text(r)
-                or (
-                    "significant alone, not family-wise (Holm)"
-                    if r.significant_per_row
-                    else "no significant difference"
-                )
-            )
-        if r.tta_note:
-            notes.append(r.tta_note)
-        if not r.same_work:
-            notes.append("changes the work per step: no per-step ratio")
-        if not base:
-            notes.append(r.acc_verdict)
-        if r.converged is not True:  # read at equal steps: derived, or cut by a budget
-            notes.append(r.acc_point)
-        elif r.accuracy_rounds < r.rounds:
-            notes.append(f"accuracy over the {r.accuracy_rounds} rounds trained to the plateau")
-        if r.stop is not None and r.stop.reason != "max rounds":  # the stopping rule settled it early
-            notes.append(f"rounds ended after round {r.stop.look}: {r.stop.reason}")
-        stops = {k: v for k, v in r.stop_reasons.items() if k != "?"}
-        if stops:
-            notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
-        if r.sampled:
-            notes.append(
-                f"sampled {r.sampled['nodes_per_batch']:.0f} nodes per batch ({r.sampled['coverage']:.0%} of the graph)"
-            )
-        delta = pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit="")
-        tta = "-" if r.tta_s is None else f"{r.tta_s:.2f}"
-        bound = {"at most": "<=", "at least": ">="}.get(r.bound, "")
-        shown = "-" if base else (bound + ratio_of(r.primary_ratio) if r.bound != "unknown" else "bound unknown")
-        steps_x, per_step_x = _factor_cells(r, base)
-        lines.append(
-            f"{r.label:<20}{shown:<24}{r.primary:<18}{steps_x:<24}{per_step_x:<24}{r.epoch_s:>8.2f}"
-            f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
-            f"{'-' if base else ratio_of(r.step_speedup):<22}"
-            f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
-            + "".join(f"{cell(r):>{w}}" for _, w, cell in extra)
-            + "  "
-            + "; ".join(notes)
+
+
+def _unmeasured_row_line(r: ComparisonRow, extra: list[Column]) -> str:
+    """A row that was not measured: dashes, then its status and why."""
+    return (
+        f"{r.label:<20}{'-':<24}{'-':<18}{'-':<24}{'-':<24}"
+        + " " * 42
+        + f"  {'-':<22}{'-':>9}  {'-':<24}"
+        + "".join(f"{'-':>{w}}" for _, w, _ in extra)
+        + f"  {r.status}: {r.reason}"
+    )
+
+
+def _row_line(r: ComparisonRow, extra: list[Column]) -> str:
+    """A measured row: its ratios with their intervals, its clocks and accuracy, then its notes."""
+    base = r.label == BASELINE
+    delta = pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit="")
+    tta = "-" if r.tta_s is None else f"{r.tta_s:.2f}"
+    bound = {"at most": "<=", "at least": ">="}.get(r.bound, "")
+    shown = "-" if base else (bound + ratio_of(r.primary_ratio) if r.bound != "unknown" else "bound unknown")
+    steps_x, per_step_x = _factor_cells(r, base)
+    return (
+        f"{r.label:<20}{shown:<24}{r.primary:<18}{steps_x:<24}{per_step_x:<24}{r.epoch_s:>8.2f}"
+        f"{r.setup_s:>8.2f}{tta:>9}{r.tta_reached or '-':>8}{r.step_ms:>9.1f}  "
+        f"{'-' if base else ratio_of(r.step_speedup):<22}"
+        f"{r.test_acc:>9.4f}  {'-' if base else delta:<24}"
+        + "".join(f"{cell(r):>{w}}" for _, w, cell in extra)
+        + "  "
+        + "; ".join(_verdict_notes(r, base) + _run_notes(r))
+    )
+
+
+def _verdict_notes(r: ComparisonRow, base: bool) -> list[str]:
+    """A row's notes on its verdict: no significant effect, its time to accuracy, the work per step, accuracy."""
+    notes = []
+    if not base and not r.significant:
+        notes.append(
+            no_effect_text(r)
+            or ("significant alone, not family-wise (Holm)" if r.significant_per_row else "no significant difference")
         )
-    lines += format_distributed(c.rows)
-    return "\n".join(lines)
+    if r.tta_note:
+        notes.append(r.tta_note)
+    if not r.same_work:
+        notes.append("changes the work per step: no per-step ratio")
+    if not base:
+        notes.append(r.acc_verdict)
+    return notes
+
+
+def _run_notes(r: ComparisonRow) -> list[str]:
+    """A row's notes on its runs: where accuracy was read, when its rounds ended, why its runs stopped, what
+    its batches sampled."""
+    notes = []
+    if r.converged is not True:  # read at equal steps: derived, or cut by a budget
+        notes.append(r.acc_point)
+    elif r.accuracy_rounds < r.rounds:
+        notes.append(f"accuracy over the {r.accuracy_rounds} rounds trained to the plateau")
+    if r.stop is not None and r.stop.reason != "max rounds":  # the stopping rule settled it early
+        notes.append(f"rounds ended after round {r.stop.look}: {r.stop.reason}")
+    stops = {k: v for k, v in r.stop_reasons.items() if k != "?"}
+    if stops:
+        notes.append("stopped: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
+    if r.sampled:
+        notes.append(
+            f"sampled {r.sampled['nodes_per_batch']:.0f} nodes per batch ({r.sampled['coverage']:.0%} of the graph)"
+        )
+    return notes
 
 
 def _factor_cells(r: ComparisonRow, base: bool) -> tuple[str, str]:

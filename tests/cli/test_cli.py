@@ -325,3 +325,32 @@ def test_profile_command_writes_a_chrome_trace(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Self CPU" in out and "Chrome trace" in out
     assert json.loads(trace.read_text())["traceEvents"]
+
+
+def test_run_options_are_resolved_once_and_nothing_is_kept_on_args(tmp_path, tiny_graph, monkeypatch):
+    import gnnbench.cli.options as options
+    import gnnbench.graphs.source as source
+    from gnnbench.cli.parser import build_parser
+
+    looked_up, opened = [], []
+    get_scenario, open_source = options.get_scenario, source.open_source
+    monkeypatch.setattr(options, "get_scenario", lambda name: looked_up.append(name) or get_scenario(name))
+    monkeypatch.setattr(source, "open_source", lambda *a, **k: opened.append(a) or open_source(*a, **k))
+    monkeypatch.setenv("GNNBENCH_GRAPH_CACHE", str(tmp_path / "cache"))
+
+    args = build_parser().parse_args(["compare", "--scenario", "kernel-bound"])
+    given = dict(vars(args))
+    config, chosen = options.resolve_run(args, [])
+    assert looked_up == ["kernel-bound"] and vars(args) == given
+    assert chosen.name == "kernel-bound" and chosen.source is None and chosen.graph is None
+    assert config.spec == chosen.spec and chosen.spec.num_nodes == 20_000 and config.flags.batch_source == "full"
+
+    path = tmp_path / "mine.npz"
+    save_npz(tiny_graph, path)
+    args = build_parser().parse_args(["compare", "--load", str(path)])
+    given = dict(vars(args))
+    config, chosen = options.resolve_run(args, [])
+    assert len(opened) == 1 and vars(args) == given
+    assert config.spec is None and config.source == chosen.source
+    assert chosen.graph.num_edges == tiny_graph.num_edges
+    assert chosen.name == chosen.source.label.replace("@", "-") and chosen.name.startswith("mine.npz-")
