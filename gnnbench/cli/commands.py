@@ -13,13 +13,7 @@ import sys
 import time
 
 from gnnbench.cli.distributed import run_distributed, with_nproc
-from gnnbench.cli.options import (
-    config_from_args,
-    graph_name,
-    parse_size,
-    source_from_args,
-    spec_from_args,
-)
+from gnnbench.cli.options import config_from_args, parse_size, resolve_graph, resolve_run
 from gnnbench.cli.progress import RunLines, SweepLines, training_bar
 from gnnbench.cli.tables import GPU_COLUMNS, format_compare, format_run
 
@@ -31,13 +25,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
-    config = with_nproc(config_from_args(args, args.flags), args)
+    config, chosen = resolve_run(args, args.flags)
+    config = with_nproc(config, args)
     if config.nproc > 1:  # torchrun ranks (gnnbench.measure.run.launch)
         return run_distributed(config, args)
-    opened = source_from_args(args)
     bar, update = training_bar("training")
     try:
-        result = run(config, out=args.out, progress=update, graph=opened[1] if opened else None)
+        result = run(config, out=args.out, progress=update, graph=chosen.graph)
     finally:
         bar.close()
     print(json.dumps(result.to_dict(), indent=1, default=str) if args.json else format_run(result))
@@ -89,7 +83,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from gnnbench.measure.sweep.full import sweep_and_compare
     from gnnbench.measure.sweep.plan import check_also_measured
 
-    base = with_nproc(config_from_args(args, []), args)
+    base, chosen = resolve_run(args, [])
+    base = with_nproc(base, args)
     names = args.flags if args.flags is not None else ([] if args.aa else None)
     if names == [] and args.flags is None:
         print(
@@ -98,7 +93,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
-    out_dir = args.out_dir or default_runs_dir(graph_name(args), base.device)
+    out_dir = args.out_dir or default_runs_dir(chosen.name, base.device)
     measured = sweep_and_compare(base, names, out_dir, _compare_options(args, names, out_dir), progress=SweepLines())
     if args.json:
         out = measured.comparison.to_dict()
@@ -183,11 +178,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     if args.script is not None:
         return _diagnose_script(args)
-    config = config_from_args(args, args.flags)
+    config, chosen = resolve_run(args, args.flags)
     _restart_for_allocator(config.flags)
     try:
-        opened = source_from_args(args)
-        graph = graph_of(config, opened[1] if opened else None)[0]
+        graph = graph_of(config, chosen.graph)[0]
         d = diagnose(config, steps=args.steps, graph=graph)
         measured = _measure_top(args, config, d, graph)
     except UnavailableError as exc:
@@ -200,7 +194,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         first = format_measured(measured) if measured is not None else None
         short = {r.name: f"{ratio_of(r.interval)}, {r.verdict}" for r in measured.rows} if measured else None
         print(format_diagnosis(d, first=first, measured=short))
-    status = _verify(args, d, config, out) if args.verify else 0
+    status = _verify(args, d, config, chosen.name, out) if args.verify else 0
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return status
@@ -223,9 +217,9 @@ def _measure_top(args: argparse.Namespace, config, d, graph):
     return measure_top(config, d, graph=graph, top=args.measure, blocks=args.measure_blocks, log=log)
 
 
-def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
+def _verify(args: argparse.Namespace, d, config, graph_name: str, out: dict) -> int:
     """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
-    whether each pays here; 1 when a measured run failed."""
+    whether each pays here; 1 when a measured run failed. ``graph_name`` names the default results folder."""
     from gnnbench.advice.verdicts import verdicts, verify_names
     from gnnbench.measure.sweep.full import sweep_and_compare
     from gnnbench.measure.sweep.options import SweepOptions
@@ -234,7 +228,7 @@ def _verify(args: argparse.Namespace, d, config, out: dict) -> int:
     if not labels:
         print("\n--verify: nothing to measure (no recommendation can run here)")
         return 0
-    out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name(args)}", config.device)
+    out_dir = args.out_dir or default_runs_dir(f"diagnose-{graph_name}", config.device)
     if not args.json:
         print(
             f"\n--verify: {', '.join(labels)} against the baseline, {args.repeats} interleaved rounds ({out_dir})",
@@ -366,8 +360,8 @@ def _verify_script(args: argparse.Namespace, report, out: dict) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from gnnbench.advice.tune import format_tune, tune
 
-    config = config_from_args(args, args.flags)
-    out_dir = args.out_dir or default_runs_dir(f"tune-{graph_name(args)}", config.device)
+    config, chosen = resolve_run(args, args.flags)
+    out_dir = args.out_dir or default_runs_dir(f"tune-{chosen.name}", config.device)
     log = (
         (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else (lambda line: print(line, flush=True))
     )
@@ -488,10 +482,10 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
-    opened = source_from_args(args)
+    chosen = resolve_graph(args)
     base = RunConfig(
-        spec=None if opened else spec_from_args(args),
-        source=opened[0] if opened else None,
+        spec=chosen.spec,
+        source=chosen.source,
         device=str(device),
         epochs=1,
         max_steps_per_epoch=args.steps,
@@ -502,7 +496,7 @@ def cmd_gpu_check(args: argparse.Namespace) -> int:
         env = environment(device)
         return (
             f"gpu-check: {env['device_name']}, torch {env['torch']}, PyG {env['torch_geometric']}, "
-            f"graph {graph_name(args)}, {args.steps} steps per configuration"
+            f"graph {chosen.name}, {args.steps} steps per configuration"
         )
 
     lines = RunLines(header)
@@ -526,7 +520,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
     from gnnbench.measure.run.single import run
 
-    config = config_from_args(args, args.flags)
+    config, chosen = resolve_run(args, args.flags)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])
     prof = profile(
         activities=activities,
@@ -534,8 +528,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         on_trace_ready=lambda p: p.export_chrome_trace(args.trace),
     )
     config = dataclasses.replace(config, epochs=1, max_steps_per_epoch=args.active_steps + 2)
-    opened = source_from_args(args)
-    result = run(config, profiler=prof, graph=opened[1] if opened else None)
+    result = run(config, profiler=prof, graph=chosen.graph)
     if not result.ok:
         print(format_run(result))
         return 1

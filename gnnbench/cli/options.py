@@ -1,18 +1,25 @@
-"""Option groups shared by the ``gnnbench`` commands, and what parsed options turn into (a spec, a config)."""
+"""Option groups shared by the ``gnnbench`` commands, and what parsed options turn into (a spec, a config, the
+graph), resolved once per command (:func:`resolve_run`, :func:`resolve_graph`) and handed on in place of ``args``."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gnnbench import registry
-from gnnbench.advice.scenarios import SCENARIOS, get_scenario
+from gnnbench.advice.scenarios import SCENARIOS, Scenario, get_scenario
 from gnnbench.flags import HOT_RANKS, Flags
-from gnnbench.graphs import CleanOptions, GraphSpec
+from gnnbench.graphs import CleanOptions, Graph, GraphSpec
 from gnnbench.graphs.spec import PRESETS
 from gnnbench.models.inference import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from gnnbench.models.nets import MODELS
 from gnnbench.models.tasks import TASKS
 from gnnbench.training import LR_SCHEDULES, OPTIMIZERS
+
+if TYPE_CHECKING:
+    from gnnbench.graphs.source import GraphSource
+    from gnnbench.training import RunConfig
 
 __all__ = [
     "parse_flags",
@@ -20,15 +27,16 @@ __all__ = [
     "add_run_args",
     "spec_from_args",
     "config_from_args",
+    "resolve_run",
+    "resolve_graph",
+    "GraphChoice",
     "graph_layer_names",
     "parse_hot_budget",
     "parse_eval_chunk",
     "parse_size",
-    "source_from_args",
     "check_graph_source",
     "clean_from_args",
     "loads_graph",
-    "graph_name",
     "GENERATOR_OVERRIDES",
 ]
 
@@ -237,34 +245,59 @@ def clean_from_args(args: argparse.Namespace) -> CleanOptions:
     )
 
 
-def source_from_args(args: argparse.Namespace):
-    """``(GraphSource, Graph)`` for ``--load`` / ``--dataset``, opened once per command (memoized on ``args``:
-    loaded, cleaned, fingerprinted and its prepared copy written for the sweep's processes); ``None`` for a preset."""
+@dataclass(frozen=True)
+class GraphChoice:
+    """The graph a command's options name, resolved once per command (:func:`resolve_graph`, :func:`resolve_run`)
+    and handed on in place of the options: nothing about it is kept on ``args``.
+
+    Attributes:
+        spec: The preset, or the ``--scenario``'s graph, with the generator overrides; ``None`` for a user's graph.
+        name: What the options measure, for folder names: the loaded graph's label, the scenario or the preset.
+        source: The user's graph (``--load`` / ``--dataset``) with its fingerprint, for each
+            :class:`~gnnbench.training.config.RunConfig`; ``None`` for a preset.
+        graph: That graph as opened (loaded, cleaned, fingerprinted, its prepared copy written for the sweep's
+            processes): a run in this process trains on it; ``None`` for a preset.
+    """
+
+    spec: GraphSpec | None
+    name: str
+    source: GraphSource | None = None
+    graph: Graph | None = None
+
+
+def _scenario(args: argparse.Namespace) -> Scenario | None:
+    return get_scenario(args.scenario) if getattr(args, "scenario", None) else None
+
+
+def resolve_graph(args: argparse.Namespace) -> GraphChoice:
+    """The graph the options name (:class:`GraphChoice`), its ``--scenario`` looked up and a user's graph opened.
+
+    Raises:
+        ValueError: for options that contradict each other (:func:`check_graph_source`) or a spec out of range.
+        GraphError: for a user's graph that cannot be read.
+    """
+    return _graph_choice(args, _scenario(args))
+
+
+def _graph_choice(args: argparse.Namespace, scenario: Scenario | None) -> GraphChoice:
     if not loads_graph(args):
-        return None
-    opened = getattr(args, "_opened_source", None)
-    if opened is None:
-        from gnnbench.graphs.source import open_source
+        name = getattr(args, "scenario", None) or args.preset or "small"
+        return GraphChoice(spec=_spec(args, scenario), name=name)
+    from gnnbench.graphs.source import open_source
 
-        check_graph_source(args)
-        kind, location = ("file", args.load) if args.load else ("dataset", args.dataset)
-        opened = open_source(kind, location, root=args.root, clean=clean_from_args(args), split_seed=args.seed or 0)
-        args._opened_source = opened
-    return opened
-
-
-def graph_name(args: argparse.Namespace) -> str:
-    """What the options measure, for folder names: the scenario, the preset, or the loaded graph's label."""
-    opened = source_from_args(args)
-    if opened is not None:
-        return opened[0].label.replace("@", "-")
-    return getattr(args, "scenario", None) or args.preset or "small"
+    check_graph_source(args)
+    kind, location = ("file", args.load) if args.load else ("dataset", args.dataset)
+    source, graph = open_source(kind, location, root=args.root, clean=clean_from_args(args), split_seed=args.seed or 0)
+    return GraphChoice(spec=None, source=source, graph=graph, name=source.label.replace("@", "-"))
 
 
 def spec_from_args(args: argparse.Namespace) -> GraphSpec:
     """The preset (or the ``--scenario``'s graph) with the generator overrides given on the command line."""
+    return _spec(args, _scenario(args))
+
+
+def _spec(args: argparse.Namespace, scenario: Scenario | None) -> GraphSpec:
     overrides = {k: getattr(args, k) for k in (*GENERATOR_OVERRIDES, "seed")}
-    scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
     if scenario is None:
         return GraphSpec.preset(args.preset or "small", **overrides)
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -393,23 +426,25 @@ def add_calibration_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def config_from_args(args: argparse.Namespace, names: list[str]):
-    """The :class:`~gnnbench.training.config.RunConfig` the run options describe, with ``names`` switched on."""
+def config_from_args(args: argparse.Namespace, names: list[str]) -> RunConfig:
+    """The :class:`~gnnbench.training.config.RunConfig` the run options describe, with ``names`` switched on
+    (:func:`resolve_run`, for a caller that needs no more than the configuration)."""
+    return resolve_run(args, names)[0]
+
+
+def resolve_run(args: argparse.Namespace, names: list[str]) -> tuple[RunConfig, GraphChoice]:
+    """A command's run options resolved once: the :class:`~gnnbench.training.config.RunConfig` they describe,
+    with ``names`` switched on, and the graph it trains on (:class:`GraphChoice`). The ``--scenario`` is looked
+    up once and a user's graph opened once; the command hands on these two, not ``args``.
+
+    Raises:
+        ValueError: for an option out of range or options that contradict each other (named, with the value).
+        GraphError: for a user's graph that cannot be read.
+    """
     from gnnbench.training import RunConfig
 
-    scenario = get_scenario(args.scenario) if getattr(args, "scenario", None) else None
-    base = scenario.flags.to_dict() if scenario else {}
-    if args.batch_size is not None:
-        base["batch_size"] = args.batch_size
-    if args.fanout:
-        try:
-            base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
-        except ValueError:
-            raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
-    if getattr(args, "hot_budget", None):
-        base.update(args.hot_budget)
-    if getattr(args, "hot_rank", None):
-        base["hot_rank"] = args.hot_rank
+    scenario = _scenario(args)
+    base = _base_flags(args, scenario)
     # given on the command line > the scenario's > the defaults
     defaults = {"task": "node", "model": "gcn", "hidden": 64, "epochs": None, "warmup": 3}
     if scenario:
@@ -435,12 +470,12 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
             f"--momentum {optimizer['momentum']} applies to --optimizer sgd only "
             f"(got optimizer {optimizer.get('optimizer', RunConfig.optimizer)!r}); Adam has no momentum"
         )
-    opened = source_from_args(args)
-    if opened is not None and run["task"] == "link" and opened[0].num_edges == 0:
-        raise ValueError(f"{opened[0].location} has no edges: link prediction needs edges to hold out and predict")
-    return RunConfig(
-        spec=None if opened else spec_from_args(args),
-        source=opened[0] if opened else None,
+    chosen = _graph_choice(args, scenario)
+    if chosen.source is not None and run["task"] == "link" and chosen.source.num_edges == 0:
+        raise ValueError(f"{chosen.source.location} has no edges: link prediction needs edges to hold out and predict")
+    config = RunConfig(
+        spec=chosen.spec,
+        source=chosen.source,
         flags=registry.flags_for(names, Flags.from_dict(base)),
         task=run["task"],
         model=run["model"],
@@ -458,3 +493,21 @@ def config_from_args(args: argparse.Namespace, names: list[str]):
         eval_every=args.eval_every,
         eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES),
     )
+    return config, chosen
+
+
+def _base_flags(args: argparse.Namespace, scenario: Scenario | None) -> dict:
+    """The base flags: the scenario's, with ``--batch-size``, ``--fanout`` and the hot-cold options given."""
+    base = scenario.flags.to_dict() if scenario else {}
+    if args.batch_size is not None:
+        base["batch_size"] = args.batch_size
+    if args.fanout:
+        try:
+            base["fanout"] = tuple(int(k) for k in args.fanout.split(","))
+        except ValueError:
+            raise ValueError(f"--fanout must be comma-separated integers, e.g. 15,10 (got {args.fanout!r})") from None
+    if getattr(args, "hot_budget", None):
+        base.update(args.hot_budget)
+    if getattr(args, "hot_rank", None):
+        base["hot_rank"] = args.hot_rank
+    return base

@@ -1,6 +1,7 @@
 """How a sweep measures, as one frozen object: what ``RunConfig`` is to "what to train", :class:`SweepOptions` is to
 "how to measure it" (rounds, the stopping rule, the calibration and its budgets, derivation, processes, resuming,
-the executor, what the manifest records). The command line builds it once (:func:`gnnbench.cli.options.sweep_options`)
+the executor, what the manifest records). A command builds it once from its options (``gnnbench compare``: in
+:mod:`gnnbench.cli.commands`, beside the base configuration :func:`gnnbench.cli.options.resolve_run` resolves)
 and it travels whole: :func:`gnnbench.measure.sweep.full.sweep_and_compare` reads it, and hands it on to
 :func:`~gnnbench.measure.sweep.rounds.run_calibration` and :func:`~gnnbench.measure.sweep.rounds.run_sweep`.
 """
