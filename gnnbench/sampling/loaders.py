@@ -34,6 +34,7 @@ __all__ = [
     "training_pairs",
     "shutdown_loader",
     "worker_placement",
+    "worker_settings",
 ]
 
 
@@ -53,6 +54,29 @@ def worker_placement(flags: Flags) -> WorkerPin | None:
     if flags.thread_placement == "shared" or flags.num_workers == 0:
         return None
     return WorkerPin(plan_for(flags.thread_placement, flags.num_workers).worker_cores)
+
+
+def worker_settings(flags: Flags, *, place_workers: bool = True) -> dict[str, Any]:
+    """The loader flags as PyG loader keywords, one set for every loader here: ``num_workers``,
+    ``prefetch_factor``, ``persistent_workers`` and ``pin_memory`` passed on unchanged, ``filter_per_worker``
+    (PyG builds each batch in the worker that sampled it, when there are workers) and, with ``place_workers``,
+    the ``worker_init_fn`` of ``flags.thread_placement`` (:func:`worker_placement`).
+
+    Args:
+        flags: The loader flags.
+        place_workers: Whether the workers place themselves as ``flags.thread_placement`` says (default True;
+            False leaves ``worker_init_fn`` to the loader's default).
+    """
+    settings: dict[str, Any] = {
+        "num_workers": flags.num_workers,
+        "prefetch_factor": flags.prefetch_factor,
+        "persistent_workers": flags.persistent_workers,
+        "pin_memory": flags.pin_memory,
+        "filter_per_worker": flags.num_workers > 0,
+    }
+    if place_workers:
+        settings["worker_init_fn"] = worker_placement(flags)
+    return settings
 
 
 def shutdown_loader(loader) -> None:
@@ -174,13 +198,8 @@ class NeighborBatches(_SuspendableWorkers, BatchSource):
             node_sampler=self.sampler,
             input_nodes=input_nodes,
             batch_sampler=self.shuffle,
-            num_workers=flags.num_workers,
-            prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers,
-            pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed),
-            filter_per_worker=flags.num_workers > 0,
-            worker_init_fn=worker_placement(flags),
+            **worker_settings(flags),
         )
 
     def __len__(self) -> int:
@@ -289,13 +308,8 @@ class LinkBatches(_SuspendableWorkers, BatchSource):
             edge_label_index=pairs,
             neg_sampling=NegativeSampling("binary", amount=flags.negative_ratio),
             batch_sampler=self.shuffle,
-            num_workers=flags.num_workers,
-            prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers,
-            pin_memory=flags.pin_memory,
             generator=torch.Generator().manual_seed(seed),
-            filter_per_worker=flags.num_workers > 0,
-            worker_init_fn=worker_placement(flags),
+            **worker_settings(flags),
         )
 
     def steps_per_epoch(self) -> int | None:

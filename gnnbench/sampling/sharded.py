@@ -16,7 +16,7 @@ from torch import Tensor
 from gnnbench.flags import Flags
 from gnnbench.graphs.prepare import PreparedGraph
 from gnnbench.sampling.batch import Batch
-from gnnbench.sampling.loaders import NeighborBatches
+from gnnbench.sampling.loaders import NeighborBatches, worker_settings
 
 __all__ = ["SeedShards", "ShardedNeighborBatches", "rank_and_world"]
 
@@ -91,11 +91,8 @@ class ShardedNeighborBatches(NeighborBatches):
             node_sampler=self.sampler,
             input_nodes=input_nodes,
             batch_sampler=self.shards,
-            num_workers=flags.num_workers,
-            prefetch_factor=flags.prefetch_factor,
-            persistent_workers=flags.persistent_workers,
-            pin_memory=flags.pin_memory,
-            filter_per_worker=flags.num_workers > 0,
+            # no worker placement, as before: split places one process's threads and is refused for several ranks
+            **worker_settings(flags, place_workers=False),
         )
 
     def epoch(self, epoch: int) -> Iterator[Batch]:

@@ -28,6 +28,22 @@ def test_workers_draw_independent_samples(prepared):
     assert not torch.equal(b0.n_id[200:210], b1.n_id[200:210])
 
 
+def test_the_loaders_take_their_worker_settings_from_one_helper():
+    from gnnbench.sampling.loaders import worker_settings
+
+    flags = Flags(num_workers=2, persistent_workers=True, prefetch_factor=3)
+    assert worker_settings(flags) == {
+        "num_workers": 2,
+        "prefetch_factor": 3,
+        "persistent_workers": True,
+        "pin_memory": flags.pin_memory,
+        "filter_per_worker": True,
+        "worker_init_fn": None,  # shared placement: workers run where the kernel puts them
+    }
+    assert "worker_init_fn" not in worker_settings(flags, place_workers=False)  # data parallel's loader
+    assert worker_settings(Flags())["filter_per_worker"] is False
+
+
 @pytest.mark.parametrize("source", ["cluster_gcn", "saint_rw"])
 def test_subgraph_sources_via_flags(prepared, graph, source):
     flags = Flags(batch_source=source, cluster_size=1000, saint_roots=400)
