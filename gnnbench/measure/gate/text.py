@@ -11,7 +11,28 @@ __all__ = ["format_gate"]
 
 
 def format_gate(r: GateResult) -> str:
-    """The gate's table, its rule and its verdict."""
+    """The gate's table, its rule and its verdict.
+
+    In order: what ran and the rule (:func:`_header_lines`), one line per benchmark and per setup or epoch
+    figure that moved (:func:`_bench_lines`), the counted instructions (:func:`_count_lines`), what was not run
+    or failed (:func:`_failure_lines`), and the verdict (:func:`_verdict_lines`).
+    """
+    lines = _header_lines(r)
+    for b in r.benches:
+        lines += _bench_lines(b)
+    judged = [m for b in r.benches for m in b.metrics()]
+    if judged and not any(m.significant for m in judged):
+        lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
+    lines += _count_lines(r)
+    lines.append("")
+    lines += _failure_lines(r)
+    lines += _verdict_lines(r)
+    return "\n".join(lines)
+
+
+def _header_lines(r: GateResult) -> list[str]:
+    """What ran (the trees, rounds, threads, seconds, environments and rounds added), the rule, and the table's
+    column heads."""
     envs = f"; environments: base {r.pythons['base']}, head {r.pythons['head']}" if r.pythons else ""
     extra = (
         f"; up to {max(r.extra_rounds.values())} rounds added to {len(r.extra_rounds)} benchmark(s) whose "
@@ -34,32 +55,38 @@ def format_gate(r: GateResult) -> str:
         f"{'benchmark':<22}{'base ms':>9}{'head ms':>9}  {'ratio [95% CI]':<24}{'threshold':>10}"
         f"{'detects':>9}  {'phase that moved':<30}{'acc pp':>8}  verdict"
     )
-    lines += [head, "-" * len(head)]
-    for b in r.benches:
-        if b.status != "ok":
-            verdict = f"LOST: {b.reason}" if b.lost else f"{b.status}: {b.reason}"
-            lines.append(f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}{'-':>9}  {'-':<30}{'-':>8}  {verdict}")
-            continue
-        ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
-        phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
-        lines.append(
-            f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x"
-            f"{_factor(b.detectable):>9}  {phase:<30}"
-            f"{'-' if b.acc_delta_pp is None else f'{b.acc_delta_pp:+.2f}':>8}  {_verdict_text(b)}"
-        )
-        for m in b.metrics():
-            if m.significant or m.regression:
-                mphase = f"{m.phase} {text.ratio_of(m.phase_ratio, digits=2)}" if m.phase else "-"
-                lines.append(
-                    f"{'  ' + m.metric:<22}{m.base_ms:>9.1f}{m.head_ms:>9.1f}  "
-                    f"{text.ratio(m.ratio, m.low, m.high, digits=3):<24}{m.threshold:>9.3f}x"
-                    f"{_factor(m.detectable):>9}  {mphase:<30}{'':>8}  {_verdict_text(m)}"
-                )
-    judged = [m for b in r.benches for m in b.metrics()]
-    if judged and not any(m.significant for m in judged):
-        lines.append(f"setup and epoch time: no significant change in any of {len(judged)} figures")
-    lines += _count_lines(r)
-    lines.append("")
+    return lines + [head, "-" * len(head)]
+
+
+def _bench_lines(b: BenchVerdict) -> list[str]:
+    """A benchmark's line (dashes and why, when it did not run in both trees), then one line per setup or
+    epoch figure of it that moved (significant or a regression)."""
+    if b.status != "ok":
+        verdict = f"LOST: {b.reason}" if b.lost else f"{b.status}: {b.reason}"
+        return [f"{b.name:<22}{'-':>9}{'-':>9}  {'-':<24}{'-':>10}{'-':>9}  {'-':<30}{'-':>8}  {verdict}"]
+    ratio = text.ratio(b.ratio, b.low, b.high, digits=3)
+    phase = f"{b.phase} {text.ratio_of(b.phase_ratio, digits=2)}" if b.phase else "-"
+    lines = [
+        f"{b.name:<22}{b.base_ms:>9.2f}{b.head_ms:>9.2f}  {ratio:<24}{b.threshold:>9.3f}x"
+        f"{_factor(b.detectable):>9}  {phase:<30}"
+        f"{'-' if b.acc_delta_pp is None else f'{b.acc_delta_pp:+.2f}':>8}  {_verdict_text(b)}"
+    ]
+    return lines + [_metric_line(m) for m in b.metrics() if m.significant or m.regression]
+
+
+def _metric_line(m: MetricVerdict) -> str:
+    """The indented line of a setup or epoch figure that moved."""
+    mphase = f"{m.phase} {text.ratio_of(m.phase_ratio, digits=2)}" if m.phase else "-"
+    return (
+        f"{'  ' + m.metric:<22}{m.base_ms:>9.1f}{m.head_ms:>9.1f}  "
+        f"{text.ratio(m.ratio, m.low, m.high, digits=3):<24}{m.threshold:>9.3f}x"
+        f"{_factor(m.detectable):>9}  {mphase:<30}{'':>8}  {_verdict_text(m)}"
+    )
+
+
+def _failure_lines(r: GateResult) -> list[str]:
+    """The benchmarks not run here (and why), and a failed benchmark process with the end of its stderr."""
+    lines = []
     if r.skipped:
         lines.append("not run here: " + "; ".join(f"{k} ({v})" for k, v in r.skipped.items()))
     if r.failure is not None:
@@ -70,7 +97,14 @@ def format_gate(r: GateResult) -> str:
             f"GATE FAILED: {f.side}'s benchmark process {f.kind} in round {f.round + 1}{code}; the end "
             f"of its stderr:\n{tail}"
         )
+    return lines
+
+
+def _verdict_lines(r: GateResult) -> list[str]:
+    """The verdict: the counted instructions' regressions, then the wall clock's regressions and losses, or
+    (with none) why the run is clean, inconclusive or judged nothing (:func:`_clean_lines`)."""
     bad = r.regressed
+    lines = []
     if r.count_regressions:
         lines.append(
             "REGRESSION in counted instructions: "
@@ -88,34 +122,41 @@ def format_gate(r: GateResult) -> str:
             lines.append(f"LOST in head: {', '.join(lost)} (fine in base)")
     elif r.count_regressions:
         lines.append("the wall clock flagged no regression; the counted instructions did (exit 1)")
-    elif r.blind and r.failure is None:
+    elif r.failure is None:
+        lines += _clean_lines(r)
+    return lines
+
+
+def _clean_lines(r: GateResult) -> list[str]:
+    """The verdict of a run that flagged no regression and did not fail: inconclusive where a benchmark every
+    configuration runs through could not see the sensitivity (with what would resolve it), inconclusive for
+    the other benchmarks' own paths, nothing judged, or no regression."""
+    if r.blind:
         worst = max(b.detectable for b in r.blind)
-        lines.append(
+        return [
             f"no regression seen, but inconclusive here: {len(r.blind)} benchmark(s) that every "
             f"configuration's code runs through could not have seen a {r.sensitivity:.0%} slowdown on this "
-            f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)} (exit 3)"
-        )
-        lines.append(resolution_line(r))
-    elif r.inconclusive and r.failure is None:
+            f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)} (exit 3)",
+            resolution_line(r),
+        ]
+    if r.inconclusive:
         worst = max(b.detectable for b in r.inconclusive)
-        lines.append(
+        return [
             f"no regression in the paths every configuration runs (the baseline and the micro-benchmarks "
             f"could each see a {r.sensitivity:.0%} slowdown); inconclusive here: "
             f"{', '.join(b.name for b in r.inconclusive)}, whose spread could not show "
             f"{r.sensitivity:.0%} within the rounds and budget (they detect {_factor(worst)} at worst): "
             f"a slowdown of their own code paths of less than that may have gone unseen"
-        )
-    elif r.failure is None and not r.judged:
-        lines.append("nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)")
-    elif r.failure is None:
-        unjudged = len(r.benches) - len(r.judged)
-        lines.append(
-            f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)"
-            if not unjudged
-            else f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
-            f"slowdown); {unjudged} could not run in both trees (listed above)"
-        )
-    return "\n".join(lines)
+        ]
+    if not r.judged:
+        return ["nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)"]
+    unjudged = len(r.benches) - len(r.judged)
+    return [
+        f"no regression (every benchmark could see a {r.sensitivity:.0%} slowdown)"
+        if not unjudged
+        else f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
+        f"slowdown); {unjudged} could not run in both trees (listed above)"
+    ]
 
 
 def _count_lines(r: GateResult) -> list[str]:

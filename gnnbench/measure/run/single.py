@@ -101,28 +101,45 @@ def run(
     if mismatch is not None and not process.was_placed():
         return _in_child(config, out, dist_timeout)  # the allocator is set when a process starts
     if mismatch is not None:  # started for its allocator, and running another: never measured as the one asked
-        result = RunResult(
-            status="failed",
-            config=config.to_dict(),
-            environment=env,
-            error=f"the process started for it does not run its allocator: {mismatch}",
-        )
-        if out:
-            write_json_atomic(out, result.to_dict())
-        return result
+        error = f"the process started for it does not run its allocator: {mismatch}"
+        return _written(out, RunResult(status="failed", config=config.to_dict(), environment=env, error=error))
     try:
         trainer = Trainer(config, graph)
     except UnavailableError as exc:
-        result = RunResult(status="unavailable", config=config.to_dict(), environment=env, unavailable=exc.reasons)
-        if out:
-            write_json_atomic(out, result.to_dict())
-        return result
+        unavailable = RunResult(status="unavailable", config=config.to_dict(), environment=env, unavailable=exc.reasons)
+        return _written(out, unavailable)
     nvml = BusySampler(device)
+    losses, threads, usage = _train(trainer, device, nvml, progress, profiler)
+    accuracy = _final_accuracy(trainer)
+    if after is not None:
+        after(trainer)
+    result = _assemble(trainer, env, nvml, accuracy, trainer.evaluation.seconds, losses)
+    result.process = process.in_effect(threads, usage.summary())
+    return _written(out, result)
+
+
+def _written(out: str | Path | None, result: RunResult) -> RunResult:
+    """``result``, atomically written to ``out`` first (with ``out``)."""
+    if out:
+        write_json_atomic(out, result.to_dict())
+    return result
+
+
+def _train(
+    trainer: Trainer,
+    device: torch.device,
+    nvml: BusySampler,
+    progress: Callable[[int, int], None] | None,
+    profiler: Any,
+) -> tuple[list[float], Any, process.StepUsage]:
+    """Drive :meth:`Trainer.steps` to its end (evaluating), sampling the device's busy share, the process's usage
+    and each step's loss, then close the trainer; returns the losses, the threads in effect (read back before
+    closing undoes them) and the usage."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     losses: list[float] = []
-    usage = process.StepUsage(config.warmup_steps)
-    total = (config.epochs or 0) * (config.max_steps_per_epoch or 0)
+    usage = process.StepUsage(trainer.config.warmup_steps)
+    total = (trainer.config.epochs or 0) * (trainer.config.max_steps_per_epoch or 0)
     if profiler is not None:
         profiler.__enter__()
     try:
@@ -142,19 +159,18 @@ def run(
         trainer.close()
         if profiler is not None:
             profiler.__exit__(None, None, None)
+    return losses, threads, usage
+
+
+def _final_accuracy(trainer: Trainer) -> dict:
+    """The metrics at the end of training: the last validation point's when it was read at the last step, else
+    an evaluation now (its seconds added to the evaluation's)."""
     last = trainer.curve[-1] if trainer.curve else None
     if last is not None and last.step == trainer.steps_taken:
-        accuracy = last.metrics
-    else:  # the loop ended without a validation point at its last step
-        accuracy, seconds = trainer.evaluate()
-        trainer.evaluation.seconds += seconds
-    if after is not None:
-        after(trainer)
-    result = _assemble(trainer, env, nvml, accuracy, trainer.evaluation.seconds, losses)
-    result.process = process.in_effect(threads, usage.summary())
-    if out:
-        write_json_atomic(out, result.to_dict())
-    return result
+        return last.metrics
+    accuracy, seconds = trainer.evaluate()  # the loop ended without a validation point at its last step
+    trainer.evaluation.seconds += seconds
+    return accuracy
 
 
 def _in_child(config: RunConfig, out: str | Path | None, dist_timeout: float) -> RunResult:
@@ -198,9 +214,7 @@ def _launched(config: RunConfig, out: str | Path | None, timeout: float) -> RunR
             environment=environment(resolve_device(config.device)),
             unavailable=reasons,
         )
-        if out:
-            write_json_atomic(out, result.to_dict())
-        return result
+        return _written(out, result)
     with tempfile.TemporaryDirectory(prefix="gnnbench-launch-") as tmp:
         try:
             data = launch(config, out or Path(tmp) / "result.json", timeout=timeout)
@@ -229,30 +243,160 @@ def converged_point(curve: list) -> Point | None:
 def _assemble(
     trainer: Trainer, env: dict, nvml: BusySampler, accuracy: dict, eval_seconds: float, losses: list[float]
 ) -> RunResult:
-    config, timer, device = trainer.config, trainer.timer, trainer.device
-    measured = bool(timer.step_seconds)
+    """The ``ok`` result of a finished ``trainer``: its graph, steps and their phases, clocks, curve, the shares
+    of a step (:func:`_step_shares`), compilation, transfer, accuracy, memory, batch cache and warnings."""
+    config, timer, pipe = trainer.config, trainer.timer, trainer.pipeline
+    cache = pipe.batches.cache
     step_stats = Summary.of(timer.step_seconds)
-    median_step = step_stats.median
     phase_stats = {p: Summary.of([s.get(p, 0.0) for s in timer.steps]) for p in PHASES}
+    data_wait, compute, overhead = _step_shares(trainer, step_stats.median, phase_stats)
+    return RunResult(
+        schema_version=SCHEMA_VERSION,
+        status="ok",
+        environment=env,
+        config=config.to_dict(),
+        timing_mode=timer.mode,
+        graph=_graph_info(trainer),
+        steps=StepCounts(
+            measured=len(timer.step_seconds),
+            warmup=min(trainer.steps_taken, config.warmup_steps),
+            total=trainer.steps_taken,
+        ),
+        step_seconds=step_stats,
+        step_seconds_all=list(timer.step_seconds),
+        phases=phase_stats,
+        device_phase_ms=(
+            {p: Summary.of([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
+        ),
+        epoch_seconds=list(trainer.epoch_seconds),
+        epochs_run=len(trainer.epoch_seconds),
+        steps_per_epoch=trainer.steps_per_epoch,
+        setup_seconds=pipe.setup_clock,
+        sampled=trainer.sampled.to_dict(),
+        train_seconds=trainer.train_seconds,
+        curve=[Point(seconds=p.seconds, step=p.step, epoch=p.epoch, val=p.val, test=p.test) for p in trainer.curve],
+        eval_seconds=eval_seconds,
+        stop_reason=trainer.stop_reason,
+        converged=converged_point(trainer.curve),
+        eval_charged_seconds=pipe.background.charged_seconds,
+        worker_phases=_worker_phases(timer),
+        data_wait_fraction=data_wait,
+        compute_fraction=compute,
+        device_busy_fraction=nvml.mean_fraction(),
+        device_busy_reason=nvml.reason,
+        instrumentation_overhead_fraction=overhead,
+        compile=_compile_metrics(trainer, step_stats.median),
+        transfer=_transfer(pipe.features),
+        accuracy=Accuracy.from_dict({**accuracy, "final_loss": losses[-1] if losses else None}),
+        memory=_memory(trainer),
+        batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
+        warnings=_warnings(trainer),
+    )
+
+
+def _step_shares(trainer: Trainer, median_step: float, phase_stats: dict[str, Summary]) -> tuple[float | None, ...]:
+    """The median step's shares: waiting for data and compute (with per-phase timing of measured steps), and
+    the timer's own overhead (with measured steps); ``None`` where they do not apply."""
+    config, timer = trainer.config, trainer.timer
+    measured = bool(timer.step_seconds)
     per_phase = measured and config.sync_phases
     compute = sum(phase_stats[p].median for p in ("forward", "backward", "optimizer"))
-    overhead = _instrumentation_overhead(device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0)
-    compile_metrics = None
+    overhead = _instrumentation_overhead(
+        trainer.device, config.sync_phases, phases_per_step=8 if config.sync_phases else 0
+    )
+    # waiting for data: sampling plus the negatives drawn inside it (in this process)
+    data_wait = (
+        Summary.of([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps]).median / median_step
+        if per_phase
+        else None
+    )
+    return (
+        data_wait,
+        compute / median_step if per_phase else None,
+        overhead / median_step if measured else None,
+    )
+
+
+def _graph_info(trainer: Trainer) -> GraphInfo:
+    """The graph's size, its generation and preparation seconds, its index bytes (and those widened or
+    narrowed per step) and, for a loaded graph, what its metadata records."""
     pipe = trainer.pipeline
-    if pipe.dynamo_counters is not None:
-        graphs = int(pipe.dynamo_counters["stats"].get("unique_graphs", 0))
-        first = trainer.first_step_seconds
-        compile_metrics = CompileMetrics(
-            first_step_seconds=first,
-            estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if measured else None,
-            unique_graphs=graphs,
-            recompilations=max(0, graphs - 1),
-            graph_breaks=int(sum(pipe.dynamo_counters["graph_break"].values())),
-        )
+    return GraphInfo(
+        num_nodes=pipe.graph.num_nodes,
+        num_edges=pipe.graph.num_edges,
+        generate_seconds=pipe.graph_seconds,
+        prepare_seconds=pipe.prepared.prepare_seconds,
+        setup_seconds=pipe.setup_seconds,
+        index_bytes=pipe.prepared.index_bytes_after,
+        index_bytes_int64=pipe.prepared.index_bytes_before,
+        widened_index_bytes_per_step=(
+            trainer.step.widened_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+        ),
+        narrowed_index_bytes_per_step=(
+            trainer.step.narrowed_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
+        ),
+        # a loaded graph: where it came from, its content fingerprint, how this process read it, and
+        # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
+        **{
+            k: pipe.graph.meta[k]
+            for k in (
+                "source",
+                "fingerprint",
+                "loaded_from",
+                "notes",
+                "link_holdout",
+                "substituted",
+                "labels_substituted",
+            )
+            if k in pipe.graph.meta
+        },
+    )
+
+
+def _compile_metrics(trainer: Trainer, median_step: float) -> CompileMetrics | None:
+    """What ``torch.compile`` cost (first step, estimated compile seconds, graphs, recompilations, graph
+    breaks); ``None`` without compilation."""
+    counters = trainer.pipeline.dynamo_counters
+    if counters is None:
+        return None
+    graphs = int(counters["stats"].get("unique_graphs", 0))
+    first = trainer.first_step_seconds
+    return CompileMetrics(
+        first_step_seconds=first,
+        estimated_compile_seconds=max(0.0, (first or 0.0) - median_step) if trainer.timer.step_seconds else None,
+        unique_graphs=graphs,
+        recompilations=max(0, graphs - 1),
+        graph_breaks=int(sum(counters["graph_break"].values())),
+    )
+
+
+def _transfer(features: Any) -> Transfer:
+    """The feature transfer to the device: bytes per batch and in all, device-resident bytes, rows gathered and
+    from the device, the hot cache's hit rate (overall and per epoch)."""
+    return Transfer(
+        bytes_h2d_per_batch=features.stats.mean_bytes_per_batch,
+        bytes_h2d_total=features.stats.bytes_h2d,
+        device_feature_bytes=features.device_bytes(),
+        rows_gathered=features.stats.rows,
+        rows_from_device=features.stats.rows_device,
+        hot_hit_rate=features.stats.hot_hit_rate,
+        hot_hit_rate_per_epoch=features.stats.hit_rate_per_epoch,
+    )
+
+
+def _memory(trainer: Trainer) -> Memory:
+    """The process's host peak; the device's; and the compute device's peak outside and during evaluation."""
+    peaks = trainer.evaluation.peaks
+    return Memory(host_peak_bytes=peak_bytes(), device_peak_bytes=peaks.device_peak(), **peaks.summary())
+
+
+def _warnings(trainer: Trainer) -> list[str]:
+    """What a reader of the result must know: no step measured, a run extended past its epochs, no validation
+    plateau within the limits, top-k compression with Adam, a batch cache that replayed nothing."""
+    config, pipe = trainer.config, trainer.pipeline
     cache = pipe.batches.cache
-    features = pipe.features
     warnings = []
-    if not measured:
+    if not trainer.timer.step_seconds:
         warnings.append(
             f"no steps measured: {trainer.steps_taken} steps ran and the first {config.warmup_steps} "
             "are warm-up; run more epochs, fewer warm-up steps or smaller batches"
@@ -287,95 +431,7 @@ def _assemble(
             "batch_cache replayed no batch: every epoch was sampled (an epoch cut short by "
             "max_steps_per_epoch is never cached)"
         )
-    return RunResult(
-        schema_version=SCHEMA_VERSION,
-        status="ok",
-        environment=env,
-        config=config.to_dict(),
-        timing_mode=timer.mode,
-        graph=GraphInfo(
-            num_nodes=pipe.graph.num_nodes,
-            num_edges=pipe.graph.num_edges,
-            generate_seconds=pipe.graph_seconds,
-            prepare_seconds=pipe.prepared.prepare_seconds,
-            setup_seconds=pipe.setup_seconds,
-            index_bytes=pipe.prepared.index_bytes_after,
-            index_bytes_int64=pipe.prepared.index_bytes_before,
-            widened_index_bytes_per_step=(
-                trainer.step.widened_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
-            ),
-            narrowed_index_bytes_per_step=(
-                trainer.step.narrowed_index_bytes / trainer.steps_taken if trainer.steps_taken else 0.0
-            ),
-            # a loaded graph: where it came from, its content fingerprint, how this process read it, and
-            # what gnnbench substituted for anything the file lacked (features, labels, held-out edges)
-            **{
-                k: pipe.graph.meta[k]
-                for k in (
-                    "source",
-                    "fingerprint",
-                    "loaded_from",
-                    "notes",
-                    "link_holdout",
-                    "substituted",
-                    "labels_substituted",
-                )
-                if k in pipe.graph.meta
-            },
-        ),
-        steps=StepCounts(
-            measured=len(timer.step_seconds),
-            warmup=min(trainer.steps_taken, config.warmup_steps),
-            total=trainer.steps_taken,
-        ),
-        step_seconds=step_stats,
-        step_seconds_all=list(timer.step_seconds),
-        phases=phase_stats,
-        device_phase_ms=(
-            {p: Summary.of([d.get(p, 0.0) for d in timer.device_ms]) for p in PHASES} if timer.device_ms else None
-        ),
-        epoch_seconds=list(trainer.epoch_seconds),
-        epochs_run=epochs_run,
-        steps_per_epoch=trainer.steps_per_epoch,
-        setup_seconds=pipe.setup_clock,
-        sampled=trainer.sampled.to_dict(),
-        train_seconds=trainer.train_seconds,
-        curve=[Point(seconds=p.seconds, step=p.step, epoch=p.epoch, val=p.val, test=p.test) for p in trainer.curve],
-        eval_seconds=eval_seconds,
-        stop_reason=trainer.stop_reason,
-        converged=converged_point(trainer.curve),
-        eval_charged_seconds=pipe.background.charged_seconds,
-        worker_phases=_worker_phases(timer),
-        # waiting for data: sampling plus the negatives drawn inside it (in this process)
-        data_wait_fraction=(
-            Summary.of([s.get("sample", 0.0) + s.get("negatives", 0.0) for s in timer.steps]).median / median_step
-            if per_phase
-            else None
-        ),
-        compute_fraction=compute / median_step if per_phase else None,
-        device_busy_fraction=nvml.mean_fraction(),
-        device_busy_reason=nvml.reason,
-        instrumentation_overhead_fraction=overhead / median_step if measured else None,
-        compile=compile_metrics,
-        transfer=Transfer(
-            bytes_h2d_per_batch=features.stats.mean_bytes_per_batch,
-            bytes_h2d_total=features.stats.bytes_h2d,
-            device_feature_bytes=features.device_bytes(),
-            rows_gathered=features.stats.rows,
-            rows_from_device=features.stats.rows_device,
-            hot_hit_rate=features.stats.hot_hit_rate,
-            hot_hit_rate_per_epoch=features.stats.hit_rate_per_epoch,
-        ),
-        accuracy=Accuracy.from_dict({**accuracy, "final_loss": losses[-1] if losses else None}),
-        # the process's host peak; the device's; and the compute device's peak outside and during evaluation
-        memory=Memory(
-            host_peak_bytes=peak_bytes(),
-            device_peak_bytes=trainer.evaluation.peaks.device_peak(),
-            **trainer.evaluation.peaks.summary(),
-        ),
-        batch_cache=dataclasses.asdict(cache.stats) if cache is not None else None,
-        warnings=warnings,
-    )
+    return warnings
 
 
 def child_argv(config_path: str | Path, out: str | Path, dist_timeout: float) -> list[str]:

@@ -92,11 +92,30 @@ def load_sweeps(
     significant, 2 below the floor, 3 max rounds, 4 futile, ``look`` (trials, rows), ``mean`` (trials, rows) the mean log
     ratio at the stop, ``final`` (trials, rows) the final Holm verdict.
     """
+    m, e, n = _checked_counts(rows, effects, trials)
+    lo, hi = _checked_model(true_ratio, sigma, drift_sd, floor)
+    base, d = _simulated_logs(
+        rule.max_rounds, n=n, m=m, e=e, true_ratio=true_ratio, sigma=(lo, hi), drift_sd=drift_sd, seed=seed
+    )
+    looks = _Looks.start(n, m, rule.max_rounds)
+    for k in range(rule.min_rounds, rule.max_rounds + 1):
+        looks.take(rule, k, base, d, floor)
+    return looks.arrays(base, d)
+
+
+def _checked_counts(rows: int, effects: int, trials: int) -> tuple[int, int, int]:
+    """``rows``, ``effects`` and ``trials`` checked (``0 <= effects <= rows``, at least one row and trial)."""
     m = checked_count(rows, "rows", 1)
     e = checked_count(effects, "effects", 0)
     if e > m:
         raise ValueError(f"effects ({effects!r}) must be <= rows ({rows!r})")
-    n = checked_count(trials, "trials", 1)
+    return m, e, checked_count(trials, "trials", 1)
+
+
+def _checked_model(
+    true_ratio: float, sigma: float | tuple[float, float], drift_sd: float, floor: float | str | None
+) -> tuple[float, float]:
+    """Refuse a model parameter out of its range; returns the range the process sd is drawn from."""
     if isinstance(true_ratio, bool) or not (
         isinstance(true_ratio, (int, float)) and math.isfinite(true_ratio) and true_ratio > 0
     ):
@@ -107,82 +126,148 @@ def load_sweeps(
     if floor is not None and floor != "measured":
         if isinstance(floor, (str, bool)) or not float(floor) > 1.0:
             raise ValueError(f"floor must be 'measured', None or a number > 1, got {floor!r}")
+    return lo, hi
 
-    R = rule.max_rounds
+
+def _simulated_logs(
+    rounds: int, *, n: int, m: int, e: int, true_ratio: float, sigma: tuple[float, float], drift_sd: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The model's draws (see :func:`simulate`): the baseline's log summaries (n, rounds) and the ``m`` rows'
+    log ratios against it (n, m, rounds), the first ``e`` rows ``true_ratio`` times faster."""
     rng = np.random.default_rng(seed)
-    s = rng.uniform(lo, hi, size=(n, 1, 1))
-    drift = rng.normal(0.0, drift_sd, size=(n, 1, R))
-    logs = drift + rng.normal(0.0, 1.0, size=(n, m + 1, R)) * s  # baseline, then the rows
+    s = rng.uniform(sigma[0], sigma[1], size=(n, 1, 1))
+    drift = rng.normal(0.0, drift_sd, size=(n, 1, rounds))
+    logs = drift + rng.normal(0.0, 1.0, size=(n, m + 1, rounds)) * s  # baseline, then the rows
     logs[:, 1 : 1 + e, :] -= math.log(true_ratio)
     base = logs[:, 0, :]
-    d = base[:, None, :] - logs[:, 1:, :]
+    return base, base[:, None, :] - logs[:, 1:, :]
 
-    floors = np.full((n, R), np.nan)
-    min_sd = np.zeros((n, R))
-    open_ = np.ones((n, m), bool)
-    reason = np.zeros((n, m), np.int8)
-    look = np.full((n, m), R, np.int64)
-    mean_at = np.zeros((n, m))
-    final = np.zeros((n, m), bool)
-    for k in range(rule.min_rounds, R + 1):
+
+@dataclass
+class _Looks:
+    """The rule's decisions in the simulated sweeps, look by look (the arrays :func:`load_sweeps` returns).
+
+    Attributes:
+        floors: (trials, rounds) the floor used at each look (nan: none).
+        min_sd: (trials, rounds) the clock's paired noise no row's sd is taken below at each look (0: none).
+        open_: (trials, rows) the rows still running.
+        reason: (trials, rows) why each row stopped (0: not yet).
+        look: (trials, rows) the look each row stopped at.
+        mean_at: (trials, rows) the mean log ratio at the stop.
+        final: (trials, rows) the final Holm verdict at the last look.
+    """
+
+    floors: np.ndarray
+    min_sd: np.ndarray
+    open_: np.ndarray
+    reason: np.ndarray
+    look: np.ndarray
+    mean_at: np.ndarray
+    final: np.ndarray
+
+    @classmethod
+    def start(cls, n: int, m: int, rounds: int) -> _Looks:
+        """Before the first look: every row open, no floor."""
+        return cls(
+            floors=np.full((n, rounds), np.nan),
+            min_sd=np.zeros((n, rounds)),
+            open_=np.ones((n, m), bool),
+            reason=np.zeros((n, m), np.int8),
+            look=np.full((n, m), rounds, np.int64),
+            mean_at=np.zeros((n, m)),
+            final=np.zeros((n, m), bool),
+        )
+
+    def take(self, rule: StoppingRule, k: int, base: np.ndarray, d: np.ndarray, floor: float | str | None) -> None:
+        """The look after round ``k``: stop each open row the rule decides (at ``max_rounds``, every one)."""
+        R = rule.max_rounds
         x = d[:, :, :k]
         mean = x.mean(axis=-1)
-        a = rule.look_alpha(k)
-        code = np.zeros((n, m), np.int8)
-        if k >= 2:
-            sd_k = x.std(axis=-1, ddof=1)
-            if rule.paired_floor:  # the clock's paired noise: the pooled within-row sd of every row's log ratios
-                s0 = np.sqrt(((x - mean[..., None]) ** 2).sum(axis=(-1, -2)) / (m * (k - 1)))
-                min_sd[:, k - 1] = s0
-                sd_k = np.maximum(sd_k, s0[:, None] * sd_floor(1.0, k))
-            se = sd_k / math.sqrt(k)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                p_now = _t_two_sided(mean / se, k - 1)
-            p = np.where(open_, p_now, np.where(reason == 1, 0.0, 1.0))
-            if a > 0:
-                rejected = _holm_rows(p, a)
-                code[rejected] = 1
-                if k == R:
-                    final = rejected
-            if rule.futility and floor is not None:
-                if floor == "measured" and rule.paired_floor:  # the clock's paired floor at R rounds
-                    log_f = t_quantile(0.975, R - 1) * min_sd[:, k - 1] / math.sqrt(R)
-                elif floor == "measured":  # the rule before: the baseline's unpaired spread so far
-                    sb = base[:, :k].std(axis=-1, ddof=1)
-                    log_f = t_quantile(0.975, R - 1) * math.sqrt(2.0) * sb / math.sqrt(R)  # R >= k >= 2
-                else:
-                    log_f = np.full(n, math.log(float(floor)))
-                floors[:, k - 1] = np.exp(log_f)
-                half = t_quantile(0.5 + rule.level / 2.0, k - 1) * se
-                inside = (mean - half > -log_f[:, None]) & (mean + half < log_f[:, None])
-                if rule.paired_floor:  # an interval that excludes 1 is never noise
-                    inside &= (mean - half <= 0) & (mean + half >= 0)
-                code[(code == 0) & inside] = 2
-            if k < R and rule.curtail > 0:  # conditional_power, vectorized (no round of the simulation is missing)
-                sd = sd_k
-                crit = t_quantile(1.0 - rule.look_alpha(R) / 2.0, R - 1) * sd / math.sqrt(R)
-                spread = sd * math.sqrt(R - k) / R
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    cp = _phi_array((np.abs(mean) - crit) / spread) + _phi_array((-np.abs(mean) - crit) / spread)
-                cp = np.where(sd > 0, cp, 1.0)
-                code[(code == 0) & (cp < rule.curtail)] = 4
+        code = self._decide(rule, k, x, mean, base, floor) if k >= 2 else np.zeros(mean.shape, np.int8)
         if k == R:
             code[code == 0] = 3
-        new = open_ & (code > 0)
-        reason[new] = code[new]
-        look[new] = k
-        mean_at[new] = mean[new]
-        open_ &= ~new
-    return {
-        "base": base,
-        "d": d,
-        "floor": floors,
-        "min_sd": min_sd,
-        "reason": reason,
-        "look": look,
-        "mean": mean_at,
-        "final": final | (reason == 1),
-    }
+        new = self.open_ & (code > 0)
+        self.reason[new] = code[new]
+        self.look[new] = k
+        self.mean_at[new] = mean[new]
+        self.open_ &= ~new
+
+    def _decide(
+        self, rule: StoppingRule, k: int, x: np.ndarray, mean: np.ndarray, base: np.ndarray, floor: float | str | None
+    ) -> np.ndarray:
+        """The code of each row the look after round ``k >= 2`` stops (0: none): 1 significant (Holm over the
+        family at the look's level), 2 below the floor, 4 futile (its conditional power below ``rule.curtail``)."""
+        R = rule.max_rounds
+        a = rule.look_alpha(k)
+        code = np.zeros(mean.shape, np.int8)
+        sd_k = self._look_sd(rule, k, x, mean)
+        se = sd_k / math.sqrt(k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p_now = _t_two_sided(mean / se, k - 1)
+        p = np.where(self.open_, p_now, np.where(self.reason == 1, 0.0, 1.0))
+        if a > 0:
+            rejected = _holm_rows(p, a)
+            code[rejected] = 1
+            if k == R:
+                self.final = rejected
+        if rule.futility and floor is not None:
+            log_f = self._log_floor(rule, k, base, floor)
+            self.floors[:, k - 1] = np.exp(log_f)
+            half = t_quantile(0.5 + rule.level / 2.0, k - 1) * se
+            inside = (mean - half > -log_f[:, None]) & (mean + half < log_f[:, None])
+            if rule.paired_floor:  # an interval that excludes 1 is never noise
+                inside &= (mean - half <= 0) & (mean + half >= 0)
+            code[(code == 0) & inside] = 2
+        if k < R and rule.curtail > 0:
+            code[(code == 0) & (_conditional_power(rule, k, mean, sd_k) < rule.curtail)] = 4
+        return code
+
+    def _look_sd(self, rule: StoppingRule, k: int, x: np.ndarray, mean: np.ndarray) -> np.ndarray:
+        """Each row's sd of its ``k >= 2`` log ratios; with ``rule.paired_floor`` taken no lower than the clock's
+        paired noise (the pooled within-row sd of every row's log ratios, recorded in :attr:`min_sd`)."""
+        sd_k = x.std(axis=-1, ddof=1)
+        if rule.paired_floor:
+            m = x.shape[1]
+            s0 = np.sqrt(((x - mean[..., None]) ** 2).sum(axis=(-1, -2)) / (m * (k - 1)))
+            self.min_sd[:, k - 1] = s0
+            sd_k = np.maximum(sd_k, s0[:, None] * sd_floor(1.0, k))
+        return sd_k
+
+    def _log_floor(self, rule: StoppingRule, k: int, base: np.ndarray, floor: float | str) -> np.ndarray:
+        """The log of each sweep's floor at the look after round ``k >= 2``: ``"measured"``, the clock's paired
+        floor at ``max_rounds`` rounds (the rule before ``paired_floor``: from the baseline's unpaired spread
+        so far), else the fixed ``floor``."""
+        R = rule.max_rounds
+        if floor == "measured" and rule.paired_floor:  # the clock's paired floor at R rounds
+            return t_quantile(0.975, R - 1) * self.min_sd[:, k - 1] / math.sqrt(R)
+        if floor == "measured":  # the rule before: the baseline's unpaired spread so far
+            sb = base[:, :k].std(axis=-1, ddof=1)
+            return t_quantile(0.975, R - 1) * math.sqrt(2.0) * sb / math.sqrt(R)  # R >= k >= 2
+        return np.full(base.shape[0], math.log(float(floor)))
+
+    def arrays(self, base: np.ndarray, d: np.ndarray) -> dict[str, np.ndarray]:
+        """The arrays :func:`load_sweeps` returns; ``final`` counts a row stopped significant early too."""
+        return {
+            "base": base,
+            "d": d,
+            "floor": self.floors,
+            "min_sd": self.min_sd,
+            "reason": self.reason,
+            "look": self.look,
+            "mean": self.mean_at,
+            "final": self.final | (self.reason == 1),
+        }
+
+
+def _conditional_power(rule: StoppingRule, k: int, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """:func:`~gnnbench.measure.stats.sequential.conditional_power` after round ``k < max_rounds``, vectorized
+    (no round of the simulation is missing); 1 where a row's sd is 0."""
+    R = rule.max_rounds
+    crit = t_quantile(1.0 - rule.look_alpha(R) / 2.0, R - 1) * sd / math.sqrt(R)
+    spread = sd * math.sqrt(R - k) / R
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cp = _phi_array((np.abs(mean) - crit) / spread) + _phi_array((-np.abs(mean) - crit) / spread)
+    return np.where(sd > 0, cp, 1.0)
 
 
 @dataclass(frozen=True)

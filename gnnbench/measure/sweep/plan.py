@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import json
 import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
@@ -27,6 +27,9 @@ from gnnbench.measure.run.interleaved import BUILD_ORDERS, pair_refusal
 from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "Entry",
@@ -165,6 +168,28 @@ def sweep_entries(
     (:func:`gnnbench.measure.run.interleaved.pair_refusal`) is, after its run, timed against its round's baseline
     in the same process, steps interleaved (``Entry.pair_with``), and so is an in-process A/A copy of the
     baseline with ``aa`` (:data:`AA_INPROCESS_LABEL`): the comparison reads their time per step from the pairs."""
+    _check_rounds(repeats, accuracy_rounds, target)
+    validate_base(base)
+    plan = _plan(
+        base,
+        names,
+        include_all_recommended=include_all_recommended,
+        aa=aa,
+        derive_per_epoch=derive_per_epoch,
+        also_measured=also_measured,
+        target=target,
+        interleave=interleave,
+    )
+    keep = plan.keep_steps(base)
+    entries = []
+    for r in range(repeats):
+        tta_only = accuracy_rounds is not None and r >= accuracy_rounds
+        entries.extend(plan.round_entries(time_to_accuracy_config(base, target, keep) if tta_only else base, r))
+    return entries
+
+
+def _check_rounds(repeats: int, accuracy_rounds: int | None, target: float | None) -> None:
+    """Refuse fewer than one round, fewer than two accuracy rounds, or accuracy rounds without the target."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats must be an integer >= 1 (got {repeats!r})")
     if accuracy_rounds is not None:
@@ -174,93 +199,171 @@ def sweep_entries(
             )
         if target is None:
             raise ValueError("accuracy_rounds needs the calibrated target: the later rounds stop at it")
-    validate_base(base)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """What every round of a sweep shares (:func:`sweep_entries`, whose options the fields repeat)."""
+
+    names: list[str]  # the entries' labels
+    parts: dict[str, tuple[str, ...]]  # label -> its optimizations ("a+b": one configuration with both)
+    derived: dict[str, bool]  # label -> a short run whose time to accuracy is derived
+    inapplicable: dict[str, str | None]  # label -> why it cannot apply to the base (None: it can)
+    overlap: list[str]  # labels whose gain is overlap: run end to end, against an end-to-end baseline
+    e2e_short: bool  # the end-to-end baseline is a short run (every overlap row is derived)
+    include_all_recommended: bool
+    recommended: list[str]  # the optimizations of the all-recommended entry
+    aa: bool
+    interleave: bool
+    derivable: bool  # a short run keeps the trajectory on the base (derivable_base)
+    derive_per_epoch: int | None
+    also: list[str]  # labels also trained to the target
+    target: float | None
+
+    def keep_steps(self, base: RunConfig) -> int:
+        """The steps a time-to-accuracy baseline still trains: the epochs the same round's short runs are
+        read against (0 without any)."""
+        if self.derive_per_epoch and any(self.derived.values()):
+            return short_epochs(self.derive_per_epoch, base.warmup_steps) * self.derive_per_epoch
+        return 0
+
+    def short(self, cfg: RunConfig) -> RunConfig:
+        """``cfg`` as a short run, its time to accuracy derived (:func:`short_config`)."""
+        return short_config(cfg, self.derive_per_epoch)
+
+    def pair_base(self, n: str, cfg: RunConfig, b: RunConfig) -> RunConfig | None:
+        """The round's baseline ``n`` is timed against in one process, or ``None``."""
+        if not self.interleave or _changes_work(self.parts[n]) or pair_refusal(b, cfg) is not None:
+            return None
+        return b
+
+    def round_entries(self, base: RunConfig, r: int) -> list[Entry]:
+        """Round ``r``'s entries on ``base`` (the sweep's base, or its time-to-accuracy version), seed
+        ``base.seed + r``: the baselines, each named entry, and all recommended together."""
+        b = dataclasses.replace(base, seed=base.seed + r)
+        entries = self._baselines(base, b, r)
+        for n in self.names:
+            entries += self._named(n, b, r)
+        if self.include_all_recommended:
+            rec = self.recommended
+            entries.append(Entry(ALL_RECOMMENDED, on_ranks(registry.config_for(b, rec)), tuple(rec), r))
+        return entries
+
+    def _baselines(self, base: RunConfig, b: RunConfig, r: int) -> list[Entry]:
+        """Round ``r``'s baseline ``b``; with ``aa`` its A/A copy on its own seed stream (and, interleaved, the
+        in-process A/A copy); with overlap entries on a per-phase base, the end-to-end baseline."""
+        entries = [Entry(BASELINE, on_ranks(b), (), r)]
+        if self.aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
+            entries.append(
+                Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)), (), r)
+            )
+        if self.aa and self.interleave and self.derivable and self.derive_per_epoch is not None and shares_process(b):
+            entries.append(Entry(AA_INPROCESS_LABEL, self.short(b), (), r, derived=True, pair_with=b))
+        if self.overlap and base.sync_phases:
+            e2e = dataclasses.replace(b, sync_phases=False)
+            cfg = on_ranks(self.short(e2e) if self.e2e_short else e2e)
+            entries.append(Entry(E2E_BASELINE, cfg, (), r, derived=self.e2e_short))
+        return entries
+
+    def _named(self, n: str, b: RunConfig, r: int) -> list[Entry]:
+        """Round ``r``'s entry ``n`` on the baseline ``b`` (listed with the reason where it cannot apply, instead
+        of measured), and its copy trained to the target where ``n`` is also measured."""
+        parts = self.parts[n]
+        if self.inapplicable[n]:
+            return [Entry(n, on_ranks(b), parts, r, not_applicable=self.inapplicable[n])]
+        cfg = registry.config_for(b, parts)
+        if n in self.overlap:
+            cfg = dataclasses.replace(cfg, sync_phases=False)
+        run_cfg = on_ranks(self.short(cfg) if self.derived[n] else cfg)
+        entries = [Entry(n, run_cfg, parts, r, derived=self.derived[n], pair_with=self.pair_base(n, run_cfg, b))]
+        if n in self.also:  # the same entry trained to the target: the derived figure's check (its time to
+            # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
+            measured = time_to_accuracy_config(cfg, self.target) if self.target is not None else cfg
+            entries.append(Entry(f"{n}{MEASURED_SUFFIX}", on_ranks(measured), parts, r))
+        return entries
+
+
+def _plan(
+    base: RunConfig,
+    names: Iterable[str] | None,
+    *,
+    include_all_recommended: bool,
+    aa: bool,
+    derive_per_epoch: int | None,
+    also_measured: Iterable[str],
+    target: float | None,
+    interleave: bool,
+) -> _Plan:
+    """The entries of :func:`sweep_entries` on ``base`` and what decides their configurations, refusing an
+    ``also_measured`` name the sweep cannot derive."""
     also = list(also_measured)
     names = list(names) if names is not None else registry.names()
     check_also_measured(base, names, also)
     parts = {n: registry.combination(n) for n in names}  # "a+b": one configuration with both
     derivable = derivable_base(base)
     derived = {n: derive_per_epoch is not None and derivable and is_derivable(parts[n]) for n in names}
+    _check_also_derived(also, derived)
+    device = resolve_device(base.device)
+    inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
+    recommended = _recommended(base, device) if include_all_recommended else []
+    overlap = _overlapping(base, names, parts, inapplicable, device)
+    return _Plan(
+        names=names,
+        parts=parts,
+        derived=derived,
+        inapplicable=inapplicable,
+        overlap=overlap,
+        # the end-to-end baseline is only the reference of overlap rows: short too when all of them are derived
+        e2e_short=all(derived[n] and n not in also for n in overlap),
+        include_all_recommended=include_all_recommended,
+        recommended=recommended,
+        aa=aa,
+        interleave=interleave,
+        derivable=derivable,
+        derive_per_epoch=derive_per_epoch,
+        also=also,
+        target=target,
+    )
+
+
+def _check_also_derived(also: list[str], derived: dict[str, bool]) -> None:
+    """Refuse an ``also_measured`` name whose time to accuracy is not derived (no calibration, or --no-derive)."""
     for n in also:
         if not derived.get(n):
             raise ValueError(
                 f"--also-measure {n!r}: its time to accuracy is derived only with a calibration "
                 "(and without --no-derive); without one there is no derived figure to check"
             )
-    device = resolve_device(base.device)
-    inapplicable = {n: registry.not_applicable(base, parts[n]) for n in names}
-    rec = []
-    if include_all_recommended:
-        rec = [
-            o.name
-            for o in registry.REGISTRY.values()
-            if o.recommended
-            and o.unavailable(device) is None
-            and not registry.not_applicable(base, [o.name])
-            and not config_unavailable(on_ranks(registry.config_for(base, [o.name])), device)
-        ]
-    # Entries whose gain is overlap run end to end (per-phase synchronization would serialize them), and
-    # are compared with an end-to-end copy of the baseline in the same round.
-    overlap = [
+
+
+def _recommended(base: RunConfig, device: torch.device) -> list[str]:
+    """The recommended optimizations that are available on ``device``, apply to ``base`` and can run here."""
+    return [
+        o.name
+        for o in registry.REGISTRY.values()
+        if o.recommended
+        and o.unavailable(device) is None
+        and not registry.not_applicable(base, [o.name])
+        and not config_unavailable(on_ranks(registry.config_for(base, [o.name])), device)
+    ]
+
+
+def _overlapping(
+    base: RunConfig,
+    names: list[str],
+    parts: dict[str, tuple[str, ...]],
+    inapplicable: dict[str, str | None],
+    device: torch.device,
+) -> list[str]:
+    """The applicable entries whose gain is overlap and that can run here: they run end to end (per-phase
+    synchronization would serialize them), compared with an end-to-end copy of the baseline in the same round."""
+    return [
         n
         for n in names
         if not inapplicable[n]
         and any(registry.get(p).overlap for p in parts[n])
         and not config_unavailable(on_ranks(registry.config_for(base, parts[n])), device)
     ]
-    # the end-to-end baseline is only the reference of overlap rows: short too when all of them are derived
-    e2e_short = all(derived[n] and n not in also for n in overlap)
-
-    def short(cfg: RunConfig) -> RunConfig:
-        return short_config(cfg, derive_per_epoch)
-
-    def pair_base(n: str, cfg: RunConfig, b: RunConfig) -> RunConfig | None:
-        """The round's baseline ``n`` is timed against in one process, or ``None``."""
-        if not interleave or _changes_work(parts[n]) or pair_refusal(b, cfg) is not None:
-            return None
-        return b
-
-    def round_entries(base: RunConfig, r: int) -> list[Entry]:
-        entries = []
-        b = dataclasses.replace(base, seed=base.seed + r)
-        entries.append(Entry(BASELINE, on_ranks(b), (), r))
-        if aa:  # its own seed stream: the seed-to-seed spread is part of what the A/A row must show
-            entries.append(
-                Entry(AA_LABEL, on_ranks(dataclasses.replace(base, seed=base.seed + AA_SEED_OFFSET + r)), (), r)
-            )
-        if aa and interleave and derivable and derive_per_epoch is not None and shares_process(b):
-            entries.append(Entry(AA_INPROCESS_LABEL, short(b), (), r, derived=True, pair_with=b))
-        if overlap and base.sync_phases:
-            e2e = dataclasses.replace(b, sync_phases=False)
-            entries.append(Entry(E2E_BASELINE, on_ranks(short(e2e) if e2e_short else e2e), (), r, derived=e2e_short))
-        for n in names:
-            if inapplicable[n]:  # listed as not applicable, with the reason, instead of measured
-                entries.append(Entry(n, on_ranks(b), parts[n], r, not_applicable=inapplicable[n]))
-                continue
-            cfg = registry.config_for(b, parts[n])
-            if n in overlap:
-                cfg = dataclasses.replace(cfg, sync_phases=False)
-            run_cfg = on_ranks(short(cfg) if derived[n] else cfg)
-            entries.append(Entry(n, run_cfg, parts[n], r, derived=derived[n], pair_with=pair_base(n, run_cfg, b)))
-            if n in also:  # the same entry trained to the target: the derived figure's check (its time to
-                # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
-                measured = time_to_accuracy_config(cfg, target) if target is not None else cfg
-                entries.append(Entry(f"{n}{MEASURED_SUFFIX}", on_ranks(measured), parts[n], r))
-        if include_all_recommended:
-            entries.append(Entry(ALL_RECOMMENDED, on_ranks(registry.config_for(b, rec)), tuple(rec), r))
-        return entries
-
-    # a time-to-accuracy baseline still trains the epochs the same round's short runs are read against
-    keep = (
-        short_epochs(derive_per_epoch, base.warmup_steps) * derive_per_epoch
-        if derive_per_epoch and any(derived.values())
-        else 0
-    )
-    entries = []
-    for r in range(repeats):
-        tta_only = accuracy_rounds is not None and r >= accuracy_rounds
-        entries.extend(round_entries(time_to_accuracy_config(base, target, keep) if tta_only else base, r))
-    return entries
 
 
 def time_to_accuracy_config(config: RunConfig, target: float, keep_steps: int = 0) -> RunConfig:
