@@ -606,8 +606,9 @@ class _RoundLog:
             )
             for role, peer in (("base", "head"), ("head", "base"))
         }
-        if progress:
-            progress(r, planned, "base and head at once")
+        if progress:  # one call per side, as alternating rounds make: the caller's pace counts processes
+            for role in ("base", "head"):
+                progress(r, planned, f"{role} (duet, core {cpus[role]})")
         started = time.perf_counter()
         got = run_both(lambda role: run_one(role, specs[role], folder / f"{role}-{r}.json"), barrier)
         wall = time.perf_counter() - started
