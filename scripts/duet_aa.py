@@ -1,6 +1,6 @@
 """The regression gate's two round designs, A/A: the same tree on both sides, timed alternating and in duet.
 
-Per round, the gate's benchmark process runs once per side (:mod:`gnnbench.measure.gate.regress`). Alternating:
+Per round, the gate's benchmark process runs once per side (:mod:`gnnbench.measure.gate.rounds`). Alternating:
 one after the other (order shuffled per round). Duet: both at once, each pinned to its own core at one thread,
 cores swapped every round, a barrier before each benchmark (:mod:`gnnbench.measure.gate.duet`). Both sides are
 this working tree, so every true ratio is 1 and the sd of the per-round log ratio ``log(BASE step / HEAD step)``
@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from gnnbench.atomic import write_json_atomic  # noqa: E402
 from gnnbench.env import environment  # noqa: E402
-from gnnbench.measure.gate.duet import ALTERNATING, DUET  # noqa: E402
-from gnnbench.measure.gate.regress import _RoundLog, _run_tree, default_benches, gate_config  # noqa: E402
+from gnnbench.measure.gate import ALTERNATING, DUET, default_benches, gate_config  # noqa: E402
+from gnnbench.measure.gate.rounds import RoundLog, run_tree  # noqa: E402
 from gnnbench.measure.gate.worker import script_in  # noqa: E402
 
 BENCHES = ["baseline", "micro:sampler", "micro:gather", "micro:aggregation"]
@@ -46,14 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.rounds < 2:
         p.error(f"--rounds must be >= 2 (got {a.rounds})")
     benches = default_benches(gate_config(a.preset), BENCHES, steps=a.steps)
-    logs = {d: _RoundLog.empty(benches, d) for d in (DUET, ALTERNATING)}
+    logs = {d: RoundLog.empty(benches, d) for d in (DUET, ALTERNATING)}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="gnnbench-duet-aa-") as tmp:
         folder = Path(tmp)
         worker = script_in(folder)
 
         def run_one(role: str, spec: Path, out: Path) -> dict:
-            return _run_tree(ROOT, spec, out, 1, worker, 1800.0)
+            return run_tree(ROOT, spec, out, 1, worker, 1800.0)
 
         for r in range(a.rounds):
             for design in (DUET, ALTERNATING) if r % 2 == 0 else (ALTERNATING, DUET):

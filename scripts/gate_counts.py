@@ -3,7 +3,7 @@
     python scripts/gate_counts.py [--out results/reference/gate-counts.json] [--cases NAMES] [--pcts 5,10]
 
 Each case counts the gate's primary tier (the baseline's step and the micro-benchmarks on ``tiny``;
-``gnnbench.measure.gate.regress.count_gate``) in this working tree (BASE) and in a copy of it with one change (HEAD),
+``gnnbench.measure.gate.counts.count_gate``) in this working tree (BASE) and in a copy of it with one change (HEAD),
 one callgrind process per tree, two for the same-tree cases:
 
 - ``same``: the same tree twice, the other core idle; ``same-busy``: the same, with the other core spinning.
@@ -37,8 +37,8 @@ from gate_error_rates import PATHS, _slow_edit, path_share  # noqa: E402
 
 from gnnbench.atomic import write_json_atomic  # noqa: E402
 from gnnbench.env import environment  # noqa: E402
+from gnnbench.measure.gate import COUNT_BENCHES, count_gate, default_benches, gate_config  # noqa: E402
 from gnnbench.measure.gate import counts as cn  # noqa: E402
-from gnnbench.measure.gate.regress import COUNT_BENCHES, count_gate, default_benches, gate_config  # noqa: E402
 from gnnbench.measure.gate.worker import script_in  # noqa: E402
 
 

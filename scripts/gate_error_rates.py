@@ -37,7 +37,7 @@ every commit, with the machine, the settings and the wall time; a rerun with the
 
     python scripts/gate_error_rates.py [--null-repeats 6] [--repeats 2] [--sizes 5,10]
         [--paths sample,gather,aggregation,optimizer,loss] [--bench default] [--rounds 8] [--budget 600]
-        [--injection spin|work] [--counts 0] [--condition TEXT] [--out results/reference/gate-error-rates.json]
+        [--injection spin|sleep|work] [--design duet|alternating] [--counts 0] [--condition TEXT] [--out results/reference/gate-error-rates.json]
 
 With ``--counts N`` every gate run also counts the primary tier's instructions (N processes per tree,
 ``gnnbench regress --counts``); a count regression fails the run as a wall-time one does, and each run records
@@ -57,8 +57,17 @@ from pathlib import Path
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
+from gnnbench.measure.gate import (
+    DEFAULT_BUDGET_SECONDS,
+    DEFAULT_ROUNDS,
+    DESIGNS,
+    DUET,
+    GateOptions,
+    default_benches,
+    gate,
+    gate_config,
+)
 from gnnbench.measure.gate.rates import CARRIERS, format_rates, summarize
-from gnnbench.measure.gate.regress import DEFAULT_BUDGET_SECONDS, DEFAULT_ROUNDS, default_benches, gate, gate_config
 from gnnbench.measure.gate.trees import trees_for
 
 # path -> (module file, class, method, import line, phases the gate should name)
@@ -85,13 +94,19 @@ def _gate_slow(*args, **kwargs):
     out = _gate_orig(*args, **kwargs)
     t1 = _gate_time.perf_counter()
     until = t1 + {frac} * (t1 - t0)
-    while _gate_time.perf_counter() < until:  # spin: exact to a microsecond, and busy like slower code
-        pass
+    {wait}
     return out
 
 
 {cls}.{method} = _gate_slow
 """
+
+# the non-work injections' wait after the call: a busy spin (exact to a microsecond, and busy like slower code) or
+# a sleep (the core idle: waiting, as a lock or I/O waits; time.sleep overshoots by tens of microseconds)
+WAITS = {
+    "spin": "while _gate_time.perf_counter() < until:\n        pass",
+    "sleep": "_gate_time.sleep(max(0.0, until - _gate_time.perf_counter()))",
+}
 
 # --injection work: the path's own work once more, side effects undone (``{args}``: the wrapper's arguments).
 AGAIN = {
@@ -169,8 +184,7 @@ def _gate_slow_rows(table, ids):
     out = table.index_select(0, ids)
     t1 = _gate_time.perf_counter()
     until = t1 + {frac} * (t1 - t0)
-    while _gate_time.perf_counter() < until:
-        pass
+    {wait}
     return out
 """
 
@@ -258,16 +272,21 @@ def _edit_rename(file: str, old: str, new: str):
     return edit
 
 
+INJECTIONS = ("spin", "sleep", "work")  # two that are not work (a timed wait, busy or idle), and work
+
+
 def slow_source(path: str, pct: int, frac: float, injection: str = "spin") -> str:
     """The code appended to ``path``'s module to make the step ``pct`` percent slower (``frac``: the path's
     own share of extra time or work per call)."""
     _, cls, method, imports, _ = PATHS[path]
-    if injection not in ("spin", "work"):
-        raise SystemExit(f"--injection must be spin or work, got {injection!r}")
+    if injection not in INJECTIONS:
+        raise SystemExit(f"--injection must be one of {', '.join(INJECTIONS)}, got {injection!r}")
     if path in INSIDE:
-        return (SLOW_INSIDE if injection == "spin" else SLOW_INSIDE_WORK).format(pct=pct, frac=frac)
-    if injection == "spin":
-        return SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac)
+        if injection == "work":
+            return SLOW_INSIDE_WORK.format(pct=pct, frac=frac)
+        return SLOW_INSIDE.format(pct=pct, frac=frac, wait=WAITS[injection])
+    if injection in WAITS:
+        return SLOW.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac, wait=WAITS[injection])
     return SLOW_WORK.format(pct=pct, imports=imports, cls=cls, method=method, frac=frac, again=AGAIN[path])
 
 
@@ -352,9 +371,16 @@ def main() -> None:
     p.add_argument("--calibrations", type=int, default=2, help="re-made commits at most, to deliver the size")
     p.add_argument(
         "--injection",
-        choices=("spin", "work"),
+        choices=INJECTIONS,
         default="spin",
-        help="how a slow commit is slower: a timed busy-wait (spin) or the path's own work again (work)",
+        help="how a slow commit is slower: a timed busy-wait (spin), a timed sleep (sleep: not work, the core "
+        "idle) or the path's own work again (work)",
+    )
+    p.add_argument(
+        "--design",
+        choices=DESIGNS,
+        default=DUET,
+        help="how every gate run times its two trees (as regress --design; default duet)",
     )
     p.add_argument("--counts", type=int, default=0, help="callgrind processes per tree in every gate run (0: none)")
     p.add_argument(
@@ -418,11 +444,10 @@ def main() -> None:
                 r = gate(
                     trees,
                     benches,
-                    rounds=a.rounds,
-                    order_seed=k,
-                    budget_seconds=a.budget,
+                    GateOptions(
+                        rounds=a.rounds, order_seed=k, budget_seconds=a.budget, counts=a.counts, design=a.design
+                    ),
                     skipped=skipped,
-                    counts=a.counts,
                 )
             records.append(_run_record(r, path))
         return records
@@ -447,7 +472,13 @@ def main() -> None:
                 for attempt in range(a.calibrations + 1):
                     commit = _commit(clone, base_commit, f"{name} (x{frac})", _slow_edit(path, pct, frac, a.injection))
                     with trees_for(base_commit, commit, repo=clone) as trees:
-                        got = _slowdown(gate(trees, pilot, rounds=a.pilot_rounds, order_seed=1000 + attempt).benches[0])
+                        got = _slowdown(
+                            gate(
+                                trees,
+                                pilot,
+                                GateOptions(rounds=a.pilot_rounds, order_seed=1000 + attempt, design=a.design),
+                            ).benches[0]
+                        )
                     pilots.append({"frac": frac, **got})
                     print(
                         f"{name:<22} pilot {attempt + 1}: x{frac} delivers {100 * got['slowdown']:+.1f}% "

@@ -391,8 +391,8 @@ def cmd_regress(args: argparse.Namespace) -> int:
     import time
 
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.gate.run import run_gate
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.cli.options import gate_options
+    from gnnbench.measure.gate import format_gate, run_gate
 
     clock = {"t0": time.perf_counter(), "done": 0}
 
@@ -416,27 +416,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
         print(f"  round {r + 1}/{rounds}: {role}{left}", file=sys.stderr, flush=True)
 
     try:
-        gated = run_gate(
-            args.base,
-            args.head,
-            preset=args.preset,
-            warmup=args.warmup,
-            device=args.device,
-            bench=args.bench,
-            steps=args.steps,
-            rounds=args.rounds,
-            threads=args.threads,
-            order_seed=args.order_seed,
-            sensitivity=args.sensitivity,
-            budget_seconds=None if args.budget <= 0 else args.budget,
-            max_rounds=args.max_rounds,
-            timeout=args.timeout,
-            base_python=args.base_python,
-            head_python=args.head_python,
-            progress=progress,
-            counts=args.counts,
-            cache_sim=args.cache_sim,
-        )
+        gated = run_gate(args.base, args.head, gate_options(args), progress)
     except (ValueError, OSError) as exc:
         print(f"gnnbench regress: {exc}", file=sys.stderr)
         return 2
@@ -456,7 +436,7 @@ def cmd_regress(args: argparse.Namespace) -> int:
 def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
     """``regress --bisect``: the first bad commit (``out["first_bad_commit"]``, and ``--out`` again)."""
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.gate.trees import WORKING_TREE
+    from gnnbench.measure.gate import WORKING_TREE
 
     if args.head == WORKING_TREE:
         print(

@@ -4,8 +4,9 @@ graph), resolved once per command (:func:`resolve_run`, :func:`resolve_graph`) a
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gnnbench import registry
 from gnnbench.advice.scenarios import SCENARIOS, Scenario, get_scenario
@@ -66,7 +67,7 @@ def parse_flags(text: str) -> list[str]:
 def parse_benches(text: str) -> list[str]:
     """``regress --bench``: registry entries (``a+b`` combinations too), ``baseline`` and the micro-benchmarks
     (``micro:sampler``, ``micro:gather``, ``micro:aggregation``)."""
-    from gnnbench.measure.gate.regress import MICRO
+    from gnnbench.measure.gate import MICRO
 
     names = [t.strip() for t in text.split(",") if t.strip()]
     bad = [n for n in names if n.startswith("micro:") and n not in MICRO]
@@ -511,3 +512,31 @@ def _base_flags(args: argparse.Namespace, scenario: Scenario | None) -> dict:
     if getattr(args, "hot_rank", None):
         base["hot_rank"] = args.hot_rank
     return base
+
+
+def gate_options(args: argparse.Namespace) -> Any:
+    """``regress``'s arguments as the gate's options (:class:`gnnbench.measure.gate.GateOptions`), built once: what
+    the run, its rounds and every bisection probe use."""
+    from gnnbench.measure.gate import GateOptions
+
+    pythons = None
+    if args.base_python or args.head_python:
+        pythons = (args.base_python or sys.executable, args.head_python or sys.executable)
+    return GateOptions(
+        preset=args.preset,
+        warmup=args.warmup,
+        device=args.device,
+        bench=tuple(args.bench) if args.bench is not None else None,
+        steps=args.steps,
+        rounds=args.rounds,
+        threads=args.threads,
+        order_seed=args.order_seed,
+        sensitivity=args.sensitivity,
+        budget_seconds=None if args.budget <= 0 else args.budget,
+        max_rounds=args.max_rounds,
+        timeout=args.timeout,
+        pythons=pythons,
+        counts=args.counts,
+        cache_sim=args.cache_sim,
+        design=args.design,
+    )

@@ -17,7 +17,7 @@ from gnnbench.cli.options import (
     parse_flags,
 )
 from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.gate.regress import COUNT_PROCESSES, DEFAULT_ROUNDS
+from gnnbench.measure.gate import COUNT_PROCESSES, DEFAULT_ROUNDS, DESIGNS, DUET
 from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
 from gnnbench.measure.stats.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
 
@@ -411,12 +411,13 @@ def _add_regress(sub: argparse._SubParsersAction) -> None:
     """``regress``: the regression gate between two commits."""
     p = sub.add_parser(
         "regress",
-        help="the regression gate: two commits in alternating processes, per benchmark "
+        help="the regression gate: two commits timed at once, one per core (or alternating), per benchmark "
         "ratio, phase and accuracy; exit 1 on a regression",
         description="Check out BASE and HEAD side by side (temporary git worktrees; HEAD '.' is the "
         "working tree as it is), run the baseline and every registry entry that runs "
-        "here for a fixed number of steps in alternating processes (one per tree and "
-        "round, order shuffled per round, one thread each), and compare them paired "
+        "here for a fixed number of steps, one process per tree and round at one thread, the two trees of a "
+        "round at once, each pinned to its own core (cores swapped every round; --design alternating, or "
+        "fewer than two cores: one after the other, order shuffled per round), and compare them paired "
         "by round: step ratio with its interval, Holm across the set, the phase that "
         "moved, accuracy on the same seeds; setup and epoch time gated beside the "
         "step. Exit status 1 on a regression (a family-wise significant slowdown "
@@ -459,8 +460,15 @@ def _add_gate_args(p: argparse.ArgumentParser) -> None:
         help="benchmarks: baseline, registry entries, micro:sampler, micro:gather, micro:aggregation "
         "(default: all that run here)",
     )
+    p.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help=f"processes per tree (default {DEFAULT_ROUNDS})")
     p.add_argument(
-        "--rounds", type=int, default=DEFAULT_ROUNDS, help=f"alternating processes per tree (default {DEFAULT_ROUNDS})"
+        "--design",
+        choices=DESIGNS,
+        default=DUET,
+        help="how a round times the two trees: duet (default: both at once, each pinned to its own core at one "
+        "thread, cores swapped every round, so a drift of the machine lands on both) or alternating (one after "
+        "the other); a duet needs --threads 1 and two usable cores, else the rounds alternate and the gate says "
+        "why",
     )
     p.add_argument(
         "--sensitivity",

@@ -17,7 +17,7 @@ A measuring child's timeout: :func:`budget_timeout` of its run's time budget (a 
 for imports, setup and evaluation), or :data:`DEFAULT_CHILD_TIMEOUT_S` when nothing bounds its clock. The places
 that start a measuring process use it: a run in a process started with its allocator and the sweep's isolated
 runs (:mod:`gnnbench.measure.run.single`, :mod:`gnnbench.measure.sweep.rounds`), torchrun's launcher
-(:mod:`gnnbench.measure.run.launch`), the gate's benchmark processes (:mod:`gnnbench.measure.gate.regress`) and
+(:mod:`gnnbench.measure.run.launch`), the gate's benchmark processes (:mod:`gnnbench.measure.gate.rounds`) and
 ``--verify``'s runs of a user's script (:mod:`gnnbench.advice.watch.verify`).
 """
 

@@ -16,8 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from gnnbench.measure.gate.counts import counts_markdown
-from gnnbench.measure.gate.rates import summarize
+from gnnbench.measure.gate import counts_markdown, summarize
 from gnnbench.text import percent
 
 __all__ = [
@@ -150,7 +149,7 @@ RUN_LIMIT_S = 600.0  # a default run's goal: at most 10 minutes
 
 
 def _cell(r: dict) -> str:
-    from gnnbench.measure.gate.rates import rate_text
+    from gnnbench.measure.gate import rate_text
 
     return rate_text(r, "none measured")
 
@@ -158,7 +157,7 @@ def _cell(r: dict) -> str:
 def goals_markdown(rates: list) -> str:
     """``docs/regression-gate.md``'s table of the measured rates against the goals, one column per error-rate
     file (its machine and condition in the header), generated so that the page cannot drift from the files."""
-    from gnnbench.measure.gate.rates import TARGETS
+    from gnnbench.measure.gate import TARGETS
 
     docs = [(Path(p).name, json.loads(Path(p).read_text())) for p in rates]
     sums = [summarize(d) for _, d in docs]
@@ -232,7 +231,7 @@ def _where_short(doc: dict) -> str:
 def _counts_seen(results: dict) -> str:
     """What the counted instructions saw: each slow commit's count ratio on the baseline (and on the path's
     micro-benchmark where it has one), and the largest count ratio of any null run."""
-    from gnnbench.measure.gate.rates import CARRIERS
+    from gnnbench.measure.gate import CARRIERS
 
     seen = []
     slow = sorted((n for n in results if n.startswith("slow-")), key=lambda n: (n.split("-")[1], int(n.split("-")[2])))

@@ -218,7 +218,7 @@ def load_inputs(
     if asv_results is not None:
         out.asv = _load_asv(Path(asv_results), out.sources)
     for g in rates:
-        from gnnbench.measure.gate.rates import summarize
+        from gnnbench.measure.gate import summarize
 
         doc = _read_json(Path(g))
         if doc is None:

@@ -42,7 +42,7 @@ from gnnbench.training.availability import check, run_context
 from gnnbench.training.config import RunConfig
 from gnnbench.training.optim import hook_momentum, make_optimizer
 
-__all__ = ["Pipeline", "assemble", "graph_of"]
+__all__ = ["Pipeline", "assemble", "batch_source", "graph_of"]
 
 
 @dataclass
@@ -102,6 +102,20 @@ def graph_of(config: RunConfig, graph: Any = None) -> tuple[Any, float]:
     if graph.meta.get("spec") != config.spec.to_dict():
         raise ValueError("the graph passed to the trainer was not generated from config.spec")
     return graph, graph.meta.get("generate_seconds", 0.0)
+
+
+def batch_source(config: RunConfig, graph: Any = None) -> BatchSource:
+    """``config``'s batch source alone, as :func:`assemble` builds it (the task's training graph, prepared), without
+    the features, the model or the optimizer: what its steps per epoch and its epochs' floor are read from (the
+    gate fits each benchmark's epochs with it). The caller closes it."""
+    device = resolve_device(config.device)
+    graph = graph_of(config, graph)[0]
+    task = TASKS[config.task](graph, device, seed=config.seed)
+    prepared = prepare(task.train_graph, config.flags)
+    kind = task.source_kind(config.flags)
+    return make_batch_source(
+        prepared, config.flags, kind=kind, seed=config.seed, device=device, cache_dir=config.cache_dir
+    )
 
 
 def assemble(config: RunConfig, graph: Any = None) -> Pipeline:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from gnnbench.measure.gate import COUNT_CALLS, Bench, GateOptions, count_gate, gate, per_unit
 from gnnbench.measure.gate import counts as cn
-from gnnbench.measure.gate.regress import COUNT_CALLS, Bench, count_gate, gate, per_unit
 from gnnbench.measure.gate.text import format_gate
 from tests.helpers import QUICK, ROOT
 from tests.measure.test_regress import _fake_runner, _tree
@@ -147,7 +147,11 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     calls: list = []
     noisy = _fake_runner({"base": 0.005, "head": 0.25})  # a clock that cannot see 10% on any benchmark
     same = gate(
-        trees, benches, rounds=5, runner=noisy, counts=2, count_runner=_count_runner({"base": 1e6, "head": 1e6}, calls)
+        trees,
+        benches,
+        GateOptions(rounds=5, counts=2),
+        runner=noisy,
+        count_runner=_count_runner({"base": 1e6, "head": 1e6}, calls),
     )
     assert calls == ["base", "head", "head", "base"]  # ABBA: neither tree always first
     assert [c.name for c in same.counts] == ["baseline", "micro:gather"]  # the primary tier only
@@ -159,7 +163,11 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     assert "counted instructions (callgrind, 2 process(es) per tree" in text and "cannot see memory stalls" in text
     assert "micro:gather" in text and "no change beyond the threshold" in text
     more = gate(
-        trees, benches, rounds=5, runner=noisy, counts=1, count_runner=_count_runner({"base": 1e6, "head": 1.05e6})
+        trees,
+        benches,
+        GateOptions(rounds=5, counts=1),
+        runner=noisy,
+        count_runner=_count_runner({"base": 1e6, "head": 1.05e6}),
     )
     assert [c.name for c in more.count_regressions] == ["baseline", "micro:gather"] and more.exit_status == 1
     text = format_gate(more)
@@ -170,16 +178,15 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     failed = gate(
         trees,
         benches,
-        rounds=5,
+        GateOptions(rounds=5, counts=1),
         runner=noisy,
-        counts=1,
         count_runner=_count_runner({"base": 1e6, "head": 1e6}, fail="micro:gather"),
     )
     by = {c.name: c for c in failed.counts}
     assert by["micro:gather"].status == "not counted" and "boom" in by["micro:gather"].reason
     assert [b.name for b in failed.blind] == ["micro:gather"] and failed.exit_status == 3
     with pytest.raises(ValueError, match="counts must be"):
-        gate(trees, benches, rounds=5, runner=noisy, counts=-1)
+        gate(trees, benches, GateOptions(rounds=5, counts=-1), runner=noisy)
 
 
 def test_the_counts_run_before_any_extra_round_and_the_budget_holds_their_time(tmp_path, monkeypatch):
@@ -208,7 +215,11 @@ def test_the_counts_run_before_any_extra_round_and_the_budget_holds_their_time(t
     real = time.perf_counter
     monkeypatch.setattr(time, "perf_counter", lambda: real() + spent.get("now", 0.0))
     free = gate(
-        trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=runner, counts=1, count_runner=counted
+        trees,
+        benches,
+        GateOptions(rounds=5, budget_seconds=600, max_rounds=9, counts=1),
+        runner=runner,
+        count_runner=counted,
     )
     assert free.extra_rounds.get("other", 0) >= 1
     first_count = events.index(("counts", "base"))
@@ -218,7 +229,11 @@ def test_the_counts_run_before_any_extra_round_and_the_budget_holds_their_time(t
     events.clear()
     spent.update(seconds=400.0, now=0.0)  # two counting processes take 800 s of the 600 s budget
     held = gate(
-        trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=runner, counts=1, count_runner=counted
+        trees,
+        benches,
+        GateOptions(rounds=5, budget_seconds=600, max_rounds=9, counts=1),
+        runner=runner,
+        count_runner=counted,
     )
     assert held.extra_rounds == {} and held.rounds == 5 and held.counts_seconds >= 800
 
@@ -228,7 +243,7 @@ def test_a_blind_run_says_what_it_resolves_and_the_budget_that_would_see_the_sen
     r = gate(
         {"base": tree, "head": tree},
         [Bench("baseline", QUICK)],
-        rounds=5,
+        GateOptions(rounds=5),
         runner=_fake_runner({"base": 0.005, "head": 0.06}),
     )
     assert r.exit_status == 3
@@ -245,8 +260,7 @@ def test_where_counts_cannot_be_taken_the_reason_is_given_and_the_clock_judges(t
     r = gate(
         {"base": tree, "head": tree},
         [Bench("baseline", QUICK)],
-        rounds=5,
-        counts=1,
+        GateOptions(rounds=5, counts=1),
         runner=_fake_runner({"base": 0.005, "head": 0.005}),
     )
     assert r.counts == [] and "valgrind is not installed" in r.counts_unavailable and r.exit_status == 0
@@ -281,7 +295,7 @@ def test_a_real_count_of_the_micro_benchmarks_repeats_within_the_tolerance(tmp_p
         pytest.skip(cn.unavailable())
     import sys
 
-    from gnnbench.measure.gate.regress import default_benches, gate_config
+    from gnnbench.measure.gate import default_benches, gate_config
     from gnnbench.measure.gate.worker import script_in
 
     benches = default_benches(gate_config("tiny"), ["baseline", "micro:sampler", "micro:aggregation"])

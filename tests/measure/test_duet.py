@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from gnnbench.measure.gate import regress
-from gnnbench.measure.gate.duet import duet_cores, duet_refusal, run_both
-from gnnbench.measure.gate.regress import Bench, gate
+from gnnbench.measure.gate import Bench, GateOptions, duet_cores, duet_refusal, gate
+from gnnbench.measure.gate.duet import run_both
+from gnnbench.measure.gate.rounds import run_tree
 from gnnbench.measure.gate.worker import DUET_ABORTED, barrier, script_in
 from tests.helpers import QUICK, ROOT
 
@@ -73,12 +73,12 @@ def test_a_duet_round_runs_each_benchmark_in_both_trees_at_the_same_moment(tmp_p
     seen: list[tuple[str, dict]] = []
 
     def runner(role, spec, out):
-        got = regress._run_tree(ROOT, spec, out, 1, worker, 600.0)
+        got = run_tree(ROOT, spec, out, 1, worker, 600.0)
         seen.append((role, got))
         return got
 
     benches = [Bench("baseline", QUICK), Bench("micro:sampler", QUICK)]
-    result = gate({"base": ROOT, "head": ROOT}, benches, rounds=2, runner=runner, cores=[0, 1])
+    result = gate({"base": ROOT, "head": ROOT}, benches, GateOptions(rounds=2, cores=[0, 1]), runner=runner)
     assert result.failure is None and result.design == "duet" and result.design_note is None
     assert result.cores == [{"base": 0, "head": 1}, {"base": 1, "head": 0}]
     assert result.to_dict()["design"] == "duet"
@@ -97,6 +97,8 @@ def test_a_gate_asked_for_a_duet_on_a_runner_that_cannot_hold_one_alternates_and
         calls.append(role)
         return {"baseline": {"status": "ok", "step": 0.01, "steps": 5, "phases": {}, "test": 0.5, "seconds": 0.1}}
 
-    result = gate({"base": ROOT, "head": ROOT}, [Bench("baseline", QUICK)], rounds=2, runner=runner, cores=[0])
+    result = gate(
+        {"base": ROOT, "head": ROOT}, [Bench("baseline", QUICK)], GateOptions(rounds=2, cores=[0]), runner=runner
+    )
     assert result.design == "alternating" and "1 usable core" in result.design_note and not result.cores
     assert sorted(calls) == ["base", "base", "head", "head"]

@@ -4,6 +4,7 @@ training trajectory does not move."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from tests.helpers import load_script
@@ -97,3 +98,17 @@ def test_a_pilot_that_cannot_tell_the_size_from_the_ask_does_not_rescale_it():
     assert script.delivered_as_asked({"slowdown": 0.107, "low": 0.031, "high": 0.189}, 5)  # noisy: holds 5%
     assert not script.delivered_as_asked({"slowdown": 0.107, "low": 0.08, "high": 0.13}, 5)  # clearly too big
     assert not script.delivered_as_asked({"slowdown": 0.02, "low": 0.01, "high": 0.03}, 10)
+
+
+def test_the_non_work_injections_wait_after_the_call_busy_or_idle():
+    """``spin`` busy-waits and ``sleep`` sleeps the same extra time after each call (the gather inside its timed
+    statement); both compile, and an unknown injection is refused with the accepted names."""
+    script = _script()
+    for path in ("aggregation", "gather"):
+        spin, sleep = (script.slow_source(path, 10, 0.5, kind) for kind in ("spin", "sleep"))
+        assert "while _gate_time.perf_counter() < until" in spin and "_gate_time.sleep(" not in spin
+        assert "_gate_time.sleep(max(0.0, until - _gate_time.perf_counter()))" in sleep and "while" not in sleep
+        for text in (spin, sleep):
+            compile(text, path, "exec")
+    with pytest.raises(SystemExit, match="spin, sleep, work"):
+        script.slow_source("sample", 5, 0.5, "nap")

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from gnnbench.measure.gate import Bench, GateOptions
 from gnnbench.measure.gate import run as gate_run
-from gnnbench.measure.gate.regress import Bench
 from gnnbench.measure.gate.run import GateRun
 
 
@@ -18,7 +18,7 @@ def test_bisect_probes_each_commit_with_the_same_gate_over_the_regressed_benchma
     def trees_for(base, head):
         yield {"base": base, "head": head}
 
-    def gate(pair, benches, **options):
+    def gate(pair, benches, options):
         probes.append((pair["base"], pair["head"], [b.name for b in benches], options))
         crashed = SimpleNamespace(kind="crashed") if pair["head"] == "c2" else None
         return SimpleNamespace(regressed=[], failure=crashed)
@@ -31,14 +31,15 @@ def test_bisect_probes_each_commit_with_the_same_gate_over_the_regressed_benchma
     monkeypatch.setattr(gate_run, "gate", gate)
     monkeypatch.setattr(gate_run, "bisect", bisect)
     result = SimpleNamespace(regressed=[SimpleNamespace(name="int32")])
-    run = GateRun("v1", "v2", result, [Bench("baseline", None), Bench("int32", None)], {"rounds": 2})
+    options = GateOptions(rounds=2)
+    run = GateRun("v1", "v2", result, [Bench("baseline", None), Bench("int32", None)], options)
     lines = []
     assert run.regressed == ["int32"]
     assert run.bisect(log=lines.append) == ("c2", 2), "a commit whose benchmark process crashes is bad"
-    assert probes == [("v1", "c1", ["int32"], {"rounds": 2}), ("v1", "c2", ["int32"], {"rounds": 2})]
+    assert probes == [("v1", "c1", ["int32"], options), ("v1", "c2", ["int32"], options)]
     assert lines == ["c2: its benchmark process crashed"]
     with pytest.raises(ValueError, match="needs a HEAD commit"):
-        GateRun("v1", ".", result, [], {}).bisect()
+        GateRun("v1", ".", result, [], options).bisect()
 
 
 def test_bisect_follows_a_regression_seen_only_in_counted_instructions(monkeypatch):
@@ -50,8 +51,8 @@ def test_bisect_follows_a_regression_seen_only_in_counted_instructions(monkeypat
     def trees_for(base, head):
         yield {"base": base, "head": head}
 
-    def gate(pair, benches, **options):
-        probes.append((pair["head"], [b.name for b in benches], options["counts"]))
+    def gate(pair, benches, options):
+        probes.append((pair["head"], [b.name for b in benches], options.counts))
         grew = [SimpleNamespace(name="baseline")] if pair["head"] in ("c2", "c3") else []
         return SimpleNamespace(regressed=[], failure=None, count_regressions=grew)
 
@@ -62,7 +63,7 @@ def test_bisect_follows_a_regression_seen_only_in_counted_instructions(monkeypat
     monkeypatch.setattr(gate_run, "gate", gate)
     monkeypatch.setattr(gate_run, "bisect", bisect)
     result = SimpleNamespace(regressed=[], count_regressions=[SimpleNamespace(name="baseline")])
-    run = GateRun("v1", "v2", result, [Bench("baseline", None), Bench("int32", None)], {"counts": 1})
+    run = GateRun("v1", "v2", result, [Bench("baseline", None), Bench("int32", None)], GateOptions(counts=1))
     assert run.regressed == ["baseline"]
     lines = []
     assert run.bisect(log=lines.append) == ("c2", 2)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gnnbench.measure.gate.regress import Bench, gate
+from gnnbench.measure.gate import Bench, GateOptions, gate
 from gnnbench.measure.gate.trees import dependency_difference, trees_for
 from gnnbench.measure.gate.verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
 from gnnbench.measure.run.results import RunResult
@@ -36,9 +36,9 @@ def test_trees_that_need_different_dependencies_are_refused_with_the_difference(
     assert "torch-geometric>=2.6" in diff and "torch-geometric>=2.7" in diff
     assert dependency_difference(a, a) is None
     with pytest.raises(ValueError, match="different dependencies.*two environments"):
-        gate({"base": a, "head": b}, [Bench("baseline", QUICK)], rounds=2)
+        gate({"base": a, "head": b}, [Bench("baseline", QUICK)], GateOptions(rounds=2))
     with pytest.raises(ValueError, match="at least 2 rounds"):
-        gate({"base": a, "head": a}, [Bench("baseline", QUICK)], rounds=1)
+        gate({"base": a, "head": a}, [Bench("baseline", QUICK)], GateOptions(rounds=1))
 
 
 def test_commits_are_checked_out_beside_the_checkout_and_removed_after(tmp_path):
@@ -102,7 +102,7 @@ def test_a_slower_phase_is_named_and_an_accuracy_drop_is_gated():
 @pytest.mark.slow
 def test_the_gate_alternates_paired_processes_and_finds_no_regression_against_itself():
     with trees_for("HEAD", ".", repo=ROOT) as trees:
-        result = gate(trees, [Bench("baseline", QUICK)], rounds=2, order_seed=3)
+        result = gate(trees, [Bench("baseline", QUICK)], GateOptions(rounds=2, order_seed=3))
     assert [sorted(o) for o in result.orders] == [["base", "head"]] * 2
     (b,) = result.benches
     assert b.status == "ok" and b.low <= b.ratio <= b.high and b.phase is not None
@@ -186,11 +186,11 @@ def test_two_environments_on_one_commit_and_different_dependencies_allowed_acros
     a = _tree(tmp_path / "a", ["torch>=2.4"])
     b = _tree(tmp_path / "b", ["torch>=2.5"])
     with pytest.raises(ValueError, match="different dependencies"):
-        gate({"base": a, "head": b}, [Bench("baseline", QUICK)], rounds=2)
+        gate({"base": a, "head": b}, [Bench("baseline", QUICK)], GateOptions(rounds=2))
     with trees_for("HEAD", ".", repo=ROOT) as trees:
         exe = Path(sys.executable)
         other = f"{exe.parent}/./{exe.name}"  # the same environment, named apart
-        result = gate(trees, [Bench("baseline", QUICK)], rounds=2, pythons={"base": sys.executable, "head": other})
+        result = gate(trees, [Bench("baseline", QUICK)], GateOptions(rounds=2, pythons=(sys.executable, other)))
     assert result.pythons == {"base": sys.executable, "head": other}
     assert result.benches[0].status == "ok" and not result.regressed
     bad = subprocess.run(
@@ -210,7 +210,7 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
     import dataclasses
 
     from gnnbench.graphs import generate
-    from gnnbench.measure.gate.regress import default_benches, gate_config
+    from gnnbench.measure.gate import default_benches, gate_config
     from gnnbench.measure.run.single import run
 
     base = gate_config("tiny")
@@ -244,20 +244,21 @@ def test_micro_benchmarks_time_one_code_path_and_a_failing_one_is_reported(tmp_p
     import json
 
     from gnnbench.cli.options import parse_benches
-    from gnnbench.measure.gate.regress import MICRO, _run_tree, _spec_file, default_benches, gate_config
+    from gnnbench.measure.gate import MICRO, default_benches, gate_config
+    from gnnbench.measure.gate.rounds import run_tree, spec_file
     from gnnbench.measure.gate.worker import script_in
 
     benches = default_benches(gate_config("tiny"), list(MICRO) + ["baseline"], steps=3)
     assert [b.name for b in benches] == list(MICRO) + ["baseline"]
     with trees_for("HEAD", ".", repo=ROOT) as trees:
-        r = gate(trees, benches[:3], rounds=2)
+        r = gate(trees, benches[:3], GateOptions(rounds=2))
     for v in r.benches:
         assert v.status == "ok" and v.base_ms > 0 and v.acc_delta_pp is None and not v.acc_regression, v
     # a stored run says which commits it compared and when it ended (the report's gate history orders by it)
     assert len(r.commits["base"]) == 40 and r.commits["head"].split("+")[0] and r.finished.endswith("Z")
     worker = script_in(tmp_path)
-    spec = _spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)
-    out = _run_tree(ROOT, spec, tmp_path / "out.json", 1, worker, 120)
+    spec = spec_file([Bench("micro:missing", benches[0].config)], 0, tmp_path)
+    out = run_tree(ROOT, spec, tmp_path / "out.json", 1, worker, 120)
     assert out["micro:missing"]["status"] == "unavailable" and "micro:missing" in out["micro:missing"]["reason"]
     assert json.loads((tmp_path / "out.json").read_text()) == out
     with pytest.raises(Exception, match="unknown micro-benchmark 'micro:nope'"):
@@ -271,8 +272,8 @@ def test_the_worker_is_a_module_of_the_package_with_the_gates_micro_table(tmp_pa
     import ast
     from types import SimpleNamespace
 
+    from gnnbench.measure.gate import MICRO
     from gnnbench.measure.gate import worker as gate_worker
-    from gnnbench.measure.gate.regress import MICRO
 
     assert MICRO == tuple(gate_worker.MICRO_BENCHES) == ("micro:sampler", "micro:gather", "micro:aggregation")
     assert all(callable(f) for f in gate_worker.MICRO_BENCHES.values())
@@ -353,7 +354,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
         )
     )
     benches = [Bench("baseline", QUICK), Bench("sparse_agg", registry.config_for(QUICK, ["sparse_agg"]))]
-    result = gate({"base": ROOT, "head": head}, benches, rounds=2)
+    result = gate({"base": ROOT, "head": head}, benches, GateOptions(rounds=2))
     base_v, sparse_v = result.benches
     assert base_v.status == "ok" and not base_v.lost
     assert sparse_v.lost and sparse_v.status == "failed" and "broken sparse kernel" in sparse_v.reason
@@ -371,7 +372,9 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
         "import os, sys\nsys.stderr.write('segfault in a kernel\\n'); sys.stderr.flush(); os._exit(139)\n"
         + init.read_text()
     )
-    result = gate({"base": ROOT, "head": head}, [Bench("baseline", QUICK)], rounds=2, order_seed=_head_first_seed())
+    result = gate(
+        {"base": ROOT, "head": head}, [Bench("baseline", QUICK)], GateOptions(rounds=2, order_seed=_head_first_seed())
+    )
     f = result.failure
     assert f is not None and (f.side, f.kind, f.round, f.returncode) == ("head", "crashed", 0, 139)
     assert "segfault in a kernel" in f.stderr_tail
@@ -394,11 +397,13 @@ def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     result = gate(
         {"base": ROOT, "head": ROOT},
         [Bench("baseline", QUICK)],
-        rounds=2,
-        order_seed=_head_first_seed(),
-        pythons={"base": sys.executable, "head": str(hang)},
-        timeout=3,
-        design="alternating",
+        GateOptions(
+            rounds=2,
+            order_seed=_head_first_seed(),
+            pythons=(sys.executable, str(hang)),
+            timeout=3,
+            design="alternating",
+        ),
     )
     f = result.failure
     assert f is not None and (f.side, f.kind, f.returncode) == ("head", "timed out", None)
@@ -420,10 +425,7 @@ def test_in_a_duet_the_side_that_hangs_is_named_not_the_peer_waiting_for_it(tmp_
     result = gate(
         {"base": ROOT, "head": ROOT},
         [Bench("baseline", QUICK)],
-        rounds=2,
-        pythons={"base": sys.executable, "head": str(hang)},
-        timeout=15,
-        cores=[0, 1],
+        GateOptions(rounds=2, pythons=(sys.executable, str(hang)), timeout=15, cores=[0, 1]),
     )
     assert result.design == "duet" and result.cores == [{"base": 0, "head": 1}]
     f = result.failure
@@ -483,12 +485,12 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
     from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY
 
     trees, benches = _bench_pair(tmp_path)
-    quiet = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}))
+    quiet = gate(trees, benches, GateOptions(rounds=5), runner=_fake_runner({"base": 0.005, "head": 0.005}))
     assert all(
         b.status == "ok" and not b.inconclusive and b.detectable <= 1 + DEFAULT_SENSITIVITY for b in quiet.benches
     ), [(b.name, b.detectable) for b in quiet.benches]
     assert quiet.exit_status == 0 and "no regression (every benchmark could see a 10% slowdown)" in format_gate(quiet)
-    noisy = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.25}))
+    noisy = gate(trees, benches, GateOptions(rounds=5), runner=_fake_runner({"base": 0.005, "head": 0.25}))
     assert all(b.inconclusive and b.detectable > 1.10 and not b.regression for b in noisy.benches)
     assert noisy.exit_status == 3 and not noisy.regressed
     text = format_gate(noisy)
@@ -496,7 +498,7 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
     # with a budget, rounds are added to the inconclusive benchmark only (one whose spread resolves 10% by
     # max_rounds), until it resolves it or max_rounds
     calls: list = []
-    mixed = gate(trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=_mixed_runner(calls))
+    mixed = gate(trees, benches, GateOptions(rounds=5, budget_seconds=600, max_rounds=9), runner=_mixed_runner(calls))
     by = {b.name: b for b in mixed.benches}
     added = mixed.extra_rounds.get("other", 0)
     assert 1 <= added <= 4 and set(mixed.extra_rounds) == {"other"} and mixed.rounds == 5 + added
@@ -504,7 +506,7 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
     assert by["baseline"].rounds == 5 and by["other"].rounds == 5 + added
     # a budget that holds no further round adds none; the inconclusive entry does not make the run inconclusive
     # (the baseline, which every configuration's code runs through, could see 10%)
-    none = gate(trees, benches, rounds=5, budget_seconds=0, runner=_mixed_runner([]))
+    none = gate(trees, benches, GateOptions(rounds=5, budget_seconds=0), runner=_mixed_runner([]))
     assert (
         none.rounds == 5
         and none.extra_rounds == {}
@@ -512,7 +514,9 @@ def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only
     )
     assert none.blind == [] and none.exit_status == 0
     # a spread no round within max_rounds could narrow to 10% gets no round at all
-    hopeless = gate(trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=_mixed_runner([], 0.3))
+    hopeless = gate(
+        trees, benches, GateOptions(rounds=5, budget_seconds=600, max_rounds=9), runner=_mixed_runner([], 0.3)
+    )
     assert hopeless.extra_rounds == {} and [b.name for b in hopeless.inconclusive] == ["other"]
 
 
@@ -533,8 +537,7 @@ def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_exten
     r = gate(
         trees,
         benches,
-        rounds=5,
-        budget_seconds=600,
+        GateOptions(rounds=5, budget_seconds=600),
         runner=_fake_runner({"base": 0.005, "head": 0.005}, slow={"other": 1.12}),
     )
     by = {b.name: b for b in r.benches}
@@ -546,7 +549,7 @@ def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
     from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
-    r = gate(trees, benches, rounds=5, runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
+    r = gate(trees, benches, GateOptions(rounds=5), runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
     for b in r.benches:
         assert not b.regression, "the step did not move"
         assert b.setup.regression and b.setup.phase == "prepare" and b.setup.ratio < 0.5
@@ -558,7 +561,7 @@ def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
 def test_entries_the_gate_cannot_run_here_are_listed_with_the_reason():
     import torch
 
-    from gnnbench.measure.gate.regress import default_benches, gate_config
+    from gnnbench.measure.gate import default_benches, gate_config
 
     skipped: dict[str, str] = {}
     names = [b.name for b in default_benches(gate_config("tiny"), skipped=skipped)]
@@ -575,7 +578,7 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     baseline measured before the crash."""
     import json
 
-    from gnnbench.measure.gate.regress import _WorkerFailed
+    from gnnbench.measure.gate.rounds import WorkerFailed
     from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
@@ -585,12 +588,12 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     def runner(role, spec, out):
         res = fine(role, spec, out)
         if role == "head" and json.loads(Path(spec).read_text())["seed"] == 2:
-            raise _WorkerFailed(
+            raise WorkerFailed(
                 "crashed", -11, "Segmentation fault", {"baseline": res["baseline"], "other": {"status": "running"}}
             )
         return res
 
-    r = gate(trees, benches, rounds=4, order_seed=0, runner=runner)
+    r = gate(trees, benches, GateOptions(rounds=4, order_seed=0), runner=runner)
     by = {b.name: b for b in r.benches}
     assert r.failure.side == "head" and r.failure.round == 2 and r.exit_status == 2
     assert by["other"].lost and by["other"].status == "crashed" and "while running it" in by["other"].reason
@@ -608,7 +611,7 @@ def test_a_gate_that_judged_nothing_is_not_a_pass(tmp_path):
     def old_api(role, spec, out):
         return {b.name: {"status": "failed", "reason": "ImportError: no such API"} for b in benches}
 
-    r = gate(trees, benches, rounds=2, runner=old_api)
+    r = gate(trees, benches, GateOptions(rounds=2), runner=old_api)
     assert not r.judged and not r.regressed and r.exit_status == 3
     assert "nothing was judged" in format_gate(r)
 
@@ -628,7 +631,7 @@ def test_extra_rounds_go_by_spread_and_pair_base_and_head_on_one_seed(tmp_path):
         res["other"] = noisy_slow(role, spec, out)["other"]
         return res
 
-    r = gate(trees, benches, rounds=5, budget_seconds=600, max_rounds=9, runner=runner)
+    r = gate(trees, benches, GateOptions(rounds=5, budget_seconds=600, max_rounds=9), runner=runner)
     added = r.extra_rounds.get("other", 0)
     assert set(r.extra_rounds) == {"other"} and 1 <= added <= 4
     seeds = {}
@@ -695,7 +698,12 @@ def test_a_slowdown_of_a_shared_path_is_caught_on_the_baseline_among_many_entrie
     """A 6% slowdown on the baseline only, among 20 quiet entries: its p-value clears the baseline's tier level
     (0.04 x 0.75 with no micro-benchmark beside it) although not a flat Holm's 0.04 / 21."""
     trees = {"base": _tree(tmp_path / "t", ["torch"]), "head": tmp_path / "t"}
-    r = gate(trees, _many(), rounds=5, runner=_fake_runner({"base": 0.004, "head": 0.006}, slow={"baseline": 1.06}))
+    r = gate(
+        trees,
+        _many(),
+        GateOptions(rounds=5),
+        runner=_fake_runner({"base": 0.004, "head": 0.006}, slow={"baseline": 1.06}),
+    )
     by = {b.name: b for b in r.benches}
     assert 0.04 / 21 < by["baseline"].p_value <= by["baseline"].alpha == pytest.approx(0.03)
     assert by["baseline"].regression and r.exit_status == 1
@@ -724,9 +732,9 @@ def test_an_inconclusive_baseline_makes_the_run_inconclusive_an_inconclusive_ent
 
         return run
 
-    entry = gate(trees, benches, rounds=5, runner=runner("other"))
+    entry = gate(trees, benches, GateOptions(rounds=5), runner=runner("other"))
     assert [b.name for b in entry.inconclusive] == ["other"] and entry.blind == [] and entry.exit_status == 0
     assert "inconclusive here: other" in format_gate(entry) and "no regression (every" not in format_gate(entry)
-    base = gate(trees, benches, rounds=5, runner=runner("baseline"))
+    base = gate(trees, benches, GateOptions(rounds=5), runner=runner("baseline"))
     assert [b.name for b in base.blind] == ["baseline"] and base.exit_status == 3
     assert "exit 3" in format_gate(base)

@@ -22,6 +22,9 @@ its repeats of one tree. The tolerance is that same rule applied to the committe
 one process per tree that see no spread of their own (:func:`tolerance_from` over :func:`null_changes`: the
 smallest rung of :data:`TOLERANCE_LADDER` at least 3 times the largest change a comparison of equal work has
 shown); a test keeps the constant equal to it.
+
+The counting stage of a gate run (:func:`count_gate`): the primary tier (:data:`COUNT_BENCHES`) counted in both
+trees, :data:`COUNT_PROCESSES` processes per tree by default, in ABBA order, and judged per benchmark.
 """
 
 from __future__ import annotations
@@ -35,7 +38,11 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+from gnnbench.atomic import write_json_atomic
+from gnnbench.measure.gate.benches import MICRO, Bench
+from gnnbench.measure.gate.rounds import WorkerFailed, run_tree
 
 __all__ = [
     "TOLERANCE",
@@ -54,6 +61,13 @@ __all__ = [
     "CountVerdict",
     "judge_counts",
     "counts_markdown",
+    "COUNT_PROCESSES",
+    "COUNT_BENCHES",
+    "COUNT_CALLS",
+    "COUNT_EPOCHS",
+    "CountRunner",
+    "count_gate",
+    "per_unit",
 ]
 
 TOLERANCE = 0.01  # a count more than 1% above BASE's is a regression: tolerance_from(the committed null changes)
@@ -330,3 +344,120 @@ if __name__ == "__main__":  # pragma: no cover
     except CountsUnavailable as exc:
         print(f"unavailable: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+# ------------------------------------------------------------------ the counting stage of a gate run
+COUNT_PROCESSES = 1  # the CLI's default counting processes per tree (their repeatability: docs/regression-gate.md)
+COUNT_BENCHES = ("baseline", *MICRO)  # the primary tier: the code paths every configuration runs through
+COUNT_CALLS = 40  # a micro-benchmark's counted calls
+COUNT_EPOCHS = (1, 2)  # the baseline's counted runs: their difference is one epoch of steps
+CountRunner = Callable[[str, Path, Path], tuple[dict, dict]]  # (role, spec, folder) -> (results, regions)
+
+
+def _count_spec(benches: list[Bench], seed: int, folder: Path) -> Path:
+    import dataclasses
+
+    spec = {
+        "graph": dataclasses.asdict(benches[0].config.spec),
+        "seed": seed,
+        "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
+        "counts": {"calls": COUNT_CALLS, "epochs": list(COUNT_EPOCHS)},
+    }
+    path = folder / f"count-spec-{seed}.json"
+    write_json_atomic(path, spec)
+    return path
+
+
+def per_unit(result: dict, regions: dict[str, dict[str, int]]) -> float | None:
+    """A benchmark's instructions per unit from its worker result and the regions dumped: a micro-benchmark's
+    region over its calls, a training configuration's two regions' difference over the steps between them."""
+    c = result.get("counted") if result.get("status") == "ok" else None
+    if not c or not c.get("units"):
+        return None
+    got = [regions.get(name, {}).get("Ir") for name in c["regions"]]
+    if any(x is None for x in got):
+        return None
+    total = got[0] if len(got) == 1 else got[1] - got[0]
+    return total / c["units"] if total > 0 else None
+
+
+def count_gate(
+    trees: dict[str, Path],
+    benches: list[Bench],
+    *,
+    repeats: int = 2,
+    folder: Path,
+    worker: Path,
+    pythons: dict[str, str],
+    timeout: float = 1800.0,
+    seed: int = 0,
+    cache_sim: bool = False,
+    tolerance: float | None = None,
+    runner: CountRunner | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[list[Any], str | None]:
+    """The benchmarks of :data:`COUNT_BENCHES` among ``benches`` counted in both trees (:mod:`gnnbench.measure.gate.counts`),
+    ``repeats`` processes per tree (ABBA order), and judged per benchmark; with the reason when counts cannot be
+    taken here (then no verdict: the wall clock stays the only measure)."""
+    chosen = [b for b in benches if b.name in COUNT_BENCHES]
+    if not chosen:
+        return [], None
+    if runner is None:
+        why = unavailable()
+        if why:
+            return [], why
+        marker = marker_library()
+
+        def runner(role: str, spec: Path, out_dir: Path) -> tuple[dict, dict]:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            result = run_tree(
+                trees[role],
+                spec,
+                out_dir / "result.json",
+                1,
+                worker,
+                timeout,
+                pythons[role],
+                wrap=lambda argv: callgrind_command(argv, out_dir, cache_sim=cache_sim),
+                env_extra={ENV_MARKER: str(marker), "PYTHONHASHSEED": "0"},
+            )
+            return result, parse_dumps(out_dir)
+
+    spec = _count_spec(chosen, seed, folder)
+    values: dict[str, dict[str, list[float]]] = {b.name: {"base": [], "head": []} for b in chosen}
+    reasons: dict[str, str] = {}
+    for k in range(repeats):
+        for role in ("base", "head") if k % 2 == 0 else ("head", "base"):  # ABBA: neither side always first
+            if progress:
+                progress(k, repeats, f"{role} (counted instructions)")
+            try:
+                result, regions = runner(role, spec, folder / f"counts-{role}-{k}")
+            except WorkerFailed as exc:
+                return [], (
+                    f"{role}'s counting process {exc.kind}"
+                    + (f" (exit {exc.returncode})" if exc.returncode is not None else "")
+                    + f": {exc.stderr[-300:]}"
+                )
+            except ValueError as exc:  # a dump that cannot be read
+                return [], f"{role}'s counts could not be read: {exc}"
+            for b in chosen:
+                got = result.get(b.name, {})
+                x = per_unit(got, regions)
+                if x is None:
+                    reasons.setdefault(b.name, f"{role}: {got.get('status', 'missing')}: {got.get('reason') or ''}")
+                else:
+                    values[b.name][role].append(x)
+    verdicts = []
+    for b in chosen:
+        unit = "step" if not b.name.startswith("micro:") else "call"
+        v = judge_counts(
+            b.name,
+            unit,
+            values[b.name]["base"],
+            values[b.name]["head"],
+            tolerance=TOLERANCE if tolerance is None else tolerance,
+        )
+        if v.status != "ok" and b.name in reasons:
+            v.reason = reasons[b.name]
+        verdicts.append(v)
+    return verdicts, None

@@ -6,14 +6,15 @@ between them with the same gate over the benchmarks that regressed (:func:`gnnbe
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from gnnbench.measure.gate.regress import DEFAULT_BUDGET_SECONDS, MAX_ROUNDS, Bench, default_benches, gate, gate_config
+from gnnbench.measure.gate.benches import Bench, default_benches, gate_config
+from gnnbench.measure.gate.options import GateOptions
+from gnnbench.measure.gate.regress import Progress, gate
 from gnnbench.measure.gate.trees import WORKING_TREE, bisect, trees_for
-from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY, GateResult
+from gnnbench.measure.gate.verdicts import GateResult
 
 __all__ = ["GateRun", "run_gate"]
 
@@ -26,7 +27,7 @@ class GateRun:
     head: str  # the revision checked (``"."``: the working tree)
     result: GateResult
     benches: list[Bench]
-    options: dict[str, Any]  # the gate's options (rounds, threads, pythons, ...): every probe runs with them
+    options: GateOptions  # every probe runs with them
 
     @property
     def regressed(self) -> list[str]:
@@ -52,7 +53,7 @@ class GateRun:
 
         def is_bad(commit: str) -> bool:  # the same gate, the good end against this commit
             with trees_for(self.base, commit) as pair:
-                probe = gate(pair, suspects, **self.options)
+                probe = gate(pair, suspects, self.options)
             if probe.failure is not None:  # a commit whose benchmarks crash is bad for the lost ones
                 log(f"{commit[:10]}: its benchmark process {probe.failure.kind}")
             counted = [c.name for c in getattr(probe, "count_regressions", [])]
@@ -64,65 +65,29 @@ class GateRun:
 
 
 def run_gate(
-    base: str,
-    head: str = WORKING_TREE,
-    *,
-    preset: str = "tiny",
-    warmup: int = 3,
-    device: str = "cpu",
-    bench: list[str] | None = None,
-    steps: int | None = None,
-    rounds: int = 5,
-    threads: int = 1,
-    order_seed: int = 0,
-    sensitivity: float = DEFAULT_SENSITIVITY,
-    budget_seconds: float | None = DEFAULT_BUDGET_SECONDS,
-    max_rounds: int = MAX_ROUNDS,
-    timeout: float = 1800.0,
-    base_python: str | None = None,
-    head_python: str | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
-    counts: int = 0,
-    cache_sim: bool = False,
+    base: str, head: str = WORKING_TREE, options: GateOptions | None = None, progress: Progress | None = None
 ) -> GateRun:
     """Check out ``base`` and ``head`` side by side and run the gate between them.
 
     Args:
         base: The good revision (any git revision).
         head: The revision to check (default ``"."``: the working tree as it is).
-        preset: The benchmarks' graph preset (:func:`gate_config`).
-        warmup: Warm-up steps per benchmark.
-        device: Where the benchmarks run.
-        bench: Benchmark names (:func:`default_benches`; default: every one that runs here).
-        steps: Measured steps per benchmark.
-        rounds, threads, order_seed, sensitivity, budget_seconds, max_rounds, timeout: The gate's
-            (:func:`gnnbench.measure.gate.regress.gate`); ``budget_seconds=None``: no extra rounds.
-        base_python, head_python: Each side's interpreter (default: this one).
-        progress: ``progress(round, rounds, role)`` as each benchmark process starts.
-        counts, cache_sim: Counted instructions (:func:`gnnbench.measure.gate.regress.count_gate`), processes per tree.
+        options: The gate's options (:class:`~gnnbench.measure.gate.options.GateOptions`: the benchmarks, the
+            rounds and their design, the budget, the interpreters, the counts).
+        progress: ``progress(round, rounds, side)`` as each benchmark process starts.
 
     Raises:
         ValueError: for options the gate refuses, an interpreter that is not one, or trees it cannot compare.
         OSError: when a revision cannot be checked out.
     """
+    options = options or GateOptions()
+    for role, exe in options.interpreters().items():
+        if not shutil.which(exe) and not Path(exe).is_file():
+            raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
     skipped: dict[str, str] = {}
-    benches = default_benches(gate_config(preset, warmup=warmup, device=device), bench, steps=steps, skipped=skipped)
+    config = gate_config(options.preset, warmup=options.warmup, device=options.device)
+    bench = list(options.bench) if options.bench is not None else None
+    benches = default_benches(config, bench, steps=options.steps, skipped=skipped)
     with trees_for(base, head) as trees:
-        pythons = {"base": base_python or sys.executable, "head": head_python or sys.executable}
-        for role, exe in pythons.items():
-            if not shutil.which(exe) and not Path(exe).is_file():
-                raise ValueError(f"--{role}-python {exe!r} is not an interpreter on this machine")
-        options = dict(
-            rounds=rounds,
-            threads=threads,
-            order_seed=order_seed,
-            pythons=pythons,
-            sensitivity=sensitivity,
-            budget_seconds=budget_seconds,
-            max_rounds=max_rounds,
-            timeout=timeout,
-            counts=counts,
-            cache_sim=cache_sim,
-        )
-        result = gate(trees, benches, labels=(base, head), skipped=skipped, progress=progress, **options)
+        result = gate(trees, benches, options, labels=(base, head), skipped=skipped, progress=progress)
     return GateRun(base, head, result, benches, options)

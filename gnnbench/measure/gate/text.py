@@ -30,6 +30,13 @@ def format_gate(r: GateResult) -> str:
     return "\n".join(lines)
 
 
+def _design(r: GateResult) -> str:
+    """How the rounds timed the two trees, in words (and why they alternate where a duet was asked for)."""
+    if r.design == "duet":
+        return "duet processes (both trees at once, each pinned to its own core, cores swapped every round)"
+    return "alternating processes" + (f" ({r.design_note})" if r.design_note else "")
+
+
 def _header_lines(r: GateResult) -> list[str]:
     """What ran (the trees, rounds, threads, seconds, environments and rounds added), the rule, and the table's
     column heads."""
@@ -42,8 +49,8 @@ def _header_lines(r: GateResult) -> list[str]:
     )
     first = r.rounds - (max(r.extra_rounds.values()) if r.extra_rounds else 0)
     lines = [
-        f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of alternating "
-        f"processes ({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
+        f"regression gate: {r.base} (base) against {r.head} (head), {first} rounds of {_design(r)} "
+        f"({r.threads} thread each), {r.seconds:.0f} s{envs}{extra}",
         f"ratio = base / head step time (below 1: head is slower); {r.family}; a regression is a Holm-"
         f"significant slowdown beyond {MIN_THRESHOLD:g}x, an accuracy "
         f"drop beyond {ACC_BOUND_PP:g} pp on the same seeds, or a benchmark fine in base that head lost; "

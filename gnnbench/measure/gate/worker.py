@@ -1,6 +1,6 @@
 """The regression gate's benchmark process: one tree's run of every benchmark of a round.
 
-``python <folder>/gate_worker.py SPEC.json OUT.json THREADS`` (started by :func:`gnnbench.measure.gate.regress.gate`,
+``python <folder>/gate_worker.py SPEC.json OUT.json THREADS`` (started by :func:`gnnbench.measure.gate.rounds.run_tree`,
 one process per tree and round, with ``PYTHONPATH`` the tree under test).
 
 The worker is the gate's own code, the code under test is the tree's: the gate copies this file into its

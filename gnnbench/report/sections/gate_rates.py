@@ -23,7 +23,7 @@ def gate_rates_section(inputs: ReportInputs) -> str:
 
 def _rates_tables(g: dict) -> str:
     """One measurement's rates: its tables and where, how and under what load it ran."""
-    from gnnbench.measure.gate.rates import TARGETS
+    from gnnbench.measure.gate import TARGETS
 
     def cell(r: dict) -> str:
         if not r["n"]:

@@ -118,7 +118,7 @@ def gate_history_section(inputs: ReportInputs) -> str:
 
 def _change_points_html(series: dict, wanted: list[str], *, anchor: str = "change-points") -> str:
     """The steps asv's step detection finds in each shown series (:mod:`gnnbench.measure.gate.history`)."""
-    from gnnbench.measure.gate.history import available, change_points
+    from gnnbench.measure.gate import available, change_points
 
     why = available()
     if why:
