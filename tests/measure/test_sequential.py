@@ -418,3 +418,20 @@ def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_
     power_rule, rounds_rule = simulate_rule_equivalence(rule, true_ratio=1.0, sd=0.05, trials=400, seed=1)
     power_before, rounds_before = simulate_rule_equivalence(before, true_ratio=1.0, sd=0.05, trials=400, seed=1)
     assert power_rule > power_before + 0.2 and rounds_rule > rounds_before
+
+
+def test_rows_timed_in_process_are_independent_and_keep_the_family_wise_rate():
+    """With ``independent`` each row has a baseline of its own (an in-process pair): two null rows' log ratios are
+    uncorrelated (a shared baseline makes them correlate at 0.5) with the same sd, and the A/A family-wise rate at
+    the measured in-process spread stays at 5% (Holm's worst case is independence)."""
+    import numpy as np
+
+    rule = StoppingRule(max_rounds=5)
+    common = dict(rows=2, effects=0, true_ratio=1.0, trials=4000, sigma=0.015, drift_sd=0.02, floor="measured")
+    shared = load_sweeps(rule, seed=1, **common)["d"]
+    own = load_sweeps(rule, seed=1, independent=True, **common)["d"]
+    corr = [np.corrcoef(d[:, 0, 0], d[:, 1, 0])[0, 1] for d in (shared, own)]
+    assert 0.4 < corr[0] < 0.6 and abs(corr[1]) < 0.06, corr
+    assert abs(own[:, 0, 0].std() / shared[:, 0, 0].std() - 1) < 0.05
+    sim = simulate(rule, rows=26, trials=3000, sigma=0.0209 / 2**0.5, drift_sd=0.0, independent=True)
+    assert sim.fwer <= 0.05 + 3 * sim.fwer_se, sim

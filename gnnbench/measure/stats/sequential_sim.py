@@ -19,7 +19,15 @@ import numpy as np
 from gnnbench.measure.stats.intervals import t_quantile
 from gnnbench.measure.stats.sequential import FINAL_SHARE, StoppingRule, checked_count, sd_floor, settled
 
-__all__ = ["Simulation", "simulate", "simulate_fwer", "simulate_equivalence", "simulate_rule_equivalence", "tables"]
+__all__ = [
+    "Simulation",
+    "simulate",
+    "simulate_fwer",
+    "simulate_equivalence",
+    "simulate_rule_equivalence",
+    "tables",
+    "inprocess_tables",
+]
 
 
 def _t_two_sided(t: np.ndarray, df: int) -> np.ndarray:
@@ -83,6 +91,7 @@ def load_sweeps(
     drift_sd: float,
     floor: float | str | None,
     seed: int,
+    independent: bool = False,
 ) -> dict[str, np.ndarray]:
     """Simulated sweeps and the rule's decisions in them; see :func:`simulate` for the model.
 
@@ -95,7 +104,15 @@ def load_sweeps(
     m, e, n = _checked_counts(rows, effects, trials)
     lo, hi = _checked_model(true_ratio, sigma, drift_sd, floor)
     base, d = _simulated_logs(
-        rule.max_rounds, n=n, m=m, e=e, true_ratio=true_ratio, sigma=(lo, hi), drift_sd=drift_sd, seed=seed
+        rule.max_rounds,
+        n=n,
+        m=m,
+        e=e,
+        true_ratio=true_ratio,
+        sigma=(lo, hi),
+        drift_sd=drift_sd,
+        seed=seed,
+        independent=independent,
     )
     looks = _Looks.start(n, m, rule.max_rounds)
     for k in range(rule.min_rounds, rule.max_rounds + 1):
@@ -130,16 +147,30 @@ def _checked_model(
 
 
 def _simulated_logs(
-    rounds: int, *, n: int, m: int, e: int, true_ratio: float, sigma: tuple[float, float], drift_sd: float, seed: int
+    rounds: int,
+    *,
+    n: int,
+    m: int,
+    e: int,
+    true_ratio: float,
+    sigma: tuple[float, float],
+    drift_sd: float,
+    seed: int,
+    independent: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The model's draws (see :func:`simulate`): the baseline's log summaries (n, rounds) and the ``m`` rows'
-    log ratios against it (n, m, rounds), the first ``e`` rows ``true_ratio`` times faster."""
+    log ratios against it (n, m, rounds), the first ``e`` rows ``true_ratio`` times faster. ``independent``: each
+    row's ratio has a baseline of its own (an in-process pair: both sides in the row's own process), so the rows'
+    ratios are independent, each of sd ``sqrt(2) s`` as a shared-baseline ratio's."""
     rng = np.random.default_rng(seed)
     s = rng.uniform(sigma[0], sigma[1], size=(n, 1, 1))
     drift = rng.normal(0.0, drift_sd, size=(n, 1, rounds))
     logs = drift + rng.normal(0.0, 1.0, size=(n, m + 1, rounds)) * s  # baseline, then the rows
     logs[:, 1 : 1 + e, :] -= math.log(true_ratio)
     base = logs[:, 0, :]
+    if independent:  # each row against a baseline side of its own
+        own = drift + rng.normal(0.0, 1.0, size=(n, m, rounds)) * s
+        return base, own - logs[:, 1:, :]
     return base, base[:, None, :] - logs[:, 1:, :]
 
 
@@ -321,6 +352,7 @@ def simulate(
     drift_sd: float = 0.02,
     floor: float | str | None = "measured",
     seed: int = 0,
+    independent: bool = False,
 ) -> Simulation:
     """Simulated sweeps run under ``rule``, look by look, to their final verdict.
 
@@ -344,6 +376,8 @@ def simulate(
             so far (:func:`gnnbench.measure.stats.intervals.noise_floor` with ``rounds=max_rounds``); a number: fixed;
             None: no futility stops.
         seed: Seed of the numpy generator; the same seed gives the same figures.
+        independent: Each row against a baseline of its own (rows timed in-process, each in its own process with
+            its own baseline trainer): the rows' ratios independent instead of sharing the baseline's term.
 
     Returns:
         A :class:`Simulation`.
@@ -361,6 +395,7 @@ def simulate(
         drift_sd=drift_sd,
         floor=floor,
         seed=seed,
+        independent=independent,
     )
     m, e, n = int(rows), int(effects), int(trials)
     called, look = out["final"], out["look"]
@@ -585,5 +620,46 @@ def tables(*, trials: int = 20000, seed: int = 0) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def inprocess_tables(
+    pair_sds: dict[str, float], *, rows: tuple[int, ...] = (5, 13, 26), trials: int = 20000, seed: int = 0
+) -> str:
+    """The error rates at the in-process spread, as Markdown (``docs/statistics.md``, "Measure where the noise
+    cancels"): per measured per-round sd of an in-process pair's log ratio (``pair_sds``: condition -> sd, e.g.
+    the committed A/A files'), the family-wise false-positive rate of A/A sweeps under the default rule
+    (``--repeats 5``) with every row in its own process against a baseline of its own (``independent``: the
+    worst case for Holm; each row's sd the measured one), the power at 1.1x and 1.25x for one effect row among
+    them, and the false "equivalent" rate at the 10% margin with the rule's futility (one row)."""
+    rule = StoppingRule(max_rounds=5)
+    lines = [
+        f"Error rates at the in-process spread, {trials} simulated sweeps per cell, seed {seed}, `--repeats 5`: "
+        "family-wise false positives of A/A sweeps (every row null, each row's ratio independent), the power "
+        'for one row at 1.1x and 1.25x among the others null, and the false "equivalent" rate at the 10% '
+        f"margin (one row, {max(trials // 5, 1)} simulated rows).",
+        "",
+        "| condition | per-round sd | rows | false positives (family-wise) | power at 1.1x | power at 1.25x | "
+        "false equivalent at 1.1x |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for condition, sd in pair_sds.items():
+        sigma = sd / math.sqrt(2.0)  # a pair's ratio holds two sides' noise
+        false_eq, _ = simulate_rule_equivalence(rule, sd=sd, trials=max(trials // 5, 1), seed=seed)
+        for m in rows:
+            common = dict(rows=m, trials=trials, sigma=sigma, drift_sd=0.0, seed=seed, independent=True)
+            null = simulate(rule, effects=0, **common)
+            p10 = simulate(rule, effects=1, true_ratio=1.1, **common).power
+            p25 = simulate(rule, effects=1, true_ratio=1.25, **common).power
+            lines.append(
+                f"| {condition} | {sd:.4f} | {m} | {null.fwer:.2%} +- {null.fwer_se:.2%} | {p10:.1%} | {p25:.1%} "
+                f"| {false_eq:.2%} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":  # pragma: no cover
-    print(tables(), end="")
+    import sys
+
+    if sys.argv[1:2] == ["--inprocess"]:  # the measured in-process sds: condition=sd pairs
+        sds = dict(arg.split("=") for arg in sys.argv[2:]) or {"idle": "0.0209", "busy": "0.046"}
+        print(inprocess_tables({k: float(v) for k, v in sds.items()}), end="")
+    else:
+        print(tables(), end="")
