@@ -100,7 +100,7 @@ class InterleavedRatio:
 
     def setup(self, name):
         try:
-            from gnnbench.measure.run.interleaved import time_pair
+            from gnnbench.measure.run import time_pair
         except ImportError:  # a commit from before in-process pairs
             raise NotImplementedError("no gnnbench.measure.run.interleaved in this commit") from None
         opt = registry.get(name)

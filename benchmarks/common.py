@@ -24,7 +24,8 @@ except ImportError:  # asv runs these suites over older commits: measure/ before
     try:
         from gnnbench.measure.workload import BENCH_FLAGS, bench_config, bench_spec
     except ImportError:  # ... and from before the workload had one home
-        BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)  # tests/measure/test_workload.py: equal to the package's
+        # tests/measure/run/test_workload.py: equal to the package's
+        BENCH_FLAGS = Flags(fanout=(10, 5), batch_size=256)
 
         def bench_spec(preset: str = "tiny") -> GraphSpec:
             return GraphSpec.preset(preset)

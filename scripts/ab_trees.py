@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gnnbench.measure.stats.intervals import paired_ratio
+from gnnbench.measure.stats import paired_ratio
 
 METRICS = {
     "step": lambda d: d["step_seconds"]["median"],

@@ -25,16 +25,12 @@ import sys
 import time
 from pathlib import Path
 
+from gnnbench.atomic import write_json_atomic
 from gnnbench.cli.options import config_from_args
 from gnnbench.cli.parser import build_parser
-from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
-from gnnbench.measure.compare.comparison import BASELINE, compare
-from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.run.results import write_json_atomic
-from gnnbench.measure.stats.sequential import StoppingRule
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import Entry
-from gnnbench.measure.sweep.rounds import run_calibration, run_sweep
+from gnnbench.measure.compare import AA_SEED_OFFSET, BASELINE, DEFAULT_EQUIVALENCE_MARGIN, compare
+from gnnbench.measure.stats import StoppingRule
+from gnnbench.measure.sweep import Entry, SweepOptions, run_calibration, run_sweep
 
 CONTROL = "half lr"
 

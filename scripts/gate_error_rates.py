@@ -58,6 +58,7 @@ from pathlib import Path
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment
 from gnnbench.measure.gate import (
+    CARRIERS,
     DEFAULT_BUDGET_SECONDS,
     DEFAULT_ROUNDS,
     DESIGNS,
@@ -66,8 +67,9 @@ from gnnbench.measure.gate import (
     default_benches,
     gate,
     gate_config,
+    summarize,
 )
-from gnnbench.measure.gate.rates import CARRIERS, format_rates, summarize
+from gnnbench.measure.gate.rates import format_rates
 from gnnbench.measure.gate.trees import trees_for
 
 # path -> (module file, class, method, import line, phases the gate should name)

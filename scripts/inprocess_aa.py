@@ -33,8 +33,8 @@ from gnnbench import registry
 from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.interleaved import BUILD_ORDERS, time_pair
-from gnnbench.measure.stats.intervals import paired_ratio
+from gnnbench.measure.run import BUILD_ORDERS, time_pair
+from gnnbench.measure.stats import paired_ratio
 from gnnbench.process import run_child
 from gnnbench.report.noise_md import noise_markdown
 from gnnbench.training import RunConfig, Trainer

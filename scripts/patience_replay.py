@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gnnbench.measure.compare.calibration import CALIBRATION  # noqa: E402
-from gnnbench.measure.run.results import RunResult, load_result  # noqa: E402
+from gnnbench.measure.compare import CALIBRATION  # noqa: E402
+from gnnbench.measure.run import RunResult, load_result  # noqa: E402
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau  # noqa: E402
 
 

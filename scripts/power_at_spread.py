@@ -17,10 +17,8 @@ import math
 import statistics
 from pathlib import Path
 
-from gnnbench.measure.compare.calibration import time_to
-from gnnbench.measure.compare.comparison import compare
-from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
-from gnnbench.measure.stats.intervals_sim import simulate_calibration
+from gnnbench.measure.compare import compare, time_to
+from gnnbench.measure.stats import DEFAULT_REPEATS, simulate_calibration
 from gnnbench.report.inputs import load_inputs
 
 

@@ -32,13 +32,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import gnnbench.measure.compare.comparison as comparison_module  # noqa: E402
 import gnnbench.measure.compare.time_to_accuracy as tta_module  # noqa: E402
-from gnnbench.measure.compare.calibration import CALIBRATION, time_to  # noqa: E402
-from gnnbench.measure.compare.comparison import compare, in_family  # noqa: E402
-from gnnbench.measure.compare.crossing import interpolated_crossing  # noqa: E402
-from gnnbench.measure.compare.paired_floor import clock_noise_sd  # noqa: E402
-from gnnbench.measure.run.results import Point, RunResult, load_result  # noqa: E402
-from gnnbench.measure.stats.intervals import equivalence, t_test_power  # noqa: E402
-from gnnbench.measure.stats.sequential import EQUIVALENCE_FUTILITY, StoppingRule, sd_floor  # noqa: E402
+from gnnbench.measure.compare import (  # noqa: E402
+    CALIBRATION,
+    clock_noise_sd,
+    compare,
+    in_family,
+    interpolated_crossing,
+    time_to,
+)
+from gnnbench.measure.run import Point, RunResult, load_result  # noqa: E402
+from gnnbench.measure.stats import (  # noqa: E402
+    EQUIVALENCE_FUTILITY,
+    StoppingRule,
+    equivalence,
+    sd_floor,
+    t_test_power,
+)
 
 
 def load(sweep: Path) -> tuple[dict, list[RunResult]]:

@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     from gnnbench.atomic import write_json_atomic
-    from gnnbench.measure.stats.intervals import paired_ratio
+    from gnnbench.measure.stats import paired_ratio
 
     plain, watched, estimates = [], [], []
     for r in range(args.rounds):

@@ -12,7 +12,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext, format_reasons
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.results import GraphInfo, Memory, Point, RunResult, StepCounts, Transfer
+from gnnbench.measure.run import GraphInfo, Memory, Point, RunResult, StepCounts, Transfer
 from gnnbench.training import RunConfig, config_unavailable
 from gnnbench.training.availability import reasons
 

@@ -33,7 +33,7 @@ from gnnbench.advice.rules import (
 )
 from gnnbench.env import resolve_device
 from gnnbench.host_memory import peak_bytes
-from gnnbench.measure.run.device_busy import BusySampler
+from gnnbench.measure.run import BusySampler
 from gnnbench.process import StepUsage, in_effect, threads_in_effect
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig, Trainer

@@ -31,8 +31,8 @@ from typing import Any, Callable
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis
 from gnnbench.flags import UnavailableError
-from gnnbench.measure.run.interleaved import BUILD_ORDERS, PairRefused, PairTiming, time_pair
-from gnnbench.measure.stats.intervals import RatioInterval, equivalence
+from gnnbench.measure.run import BUILD_ORDERS, PairRefused, PairTiming, time_pair
+from gnnbench.measure.stats import RatioInterval, equivalence
 from gnnbench.text import ratio
 from gnnbench.training import RunConfig
 

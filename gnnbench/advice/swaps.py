@@ -8,7 +8,7 @@ import dataclasses
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.measure.sweep.plan import Entry
+from gnnbench.measure.sweep import Entry
 from gnnbench.training import RunConfig, config_unavailable
 
 __all__ = ["SWAP_PREFIX", "changed_fields", "swap_moves", "swap_entries"]

@@ -25,11 +25,8 @@ from gnnbench.advice.diagnose import Diagnosis, diagnose
 from gnnbench.advice.rules import RULES
 from gnnbench.advice.swaps import SWAP_PREFIX, changed_fields, swap_entries, swap_moves
 from gnnbench.env import resolve_device
-from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration
-from gnnbench.measure.compare.comparison import ComparisonRow
-from gnnbench.measure.sweep.full import sweep_and_compare
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.rounds import run_calibration
+from gnnbench.measure.compare import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, Calibration, ComparisonRow
+from gnnbench.measure.sweep import SweepOptions, run_calibration, sweep_and_compare
 from gnnbench.text import pp, ratio
 from gnnbench.training import RunConfig, config_unavailable
 

@@ -9,7 +9,7 @@ from typing import Iterable
 
 from gnnbench import registry
 from gnnbench.advice.diagnose import Diagnosis
-from gnnbench.measure.compare.comparison import BASELINE, FLOOR_KEY, ComparisonRow
+from gnnbench.measure.compare import BASELINE, FLOOR_KEY, ComparisonRow
 from gnnbench.text import noise_floor, pp, ratio
 
 __all__ = ["verify_names", "verdicts"]

@@ -21,7 +21,7 @@ __all__ = ["cmd_run", "cmd_compare", "cmd_diagnose", "cmd_tune", "cmd_regress", 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
 
     if args.memory_budget is not None:
         return _memory_ladder(args, parse_size(args.memory_budget, option="--memory-budget"))
@@ -57,8 +57,8 @@ def _failures(results, command: str) -> int:
 def _memory_ladder(args: argparse.Namespace, budget: int) -> int:
     """``run --memory-budget``: the out-of-memory ladder's path (:mod:`gnnbench.advice.ladder`); 1 when nothing fits."""
     from gnnbench.advice.ladder import walk
+    from gnnbench.atomic import write_json_atomic
     from gnnbench.cli.tables import format_ladder
-    from gnnbench.measure.run.results import write_json_atomic
 
     config = config_from_args(args, args.flags)
     result = walk(config, budget, progress=lambda r: print(f"  {r.rung}: {r.status}", file=sys.stderr, flush=True))
@@ -80,8 +80,7 @@ def default_runs_dir(preset: str, device: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from gnnbench.measure.sweep.full import sweep_and_compare
-    from gnnbench.measure.sweep.plan import check_also_measured
+    from gnnbench.measure.sweep import check_also_measured, sweep_and_compare
 
     base, chosen = resolve_run(args, [])
     base = with_nproc(base, args)
@@ -108,7 +107,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _compare_options(args: argparse.Namespace, names: list[str] | None, out_dir: str):
     """How ``compare`` measures, built once from its arguments (:class:`~gnnbench.measure.sweep.options.SweepOptions`)."""
-    from gnnbench.measure.sweep.options import SweepOptions
+    from gnnbench.measure.sweep import SweepOptions
 
     return SweepOptions(
         repeats=args.repeats,
@@ -139,7 +138,7 @@ def _executor(args: argparse.Namespace, out_dir: str):
         return None
     from pathlib import Path
 
-    from gnnbench.measure.sweep.executors import RoundExecutor
+    from gnnbench.measure.sweep import RoundExecutor
 
     return RoundExecutor(
         args.executor,
@@ -221,8 +220,7 @@ def _verify(args: argparse.Namespace, d, config, graph_name: str, out: dict) -> 
     """``diagnose --verify``: the top recommendations measured against the baseline (``out["verify"]``) and
     whether each pays here; 1 when a measured run failed. ``graph_name`` names the default results folder."""
     from gnnbench.advice.verdicts import verdicts, verify_names
-    from gnnbench.measure.sweep.full import sweep_and_compare
-    from gnnbench.measure.sweep.options import SweepOptions
+    from gnnbench.measure.sweep import SweepOptions, sweep_and_compare
 
     labels = verify_names(d, top=args.top)
     if not labels:
@@ -457,8 +455,7 @@ def _bisect(args: argparse.Namespace, gated, out: dict) -> None:
 
 def cmd_gpu_check(args: argparse.Namespace) -> int:
     from gnnbench.env import environment, resolve_device
-    from gnnbench.measure.sweep.full import sweep_and_compare
-    from gnnbench.measure.sweep.options import SweepOptions
+    from gnnbench.measure.sweep import SweepOptions, sweep_and_compare
     from gnnbench.training import RunConfig
 
     device = resolve_device(args.device)
@@ -498,7 +495,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
 
     config, chosen = resolve_run(args, args.flags)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if config.device.startswith("cuda") else [])

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gnnbench.measure.run.launch import DEFAULT_TIMEOUT
+from gnnbench.measure.run import DEFAULT_TIMEOUT
 from gnnbench.report.distributed_text import advice_lines, detail_lines, share_text, wire_text
 from gnnbench.text import milliseconds, percent
 
@@ -93,9 +93,8 @@ def run_distributed(config: Any, args: argparse.Namespace) -> int:
     """``gnnbench run --nproc N`` (N > 1): launch, then print the result with its distributed figures.
     Exit 1 with the one-line error when the run failed; a configuration that cannot run says why."""
     from gnnbench.cli.tables import format_run
-    from gnnbench.measure.compare.comparison import distributed_summary
-    from gnnbench.measure.run.results import RunResult
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.compare import distributed_summary
+    from gnnbench.measure.run import RunResult, run
 
     timeout = getattr(args, "dist_timeout", DEFAULT_TIMEOUT)
     with tempfile.TemporaryDirectory(prefix="gnnbench-run-") as tmp:

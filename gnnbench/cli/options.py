@@ -407,7 +407,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 def add_calibration_args(p: argparse.ArgumentParser) -> None:
     """The target of a sweep, fixed before it (gnnbench.measure.compare.calibration): compare, diagnose --verify, tune."""
-    from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
+    from gnnbench.measure.compare import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
 
     p.add_argument(
         "--calibration-runs",

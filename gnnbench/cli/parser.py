@@ -16,10 +16,10 @@ from gnnbench.cli.options import (
     parse_benches,
     parse_flags,
 )
-from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
+from gnnbench.measure.compare import DEFAULT_EQUIVALENCE_MARGIN
 from gnnbench.measure.gate import COUNT_PROCESSES, DEFAULT_ROUNDS, DESIGNS, DUET
-from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
-from gnnbench.measure.stats.sequential import MIN_ROUNDS as ACCURACY_ROUNDS
+from gnnbench.measure.stats import DEFAULT_REPEATS
+from gnnbench.measure.stats import MIN_ROUNDS as ACCURACY_ROUNDS
 
 __all__ = ["build_parser"]
 

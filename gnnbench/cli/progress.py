@@ -10,8 +10,8 @@ import time
 from typing import Callable
 
 from gnnbench.cli.eta import Eta, duration
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.sweep.full import SweepProgress
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.sweep import SweepProgress
 
 __all__ = ["training_bar", "SweepLines", "RunLines", "run_seconds"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from gnnbench.flags import Flags
-from gnnbench.measure.compare.comparison import (
+from gnnbench.measure.compare import (
+    AA_INPROCESS_LABEL,
     BASELINE,
     STATIC_LIST,
     ComparisonRow,
@@ -14,9 +15,8 @@ from gnnbench.measure.compare.comparison import (
     tradeoffs,
     verdict_summary,
 )
-from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
-from gnnbench.measure.run.results import Accuracy, Memory, RunResult, graph_label
-from gnnbench.measure.sweep.best_set import outcome_line
+from gnnbench.measure.run import Accuracy, Memory, RunResult, graph_label
+from gnnbench.measure.sweep import outcome_line
 from gnnbench.report.distributed_text import advice_lines, detail_lines, summary_line
 from gnnbench.text import human_bytes, noise_floor, percent, pp, ratio, ratio_of, seconds
 

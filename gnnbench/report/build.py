@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 from gnnbench.report.html import esc
 from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
 from gnnbench.report.sections import (

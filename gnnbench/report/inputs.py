@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from gnnbench.measure.run.results import RunResult, load_result
+from gnnbench.measure.run import RunResult, load_result
 
 __all__ = ["ReportInputs", "load_inputs", "asv_series", "env_label", "inputs_fingerprint"]
 
@@ -90,7 +90,7 @@ def _sweep_dir(f: Path, root: Path) -> Path:
 def sweep_rule(group: Path):
     """The stopping rule a sweep's manifest recorded (:class:`gnnbench.measure.stats.sequential.StoppingRule`), or
     ``None`` for a sweep that ran every round."""
-    from gnnbench.measure.stats.sequential import StoppingRule
+    from gnnbench.measure.stats import StoppingRule
 
     rule = (_read_json(group / MANIFEST) or {}).get("rule")
     return StoppingRule.from_dict(rule) if rule else None
@@ -162,7 +162,7 @@ def _load_run(f: Path, root: Path) -> tuple[str, RunResult] | None:
 def _fill_optimizations(runs_by_sweep: dict[str, list[RunResult]]) -> None:
     """Where a result does not record the optimizations it turns on (a schema 1 sweep), infer them from its flags
     against its sweep's baseline."""
-    from gnnbench.measure.compare.comparison import BASELINE
+    from gnnbench.measure.compare import BASELINE
 
     for runs in runs_by_sweep.values():
         base_flags = next((r.config.get("flags") for r in runs if r.label == BASELINE), None)

@@ -12,9 +12,17 @@ import re
 import sys
 from pathlib import Path
 
-from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, compare
-from gnnbench.measure.compare.family import NO_EFFECT, in_family, no_effect_text, verdict_of, verdict_summary
-from gnnbench.measure.sweep.best_set import BEST_SET_DIR
+from gnnbench.measure.compare import (
+    AA_LABEL,
+    BASELINE,
+    NO_EFFECT,
+    compare,
+    in_family,
+    no_effect_text,
+    verdict_of,
+    verdict_summary,
+)
+from gnnbench.measure.sweep import BEST_SET_DIR
 from gnnbench.text import noise_floor, pp, ratio_of
 
 __all__ = ["reference_markdown", "sweep_minutes", "MARKERS"]
@@ -123,7 +131,7 @@ def reference_markdown(sweep: str | Path) -> str:
 
 def _best_set_line(sweep: Path) -> str | None:
     """The measured best set, from the sweep's manifest and its ``best-set`` folder."""
-    from gnnbench.measure.sweep.best_set import outcome_line
+    from gnnbench.measure.sweep import outcome_line
     from gnnbench.report.inputs import load_inputs
     from gnnbench.report.sections.sweep import Sweep, best_set_outcome, load_sweeps
 

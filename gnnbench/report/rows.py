@@ -5,7 +5,7 @@ the page's summary read a row the same way).
 
 from __future__ import annotations
 
-from gnnbench.measure.compare.comparison import BASELINE, FLOOR_KEY, ComparisonRow, PairedRatio
+from gnnbench.measure.compare import BASELINE, FLOOR_KEY, ComparisonRow, PairedRatio
 from gnnbench.text import absent, noise_floor, ratio, ratio_of
 
 _BOUND_SIGN = {"at most": "≤ ", "at least": "≥ "}  # a censored time-to-accuracy ratio is a bound

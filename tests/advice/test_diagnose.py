@@ -28,7 +28,7 @@ from gnnbench.advice.scenarios import SCENARIOS, get_scenario
 from gnnbench.advice.verdicts import verdicts, verify_names
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.compare.comparison import ComparisonRow
+from gnnbench.measure.compare import ComparisonRow
 from gnnbench.timing import PHASES
 from gnnbench.training import RunConfig
 from tests.helpers import DATA
@@ -589,7 +589,7 @@ def user_configs(draw):
 def test_any_valid_user_configuration_gets_a_diagnosis_and_a_sweep(config):
     """diagnose always prints a bottleneck and a ranked list (or says nothing targets it), and compare's entry
     derivation never raises: an entry that cannot apply is listed as such."""
-    from gnnbench.measure.sweep.plan import sweep_entries
+    from gnnbench.measure.sweep import sweep_entries
     from gnnbench.training import config_unavailable
 
     assume(not config_unavailable(config))

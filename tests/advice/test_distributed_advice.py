@@ -3,9 +3,9 @@
 from gnnbench.advice.distributed import distributed_advice
 from gnnbench.advice.rules import RULES, Rules
 from gnnbench.cli.tables import format_distributed
-from gnnbench.measure.compare.comparison import ComparisonRow, PairedRatio
-from gnnbench.measure.compare.comparison import distributed_summary as _distributed_summary
-from gnnbench.measure.run.results import Accuracy, RunResult
+from gnnbench.measure.compare import ComparisonRow, PairedRatio
+from gnnbench.measure.compare import distributed_summary as _distributed_summary
+from gnnbench.measure.run import Accuracy, RunResult
 from tests.helpers import result_of
 
 GiB = 2**30
@@ -79,7 +79,7 @@ def test_compare_rows_carry_scaling_efficiency_and_the_advice():
 
 
 def test_report_has_a_distributed_section_for_multi_rank_rows():
-    from gnnbench.measure.compare.comparison import Comparison
+    from gnnbench.measure.compare import Comparison
     from gnnbench.report.sections.table import distributed_html
 
     summary = _distributed_summary([_run(1.0, 0.5)], STEP)
@@ -98,11 +98,11 @@ def test_a_stored_multi_rank_result_is_reused_with_the_ranks_thread_count(tmp_pa
     import dataclasses
 
     from gnnbench import registry
+    from gnnbench.atomic import write_json_atomic
     from gnnbench.env import environment
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.run.launch import rank_threads
-    from gnnbench.measure.run.results import RunResult, write_json_atomic
-    from gnnbench.measure.sweep.plan import Entry
+    from gnnbench.measure.run import RunResult, rank_threads
+    from gnnbench.measure.sweep import Entry
     from gnnbench.measure.sweep.rounds import _stored
     from gnnbench.training import RunConfig
 
@@ -174,7 +174,7 @@ def _partition_run(label: str, rnd: int, step: float, part: dict | None = None) 
 
 
 def test_partition_rows_show_the_partition_and_their_efficiency_against_full_batch():
-    from gnnbench.measure.compare.comparison import compare
+    from gnnbench.measure.compare import compare
 
     runs = [
         _partition_run(label, k, step, PART if label == "partition_metis" else None)
@@ -197,7 +197,7 @@ def test_partition_rows_show_the_partition_and_their_efficiency_against_full_bat
 
 
 def test_compression_rows_carry_their_accuracy_against_dense_data_parallel():
-    from gnnbench.measure.compare.comparison import compare
+    from gnnbench.measure.compare import compare
 
     def run(label: str, rnd: int, test: float) -> dict:
         r = _partition_run(label, rnd, 0.1)

@@ -10,7 +10,7 @@ from gnnbench.cli.options import parse_size
 from gnnbench.cli.tables import format_ladder
 from gnnbench.flags import Flags, UnavailableError
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.workload import BENCH_FLAGS
+from gnnbench.measure.run import BENCH_FLAGS
 from gnnbench.text import human_bytes
 from gnnbench.training import RunConfig
 

@@ -22,8 +22,8 @@ from gnnbench.advice.measured import (
 )
 from gnnbench.advice.recommend import Recommendation
 from gnnbench.advice.rules import Finding
-from gnnbench.measure.run.interleaved import PairTiming
-from gnnbench.measure.stats.intervals import RatioInterval
+from gnnbench.measure.run import PairTiming
+from gnnbench.measure.stats import RatioInterval
 
 
 def _diagnosis(names: list[str]) -> Diagnosis:

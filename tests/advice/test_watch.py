@@ -488,7 +488,7 @@ def test_on_a_cpu_no_busy_share_is_claimed():
 def test_the_device_busy_share_comes_from_nvml_on_cuda():
     if not torch.cuda.is_available():
         pytest.skip("needs CUDA")
-    from gnnbench.measure.run.device_busy import BusySampler
+    from gnnbench.measure.run import BusySampler
 
     torch.manual_seed(0)
     data = _data()

@@ -235,8 +235,8 @@ def test_run_command_errors(capsys):
 
 def test_a_measured_run_that_failed_makes_the_command_exit_1_and_an_unavailable_entry_does_not(capsys):
     from gnnbench.cli.commands import _failures
-    from gnnbench.measure.run.results import RunResult
-    from gnnbench.measure.sweep.rounds import SweepResults
+    from gnnbench.measure.run import RunResult
+    from gnnbench.measure.sweep import SweepResults
 
     results = SweepResults(
         [

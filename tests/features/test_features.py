@@ -225,7 +225,7 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
     import dataclasses
 
     from gnnbench import registry
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from tests.helpers import QUICK
 
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for(["full_batch"], QUICK.flags))
@@ -238,7 +238,7 @@ def test_full_batch_on_a_gpu_copies_the_host_features_once():
 
 def test_hit_rates_are_kept_per_epoch_in_every_result():
     from gnnbench.features.transfer_stats import TransferStats
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from tests.helpers import QUICK
 
     s = TransferStats()

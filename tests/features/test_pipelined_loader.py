@@ -12,7 +12,7 @@ from gnnbench import registry
 from gnnbench.features.pipelined import pipelined
 from gnnbench.features.placement import unavailable
 from gnnbench.flags import Flags, RunContext
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from tests.helpers import QUICK
 
 

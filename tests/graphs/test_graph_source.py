@@ -23,7 +23,7 @@ from gnnbench.graphs.source import (
     open_source,
     prepared_path,
 )
-from gnnbench.measure.run.results import graph_label
+from gnnbench.measure.run import graph_label
 from gnnbench.training import RunConfig
 
 

@@ -109,7 +109,8 @@ class _Observer(TorchDispatchMode):
 @pytest.mark.slow
 def test_layerwise_respects_the_precision_policy(tiny_graph, model_name, monkeypatch):
     # observed on the scatter path (its index_add shows the aggregation dtype): evaluation's own kernel choice
-    # (AggregationPolicy.evaluation_mode) is set aside here; tests/measure/test_time_to_accuracy_rounds.py covers it
+    # (AggregationPolicy.evaluation_mode) is set aside here; tests/measure/compare/test_time_to_accuracy_rounds.py
+    # covers it
     monkeypatch.setattr(AggregationPolicy, "evaluation_mode", lambda self, device_type: self.mode)
     for mode, agg_dtype in (("off", torch.float32), ("partial", torch.float32), ("full", torch.bfloat16)):
         prepared, precision, policy, model = _setup(tiny_graph, model_name, Flags(), mode)
@@ -200,7 +201,7 @@ def test_edges_not_sorted_by_target_are_refused(tiny_graph):
 
 def test_trainer_evaluation_equals_the_whole_graph_forward_and_reports_its_memory():
     from gnnbench.cli.tables import format_run
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from gnnbench.training import Trainer
 
     for task in ("node", "link"):

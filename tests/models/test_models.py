@@ -123,7 +123,7 @@ def test_uniform_dropout_has_dropouts_distribution_and_gradient():
 def test_fast_dropout_trains_to_the_baselines_accuracy():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from gnnbench.training import RunConfig
 
     accs = {}

@@ -14,7 +14,7 @@ from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.nets import GCN
 from gnnbench.models.precision import Precision

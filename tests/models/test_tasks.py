@@ -7,7 +7,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.models.tasks import auc, hits_at_k
 from gnnbench.sampling.loaders import LinkBatches, training_pairs
 from tests.helpers import QUICK

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from gnnbench.flags import Flags
-from gnnbench.measure.run.launch import run_local, survivors
+from gnnbench.measure.run import run_local, survivors
 from gnnbench.parallel.compression import CommRecorder, TopKState, timed_hook, topk_compress, topk_count, topk_hook
 
 STEPS = 4

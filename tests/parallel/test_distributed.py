@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from gnnbench import registry
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.launch import DistributedRunError, launch, survivors
+from gnnbench.measure.run import DistributedRunError, survivors
+from gnnbench.measure.run.launch import launch
 from gnnbench.sampling.sharded import SeedShards, ShardedNeighborBatches
 from gnnbench.training import RunConfig, config_unavailable
 
@@ -130,7 +131,7 @@ def test_availability_says_why_with_one_process():
 
 
 def test_sweep_runs_the_baseline_in_one_process_and_parallel_entries_on_n_ranks():
-    from gnnbench.measure.sweep.plan import sweep_entries
+    from gnnbench.measure.sweep import sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel", "topk_compression"], repeats=1)
@@ -199,9 +200,7 @@ def test_cli_refuses_nproc_without_a_parallel_mode(capsys):
 
 @pytest.mark.slow
 def test_sweep_launches_parallel_entries_through_torchrun(tmp_path):
-    from gnnbench.measure.sweep.options import SweepOptions
-    from gnnbench.measure.sweep.plan import sweep_entries
-    from gnnbench.measure.sweep.rounds import run_sweep
+    from gnnbench.measure.sweep import SweepOptions, run_sweep, sweep_entries
 
     base = dataclasses.replace(_config(), flags=Flags(batch_size=128, fanout=(10, 5)))
     entries = sweep_entries(base, ["data_parallel"], repeats=1, include_all_recommended=False)

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.run.launch import free_port, run_local
+from gnnbench.measure.run import free_port, run_local
 from gnnbench.parallel.halo import (
     HaloExchange,
     HaloExchangeError,

@@ -17,7 +17,8 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.launch import launch, run_local, survivors
+from gnnbench.measure.run import run_local, survivors
+from gnnbench.measure.run.launch import launch
 from gnnbench.training import RunConfig, config_unavailable
 
 SPEC = GraphSpec.preset("tiny", num_nodes=600)

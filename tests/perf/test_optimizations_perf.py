@@ -15,8 +15,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import UnavailableError
 from gnnbench.graphs import generate
-from gnnbench.measure.run.interleaved import time_pair
-from gnnbench.measure.run.workload import BENCH_FLAGS, bench_config, bench_spec
+from gnnbench.measure.run import BENCH_FLAGS, bench_config, bench_spec, time_pair
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import skip_unless_runs
 

@@ -16,7 +16,7 @@ import pytest
 
 from gnnbench import process, registry
 from gnnbench.flags import Flags
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.process import allocators, readback
 from tests.helpers import QUICK, ROOT
 

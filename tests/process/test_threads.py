@@ -11,7 +11,7 @@ import torch
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.process import threads
 from tests.helpers import QUICK
 

@@ -79,7 +79,7 @@ def test_readme_labor_paragraph_matches_its_sweep():
     import json
     import re
 
-    from gnnbench.measure.compare.comparison import compare
+    from gnnbench.measure.compare import compare
     from gnnbench.report.inputs import load_inputs, sweep_equivalence_margin, sweep_rule
 
     sweep = ROOT / "results" / "reference" / "compare-small-labor-cpu"

@@ -14,8 +14,7 @@ import torch
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.run.single import run
-from gnnbench.measure.run.workload import BENCH_FLAGS
+from gnnbench.measure.run import BENCH_FLAGS, run
 from gnnbench.training import RunConfig
 from tests.helpers import skip_unless_runs
 

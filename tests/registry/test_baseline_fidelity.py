@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.sampling.sampler import make_neighbor_sampler
 from gnnbench.training import RunConfig
 

@@ -12,7 +12,7 @@ import pytest
 from gnnbench import registry
 from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.training import RunConfig
 
 SPEC = GraphSpec.preset("tiny", num_nodes=2000)

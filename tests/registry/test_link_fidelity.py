@@ -18,7 +18,7 @@ from gnnbench.flags import Flags
 from gnnbench.graphs import GraphSpec, generate
 from gnnbench.graphs.norm import gcn_norm
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.precision import Precision
 from gnnbench.models.tasks import LinkPrediction, evaluation_negatives

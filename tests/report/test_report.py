@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.run.results import SCHEMA_VERSION, RunResult
+from gnnbench.measure.run import SCHEMA_VERSION, RunResult
 from gnnbench.report import build_report, load_inputs
 from gnnbench.report.inputs import asv_series
 from tests.helpers import DATA, ROOT
@@ -24,9 +24,7 @@ V1_SWEEP = DATA / "v1_sweep"  # files written with result schema 1
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from gnnbench.measure.sweep.options import SweepOptions
-    from gnnbench.measure.sweep.plan import sweep_entries
-    from gnnbench.measure.sweep.rounds import run_sweep
+    from gnnbench.measure.sweep import SweepOptions, run_sweep, sweep_entries
     from tests.helpers import QUICK
 
     out_dir = tmp_path_factory.mktemp("sweep")
@@ -108,7 +106,7 @@ def test_report_sweep_shows_floor_ranking_work_and_paired_accuracy(report):
 def test_effects_within_the_floor_are_below_it():
     from dataclasses import replace
 
-    from gnnbench.measure.compare.rows import ComparisonRow
+    from gnnbench.measure.compare import ComparisonRow
     from gnnbench.report.rows import below_floor
 
     floors = {"epoch": 1.05, "time_to_accuracy": 1.10}
@@ -138,7 +136,7 @@ def constructed(tmp_path_factory):
     """A calibrated sweep run to plateaus: ``fast_lossy`` reaches the target faster in every round but costs 2 pp;
     ``fast_dropout`` misses it in one round of five (censored at the 18 s budget)."""
     from gnnbench.report.inputs import ReportInputs
-    from tests.measure.test_sweep import _result, _sweep
+    from tests.measure.sweep.test_sweep import _result, _sweep
 
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
@@ -268,7 +266,7 @@ def test_committed_compression_reference_compares_against_dense_data_parallel():
     data_parallel paired by round, and top-k's bytes within the issue's 3% of dense."""
     if not COMPRESSION.exists():
         pytest.skip("no committed compression reference")
-    from gnnbench.measure.compare.comparison import compare
+    from gnnbench.measure.compare import compare
 
     inputs = load_inputs(runs=[COMPRESSION])
     assert all(r.config["optimizer"] == "sgd" for r in inputs.runs)
@@ -393,7 +391,7 @@ def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
 
 
 def test_asv_history_lists_its_change_points(tmp_path):
-    from gnnbench.measure.gate.history import available
+    from gnnbench.measure.gate import available
     from gnnbench.report.inputs import ReportInputs
 
     if available():
@@ -485,10 +483,10 @@ def test_the_reports_history_renders_its_series_in_headless_chromium(tmp_path):
 def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_path):
     """A sweep's manifest names the set it chose; its rounds (the ``best-set`` folder) are judged on the target the
     sweep's manifest recorded, and the page says what they measured before the best single row."""
-    from gnnbench.measure.sweep.best_set import BEST_SET_DIR, BestSetChoice
+    from gnnbench.measure.sweep import BEST_SET_DIR, BestSetChoice
     from gnnbench.report.inputs import ReportInputs
-    from tests.measure.test_best_set import _set_runs
-    from tests.measure.test_sweep import _result, _sweep
+    from tests.measure.sweep.test_best_set import _set_runs
+    from tests.measure.sweep.test_sweep import _result, _sweep
 
     main, sub = tmp_path / "compare-x", tmp_path / "compare-x" / BEST_SET_DIR
     sub.mkdir(parents=True)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from gnnbench.flags import Flags
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.sampling import cache as cache_module
 from gnnbench.sampling.cache import BatchCache, cache_size, clean_cache, sampling_code_version
 from gnnbench.sampling.sources import graph_fingerprint, make_batch_source

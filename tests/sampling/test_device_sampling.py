@@ -94,7 +94,7 @@ def test_device_sampling_is_refused_with_reasons_where_it_cannot_run():
 def test_training_with_sampling_on_the_device(name):
     import dataclasses
 
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from tests.helpers import QUICK
 
     cfg = dataclasses.replace(QUICK, device="cuda", flags=registry.flags_for([name], QUICK.flags))
@@ -190,7 +190,7 @@ def test_training_with_labor_sampled_on_the_device(name):
     near the host LABOR run's."""
     import dataclasses
 
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from tests.helpers import QUICK
 
     on_cuda = dataclasses.replace(QUICK, device="cuda")

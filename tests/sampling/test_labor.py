@@ -279,7 +279,7 @@ def test_the_labor_entry_trains_and_its_batches_carry_their_weights():
     from gnnbench import registry
     from gnnbench.graphs import generate
     from gnnbench.graphs.prepare import prepare
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
     from gnnbench.sampling.sources import make_batch_source
     from tests.helpers import QUICK
 

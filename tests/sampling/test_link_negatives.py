@@ -13,9 +13,8 @@ from hypothesis import strategies as st
 from gnnbench.cli.tables import format_run
 from gnnbench.flags import Flags, RunContext
 from gnnbench.graphs.prepare import prepare
-from gnnbench.measure.compare.comparison import ComparisonRow, compare
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.run.single import run
+from gnnbench.measure.compare import ComparisonRow, compare
+from gnnbench.measure.run import RunResult, run
 from gnnbench.models.tasks import NodeClassification, link_loss
 from gnnbench.report.inputs import load_inputs
 from gnnbench.report.sections.charts import phases_present

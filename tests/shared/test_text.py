@@ -76,7 +76,7 @@ def test_ratio_of_reads_a_paired_ratio():
     assert ratio_of({"ratio": 1.06, "low": NAN, "high": NAN}, one_round=True) == "1.06x (one round: no interval)"
     assert ratio_of(None) == "-" and ratio_of({}) == "-" and ratio_of(None, missing="n/a") == "n/a"
     assert ratio_of({"ratio": 0.6, "low": 0.5, "high": 0.7}, unit="") == "0.60 [0.50, 0.70]"
-    from gnnbench.measure.compare.rows import PairedRatio  # a compare row's ratio: read by attribute
+    from gnnbench.measure.compare import PairedRatio  # a compare row's ratio: read by attribute
 
     assert (
         ratio_of(PairedRatio(ratio=1.49, low=1.33, high=1.67, significant=True, rounds=5, p=0.01, log_ratios=[]))
@@ -199,7 +199,7 @@ def test_run_compare_and_report_show_the_same_distributed_figures():
     """One formatter: the run's block, the compare table and the report print the same share, bytes and details."""
     from gnnbench.cli.distributed import format_ranks
     from gnnbench.cli.tables import format_distributed
-    from gnnbench.measure.compare.comparison import Comparison, ComparisonRow
+    from gnnbench.measure.compare import Comparison, ComparisonRow
     from gnnbench.report.distributed_text import partition_text, share_text, wire_text
     from gnnbench.report.sections.table import distributed_html
 

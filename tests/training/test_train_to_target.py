@@ -6,19 +6,18 @@ import json
 
 import pytest
 
-from gnnbench.measure.compare.calibration import (
+from gnnbench.measure.compare import (
+    AA_LABEL,
     AA_SEED_OFFSET,
     CALIBRATION,
     CALIBRATION_SEED_OFFSET,
     MIN_POINTS_BEFORE_TARGET,
     calibrate,
     censor_at,
+    compare,
     plateau_level,
 )
-from gnnbench.measure.compare.comparison import AA_LABEL, compare
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import sweep_entries
-from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
+from gnnbench.measure.sweep import MANIFEST, SweepOptions, run_calibration, run_sweep, sweep_entries
 from gnnbench.training import Trainer
 from gnnbench.training.stopping import MIN_PATIENCE_STEPS, Plateau, eval_interval
 from tests.helpers import QUICK, result_of

@@ -7,7 +7,7 @@ import torch
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.measure.run.single import run
+from gnnbench.measure.run import run
 from gnnbench.timing import PHASES, summarize
 from gnnbench.training import RunConfig
 from gnnbench.training.optim import hook_momentum, make_optimizer

@@ -16,7 +16,7 @@ from gnnbench.advice.op_profile import OpProfile, profile_shares
 from gnnbench.advice.rules import RULES, Rules
 from gnnbench.advice.watch.patches import Patches
 from gnnbench.advice.watch.verdict import Verdict
-from gnnbench.measure.run.device_busy import BusySampler
+from gnnbench.measure.run import BusySampler
 from gnnbench.process import StepUsage
 from gnnbench.timing import PHASE_RANGE
 

@@ -35,8 +35,17 @@ from functools import reduce
 from typing import Any, Callable
 
 from gnnbench.advice.watch.changes import BASELINE, ScriptChange
-from gnnbench.measure.stats.intervals import RatioInterval, holm, noise_floor, paired_ratio, t_quantile
-from gnnbench.measure.stats.sequential import SIGNIFICANT, StoppingRule, family_p_values, settled
+from gnnbench.measure.stats import (
+    SIGNIFICANT,
+    RatioInterval,
+    StoppingRule,
+    family_p_values,
+    holm,
+    noise_floor,
+    paired_ratio,
+    settled,
+    t_quantile,
+)
 from gnnbench.process import DEFAULT_CHILD_TIMEOUT_S, run_child
 
 DEFAULT_ROUNDS = 4  # rounds of --verify every variant receives (each runs the baseline and every variant once)

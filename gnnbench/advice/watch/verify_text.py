@@ -8,7 +8,7 @@ import statistics
 from typing import Any
 
 from gnnbench.advice.watch.verify import COMPILE_WARMUP, Outcome, Verification
-from gnnbench.measure.stats.sequential import FUTILE, SIGNIFICANT
+from gnnbench.measure.stats import FUTILE, SIGNIFICANT
 
 
 def _verdict(o: Outcome, floor: float) -> str:

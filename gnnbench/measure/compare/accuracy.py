@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gnnbench.measure.compare.derived import DERIVED_LABEL
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 from gnnbench.training.stopping import CONVERGED_REASONS, TIME_TO_ACCURACY_REASONS
 
 __all__ = [

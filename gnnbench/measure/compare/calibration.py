@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from gnnbench.measure.run.results import Point, RunResult
+from gnnbench.measure.run import Point, RunResult
 
 __all__ = [
     "CALIBRATION",

@@ -9,7 +9,7 @@ The pieces of a row live beside this module: :mod:`~gnnbench.measure.compare.row
 censoring, or derived), :mod:`~gnnbench.measure.compare.accuracy` (at convergence or at equal steps),
 :mod:`~gnnbench.measure.compare.distributed` (multi-rank figures), :mod:`~gnnbench.measure.compare.family` (family-wise
 verdicts, the ranking, what pays) and :mod:`~gnnbench.measure.compare.identity` (results of one sweep only). Their public
-names are importable from here too.
+names are imported from those modules inside the room, and from :mod:`gnnbench.measure.compare` outside it.
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from typing import Any
 from gnnbench import registry
 from gnnbench.flags import format_reasons
 from gnnbench.measure.compare.accuracy import (
-    NO_COST_PP,
     acc_verdict,
     converged_test,
-    equal_steps_test,
     paired_accuracy,
     paired_at_target,
     time_to_accuracy_run,
@@ -39,16 +37,11 @@ from gnnbench.measure.compare.factors import convergence_judged_tta, steps_equiv
 from gnnbench.measure.compare.family import (
     family_wise,
     in_family,
-    measured_best,
-    no_effect_text,
     no_effect_verdicts,
-    pareto_front,
     rank_key,
     round_log_ratios,
-    tradeoffs,
-    verdict_summary,
 )
-from gnnbench.measure.compare.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
+from gnnbench.measure.compare.identity import MixedSweepError, identity_problem
 from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_step
 from gnnbench.measure.compare.paired import by_round, end_to_end, epoch_time, mean_interval, ratio_over_rounds
 from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, reads_pairs, row_floors
@@ -58,10 +51,8 @@ from gnnbench.measure.compare.rows import (
     BASELINE,
     E2E_BASELINE,
     EPOCH_TIME,
-    FLOOR_KEY,
     JUDGED_PER_STEP,
     MEASURED_SUFFIX,
-    STATIC_LIST,
     TIME_TO_ACCURACY,
     ComparisonRow,
     PairedRatio,
@@ -69,41 +60,10 @@ from gnnbench.measure.compare.rows import (
     TtaFactors,
 )
 from gnnbench.measure.compare.time_to_accuracy import derived_tta, measured_tta
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.stats.intervals import noise_floor
-from gnnbench.measure.stats.sequential import Stop, StoppingRule, settled
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.stats import Stop, StoppingRule, noise_floor, settled
 
-__all__ = [
-    "Comparison",
-    "ComparisonRow",
-    "PairedRatio",
-    "TimeToAccuracy",
-    "compare",
-    "compare_rows",
-    "distributed_summary",
-    "BASELINE",
-    "AA_LABEL",
-    "E2E_BASELINE",
-    "MEASURED_SUFFIX",
-    "FLOOR_KEY",
-    "in_family",
-    "identity_problem",
-    "MixedSweepError",
-    "IDENTITY_KEYS",
-    "NO_COST_PP",
-    "converged_test",
-    "equal_steps_test",
-    "time_to_accuracy_run",
-    "sampled_summary",
-    "mean_interval",
-    "measured_best",
-    "tradeoffs",
-    "pareto_front",
-    "rank_key",
-    "STATIC_LIST",
-    "no_effect_text",
-    "verdict_summary",
-]
+__all__ = ["Comparison", "compare", "compare_rows", "sampled_summary"]
 
 
 @dataclass

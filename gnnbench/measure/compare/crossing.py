@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gnnbench.measure.run.results import Point, RunResult
+from gnnbench.measure.run import Point, RunResult
 
 __all__ = ["interpolated_crossing", "steps_to", "seconds_to"]
 

@@ -24,7 +24,7 @@ import math
 from typing import Any, Iterable
 
 from gnnbench import registry
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 
 __all__ = [
     "MIN_SHORT_EPOCHS",

@@ -16,7 +16,7 @@ from gnnbench import registry
 from gnnbench.measure.compare.accuracy import acc_verdict, converged_test
 from gnnbench.measure.compare.paired import by_round, mean_interval, ratio_over_rounds
 from gnnbench.measure.compare.rows import ComparisonRow, PairedRatio
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 
 __all__ = ["distributed_summary", "partition_efficiency", "compression_accuracy"]
 

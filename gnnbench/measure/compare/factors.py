@@ -25,24 +25,17 @@ from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import (
     EPOCHS,
     JUDGED_DERIVED,
-    JUDGED_MEASURED,
     JUDGED_PER_STEP,
     STEPS,
     TimeToAccuracy,
     TtaFactors,
 )
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.stats.intervals import Equivalence, equivalence
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.stats import Equivalence, equivalence
 
 __all__ = [
-    "STEPS",
-    "EPOCHS",
     "EQUIVALENCE_ALPHA",
     "DEFAULT_EQUIVALENCE_MARGIN",
-    "JUDGED_MEASURED",
-    "JUDGED_PER_STEP",
-    "JUDGED_DERIVED",
-    "TtaFactors",
     "tta_factors",
     "convergence_judged_tta",
     "steps_equivalence",

@@ -16,8 +16,7 @@ from gnnbench.measure.compare.rows import (
     MEASURED_SUFFIX,
     ComparisonRow,
 )
-from gnnbench.measure.stats.intervals import equivalence, holm
-from gnnbench.measure.stats.sequential import Stop, StoppingRule, family_p_values, final_alpha, sd_floor
+from gnnbench.measure.stats import Stop, StoppingRule, equivalence, family_p_values, final_alpha, holm, sd_floor
 
 if TYPE_CHECKING:
     from gnnbench.measure.compare.comparison import Comparison

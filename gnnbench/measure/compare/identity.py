@@ -11,7 +11,7 @@ from collections import Counter
 
 from gnnbench.measure.compare.accuracy import time_to_accuracy_run
 from gnnbench.measure.compare.calibration import CALIBRATION
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 
 __all__ = ["IDENTITY_KEYS", "MixedSweepError", "identity_problem"]
 

@@ -13,10 +13,9 @@ import math
 import statistics
 
 from gnnbench.measure.compare.derived import DERIVED_LABEL
-from gnnbench.measure.compare.paired import PairedRatio, ratio_over_rounds
-from gnnbench.measure.compare.rows import TimeToAccuracy
-from gnnbench.measure.run.interleaved import PairTiming
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.compare.paired import ratio_over_rounds
+from gnnbench.measure.compare.rows import PairedRatio, TimeToAccuracy
+from gnnbench.measure.run import PairTiming, RunResult
 
 __all__ = ["INTERLEAVED_NOTE", "interleaved_pairs", "interleaved_step", "interleaved_tta", "pair_seconds"]
 

@@ -9,8 +9,8 @@ import math
 import statistics
 
 from gnnbench.measure.compare.rows import PairedRatio
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.stats.intervals import paired_ratio, t_quantile
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.stats import paired_ratio, t_quantile
 
 __all__ = ["measured", "by_round", "end_to_end", "epoch_time", "ratio_over_rounds", "mean_interval"]
 

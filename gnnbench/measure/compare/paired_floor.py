@@ -32,8 +32,7 @@ from gnnbench.measure.compare.rows import (
     TIME_TO_ACCURACY,
     ComparisonRow,
 )
-from gnnbench.measure.stats.intervals import t_quantile
-from gnnbench.measure.stats.sequential import floored_interval
+from gnnbench.measure.stats import floored_interval, t_quantile
 
 __all__ = ["clock_noise_sd", "floor_of_sd", "row_floors", "floor_primary", "reads_pairs"]
 

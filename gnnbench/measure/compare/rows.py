@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gnnbench.measure.stats.sequential import Stop
+from gnnbench.measure.stats import Stop
 
 __all__ = [
     "ComparisonRow",

@@ -16,7 +16,7 @@ from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds
 from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_tta
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import TimeToAccuracy
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 
 __all__ = ["measured_tta", "derived_tta"]
 

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gnnbench.measure.compare.comparison import mean_interval
+from gnnbench.measure.compare import mean_interval
 from gnnbench.measure.stats.intervals import detectable_shift, holm, paired_ratio, t_quantile
 
 __all__ = [

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from gnnbench.measure.stats.intervals import RatioInterval, paired_ratio
+from gnnbench.measure.stats import RatioInterval, paired_ratio
 from gnnbench.process.sharing import own_process_reasons
 
 __all__ = ["PairTiming", "interleave", "block_orders", "time_pair", "PairRefused", "BUILD_ORDERS", "MIN_BLOCKS"]

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from gnnbench import process
+from gnnbench.atomic import write_json_atomic
 from gnnbench.flags import Flags
-from gnnbench.measure.run.results import write_json_atomic
 from gnnbench.training.config import RunConfig
 
 __all__ = [

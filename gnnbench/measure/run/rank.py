@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, rank: int) -> int:
-    from gnnbench.measure.run.results import write_json_atomic
+    from gnnbench.atomic import write_json_atomic
     from gnnbench.measure.run.single import run
     from gnnbench.training import RunConfig
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from gnnbench.atomic import write_json_atomic
 from gnnbench.env import COMPARABLE_KEYS
 from gnnbench.timing import summarize
 
@@ -31,7 +30,6 @@ __all__ = [
     "Memory",
     "Point",
     "CompileMetrics",
-    "write_json_atomic",
     "load_result",
     "reuse_problem",
     "graph_label",

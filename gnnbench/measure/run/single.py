@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 
 from gnnbench import process
+from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment, resolve_device
 from gnnbench.flags import UnavailableError
 from gnnbench.host_memory import peak_bytes
@@ -45,7 +46,6 @@ from gnnbench.measure.run.results import (
     Summary,
     Transfer,
     load_result,
-    write_json_atomic,
 )
 from gnnbench.timing import PHASES, PhaseTimer
 from gnnbench.training import RunConfig, Trainer, config_unavailable

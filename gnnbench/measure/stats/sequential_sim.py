@@ -362,7 +362,7 @@ def simulate(
     ``log(baseline_r / row_r)`` share the baseline's term, so two null rows correlate at 0.5, as in a real
     sweep; the drift cancels in them but not in the floor. The first ``effects`` rows are ``true_ratio`` times
     faster. Each look applies :func:`~gnnbench.measure.stats.sequential.settled`'s decision (vectorized;
-    ``tests/measure/test_sequential.py`` replays it with :func:`~gnnbench.measure.stats.sequential.settled`).
+    ``tests/measure/stats/test_sequential.py`` replays it with :func:`~gnnbench.measure.stats.sequential.settled`).
 
     Args:
         rule: The stopping rule.

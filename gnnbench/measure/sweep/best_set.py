@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from gnnbench import registry
-from gnnbench.measure.compare.family import NO_COST, pays, pays_alone
-from gnnbench.measure.compare.rows import STATIC_LIST, ComparisonRow
+from gnnbench.measure.compare import NO_COST, STATIC_LIST, ComparisonRow, pays, pays_alone
 from gnnbench.training import RunConfig, config_unavailable
 
 if TYPE_CHECKING:
-    from gnnbench.measure.compare.comparison import Comparison
+    from gnnbench.measure.compare import Comparison
 
 __all__ = [
     "BEST_SET_SEED_OFFSET",

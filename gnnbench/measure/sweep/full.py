@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from gnnbench.atomic import write_json_atomic
-from gnnbench.measure.compare.calibration import Calibration
-from gnnbench.measure.compare.comparison import Comparison, compare, measured_best, tradeoffs
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.compare import Calibration, Comparison, compare, measured_best, tradeoffs
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.stats import StoppingRule
 from gnnbench.measure.sweep.best_set import BestSetChoice, BestSetOutcome, choose, set_base, store_dir
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, check_also_measured, sweep_entries

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gnnbench.measure.compare.calibration import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS
-from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.run.launch import DEFAULT_TIMEOUT
-from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
+from gnnbench.measure.compare import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, DEFAULT_EQUIVALENCE_MARGIN
+from gnnbench.measure.run import DEFAULT_TIMEOUT
+from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.measure.sweep.executors import RoundExecutor
 
 __all__ = ["SweepOptions"]

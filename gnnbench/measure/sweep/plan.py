@@ -19,12 +19,19 @@ from typing import TYPE_CHECKING, Iterable
 
 from gnnbench import registry
 from gnnbench.env import resolve_device
-from gnnbench.measure.compare.calibration import AA_SEED_OFFSET
-from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, E2E_BASELINE, MEASURED_SUFFIX
-from gnnbench.measure.compare.derived import is_derivable, short_config, short_epochs
-from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
-from gnnbench.measure.run.interleaved import BUILD_ORDERS, pair_refusal
-from gnnbench.measure.stats.intervals import DEFAULT_REPEATS
+from gnnbench.measure.compare import (
+    AA_INPROCESS_LABEL,
+    AA_LABEL,
+    AA_SEED_OFFSET,
+    BASELINE,
+    E2E_BASELINE,
+    MEASURED_SUFFIX,
+    is_derivable,
+    short_config,
+    short_epochs,
+)
+from gnnbench.measure.run import BUILD_ORDERS, pair_refusal
+from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
 
@@ -40,10 +47,6 @@ __all__ = [
     "time_to_accuracy_config",
     "on_ranks",
     "ALL_RECOMMENDED",
-    "AA_INPROCESS_LABEL",
-    "BASELINE",
-    "AA_LABEL",
-    "E2E_BASELINE",
 ]
 
 ALL_RECOMMENDED = "all_recommended"

@@ -18,14 +18,31 @@ from pathlib import Path
 from typing import Callable
 
 from gnnbench import process
+from gnnbench.atomic import write_json_atomic
 from gnnbench.env import COMPARABLE_KEYS, environment, resolve_device
-from gnnbench.measure.compare.calibration import CALIBRATION, CALIBRATION_SEED_OFFSET, Calibration, calibrate
-from gnnbench.measure.compare.comparison import BASELINE, MEASURED_SUFFIX
-from gnnbench.measure.run.launch import DEFAULT_TIMEOUT, rank_threads
-from gnnbench.measure.run.paired import PAIR_TIMEOUT_S, paired_argv, run_paired
-from gnnbench.measure.run.results import RunResult, load_result, reuse_problem, write_json_atomic
-from gnnbench.measure.run.single import child_argv, child_error, child_timeout, run
-from gnnbench.measure.stats.sequential import StoppingRule
+from gnnbench.measure.compare import (
+    BASELINE,
+    CALIBRATION,
+    CALIBRATION_SEED_OFFSET,
+    MEASURED_SUFFIX,
+    Calibration,
+    calibrate,
+)
+from gnnbench.measure.run import (
+    DEFAULT_TIMEOUT,
+    PAIR_TIMEOUT_S,
+    RunResult,
+    child_argv,
+    child_error,
+    child_timeout,
+    load_result,
+    paired_argv,
+    rank_threads,
+    reuse_problem,
+    run,
+    run_paired,
+)
+from gnnbench.measure.stats import StoppingRule
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
 from gnnbench.parallel.data_parallel import world_size_for
@@ -113,7 +130,7 @@ def equivalence_manifest(margin: float | None) -> dict | None:
     """The equivalence margin as a sweep's manifest records it (``None``: none declared)."""
     if margin is None:
         return None
-    from gnnbench.measure.compare.factors import EQUIVALENCE_ALPHA
+    from gnnbench.measure.compare import EQUIVALENCE_ALPHA
 
     return {
         "margin": float(margin),

@@ -4,16 +4,17 @@ a figure is embedded in the page (plotly.js itself is inlined once, by :func:`gn
 
 from __future__ import annotations
 
-from gnnbench.measure.compare.comparison import (
+from gnnbench.measure.compare import (
     BASELINE,
     E2E_BASELINE,
+    EPOCH_TIME,
     NO_COST_PP,
+    TIME_TO_ACCURACY,
     Comparison,
     ComparisonRow,
     in_family,
     pareto_front,
 )
-from gnnbench.measure.compare.rows import EPOCH_TIME, TIME_TO_ACCURACY
 from gnnbench.report.html import error_bars, esc, figure_html
 from gnnbench.report.rows import effect_kind, reached_text, speedup_text
 from gnnbench.text import absent, pp

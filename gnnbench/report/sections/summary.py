@@ -4,15 +4,8 @@ one, and what pays here at what accuracy.
 
 from __future__ import annotations
 
-from gnnbench.measure.compare.comparison import (
-    STATIC_LIST,
-    ComparisonRow,
-    in_family,
-    measured_best,
-    tradeoffs,
-)
-from gnnbench.measure.compare.rows import TIME_TO_ACCURACY
-from gnnbench.measure.sweep.best_set import outcome_line
+from gnnbench.measure.compare import STATIC_LIST, TIME_TO_ACCURACY, ComparisonRow, in_family, measured_best, tradeoffs
+from gnnbench.measure.sweep import outcome_line
 from gnnbench.report.html import esc, figure_html
 from gnnbench.report.rows import ratio_text, speedup_text
 from gnnbench.report.sections.charts import tradeoff_chart

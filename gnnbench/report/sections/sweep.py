@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gnnbench.measure.compare.calibration import CALIBRATION, Calibration
-from gnnbench.measure.compare.comparison import BASELINE, Comparison, compare
-from gnnbench.measure.run.results import RunResult, graph_label
-from gnnbench.measure.sweep.best_set import BEST_SET_DIR, BestSetOutcome
+from gnnbench.measure.compare import BASELINE, CALIBRATION, Calibration, Comparison, compare
+from gnnbench.measure.run import RunResult, graph_label
+from gnnbench.measure.sweep import BEST_SET_DIR, BestSetOutcome
 from gnnbench.report.html import esc
 from gnnbench.report.inputs import sweep_equivalence_margin, sweep_rule
 from gnnbench.report.sections.charts import sweep_charts
@@ -77,7 +76,7 @@ def _ran_text(c: Comparison, cfg: dict) -> str:
     (the stopping rule gives fewer to rows it settled)."""
     from collections import Counter
 
-    from gnnbench.measure.compare.comparison import in_family
+    from gnnbench.measure.compare import in_family
 
     cal = c.calibration or {}
     if cal.get("step_budget") and c.target is not None:
@@ -182,7 +181,7 @@ def _recorded_calibration(group: Path, runs: list[RunResult]) -> Calibration | N
 def _read_manifest(group: Path) -> dict | None:
     import json
 
-    from gnnbench.measure.sweep.rounds import MANIFEST
+    from gnnbench.measure.sweep import MANIFEST
 
     try:
         return json.loads((group / MANIFEST).read_text())
@@ -239,7 +238,7 @@ def _committed_on(folder: Path) -> str | None:
 def best_set_outcome(sweep: Sweep, sweeps: list[Sweep]) -> BestSetOutcome | None:
     """The best set ``sweep`` chose (from its manifest) and what its own rounds measured (the ``best-set`` sweep
     among ``sweeps``), or ``None`` for a sweep that chose none."""
-    from gnnbench.measure.sweep.best_set import BestSetChoice
+    from gnnbench.measure.sweep import BestSetChoice
 
     recorded = (_read_manifest(Path(sweep.group)) or {}).get("best_set") if sweep.group else None
     if not recorded:

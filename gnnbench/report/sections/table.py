@@ -6,17 +6,18 @@ check of derived entries against measured ones.
 from __future__ import annotations
 
 from gnnbench import registry
-from gnnbench.measure.compare.comparison import (
+from gnnbench.measure.compare import (
     AA_LABEL,
     BASELINE,
+    DERIVED_LABEL,
+    JUDGED_MEASURED,
+    JUDGED_PER_STEP,
     NO_COST_PP,
     Comparison,
     ComparisonRow,
     no_effect_text,
     verdict_summary,
 )
-from gnnbench.measure.compare.derived import DERIVED_LABEL
-from gnnbench.measure.compare.rows import JUDGED_MEASURED, JUDGED_PER_STEP
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.html import esc
 from gnnbench.report.rows import (

@@ -6,11 +6,10 @@ import dataclasses
 import json
 
 from gnnbench.advice.tune import TuneResult
-from gnnbench.measure.compare.comparison import AA_LABEL, BASELINE, Comparison, compare
-from gnnbench.measure.compare.rows import ComparisonRow, PairedRatio, TimeToAccuracy
-from gnnbench.measure.stats.sequential import StoppingRule
-from tests.measure.test_sweep import _sweep
-from tests.measure.test_verdict_budgets import _result
+from gnnbench.measure.compare import AA_LABEL, BASELINE, Comparison, ComparisonRow, PairedRatio, TimeToAccuracy, compare
+from gnnbench.measure.stats import StoppingRule
+from tests.measure.compare.test_verdict_budgets import _result
+from tests.measure.sweep.test_sweep import _sweep
 
 EVERY_ROW = ["label", "optimizations", "derived", "timing_mode", "status"]
 MEASURED = EVERY_ROW + [

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 from tests.helpers import ROOT
 
 REFERENCE = (

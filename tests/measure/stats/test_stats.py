@@ -4,15 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from gnnbench.measure.stats.intervals import (
+from gnnbench.measure.stats import (
     DEFAULT_REPEATS,
     RatioInterval,
     holm,
     noise_floor,
     paired_ratio,
+    simulate_calibration,
+    simulate_step_times,
     t_quantile,
 )
-from gnnbench.measure.stats.intervals_sim import simulate_calibration, simulate_step_times
 from tests.helpers import ROOT
 
 # Student-t quantiles from tables (independent of the implementation under test).
@@ -293,7 +294,7 @@ HAND_WRITTEN_TAILS = [
 
 
 def test_scipy_student_t_keeps_the_hand_written_values():
-    from gnnbench.measure.stats.intervals import detectable_shift, t_test_power, t_upper_tail
+    from gnnbench.measure.stats import detectable_shift, t_test_power, t_upper_tail
 
     for p, df, old in HAND_WRITTEN_QUANTILES:
         assert t_quantile(p, df) == pytest.approx(old, rel=1e-9), (p, df)
@@ -308,7 +309,7 @@ def test_scipy_student_t_keeps_the_hand_written_values():
 
 
 def test_equivalence_tost():
-    from gnnbench.measure.stats.intervals import equivalence
+    from gnnbench.measure.stats import equivalence
 
     same = equivalence([0.0, 0.0, 0.0], 0.10)  # identical steps in every round: no spread, inside the margin
     assert same.equivalent and same.p_value == 0.0 and same.ratio == 1.0
@@ -336,7 +337,7 @@ def test_equivalence_tost():
 
 def test_equivalence_false_equivalent_rate_at_the_margin():
     """A true ratio exactly at the margin is called equivalent at most alpha of the time (3 and 5 rounds)."""
-    from gnnbench.measure.stats.intervals import equivalence
+    from gnnbench.measure.stats import equivalence
 
     rng = np.random.default_rng(0)
     for n in (3, 5):

@@ -12,14 +12,7 @@ from hypothesis import strategies as st
 
 from gnnbench import registry
 from gnnbench.graphs import GraphSpec
-from gnnbench.measure.run.interleaved import (
-    PairRefused,
-    PairTiming,
-    block_orders,
-    interleave,
-    pair_refusal,
-    time_pair,
-)
+from gnnbench.measure.run import PairRefused, PairTiming, block_orders, interleave, pair_refusal, time_pair
 from tests.helpers import QUICK
 
 
@@ -153,8 +146,8 @@ def test_a_real_pair_times_both_trainers_in_this_process():
 
 
 def test_a_sweep_run_carries_its_pair_or_says_why_it_has_none(tmp_path):
-    from gnnbench.measure.run.paired import main, run_paired, with_pair
-    from gnnbench.measure.run.results import RunResult, load_result
+    from gnnbench.measure.run import RunResult, load_result, run_paired, with_pair
+    from gnnbench.measure.run.paired import main
 
     failed = RunResult(status="failed", config=QUICK.to_dict(), error="boom")
     assert with_pair(failed, QUICK, QUICK, built_first="base") is failed

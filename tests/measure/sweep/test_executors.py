@@ -6,15 +6,13 @@ import json
 
 import pytest
 
-from gnnbench.measure.compare.comparison import compare
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import sweep_entries
-from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
+from gnnbench.measure.compare import compare
+from gnnbench.measure.sweep import MANIFEST, SweepOptions, run_sweep, sweep_entries
 from tests.helpers import QUICK
 
 submitit = pytest.importorskip("submitit")
 
-from gnnbench.measure.sweep.executors import RoundExecutor  # noqa: E402
+from gnnbench.measure.sweep import RoundExecutor  # noqa: E402
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from gnnbench.measure.run.device_busy import BusySampler
+from gnnbench.measure.run import BusySampler
 
 
 def test_a_cpu_has_no_busy_share_and_says_why():

@@ -7,15 +7,19 @@ import math
 
 import pytest
 
-from gnnbench.measure.compare.calibration import calibrate
-from gnnbench.measure.compare.comparison import MEASURED_SUFFIX, compare
-from gnnbench.measure.compare.derived import DERIVED_LABEL, derived_seconds, is_derivable, short_epochs
-from gnnbench.measure.stats.sequential import StoppingRule
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import sweep_entries
-from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration, run_sweep
+from gnnbench.measure.compare import (
+    DERIVED_LABEL,
+    MEASURED_SUFFIX,
+    calibrate,
+    compare,
+    derived_seconds,
+    is_derivable,
+    short_epochs,
+)
+from gnnbench.measure.stats import StoppingRule
+from gnnbench.measure.sweep import MANIFEST, SweepOptions, run_calibration, run_sweep, sweep_entries
 from tests.helpers import QUICK
-from tests.measure.test_verdict_budgets import _result
+from tests.measure.compare.test_verdict_budgets import _result
 
 
 def test_which_entries_are_derived_follows_the_registry():
@@ -175,7 +179,7 @@ def test_an_also_measure_the_sweep_cannot_derive_is_refused_before_the_calibrati
 def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tmp_path):
     """`compare --aa` alone is the A/A check: it says so before it starts, and names how to compare entries."""
     from gnnbench.cli import main
-    from gnnbench.measure.sweep import full as sweep_and_compare
+    from gnnbench.measure import sweep
 
     class Started(Exception):
         pass
@@ -183,7 +187,7 @@ def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tm
     def started(base, names, out_dir, options, **kwargs):
         raise Started(names)
 
-    monkeypatch.setattr(sweep_and_compare, "sweep_and_compare", started)
+    monkeypatch.setattr(sweep, "sweep_and_compare", started)  # the command takes it from the room
     with pytest.raises(Started) as got:
         main(["compare", "--preset", "tiny", "--aa", "--out-dir", str(tmp_path / "aa")])
     assert got.value.args == ([],)
@@ -199,10 +203,8 @@ def test_an_interleaved_sweep_reads_time_per_step_from_one_process_pairs(tmp_pat
     against its round's baseline in one process after its run, construction order alternating by round; the row
     reads its step ratio and derived time to accuracy from the pairs and says so; the in-process A/A row is
     there, outside Holm's family; an entry that changes the work per step is not paired."""
-    from gnnbench.measure.compare.family import in_family
-    from gnnbench.measure.compare.interleaved import INTERLEAVED_NOTE
-    from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL
-    from gnnbench.measure.run.interleaved import PairTiming
+    from gnnbench.measure.compare import AA_INPROCESS_LABEL, INTERLEAVED_NOTE, in_family
+    from gnnbench.measure.run import PairTiming
 
     cal, cal_runs, cfg = _calibrated(tmp_path)
     entries = sweep_entries(

@@ -14,7 +14,7 @@ import pytest
 
 import gnnbench.measure.run.single as single
 import gnnbench.measure.sweep.rounds as rounds
-from gnnbench.measure.sweep.plan import Entry
+from gnnbench.measure.sweep import Entry
 from gnnbench.process import DEFAULT_CHILD_TIMEOUT_S, budget_timeout
 from tests.helpers import QUICK
 

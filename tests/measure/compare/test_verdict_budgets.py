@@ -6,9 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from gnnbench.measure.compare.calibration import time_to
-from gnnbench.measure.compare.comparison import ComparisonRow, compare, equal_steps_test, rank_key
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.compare import ComparisonRow, compare, equal_steps_test, rank_key, time_to
+from gnnbench.measure.run import RunResult
 from tests.helpers import result_of
 
 TARGET = 0.85

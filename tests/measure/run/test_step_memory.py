@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from gnnbench.flags import Flags, RunContext
-from gnnbench.measure.run.step_peak import MEMORY_SOURCES, AllocationTracker, step_peak, unavailable
+from gnnbench.measure.run import MEMORY_SOURCES, AllocationTracker, unavailable
+from gnnbench.measure.run.step_peak import step_peak
 
 MB = 10**6
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from gnnbench.measure.gate.history import available, change_points
+from gnnbench.measure.gate import available, change_points
 
 pytestmark = pytest.mark.skipif(available() is not None, reason=str(available()))
 

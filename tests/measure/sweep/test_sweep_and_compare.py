@@ -7,10 +7,7 @@ import json
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.sweep.full import SweepProgress, sweep_and_compare
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import Entry
-from gnnbench.measure.sweep.rounds import MANIFEST, run_calibration
+from gnnbench.measure.sweep import MANIFEST, Entry, SweepOptions, SweepProgress, run_calibration, sweep_and_compare
 from tests.helpers import QUICK
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gnnbench.measure.gate import Bench, GateOptions, gate
 from gnnbench.measure.gate.trees import dependency_difference, trees_for
 from gnnbench.measure.gate.verdicts import ACC_BOUND_PP, MIN_THRESHOLD, _verdict
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run import RunResult
 from tests.helpers import QUICK, ROOT, result_of
 
 
@@ -211,7 +211,7 @@ def test_every_default_benchmark_measures_the_steps_asked_for():
 
     from gnnbench.graphs import generate
     from gnnbench.measure.gate import default_benches, gate_config
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
 
     base = gate_config("tiny")
     benches = {
@@ -339,7 +339,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
     """The issue's case: HEAD's sparse-aggregation kernel raises. The benchmark is lost (fine in BASE), the gate
     fails (exit 1) and names it with the error; the baseline beside it is still judged."""
     from gnnbench import registry
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     head = _copy_tree(tmp_path, "head")
     agg = head / "gnnbench" / "models" / "aggregation.py"
@@ -364,7 +364,7 @@ def test_a_head_whose_sparse_kernel_raises_loses_the_benchmark_and_fails_the_gat
 
 
 def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(tmp_path):
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     head = _copy_tree(tmp_path, "head")
     init = head / "gnnbench" / "__init__.py"
@@ -388,7 +388,7 @@ def test_a_benchmark_process_that_crashes_gives_exit_2_with_its_side_and_output(
 def test_a_benchmark_process_that_hangs_is_killed_and_gives_exit_2(tmp_path):
     """A head that never finishes (here an interpreter that hangs) is killed at the timeout, with what it
     started, and the gate reports it instead of waiting or raising."""
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     hang = tmp_path / "hang-python"
     pid_file = tmp_path / "child.pid"
@@ -481,8 +481,7 @@ def _bench_pair(tmp_path):
 
 
 def test_a_noisy_side_is_inconclusive_not_no_regression_and_extra_rounds_go_only_where_needed(tmp_path):
-    from gnnbench.measure.gate.text import format_gate
-    from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY
+    from gnnbench.measure.gate import DEFAULT_SENSITIVITY, format_gate
 
     trees, benches = _bench_pair(tmp_path)
     quiet = gate(trees, benches, GateOptions(rounds=5), runner=_fake_runner({"base": 0.005, "head": 0.005}))
@@ -546,7 +545,7 @@ def test_a_real_slowdown_on_a_quiet_machine_is_a_regression_and_its_rounds_exten
 
 
 def test_setup_time_is_gated_beside_the_step_with_the_part_that_moved(tmp_path):
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     r = gate(trees, benches, GateOptions(rounds=5), runner=_fake_runner({"base": 0.005, "head": 0.005}, setup_slow=3.0))
@@ -578,8 +577,8 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
     baseline measured before the crash."""
     import json
 
+    from gnnbench.measure.gate import format_gate
     from gnnbench.measure.gate.rounds import WorkerFailed
-    from gnnbench.measure.gate.text import format_gate
 
     trees, benches = _bench_pair(tmp_path)
     benches = benches + [Bench("third", QUICK)]
@@ -604,7 +603,7 @@ def test_a_crash_mid_process_names_the_benchmark_it_was_running_and_keeps_the_ea
 
 
 def test_a_gate_that_judged_nothing_is_not_a_pass(tmp_path):
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 
@@ -647,7 +646,7 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
     from scipy import stats
 
     from gnnbench.measure.gate.verdicts import POWER, _detectable
-    from gnnbench.measure.stats.intervals import detectable_shift, t_test_power
+    from gnnbench.measure.stats import detectable_shift, t_test_power
 
     for df, alpha in ((4, 0.05), (7, 0.002), (19, 0.05 / 20)):
         lam = detectable_shift(df, alpha, POWER)
@@ -668,7 +667,7 @@ def test_the_detectable_slowdown_has_the_power_it_claims():
 @given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=12), st.floats(0.001, 0.2))
 def test_weighted_holm_with_equal_weights_is_holm(ps, alpha):
     from gnnbench.measure.gate.verdicts import weighted_holm
-    from gnnbench.measure.stats.intervals import holm
+    from gnnbench.measure.stats import holm
 
     assert weighted_holm(ps, [1.0] * len(ps), alpha) == holm(ps, alpha)
 
@@ -718,7 +717,7 @@ def test_the_threshold_is_the_practical_minimum_not_the_base_sides_noise():
 
 
 def test_an_inconclusive_baseline_makes_the_run_inconclusive_an_inconclusive_entry_alone_does_not(tmp_path):
-    from gnnbench.measure.gate.text import format_gate
+    from gnnbench.measure.gate import format_gate
 
     trees, benches = _bench_pair(tmp_path)
 

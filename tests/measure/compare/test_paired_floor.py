@@ -5,8 +5,7 @@ import math
 
 import pytest
 
-from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, row_floors
-from gnnbench.measure.compare.rows import (
+from gnnbench.measure.compare import (
     AA_LABEL,
     JUDGED_MEASURED,
     JUDGED_PER_STEP,
@@ -14,8 +13,12 @@ from gnnbench.measure.compare.rows import (
     PairedRatio,
     TimeToAccuracy,
     TtaFactors,
+    clock_noise_sd,
+    floor_of_sd,
+    floor_primary,
+    row_floors,
 )
-from gnnbench.measure.stats.intervals import paired_ratio, t_quantile
+from gnnbench.measure.stats import paired_ratio, t_quantile
 
 
 def _ratio(logs, cls=PairedRatio, **extra):
@@ -97,7 +100,7 @@ def test_rows_timed_in_one_process_take_the_in_process_clock():
     clock's, and an interleaved row judged by its measured time to accuracy keeps the floor of that."""
     import dataclasses
 
-    from gnnbench.measure.compare.paired_floor import reads_pairs
+    from gnnbench.measure.compare import reads_pairs
 
     def paired(label, epoch_logs, step_logs, **kw):
         return dataclasses.replace(_row(label, epoch_logs, **kw), interleaved=True, step_speedup=_ratio(step_logs))

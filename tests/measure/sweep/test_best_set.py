@@ -8,22 +8,21 @@ from types import SimpleNamespace
 
 import pytest
 
-from gnnbench.measure.compare.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
-from gnnbench.measure.compare.rows import ComparisonRow
-from gnnbench.measure.sweep import full as ms
-from gnnbench.measure.sweep.best_set import (
+from gnnbench.measure.compare import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET, ComparisonRow
+from gnnbench.measure.sweep import (
     BEST_SET_DIR,
     BEST_SET_SEED_OFFSET,
     BestSetChoice,
     BestSetOutcome,
+    SweepOptions,
     choose,
     outcome_line,
     set_base,
+    sweep_entries,
 )
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.sweep import full as ms
 from gnnbench.training import RunConfig
-from tests.measure.test_sweep import _result, _sweep
+from tests.measure.sweep.test_sweep import _result, _sweep
 
 
 def _row(

@@ -1,8 +1,7 @@
 """scripts/equivalence_aa.py: the measured A/A rows (baseline seeds, fresh seeds) and the half-lr control are
 planned as the issue asks, and each row's verdicts are summarized from the comparison."""
 
-from gnnbench.measure.compare.calibration import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET
-from gnnbench.measure.compare.rows import EPOCH_TIME, ComparisonRow, PairedRatio
+from gnnbench.measure.compare import AA_SEED_OFFSET, CALIBRATION_SEED_OFFSET, EPOCH_TIME, ComparisonRow, PairedRatio
 from gnnbench.training import RunConfig
 from tests.helpers import load_script
 

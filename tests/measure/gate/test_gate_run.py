@@ -6,9 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from gnnbench.measure.gate import Bench, GateOptions
+from gnnbench.measure.gate import Bench, GateOptions, GateRun
 from gnnbench.measure.gate import run as gate_run
-from gnnbench.measure.gate.run import GateRun
 
 
 def test_bisect_probes_each_commit_with_the_same_gate_over_the_regressed_benchmarks(monkeypatch):

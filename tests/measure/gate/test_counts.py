@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure.gate import COUNT_CALLS, Bench, GateOptions, count_gate, gate, per_unit
+from gnnbench.measure.gate import COUNT_CALLS, Bench, GateOptions, count_gate, format_gate, gate, per_unit
 from gnnbench.measure.gate import counts as cn
-from gnnbench.measure.gate.text import format_gate
 from tests.helpers import QUICK, ROOT
-from tests.measure.test_regress import _fake_runner, _tree
+from tests.measure.gate.test_regress import _fake_runner, _tree
 
 
 def _dump(path: Path, name: str | None, ir: int, *, events: str = "Ir", extra: str = "") -> None:
@@ -194,7 +193,7 @@ def test_the_counts_run_before_any_extra_round_and_the_budget_holds_their_time(t
     only what the counts leave of the budget (a run whose rounds spent it would otherwise pass it by their time)."""
     import time
 
-    from tests.measure.test_regress import _bench_pair, _mixed_runner
+    from tests.measure.gate.test_regress import _bench_pair, _mixed_runner
 
     trees, benches = _bench_pair(tmp_path)  # "other" is noisy: a 600 s budget buys it extra rounds
     events: list = []

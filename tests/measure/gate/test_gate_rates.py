@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from gnnbench.measure.gate.rates import format_rates, summarize, wilson
+from gnnbench.measure.gate import summarize
+from gnnbench.measure.gate.rates import format_rates, wilson
 
 
 def test_wilson_interval_matches_known_values():

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gnnbench.measure.stats.intervals import holm, paired_ratio
-from gnnbench.measure.stats.sequential import (
+from gnnbench.measure.stats import (
     BELOW_FLOOR,
     FUTILE,
     MAX_ROUNDS,
@@ -22,10 +21,15 @@ from gnnbench.measure.stats.sequential import (
     final_alpha,
     final_significant,
     floored_interval,
+    holm,
+    load_sweeps,
     open_rows,
+    paired_ratio,
     settled,
+    simulate,
+    simulate_fwer,
 )
-from gnnbench.measure.stats.sequential_sim import _holm_rows, _t_two_sided, load_sweeps, simulate, simulate_fwer
+from gnnbench.measure.stats.sequential_sim import _holm_rows, _t_two_sided
 
 # Monte Carlo margin of the A/A tests: 3 standard errors of a rate of 5% over TRIALS sweeps (about 0.65 pp).
 TRIALS = 10_000
@@ -348,7 +352,7 @@ def test_conditional_power_matches_a_simulation_of_the_remaining_rounds():
     rng = np.random.default_rng(0)
     rest = rng.normal(m, s, size=(200_000, left))
     final = (n * m + rest.sum(axis=1)) / (n + left)
-    from gnnbench.measure.stats.intervals import t_quantile
+    from gnnbench.measure.stats import t_quantile
 
     crit = t_quantile(1.0 - rule.look_alpha(rule.max_rounds) / 2.0, n + left - 1) * s / math.sqrt(n + left)
     assert np.mean(np.abs(final) > crit) == pytest.approx(conditional_power(values, rule), abs=0.005)
@@ -365,7 +369,7 @@ def test_curtailment_keeps_the_aa_rate_and_costs_little_power():
 
 
 def test_equivalence_power_reads_the_rounds_left_and_the_margin():
-    from gnnbench.measure.stats.sequential import equivalence_power
+    from gnnbench.measure.stats import equivalence_power
 
     rule = StoppingRule(max_rounds=5)
     near_one = [0.01, -0.02, 0.015]
@@ -410,7 +414,7 @@ def test_futility_waits_for_equivalence_where_a_margin_is_declared():
 def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_power():
     """Simulated (docs/statistics.md): at the margin the share called equivalent stays at or below 5% under the
     rule; at no effect more rows are shown equivalent than with futility by significance only."""
-    from gnnbench.measure.stats.sequential_sim import simulate_rule_equivalence
+    from gnnbench.measure.stats import simulate_rule_equivalence
 
     rule, before = StoppingRule(max_rounds=5), StoppingRule(max_rounds=5, equivalence_futility=0)
     false_rate, _ = simulate_rule_equivalence(rule, sd=0.07, trials=800, seed=1)

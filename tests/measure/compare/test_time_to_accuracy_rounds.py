@@ -8,16 +8,15 @@ import pytest
 import torch
 
 from gnnbench.cli.parser import build_parser
-from gnnbench.measure.compare.comparison import compare, identity_problem, time_to_accuracy_run
-from gnnbench.measure.compare.derived import short_epochs
-from gnnbench.measure.run.results import RunResult
-from gnnbench.measure.sweep.plan import sweep_entries
+from gnnbench.measure.compare import compare, identity_problem, short_epochs, time_to_accuracy_run
+from gnnbench.measure.run import RunResult
+from gnnbench.measure.sweep import sweep_entries
 from gnnbench.models.aggregation import Aggregator, sparse_product_supports
 from gnnbench.models.aggregation_policy import AggregationPolicy
 from gnnbench.models.inference import LayerwiseInference
 from gnnbench.training import RunConfig, Trainer
 from tests.helpers import QUICK
-from tests.measure.test_verdict_budgets import _result
+from tests.measure.compare.test_verdict_budgets import _result
 
 TARGET = 0.85
 

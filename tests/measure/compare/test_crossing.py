@@ -2,8 +2,8 @@
 
 import pytest
 
-from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, steps_to
-from gnnbench.measure.run.results import Point, RunResult
+from gnnbench.measure.compare import interpolated_crossing, seconds_to, steps_to
+from gnnbench.measure.run import Point, RunResult
 
 
 def _point(step, seconds, val):

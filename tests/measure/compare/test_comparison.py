@@ -2,8 +2,8 @@
 whatever their labels, never by a registry entry's name."""
 
 from gnnbench.flags import Flags
-from gnnbench.measure.compare.comparison import compare
-from gnnbench.measure.run.results import Accuracy, RunResult
+from gnnbench.measure.compare import compare
+from gnnbench.measure.run import Accuracy, RunResult
 from tests.advice.test_distributed_advice import PART, _partition_run
 
 
@@ -125,7 +125,7 @@ def test_a_mixed_folder_is_refused_naming_what_differs():
     merged, it would read as a significant gain from nothing; refused, with the fingerprints and counts."""
     import pytest
 
-    from gnnbench.measure.compare.comparison import MixedSweepError, identity_problem
+    from gnnbench.measure.compare import MixedSweepError, identity_problem
 
     one = [r for k in range(3) for r in (_identical("baseline", k, _env("aaaa")), _identical("int32", k, _env("aaaa")))]
     assert identity_problem(one) is None

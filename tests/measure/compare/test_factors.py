@@ -5,8 +5,7 @@ import math
 
 import pytest
 
-from gnnbench.measure.compare.comparison import compare
-from gnnbench.measure.compare.rows import EPOCHS, JUDGED_MEASURED, JUDGED_PER_STEP, STEPS
+from gnnbench.measure.compare import EPOCHS, JUDGED_MEASURED, JUDGED_PER_STEP, STEPS, compare
 from tests.helpers import result_of
 
 NOISE = (1.0, 1.02, 0.98, 1.01, 0.99)

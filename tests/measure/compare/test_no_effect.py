@@ -7,10 +7,8 @@ import math
 
 import pytest
 
-from gnnbench.measure.compare.family import no_effect_text, no_effect_verdicts
-from gnnbench.measure.compare.rows import EPOCH_TIME, ComparisonRow, PairedRatio
-from gnnbench.measure.stats.intervals import equivalence
-from gnnbench.measure.stats.sequential import sd_floor
+from gnnbench.measure.compare import EPOCH_TIME, ComparisonRow, PairedRatio, no_effect_text, no_effect_verdicts
+from gnnbench.measure.stats import equivalence, sd_floor
 
 
 def _row(label, ratios, *, significant=False, censored=False):
@@ -74,7 +72,7 @@ def test_equivalence_min_sd_only_makes_the_test_harder():
 
 
 def test_every_family_row_ends_with_one_verdict_and_the_summary_counts_them():
-    from gnnbench.measure.compare.family import verdict_of, verdict_summary
+    from gnnbench.measure.compare import verdict_of, verdict_summary
 
     fast = _row("sparse_agg", [1.3, 1.35, 1.32], significant=True)
     fast.speedup_low, fast.speedup_high = 1.25, 1.4

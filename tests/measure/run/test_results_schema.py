@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from gnnbench.measure.run.results import (
+from gnnbench.measure.run import (
     Accuracy,
     GraphInfo,
     Memory,
@@ -18,8 +18,8 @@ from gnnbench.measure.run.results import (
     Summary,
     Transfer,
     load_result,
+    run,
 )
-from gnnbench.measure.run.single import run
 from tests.helpers import DATA, QUICK, ROOT
 
 

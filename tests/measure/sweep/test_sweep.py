@@ -8,11 +8,9 @@ import re
 import pytest
 
 from gnnbench import registry
-from gnnbench.measure.compare.comparison import AA_LABEL, compare, compare_rows
-from gnnbench.measure.run.results import Point
-from gnnbench.measure.sweep.options import SweepOptions
-from gnnbench.measure.sweep.plan import sweep_entries
-from gnnbench.measure.sweep.rounds import MANIFEST, run_sweep
+from gnnbench.measure.compare import AA_LABEL, compare, compare_rows
+from gnnbench.measure.run import Point
+from gnnbench.measure.sweep import MANIFEST, SweepOptions, run_sweep, sweep_entries
 from tests.helpers import QUICK, result_of, unavailable_here
 
 
@@ -172,7 +170,7 @@ def test_compare_explicit_target_and_missing_baseline():
 
 
 def test_overlap_entries_are_paired_with_an_end_to_end_baseline():
-    from gnnbench.measure.compare.comparison import E2E_BASELINE
+    from gnnbench.measure.compare import E2E_BASELINE
 
     runs = _sweep()
     for r in runs:
@@ -239,7 +237,7 @@ def test_a_censored_round_keeps_the_row_on_time_to_accuracy_and_ranks_it_after_r
 def test_a_plus_b_is_one_configuration_with_both():
     from gnnbench import registry
     from gnnbench.graphs import GraphSpec
-    from gnnbench.measure.sweep.plan import sweep_entries
+    from gnnbench.measure.sweep import sweep_entries
     from gnnbench.training import RunConfig
 
     base = RunConfig(spec=GraphSpec.preset("tiny"), epochs=2, warmup_steps=1)
@@ -276,7 +274,7 @@ def test_an_entry_that_cannot_apply_is_listed_not_measured(tmp_path):
 
 def test_the_headline_comes_from_measurement_and_the_static_list_never_headlines():
     from gnnbench.cli.tables import format_compare
-    from gnnbench.measure.compare.comparison import measured_best, pareto_front, tradeoffs
+    from gnnbench.measure.compare import measured_best, pareto_front, tradeoffs
 
     runs = _sweep()
     for rnd, n in enumerate((1.0, 1.02, 0.98, 1.01, 0.99)):
@@ -337,7 +335,7 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     monkeypatch.setattr(sweep.process, "run_child", no_run_process)
     first = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert first[0].status == "unavailable" and first[0].unavailable
-    from gnnbench.measure.run.single import run
+    from gnnbench.measure.run import run
 
     assert first[0].unavailable == run(entries[0].config).unavailable, "the run's own answer, word for word"
     again = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
