@@ -10,6 +10,7 @@ from gnnbench.measure.compare import (
     BASELINE,
     STATIC_LIST,
     ComparisonRow,
+    aa_spread_line,
     measured_best,
     no_effect_text,
     tradeoffs,
@@ -250,6 +251,9 @@ def _one_process_lines(c) -> list[str]:
             f"A/A in one process (baseline against itself, steps interleaved): step {ratio_of(step)}"
             + (": SIGNIFICANT: the two trainers of a process differ" if step.significant else "")
         )
+    spread = aa_spread_line(c.rows)
+    if spread:
+        lines.append(spread)
     return lines
 
 

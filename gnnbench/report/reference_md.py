@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 
 from gnnbench.measure.compare import (
+    AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
     NO_EFFECT,
+    aa_spread_line,
     compare,
     in_family,
     no_effect_text,
@@ -94,6 +96,15 @@ def reference_markdown(sweep: str | Path) -> str:
             f"A/A (the baseline against itself, own seeds): {c.aa.primary} {ratio_of(c.aa.primary_ratio)}, "
             f"step {ratio_of(c.aa.step_speedup)}."
         )
+    inprocess = next((r for r in c.rows if r.label == AA_INPROCESS_LABEL and r.status == "ok"), None)
+    if inprocess is not None:
+        lines.append(
+            f"A/A in one process (the baseline against itself, steps interleaved): step "
+            f"{ratio_of(inprocess.step_speedup)}."
+        )
+    spread = aa_spread_line(c.rows)
+    if spread:
+        lines.append(spread + ".")
     minutes = sweep_minutes(sweep / "compare.log")
     if minutes is not None:
         lines.append(f"Wall time from its log: {minutes:.0f} minutes after the first calibration run.")

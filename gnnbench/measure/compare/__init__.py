@@ -75,6 +75,8 @@ from gnnbench.measure.compare.family import (
 from gnnbench.measure.compare.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
 from gnnbench.measure.compare.interleaved import (
     INTERLEAVED_NOTE,
+    aa_spread_line,
+    aa_spreads,
     interleaved_pairs,
     interleaved_step,
     interleaved_tta,
@@ -173,6 +175,8 @@ __all__ = [
     "MixedSweepError",
     "identity_problem",
     "INTERLEAVED_NOTE",
+    "aa_spread_line",
+    "aa_spreads",
     "interleaved_pairs",
     "interleaved_step",
     "interleaved_tta",

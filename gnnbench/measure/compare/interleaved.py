@@ -14,10 +14,18 @@ import statistics
 
 from gnnbench.measure.compare.derived import DERIVED_LABEL
 from gnnbench.measure.compare.paired import ratio_over_rounds
-from gnnbench.measure.compare.rows import PairedRatio, TimeToAccuracy
+from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL, AA_LABEL, PairedRatio, TimeToAccuracy
 from gnnbench.measure.run import PairTiming, RunResult
 
-__all__ = ["INTERLEAVED_NOTE", "interleaved_pairs", "interleaved_step", "interleaved_tta", "pair_seconds"]
+__all__ = [
+    "INTERLEAVED_NOTE",
+    "interleaved_pairs",
+    "interleaved_step",
+    "interleaved_tta",
+    "pair_seconds",
+    "aa_spreads",
+    "aa_spread_line",
+]
 
 INTERLEAVED_NOTE = "timed against the baseline in one process, steps interleaved"
 
@@ -68,3 +76,34 @@ def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccurac
         note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its mean step, "
         f"{INTERLEAVED_NOTE} ({steps:g} measured steps a side per round)",
     )
+
+
+def aa_spreads(rows) -> dict[str, dict]:
+    """The sweep's A/A rows' per-step noise: ``{"one process": ..., "across processes": ...}`` (where the sweep ran
+    that A/A), each with its step ratio (a :class:`PairedRatio`), the sd and the mean of its per-round log ratio
+    (the mean of the in-process A/A is the construction-order and position bias left after counterbalancing)."""
+    out = {}
+    for design, label in (("one process", AA_INPROCESS_LABEL), ("across processes", AA_LABEL)):
+        r = next((r for r in rows if r.label == label and r.status == "ok"), None)
+        step = r.step_speedup if r is not None else None
+        xs = [x for x in (step.log_ratios if step is not None else []) if x == x]
+        if step is None or not xs:
+            continue
+        out[design] = {
+            "ratio": step,
+            "sd": statistics.stdev(xs) if len(xs) > 1 else math.nan,
+            "mean": statistics.fmean(xs),
+            "rounds": len(xs),
+        }
+    return out
+
+
+def aa_spread_line(rows) -> str | None:
+    """The A/A spreads in one line (both designs where the sweep ran both), or ``None`` without an A/A."""
+    spreads = aa_spreads(rows)
+    if not spreads:
+        return None
+    parts = [
+        f"{design} sd {s['sd']:.3f} (mean {s['mean']:+.3f}, {s['rounds']} rounds)" for design, s in spreads.items()
+    ]
+    return "A/A per-round spread of the step's log ratio: " + "; ".join(parts)

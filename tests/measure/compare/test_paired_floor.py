@@ -120,3 +120,29 @@ def test_rows_timed_in_one_process_take_the_in_process_clock():
     assert floors["inproc"][3] == pytest.approx(floor_of_sd(s_pair, 5))
     assert floors["inproc"][3] < floors["across"][3]
     assert floors["across"][3] == pytest.approx(floor_of_sd(min_sd[3], 5))
+
+
+def test_the_a_a_spreads_are_read_for_each_design_the_sweep_ran():
+    """The header's A/A line: per design, the sd and the mean of the step's per-round log ratio (the in-process
+    mean is the bias left after counterbalancing); no line without an A/A row."""
+    from gnnbench.measure.compare import (
+        AA_INPROCESS_LABEL,
+        AA_LABEL,
+        ComparisonRow,
+        PairedRatio,
+        aa_spread_line,
+        aa_spreads,
+    )
+
+    def row(label, logs):
+        ratio = PairedRatio(math.exp(sum(logs) / len(logs)), 0.9, 1.1, False, len(logs), 0.5, logs)
+        return ComparisonRow(label=label, step_speedup=ratio)
+
+    rows = [row(AA_INPROCESS_LABEL, [0.01, 0.03, float("nan")]), row(AA_LABEL, [0.1, -0.1, 0.0])]
+    got = aa_spreads(rows)
+    assert list(got) == ["one process", "across processes"]
+    assert got["one process"]["rounds"] == 2 and got["one process"]["mean"] == pytest.approx(0.02)
+    assert got["one process"]["sd"] == pytest.approx(0.01414, abs=1e-4) and got["across processes"]["sd"] == 0.1
+    line = aa_spread_line(rows)
+    assert "one process sd 0.014 (mean +0.020, 2 rounds)" in line and "across processes sd 0.100" in line
+    assert aa_spread_line([row("int32", [0.0, 0.1])]) is None
