@@ -15,6 +15,7 @@ from gnnbench.measure.compare import (
     no_effect_text,
     tradeoffs,
     verdict_summary,
+    verdict_words,
 )
 from gnnbench.measure.run import Accuracy, Memory, RunResult, graph_label
 from gnnbench.measure.sweep import outcome_line
@@ -384,11 +385,8 @@ def _row_line(r: ComparisonRow, extra: list[Column]) -> str:
 def _verdict_notes(r: ComparisonRow, base: bool) -> list[str]:
     """A row's notes on its verdict: no significant effect, its time to accuracy, the work per step, accuracy."""
     notes = []
-    if not base and not r.significant:
-        notes.append(
-            no_effect_text(r)
-            or ("significant alone, not family-wise (Holm)" if r.significant_per_row else "no significant difference")
-        )
+    if not base and not r.significant:  # a family row's verdict in the words every view uses
+        notes.append(verdict_words(r) or no_effect_text(r) or "no significant difference")
     if r.tta_note:
         notes.append(r.tta_note)
     if not r.same_work:

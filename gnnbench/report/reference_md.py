@@ -16,13 +16,11 @@ from gnnbench.measure.compare import (
     AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
-    NO_EFFECT,
     aa_spread_line,
     compare,
     in_family,
-    no_effect_text,
-    verdict_of,
     verdict_summary,
+    verdict_words,
 )
 from gnnbench.measure.sweep import BEST_SET_DIR
 from gnnbench.text import noise_floor, pp, ratio_of
@@ -52,22 +50,6 @@ def sweep_minutes(log: Path) -> float | None:
         last = t
         seconds.append(t + total)
     return (seconds[-1] - seconds[0]) / 60 if len(seconds) >= 2 else None
-
-
-def _verdict_words(r) -> str:
-    v = verdict_of(r)
-    if v == NO_EFFECT:
-        return no_effect_text(r).split(" (")[0]
-    if v in ("faster", "slower"):
-        return f"{v} (family-wise)"
-    if r.significant_per_row:
-        return "not resolved (significant alone, not family-wise)"
-    stop = r.stop
-    return (
-        f"not resolved ({stop.reason} after round {stop.look})"
-        if stop is not None and stop.reason != "max rounds"
-        else "not resolved"
-    )
 
 
 def _factor(r, which: str) -> str:
@@ -125,7 +107,7 @@ def reference_markdown(sweep: str | Path) -> str:
             continue
         judged = r.factors.judged_by if r.factors is not None else r.primary
         lines.append(
-            f"| `{r.label}` | {_verdict_words(r) if r.label != AA_LABEL else 'A/A check'} | "
+            f"| `{r.label}` | {verdict_words(r) if r.label != AA_LABEL else 'A/A check'} | "
             f"{ratio_of(r.primary_ratio)} by {r.primary} | {judged} | {_factor(r, 'steps')} | "
             f"{_factor(r, 'per_step')} | {pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high, unit='')}: "
             f"{r.acc_verdict} |"

@@ -71,6 +71,7 @@ from gnnbench.measure.compare.family import (
     tradeoffs,
     verdict_of,
     verdict_summary,
+    verdict_words,
 )
 from gnnbench.measure.compare.identity import IDENTITY_KEYS, MixedSweepError, identity_problem
 from gnnbench.measure.compare.interleaved import (
@@ -170,6 +171,7 @@ __all__ = [
     "round_log_ratios",
     "tradeoffs",
     "verdict_of",
+    "verdict_words",
     "verdict_summary",
     "IDENTITY_KEYS",
     "MixedSweepError",

@@ -36,6 +36,7 @@ __all__ = [
     "no_effect_verdicts",
     "no_effect_text",
     "verdict_of",
+    "verdict_words",
     "verdict_summary",
 ]
 
@@ -170,6 +171,27 @@ def verdict_of(row: ComparisonRow) -> str | None:
         return SLOWER
     if row.no_effect and row.no_effect.get("equivalent"):
         return NO_EFFECT
+    return NOT_RESOLVED
+
+
+def verdict_words(row: ComparisonRow) -> str | None:
+    """A family row's verdict in the words every view uses (compare's table, the report, the reference block):
+    ``faster (family-wise)``, ``slower (family-wise)``, ``no effect beyond +-10%``, or ``not resolved`` with why
+    (significant alone but not family-wise; stopped futile or below the floor at a round); ``None`` outside the
+    family. A row whose interval excludes 1 is never worded as if it contained it: alone it is "significant
+    alone, not family-wise"."""
+    v = verdict_of(row)
+    if v is None:
+        return None
+    if v == NO_EFFECT:
+        return no_effect_text(row).split(" (")[0]
+    if v in (FASTER, SLOWER):
+        return f"{v} (family-wise)"
+    if row.significant_per_row:
+        return f"{NOT_RESOLVED} (significant alone, not family-wise)"
+    stop = row.stop
+    if stop is not None and stop.reason != "max rounds":
+        return f"{NOT_RESOLVED} ({stop.reason} after round {stop.look})"
     return NOT_RESOLVED
 
 

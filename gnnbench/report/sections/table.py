@@ -17,6 +17,7 @@ from gnnbench.measure.compare import (
     ComparisonRow,
     no_effect_text,
     verdict_summary,
+    verdict_words,
 )
 from gnnbench.report.distributed_text import advice_lines, detail_lines, efficiency_text, share_text, wire_text
 from gnnbench.report.html import esc
@@ -63,7 +64,8 @@ def _speedup_cell(r: ComparisonRow, floors: dict) -> str:
             bound,
             "significant alone, not after Holm's family-wise correction" if r.significant_per_row else _stop_words(r),
         )
-        return f"<td class='num {effect}'>no significant difference<br><small>{text}; {esc(why)}</small></td>"
+        words = esc(verdict_words(r) or "no significant difference")  # one vocabulary (compare.verdict_words)
+        return f"<td class='num {effect}'>{words}<br><small>{text}; {esc(why)}</small></td>"
     if below_floor(r, floors):
         return (
             f"<td class='num {effect}'>{text}<br><small>below the noise floor "
@@ -290,8 +292,8 @@ def sweep_notes(c: Comparison, index: int) -> str:
         + f"<p class='floor' id='target-{index}'>{_target_text(c)}</p>"
         "<p class='floor'><b>Ranked by</b> time to accuracy wherever there is a target, epoch time otherwise "
         "(column <i>ranked by</i>): rows that reached the target in every round first, rows censored in some "
-        "after them; within each, significant speedups, then no significant difference, then significant "
-        "slowdowns. <span class='gain'>Green</span>: a significant speedup that reached the target in every "
+        "after them; within each, significant speedups, then rows not resolved or with no effect, then "
+        "significant slowdowns. <span class='gain'>Green</span>: a significant speedup that reached the target in every "
         "round at no accuracy cost; <span class='tradeoff'>amber</span>: a significant speedup that costs "
         "accuracy (a trade-off); a censored row is never green. Accuracy: the test metric at convergence (each "
         "run's best validation point), paired by round (same seed), 95% t-interval; <i>no accuracy cost</i> "

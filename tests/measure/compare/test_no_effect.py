@@ -86,3 +86,29 @@ def test_every_family_row_ends_with_one_verdict_and_the_summary_counts_them():
     assert verdict_summary(rows) == (
         "verdicts for 3 of 4 rows (1 faster, 1 slower, 1 no effect beyond +-10%); not resolved: cached_norm"
     )
+
+
+def test_a_row_gets_the_same_verdict_words_in_compare_s_table_the_report_and_the_reference_block():
+    """One vocabulary: a row significant alone but not family-wise reads 'not resolved (significant alone, not
+    family-wise)' in the terminal table, the report's cell and the README block's words (never 'no significant
+    difference', which would say its interval contains 1)."""
+    from gnnbench.cli.tables import _verdict_notes
+    from gnnbench.measure.compare import ComparisonRow, verdict_words
+    from gnnbench.report.sections.table import _speedup_cell
+
+    row = ComparisonRow(
+        label="fast_dropout",
+        significant=False,
+        significant_per_row=True,
+        speedup=1.43,
+        speedup_low=1.24,
+        speedup_high=1.64,
+        censored=False,
+        acc_verdict="no accuracy cost",
+    )
+    words = verdict_words(row)
+    assert words == "not resolved (significant alone, not family-wise)"
+    assert words in _verdict_notes(row, base=False)
+    cell = _speedup_cell(row, {})
+    assert words in cell and "no significant difference" not in cell
+    assert verdict_words(ComparisonRow(label="baseline (A/A)", speedup=1.0)) is None

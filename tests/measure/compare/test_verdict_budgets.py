@@ -105,7 +105,7 @@ def test_a_slowdown_ranks_as_one_only_when_family_wise_significant():
         label="unclear", significant=False, speedup_low=0.7, speedup_high=1.2, speedup=0.9, censored=False
     )
     assert rank_key(slower)[2] == rank_key(unclear)[2] == 1, (
-        "a per-row interval below 1 that Holm does not keep is 'no significant difference'"
+        "a per-row interval below 1 that Holm does not keep ranks with the rows not resolved"
     )
     assert rank_key(replace(slower, significant=True))[2] == 2
     assert rank_key(replace(slower, significant=True, speedup_low=1.1, speedup_high=1.3))[2] == 0
