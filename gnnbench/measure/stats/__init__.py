@@ -6,9 +6,9 @@ gnnbench.measure.stats.sequential_sim``), which a package that imported it would
 running it.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gnnbench.lazy import lazy_names
 from gnnbench.measure.stats.intervals import (
     DEFAULT_REPEATS,
     Equivalence,
@@ -116,14 +116,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A name of :data:`_HOME`, imported from its module on first use (and bound here from then on)."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOME, __all__, globals())
