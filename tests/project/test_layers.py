@@ -18,7 +18,7 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "gnnbench"
 
 BANDS = (
-    ("shared", ("flags", "env", "atomic", "timing", "background", "host_memory", "text")),
+    ("shared", ("flags", "env", "atomic", "timing", "background", "host_memory", "text", "lazy")),
     ("process", ("process",)),
     ("graphs", ("graphs",)),
     ("sampling", ("sampling",)),
