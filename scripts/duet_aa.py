@@ -41,10 +41,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=10, help="rounds per design (default 10)")
     p.add_argument("--steps", type=int, default=150, help="measured steps per benchmark process (default 150)")
     p.add_argument("--preset", default="tiny")
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set in every benchmark process's environment (e.g. PYTHONHASHSEED=0: is the spread per process?)",
+    )
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
     if a.rounds < 2:
         p.error(f"--rounds must be >= 2 (got {a.rounds})")
+    bad = [e for e in a.env if "=" not in e]
+    if bad:
+        p.error(f"--env takes KEY=VALUE (got {bad[0]!r})")
+    env = dict(e.split("=", 1) for e in a.env)
     benches = default_benches(gate_config(a.preset), BENCHES, steps=a.steps)
     logs = {d: RoundLog.empty(benches, d) for d in (DUET, ALTERNATING)}
     started = time.perf_counter()
@@ -53,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         worker = script_in(folder)
 
         def run_one(role: str, spec: Path, out: Path) -> dict:
-            return run_tree(ROOT, spec, out, 1, worker, 1800.0)
+            return run_tree(ROOT, spec, out, 1, worker, 1800.0, env_extra=env)
 
         for r in range(a.rounds):
             for design in (DUET, ALTERNATING) if r % 2 == 0 else (ALTERNATING, DUET):
@@ -88,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": a.rounds,
         "steps": a.steps,
         "threads": 1,
+        "env": env,
         "designs": {
             DUET: "both trees at once, each pinned to its own core at one thread, cores swapped every round, a "
             "barrier before each benchmark",

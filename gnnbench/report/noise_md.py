@@ -6,7 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["NOISE_MARKERS", "NOISE_FILES", "noise_markdown", "noise_tables"]
+__all__ = [
+    "NOISE_MARKERS",
+    "NOISE_FILES",
+    "noise_markdown",
+    "noise_tables",
+    "DUET_MARKERS",
+    "DUET_FILES",
+    "duet_markdown",
+    "duet_tables",
+]
 
 NOISE_MARKERS = ("<!-- noise:begin -->", "<!-- noise:end -->")
 # in results/reference/: the machine idle, then busy
@@ -44,3 +53,39 @@ def noise_tables(folder: str | Path) -> str:
     """:func:`noise_markdown` of each of :data:`NOISE_FILES` in ``folder``, in that order: what the docs hold
     between :data:`NOISE_MARKERS`."""
     return "".join(noise_markdown(Path(folder) / name) for name in NOISE_FILES)
+
+
+DUET_MARKERS = ("<!-- duet:begin -->", "<!-- duet:end -->")
+# in results/reference/: the gate's two round designs A/A (scripts/duet_aa.py), in the order docs/regression-gate.md
+# shows them
+DUET_FILES = ("gate-duet-aa-tiny-cpu.json", "gate-duet-aa-hashseed-tiny-cpu.json")
+
+
+def duet_markdown(path: str | Path) -> str:
+    """docs/regression-gate.md's A/A table of the gate's round designs (``scripts/duet_aa.py``'s file): per
+    benchmark, the sd of the per-round log ratio in duet and alternating, with the command and the machine."""
+    data = json.loads(Path(path).read_text())
+    env = data.get("environment") or {}
+    extra = ", environment " + ", ".join(f"{k}={v}" for k, v in data["env"].items()) if data.get("env") else ""
+    lines = [
+        "",
+        f"Measured by `{data['command']}` ({data['rounds']} rounds per design, interleaved, `{data['preset']}`, "
+        f"{data['steps']} measured steps a benchmark, one thread a side{extra}; "
+        f"{env.get('hardware_class') or env.get('machine') or 'this machine'}, {data['seconds'] / 60:.0f} minutes):",
+        "",
+        "| benchmark | sd of the per-round log ratio, duet | alternating | mean log ratio, duet | alternating |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, designs in data["table"].items():
+        d, a = designs["duet"], designs["alternating"]
+        lines.append(
+            f"| `{name}` | {d['sd_log_ratio']:.4f} | {a['sd_log_ratio']:.4f} | {d['mean_log_ratio']:+.4f} | "
+            f"{a['mean_log_ratio']:+.4f} |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def duet_tables(folder: str | Path) -> str:
+    """Every committed duet A/A file's table (:data:`DUET_FILES` that exist), in order."""
+    return "".join(duet_markdown(Path(folder) / f) for f in DUET_FILES if (Path(folder) / f).is_file())

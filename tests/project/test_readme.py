@@ -121,3 +121,19 @@ def test_the_statistics_docs_noise_table_is_generated_from_its_file():
         "docs/statistics.md's noise tables are stale: paste `gnnbench.report.noise_md.noise_tables` of "
         + ", ".join(NOISE_FILES)
     )
+
+
+def test_the_gate_docs_duet_table_is_generated_from_its_files():
+    """docs/regression-gate.md's A/A table of the round designs is ``noise_md.duet_tables`` of the committed
+    ``scripts/duet_aa.py`` files."""
+    from gnnbench.report.noise_md import DUET_FILES, DUET_MARKERS, duet_tables
+
+    docs = (ROOT / "docs" / "regression-gate.md").read_text()
+    start, end = DUET_MARKERS
+    assert start in docs and end in docs, "docs/regression-gate.md lost its duet-table markers"
+    folder = ROOT / "results" / "reference"
+    assert (folder / DUET_FILES[0]).is_file(), "the duet A/A file is not committed"
+    assert docs[docs.index(start) + len(start) : docs.index(end)] == duet_tables(folder), (
+        "docs/regression-gate.md's duet tables are stale: paste `gnnbench.report.noise_md.duet_tables` of "
+        + ", ".join(DUET_FILES)
+    )

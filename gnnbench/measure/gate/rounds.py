@@ -23,7 +23,18 @@ from gnnbench.measure.gate.verdicts import BenchVerdict, GateResult, WorkerFailu
 from gnnbench.measure.gate.worker import DUET_ABORTED
 from gnnbench.process import run_child
 
-__all__ = ["Runner", "RoundLog", "WorkerFailed", "run_tree", "spec_file"]
+__all__ = ["Runner", "RoundLog", "WorkerFailed", "run_tree", "spec_file", "hash_seed", "HASH_SEED_BASE"]
+
+HASH_SEED_BASE = 1000  # round r's processes start with PYTHONHASHSEED = HASH_SEED_BASE + r, on both sides
+
+
+def hash_seed(seed: int) -> int:
+    """The ``PYTHONHASHSEED`` both sides of round ``seed`` start with: one per round, shared by the two trees.
+    Python randomizes its string hashes per process, which moves dicts, sets and their memory around, and a
+    process's speed with them: measured on the gate's baseline step, a per-round sd of 0.17 of the log ratio with a
+    random seed per process against 0.03 with one seed for both (duet, docs/regression-gate.md). Shared within a
+    round, the layout's effect cancels in the round's ratio; varied across rounds, no one layout favours a tree."""
+    return HASH_SEED_BASE + int(seed)
 
 
 def spec_file(benches: list[Bench], seed: int, folder: Path, duet: dict | None = None) -> Path:
@@ -36,12 +47,22 @@ def spec_file(benches: list[Bench], seed: int, folder: Path, duet: dict | None =
         "graph": dataclasses.asdict(graph),
         "seed": seed,
         "benches": {b.name: dataclasses.replace(b.config, seed=seed).to_dict() for b in benches},
+        "hash_seed": hash_seed(seed),  # read by run_tree into the process's environment (it is set at its start)
     }
     if duet is not None:
         spec["duet"] = duet
     path = folder / (f"spec-{seed}.json" if duet is None else f"spec-{seed}-{duet['me']}.json")
     write_json_atomic(path, spec)
     return path
+
+
+def _spec_env(spec: Path) -> dict[str, str]:
+    """What a spec asks of its process's environment: the round's ``PYTHONHASHSEED`` (:func:`hash_seed`)."""
+    try:
+        seed = json.loads(Path(spec).read_text()).get("hash_seed")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {"PYTHONHASHSEED": str(int(seed))} if seed is not None else {}
 
 
 class WorkerFailed(Exception):
@@ -77,6 +98,7 @@ def run_tree(
         "PYTHONPATH": str(tree),
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
+        **_spec_env(spec),
         **(env_extra or {}),
     }
     log = out.with_suffix(".log")

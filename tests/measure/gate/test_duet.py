@@ -102,3 +102,14 @@ def test_a_gate_asked_for_a_duet_on_a_runner_that_cannot_hold_one_alternates_and
     )
     assert result.design == "alternating" and "1 usable core" in result.design_note and not result.cores
     assert sorted(calls) == ["base", "base", "head", "head"]
+
+
+def test_both_sides_of_a_round_start_with_the_round_s_hash_seed(tmp_path):
+    """Python's per-process string-hash seed moves a process's speed (docs/regression-gate.md): a round's spec
+    carries one seed for both trees, another per round, and the benchmark process starts with it."""
+    from gnnbench.measure.gate.rounds import _spec_env, hash_seed, spec_file
+
+    specs = [spec_file([Bench("baseline", QUICK)], r, tmp_path, {"me": side}) for r in (0, 3) for side in ("a", "b")]
+    seeds = [_spec_env(p)["PYTHONHASHSEED"] for p in specs]
+    assert seeds == [str(hash_seed(0))] * 2 + [str(hash_seed(3))] * 2 and seeds[0] != seeds[2]
+    assert _spec_env(tmp_path / "missing.json") == {}
