@@ -57,8 +57,13 @@ def noise_tables(folder: str | Path) -> str:
 
 DUET_MARKERS = ("<!-- duet:begin -->", "<!-- duet:end -->")
 # in results/reference/: the gate's two round designs A/A (scripts/duet_aa.py), in the order docs/regression-gate.md
-# shows them
-DUET_FILES = ("gate-duet-aa-tiny-cpu.json", "gate-duet-aa-hashseed-tiny-cpu.json")
+# shows them: Python's hash seed random per process; one seed (0) for every process; one seed per round, shared by
+# both sides (the gate's default since)
+DUET_FILES = (
+    "gate-duet-aa-tiny-cpu.json",
+    "gate-duet-aa-hashseed-tiny-cpu.json",
+    "gate-duet-aa-roundseed-tiny-cpu.json",
+)
 
 
 def duet_markdown(path: str | Path) -> str:
