@@ -15,6 +15,8 @@ __all__ = [
     "DUET_FILES",
     "duet_markdown",
     "duet_tables",
+    "RATES_MARKERS",
+    "inprocess_rates",
 ]
 
 NOISE_MARKERS = ("<!-- noise:begin -->", "<!-- noise:end -->")
@@ -94,3 +96,20 @@ def duet_markdown(path: str | Path) -> str:
 def duet_tables(folder: str | Path) -> str:
     """Every committed duet A/A file's table (:data:`DUET_FILES` that exist), in order."""
     return "".join(duet_markdown(Path(folder) / f) for f in DUET_FILES if (Path(folder) / f).is_file())
+
+
+RATES_MARKERS = ("<!-- inprocess-rates:begin -->", "<!-- inprocess-rates:end -->")
+
+
+def inprocess_rates(folder: str | Path) -> str:
+    """docs/statistics.md's error-rate table at the in-process spread: the stopping rule's simulation
+    (:func:`gnnbench.measure.stats.inprocess_tables`) at each committed A/A file's measured per-round sd of the
+    in-process A/A (:data:`NOISE_FILES`: its condition, idle or busy)."""
+    from gnnbench.measure.stats import inprocess_tables
+
+    sds = {}
+    for name in NOISE_FILES:
+        data = json.loads((Path(folder) / name).read_text())
+        condition = str(data.get("condition") or name).split(":")[0]
+        sds[condition] = data["table"]["baseline"]["one process"]["sd_log_ratio"]
+    return "\n" + inprocess_tables(sds)

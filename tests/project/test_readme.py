@@ -137,3 +137,16 @@ def test_the_gate_docs_duet_table_is_generated_from_its_files():
         "docs/regression-gate.md's duet tables are stale: paste `gnnbench.report.noise_md.duet_tables` of "
         + ", ".join(DUET_FILES)
     )
+
+
+def test_the_statistics_docs_in_process_error_rates_are_generated_from_the_a_a_files():
+    """docs/statistics.md's error rates at the in-process spread are ``noise_md.inprocess_rates`` of the committed
+    A/A files (the stopping rule's simulation, seeded: the same figures every run)."""
+    from gnnbench.report.noise_md import RATES_MARKERS, inprocess_rates
+
+    docs = (ROOT / "docs" / "statistics.md").read_text()
+    start, end = RATES_MARKERS
+    assert start in docs and end in docs, "docs/statistics.md lost its in-process error-rate markers"
+    assert docs[docs.index(start) + len(start) : docs.index(end)] == inprocess_rates(ROOT / "results" / "reference"), (
+        "docs/statistics.md's in-process error rates are stale: paste `gnnbench.report.noise_md.inprocess_rates`"
+    )
