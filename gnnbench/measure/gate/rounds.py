@@ -271,10 +271,12 @@ class RoundLog:
         left; each one's extra round is counted in ``result``."""
         sensitivity = result.sensitivity
         todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
-        sides = 1 if self.design == DUET else 2  # a duet round takes one side's time, both running at once
-        predicted = sides * statistics.median(self.overhead or [0.0]) + 2 * sum(
+        # one side's time a round in a duet (both run at once; its overhead is per round), two alternating
+        sides = 1 if self.design == DUET else 2
+        per_side = statistics.median(self.overhead or [0.0]) + sum(
             statistics.median(self.seconds[b.name] or [0.0]) for b in todo
-        ) / (2 if self.design == DUET else 1)
+        )
+        predicted = sides * per_side
         if todo and predicted > left_s:
             return []
         for b in todo:
