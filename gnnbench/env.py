@@ -23,6 +23,7 @@ __all__ = [
     "device_memory_bytes",
     "COMPARABLE_KEYS",
     "head_commit",
+    "uncommitted_files",
     "commits_since",
 ]
 
@@ -47,6 +48,14 @@ def head_commit() -> str | None:
     if not sha:
         return None
     return sha + ("+dirty" if _git(["status", "--porcelain", "--untracked-files=no"]) else "")
+
+
+def uncommitted_files() -> list[str] | None:
+    """The tracked files of the checkout gnnbench runs from that differ from its commit; ``None`` outside git."""
+    if not _git(["rev-parse", "HEAD"]):
+        return None
+    status = _git(["status", "--porcelain", "--untracked-files=no"]) or ""
+    return [line.split(maxsplit=1)[1] for line in status.splitlines() if len(line.split(maxsplit=1)) == 2]
 
 
 def commits_since(old: str, new: str) -> int | None:

@@ -1,9 +1,9 @@
-"""The A/A check of README's pytest-benchmark before/after recipe: run the suite twice with no change in
-between and report how far each benchmark moved, and whether README's documented gate would have failed.
+"""The A/A check of docs/tracking.md's pytest-benchmark before/after recipe: run the suite twice with no change in
+between and report how far each benchmark moved, and whether that recipe's documented gate would have failed.
 
     .venv/bin/python scripts/perf_aa.py [--threshold 10] [--out FILE] [-- extra pytest args, e.g. -k "int32 or csr"]
 
-README's recipe gates two sets apart (docs/regression-gate.md): the steady-work benchmarks at 10%
+The recipe gates two sets apart (docs/regression-gate.md): the steady-work benchmarks at 10%
 (``-- -k "not (full_batch or cluster_gcn or graphsaint or workers or prefetch)"``) and the others at 25%.
 
 It runs exactly the recipe (``--benchmark-save``, then ``--benchmark-compare ... --benchmark-compare-fail
@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_THRESHOLD = 25  # percent, on median: README's gate for the variable-work set (10% for the steady set)
+DEFAULT_THRESHOLD = 25  # percent, on median: docs/tracking.md's gate for the variable-work set (10% for the steady set)
 
 
 def _pytest(args: list[str]) -> int:

@@ -90,7 +90,7 @@ def add_env(sub: argparse._SubParsersAction) -> None:
 def add_flags(sub: argparse._SubParsersAction) -> None:
     """``flags``: the registered optimizations."""
     p = sub.add_parser("flags", help="list the registered optimizations")
-    p.add_argument("--markdown", action="store_true", help="print the registry as README's Markdown table")
+    p.add_argument("--markdown", action="store_true", help="print the registry as docs/optimizations.md's table")
     p.add_argument("--names", action="store_true", help="print the names only, comma-separated (for --flags)")
     p.set_defaults(func=inspect_commands.cmd_flags)
 

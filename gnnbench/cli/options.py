@@ -175,7 +175,7 @@ def add_graph_args(p: argparse.ArgumentParser, *, load: bool) -> None:
             "--load",
             metavar="PATH",
             help="your graph: .npz, a saved PyG Data (.pt), or an edge list (.csv/.tsv/.txt, features "
-            "and labels in .npy files beside it); see README, 'Your own graph'",
+            "and labels in .npy files beside it); see docs/your-own.md",
         )
         src.add_argument(
             "--dataset",

@@ -479,7 +479,7 @@ def format_distributed(rows: list[ComparisonRow]) -> list[str]:
 
 
 def registry_markdown() -> str:
-    """The registry as a Markdown table (README's optimization list is exactly this; a test keeps it so)."""
+    """The registry as a Markdown table (docs/optimizations.md's table is exactly this; a test keeps it so)."""
     from gnnbench import registry
 
     lines = [

@@ -21,14 +21,14 @@ from pathlib import Path
 
 from gnnbench.atomic import write_bytes_atomic
 from gnnbench.measure.run import RunResult
-from gnnbench.report.html import esc
+from gnnbench.report.bundle import plotly_bundle
+from gnnbench.report.html import esc, trace_types
 from gnnbench.report.inputs import ReportInputs, inputs_fingerprint
 from gnnbench.report.sections import (
-    aa_summary,
     asv_section,
+    first_screen,
     gate_history_section,
     gate_rates_section,
-    headline,
     load_sweeps,
     pytest_benchmark_section,
     registry_section,
@@ -40,16 +40,42 @@ __all__ = ["build_report", "INPUTS_ID", "read_fingerprint"]
 INPUTS_ID = "gnnbench-inputs"  # the page's JSON block that records what it was built from
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1200px;color:#222;
+padding:0 12px;overflow-wrap:anywhere}
 h1{margin-bottom:4px} h2{margin-top:36px;border-bottom:1px solid #ddd;padding-bottom:4px}
-table{border-collapse:collapse;margin:8px 0;font-size:14px;width:100%}
-th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:8px 0;font-size:14px;width:100%;table-layout:auto}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+td code,#environment td{overflow-wrap:anywhere} .nowrap{white-space:nowrap} .key span{padding:0 6px;font-weight:600}
 th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.muted{color:#777} .gain{color:#0a6b2d;font-weight:600} .loss{color:#a11} .na{color:#8a6d00}
-.tradeoff{color:#b35c00;font-weight:600;background:#fff4e0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere} .chart{max-width:100%;overflow:hidden}
+.muted{color:#777} .gain{font-weight:600} .tradeoff{font-weight:600;background:#fff4e0}
 .aa{padding:8px 12px;border-left:4px solid #4a6fa5;background:#f5f8fc} .aa.bad{border-color:#a11;background:#fcf5f5}
+.turn-on{padding:4px 16px 8px;border:2px solid #2a9d5b;border-radius:6px;margin:16px 0}
+.turn-on h2{margin-top:8px;border:0} pre.copy{background:#f4f4f4;padding:8px;font-size:14px}
+ul.measured{margin-top:0} dl.glossary{font-size:13px} dl.glossary dt{font-weight:600;margin-top:4px}
+dl.glossary dd{margin-left:16px;color:#444}
 .floor{font-size:13px;color:#555} small{color:#777}
 """
+
+
+def _verdict_css() -> str:
+    """Each verdict's text colour in the tables, the chart's colour for it (one colour per verdict)."""
+    from gnnbench.report.sections.charts import VERDICT_COLORS
+
+    return "".join(f".{kind}{{color:{colour}}}" for kind, colour in VERDICT_COLORS.items())
+
+
+def _built_line(out: Path) -> str:
+    """Where the page was built from: the commit of this checkout, and whether its tracked files other than the
+    page itself were clean."""
+    from gnnbench.env import head_commit, uncommitted_files
+
+    changed = uncommitted_files()
+    if changed is None:
+        return "Built outside a git checkout: the code that built it is not recorded"
+    changed = [f for f in changed if Path(f).name != out.name]
+    tree = "a clean tree" if not changed else f"a tree with {len(changed)} uncommitted change(s): {', '.join(changed)}"
+    return f"This page was built at commit {str(head_commit())[:7]} from {tree}"
 
 
 def _environment_table(runs: list[RunResult], sweeps: list | None = None) -> str:
@@ -104,7 +130,11 @@ def _environment_table(runs: list[RunResult], sweeps: list | None = None) -> str
 # ------------------------------------------------------------------ other sections
 _METHOD = (
     "Every configuration ran in separate processes, in interleaved rounds (each round runs the baseline and every "
-    "configuration once, in a shuffled order; round r trains with seed base + r). Speedups are paired by round "
+    "configuration once, in a shuffled order; round r trains with seed base + r). An entry that does the "
+    "baseline's work per step and can share a process with it is, after its run, also timed against its round's "
+    "baseline in that one process, steps interleaved in ABBA/BAAB blocks (construction order alternating by "
+    "round), and its time per step is read from there: a process's drift hits both sides alike, so the rounds' "
+    "spread is what remains (the A/A row 'one process' measures it). Speedups are paired by round "
     "against the baseline of the same sweep: the geometric mean of the per-round ratios with a 95% Student-t "
     "interval over rounds, Holm across a sweep's rows. The verdicts: faster or slower (family-wise), no effect "
     "beyond the declared margin (shown equivalent), or not resolved (the interval contains 1, or excludes it for "
@@ -141,19 +171,16 @@ def read_fingerprint(page: str) -> dict | None:
 
 def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbench: optimization gains") -> Path:
     """Write the report to ``out`` (atomically) and return its path."""
-    import plotly.offline
-
     sweeps = load_sweeps(inputs.runs_by_sweep)
     sections = [sweep_section(s, i) for i, s in enumerate(sweeps)] or [
         "<h2>Optimizations</h2><p class='na'>No gnnbench run results were given.</p>"
     ]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = Path(out)
+    built = f"{_built_line(out)}, {generated}, from {len(inputs.sources)} file(s). How these figures were measured: the method, at the end of the page."
     body = (
         f"<h1>{esc(title)}</h1>"
-        + aa_summary(sweeps)
-        + headline(sweeps)
-        + f"<p class='muted'>Generated {generated} from {len(inputs.sources)} file(s). How these figures were "
-        "measured: <a href='#method'>the method, below the tables</a>.</p>"
+        + first_screen(sweeps, built)
         + "<h2>Environment, per sweep</h2>"
         + _environment_table(inputs.runs, sweeps)
         + "".join(sections)
@@ -166,12 +193,15 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     )
     # what it was built from (arguments, files and their hashes): tests/report/test_published_report.py reads it back
     fingerprint = json.dumps(inputs_fingerprint(inputs), sort_keys=True, indent=0).replace("</", "<\\/")
+    bundle = plotly_bundle(trace_types(body))
+    body += f"<p class='muted' id='bundle'>Charts drawn with the inlined {esc(bundle.note)}.</p>"
     page = (
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
-        f"<style>{_CSS}</style><script type='text/javascript'>{plotly.offline.get_plotlyjs()}</script>"
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{esc(title)}</title><style>{_CSS}{_verdict_css()}</style>"
+        f"<script type='text/javascript'>{bundle.js}</script>"
         f"<script type='application/json' id='{INPUTS_ID}'>{fingerprint}</script>"
         f"</head><body>{body}</body></html>"
     )
-    out = Path(out)
     write_bytes_atomic(out, page.encode("utf-8"))
     return out

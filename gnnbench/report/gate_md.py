@@ -1,9 +1,9 @@
-"""README's regression-gate figures, generated from the published files so that they cannot drift from them.
+"""The regression gate's published figures (docs/regression-gate.md), generated from the published files so that they cannot drift from them.
 
 Two files, two measures: ``results/reference/gate-error-rates.json`` (``scripts/gate_error_rates.py``: default
 gate runs on throwaway commits, judged by wall time) and ``results/reference/gate-counts.json``
 (``scripts/gate_counts.py``: the primary tier's counted instructions). :func:`gate_markdown` words both;
-``tests/project/test_readme.py`` checks README's block between :data:`MARKERS` against it::
+``tests/project/test_readme.py`` checks docs/regression-gate.md's block between :data:`MARKERS` against it::
 
     python -m gnnbench.report.gate_md results/reference/gate-error-rates.json \\
         results/reference/gate-error-rates-work-busy.json results/reference/gate-counts.json
@@ -301,7 +301,7 @@ def command(settings: dict) -> str:
 
 
 def gate_markdown(rates: str | Path | list, counts: str | Path) -> str:
-    """README's gate block: the error rates of each file of ``rates`` (one path or several, each made by
+    """docs/regression-gate.md's gate block: the error rates of each file of ``rates`` (one path or several, each made by
     ``scripts/gate_error_rates.py`` under its own settings and condition) and the counted instructions of
     ``counts``, each with the file it comes from and the command that made it."""
     parts = []

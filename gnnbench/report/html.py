@@ -6,7 +6,7 @@ import html
 
 from gnnbench.text import absent
 
-__all__ = ["esc", "figure_html", "error_bars"]
+__all__ = ["esc", "figure_html", "error_bars", "trace_types"]
 
 
 def esc(x) -> str:
@@ -18,9 +18,18 @@ def figure_html(fig, div_id: str) -> str:
     """A plotly figure as a ``<div>`` with id ``div_id``; plotly.js itself is inlined once, by the page."""
     import plotly.io as pio
 
-    return pio.to_html(
+    traces = ",".join(sorted({t.type for t in fig.data}))
+    chart = pio.to_html(
         fig, include_plotlyjs=False, full_html=False, div_id=div_id, config={"displaylogo": False, "responsive": True}
     )
+    return f"<div class='chart' data-traces='{traces}'>{chart}</div>"
+
+
+def trace_types(page: str) -> set[str]:
+    """The plotly trace types a page's charts draw (each chart's ``data-traces``)."""
+    import re
+
+    return {t for found in re.findall(r"data-traces='([a-z0-9,]*)'", page) for t in found.split(",") if t}
 
 
 def error_bars(values: list, lows: list, highs: list) -> dict:

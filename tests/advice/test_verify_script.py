@@ -440,7 +440,7 @@ def test_a_sparse_adjacency_is_passed_where_every_convolution_takes_one_and_refu
     assert issubclass(ch.SparseRefused, BaseException) and not issubclass(ch.SparseRefused, Exception)
 
 
-SAMPLING_BOUND = (ROOT / "scripts" / "user_loops" / "sampling_bound.py").read_text()  # the loop README quotes
+SAMPLING_BOUND = (ROOT / "scripts" / "user_loops" / "sampling_bound.py").read_text()  # a loop docs/your-own.md cites
 
 
 @pytest.mark.slow

@@ -227,7 +227,7 @@ def test_run_command_errors(capsys):
     assert "--fanout must be comma-separated integers" in capsys.readouterr().err
     import torch
 
-    if not torch.cuda.is_available():  # README: CUDA-only flags on a CPU are refused, exit 2 with the reason
+    if not torch.cuda.is_available():  # docs/commands.md: CUDA-only flags on a CPU are refused, exit 2 with the reason
         assert main(["run", "--preset", "tiny", "--flags", "uva", "--epochs", "1"]) == 2
         captured = capsys.readouterr()
         assert "unavailable" in captured.out and "cannot run here" in captured.err and "CUDA" in captured.err

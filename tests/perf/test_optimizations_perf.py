@@ -2,8 +2,8 @@
 
 Quick (default; timing disabled, each step runs once): ``python -m pytest tests/perf``.
 Measured: ``python -m pytest tests/perf --benchmark-enable --benchmark-group-by=group``.
-Local before/after workflow (README, and ``scripts/perf_aa.py`` for its A/A check): ``--benchmark-save=before``,
-change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=median:<threshold>``. Measured runs pin
+Local before/after workflow (docs/tracking.md, and ``scripts/perf_aa.py`` for its A/A check):
+``--benchmark-save=before``, change the code, then ``--benchmark-compare=0001 --benchmark-compare-fail=median:<threshold>``. Measured runs pin
 one thread (``tests/perf/conftest.py``). A measured optimized step of an entry that can share a process with the
 baseline also records ``extra_info["interleaved_speedup"]``: its per-step ratio against the baseline timed in this
 process, steps interleaved (the figure a drift between the two benchmarks cannot move).

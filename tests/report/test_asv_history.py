@@ -117,14 +117,14 @@ def test_commits_since_counts_first_parent_commits_in_this_checkout():
 
 
 def test_readme_lists_each_machine_history_with_its_commits():
-    """README's "The committed history" names every folder with its commit count and first and last commit."""
-    readme = (ROOT / "README.md").read_text()
+    """docs/tracking.md's "The committed history" names every folder with its commit count and first and last commit."""
+    readme = (ROOT / "docs" / "tracking.md").read_text()
     section = readme[readme.index("**The committed history**") :]
     section = section[: section.index("```")]
     for name, (_, docs) in _machines().items():
         ordered = sorted(docs, key=lambda d: int(d["date"]))
         first, last = ordered[0]["commit_hash"][:8], ordered[-1]["commit_hash"][:8]
         line = next((ln for ln in section.split("\n- ") if ln.startswith(f"`{name}/`")), None)
-        assert line is not None, f"README does not list the history of {name}"
+        assert line is not None, f"docs/tracking.md does not list the history of {name}"
         assert f"{len({d['commit_hash'] for d in docs})} commits" in line, (name, line)
         assert f"`{first}`" in line and f"`{last}`" in line, (name, first, last, line)

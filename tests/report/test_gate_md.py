@@ -1,4 +1,4 @@
-"""README's gate block in words (``gnnbench.report.gate_md``): every null run's exit is named, an inconclusive one
+"""The gate block (docs/regression-gate.md) in words (``gnnbench.report.gate_md``): every null run's exit is named, an inconclusive one
 included, and the run times are read from every run, min to max."""
 
 from __future__ import annotations

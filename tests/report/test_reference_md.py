@@ -1,4 +1,4 @@
-"""The README's reference block is generated from a sweep folder: its wall time from the sweep's log."""
+"""The reference block (docs/reference.md, README's headline) is generated from a sweep folder: its wall time from the sweep's log."""
 
 from gnnbench.report.reference_md import sweep_minutes
 

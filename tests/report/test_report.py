@@ -65,11 +65,14 @@ def test_report_lists_every_registry_entry_and_reasons(report):
         assert f'id="{div}"' in text
 
 
-def test_report_opens_with_the_aa_check(report):
+def test_report_shows_the_aa_check_on_its_first_screen(report):
     text = report.read_text()
     body = text[text.index("<body>") :]
     aa = body.index("id='aa-check'")
-    assert aa < body.index("<h2>") and aa < body.index("Generated "), "the A/A result comes before everything else"
+    first = body[body.index("<section id='first-screen'>") : body.index("</section>")]
+    assert "id='aa-check'" in first, "the A/A result is on the first screen"
+    assert aa < body.index("<h2>Environment") and aa < body.index("id='sweep-0'"), "before every sweep's section"
+    assert "This page was built at commit" in first or "Built outside a git checkout" in first
     block = body[aa : body.index("</div>", aa)]
     assert "the baseline against itself" in block
     assert re.search(r"epoch time \d+\.\d\dx \[\d+\.\d\d, \d+\.\d\d\], step time \d+\.\d\dx", block), block
@@ -215,7 +218,7 @@ def test_schema_v1_results_still_render(tmp_path):
     path = build_report(load_inputs(runs=[V1_SWEEP]), tmp_path / "v1.html")
     text = path.read_text()
     body = text[text.index("<body>") :]
-    assert body.index("id='aa-check'") < body.index("<h2>")
+    assert body.index("id='aa-check'") < body.index("<h2>Environment")
     assert "no A/A check was run" in body and "gnnbench compare --aa" in body
     summary = _summary(text)
     for name in registry.names():  # a row each, or named in the line of what this small sweep left out
@@ -241,7 +244,7 @@ def test_committed_reference_report_inputs_load():
     labels = {r.label for r in inputs.runs}
     assert {"baseline", "all_recommended", "baseline (A/A)"} <= labels
     # Every registered entry is in the reference sweep (an entry registered later is listed by the report as not
-    # measured there: regenerate the reference with the README's command, "--nproc 2" included, to cover it).
+    # measured there: regenerate the reference with docs/reference.md's command, "--nproc 2" included, to cover it).
     # labor was registered after this reference was measured (2026-12-02): listed, not measured, until regenerated
     assert set(registry.names()) - labels <= REGISTERED_AFTER_REFERENCE
     assert all(r.schema_version == SCHEMA_VERSION for r in inputs.runs)
@@ -381,13 +384,19 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert non_white > 0.02 * img.width * img.height
 
 
-def test_the_first_screen_says_what_pays_here_from_measurement(constructed):
-    top = constructed[constructed.index("<section id='what-pays'>") : constructed.index("</section>")]
-    assert constructed.index("id='what-pays'") < constructed.index("id='sweep-0'"), "before every sweep's table"
-    assert "Measured best single row here: <b>sparse_agg</b>" in top and "no accuracy cost" in top
-    listed = top[top.index("<ul>") : top.index("</ul>")]
-    assert "Trade-off: <b>fast_lossy</b>" in listed and "fast_dropout" not in listed, "a censored row never headlines"
+def test_the_first_screen_says_what_to_turn_on_from_measurement(constructed):
+    top = constructed[constructed.index("<section id='first-screen'>") : constructed.index("</section>")]
+    assert constructed.index("id='first-screen'") < constructed.index("id='sweep-0'"), "before every sweep's table"
+    box = top[top.index("class='turn-on'") : top.index("</div>", top.index("class='turn-on'"))]
+    assert "Measured:</b> GCN" in box and "node classification" in box, "what was measured, in one line"
+    assert "The best measured row, <b>sparse_agg</b>" in box and "no accuracy cost" in box
+    assert "<pre class='copy'>gnnbench run" in box and "--flags sparse_agg" in box, "the command to copy"
+    assert "Faster, but not at no accuracy cost: <b>fast_lossy</b>" in box
+    assert "fast_dropout" not in box, "a censored row never headlines"
     assert 'id="tradeoff-top"' in top and "Pareto front" in top
+    rows = top[top.index("<table class='verdicts'") : top.index("</table>", top.index("<table class='verdicts'"))]
+    assert "<code>fast_dropout</code>" in rows, "every measured row, the censored one too, in the verdict table"
+    assert "id='glossary'" in top and "not resolved" in top
 
 
 def test_asv_history_lists_its_change_points(tmp_path):
@@ -516,12 +525,14 @@ def test_the_measured_best_set_leads_the_first_screen_from_its_own_rounds(tmp_pa
     (sub / "sweep.json").write_text(json.dumps({"calibration": None}))
     inputs = ReportInputs(runs_by_sweep={str(main): runs, str(sub): set_runs})
     html = build_report(inputs, tmp_path / "report.html").read_text()
-    top = html[html.index("<section id='what-pays'>") : html.index("</section>")]
-    assert "Measured best set here: sparse_agg+csr: 1.8" in top and "(its own 5 rounds)" in top
-    assert "left out: workers (conflicts with prefetch on field num_workers)" in top
-    assert top.index("Measured best set here") < top.index("Measured best single row here")
+    top = html[html.index("<section id='first-screen'>") : html.index("</section>")]
+    assert "The measured best set, <b>sparse_agg + csr</b>: <b>1.8" in top and "(measured in its own 5 rounds)" in top
+    assert "workers (conflicts with prefetch on field num_workers)" in top
+    assert "--flags sparse_agg,csr" in top, "the set's command to copy"
     assert "Sweep: compare-x / best set" in html, "its rounds have a section of their own"
-    assert top.count("<a href='#sweep-") == 1, "the set's rounds are not a second headline"
+    set_index = re.search(r"<h2 id='sweep-(\d+)'>Sweep: compare-x / best set", html).group(1)
+    assert f"href='#sweep-{set_index}'" not in top, "the set's rounds are not a second headline"
+    assert top.count("class='turn-on'") == 1
 
 
 def test_where_a_sweep_was_measured_names_the_machine_and_a_date_even_without_a_manifest(tmp_path):

@@ -47,12 +47,20 @@ _CHECK = """<script>
       });
       var legend = [];
       div.querySelectorAll('.legend .legendpoints path').forEach(function (p) { legend.push(colour(p)); });
+      var full = div._fullLayout || {};
       out.push({id: div.id, title: title ? title.textContent : '', labels: labels, drawn: uniq(drawn),
-                legend: uniq(legend)});
+                legend: uniq(legend), names: (div.data || []).map(function (t) { return t.name || ''; }),
+                yrange: full.yaxis ? full.yaxis.range : null, xrange: full.xaxis ? full.xaxis.range : null,
+                xtype: full.xaxis ? full.xaxis.type : null,
+                shapes: (full.shapes || []).map(function (sh) { return [sh.type, sh.y0, sh.y1, sh.x0, sh.x1]; })});
     });
+    var box = document.querySelector('.turn-on');
+    var page = {scrollWidth: document.documentElement.scrollWidth, innerWidth: window.innerWidth,
+                turnOnTop: box ? box.getBoundingClientRect().top + window.scrollY : null,
+                turnOnText: box ? box.textContent : ''};
     var pre = document.createElement('pre');
     pre.id = 'gnnbench-check';
-    pre.textContent = JSON.stringify(out);
+    pre.textContent = JSON.stringify({charts: out, page: page});
     document.body.appendChild(pre);
   }
   window.addEventListener('load', function () { setTimeout(check, 500); });
@@ -78,7 +86,7 @@ def _overlap(a, b) -> float:
 
 
 @pytest.fixture(scope="module")
-def charts(tmp_path_factory):
+def rendered(tmp_path_factory):
     browser = _chromium()
     if browser is None:
         if os.environ.get("GNNBENCH_REQUIRE_BROWSER"):
@@ -106,8 +114,17 @@ def charts(tmp_path_factory):
     found = re.search(r'<pre id="gnnbench-check">(.*?)</pre>', dom.stdout, re.S)
     assert found, "the check script did not run in the page"
     out = json.loads(html.unescape(found.group(1)))
-    assert len(out) >= 3, f"plotly drew {len(out)} charts"
+    assert len(out["charts"]) >= 3, f"plotly drew {len(out['charts'])} charts"
     return out
+
+
+@pytest.fixture(scope="module")
+def charts(rendered):
+    return rendered["charts"]
+
+
+def _chart(charts, prefix: str) -> list[dict]:
+    return [c for c in charts if c["id"] == prefix or c["id"].startswith(prefix + "-")]
 
 
 def test_no_two_chart_labels_overlap(charts):
@@ -144,3 +161,41 @@ def test_the_check_itself_sees_an_overlap_and_an_unexplained_colour():
     assert _overlap(["a", 0, 0, 50, 10], ["b", 50, 0, 90, 10]) == 0.0
     assert _rgb("#2a9d5b") == "rgb(42, 157, 91)" and COLOR_WORDS["#2a9d5b"] == "green"
     assert not re.search(r"\bred\b", "censored, measured") and re.search(r"\bred\b", "red: slower")
+
+
+def test_no_horizontal_scroll_at_1400_px(rendered):
+    page = rendered["page"]
+    assert page["scrollWidth"] <= page["innerWidth"], page
+
+
+def test_the_first_screen_holds_the_turn_on_box_with_a_command(rendered):
+    page = rendered["page"]
+    assert page["turnOnTop"] is not None and page["turnOnTop"] < 900, "the turn-on box starts on the first screen"
+    assert "gnnbench run --preset" in page["turnOnText"] and "Measured:" in page["turnOnText"]
+
+
+def test_the_accuracy_axes_are_scaled_where_the_decision_is_made(charts):
+    """The trade-off charts draw the +-0.5 pp band and their accuracy axis is not set by an outlier (the
+    reference's fanout at -6.5 pp sits at the edge, its value in its label)."""
+    from gnnbench.measure.compare import NO_COST_PP
+
+    tradeoffs = _chart(charts, "tradeoff")
+    assert tradeoffs
+    for chart in tradeoffs:
+        assert any(sh[0] == "rect" and sh[1] == -NO_COST_PP and sh[2] == NO_COST_PP for sh in chart["shapes"]), chart
+        assert chart["yrange"] and max(abs(v) for v in chart["yrange"]) <= 3.2, chart["yrange"]
+    for chart in _chart(charts, "accuracy"):
+        assert chart["xrange"] and max(abs(v) for v in chart["xrange"]) <= 3.2, chart["xrange"]
+
+
+def test_the_best_set_is_plotted_on_the_first_screen(charts):
+    top = _chart(charts, "tradeoff-top")
+    assert top and any(n.startswith("the measured best set") for n in top[0]["names"]), top
+
+
+def test_time_to_accuracy_curves_and_per_machine_history_with_dates(charts):
+    curves = _chart(charts, "curves")
+    assert curves and any("baseline" in n for n in curves[0]["names"]) and len(curves[0]["names"]) >= 2
+    assert any(sh[0] == "line" for sh in curves[0]["shapes"]), "the target line"
+    history = _chart(charts, "history")
+    assert history and all(c["xtype"] == "date" for c in history)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gnnbench.measure.compare.accuracy import NO_COST_PP
+from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
 from gnnbench.measure.compare.paired_floor import reads_pairs
 from gnnbench.measure.compare.rows import (
     AA_INPROCESS_LABEL,
@@ -37,6 +39,8 @@ __all__ = [
     "no_effect_text",
     "verdict_of",
     "verdict_words",
+    "plain_reason",
+    "VERDICT_GLOSSARY",
     "verdict_summary",
 ]
 
@@ -193,6 +197,84 @@ def verdict_words(row: ComparisonRow) -> str | None:
     if stop is not None and stop.reason != "max rounds":
         return f"{NOT_RESOLVED} ({stop.reason} after round {stop.look})"
     return NOT_RESOLVED
+
+
+def plain_reason(row: ComparisonRow, family: int | None = None) -> str | None:
+    """Why a family row is not resolved, in plain words a reader acts on (``could not tell it from the baseline
+    within +-47% on this machine in 3 rounds; more rounds were unlikely to settle it``); ``None`` for a row with
+    a verdict or outside the family. ``family``: the rows tested together (named in the significant-alone case)."""
+    if verdict_of(row) != NOT_RESOLVED:
+        return None
+    low, high, rounds = row.speedup_low, row.speedup_high, row.rounds
+    if row.bound == "at most":
+        return "missed the target in some rounds: its speedup is only an upper bound, which shows no gain"
+    if row.bound in ("at least", "unknown"):
+        return "the baseline missed the target in some rounds: no direction can be claimed"
+    if low is None or high is None or low != low or high != high:
+        return "one round only: no interval"
+    if row.significant_per_row:
+        way = "faster" if low > 1 else "slower"
+        together = f"the {family} rows tested together" if family else "the rows tested together"
+        return f"{way} on its own test, but not after the correction for {together}: more rounds would tell"
+    width = 100 * max(high - 1, 1 - low)
+    stop = row.stop
+    if stop is not None and stop.reason == "below the floor":
+        return (
+            f"any effect lies within this machine's noise (interval within +-{width:.0f}% after {stop.look} "
+            "rounds): too small to resolve here"
+        )
+    if stop is not None and stop.reason == "futile":
+        return (
+            f"could not tell it from the baseline within +-{width:.0f}% on this machine in {stop.look} rounds; "
+            "more rounds were unlikely to settle it"
+        )
+    return f"could not tell it from the baseline within +-{width:.0f}% on this machine in {rounds} rounds"
+
+
+VERDICT_GLOSSARY: tuple[tuple[str, str], ...] = (
+    (
+        "faster / slower (family-wise)",
+        "the row's 95% interval excludes 1 after Holm's correction over every row of the sweep: a verdict that "
+        "holds with all rows tested together.",
+    ),
+    (
+        f"no effect beyond +-{100 * DEFAULT_EQUIVALENCE_MARGIN:.0f}%",
+        "an equivalence test (90% interval inside the sweep's declared margin, "
+        f"+-{100 * DEFAULT_EQUIVALENCE_MARGIN:.0f}% unless the sweep declares another, Holm over the rows): "
+        "shown to make no difference that matters.",
+    ),
+    (
+        "not resolved",
+        "none of the above; the reason says why: significant alone (its own interval excludes 1, not after the "
+        "correction), futile (stopped: more rounds were unlikely to settle it), below the floor (stopped: "
+        "its interval lies inside this machine's noise).",
+    ),
+    (
+        "time to accuracy",
+        "setup plus the training clock until validation first reaches the calibrated target; > 1x means the row "
+        "gets there sooner than the baseline.",
+    ),
+    (
+        "derived",
+        "an entry proven by test to keep the baseline's training trajectory: its steps to the target are the "
+        "baseline's, so its time to accuracy is setup + those steps x its measured time per step.",
+    ),
+    (
+        "judged by",
+        "which figure the verdict reads: measured time to accuracy, derived, or time per step x the baseline's "
+        "steps (steps equivalent, where the steps to the target are shown equal within the margin).",
+    ),
+    (
+        "no accuracy cost",
+        f"the paired test-accuracy change at the best validation point has its 95% interval inside +-{NO_COST_PP} pp.",
+    ),
+    (
+        "A/A",
+        "the baseline measured against itself: the noise a verdict has to beat on this machine.",
+    ),
+)
+"""The verdict words and the terms beside them, defined once: compare's table legend, the report's glossary and
+README's reference block read this."""
 
 
 def verdict_summary(rows: list[ComparisonRow]) -> str:

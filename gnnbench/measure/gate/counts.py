@@ -299,11 +299,11 @@ def null_changes(doc: dict) -> list[tuple[str, str, float]]:
     )
 
 
-MARKERS = ("<!-- gate-counts:start -->", "<!-- gate-counts:end -->")  # README's block of published counts
+MARKERS = ("<!-- gate-counts:start -->", "<!-- gate-counts:end -->")  # a page's block of published counts
 
 
 def counts_markdown(path: str | Path) -> str:
-    """The published counts (``scripts/gate_counts.py``'s file) as README's block: per case, each counted
+    """The published counts (``scripts/gate_counts.py``'s file) as a page's block: per case, each counted
     benchmark's HEAD / BASE instructions per unit and its verdict; the same-tree cases' spread between
     processes; the machine and the time a case took."""
     import json
@@ -336,7 +336,7 @@ def counts_markdown(path: str | Path) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    if len(sys.argv) > 1:  # README's block from a published file
+    if len(sys.argv) > 1:  # the block from a published file
         print(counts_markdown(sys.argv[1]), end="")
         raise SystemExit(0)
     try:  # the marker's path, built if needed

@@ -7,14 +7,14 @@ puts them on one page."""
 from gnnbench.report.sections.appendix import pytest_benchmark_section, registry_section
 from gnnbench.report.sections.gate_rates import gate_rates_section
 from gnnbench.report.sections.history import asv_section, gate_history_section
-from gnnbench.report.sections.summary import aa_summary, headline
+from gnnbench.report.sections.summary import aa_summary, first_screen
 from gnnbench.report.sections.sweep import Sweep, load_sweeps, sweep_section
 
 __all__ = [
     "Sweep",
     "load_sweeps",
     "aa_summary",
-    "headline",
+    "first_screen",
     "sweep_section",
     "asv_section",
     "gate_history_section",

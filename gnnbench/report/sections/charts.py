@@ -20,9 +20,12 @@ from gnnbench.report.rows import effect_kind, reached_text, speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES
 
-__all__ = ["phases_present", "COLOR_WORDS"]
+__all__ = ["phases_present", "COLOR_WORDS", "VERDICT_COLORS", "accuracy_scale", "tradeoff_chart", "curves_chart"]
 
 _CHART_COLOR = {"gain": "#2a9d5b", "tradeoff": "#e08e0b", "loss": "#c0392b", "na": "#c9b458", "muted": "#9aa5b1"}
+VERDICT_COLORS = dict(_CHART_COLOR)
+"""One colour per verdict (:func:`gnnbench.report.rows.effect_kind`): the charts' markers and bars and the tables'
+verdict text (the page's style reads this)."""
 _ACCURACY_COLOR = {"converged": "#4a6fa5", "elsewhere": "#a7b8d1"}
 
 COLOR_WORDS = {
@@ -63,7 +66,7 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.update_layout(
         title=f"{primary.capitalize()} speedup over the baseline (95% run-level interval)<br><sup>"
-        "green: gain (family-wise), amber: faster but costs accuracy, red: slower (family-wise), olive: "
+        "green: gain (family-wise), amber: faster, accuracy cost not ruled out, red: slower (family-wise), olive: "
         "censored or a bound without a direction, grey: no family-wise verdict; faded and "
         "outlined: censored, a bound</sup>",
         xaxis_title="speedup (x)",
@@ -76,7 +79,7 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
 
 _EFFECT_WORDS = {
     "gain": "significant gain at no accuracy cost",
-    "tradeoff": "significant gain that costs accuracy",
+    "tradeoff": "significant gain, accuracy cost not ruled out",
     "loss": "significantly slower",
     "na": "censored, or a bound without a direction",
     "muted": "no family-wise verdict",
@@ -96,38 +99,72 @@ def _where_read(r: ComparisonRow) -> str:
     return "at convergence" if r.converged is True else (r.acc_point or "not at convergence")
 
 
-def _label_positions(points: list[tuple[float, float]]) -> list[str]:
+def _label_positions(points: list[tuple[float, float]], near_pp: float = 1.0) -> list[str]:
     """A text position per labelled point, so that labels of points close together go to different sides: points
-    are taken in order of x (log scale) and y, and each takes the first side not taken by a point within a
-    quarter of a doubling and 1 pp of it."""
+    are taken in order of x (log scale) and y, and each takes the first side not taken by a point within half a
+    doubling and ``near_pp`` pp of it, and never a left side when such a point to its left has its label on the
+    right."""
     import math
 
     order = sorted(range(len(points)), key=lambda i: points[i])
     spots: dict[int, str] = {}
     for i in order:
         x, y = points[i]
-        near = {
-            spots[j]
+        near = [
+            j
             for j in spots
-            if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.25 and abs(points[j][1] - y) < 1.0
-        }
-        spots[i] = next((s for s in _LABEL_SPOTS if s not in near), _LABEL_SPOTS[len(spots) % len(_LABEL_SPOTS)])
+            if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.5
+            and abs(points[j][1] - y) < near_pp
+        ]
+        taken = {spots[j] for j in near}
+        # a neighbour to the left whose label runs right: this label does not run left into it
+        facing = any(spots[j].endswith("right") and points[j][0] < x for j in near)
+        free = [s for s in _LABEL_SPOTS if s not in taken and not (facing and s.endswith("left"))]
+        spots[i] = free[0] if free else _LABEL_SPOTS[len(spots) % len(_LABEL_SPOTS)]
     return [spots[i] for i in range(len(points))]
 
 
-def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
+def accuracy_scale(values_pp: list[float]) -> float:
+    """The half-range (pp) of an accuracy axis, chosen where the decision is made: at least 1 pp (the +-0.5 pp
+    no-cost band then fills half of it), wide enough for the points within 3 pp with a fifth to spare, never
+    set by an outlier beyond 3 pp (drawn at the edge instead, its value in its label)."""
+    inside = [abs(v) for v in values_pp if v == v and abs(v) <= 3.0]
+    return max(1.0, 1.2 * max(inside, default=0.0))
+
+
+def _on_scale(y: float, limit: float) -> float:
+    """``y`` clipped to the axis' half-range ``limit`` (an outlier sits at the edge)."""
+    return max(-limit, min(limit, y))
+
+
+def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_set: ComparisonRow | None = None):
     """Speed against accuracy: time-to-accuracy speedup (log axis) against the paired accuracy delta (pp), with both
     intervals. Colour is the row's verdict (the table's); the marker says where accuracy was read (filled circle:
     at convergence; diamond: at equal steps or at the target) and whether time to accuracy is a bound (hollow:
     censored). Rows with a verdict are labelled; the rest are one muted group. The legend names every colour and
-    marker drawn; the dotted front runs through rows with a family-wise verdict only."""
+    marker drawn; the dotted front runs through rows with a family-wise verdict only. The accuracy axis is scaled
+    where the decision is made (:func:`accuracy_scale`; the +-0.5 pp no-cost band drawn): a row beyond it sits at
+    the edge as a triangle, its value in its label. ``best_set``: the measured best set's row (its own rounds),
+    drawn as a star."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
+    limit = accuracy_scale([100 * r.acc_delta for r in rows] + ([100 * best_set.acc_delta] if best_set else []))
     verdict = [r for r in rows if _notable(r, floors)]
     muted = [r for r in rows if not _notable(r, floors)]
+    star = (
+        best_set
+        if best_set is not None and best_set.tta_speedup is not None and not absent(best_set.acc_delta)
+        else None
+    )
+    labelled = verdict + ([star] if star is not None else [])  # the star's label takes its side among them
     positions = dict(
-        zip([r.label for r in verdict], _label_positions([(r.tta_speedup.ratio, 100 * r.acc_delta) for r in verdict]))
+        zip(
+            [id(r) for r in labelled],
+            _label_positions(
+                [(r.tta_speedup.ratio, _on_scale(100 * r.acc_delta, limit)) for r in labelled], near_pp=0.4 * limit
+            ),
+        )
     )
     groups = []
     for part, named in ((verdict, True), (muted, False)):
@@ -137,9 +174,15 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
                 if sub:
                     groups.append((sub, named, censored, converged))
     for sub, named, censored, converged in groups:
-        symbol = ("circle" if converged else "diamond") + ("-open" if censored else "")
+        shape = "circle" if converged else "diamond"
         tta = [r.tta_speedup for r in sub]
-        x, y = [t.ratio for t in tta], [100 * r.acc_delta for r in sub]
+        x, raw = [t.ratio for t in tta], [100 * r.acc_delta for r in sub]
+        y = [_on_scale(v, limit) for v in raw]
+        off = [v != c for v, c in zip(raw, y)]
+        symbol = [
+            ("triangle-up" if v > 0 else "triangle-down") if o else shape + ("-open" if censored else "")
+            for v, o in zip(raw, off)
+        ]
         where = "accuracy at convergence" if converged else "accuracy at equal steps or at the target"
         name = f"{'with a verdict' if named else 'no family-wise verdict'}: {where}" + (
             "; censored (a bound)" if censored else ""
@@ -149,8 +192,10 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
             y=y,
             mode="markers+text" if named else "markers",
             name=name,
-            text=[esc(r.label) for r in sub] if named else None,
-            textposition=[positions[r.label] for r in sub] if named else None,
+            text=[esc(r.label + (f" ({v:+.2f} pp, off scale)" if o else "")) for r, v, o in zip(sub, raw, off)]
+            if named
+            else None,
+            textposition=[positions[id(r)] for r in sub] if named else None,
             marker={
                 "symbol": symbol,
                 "size": 12 if named else 8,
@@ -160,7 +205,11 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
             },
             error_x=error_bars(x, [t.low for t in tta], [t.high for t in tta]) | {"color": "#777"} if named else None,
             error_y=(
-                error_bars(y, [100 * r.acc_delta_low for r in sub], [100 * r.acc_delta_high for r in sub])
+                error_bars(
+                    y,
+                    [None if o else 100 * r.acc_delta_low for r, o in zip(sub, off)],
+                    [None if o else 100 * r.acc_delta_high for r, o in zip(sub, off)],
+                )
                 | {"color": "#777"}
             )
             if named
@@ -184,6 +233,27 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
             marker={"symbol": "square", "size": 12, "color": _CHART_COLOR[effect]},
             hoverinfo="skip",
         )
+    if star is not None:
+        t, v = star.tta_speedup, 100 * star.acc_delta
+        fig.add_scatter(
+            x=[t.ratio],
+            y=[_on_scale(v, limit)],
+            mode="markers+text",
+            name="the measured best set (its own rounds)",
+            text=["best set"],
+            textposition=[positions[id(star)]],
+            marker={"symbol": "star", "size": 18, "color": _CHART_COLOR[effect_kind(best_set, floors)]},
+            error_x=error_bars([t.ratio], [t.low], [t.high]) | {"color": "#777"},
+            error_y=error_bars([_on_scale(v, limit)], [100 * best_set.acc_delta_low], [100 * best_set.acc_delta_high])
+            | {"color": "#777"},
+            hovertext=[
+                esc(
+                    f"{best_set.label} (best set, its own rounds): {speedup_text(best_set)}; {metric} "
+                    f"{pp(best_set.acc_delta, best_set.acc_delta_low, best_set.acc_delta_high)}"
+                )
+            ],
+            hoverinfo="text",
+        )
     judged = [r for r in rows if _notable(r, floors)]
     front = pareto_front(judged)
     by_label = {r.label: r for r in judged}
@@ -202,18 +272,19 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str):
         )
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
+    fig.add_hrect(y0=-NO_COST_PP, y1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.10, line_width=0)
     ticks = [2.0**k for k in range(-8, 9)]
     fig.update_layout(
         title=f"Trade-off: time-to-accuracy speedup against the test {metric} change<br>"
-        "<sup>95% intervals on rows with a verdict; the legend names each colour and marker; "
-        "every point names itself in its hover text</sup>",
+        f"<sup>95% intervals on rows with a verdict; shaded: no accuracy cost (+-{NO_COST_PP} pp); a triangle "
+        "at the edge: off scale, its value in its label; every point names itself in its hover text</sup>",
         xaxis={
             "type": "log",
             "title": "time-to-accuracy speedup (x, log scale)",
             "tickvals": ticks,
             "ticktext": [f"{v:g}x" for v in ticks],
         },
-        yaxis_title=f"test {metric} change against the baseline (pp)",
+        yaxis={"title": f"test {metric} change against the baseline (pp)", "range": [-1.05 * limit, 1.05 * limit]},
         height=520,
         legend={"orientation": "h", "y": -0.25},
     )
@@ -230,10 +301,16 @@ def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
     import plotly.graph_objects as go
 
     deltas = [100 * r.acc_delta for r in ranked]
+    limit = accuracy_scale(deltas)
     fig = go.Figure(
         go.Bar(
             x=deltas,
-            y=[r.label + ("" if r.converged is True else " †") for r in ranked],
+            y=[
+                r.label
+                + ("" if r.converged is True else " †")
+                + (f" ({d:+.2f} pp, off scale)" if abs(d) > limit else "")
+                for r, d in zip(ranked, deltas)
+            ],
             orientation="h",
             marker_color=[_ACCURACY_COLOR["converged" if r.converged is True else "elsewhere"] for r in ranked],
             hovertext=[
@@ -248,12 +325,12 @@ def _accuracy_chart(ranked: list[ComparisonRow], metric: str):
     fig.add_vrect(x0=-NO_COST_PP, x1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.08, line_width=0)
     fig.update_layout(
         title=f"Test {metric} change against the baseline<br><sup>pp, 95% paired interval over "
-        f"rounds; band: +-{NO_COST_PP} pp; dark: at convergence; light, †: read at equal steps "
+        f"rounds; band: +-{NO_COST_PP} pp (no accuracy cost); dark: at convergence; light, †: read at equal steps "
         "or at the target (derived rows, rows stopped at the target)</sup>",
-        xaxis_title="pp",
+        xaxis={"title": "pp", "range": [-1.05 * limit, 1.05 * limit]},
         yaxis={"autorange": "reversed"},
         height=max(260, 28 * len(ranked) + 120),
-        margin={"l": 160},
+        margin={"l": 260},
     )
     return fig
 
@@ -276,7 +353,62 @@ def _phase_chart(measured: list[ComparisonRow]):
     return fig
 
 
-def sweep_charts(c: Comparison, metric: str, index: int) -> str:
+_CURVE_ROWS = 4  # rows drawn beside the baseline in the time-to-accuracy curves
+
+
+def curves_chart(c: Comparison, runs: list, metric: str):
+    """Validation against the run clock (setup + training, evaluation off the clock) for the baseline and the top
+    :data:`_CURVE_ROWS` ranked rows trained to the target, each in the first round both ran (one seed), with the
+    calibrated target as a line: where each crosses it is its time to accuracy. ``None`` without a target or
+    curves."""
+    import plotly.graph_objects as go
+
+    if c.target is None:
+        return None
+    trained = [
+        r for r in c.rows if r.status == "ok" and in_family(r.label) and not r.derived and r.primary == TIME_TO_ACCURACY
+    ][:_CURVE_ROWS]
+    by_label: dict[str, dict[int, object]] = {}
+    for run in runs:
+        if run.ok and run.curve:
+            by_label.setdefault(run.label, {}).setdefault(run.round if run.round is not None else 0, run)
+    base = by_label.get(BASELINE, {})
+    fig = go.Figure()
+    for label in [BASELINE, *(r.label for r in trained)]:
+        rounds = sorted(set(by_label.get(label, {})) & set(base))
+        if not rounds:
+            continue
+        run = by_label[label][rounds[0]]
+        fig.add_scatter(
+            x=[p.seconds for p in run.curve],
+            y=[p.val for p in run.curve],
+            mode="lines+markers",
+            name=f"{label} (round {rounds[0]})",
+            line={"width": 3 if label == BASELINE else 2, "color": "#333" if label == BASELINE else None},
+            marker={"size": 4},
+        )
+    if not fig.data:
+        return None
+    fig.add_hline(
+        y=c.target,
+        line_dash="dash",
+        line_color="#c0392b",
+        annotation_text=f"target {c.target:.4f}",
+        annotation_position="bottom right",
+    )
+    fig.update_layout(
+        title=f"Time to accuracy: validation {metric} against the run clock<br><sup>setup + training, evaluation "
+        "off the clock; the baseline and the top rows trained to the target, one seed each; a line crosses the "
+        "dashed target at its time to accuracy</sup>",
+        xaxis_title="run clock (s)",
+        yaxis_title=f"validation {metric}",
+        height=460,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def sweep_charts(c: Comparison, metric: str, index: int, runs: list | None = None) -> str:
     measured = [r for r in c.rows if r.status == "ok"]
     # the end-to-end copy of the baseline is a reference, not an optimization: in the table, not in the charts
     ranked = [r for r in measured if r.label not in (BASELINE, E2E_BASELINE) and not absent(r.speedup)]
@@ -295,6 +427,8 @@ def sweep_charts(c: Comparison, metric: str, index: int) -> str:
         if tradeoff
         else "<p class='muted'>No trade-off chart: no row has a time to accuracy.</p>"
     )
+    curves = curves_chart(c, runs or [], metric)
+    charts += figure_html(curves, f"curves-{index}") if curves is not None else ""
     return (
         charts
         + figure_html(_accuracy_chart(ranked, metric), f"accuracy-{index}")

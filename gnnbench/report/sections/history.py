@@ -18,47 +18,68 @@ def _series_name(key: str) -> str:
     return base.split(".")[-1] + (" [" + env if sep else "")
 
 
-def asv_section(inputs: ReportInputs) -> str:
+def _machine_of(key: str) -> str:
+    """The ``machine/environment`` a series was measured in (``""`` when all results share one)."""
+    _, sep, env = key.partition(" [")
+    return env.rstrip("]") if sep else ""
+
+
+def _when(date_ms: int) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(int(date_ms) / 1e3, _dt.timezone.utc)
+
+
+def _machine_chart(keys: list[str], series: dict, machine: str, index: int) -> str:
+    """One machine's history: each benchmark's step time against its commit's date (the commit in the hover
+    text), asv's 99% interval as error bars."""
     import plotly.graph_objects as go
 
-    if not inputs.asv:
-        return "<h2>History across commits</h2><p class='muted'>No asv results given (run <code>asv run</code>).</p>"
-    series = asv_series(inputs.asv)
-    wanted = sorted(k for k in series if ".time_step(" in k or k.endswith(".time_step"))
-    wanted = wanted or sorted(series)[:20]
     fig = go.Figure()
-    for key in wanted:
+    for key in keys:
         pts = series[key]
         ms = [1e3 * p[2] for p in pts]
         fig.add_scatter(
-            x=[p[1] for p in pts],
+            x=[_when(p[0]) for p in pts],
             y=ms,
             mode="lines+markers",
-            name=_series_name(key),
+            name=_series_name(key).split(" [")[0],
+            hovertext=[f"{_series_name(key)}: {v:.2f} ms at {p[1]} ({_when(p[0]):%Y-%m-%d})" for p, v in zip(pts, ms)],
+            hoverinfo="text",
             error_y=error_bars(
                 ms,
                 [None if p[3] is None else 1e3 * p[3] for p in pts],
                 [None if p[4] is None else 1e3 * p[4] for p in pts],
             ),
         )
-    # one axis in commit order, whichever series a commit first appears in
-    order = sorted({(int(d.get("date") or 0), str(d["commit_hash"])[:8]) for d in inputs.asv["results"]})
-    fig.update_xaxes(categoryorder="array", categoryarray=list(dict.fromkeys(c for _, c in order)))
     fig.update_layout(
-        title="asv: step time per optimization across commits (ms; error bars: asv's 99% interval)",
-        xaxis_title="commit",
+        title=f"asv on {esc(machine or 'one machine')}: step time per benchmark across commits<br><sup>ms; x: the "
+        "commit's date (its hash in the hover text); error bars: asv's 99% interval</sup>",
+        xaxis={"title": "commit date", "type": "date"},
         yaxis_title="ms",
-        height=480,
+        height=460,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return figure_html(fig, "history" if index == 0 else f"history-{index}")
+
+
+def asv_section(inputs: ReportInputs) -> str:
+    if not inputs.asv:
+        return "<h2>History across commits</h2><p class='muted'>No asv results given (run <code>asv run</code>).</p>"
+    series = asv_series(inputs.asv)
+    wanted = sorted(k for k in series if ".time_step(" in k or k.endswith(".time_step"))
+    wanted = wanted or sorted(series)[:20]
+    machines = sorted({_machine_of(k) for k in wanted}, key=lambda m: -sum(_machine_of(k) == m for k in wanted))
+    charts = "".join(
+        _machine_chart([k for k in wanted if _machine_of(k) == m], series, m, i) for i, m in enumerate(machines)
     )
     n_commits = len({d["commit_hash"] for d in inputs.asv["results"]})
     shown = [p for key in wanted for p in series[key]]
     with_ci = sum(p[3] is not None for p in shown)
     return (
-        f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv. Error bars "
-        f"are the 99% confidence interval asv recorded for each point; {with_ci} of {len(shown)} points shown "
-        "have one (asv records none for a single repeat).</p>"
+        f"<h2>History across commits</h2><p>{n_commits} commit(s), {len(series)} series from asv, one chart per "
+        f"machine ({len(machines)}). Error bars are the 99% confidence interval asv recorded for each point; "
+        f"{with_ci} of {len(shown)} points shown have one (asv records none for a single repeat).</p>"
         + history_end_html(inputs.asv["results"], head_commit())
-        + figure_html(fig, "history")
+        + charts
         + _change_points_html(series, wanted)
     )
 

@@ -108,7 +108,8 @@ def sweep_section(s: Sweep, index: int) -> str:
         f"({nodes:,} nodes), model {esc(cfg['model'])}, task {esc(cfg.get('task', 'node'))}, "
         f"optimizer {esc(_optimizer_text(cfg))}, "
         f"device {esc(cfg['device'])}, {esc(_ran_text(s.comparison, cfg))} "
-        "(one process per configuration and round), seeds "
+        "(one process per configuration and round; the rows marked as timed in one process also against "
+        "the round's baseline in one process, steps interleaved), seeds "
         f"{sorted({r.config['seed'] for r in s.runs if r.label != CALIBRATION})}.</p>"
         + _identity_html(base, s.runs, index)
     )
@@ -121,7 +122,7 @@ def sweep_section(s: Sweep, index: int) -> str:
         + sweep_notes(s.comparison, index)
         + "</div>"
         + distributed_html(s.comparison)
-        + sweep_charts(s.comparison, metric, index)
+        + sweep_charts(s.comparison, metric, index, s.runs)
     )
 
 
@@ -193,20 +194,25 @@ def where_measured(sweep: Sweep, base: RunResult) -> str:
     """What a sweep's figures come from, in a few words: the graph, the device, the machine's hardware class, the
     commit and the date its rounds started (from its manifest, where there is one)."""
     env = base.environment
-    manifest = (_read_manifest(Path(sweep.group)) or {}) if sweep.group else {}
     parts = [graph_label(base.config), base.config.get("device", "cpu"), _machine(env)]
     if env.get("commit"):
         parts.append(f"commit {str(env['commit'])[:7]}")
-    if manifest.get("started"):
-        parts.append(f"started {str(manifest['started'])[:10]}")
-    else:  # no manifest says when its rounds ran: the date its results were committed, said as such
-        committed = _committed_on(Path(sweep.group)) if sweep.group else None
-        parts.append(
-            f"results committed {committed} (no sweep.json records when its rounds ran)"
-            if committed
-            else "date not recorded"
-        )
+    parts.append(sweep_date(sweep))
     return ", ".join(str(p) for p in parts)
+
+
+def sweep_date(sweep: Sweep) -> str:
+    """When a sweep's rounds ran: ``started 2026-12-06`` from its manifest, else the date its results were
+    committed, said as such, else ``date not recorded``."""
+    manifest = (_read_manifest(Path(sweep.group)) or {}) if sweep.group else {}
+    if manifest.get("started"):
+        return f"started {str(manifest['started'])[:10]}"
+    committed = _committed_on(Path(sweep.group)) if sweep.group else None
+    return (
+        f"results committed {committed} (no sweep.json records when its rounds ran)"
+        if committed
+        else "date not recorded"
+    )
 
 
 def _machine(env: dict) -> str:

@@ -108,13 +108,31 @@ def _factors_text(r: ComparisonRow) -> str:
     if f is None or r.label == BASELINE:
         return ""
     unit = "epochs" if f.unit == "epochs" else "steps"
-    steps = "the baseline's (derived)" if f.steps is None and r.derived else ratio_text(f.steps) if f.steps else "-"
-    per = ratio_text(f.per_step) if f.per_step else "-"
+    steps = (
+        "the baseline's (derived)"
+        if f.steps is None and r.derived
+        else f"{ratio_text(f.steps)}{factor_direction(f.steps, unit)}"
+        if f.steps
+        else "-"
+    )
+    per = f"{ratio_text(f.per_step)}{factor_direction(f.per_step, unit[:-1])}" if f.per_step else "-"
     judged = f"; judged by {f.judged_by}" if f.judged_by != JUDGED_MEASURED else ""
     return (
         f"<br><small class='factors'>{unit} to the target {esc(steps)} x time per {unit[:-1]} "
         f"{esc(per)}{esc(judged)}</small>"
     )
+
+
+def factor_direction(d, unit: str) -> str:
+    """What a factor of time to accuracy (the baseline's / the row's, so > 1 is better) means, in words:
+    `` (3.70x the baseline's steps)`` for steps or epochs to the target, `` (each step 1.44x faster)`` for time
+    per step or epoch; ``""`` without a ratio."""
+    x = getattr(d, "ratio", d)
+    if absent(x) or not x:
+        return ""
+    if unit in ("steps", "epochs"):
+        return f" ({1 / x:.2f}x the baseline's {unit})"
+    return f" (each {unit} {x:.2f}x faster)" if x >= 1 else f" (each {unit} {1 / x:.2f}x slower)"
 
 
 def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
@@ -229,7 +247,10 @@ def sweep_table(c: Comparison, metric: str, index: int) -> str:
     return (
         f"<table class='summary' id='summary-{index}'><tr><th>optimization</th>"
         "<th>speedup [95% run-level interval]</th><th>ranked by</th><th>rounds</th><th>epoch s</th><th>setup s</th>"
-        "<th>time to accuracy (setup included)</th><th>per-step ratio [95%]</th><th>step ms</th>"
+        "<th>time to accuracy (setup included); its factors, baseline / row (&gt; 1 is better)</th>"
+        "<th>per-step ratio [95%]<br><small>median measured step (interleaved in one process where marked); the "
+        "time-per-step factor beside time to accuracy is the training clock per step, every per-epoch cost "
+        "included, so the two can differ</small></th><th>step ms</th>"
         f"<th>test {esc(metric)}: delta, pp [95% paired interval], at convergence (best validation point) "
         "unless the cell says where it was read</th>"
         f"<th>expected effect (as commonly reported)</th></tr>{''.join(lines)}</table>"
