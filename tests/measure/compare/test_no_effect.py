@@ -90,8 +90,8 @@ def test_every_family_row_ends_with_one_verdict_and_the_summary_counts_them():
 
 def test_a_row_gets_the_same_verdict_words_in_compare_s_table_the_report_and_the_reference_block():
     """One vocabulary: a row significant alone but not family-wise reads 'not resolved (significant alone, not
-    family-wise)' in the terminal table, the report's cell and the words of docs/reference.md's block (never 'no
-    significant difference', which would say its interval contains 1)."""
+    family-wise)' in the terminal table, the report's cell and first screen, and the words of docs/reference.md's
+    block (never 'no significant difference', which would say its interval contains 1)."""
     from gnnbench.cli.tables import _verdict_notes
     from gnnbench.measure.compare import ComparisonRow, verdict_words
     from gnnbench.report.sections.table import _speedup_cell
@@ -111,4 +111,8 @@ def test_a_row_gets_the_same_verdict_words_in_compare_s_table_the_report_and_the
     assert words in _verdict_notes(row, base=False)
     cell = _speedup_cell(row, {})
     assert words in cell and "no significant difference" not in cell
+    from gnnbench.report.sections.summary import _verdict_row
+
+    first = _verdict_row(row, 26, {}, "epoch time")  # the report's first screen
+    assert words in first and "no significant difference" not in first
     assert verdict_words(ComparisonRow(label="baseline (A/A)", speedup=1.0)) is None
