@@ -177,7 +177,7 @@ def build_report(inputs: ReportInputs, out: str | Path, *, title: str = "gnnbenc
     ]
     generated = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     out = Path(out)
-    built = f"{_built_line(out)}, {generated}, from {len(inputs.sources)} file(s). How these figures were measured: the method, at the end of the page."
+    built = f"{_built_line(out)}, {generated}, from {len(inputs.sources)} file(s)."
     body = (
         f"<h1>{esc(title)}</h1>"
         + first_screen(sweeps, built)

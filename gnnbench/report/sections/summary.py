@@ -28,6 +28,8 @@ from gnnbench.report.sections.charts import tradeoff_chart
 from gnnbench.report.sections.sweep import Sweep, best_set_outcome, sweep_date
 from gnnbench.text import absent, pp
 
+_METHOD_LINK = "How these figures were measured: <a href='#method'>the method, below the tables</a>."
+
 __all__ = ["aa_summary", "first_screen", "measured_line", "run_command", "Place"]
 
 
@@ -274,7 +276,7 @@ def first_screen(sweeps: list[Sweep], built: str) -> str:
     glossary."""
     where = places(sweeps)
     if not where:
-        return f"<section id='first-screen'><p class='muted' id='built'>{esc(built)}</p>{aa_summary(sweeps)}</section>"
+        return f"<section id='first-screen'><p class='muted' id='built'>{esc(built)} {_METHOD_LINK}</p>{aa_summary(sweeps)}</section>"
     boxes = "".join(_turn_on(p, sweeps, i) for i, p in enumerate(where))
     lead = where[0].sweeps[0]
     chart = ""
@@ -296,7 +298,7 @@ def first_screen(sweeps: list[Sweep], built: str) -> str:
     )
     return (
         "<section id='first-screen'>"
-        f"<p class='muted' id='built'>{esc(built)}</p>"
+        f"<p class='muted' id='built'>{esc(built)} {_METHOD_LINK}</p>"
         + boxes
         + aa_summary(sweeps)
         + verdict_table(lead, sweeps.index(lead))
