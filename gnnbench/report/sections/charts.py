@@ -20,7 +20,15 @@ from gnnbench.report.rows import effect_kind, reached_text, speedup_text
 from gnnbench.text import absent, pp
 from gnnbench.timing import PHASES
 
-__all__ = ["phases_present", "COLOR_WORDS", "VERDICT_COLORS", "accuracy_scale", "tradeoff_chart", "curves_chart"]
+__all__ = [
+    "phases_present",
+    "COLOR_WORDS",
+    "VERDICT_COLORS",
+    "EFFECT_WORDS",
+    "accuracy_scale",
+    "tradeoff_chart",
+    "curves_chart",
+]
 
 _CHART_COLOR = {"gain": "#2a9d5b", "tradeoff": "#e08e0b", "loss": "#c0392b", "na": "#c9b458", "muted": "#9aa5b1"}
 VERDICT_COLORS = dict(_CHART_COLOR)
@@ -77,7 +85,7 @@ def _speedup_chart(ranked: list[ComparisonRow], floors: dict, primary: str):
     return fig
 
 
-_EFFECT_WORDS = {
+EFFECT_WORDS = {
     "gain": "significant gain at no accuracy cost",
     "tradeoff": "significant gain, accuracy cost not ruled out",
     "loss": "significantly slower",
@@ -229,7 +237,7 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
             x=[None],
             y=[None],
             mode="markers",
-            name=f"colour: {_EFFECT_WORDS[effect]}",
+            name=f"colour: {EFFECT_WORDS[effect]}",
             marker={"symbol": "square", "size": 12, "color": _CHART_COLOR[effect]},
             hoverinfo="skip",
         )

@@ -24,7 +24,7 @@ from gnnbench.measure.compare import (
 from gnnbench.measure.run import graph_label
 from gnnbench.report.html import esc, figure_html
 from gnnbench.report.rows import effect_kind, ratio_text, speedup_text
-from gnnbench.report.sections.charts import tradeoff_chart
+from gnnbench.report.sections.charts import EFFECT_WORDS, tradeoff_chart
 from gnnbench.report.sections.sweep import Sweep, best_set_outcome, sweep_date
 from gnnbench.text import absent, pp
 
@@ -109,7 +109,7 @@ def _copy_block(row: ComparisonRow, preset: str | None) -> str:
 def _effect(r: ComparisonRow, metric: str) -> str:
     acc = pp(r.acc_delta, r.acc_delta_low, r.acc_delta_high)
     return (
-        f"<b>{esc(speedup_text(r))}</b> faster to the target accuracy (time to accuracy, 95% interval), "
+        f"<b>{esc(speedup_text(r))}</b> faster by {esc(r.primary)} (95% interval), "
         f"test {esc(metric)} {esc(acc)}: {esc(r.acc_verdict)}"
     )
 
@@ -219,18 +219,13 @@ def _verdict_row(r: ComparisonRow, family: int, floors: dict, primary: str) -> s
     )
 
 
-_KEY = (
-    ("gain", "faster, at no accuracy cost"),
-    ("tradeoff", "faster, an accuracy cost not ruled out"),
-    ("loss", "slower"),
-    ("na", "censored: a bound"),
-    ("muted", "not resolved"),
-)
-
-
 def colour_key() -> str:
-    """What each verdict colour means, in the colours the tables and charts use."""
-    return "<p class='key'>Colours: " + "".join(f"<span class='{k}'>{esc(w)}</span>" for k, w in _KEY) + "</p>"
+    """What each verdict colour means, in the words and colours the charts' legends use (charts.EFFECT_WORDS)."""
+    return (
+        "<p class='key'>Colours: "
+        + "".join(f"<span class='{k}'>{esc(w)}</span>" for k, w in EFFECT_WORDS.items())
+        + "</p>"
+    )
 
 
 def verdict_table(s: Sweep, index: int) -> str:
