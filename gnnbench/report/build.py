@@ -132,7 +132,7 @@ _METHOD = (
     "Every configuration ran in separate processes, in interleaved rounds (each round runs the baseline and every "
     "configuration once, in a shuffled order; round r trains with seed base + r). An entry that does the "
     "baseline's work per step and can share a process with it is, after its run, also timed against its round's "
-    "baseline in that one process, steps interleaved in ABBA/BAAB blocks (construction order alternating by "
+    "baseline in one process of its own, steps interleaved in ABBA/BAAB blocks (construction order alternating by "
     "round), and its time per step is read from there: a process's drift hits both sides alike, so the rounds' "
     "spread is what remains (the A/A row 'one process' measures it). Speedups are paired by round "
     "against the baseline of the same sweep: the geometric mean of the per-round ratios with a 95% Student-t "

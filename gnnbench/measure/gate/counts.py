@@ -1,8 +1,8 @@
 """Counted instructions: the gate's CPU benchmarks measured where the clock cannot resolve them.
 
-On a busy 2-core runner the wall clock of a micro-benchmark moves 10-30% from round to round; the number of
-instructions the same code executes on the same input does not move with the machine's load. Each count is one
-process of the tree under test (the gate's worker, :mod:`gnnbench.measure.gate.worker`) run under
+On a busy 2-core runner the wall clock of a micro-benchmark moves from round to round by more than the slowdowns
+the gate looks for; the number of instructions the same code executes on the same input does not move with the
+machine's load. Each count is one process of the tree under test (the gate's worker, :mod:`gnnbench.measure.gate.worker`) run under
 ``valgrind --tool=callgrind --instr-atstart=no``: nothing is instrumented while Python, torch and the graph load;
 the worker switches instrumentation on around the measured calls only, through a two-function marker library
 (:func:`marker_library`: valgrind's client requests, compiled once with the machine's C compiler and cached),

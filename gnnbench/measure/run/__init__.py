@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         pair_refusal,
         time_pair,
     )
-    from gnnbench.measure.run.paired import PAIR_BLOCKS, PAIR_TIMEOUT_S, paired_argv, run_paired, with_pair
+    from gnnbench.measure.run.paired import PAIR_BLOCKS, PAIR_TIMEOUT_S, add_pair, paired_argv, run_paired, with_pair
     from gnnbench.measure.run.rank import combine, rank_figures
     from gnnbench.measure.run.step_peak import MEMORY_SOURCES, AllocationTracker, StepPeak, unavailable
     from gnnbench.measure.run.workload import BENCH_FLAGS, bench_config, bench_spec
@@ -72,6 +72,7 @@ _HOME = {  # a name that loads when first used -> the module of this room that d
     "time_pair": "interleaved",
     "PAIR_BLOCKS": "paired",
     "PAIR_TIMEOUT_S": "paired",
+    "add_pair": "paired",
     "paired_argv": "paired",
     "run_paired": "paired",
     "with_pair": "paired",
@@ -122,6 +123,7 @@ __all__ = [
     "time_pair",
     "PAIR_BLOCKS",
     "PAIR_TIMEOUT_S",
+    "add_pair",
     "paired_argv",
     "run_paired",
     "with_pair",

@@ -1,12 +1,22 @@
-"""A sweep's run of one configuration, followed in the same process by its steps timed against its round's
-baseline, interleaved (:mod:`gnnbench.measure.run.interleaved`): the result a sweep reads its time per step from
-where the pair shares a process (DESIGN.md §3, "Measure where the noise cancels").
+"""A sweep entry's steps timed against its round's baseline, interleaved
+(:mod:`gnnbench.measure.run.interleaved`): the result a sweep reads its time per step from where the pair shares
+a process (DESIGN.md §3, "Measure where the noise cancels").
 
-The run itself (:func:`gnnbench.measure.run.single.run`) is unchanged: it trains as the sweep asks (short,
-to the target or to the plateau) and gives the accuracy, the curve and every other block. The pair comes
-after it, on the same graph, and lands in the result's ``interleaved`` block (the pair's steps, order, setup
-clocks and which trainer was built first). A pair that cannot be timed leaves the result as it is, with a
-warning that says why, and the comparison then reads that row across processes.
+The run itself (:func:`gnnbench.measure.run.single.run`) is unchanged: it trains as the sweep asks (short, to the
+target or to the plateau) and gives the accuracy, the curve and every other block. The pair lands in the result's
+``interleaved`` block (the pair's steps, order, setup clocks and which trainer was built first). A pair that cannot
+be timed leaves the result as it is, with a warning that says why, and the comparison then reads that row across
+processes.
+
+An isolated sweep times the pair in a process of its own, started after the run's (:func:`add_pair`, this
+module's ``main``): a run earlier in the same process changed what the pair read. In the reference at 2c4859a
+(``results/reference/compare-small-cpu-next``), the baseline side of ``full_amp``'s pairs stepped at 643-743 ms
+after a full_amp run to the plateau in that process, against 446-603 ms in every other pair of the same rounds
+(base / full_amp 1.62x per step, where its own clock and the in-process A/A file read about 1.22x);
+``scripts/pair_carryover.py --from-sweep`` repeats that sequence and reproduces it
+(``results/reference/pair-carryover-sweep-small-cpu.json``).
+:func:`run_paired` (run, then pair, in this process) serves sweeps that keep everything in one process
+(``isolate=False``), where no process is fresh anyway.
 """
 
 from __future__ import annotations
@@ -19,14 +29,14 @@ from typing import Any
 
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.run.interleaved import BUILD_ORDERS, PairRefused, time_pair
-from gnnbench.measure.run.results import RunResult
+from gnnbench.measure.run.results import RunResult, load_result
 from gnnbench.measure.run.single import run
 from gnnbench.training import RunConfig
 
-__all__ = ["with_pair", "run_paired", "paired_argv", "PAIR_BLOCKS", "PAIR_TIMEOUT_S", "main"]
+__all__ = ["with_pair", "run_paired", "add_pair", "paired_argv", "PAIR_BLOCKS", "PAIR_TIMEOUT_S", "main"]
 
 PAIR_BLOCKS = 8  # blocks of four interleaved steps per round (16 measured steps a side)
-PAIR_TIMEOUT_S = 900.0  # what a pair may add to its run's child timeout (two setups and 2 x (warm-up + 16) steps)
+PAIR_TIMEOUT_S = 900.0  # the pair's own process: imports, the graph, two setups and 2 x (warm-up + 16) steps
 
 
 def with_pair(
@@ -76,9 +86,29 @@ def run_paired(
     return result
 
 
+def add_pair(
+    out: str | Path, config: RunConfig, pair_base: RunConfig, *, built_first: str, graph: Any = None
+) -> RunResult:
+    """The result stored at ``out`` (``config``'s run, measured in another process) with its pair timed here
+    (:func:`with_pair`), written back to ``out`` atomically; a missing or unreadable result is an error that says
+    so (nothing is timed)."""
+    from gnnbench.training.pipeline import graph_of
+
+    if built_first not in BUILD_ORDERS:
+        raise ValueError(f"built_first must be one of {BUILD_ORDERS} (got {built_first!r})")
+    result = load_result(out)
+    if result is None:
+        raise FileNotFoundError(f"no readable run result at {out}: the pair is timed after its run")
+    if not result.ok:
+        return result
+    result = with_pair(result, config, pair_base, built_first=built_first, graph=graph_of(config, graph)[0])
+    write_json_atomic(out, result.to_dict())
+    return result
+
+
 def paired_argv(config_path: str | Path, out: str | Path, pair_path: str | Path, built_first: str) -> list[str]:
-    """The command that runs :func:`run_paired` in a process of its own (``python -m
-    gnnbench.measure.run.paired``)."""
+    """The command that times the pair of the run stored at ``out`` in a process of its own
+    (:func:`add_pair`; ``python -m gnnbench.measure.run.paired``)."""
     return [
         sys.executable,
         "-m",
@@ -91,8 +121,8 @@ def paired_argv(config_path: str | Path, out: str | Path, pair_path: str | Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m gnnbench.measure.run.paired CONFIG.json OUT.json PAIR_BASE.json base|other``; exit 1 when the
-    run failed."""
+    """``python -m gnnbench.measure.run.paired CONFIG.json OUT.json PAIR_BASE.json base|other``: the run stored
+    in OUT.json gets its pair (:func:`add_pair`); exit 1 when there is no run result to add it to."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[3] not in BUILD_ORDERS:
         print(
@@ -102,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     config = RunConfig.from_dict(json.loads(Path(argv[0]).read_text()))
     pair_base = RunConfig.from_dict(json.loads(Path(argv[2]).read_text()))
-    result = run_paired(config, pair_base, built_first=argv[3], out=argv[1])
-    if result.status == "failed":
-        print(result.error, file=sys.stderr)
+    try:
+        add_pair(argv[1], config, pair_base, built_first=argv[3])
+    except FileNotFoundError as exc:
+        print(exc, file=sys.stderr)
         return 1
     return 0
 

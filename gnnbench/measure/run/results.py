@@ -253,7 +253,7 @@ class RunResult:
     # the process, read back from it (gnnbench.process.in_effect): allocator, threads and cores, and the
     # measured steps' page faults and user / kernel CPU time
     process: dict[str, Any] | None = None
-    # this configuration's steps timed against its round's baseline in the same process, interleaved
+    # this configuration's steps timed against its round's baseline in one process, interleaved
     # (gnnbench.measure.run.interleaved.PairTiming.to_dict): the time per step a sweep reads where it has it
     interleaved: dict[str, Any] | None = None
     schema_version: int = SCHEMA_VERSION

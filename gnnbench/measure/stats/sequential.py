@@ -42,6 +42,7 @@ On top of :mod:`gnnbench.measure.stats.intervals`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Collection, Mapping, Sequence
@@ -90,7 +91,7 @@ SD_FLOOR_QUANTILE: float = 0.05
 """A row's per-round sd is taken as at least this quantile of the sample sd its rounds would show under the
 clock's paired noise (:func:`sd_floor`)."""
 
-EQUIVALENCE_FUTILITY: int = 2
+EQUIVALENCE_FUTILITY: int = 3
 """The version of futility that waits for equivalence new sweeps run under (:attr:`StoppingRule.equivalence_futility`)."""
 
 CURTAIL: float = 0.10
@@ -141,11 +142,14 @@ class StoppingRule:
             floor, kept to replay sweeps that ran under it.
         equivalence_futility: Where ``settled`` is given the sweep's equivalence margin, a row stops as futile
             only when both its significance and its equivalence at the last look are out of reach
-            (:func:`equivalence_power` below ``curtail`` too). 2 (the rule): the projection takes the sd floor
-            of the last look, and rows whose equivalence is never tested (``settled``'s ``untested``: censored
-            ones) do not wait for it. 1: the first version (the sd floor of the rounds so far, every row waits),
+            (:func:`equivalence_power` below ``curtail`` too). 3 (the rule): as 2, and a row whose interval lies
+            inside the floor band stops there (below the floor) only when its equivalence is out of reach too:
+            an interval inside a floor wider than the margin (an in-process row's +-11% against +-10%) is not
+            yet "no effect beyond the margin", and two more cheap rounds often make it one. 2: the projection
+            takes the sd floor of the last look, and rows whose equivalence is never tested (``settled``'s
+            ``untested``: censored ones) do not wait for it. 1: the first version (the sd floor of the rounds so far, every row waits),
             recorded as ``true`` by the sweeps that ran under it. 0 (``false``, or a manifest without the field):
-            futility reads significance only, the rule before. 1 and 0 are kept to replay sweeps as they ran.
+            futility reads significance only, the rule before. 2, 1 and 0 are kept to replay sweeps as they ran.
 
     Raises:
         ValueError: naming the field and its bad value.
@@ -175,8 +179,8 @@ class StoppingRule:
         if not isinstance(self.paired_floor, bool):
             raise ValueError(f"paired_floor must be True or False, got {self.paired_floor!r}")
         ef = self.equivalence_futility  # manifests of the first version recorded true / false (1 / 0)
-        if not isinstance(ef, (bool, int, np.integer)) or ef not in (0, 1, 2):
-            raise ValueError(f"equivalence_futility must be 0, 1 or 2 (or true / false, read as 1 / 0), got {ef!r}")
+        if not isinstance(ef, (bool, int, np.integer)) or ef not in (0, 1, 2, 3):
+            raise ValueError(f"equivalence_futility must be 0, 1, 2 or 3 (or true / false, read as 1 / 0), got {ef!r}")
         object.__setattr__(self, "equivalence_futility", int(ef))
         if (
             isinstance(self.curtail, bool)
@@ -554,18 +558,21 @@ def settled(
             fr = f
             if rule.paired_floor and rule.futility and row_floors is not None and row_floors.get(row) is not None:
                 fr = _floor_at(row_floors[row], k)
+            out_of_reach = functools.partial(_no_equivalence, rule, version, data[row][:k], margin, sd0)
             if rejected[row]:
                 reason = SIGNIFICANT
-            elif fr is not None and 1.0 / fr < low and high < fr and (not rule.paired_floor or low <= 1.0 <= high):
+            elif (
+                fr is not None
+                and 1.0 / fr < low
+                and high < fr
+                and (not rule.paired_floor or low <= 1.0 <= high)
+                and (version < 3 or k >= rule.max_rounds or out_of_reach(row in untested))
+            ):
                 reason = BELOW_FLOOR
             elif (
                 k < rule.max_rounds
                 and conditional_power(data[row][:k], rule, sd0) < rule.curtail
-                and (
-                    not version
-                    or row in untested
-                    or equivalence_power(data[row][:k], rule, margin, sd0, final_floor=version >= 2) < rule.curtail
-                )
+                and out_of_reach(row in untested)
             ):
                 reason = FUTILE
             elif k == rule.max_rounds:
@@ -580,6 +587,14 @@ def settled(
                 )
                 stops[row] = Stop(MAX_ROUNDS, rule.max_rounds, r, ratio, low, high, p, final_alpha(rule))
     return stops
+
+
+def _no_equivalence(
+    rule: StoppingRule, version: int, xs: Sequence[float], margin: float | None, sd0: float, untested: bool
+) -> bool:
+    """Whether "no effect beyond the margin" is out of the row's reach at the last look (``settled``'s
+    ``rule.equivalence_futility`` ``version``; 0: it is never waited for)."""
+    return not version or untested or equivalence_power(xs, rule, margin, sd0, final_floor=version >= 2) < rule.curtail
 
 
 def open_rows(stops: Mapping[str, Stop | None]) -> list[str]:

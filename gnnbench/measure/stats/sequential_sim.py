@@ -468,13 +468,17 @@ def simulate_rule_equivalence(
     sd: float = 0.05,
     trials: int = 4000,
     seed: int = 0,
+    floor: float | None = None,
+    alpha: float = 0.05,
 ) -> tuple[float, float]:
     """One row run under ``rule`` with the sweep's equivalence margin (futility that waits for equivalence,
     :func:`gnnbench.measure.stats.sequential.settled` with ``margin``), then judged as ``compare`` judges it: not
     significant, its equivalence test (TOST at 5%) over the rounds it received, its sd floored at the clock's
     paired noise (``sd``, the true per-round sd). Per-round log ratios ``N(log true_ratio, sd)``; ``true_ratio``
-    default: at the margin, where the share called equivalent is the false "equivalent" rate. Returns that share
-    and the mean rounds the row received."""
+    default: at the margin, where the share called equivalent is the false "equivalent" rate. ``floor``: the
+    noise floor of the row's clock (e.g. an in-process row's 1.113), so that rows inside it may stop below the
+    floor (``None``: no such stop). ``alpha``: each one-sided test's level (a row that Holm tests among ``m``
+    rows needs down to ``0.05 / m``). Returns that share and the mean rounds the row received."""
     from gnnbench.measure.stats.intervals import equivalence
 
     ratio = 1.0 + margin if true_ratio is None else true_ratio
@@ -482,12 +486,12 @@ def simulate_rule_equivalence(
     x = rng.normal(math.log(ratio), sd, size=(int(trials), rule.max_rounds))
     called, rounds = 0, 0
     for row in x:
-        stop = settled(rule, {"row": list(row)}, None, min_sd=sd, margin=margin)["row"]
+        stop = settled(rule, {"row": list(row)}, floor, min_sd=sd, margin=margin)["row"]
         k = stop.look if stop is not None else rule.max_rounds
         rounds += k
         if stop is not None and stop.reason == "significant":
             continue
-        called += equivalence(row[:k], margin, min_sd=sd_floor(sd, k)).equivalent
+        called += equivalence(row[:k], margin, alpha=alpha, min_sd=sd_floor(sd, k)).equivalent
     return called / len(x), rounds / len(x)
 
 

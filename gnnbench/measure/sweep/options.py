@@ -35,7 +35,7 @@ class SweepOptions:
         derive: Run entries proven to keep the baseline's trajectory short and derive their time to accuracy
             (only with a calibration that reached its target).
         interleave: Time each entry that does the baseline's work per step and can share a process with it
-            against its round's baseline in that process after its run, steps interleaved, and read its time
+            against its round's baseline in one process after its run, steps interleaved, and read its time
             per step from there (:mod:`gnnbench.measure.run.paired`); with ``aa``, add the baseline against
             itself so timed (the in-process A/A).
         also_measured: Derived entries also trained to the target (rows ``"<name> (measured)"``).

@@ -71,7 +71,7 @@ class Entry:
     round: int = 0  # interleaved round (its seed is base.seed + round)
     not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
     derived: bool = False  # a short run; time to accuracy derived (gnnbench.measure.compare.derived)
-    # the round's baseline it is timed against in its own process after its run, steps interleaved
+    # the round's baseline it is timed against in one process (a fresh one, after its run's), steps interleaved
     # (gnnbench.measure.run.paired); None: timed across processes only
     pair_with: RunConfig | None = None
 
@@ -169,7 +169,7 @@ def sweep_entries(
 
     With ``interleave``, an entry that does the baseline's work per step and can share a process with it
     (:func:`gnnbench.measure.run.interleaved.pair_refusal`) is, after its run, timed against its round's baseline
-    in the same process, steps interleaved (``Entry.pair_with``), and so is an in-process A/A copy of the
+    in one process (a process of its own in an isolated sweep), steps interleaved (``Entry.pair_with``), and so is an in-process A/A copy of the
     baseline with ``aa`` (:data:`AA_INPROCESS_LABEL`): the comparison reads their time per step from the pairs."""
     _check_rounds(repeats, accuracy_rounds, target)
     validate_base(base)

@@ -348,6 +348,50 @@ def _refused_here(entry: Entry) -> RunResult | None:
     return RunResult(status="unavailable", config=entry.config.to_dict(), environment=env, unavailable=reasons)
 
 
+def _measure_isolated(entry: Entry, path: Path, dist_timeout: float) -> RunResult:
+    """``entry`` measured in a fresh process, and a paired entry's pair then timed in another fresh one.
+
+    nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch). The
+    process is part of the configuration: started with its allocator (gnnbench.process). A process that hangs is
+    ended at its timeout (from the run's time budget) with all it started. The pair never shares a process with
+    the run: a run earlier in the process changed what the pair read (:mod:`gnnbench.measure.run.paired`)."""
+    cfg_path = path.with_name(f".{path.name}.config.json")
+    pair_path = path.with_name(f".{path.name}.pair.json")
+    write_json_atomic(cfg_path, entry.config.to_dict())
+    env = process.child_environment(entry.config.flags)
+    try:
+        child = process.run_child(
+            child_argv(cfg_path, path, dist_timeout), env=env, timeout=child_timeout(entry.config)
+        )
+        data = load_result(path) if child.ok else None
+        if data is not None and data.ok and entry.pair_with is not None:
+            data = _add_pair(entry, path, cfg_path, pair_path, env, data)
+    finally:
+        cfg_path.unlink(missing_ok=True)
+        pair_path.unlink(missing_ok=True)
+    if data is None:
+        data = RunResult(status="failed", error=child_error(child, path), config=entry.config.to_dict())
+        write_json_atomic(path.with_suffix(".failed.json"), data.to_dict())
+    return data
+
+
+def _add_pair(entry: Entry, path: Path, cfg_path: Path, pair_path: Path, env: dict, data: RunResult) -> RunResult:
+    """The run stored at ``path`` with its pair, timed in a process of its own; a pair whose process fails
+    leaves the run as it is, with a warning naming why (the row is then read across processes)."""
+    write_json_atomic(pair_path, entry.pair_with.to_dict())
+    argv = paired_argv(cfg_path, path, pair_path, entry.built_first)
+    child = process.run_child(argv, env=env, timeout=PAIR_TIMEOUT_S)
+    paired = load_result(path) if child.ok else None
+    if paired is not None:
+        return paired
+    why = child_error(child, path, n_lines=5).strip().replace("\n", " | ")
+    data = dataclasses.replace(
+        data, warnings=[*data.warnings, f"interleaved pair not measured: its process failed: {why}"]
+    )
+    write_json_atomic(path, data.to_dict())
+    return data
+
+
 def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     path.unlink(missing_ok=True)  # a stale or partial file must never stand in for this measurement
     refused = _refused_here(entry)
@@ -355,32 +399,7 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
         write_json_atomic(path, refused.to_dict())
         return refused
     if isolate:
-        cfg_path = path.with_name(f".{path.name}.config.json")
-        pair_path = path.with_name(f".{path.name}.pair.json")
-        write_json_atomic(cfg_path, entry.config.to_dict())
-        # nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch)
-        # the process is part of the configuration: started with its allocator (gnnbench.process)
-        # a paired entry's process then times it against its round's baseline, steps interleaved
-        # a process that hangs is ended at its timeout (from the run's time budget) with all it started
-        if entry.pair_with is not None:
-            write_json_atomic(pair_path, entry.pair_with.to_dict())
-            argv = paired_argv(cfg_path, path, pair_path, entry.built_first)
-        else:
-            argv = child_argv(cfg_path, path, dist_timeout)
-        try:
-            child = process.run_child(
-                argv,
-                env=process.child_environment(entry.config.flags),
-                timeout=child_timeout(entry.config) + (PAIR_TIMEOUT_S if entry.pair_with is not None else 0),
-            )
-        finally:
-            cfg_path.unlink(missing_ok=True)
-            pair_path.unlink(missing_ok=True)
-        data = load_result(path) if child.ok else None
-        if data is None:
-            data = RunResult(status="failed", error=child_error(child, path), config=entry.config.to_dict())
-            write_json_atomic(path.with_suffix(".failed.json"), data.to_dict())
-        return data
+        return _measure_isolated(entry, path, dist_timeout)
     key = entry.config.graph_key()
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()

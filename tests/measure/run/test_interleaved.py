@@ -166,3 +166,29 @@ def test_a_sweep_run_carries_its_pair_or_says_why_it_has_none(tmp_path):
     assert main(["a.json"]) == 2
     with pytest.raises(ValueError, match="built_first must be one of"):
         run_paired(QUICK, QUICK, built_first="first")
+
+
+def test_a_pair_is_added_to_a_stored_run_in_a_process_of_its_own(tmp_path):
+    """What an isolated sweep's pair process does (``python -m gnnbench.measure.run.paired``): the run stored
+    by its own process gets its pair; no stored run is an error that says so, and a failed run stays as it is."""
+    import json
+
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.run import RunResult, add_pair, load_result
+    from gnnbench.measure.run.paired import main
+
+    out = tmp_path / "r.json"
+    with pytest.raises(FileNotFoundError, match="no readable run result at .*r.json: the pair is timed after its run"):
+        add_pair(out, QUICK, QUICK, built_first="base")
+    failed = RunResult(status="failed", config=QUICK.to_dict(), error="boom")
+    write_json_atomic(out, failed.to_dict())
+    assert add_pair(out, QUICK, QUICK, built_first="base").interleaved is None
+    write_json_atomic(out, RunResult(status="ok", config=QUICK.to_dict(), warnings=["kept"]).to_dict())
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(dataclasses.replace(QUICK, warmup_steps=1).to_dict()))
+    base = tmp_path / "b.json"
+    base.write_text(json.dumps(QUICK.to_dict()))
+    assert main([str(cfg), str(out), str(base), "other"]) == 0
+    stored = load_result(out)
+    assert stored.warnings == ["kept"] and PairTiming.from_dict(stored.interleaved).built_first == "other"
+    assert main([str(cfg), str(tmp_path / "none.json"), str(base), "base"]) == 1

@@ -402,13 +402,42 @@ def test_futility_waits_for_equivalence_where_a_margin_is_declared():
     with pytest.raises(ValueError, match="equivalence_futility"):
         StoppingRule(equivalence_futility="yes")
     with pytest.raises(ValueError, match="equivalence_futility"):
-        StoppingRule(equivalence_futility=3)
+        StoppingRule(equivalence_futility=4)
     # a censored row never gets the equivalence verdict, so it does not wait for it
     assert settled(rule, rows, margin=0.10, untested=["none"])["none"].reason == "futile"
     assert (
         settled(StoppingRule(max_rounds=5, equivalence_futility=1), rows, margin=0.10, untested=["none"])["none"]
         is None
     )  # the first version: every row waited
+
+
+def test_a_row_inside_the_floor_waits_for_equivalence_within_reach():
+    """An interval inside a floor wider than the margin is not yet "no effect beyond the margin": under the rule
+    (version 3) such a row keeps its rounds while its equivalence is within reach, and stops below the floor
+    once it is not, or at the last round; version 2 (the sweeps that ran under it) stopped it at once."""
+    rule = StoppingRule(max_rounds=5)
+    assert rule.equivalence_futility == 3
+    tiny = {"tiny": [0.01, -0.01, 0.02]}  # in-process rows: sd about 0.015, interval well inside +-11%
+    assert settled(rule, tiny, 1.113, margin=0.10)["tiny"] is None
+    v2 = StoppingRule(max_rounds=5, equivalence_futility=2)
+    assert settled(v2, tiny, 1.113, margin=0.10)["tiny"].reason == "below the floor"
+    assert settled(rule, tiny, 1.113)["tiny"].reason == "below the floor", "no margin declared: nothing to wait for"
+    wide = {"wide": [0.15, -0.12, 0.14]}  # inside a +-80% floor, but +-10% is out of reach in 5 rounds
+    assert settled(rule, wide, 1.8, margin=0.10)["wide"].reason == "below the floor"
+    last = settled(StoppingRule(max_rounds=3), tiny, 1.113, margin=0.10)["tiny"]
+    assert last.reason == "below the floor" and last.look == 3, "the last round decides as before"
+    # simulated at the in-process spread and floor: the false "equivalent" rate at the margin stays at 5%, and at
+    # no effect, tested at Holm's strictest step among 20 rows, most rows are shown equivalent where the floor's
+    # stop after round 3 left few
+    from gnnbench.measure.stats import simulate_rule_equivalence
+
+    common = dict(floor=1.113, trials=600, seed=2)
+    for sd in (0.026, 0.06):
+        false_rate, _ = simulate_rule_equivalence(rule, sd=sd, **common)
+        assert false_rate <= 0.05 + 2 * (0.05 * 0.95 / 600) ** 0.5, (sd, false_rate)
+    now, rounds_now = simulate_rule_equivalence(rule, true_ratio=1.0, sd=0.026, alpha=0.05 / 20, **common)
+    then, rounds_then = simulate_rule_equivalence(v2, true_ratio=1.0, sd=0.026, alpha=0.05 / 20, **common)
+    assert now > 0.6 and then < 0.3 and rounds_now > rounds_then, (now, then)
 
 
 def test_waiting_for_equivalence_keeps_the_false_equivalent_rate_and_raises_its_power():

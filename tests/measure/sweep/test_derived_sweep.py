@@ -200,7 +200,7 @@ def test_aa_without_flags_says_it_measures_the_pair_only(monkeypatch, capsys, tm
 
 def test_an_interleaved_sweep_reads_time_per_step_from_one_process_pairs(tmp_path):
     """With ``interleave``: each round of an entry that keeps the work per step (and can share a process) is timed
-    against its round's baseline in one process after its run, construction order alternating by round; the row
+    against its round's baseline in one process after its run (in-process here; an isolated sweep's pair has a process of its own), construction order alternating by round; the row
     reads its step ratio and derived time to accuracy from the pairs and says so; the in-process A/A row is
     there, outside Holm's family; an entry that changes the work per step is not paired."""
     from gnnbench.measure.compare import AA_INPROCESS_LABEL, INTERLEAVED_NOTE, in_family

@@ -340,3 +340,65 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     assert first[0].unavailable == run(entries[0].config).unavailable, "the run's own answer, word for word"
     again = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert (again.kept, again.measured) == (1, 0)
+
+
+def _fake_children(monkeypatch, pair_fails=False):
+    """``process.run_child`` replaced: the run's child writes an ok result, the pair's child adds an
+    ``interleaved`` block (or fails); returns the list of module names started, in order."""
+    import gnnbench.measure.sweep.rounds as sweep
+    from gnnbench.atomic import write_json_atomic
+    from gnnbench.measure.run import RunResult, load_result
+    from gnnbench.process.children import ChildOutcome
+
+    started = []
+
+    def fake(argv, *args, **kwargs):
+        module = argv[2]
+        started.append(module)
+        out = argv[4]
+        if module == "gnnbench.measure.run.single":
+            config = json.loads(open(argv[3]).read())
+            write_json_atomic(out, RunResult(status="ok", config=config).to_dict())
+            return ChildOutcome(tuple(argv), 0, "", "", False, 0.1, 60.0)
+        assert module == "gnnbench.measure.run.paired" and load_result(out).ok, "the pair follows its run's result"
+        if pair_fails:
+            return ChildOutcome(tuple(argv), 1, "", "Traceback ...\nRuntimeError: boom", False, 0.1, 60.0)
+        data = load_result(out).to_dict()
+        write_json_atomic(out, {**data, "interleaved": {"fake": True}})
+        return ChildOutcome(tuple(argv), 0, "", "", False, 0.1, 60.0)
+
+    monkeypatch.setattr(sweep.process, "run_child", fake)
+    return started
+
+
+def _paired_entry():
+    entries = sweep_entries(
+        QUICK, ["int32"], repeats=1, include_all_recommended=False, derive_per_epoch=2, target=0.5, interleave=True
+    )
+    return [e for e in entries if e.label == "int32" and e.pair_with is not None]
+
+
+def test_an_isolated_sweep_times_a_pair_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """The run and its pair never share a process: a run earlier in the process changed what the pair read
+    (full_amp's baseline side stepped 1.3x slower after a full_amp run). The run's process comes first; the
+    pair's process adds its block to the stored result."""
+    entries = _paired_entry()
+    assert entries, "int32 is timed against its round's baseline in one process"
+    started = _fake_children(monkeypatch)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
+    assert started == ["gnnbench.measure.run.single", "gnnbench.measure.run.paired"]
+    assert results[0].ok and results[0].interleaved == {"fake": True}
+    assert not list(tmp_path.glob(".*.json")), "the children's config files are removed"
+
+
+def test_a_pair_whose_process_fails_leaves_its_run_with_the_reason(tmp_path, monkeypatch):
+    entries = _paired_entry()
+    _fake_children(monkeypatch, pair_fails=True)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
+    assert results[0].ok and results[0].interleaved is None
+    assert results[0].warnings == [
+        "interleaved pair not measured: its process failed: Traceback ... | RuntimeError: boom"
+    ]
+    from gnnbench.measure.run import load_result
+
+    assert load_result(tmp_path / entries[0].filename()).warnings == results[0].warnings, "written as returned"
