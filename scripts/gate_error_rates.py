@@ -335,6 +335,7 @@ def _run_record(r, path: str | None) -> dict:
         "right_phase": right,
         "inconclusive": [b.name for b in r.inconclusive],
         "blind": [b.name for b in r.blind],
+        "time_blind": [b.name for b in r.time_blind],
         "ratio": base.ratio if base else None,
         "low": base.low if base else None,
         "high": base.high if base else None,

@@ -21,13 +21,10 @@ rounds of every row are interleaved, round by round, so a drift of the machine o
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 from gnnbench import registry
 from gnnbench.atomic import write_json_atomic
@@ -35,7 +32,7 @@ from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure.run import BUILD_ORDERS, time_pair
 from gnnbench.measure.stats import paired_ratio
-from gnnbench.process import run_child
+from gnnbench.process import run_json_child
 from gnnbench.report.noise_md import noise_markdown
 from gnnbench.training import RunConfig, Trainer
 
@@ -79,12 +76,7 @@ def child(args: argparse.Namespace) -> int:
 
 
 def _run(argv: list[str], timeout: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="gnnbench-aa-") as tmp:
-        out = Path(tmp) / "out.json"
-        outcome = run_child([sys.executable, __file__, *argv, "--out", str(out)], timeout=timeout)
-        if not outcome.ok or not out.exists():
-            raise RuntimeError(outcome.error_text())
-        return json.loads(out.read_text())
+    return run_json_child([sys.executable, __file__, *argv], timeout, prefix="gnnbench-aa-")
 
 
 def _summary(base: list[float], other: list[float]) -> dict:

@@ -34,7 +34,6 @@ import dataclasses
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure.run import BUILD_ORDERS, run, time_pair
 from gnnbench.measure.stats import paired_ratio
-from gnnbench.process import run_child
+from gnnbench.process import run_json_child
 from gnnbench.training import RunConfig
 from gnnbench.training.pipeline import graph_of
 
@@ -94,12 +93,7 @@ def child(args: argparse.Namespace) -> int:
 
 
 def _run(argv: list[str], timeout: float) -> dict:
-    with tempfile.TemporaryDirectory(prefix="gnnbench-carryover-") as tmp:
-        out = Path(tmp) / "out.json"
-        outcome = run_child([sys.executable, __file__, *argv, "--out", str(out)], timeout=timeout)
-        if not outcome.ok or not out.exists():
-            raise RuntimeError(outcome.error_text())
-        return json.loads(out.read_text())
+    return run_json_child([sys.executable, __file__, *argv], timeout, prefix="gnnbench-carryover-")
 
 
 def _summary(base: list[float], other: list[float]) -> dict:

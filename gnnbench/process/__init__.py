@@ -32,7 +32,7 @@ from gnnbench.process.allocators import (
 from gnnbench.process.allocators import (
     child_environment as _allocator_environment,
 )
-from gnnbench.process.children import DEFAULT_CHILD_TIMEOUT_S, ChildOutcome, budget_timeout, run_child
+from gnnbench.process.children import DEFAULT_CHILD_TIMEOUT_S, ChildOutcome, budget_timeout, run_child, run_json_child
 from gnnbench.process.readback import allocator_in_effect
 from gnnbench.process.threads import ThreadPlan, placement_unavailable, plan_for, threads_in_effect
 from gnnbench.process.usage import StepUsage, resource_usage
@@ -56,6 +56,7 @@ __all__ = [
     "threads_in_effect",
     "PLACED",
     "run_child",
+    "run_json_child",
     "ChildOutcome",
     "budget_timeout",
     "DEFAULT_CHILD_TIMEOUT_S",

@@ -37,6 +37,7 @@ from typing import IO, Mapping, Sequence, Union
 
 __all__ = [
     "run_child",
+    "run_json_child",
     "ChildOutcome",
     "budget_timeout",
     "DEFAULT_CHILD_TIMEOUT_S",
@@ -256,3 +257,17 @@ def _seconds(name: str, value: object, *, allow_zero: bool = False) -> float:
         bound = ">= 0" if allow_zero else "> 0"
         raise ValueError(f"{name} must be a number of seconds {bound} (got {value!r})")
     return float(value)
+
+
+def run_json_child(argv: list[str], timeout: float, *, prefix: str = "gnnbench-child-") -> dict:
+    """The JSON a child writes to the file named by the ``--out`` it is given (appended to ``argv``), the child
+    started through :func:`run_child`; a child that fails or writes nothing raises ``RuntimeError`` with why
+    (the measuring scripts' children: ``scripts/inprocess_aa.py``, ``scripts/pair_carryover.py``)."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        out = Path(tmp) / "out.json"
+        outcome = run_child([*argv, "--out", str(out)], timeout=timeout)
+        if not outcome.ok or not out.exists():
+            raise RuntimeError(outcome.error_text())
+        return json.loads(out.read_text())

@@ -170,3 +170,18 @@ def test_a_timeout_from_a_time_budget_leaves_a_generous_margin():
     assert budget_timeout(100) == BUDGET_FACTOR * 100 + BUDGET_MARGIN_S > 100 + 600
     with pytest.raises(ValueError, match=r"budget_seconds must be a number of seconds > 0 \(got 0\)"):
         budget_timeout(0)
+
+
+def test_a_json_child_gives_what_it_wrote_to_its_out_file_or_says_why_it_did_not():
+    """The measuring scripts' children write JSON to the ``--out`` they are given; a child that fails, or writes
+    nothing, is an error carrying its stderr's tail."""
+    import sys
+
+    from gnnbench.process import run_json_child
+
+    write = "import json, sys; json.dump({'steps': [1, 2]}, open(sys.argv[sys.argv.index('--out') + 1], 'w'))"
+    assert run_json_child([sys.executable, "-c", write], 60.0) == {"steps": [1, 2]}
+    with pytest.raises(RuntimeError, match="no luck"):
+        run_json_child([sys.executable, "-c", "import sys; sys.exit('no luck')"], 60.0)
+    with pytest.raises(RuntimeError):
+        run_json_child([sys.executable, "-c", "pass"], 60.0)

@@ -30,7 +30,7 @@ from gnnbench.measure.gate.regress import gate
 from gnnbench.measure.gate.run import GateRun, run_gate
 from gnnbench.measure.gate.text import format_gate
 from gnnbench.measure.gate.trees import WORKING_TREE
-from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY, BenchVerdict, GateResult, WorkerFailure
+from gnnbench.measure.gate.verdicts import DEFAULT_SENSITIVITY, NOT_WORK, BenchVerdict, GateResult, WorkerFailure
 
 __all__ = [
     "MICRO",
@@ -70,5 +70,6 @@ __all__ = [
     "DEFAULT_SENSITIVITY",
     "BenchVerdict",
     "GateResult",
+    "NOT_WORK",
     "WorkerFailure",
 ]

@@ -5,7 +5,15 @@ from __future__ import annotations
 import math
 
 from gnnbench import text
-from gnnbench.measure.gate.verdicts import ACC_BOUND_PP, MIN_THRESHOLD, POWER, BenchVerdict, GateResult, MetricVerdict
+from gnnbench.measure.gate.verdicts import (
+    ACC_BOUND_PP,
+    MIN_THRESHOLD,
+    NOT_WORK,
+    POWER,
+    BenchVerdict,
+    GateResult,
+    MetricVerdict,
+)
 
 __all__ = ["format_gate"]
 
@@ -136,25 +144,31 @@ def _verdict_lines(r: GateResult) -> list[str]:
 
 def _clean_lines(r: GateResult) -> list[str]:
     """The verdict of a run that flagged no regression and did not fail: inconclusive where a benchmark every
-    configuration runs through could not see the sensitivity (with what would resolve it), inconclusive for
+    configuration runs through could not see the sensitivity by either measure (with what would resolve it), or
+    by the one that sees what is not work (its instructions counted, its wall clock too noisy), inconclusive for
     the other benchmarks' own paths, nothing judged, or no regression."""
+    lines = []
     if r.blind:
         worst = max(b.detectable for b in r.blind)
-        return [
+        lines += [
             f"no regression seen, but inconclusive here: {len(r.blind)} benchmark(s) that every "
             f"configuration's code runs through could not have seen a {r.sensitivity:.0%} slowdown on this "
             f"machine (they detect {_factor(worst)} at worst): {', '.join(b.name for b in r.blind)} (exit 3)",
-            resolution_line(r),
         ]
+    if r.time_blind:
+        worst = max(b.detectable for b in r.time_blind)
+        names = [b.name for b in r.time_blind]
+        lines += [
+            f"inconclusive here (exit 3) for a slowdown that is not work: the counted instructions of "
+            f"{', '.join(names)} did not grow beyond their threshold{'s' * (len(names) > 1)}, but "
+            f"{'their' if len(names) > 1 else 'its'} wall clock could not have seen a {r.sensitivity:.0%} "
+            f"slowdown on this machine ({'they detect' if len(names) > 1 else 'it detects'} {_factor(worst)} at "
+            f"worst), and counts cannot see {NOT_WORK}",
+        ]
+    if lines:
+        return [*lines, resolution_line(r, [*r.blind, *r.time_blind]), *_entry_lines(r, named=False)]
     if r.inconclusive:
-        worst = max(b.detectable for b in r.inconclusive)
-        return [
-            f"no regression in the paths every configuration runs (the baseline and the micro-benchmarks "
-            f"could each see a {r.sensitivity:.0%} slowdown); inconclusive here: "
-            f"{', '.join(b.name for b in r.inconclusive)}, whose spread could not show "
-            f"{r.sensitivity:.0%} within the rounds and budget (they detect {_factor(worst)} at worst): "
-            f"a slowdown of their own code paths of less than that may have gone unseen"
-        ]
+        return _entry_lines(r, named=True)
     if not r.judged:
         return ["nothing was judged: no benchmark ran in both trees over 2 paired rounds (exit 3)"]
     unjudged = len(r.benches) - len(r.judged)
@@ -163,6 +177,27 @@ def _clean_lines(r: GateResult) -> list[str]:
         if not unjudged
         else f"no regression in the {len(r.judged)} judged benchmarks (each could see a {r.sensitivity:.0%} "
         f"slowdown); {unjudged} could not run in both trees (listed above)"
+    ]
+
+
+def _entry_lines(r: GateResult, *, named: bool) -> list[str]:
+    """The inconclusive benchmarks that do not decide the run (their own code paths only); ``named``: the run's
+    verdict line, said as "no regression in the paths every configuration runs"."""
+    deciding = {b.name for b in [*r.blind, *r.time_blind]}
+    rest = [b for b in r.inconclusive if b.name not in deciding]
+    if not rest:
+        return []
+    worst = max(b.detectable for b in rest)
+    own = (
+        f"inconclusive here: {', '.join(b.name for b in rest)}, whose spread could not show {r.sensitivity:.0%} "
+        f"within the rounds and budget (they detect {_factor(worst)} at worst): a slowdown of their own code "
+        "paths of less than that may have gone unseen"
+    )
+    if not named:
+        return [own]
+    return [
+        f"no regression in the paths every configuration runs (the baseline and the micro-benchmarks could each "
+        f"see a {r.sensitivity:.0%} slowdown); {own}"
     ]
 
 
@@ -197,24 +232,29 @@ def _count_lines(r: GateResult) -> list[str]:
     return out
 
 
-def resolution_line(r: GateResult) -> str:
+def resolution_line(r: GateResult, benches: list | None = None) -> str:
     """What the primary tier could resolve on this machine in this run, and the budget that would resolve the
-    sensitivity at the spread it measured (the rounds it needs at that spread, at this run's pace per round)."""
+    sensitivity at the spread it measured (the rounds it needs at that spread, at this run's pace per round);
+    ``benches``: the inconclusive benchmarks it speaks of (default :attr:`GateResult.blind`). Counted instructions
+    are offered as a way to see work only where none were taken; they cannot clear a slowdown that is not work."""
     from gnnbench.measure.gate.verdicts import detectable_at
 
-    worst = max(r.blind, key=lambda b: b.detectable)
+    worst = max(r.blind if benches is None else benches, key=lambda b: b.detectable)
     need = next((k for k in range(max(r.rounds, 2), 201) if detectable_at(worst, k) <= 1 + r.sensitivity + 1e-12), None)
     wall = max(r.seconds - r.counts_seconds, 0.0)
     per_round = wall / max(r.rounds, 1)
     where = f"this machine resolves {_factor(worst.detectable)} on {worst.name} in {r.rounds} rounds ({wall:.0f} s)"
     if need is None:
-        return (
-            f"{where}; at its spread no budget within 200 rounds would see {r.sensitivity:.0%}: a quieter "
-            "machine, or counted instructions (--counts), which do not move with its load"
+        what = (
+            "a quieter machine, or counted instructions (--counts), which do not move with its load"
+            if not r.counts
+            else "a quieter machine (the counts taken see work only)"
         )
+        return f"{where}; at its spread no budget within 200 rounds would see {r.sensitivity:.0%}: {what}"
     return (
         f"{where}; at its spread, {need} rounds would see {r.sensitivity:.0%}: run with --max-rounds {need} "
-        f"--budget {math.ceil(need * per_round / 60) * 60:.0f}, or count instructions (--counts)"
+        f"--budget {math.ceil(need * per_round / 60) * 60:.0f}"
+        + (", or count instructions (--counts)" if not r.counts else "")
     )
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "tier_weights",
     "weighted_holm",
     "detectable_at",
+    "NOT_WORK",
 ]
 
 MIN_THRESHOLD = 1.03  # a slowdown smaller than 3% is never a regression, however significant
@@ -50,6 +51,11 @@ ACC_BOUND_PP = 1.0  # an accuracy drop larger than 1 pp (paired, same seeds, int
 ALPHAS = {"step": 0.04, "setup": 0.005, "epoch": 0.005}
 DEFAULT_SENSITIVITY = 0.10  # the slowdown a run must be able to see before "no regression" is said
 POWER = 0.8  # "could detect": flagged with this probability at the run's own spread
+# the slowdowns counted instructions cannot see (time that is not instructions): only the wall clock judges them
+NOT_WORK = (
+    "waiting (a sleep, I/O, a lock), a timed spin, memory stalls, a thread or process contending for a core, "
+    "time on a GPU"
+)
 PRIMARY_SHARE = 0.75  # of the step's alpha, shared by the primary tier (the baseline and the micro-benchmarks)
 
 
@@ -215,26 +221,44 @@ class GateResult:
 
     @property
     def blind(self) -> list[BenchVerdict]:
-        """The inconclusive benchmarks that make the whole run inconclusive: those of the primary tier (every
-        benchmark when the set has no primary one). An entry whose work varies per batch can stay inconclusive
-        on a quiet machine; a primary benchmark that cannot see the sensitivity means the machine was too noisy.
-        A benchmark whose instructions were counted in both trees is not blind: the counts see any change of its
-        work beyond their threshold, whatever the machine's noise (what they cannot see, the text says)."""
+        """The inconclusive benchmarks that make the whole run inconclusive by both measures: those of the primary
+        tier (every benchmark when no primary one was judged) whose instructions were not counted in both trees.
+        An entry whose work varies per batch can stay inconclusive on a quiet machine; a primary benchmark that
+        cannot see the sensitivity means the machine was too noisy. A counted one is :attr:`time_blind` instead:
+        the counts see any change of its work beyond their threshold, whatever the machine's noise, but not a
+        slowdown that is not work."""
+        counted = self._counted()
+        return [b for b in self._deciding_inconclusive() if b.name not in counted]
+
+    @property
+    def time_blind(self) -> list[BenchVerdict]:
+        """The deciding inconclusive benchmarks (as :attr:`blind`) whose instructions were counted in both trees:
+        the counts see a change of their work, but a slowdown that is not work (:data:`NOT_WORK`) of
+        ``sensitivity`` could have gone unseen on them, since their wall clock could not resolve it."""
+        counted = self._counted()
+        return [b for b in self._deciding_inconclusive() if b.name in counted]
+
+    def _counted(self) -> set[str]:
+        return {c.name for c in self.counts if c.status == "ok"}
+
+    def _deciding_inconclusive(self) -> list[BenchVerdict]:
+        """Inconclusive benchmarks of the primary tier (every one when the set has no primary benchmark)."""
         tiered = any(is_primary(b.name) for b in self.judged)
-        counted = {c.name for c in self.counts if c.status == "ok"}
-        return [b for b in self.inconclusive if (is_primary(b.name) or not tiered) and b.name not in counted]
+        return [b for b in self.inconclusive if is_primary(b.name) or not tiered]
 
     @property
     def exit_status(self) -> int:
         """2: a benchmark process crashed or timed out; 1: a regression (in time, accuracy or counted
-        instructions) or a lost benchmark; 3: no regression
-        seen, but a primary benchmark (:attr:`blind`) could not have seen a slowdown of ``sensitivity`` (too
-        noisy here), or nothing was judged; 0."""
+        instructions) or a lost benchmark; 3: no regression seen, but a primary benchmark could not have seen a
+        slowdown of ``sensitivity`` by either measure (:attr:`blind`: too noisy here, and not counted) or by the
+        one that sees what is not work (:attr:`time_blind`: counted, but its wall clock could not resolve it),
+        or nothing was judged; 0: the wall clock could see the sensitivity on every primary benchmark (and, where
+        instructions were counted, they did not grow)."""
         if self.failure is not None:
             return 2
         if self.regressed or self.count_regressions:
             return 1
-        return 3 if self.blind or not self.judged else 0
+        return 3 if self.blind or self.time_blind or not self.judged else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -251,6 +275,7 @@ class GateResult:
             "regression": bool(self.regressed),
             "inconclusive": [b.name for b in self.inconclusive],
             "blind": [b.name for b in self.blind],
+            "time_blind": [b.name for b in self.time_blind],
             "exit_status": self.exit_status,
             "sensitivity": self.sensitivity,
             "budget_seconds": self.budget_seconds,

@@ -90,8 +90,8 @@ def add_pair(
     out: str | Path, config: RunConfig, pair_base: RunConfig, *, built_first: str, graph: Any = None
 ) -> RunResult:
     """The result stored at ``out`` (``config``'s run, measured in another process) with its pair timed here
-    (:func:`with_pair`), written back to ``out`` atomically; a missing or unreadable result is an error that says
-    so (nothing is timed)."""
+    (:func:`with_pair`), written back to ``out`` atomically; a missing or unreadable result, or one of another
+    configuration, is an error that says so (nothing is timed)."""
     from gnnbench.training.pipeline import graph_of
 
     if built_first not in BUILD_ORDERS:
@@ -99,6 +99,8 @@ def add_pair(
     result = load_result(out)
     if result is None:
         raise FileNotFoundError(f"no readable run result at {out}: the pair is timed after its run")
+    if result.config != json.loads(json.dumps(config.to_dict(), default=str)):
+        raise ValueError(f"the run stored at {out} is not of this configuration: its pair would not be its own")
     if not result.ok:
         return result
     result = with_pair(result, config, pair_base, built_first=built_first, graph=graph_of(config, graph)[0])
@@ -122,7 +124,7 @@ def paired_argv(config_path: str | Path, out: str | Path, pair_path: str | Path,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m gnnbench.measure.run.paired CONFIG.json OUT.json PAIR_BASE.json base|other``: the run stored
-    in OUT.json gets its pair (:func:`add_pair`); exit 1 when there is no run result to add it to."""
+    in OUT.json gets its pair (:func:`add_pair`); exit 1 when there is no run result of CONFIG to add it to."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[3] not in BUILD_ORDERS:
         print(
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     pair_base = RunConfig.from_dict(json.loads(Path(argv[2]).read_text()))
     try:
         add_pair(argv[1], config, pair_base, built_first=argv[3])
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(exc, file=sys.stderr)
         return 1
     return 0

@@ -7,7 +7,9 @@ row (a configuration paired with the shared baseline) whether it stops receiving
   (:meth:`StoppingRule.look_alpha`);
 * :data:`BELOW_FLOOR`: its 95% interval contains 1 and lies inside the noise-floor band ``(1/floor, floor)`` of
   its own statistic, so more rounds could only resolve an effect the table would call "not resolved" anyway; it
-  is never called significant;
+  is never called significant. Where the sweep declared an equivalence margin (``equivalence_futility`` 3), only
+  once "no effect beyond the margin" is out of its reach too, or at the last round: an interval inside the floor
+  is not yet that verdict, which Holm grants only with enough rounds;
 * :data:`FUTILE`: before the last round, the chance that it is significant at the last look, were the remaining
   rounds to continue as its rounds so far (its conditional power under its current estimate, at the last look's
   full level), is below ``curtail`` (10%): more rounds would almost surely end in "no significant difference"
@@ -143,9 +145,11 @@ class StoppingRule:
         equivalence_futility: Where ``settled`` is given the sweep's equivalence margin, a row stops as futile
             only when both its significance and its equivalence at the last look are out of reach
             (:func:`equivalence_power` below ``curtail`` too). 3 (the rule): as 2, and a row whose interval lies
-            inside the floor band stops there (below the floor) only when its equivalence is out of reach too:
-            an interval inside a floor wider than the margin (an in-process row's +-11% against +-10%) is not
-            yet "no effect beyond the margin", and two more cheap rounds often make it one. 2: the projection
+            inside the floor band stops there (below the floor) only when its equivalence is out of reach too,
+            or at the last round: an interval inside the floor is not yet "no effect beyond the margin", which
+            Holm grants only with enough rounds (the 2c4859a sweep stopped `csr`, `int32` and `cached_norm` so,
+            after 3 and 4 rounds, with intervals inside +-10%). A row already shown equivalent keeps its rounds
+            to the last: the equivalence test runs once, at the end. 2: the projection
             takes the sd floor of the last look, and rows whose equivalence is never tested (``settled``'s
             ``untested``: censored ones) do not wait for it. 1: the first version (the sd floor of the rounds so far, every row waits),
             recorded as ``true`` by the sweeps that ran under it. 0 (``false``, or a manifest without the field):
@@ -275,6 +279,12 @@ class StoppingRule:
                     " (with a declared equivalence margin, only when the chance of showing no effect "
                     "beyond it at the last look is below that too)"
                     if self.curtail > 0 and self.equivalence_futility
+                    else ""
+                )
+                + (
+                    "; with a declared equivalence margin a row inside the floor stops there only when that "
+                    "chance is below it too, or at the last round"
+                    if self.curtail > 0 and self.equivalence_futility >= 3
                     else ""
                 )
                 if self.correction != "none"
@@ -499,8 +509,9 @@ def settled(
     ``k`` every row enters Holm at ``rule.look_alpha(k)`` with the p-value of its first ``k`` entries, a row that
     stopped earlier with 0 (significant) or 1 (below the floor): the family never shrinks. A row with an entry
     for round ``k`` and at least ``min_rounds`` measured pairs is decided there: significant if Holm rejects it;
-    else below the floor if ``rule.futility`` and its interval at ``rule.level`` lies inside ``(1/floor, floor)``;
-    else futile if ``k < max_rounds`` and its :func:`conditional_power` is below ``rule.curtail``; else max rounds
+    else below the floor if ``rule.futility`` and its interval at ``rule.level`` lies inside ``(1/floor, floor)``
+    (with ``margin`` under ``equivalence_futility`` 3, only when equivalence is out of reach too, or at
+    ``k == max_rounds``); else futile if ``k < max_rounds`` and its :func:`conditional_power` is below ``rule.curtail``; else max rounds
     if ``k == max_rounds``. At ``n >= max_rounds`` every row still open stops (max rounds).
 
     Under ``rule.paired_floor`` a row is below the floor only while its interval contains 1, against its own
@@ -520,9 +531,9 @@ def settled(
             one per look; None or nan: none; only under ``rule.paired_floor``).
         margin: The equivalence margin the sweep declared before its rounds (e.g. 0.10), or None. Under
             ``rule.equivalence_futility`` a row is futile only when its :func:`equivalence_power` against it is
-            below ``rule.curtail`` too.
-        untested: Rows whose equivalence is never tested (censored ones): under ``equivalence_futility`` 2
-            they do not wait for it.
+            below ``rule.curtail`` too; under version 3, likewise below the floor (but at the last round).
+        untested: Rows whose equivalence is never tested (censored ones): under ``equivalence_futility`` 2 or
+            3 they do not wait for it.
         row_min_sd: Per row, the paired noise of the clock its ratio was timed on, replacing ``min_sd`` for it
             (a row timed against the baseline in one process, steps interleaved, has that design's noise).
 

@@ -12,6 +12,7 @@ only when its config, the code fingerprint and the environment all match
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import time
 from pathlib import Path
@@ -354,41 +355,46 @@ def _measure_isolated(entry: Entry, path: Path, dist_timeout: float) -> RunResul
     nproc > 1: gnnbench.measure.run.single launches the ranks through torchrun (gnnbench.measure.run.launch). The
     process is part of the configuration: started with its allocator (gnnbench.process). A process that hangs is
     ended at its timeout (from the run's time budget) with all it started. The pair never shares a process with
-    the run: a run earlier in the process changed what the pair read (:mod:`gnnbench.measure.run.paired`)."""
+    the run: a run earlier in the process changed what the pair read (:mod:`gnnbench.measure.run.paired`). A
+    paired entry's run lands beside ``path`` and is moved onto it only with its pair (or the reason it has none),
+    so a sweep interrupted between the two leaves no run without its pair for a resume to keep."""
     cfg_path = path.with_name(f".{path.name}.config.json")
     pair_path = path.with_name(f".{path.name}.pair.json")
+    out = path if entry.pair_with is None else path.with_name(f".{path.name}.run.json")
     write_json_atomic(cfg_path, entry.config.to_dict())
     env = process.child_environment(entry.config.flags)
     try:
-        child = process.run_child(
-            child_argv(cfg_path, path, dist_timeout), env=env, timeout=child_timeout(entry.config)
-        )
-        data = load_result(path) if child.ok else None
-        if data is not None and data.ok and entry.pair_with is not None:
-            data = _add_pair(entry, path, cfg_path, pair_path, env, data)
+        child = process.run_child(child_argv(cfg_path, out, dist_timeout), env=env, timeout=child_timeout(entry.config))
+        data = load_result(out) if child.ok else None
+        if data is not None and out != path:
+            if data.ok:
+                data = _add_pair(entry, out, cfg_path, pair_path, env, data)
+            os.replace(out, path)
     finally:
-        cfg_path.unlink(missing_ok=True)
-        pair_path.unlink(missing_ok=True)
+        for temporary in (cfg_path, pair_path, out if out != path else None):
+            if temporary is not None:
+                temporary.unlink(missing_ok=True)
     if data is None:
-        data = RunResult(status="failed", error=child_error(child, path), config=entry.config.to_dict())
+        data = RunResult(status="failed", error=child_error(child, out), config=entry.config.to_dict())
         write_json_atomic(path.with_suffix(".failed.json"), data.to_dict())
     return data
 
 
-def _add_pair(entry: Entry, path: Path, cfg_path: Path, pair_path: Path, env: dict, data: RunResult) -> RunResult:
-    """The run stored at ``path`` with its pair, timed in a process of its own; a pair whose process fails
-    leaves the run as it is, with a warning naming why (the row is then read across processes)."""
+def _add_pair(entry: Entry, out: Path, cfg_path: Path, pair_path: Path, env: dict, data: RunResult) -> RunResult:
+    """The run stored at ``out`` with its pair, timed in a process of its own (the same timeout as the run's, at
+    least :data:`PAIR_TIMEOUT_S`: it loads the graph again); a pair whose process failed before storing it leaves
+    the run as it is, with a warning naming why (the row is then read across processes)."""
     write_json_atomic(pair_path, entry.pair_with.to_dict())
-    argv = paired_argv(cfg_path, path, pair_path, entry.built_first)
-    child = process.run_child(argv, env=env, timeout=PAIR_TIMEOUT_S)
-    paired = load_result(path) if child.ok else None
-    if paired is not None:
-        return paired
-    why = child_error(child, path, n_lines=5).strip().replace("\n", " | ")
+    argv = paired_argv(cfg_path, out, pair_path, entry.built_first)
+    child = process.run_child(argv, env=env, timeout=max(PAIR_TIMEOUT_S, child_timeout(entry.config)))
+    stored = load_result(out)
+    if stored is not None and (stored.interleaved or child.ok):  # a pair stored is kept, however its process ended
+        return stored
+    why = child_error(child, out, n_lines=5).strip().replace("\n", " | ")
     data = dataclasses.replace(
         data, warnings=[*data.warnings, f"interleaved pair not measured: its process failed: {why}"]
     )
-    write_json_atomic(path, data.to_dict())
+    write_json_atomic(out, data.to_dict())
     return data
 
 

@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from gnnbench.measure.gate import COUNT_CALLS, Bench, GateOptions, count_gate, format_gate, gate, per_unit
+from gnnbench.measure.gate import (
+    COUNT_CALLS,
+    NOT_WORK,
+    Bench,
+    GateOptions,
+    count_gate,
+    format_gate,
+    gate,
+    per_unit,
+)
 from gnnbench.measure.gate import counts as cn
 from tests.helpers import QUICK, ROOT
 from tests.measure.gate.test_regress import _fake_runner, _tree
@@ -155,10 +164,16 @@ def test_the_gate_counts_the_primary_tier_in_both_trees_and_fails_on_more_instru
     assert calls == ["base", "head", "head", "base"]  # ABBA: neither tree always first
     assert [c.name for c in same.counts] == ["baseline", "micro:gather"]  # the primary tier only
     assert all(c.status == "ok" and c.ratio == pytest.approx(1.0) and not c.regression for c in same.counts)
-    # the counted benchmarks no longer make the run blind; the entry the counts do not cover stays inconclusive
+    # the counted benchmarks are not blind to work; the entry the counts do not cover stays inconclusive
     assert {b.name for b in same.inconclusive} >= {"baseline", "other"} and same.blind == []
-    assert same.exit_status == 0
+    # but their wall clock could not see 10%, so a slowdown that is not work could have passed: exit 3, naming it
+    assert "baseline" in {b.name for b in same.time_blind} and "other" not in {b.name for b in same.time_blind}
+    assert same.exit_status == 3 and same.to_dict()["time_blind"] == [b.name for b in same.time_blind]
     text = format_gate(same)
+    assert "inconclusive here (exit 3) for a slowdown that is not work: the counted instructions of baseline" in text
+    assert f"and counts cannot see {NOT_WORK}" in text
+    assert "count instructions (--counts)" not in text, "counting again would not see it"
+    assert "inconclusive here: other, whose spread could not show 10%" in text, "the entries' own paths, named too"
     assert "counted instructions (callgrind, 2 process(es) per tree" in text and "cannot see memory stalls" in text
     assert "micro:gather" in text and "no change beyond the threshold" in text
     more = gate(

@@ -183,9 +183,12 @@ def test_a_pair_is_added_to_a_stored_run_in_a_process_of_its_own(tmp_path):
     failed = RunResult(status="failed", config=QUICK.to_dict(), error="boom")
     write_json_atomic(out, failed.to_dict())
     assert add_pair(out, QUICK, QUICK, built_first="base").interleaved is None
-    write_json_atomic(out, RunResult(status="ok", config=QUICK.to_dict(), warnings=["kept"]).to_dict())
+    quick = dataclasses.replace(QUICK, warmup_steps=1)
+    with pytest.raises(ValueError, match="is not of this configuration"):
+        add_pair(out, quick, QUICK, built_first="base")  # the failed run stored there is QUICK's
+    write_json_atomic(out, RunResult(status="ok", config=quick.to_dict(), warnings=["kept"]).to_dict())
     cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(dataclasses.replace(QUICK, warmup_steps=1).to_dict()))
+    cfg.write_text(json.dumps(quick.to_dict()))
     base = tmp_path / "b.json"
     base.write_text(json.dumps(QUICK.to_dict()))
     assert main([str(cfg), str(out), str(base), "other"]) == 0

@@ -342,9 +342,10 @@ def test_an_entry_unavailable_here_starts_no_process(tmp_path, monkeypatch):
     assert (again.kept, again.measured) == (1, 0)
 
 
-def _fake_children(monkeypatch, pair_fails=False):
-    """``process.run_child`` replaced: the run's child writes an ok result, the pair's child adds an
-    ``interleaved`` block (or fails); returns the list of module names started, in order."""
+def _fake_children(monkeypatch, pair="ok", run_ok=True):
+    """``process.run_child`` replaced: the run's child writes an ok result (or fails, ``run_ok=False``), the
+    pair's child adds an ``interleaved`` block (``pair``: "ok"; "fails" before storing it; "stores, then fails";
+    "interrupted": the sweep is stopped meanwhile); returns the list of module names started, in order."""
     import gnnbench.measure.sweep.rounds as sweep
     from gnnbench.atomic import write_json_atomic
     from gnnbench.measure.run import RunResult, load_result
@@ -353,19 +354,22 @@ def _fake_children(monkeypatch, pair_fails=False):
     started = []
 
     def fake(argv, *args, **kwargs):
-        module = argv[2]
+        module, out = argv[2], argv[4]
         started.append(module)
-        out = argv[4]
         if module == "gnnbench.measure.run.single":
+            if not run_ok:
+                return ChildOutcome(tuple(argv), 1, "", "MemoryError", False, 0.1, 60.0)
             config = json.loads(open(argv[3]).read())
             write_json_atomic(out, RunResult(status="ok", config=config).to_dict())
             return ChildOutcome(tuple(argv), 0, "", "", False, 0.1, 60.0)
         assert module == "gnnbench.measure.run.paired" and load_result(out).ok, "the pair follows its run's result"
-        if pair_fails:
-            return ChildOutcome(tuple(argv), 1, "", "Traceback ...\nRuntimeError: boom", False, 0.1, 60.0)
-        data = load_result(out).to_dict()
-        write_json_atomic(out, {**data, "interleaved": {"fake": True}})
-        return ChildOutcome(tuple(argv), 0, "", "", False, 0.1, 60.0)
+        if pair == "interrupted":
+            raise KeyboardInterrupt
+        if pair != "fails":
+            write_json_atomic(out, {**load_result(out).to_dict(), "interleaved": {"fake": True}})
+        if pair == "ok":
+            return ChildOutcome(tuple(argv), 0, "", "", False, 0.1, 60.0)
+        return ChildOutcome(tuple(argv), 1, "", "Traceback ...\nRuntimeError: boom", False, 0.1, 60.0)
 
     monkeypatch.setattr(sweep.process, "run_child", fake)
     return started
@@ -393,7 +397,7 @@ def test_an_isolated_sweep_times_a_pair_in_a_process_of_its_own(tmp_path, monkey
 
 def test_a_pair_whose_process_fails_leaves_its_run_with_the_reason(tmp_path, monkeypatch):
     entries = _paired_entry()
-    _fake_children(monkeypatch, pair_fails=True)
+    _fake_children(monkeypatch, pair="fails")
     results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
     assert results[0].ok and results[0].interleaved is None
     assert results[0].warnings == [
@@ -402,3 +406,25 @@ def test_a_pair_whose_process_fails_leaves_its_run_with_the_reason(tmp_path, mon
     from gnnbench.measure.run import load_result
 
     assert load_result(tmp_path / entries[0].filename()).warnings == results[0].warnings, "written as returned"
+
+
+def test_a_pair_stored_before_its_process_failed_is_kept(tmp_path, monkeypatch):
+    entries = _paired_entry()
+    _fake_children(monkeypatch, pair="stores, then fails")
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
+    assert results[0].interleaved == {"fake": True} and results[0].warnings == []
+
+
+def test_a_failed_run_starts_no_pair_and_an_interrupted_pair_leaves_nothing_to_resume(tmp_path, monkeypatch):
+    """A run that failed gets no pair process; a sweep stopped between a run and its pair leaves no result at
+    the entry's path, so a resume measures both again rather than keeping a run without its pair."""
+    entries = _paired_entry()
+    started = _fake_children(monkeypatch, run_ok=False)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=True))
+    assert started == ["gnnbench.measure.run.single"] and results[0].status == "failed"
+    assert "MemoryError" in results[0].error
+    _fake_children(monkeypatch, pair="interrupted")
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(entries, tmp_path / "stopped", SweepOptions(isolate=True))
+    left = sorted(q.name for q in (tmp_path / "stopped").iterdir())
+    assert left == ["sweep.json"], left
