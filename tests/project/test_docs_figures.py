@@ -874,3 +874,26 @@ def test_the_pages_read_the_reference_rows_as_its_block_gives_them():
         f"the set's {rounds} rounds and their baselines took {set_minutes:.0f} minutes of the sweep's "
         f"{sweep_minutes(log):.0f}" in best
     )
+
+
+def test_the_floors_stops_quote_the_sweep_that_made_them():
+    """docs/statistics.md's example of rows that stopped below the floor before an equivalence test could call
+    them: the rounds after which ``compare-small-cpu-next`` stopped them, as its manifest records."""
+    stopped = json.loads((REFERENCE / "compare-small-cpu-next" / "sweep.json").read_text())["stopped_after_round"]
+    after = {row: int(k) for k, rows in stopped.items() for row in rows}
+    assert (after["csr"], after["int32"], after["cached_norm"]) == (3, 4, 4)
+    assert "`csr` (after 3 rounds), `int32` and `cached_norm` (after 4) stopped below the floor" in _text(
+        "statistics.md"
+    )
+
+
+def test_the_gate_docs_say_which_recorded_exits_predate_time_blind():
+    """The busy error-rate file's null runs: their baseline stayed inconclusive by wall time and they exited 0,
+    which docs/regression-gate.md says they would not now."""
+    data = json.loads((REFERENCE / "gate-error-rates-work-busy.json").read_text())
+    nulls = [d for name, r in data["results"].items() if name.startswith("null") for d in r["detail"]]
+    assert nulls and all(d["exit_status"] == 0 and "baseline" in d["inconclusive"] for d in nulls)
+    assert (
+        "the null runs of the busy file, whose baseline stayed inconclusive by wall time, exited 0 then and would exit 3 now"
+        in _text("regression-gate.md")
+    )
