@@ -9,12 +9,11 @@ be timed leaves the result as it is, with a warning that says why, and the compa
 processes.
 
 An isolated sweep times the pair in a process of its own, started after the run's (:func:`add_pair`, this
-module's ``main``): a run earlier in the same process changed what the pair read. In the reference at 2c4859a
-(``results/reference/compare-small-cpu-next``), the baseline side of ``full_amp``'s pairs stepped at 643-743 ms
-after a full_amp run to the plateau in that process, against 446-603 ms in every other pair of the same rounds
-(base / full_amp 1.62x per step, where its own clock and the in-process A/A file read about 1.22x);
-``scripts/pair_carryover.py --from-sweep`` repeats that sequence and reproduces it
-(``results/reference/pair-carryover-sweep-small-cpu.json``).
+module's ``main``): a run earlier in the same process changed what the pair read. In the sweep at 2c4859a
+(``results/reference/compare-small-cpu-next``, its README) the baseline side of ``full_amp``'s pairs stepped
+slower after a full_amp run to the plateau in that process than in any other pair, inflating the row's ratio;
+``scripts/pair_carryover.py --from-sweep`` repeats that sequence and reproduces it (the figures are in
+``results/reference/pair-carryover-sweep-small-cpu.json``).
 :func:`run_paired` (run, then pair, in this process) serves sweeps that keep everything in one process
 (``isolate=False``), where no process is fresh anyway.
 """

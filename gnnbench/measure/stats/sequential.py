@@ -147,8 +147,8 @@ class StoppingRule:
             (:func:`equivalence_power` below ``curtail`` too). 3 (the rule): as 2, and a row whose interval lies
             inside the floor band stops there (below the floor) only when its equivalence is out of reach too,
             or at the last round: an interval inside the floor is not yet "no effect beyond the margin", which
-            Holm grants only with enough rounds (the 2c4859a sweep stopped `csr`, `int32` and `cached_norm` so,
-            after 3 and 4 rounds, with intervals inside +-10%). A row already shown equivalent keeps its rounds
+            Holm grants only with enough rounds (the 2c4859a sweep, ``results/reference/compare-small-cpu-next``,
+            stopped rows so with intervals inside the margin; its ``sweep.json`` records when). A row already shown equivalent keeps its rounds
             to the last: the equivalence test runs once, at the end. 2: the projection
             takes the sd floor of the last look, and rows whose equivalence is never tested (``settled``'s
             ``untested``: censored ones) do not wait for it. 1: the first version (the sd floor of the rounds so far, every row waits),
