@@ -24,9 +24,14 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-__all__ = ["BackgroundWork"]
+__all__ = ["BackgroundWork", "can_suspend_processes"]
 
 _CAN_SUSPEND = hasattr(signal, "SIGSTOP") and hasattr(signal, "SIGCONT")
+
+
+def can_suspend_processes() -> bool:
+    """Whether this platform can suspend a process outright and continue it (``SIGSTOP`` / ``SIGCONT``)."""
+    return _CAN_SUSPEND
 
 
 class BackgroundWork:

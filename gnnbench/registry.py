@@ -94,9 +94,10 @@ class Optimization:
         shares_process: Whether its time per step can be measured in one process beside the baseline's, steps
             interleaved, so the drift of a process's speed cancels in their ratio (DESIGN.md §3). Decided by what
             it does to the process, and checked against :data:`gnnbench.process.sharing.SHARING_RULES` when the
-            entry is made: an entry that runs background producers (loader workers, a pipelined loader, a side
-            stream) would work while the baseline steps, and one that sets the process (allocator, threads) or
-            runs several ranks cannot share it; those are timed in processes of their own.
+            entry is made: loader worker processes are suspended while the baseline steps (whole epochs
+            measured); a background thread (the pipelined loader, a side stream) would work while the baseline
+            steps, and an entry that sets the process (allocator, threads) or runs several ranks cannot share
+            it; those are timed in processes of their own.
     """
 
     name: str
@@ -265,7 +266,6 @@ _ENTRIES = (
     ),
     Optimization(
         name="workers",
-        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2)},
         description="Sample in (at least) 2 DataLoader worker processes, overlapping sampling with training.",
@@ -277,7 +277,6 @@ _ENTRIES = (
     ),
     Optimization(
         name="persistent_workers",
-        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {"num_workers": max(base.num_workers, 2), "persistent_workers": True},
         description="Keep (at least) 2 loader workers alive across epochs instead of re-forking them.",
@@ -288,7 +287,6 @@ _ENTRIES = (
     ),
     Optimization(
         name="prefetch",
-        shares_process=False,
         same_trajectory=True,
         changes=lambda base: {
             "num_workers": max(base.num_workers, 2),

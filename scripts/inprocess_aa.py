@@ -9,7 +9,10 @@
 
 For the A/A rows the "other configuration" is the baseline itself, so every ratio should be 1 and the sd of the
 per-round log ratio is the design's noise. For entries with large effects the two designs' ratios should agree
-within their intervals (no interaction between the two trainers of one process inflates or hides a gain).
+within their intervals (no interaction between the two trainers of one process inflates or hides a gain). For
+an entry with loader workers (suspended while the baseline steps in one process), both designs measure whole
+epochs a side (:func:`gnnbench.measure.run.interleaved.whole_epoch_blocks`), so the two ratios agreeing shows
+that suspending them leaves its time per step as it is alone.
 
     python scripts/inprocess_aa.py --preset small --rounds 8 --entries full_amp,sparse_agg \\
         --out results/reference/inprocess-aa-small-cpu.json
@@ -31,8 +34,10 @@ from gnnbench.atomic import write_json_atomic
 from gnnbench.env import environment, resolve_device
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure.run import BUILD_ORDERS, time_pair
+from gnnbench.measure.run.interleaved import trainer_steps_per_epoch, whole_epoch_blocks
 from gnnbench.measure.stats import paired_ratio
 from gnnbench.process import run_json_child
+from gnnbench.process.sharing import paused_producers
 from gnnbench.report.noise_md import noise_markdown
 from gnnbench.training import RunConfig, Trainer
 
@@ -44,11 +49,16 @@ def _config(preset: str, name: str) -> RunConfig:
     return base if name == AA else registry.config_for(base, [name])
 
 
-def _alone(config: RunConfig, warmup: int, steps: int) -> list[float]:
-    """``steps`` measured steps of ``config`` alone in this process, after ``warmup``, timed as a pair times
-    them (the wall time around each step)."""
+def _alone(config: RunConfig, warmup: int, blocks: int, whole_epochs: bool) -> list[float]:
+    """The measured steps of ``config`` alone in this process, after ``warmup``, timed as a pair times them (the
+    wall time around each step): ``2 x blocks`` of them, raised to whole epochs as a pair with paused loader
+    workers raises them when ``whole_epochs``."""
     trainer = Trainer(config)
     loop = trainer.steps(epochs=float("inf"))
+    steps = 2 * blocks
+    if whole_epochs:
+        per_epoch = trainer_steps_per_epoch(trainer)
+        steps = whole_epoch_blocks(blocks, (per_epoch, per_epoch))[1]
     try:
         for _ in range(warmup):
             next(loop)
@@ -69,7 +79,8 @@ def child(args: argparse.Namespace) -> int:
         pair = time_pair(base, other, blocks=args.blocks, warmup=args.warmup, built_first=args.built_first)
         data = {"base": pair.base_step, "other": pair.other_step, "pair": pair.to_dict()}
     else:
-        steps = _alone(other if args.side == "other" else base, args.warmup, 4 * args.blocks // 2)
+        whole = bool(paused_producers(other.flags))
+        steps = _alone(other if args.side == "other" else base, args.warmup, args.blocks, whole)
         data = {"mean": statistics.fmean(steps), "steps": steps}
     write_json_atomic(args.out, data)
     return 0

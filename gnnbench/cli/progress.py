@@ -63,7 +63,11 @@ class SweepLines(SweepProgress):
 
     def calibration_started(self, runs: int) -> None:
         if runs:
-            print(f"calibration: the baseline on {runs} seed(s) of its own, to a plateau", file=sys.stderr, flush=True)
+            print(  # stamped: the sweep's start, where the log's wall time begins (gnnbench.report.sweep_time)
+                f"{time.strftime('%H:%M:%S')} calibration: the baseline on {runs} seed(s) of its own, to a plateau",
+                file=sys.stderr,
+                flush=True,
+            )
         self._started = time.perf_counter()
 
     def calibration_run(self, done: int, total: int, entry, status: str) -> None:

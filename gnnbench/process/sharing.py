@@ -6,6 +6,16 @@ process to the next cancels in their ratio. That is fair only when neither train
 one steps and neither sets something the whole process shares. :data:`SHARING_RULES` is the table of what
 breaks that, one row per kind of field value; :func:`own_process_reasons` reads it. The registry declares each
 entry's answer (``Optimization.shares_process``) and checks it against this table.
+
+A rule whose producers can be stopped outright is **paused** instead (``SharingRule.paused``): loader worker
+processes are suspended (``SIGSTOP``) while the other trainer steps and continued for their own trainer's
+steps, as :class:`gnnbench.background.BackgroundWork` already does while the loop evaluates. A suspended
+process does no work at all, so its trainer's pipeline is frozen between its own steps, as if the other side's
+steps took no time; and since loader workers cost something once per epoch (forked, or handed the epoch's
+first indices), a pair with paused producers measures whole epochs of each side
+(:func:`gnnbench.measure.run.interleaved.time_pair`). :func:`paused_producers` names them. A thread cannot be
+stopped that way (it finishes the item it is on while the other side steps), so the pipelined loader and the
+side-stream prefetch keep a process of their own.
 """
 
 from __future__ import annotations
@@ -13,10 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from gnnbench.background import can_suspend_processes
 from gnnbench.flags import Flags
 from gnnbench.process.allocators import BASELINE_ALLOCATOR
 
-__all__ = ["SharingRule", "SHARING_RULES", "own_process_reasons", "shares_process"]
+__all__ = ["SharingRule", "SHARING_RULES", "own_process_reasons", "paused_producers", "shares_process"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +37,9 @@ class SharingRule:
     field: str  # the Flags field it reads
     applies: Callable[[Flags], bool]  # whether the flags' value needs a process of their own
     why: str  # why, in words (``{value}`` is the field's value)
+    # how its producers are paused while the other trainer steps, in words; "" (the default): they cannot be,
+    # and the configuration needs a process of its own. Only processes can be paused (SIGSTOP).
+    paused: str = ""
 
 
 SHARING_RULES: tuple[SharingRule, ...] = (
@@ -33,6 +47,8 @@ SHARING_RULES: tuple[SharingRule, ...] = (
         "num_workers",
         lambda f: f.num_workers > 0,
         "runs {value} loader worker process(es), which sample ahead while the other trainer steps",
+        paused="its {value} loader worker process(es) suspended (SIGSTOP) while the other trainer steps, whole "
+        "epochs measured",
     ),
     SharingRule(
         "pipeline_depth",
@@ -68,14 +84,30 @@ SHARING_RULES: tuple[SharingRule, ...] = (
 )
 
 
+def _pausable(rule: SharingRule) -> bool:
+    return bool(rule.paused) and can_suspend_processes()
+
+
 def own_process_reasons(flags: Flags) -> list[str]:
     """Why ``flags`` cannot be timed in one process beside another trainer (empty: it can), each reason naming
-    its field: ``"num_workers=2: runs 2 loader worker process(es), ..."``."""
+    its field: ``"allocator=jemalloc: sets the process's memory allocator ..."``. Producers that are paused
+    while the other trainer steps (:func:`paused_producers`) are no reason."""
     out = []
     for rule in SHARING_RULES:
-        if rule.applies(flags):
+        if rule.applies(flags) and not _pausable(rule):
             value = getattr(flags, rule.field)
             out.append(f"{rule.field}={value}: {rule.why.format(value=value)}")
+    return out
+
+
+def paused_producers(flags: Flags) -> list[str]:
+    """The background producers of ``flags`` that a pair suspends while the other trainer steps (empty: none),
+    each naming its field: ``"num_workers=2: its 2 loader worker process(es) suspended (SIGSTOP) ..."``."""
+    out = []
+    for rule in SHARING_RULES:
+        if rule.applies(flags) and _pausable(rule):
+            value = getattr(flags, rule.field)
+            out.append(f"{rule.field}={value}: {rule.paused.format(value=value)}")
     return out
 
 

@@ -22,7 +22,6 @@ figure cannot drift from its file.
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from gnnbench.measure.compare import (
@@ -37,6 +36,7 @@ from gnnbench.measure.compare import (
     verdict_words,
 )
 from gnnbench.measure.sweep import BEST_SET_DIR
+from gnnbench.report.sweep_time import sweep_time
 from gnnbench.text import noise_floor, pp, ratio_of
 
 __all__ = [
@@ -55,28 +55,14 @@ MARKERS = ("<!-- reference:start -->\n", "\n<!-- reference:end -->")
 HEADLINE_MARKERS = ("<!-- headline:start -->\n", "\n<!-- headline:end -->")
 SAMPLING_MARKERS = ("<!-- sampling:start -->\n", "\n<!-- sampling:end -->")
 COMPRESSION_MARKERS = ("<!-- compression:start -->\n", "\n<!-- compression:end -->")
-_STAMP = re.compile(r"^(\d\d):(\d\d):(\d\d) ")
 
 
 def sweep_minutes(log: Path) -> float | None:
-    """The wall time a sweep's progress log spans (``compare.log``: one ``HH:MM:SS`` line per finished run), in
-    minutes, midnight crossings included; ``None`` without two stamped lines. The first stamp is the end of the
-    first calibration run, so the figure leaves out that one run."""
-    try:
-        lines = log.read_text().splitlines()
-    except OSError:
-        return None
-    seconds, total, last = [], 0, None
-    for line in lines:
-        m = _STAMP.match(line)
-        if not m:
-            continue
-        t = int(m.group(1)) * 3600 + int(m.group(2)) * 60 + int(m.group(3))
-        if last is not None and t < last:
-            total += 86400
-        last = t
-        seconds.append(t + total)
-    return (seconds[-1] - seconds[0]) / 60 if len(seconds) >= 2 else None
+    """The wall time of the runs a sweep's progress log times (``compare.log``), in minutes
+    (:func:`gnnbench.report.sweep_time.sweep_time`: midnight crossings counted, the gaps between invocations of
+    a resumed sweep left out); ``None`` without a timed run."""
+    t = sweep_time(log)
+    return None if t is None else t.minutes
 
 
 def _factor(r, which: str) -> str:
@@ -102,10 +88,8 @@ def _spread_line(c: Comparison) -> str | None:
 
 
 def _wall_line(sweep: Path) -> str | None:
-    minutes = sweep_minutes(sweep / "compare.log")
-    return (
-        None if minutes is None else f"Wall time from its log: {minutes:.0f} minutes after the first calibration run."
-    )
+    t = sweep_time(sweep / "compare.log")
+    return None if t is None else f"Wall time from its log: {t.text()}."
 
 
 def _verdict_line(c: Comparison) -> str | None:

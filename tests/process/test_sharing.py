@@ -9,7 +9,7 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.process.sharing import SHARING_RULES, own_process_reasons, shares_process
+from gnnbench.process.sharing import SHARING_RULES, own_process_reasons, paused_producers, shares_process
 
 
 def test_the_baseline_shares_a_process():
@@ -19,7 +19,6 @@ def test_the_baseline_shares_a_process():
 @pytest.mark.parametrize(
     "change, field",
     [
-        ({"num_workers": 2}, "num_workers"),
         ({"pipeline_depth": 2}, "pipeline_depth"),
         ({"allocator": "jemalloc"}, "allocator"),
         ({"thread_placement": "split", "num_workers": 1}, "thread_placement"),
@@ -30,6 +29,30 @@ def test_each_kind_of_process_work_is_named_with_its_value(change, field):
     reasons = own_process_reasons(Flags().replace(**change))
     assert any(r.startswith(f"{field}={change[field]}: ") for r in reasons), reasons
     assert not shares_process(Flags().replace(**change))
+
+
+def test_loader_workers_are_paused_instead_of_needing_a_process_of_their_own():
+    flags = Flags().replace(num_workers=2, persistent_workers=True, prefetch_factor=4)
+    assert own_process_reasons(flags) == [] and shares_process(flags)
+    assert paused_producers(flags) == [
+        "num_workers=2: its 2 loader worker process(es) suspended (SIGSTOP) while the other trainer steps, whole "
+        "epochs measured"
+    ]
+    assert paused_producers(Flags()) == []
+    # a thread cannot be suspended: the pipelined loader over workers still needs a process of its own
+    both = flags.replace(pipeline_depth=2)
+    assert [r.split("=")[0] for r in own_process_reasons(both)] == ["pipeline_depth"]
+    placed = Flags().replace(num_workers=1, thread_placement="split")
+    assert [r.split("=")[0] for r in own_process_reasons(placed)] == ["thread_placement"]
+
+
+def test_without_sigstop_loader_workers_need_a_process_of_their_own(monkeypatch):
+    from gnnbench.process import sharing
+
+    monkeypatch.setattr(sharing, "can_suspend_processes", lambda: False)
+    reasons = own_process_reasons(Flags().replace(num_workers=2))
+    assert reasons[0].startswith("num_workers=2: runs 2 loader worker process(es)")
+    assert paused_producers(Flags().replace(num_workers=2)) == []
 
 
 def test_every_rule_reads_a_real_field():

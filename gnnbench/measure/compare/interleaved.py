@@ -65,7 +65,13 @@ def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccurac
     ratio = ratio_over_rounds([b for b, _ in both], [t for _, t in both])
     if ratio is None:
         return None
-    steps = statistics.median(len(PairTiming.from_dict(r.interleaved).other_seconds) for r in m)
+    pairs = interleaved_pairs(m)
+    steps = statistics.median(len(p.other_seconds) for p in pairs)
+    paused = (
+        "; its loader workers suspended while the baseline stepped, whole epochs a side"
+        if any("other" in p.paused for p in pairs)
+        else ""
+    )
     return TimeToAccuracy(
         **{**vars(ratio), "rounds": len(m)},
         bound=None,
@@ -74,7 +80,7 @@ def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccurac
         reached_text="derived",
         seconds=statistics.median(t for _, t in both),
         note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its mean step, "
-        f"{INTERLEAVED_NOTE} ({steps:g} measured steps a side per round)",
+        f"{INTERLEAVED_NOTE} ({steps:g} measured steps a side per round{paused})",
     )
 
 

@@ -15,6 +15,12 @@ favoured by its place in the order; the blocks alternate which side opens, so ne
 opening. Both trainers train on the same seed, so with the same batch source the k-th steps of both sides
 sample the same batch: the pair is matched step by step.
 
+A side with loader worker processes (:func:`gnnbench.process.sharing.paused_producers`) has them suspended
+while the other side steps and continued for its own steps, so they never work on the other side's time and
+its pipeline is where its own last step left it. Its workers cost something once per epoch (forked, or handed
+the epoch's first indices, in the epoch's first step), so such a pair measures **whole epochs** of each side
+(:func:`whole_epoch_blocks`): any window of k epochs' steps holds exactly k epoch starts, wherever it begins.
+
 :func:`interleave` is the order and the clock, over two callables (tested on a fake clock);
 :func:`time_pair` builds the two trainers and times them; :class:`PairTiming` is the record (JSON-ready),
 whose :meth:`~PairTiming.interval` gives the speedup of B over A with a Student-t interval over blocks: the
@@ -31,12 +37,24 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from gnnbench.measure.stats import RatioInterval, paired_ratio
-from gnnbench.process.sharing import own_process_reasons
+from gnnbench.process.sharing import own_process_reasons, paused_producers
 
-__all__ = ["PairTiming", "interleave", "block_orders", "time_pair", "PairRefused", "BUILD_ORDERS", "MIN_BLOCKS"]
+__all__ = [
+    "PairTiming",
+    "interleave",
+    "block_orders",
+    "time_pair",
+    "whole_epoch_blocks",
+    "trainer_steps_per_epoch",
+    "PairRefused",
+    "BUILD_ORDERS",
+    "MIN_BLOCKS",
+    "MAX_WINDOW_STEPS",
+]
 
 BUILD_ORDERS = ("base", "other")  # which trainer a pair builds first
 MIN_BLOCKS = 2  # an interval needs two blocks at least
+MAX_WINDOW_STEPS = 256  # measured steps a side at most when whole epochs are measured
 
 
 class PairRefused(ValueError):
@@ -56,6 +74,38 @@ def block_orders(blocks: int, first: str = "A") -> list[str]:
         raise ValueError(f"first must be 'A' or 'B' (got {first!r})")
     opening = ("ABBA", "BAAB") if first == "A" else ("BAAB", "ABBA")
     return [opening[k % 2] for k in range(blocks)]
+
+
+def whole_epoch_blocks(blocks: int, per_epoch: tuple[int | None, int | None]) -> tuple[int, int]:
+    """The blocks a pair measures so that each side's measured steps are whole epochs of both sides: at least
+    ``blocks``, and ``2 x blocks`` a multiple of each side's steps per epoch (and of 2). Returns
+    ``(blocks, steps_per_side)``.
+
+    Args:
+        blocks: The blocks asked for (>= 1).
+        per_epoch: Each side's steps per epoch (``None``: not known before the epoch runs).
+
+    Raises:
+        PairRefused: when a side's steps per epoch are not known, or whole epochs of both sides take more than
+            :data:`MAX_WINDOW_STEPS` measured steps a side.
+    """
+    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
+        raise ValueError(f"blocks must be an integer >= 1 (got {blocks!r})")
+    unit = 2
+    for side, n in zip(BUILD_ORDERS, per_epoch):
+        if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise PairRefused(
+                f"the {side} side's steps per epoch are not known before its epoch runs (got {n!r}); a pair with "
+                "paused loader workers measures whole epochs"
+            )
+        unit = math.lcm(unit, n)
+    steps = -(-2 * blocks // unit) * unit
+    if steps > MAX_WINDOW_STEPS:
+        raise PairRefused(
+            f"whole epochs of both sides ({per_epoch[0]} and {per_epoch[1]} steps an epoch) take {steps} measured "
+            f"steps a side, more than {MAX_WINDOW_STEPS}"
+        )
+    return steps // 2, steps
 
 
 def interleave(
@@ -104,6 +154,9 @@ class PairTiming:
         built_first: ``"base"`` or ``"other"``: which trainer was built first.
         setup_seconds: Each trainer's setup clock (``[base, other]``): preparation plus assembly.
         warmup_steps: Untimed steps per side before the measured ones.
+        paused: The sides (``"base"``, ``"other"``) whose loader workers were suspended while the other stepped.
+        epoch_steps: With paused sides, the steps of one epoch the measured window is a multiple of, per side
+            (``[base, other]``); ``(0, 0)``: the window is not aligned to epochs.
     """
 
     base_seconds: tuple[float, ...]
@@ -112,10 +165,14 @@ class PairTiming:
     built_first: str = "base"
     setup_seconds: tuple[float, float] = (0.0, 0.0)
     warmup_steps: int = 0
+    paused: tuple[str, ...] = ()
+    epoch_steps: tuple[int, int] = (0, 0)
 
     def __post_init__(self) -> None:
         if self.built_first not in BUILD_ORDERS:
             raise ValueError(f"built_first must be one of {BUILD_ORDERS} (got {self.built_first!r})")
+        if set(self.paused) - set(BUILD_ORDERS):
+            raise ValueError(f"paused must name sides of {BUILD_ORDERS} (got {self.paused!r})")
         if len(self.sequence) % 4 or set(self.sequence) - {"A", "B"}:
             raise ValueError(f"sequence must be blocks of four steps of 'A' and 'B' (got {self.sequence!r})")
         if self.sequence.count("A") != len(self.base_seconds) or self.sequence.count("B") != len(self.other_seconds):
@@ -165,6 +222,8 @@ class PairTiming:
             "built_first": self.built_first,
             "setup_seconds": list(self.setup_seconds),
             "warmup_steps": self.warmup_steps,
+            "paused": list(self.paused),
+            "epoch_steps": list(self.epoch_steps),
         }
 
     @classmethod
@@ -176,6 +235,8 @@ class PairTiming:
             built_first=d.get("built_first", "base"),
             setup_seconds=tuple(d.get("setup_seconds", (0.0, 0.0))),
             warmup_steps=d.get("warmup_steps", 0),
+            paused=tuple(d.get("paused", ())),
+            epoch_steps=tuple(d.get("epoch_steps", (0, 0))),
         )
 
 
@@ -212,7 +273,8 @@ def time_pair(
         base: The base configuration (side A).
         other: The configuration measured against it (side B); same graph, device and task.
         graph: The graph both train on (generated or loaded once when ``None``).
-        blocks: Blocks of four measured steps (two per side each), at least :data:`MIN_BLOCKS`.
+        blocks: Blocks of four measured steps (two per side each), at least :data:`MIN_BLOCKS`; raised to whole
+            epochs of both sides when a side's loader workers are paused (:func:`whole_epoch_blocks`).
         warmup: Untimed steps per side first (default: the larger ``warmup_steps`` of the two configurations).
         built_first: ``"base"`` or ``"other"``: which trainer is built first (a sweep alternates it across
             rounds, so the construction order is counterbalanced like the step order).
@@ -241,13 +303,18 @@ def time_pair(
     configs = {"base": base, "other": other}
     trainers: dict[str, Any] = {}
     loops: dict[str, Any] = {}
+    paused = tuple(side for side in BUILD_ORDERS if paused_producers(configs[side].flags))
     try:
         for side in (built_first, BUILD_ORDERS[1 - BUILD_ORDERS.index(built_first)]):
             trainers[side] = Trainer(configs[side], graph)
             loops[side] = trainers[side].steps(epochs=float("inf"))
+        epoch_steps = (0, 0)
+        if paused:
+            epoch_steps = tuple(trainer_steps_per_epoch(trainers[side]) for side in BUILD_ORDERS)
+            blocks, _ = whole_epoch_blocks(blocks, epoch_steps)
         a, b, sequence = interleave(
-            lambda: next(loops["base"]),
-            lambda: next(loops["other"]),
+            _stepper(trainers["base"], loops["base"], "base" in paused),
+            _stepper(trainers["other"], loops["other"], "other" in paused),
             warmup=warmup,
             blocks=blocks,
             first="A" if built_first == "other" else "B",  # the side built second opens: both orders get a turn
@@ -255,8 +322,36 @@ def time_pair(
         )
         setup = (trainers["base"].pipeline.setup_clock, trainers["other"].pipeline.setup_clock)
     finally:
+        for side in paused:  # suspended workers cannot be shut down: continue them first
+            if side in trainers:
+                trainers[side].pipeline.background.resume()
         for loop in loops.values():
             loop.close()
         for trainer in trainers.values():
             trainer.close()
-    return PairTiming(tuple(a), tuple(b), sequence, built_first, setup, warmup)
+    return PairTiming(tuple(a), tuple(b), sequence, built_first, setup, warmup, paused, epoch_steps)
+
+
+def trainer_steps_per_epoch(trainer: Any) -> int | None:
+    """A trainer's steps in one epoch, known before it runs (its batch source's, capped by
+    ``max_steps_per_epoch``), or ``None``."""
+    n = trainer.pipeline.batches.steps_per_epoch()
+    cap = trainer.config.max_steps_per_epoch
+    return n if n is None or cap is None else min(n, cap)
+
+
+def _stepper(trainer: Any, loop: Any, paused: bool) -> Callable[[], Any]:
+    """One step of ``trainer``'s loop; with ``paused``, its loader workers are continued for the step and
+    suspended again after it (:class:`~gnnbench.background.BackgroundWork`), both on this side's clock."""
+    if not paused:
+        return lambda: next(loop)
+    work = trainer.pipeline.background
+
+    def step() -> Any:
+        work.resume()
+        try:
+            return next(loop)
+        finally:
+            work.pause()
+
+    return step

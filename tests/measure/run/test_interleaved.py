@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gnnbench import registry
 from gnnbench.graphs import GraphSpec
 from gnnbench.measure.run import PairRefused, PairTiming, block_orders, interleave, pair_refusal, time_pair
+from gnnbench.measure.run.interleaved import MAX_WINDOW_STEPS, _stepper, whole_epoch_blocks
 from tests.helpers import QUICK
 
 
@@ -145,6 +146,88 @@ def test_a_real_pair_times_both_trainers_in_this_process():
         time_pair(base, base, blocks=1)
 
 
+@pytest.mark.parametrize(
+    "blocks, per_epoch, expected",
+    [
+        (8, (19, 19), (19, 38)),  # odd epochs: two of them a side
+        (8, (4, 4), (8, 16)),  # already whole epochs
+        (8, (20, 20), (10, 20)),  # raised to one epoch
+        (2, (3, 5), (15, 30)),  # whole epochs of both sides
+        (1, (1, 1), (1, 2)),
+    ],
+)
+def test_paused_pairs_measure_whole_epochs_of_both_sides(blocks, per_epoch, expected):
+    assert whole_epoch_blocks(blocks, per_epoch) == expected
+    got_blocks, steps = expected
+    assert steps == 2 * got_blocks and got_blocks >= blocks
+    assert all(steps % n == 0 for n in per_epoch)
+
+
+def test_a_whole_epoch_window_is_refused_when_it_cannot_be_known_or_is_too_long():
+    with pytest.raises(PairRefused, match="the other side's steps per epoch are not known"):
+        whole_epoch_blocks(8, (19, None))
+    with pytest.raises(PairRefused, match=f"more than {MAX_WINDOW_STEPS}"):
+        whole_epoch_blocks(8, (MAX_WINDOW_STEPS + 1, 2))
+    with pytest.raises(ValueError, match="blocks must be an integer >= 1"):
+        whole_epoch_blocks(0, (2, 2))
+
+
+class FakeWork:
+    def __init__(self):
+        self.calls = []
+
+    def resume(self):
+        self.calls.append("resume")
+        return 0.0
+
+    def pause(self):
+        self.calls.append("pause")
+
+
+def test_a_paused_side_runs_its_producers_only_inside_its_own_steps():
+    trainer = type("T", (), {})()
+    trainer.pipeline = type("P", (), {"background": FakeWork()})()
+
+    def loop():
+        trainer.pipeline.background.calls.append("step")
+        yield 1
+        trainer.pipeline.background.calls.append("step")
+        raise RuntimeError("boom")
+        yield 2
+
+    step = _stepper(trainer, loop(), paused=True)
+    assert step() == 1
+    with pytest.raises(RuntimeError, match="boom"):
+        step()
+    assert trainer.pipeline.background.calls == ["resume", "step", "pause", "resume", "step", "pause"]
+    plain = _stepper(trainer, iter([7]), paused=False)
+    assert plain() == 7 and len(trainer.pipeline.background.calls) == 6
+
+
+def test_a_real_pair_with_loader_workers_suspends_them_and_leaves_none_behind(monkeypatch):
+    import multiprocessing
+
+    from gnnbench.background import BackgroundWork
+
+    stopped = []
+    pause = BackgroundWork.pause
+
+    def spy(self):
+        pause(self)
+        stopped.append(len(self._stopped))
+
+    monkeypatch.setattr(BackgroundWork, "pause", spy)
+    base = dataclasses.replace(QUICK, warmup_steps=1, sync_phases=False)
+    workers = dataclasses.replace(base, flags=base.flags.replace(num_workers=1))
+    assert pair_refusal(base, workers) is None
+    pair = time_pair(base, workers, blocks=2)
+    assert pair.paused == ("other",) and pair.epoch_steps == (6, 6)  # QUICK: 6 steps an epoch
+    assert len(pair.other_seconds) == len(pair.base_seconds) == 6  # one whole epoch a side (2 blocks asked)
+    assert stopped and all(n == 1 for n in stopped)  # its worker, suspended after each of its own steps
+    assert PairTiming.from_dict(pair.to_dict()) == pair
+    assert not multiprocessing.active_children()
+
+
 def test_a_sweep_run_carries_its_pair_or_says_why_it_has_none(tmp_path):
     from gnnbench.measure.run import RunResult, load_result, run_paired, with_pair
     from gnnbench.measure.run.paired import main
@@ -152,13 +235,12 @@ def test_a_sweep_run_carries_its_pair_or_says_why_it_has_none(tmp_path):
     failed = RunResult(status="failed", config=QUICK.to_dict(), error="boom")
     assert with_pair(failed, QUICK, QUICK, built_first="base") is failed
     ok = RunResult(status="ok", config=QUICK.to_dict())
-    workers = dataclasses.replace(QUICK, flags=QUICK.flags.replace(num_workers=1))
-    refused = with_pair(ok, QUICK, workers, built_first="base")
+    jemalloc = dataclasses.replace(QUICK, flags=QUICK.flags.replace(allocator="jemalloc"))
+    refused = with_pair(ok, QUICK, jemalloc, built_first="base")
     assert refused.interleaved is None
-    assert refused.warnings == [
-        "interleaved pair not measured: the base cannot share a process: num_workers=1: runs 1 loader worker "
-        "process(es), which sample ahead while the other trainer steps"
-    ]
+    assert refused.warnings[0].startswith(
+        "interleaved pair not measured: the base cannot share a process: allocator=jemalloc: "
+    )
     out = tmp_path / "r.json"
     result = run_paired(dataclasses.replace(QUICK, warmup_steps=1), QUICK, built_first="other", out=out)
     assert result.ok and load_result(out).interleaved == result.interleaved
