@@ -161,7 +161,13 @@ def _note(name: str) -> str:
 def _row(name: str, pair: PairTiming, aa_reading: float) -> MeasuredRow:
     iv = pair.interval()
     eq = equivalence(pair.block_log_ratios(), MARGIN).equivalent
-    return MeasuredRow(name, pair, iv, eq, verdict(iv, eq, aa_reading), _note(name))
+    note = _note(name)
+    if pair.paused:
+        note += (
+            f"; its loader workers suspended while the other side stepped, {len(pair.other_seconds)} measured steps "
+            f"a side (whole epochs), the interval over {len(pair.block_log_ratios())} windows of them"
+        )
+    return MeasuredRow(name, pair, iv, eq, verdict(iv, eq, aa_reading), note)
 
 
 def measure_top(
@@ -203,7 +209,7 @@ def measure_top(
             log(f"measuring {name} against the baseline in this process ({blocks} blocks of interleaved steps)")
         other = base if name == AA_LABEL else registry.config_for(base, [name])
         try:
-            pair = time_pair(base, other, graph=graph, blocks=blocks, built_first=BUILD_ORDERS[i % 2])
+            pair = time_pair(base, other, graph=graph, blocks=blocks, built_first=BUILD_ORDERS[i % 2], windows=2)
         except (UnavailableError, PairRefused) as exc:  # found only while building: listed, never raised
             if name == AA_LABEL:
                 raise

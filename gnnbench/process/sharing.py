@@ -51,6 +51,12 @@ SHARING_RULES: tuple[SharingRule, ...] = (
         "epochs measured",
     ),
     SharingRule(
+        "pin_memory",
+        lambda f: f.pin_memory and f.num_workers > 0,
+        "pins its loader workers' finished batches in a thread of this process, which goes on while the other "
+        "trainer steps",
+    ),
+    SharingRule(
         "pipeline_depth",
         lambda f: f.pipeline_depth > 0,
         "runs a background thread that prepares {value} batch(es) ahead while the other trainer steps",

@@ -35,7 +35,7 @@ NOT_RUN = ("kept", "settled", "unavailable")  # statuses of a line whose run did
 KINDS = (
     "calibration",
     "baseline",
-    "A/A rows",
+    "A/A and end-to-end baselines",
     "derived from short runs",
     "trained to the target: numerics change",
     "trained to the target: work per step changes",
@@ -79,6 +79,7 @@ def logged_runs(text: str) -> tuple[list[LoggedRun], int]:
     invocations = 0
     best_set = False
     prev_clock = None
+    last_index = 0  # the last sweep run's number: counted afresh by a new invocation
 
     def clock(m: re.Match) -> int:
         nonlocal day, prev_clock
@@ -96,14 +97,22 @@ def logged_runs(text: str) -> tuple[list[LoggedRun], int]:
         if m:
             invocations += 1
             best_set = False
+            last_index = 0
             last = clock(m) if m.group(1) else None
             continue
         m = _CALIBRATION.match(line) or _RUN.match(line) or _BEST_SET.match(line)
         if not m:
             continue
+        invocations = max(invocations, 1)  # a log that opens with a run: its first invocation printed no start
+        if m.re is _RUN and not best_set and int(m.group(4)) <= last_index:
+            last = None  # the runs counted afresh: a new invocation whose start the log does not show
+            invocations += 1
+        if m.re is _RUN:
+            last_index = int(m.group(4))
         t = clock(m)
         if m.re is _BEST_SET:  # choosing the set: charged to its first run, which starts from the last line's time
             best_set = True
+            last_index = 10**9  # the set's runs are counted from 1 again: not a new invocation
             continue
         took = None if last is None else float(t - last)
         last = t
@@ -111,7 +120,7 @@ def logged_runs(text: str) -> tuple[list[LoggedRun], int]:
             runs.append(LoggedRun("calibration", None, m.group(6), False, took))
         else:
             runs.append(LoggedRun(m.group(7), int(m.group(6)), m.group(8), best_set, took))
-    return runs, max(invocations, 1 if runs else 0)
+    return runs, invocations
 
 
 def run_kind(run: LoggedRun) -> str:
@@ -127,7 +136,7 @@ def run_kind(run: LoggedRun) -> str:
     if run.label == BASELINE:
         return "baseline"
     if run.label in (AA_LABEL, AA_INPROCESS_LABEL, E2E_BASELINE):
-        return "A/A rows"
+        return "A/A and end-to-end baselines"
     if run.label == ALL_RECOMMENDED:
         return "all recommended"
     if run.label.endswith(" (measured)"):
@@ -136,7 +145,7 @@ def run_kind(run: LoggedRun) -> str:
         opt = registry.get(run.label)
     except (KeyError, ValueError):
         return "other"
-    if opt.same_trajectory:
+    if opt.same_trajectory:  # derived from a short run unless the sweep ran --no-derive
         return "derived from short runs"
     return (
         "trained to the target: work per step changes" if opt.changes_work else "trained to the target: numerics change"
@@ -173,7 +182,10 @@ class SweepTime:
         if self.invocations > 1:
             notes.append(f"{self.invocations} invocations, the gaps between them left out")
         if self.untimed:
-            notes.append(f"{self.untimed} first run{'s' if self.untimed != 1 else ''} of an unstamped start untimed")
+            notes.append(
+                f"{self.untimed} run{'s' if self.untimed != 1 else ''} untimed: the first of an invocation whose "
+                "start the log does not time"
+            )
         note = f" ({'; '.join(notes)})" if notes else ""
         return f"{self.minutes:.0f} minutes of measuring{note}: " + ", ".join(parts)
 

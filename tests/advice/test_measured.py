@@ -152,3 +152,22 @@ def test_a_candidate_that_refuses_while_building_is_listed_not_raised(monkeypatc
     monkeypatch.setattr(m, "time_pair", refusing)
     got = m.measure_top(dataclasses.replace(QUICK, warmup_steps=1), _diagnosis(shared), top=2, blocks=2)
     assert [r.name for r in got.rows] == shared[1:] and got.skipped[shared[0]].startswith("could not be timed here")
+
+
+def test_diagnose_says_why_it_measures_nothing_when_its_baseline_cannot_be_paired(monkeypatch, capsys):
+    """A refusal found only while building the A/A pair (whole epochs too long, say) is a line, never a
+    traceback."""
+    import argparse
+
+    from gnnbench.advice import measured
+    from gnnbench.cli import commands
+    from gnnbench.measure.run import PairRefused
+    from tests.helpers import QUICK
+
+    def refuse(*a, **k):
+        raise PairRefused("whole epochs of both sides (129 and 129 steps an epoch) take 258 measured steps a side")
+
+    monkeypatch.setattr(measured, "measure_top", refuse)
+    args = argparse.Namespace(measure=3, measure_blocks=8, json=False)
+    assert commands._measure_top(args, QUICK, None, None) is None
+    assert "diagnose: not measuring in this process: whole epochs of both sides" in capsys.readouterr().err

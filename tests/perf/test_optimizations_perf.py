@@ -81,6 +81,6 @@ def test_step_optimized(benchmark, graph, name, request):
     opt = registry.get(name)
     if not benchmark.disabled and opt.shares_process and not opt.changes_work:
         # the ratio measured where the noise cancels: both trainers in this process, steps interleaved
-        pair = time_pair(_config(name, False), _config(name, True), graph=graph, blocks=8)
+        pair = time_pair(_config(name, False), _config(name, True), graph=graph, blocks=8, windows=2)
         timed = pair.interval()
         benchmark.extra_info["interleaved_speedup"] = {"ratio": timed.ratio, "low": timed.low, "high": timed.high}

@@ -44,6 +44,10 @@ def test_loader_workers_are_paused_instead_of_needing_a_process_of_their_own():
     assert [r.split("=")[0] for r in own_process_reasons(both)] == ["pipeline_depth"]
     placed = Flags().replace(num_workers=1, thread_placement="split")
     assert [r.split("=")[0] for r in own_process_reasons(placed)] == ["thread_placement"]
+    # the workers' batches pinned by a thread of this process (CUDA): that thread cannot be suspended
+    pinned = Flags().replace(num_workers=2, pin_memory=True)
+    assert [r.split("=")[0] for r in own_process_reasons(pinned)] == ["pin_memory"]
+    assert own_process_reasons(Flags().replace(pin_memory=True)) == []  # no workers: nothing pins meanwhile
 
 
 def test_without_sigstop_loader_workers_need_a_process_of_their_own(monkeypatch):

@@ -51,5 +51,14 @@ def test_where_the_wall_time_went_leaves_out_the_gaps_between_invocations(tmp_pa
     }
     assert t.seconds == 240 + 60 + 360 + 60 + 120 + 150
     assert t.by_round == {0: 420.0, 1: 180.0}
-    assert t.text().startswith("16 minutes of measuring (2 invocations, the gaps between them left out; 1 first run")
+    assert t.text().startswith("16 minutes of measuring (2 invocations, the gaps between them left out; 1 run untimed")
     assert sweep_time(tmp_path / "missing.log") is None
+    # a sweep without calibration prints no start line: its runs counted afresh mark the resumed invocation
+    log.write_text(
+        "10:00:00 runs 1/3: round 0 baseline: ok\n10:02:00 runs 2/3: round 0 int32: ok\n"
+        "12:00:00 runs 1/3: round 0 baseline: kept\n12:00:00 runs 2/3: round 0 int32: kept\n"
+        "12:03:00 runs 3/3: round 0 baseline (A/A): ok\n"
+    )
+    t = sweep_time(log)
+    assert (t.invocations, t.untimed, t.seconds) == (2, 2, 300.0)
+    assert t.by_kind == {"A/A and end-to-end baselines": (1, 180.0), "derived from short runs": (1, 120.0)}

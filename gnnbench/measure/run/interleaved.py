@@ -45,6 +45,8 @@ __all__ = [
     "block_orders",
     "time_pair",
     "whole_epoch_blocks",
+    "epoch_window",
+    "estimated_steps_per_epoch",
     "trainer_steps_per_epoch",
     "PairRefused",
     "BUILD_ORDERS",
@@ -76,14 +78,15 @@ def block_orders(blocks: int, first: str = "A") -> list[str]:
     return [opening[k % 2] for k in range(blocks)]
 
 
-def whole_epoch_blocks(blocks: int, per_epoch: tuple[int | None, int | None]) -> tuple[int, int]:
+def whole_epoch_blocks(blocks: int, per_epoch: tuple[int | None, int | None], windows: int = 1) -> tuple[int, int]:
     """The blocks a pair measures so that each side's measured steps are whole epochs of both sides: at least
-    ``blocks``, and ``2 x blocks`` a multiple of each side's steps per epoch (and of 2). Returns
-    ``(blocks, steps_per_side)``.
+    ``blocks``, at least ``windows`` windows of whole epochs, and ``2 x blocks`` a multiple of each side's steps
+    per epoch (and of 2). Returns ``(blocks, steps_per_side)``.
 
     Args:
         blocks: The blocks asked for (>= 1).
         per_epoch: Each side's steps per epoch (``None``: not known before the epoch runs).
+        windows: Windows of whole epochs at least (an interval within the process needs two).
 
     Raises:
         PairRefused: when a side's steps per epoch are not known, or whole epochs of both sides take more than
@@ -91,6 +94,24 @@ def whole_epoch_blocks(blocks: int, per_epoch: tuple[int | None, int | None]) ->
     """
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise ValueError(f"blocks must be an integer >= 1 (got {blocks!r})")
+    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+        raise ValueError(f"windows must be an integer >= 1 (got {windows!r})")
+    unit = epoch_window(per_epoch)
+    steps = max(-(-2 * blocks // unit), windows) * unit
+    if steps > MAX_WINDOW_STEPS:
+        raise PairRefused(
+            f"whole epochs of both sides ({per_epoch[0]} and {per_epoch[1]} steps an epoch) take {steps} measured "
+            f"steps a side, more than {MAX_WINDOW_STEPS}"
+        )
+    return steps // 2, steps
+
+
+def epoch_window(per_epoch: tuple[int | None, int | None]) -> int:
+    """The fewest measured steps a side that are whole epochs of both sides and whole blocks (a multiple of 2).
+
+    Raises:
+        PairRefused: when a side's steps per epoch are not known before its epoch runs.
+    """
     unit = 2
     for side, n in zip(BUILD_ORDERS, per_epoch):
         if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -99,13 +120,7 @@ def whole_epoch_blocks(blocks: int, per_epoch: tuple[int | None, int | None]) ->
                 "paused loader workers measures whole epochs"
             )
         unit = math.lcm(unit, n)
-    steps = -(-2 * blocks // unit) * unit
-    if steps > MAX_WINDOW_STEPS:
-        raise PairRefused(
-            f"whole epochs of both sides ({per_epoch[0]} and {per_epoch[1]} steps an epoch) take {steps} measured "
-            f"steps a side, more than {MAX_WINDOW_STEPS}"
-        )
-    return steps // 2, steps
+    return unit
 
 
 def interleave(
@@ -196,22 +211,35 @@ class PairTiming:
         """Mean base step over mean other step: > 1 when the other configuration steps faster."""
         return self.base_step / self.other_step
 
+    @property
+    def unit_blocks(self) -> int:
+        """Blocks of four steps in one unit of the interval: 1, or with paused sides the blocks of one window of
+        whole epochs (a once-an-epoch cost lands in one block of a window: a block's ratio alone would be
+        skewed by it, a window's is not)."""
+        if self.epoch_steps == (0, 0):
+            return 1
+        return epoch_window(self.epoch_steps) // 2
+
     def block_sums(self) -> tuple[list[float], list[float]]:
-        """Per block of four steps: the base's two step times summed, and the other side's two."""
+        """Per unit (:attr:`unit_blocks`: a block of four steps, or a window of whole epochs): the base's step
+        times summed, and the other side's."""
         base, other, a, b = [], [], iter(self.base_seconds), iter(self.other_seconds)
-        for k in range(0, len(self.sequence), 4):
-            block = self.sequence[k : k + 4]
-            base.append(sum(next(a) for side in block if side == "A"))
-            other.append(sum(next(b) for side in block if side == "B"))
+        width = 4 * self.unit_blocks
+        for k in range(0, len(self.sequence) - width + 1, width):
+            unit = self.sequence[k : k + width]
+            base.append(sum(next(a) for side in unit if side == "A"))
+            other.append(sum(next(b) for side in unit if side == "B"))
         return base, other
 
     def block_log_ratios(self) -> list[float]:
-        """Per block: log(base's two steps / other's two steps)."""
+        """Per unit (:meth:`block_sums`): log(base's steps / other's steps)."""
         return [math.log(x / y) for x, y in zip(*self.block_sums())]
 
     def interval(self, level: float = 0.95) -> RatioInterval:
-        """The speedup of the other configuration (base / other) with a paired-t interval over blocks
-        (:func:`~gnnbench.measure.stats.intervals.paired_ratio`): the spread *within* this process."""
+        """The speedup of the other configuration (base / other) with a paired-t interval over blocks, or over
+        windows of whole epochs when a side's loader workers were paused
+        (:func:`~gnnbench.measure.stats.intervals.paired_ratio`): the spread *within* this process. One window
+        gives no interval."""
         return paired_ratio(*self.block_sums(), level=level)
 
     def to_dict(self) -> dict[str, Any]:
@@ -255,7 +283,27 @@ def pair_refusal(base: Any, other: Any) -> str | None:
     for name in ("device", "task"):
         if getattr(base, name) != getattr(other, name):
             return f"the two configurations differ in {name} ({getattr(base, name)!r} vs {getattr(other, name)!r})"
+    if paused_producers(base.flags) or paused_producers(other.flags):
+        known = (estimated_steps_per_epoch(base), estimated_steps_per_epoch(other))
+        if None not in known:  # else the pair learns them from its trainers
+            try:
+                whole_epoch_blocks(1, known)
+            except PairRefused as exc:
+                return str(exc)
     return None
+
+
+def estimated_steps_per_epoch(cfg: Any) -> int | None:
+    """The steps per epoch of a node-classification run on neighbour-sampled batches of a generated graph,
+    known from its configuration alone (the training split's size over the batch size, capped by
+    ``max_steps_per_epoch``); ``None`` for any other run (its trainer tells)."""
+    spec, flags = getattr(cfg, "spec", None), cfg.flags
+    if spec is None or cfg.task != "node" or flags.batch_source != "neighbor":
+        return None
+    n_train = max(1, int(round(spec.train_frac * spec.num_nodes)))  # gnnbench.graphs.checks.random_split_masks
+    n = -(-n_train // flags.batch_size)
+    cap = cfg.max_steps_per_epoch
+    return n if cap is None else min(n, cap)
 
 
 def time_pair(
@@ -266,6 +314,7 @@ def time_pair(
     blocks: int = 8,
     warmup: int | None = None,
     built_first: str = "base",
+    windows: int = 1,
 ) -> PairTiming:
     """Time ``other`` against ``base`` (two RunConfigs) in this process, steps interleaved.
 
@@ -278,6 +327,8 @@ def time_pair(
         warmup: Untimed steps per side first (default: the larger ``warmup_steps`` of the two configurations).
         built_first: ``"base"`` or ``"other"``: which trainer is built first (a sweep alternates it across
             rounds, so the construction order is counterbalanced like the step order).
+        windows: With paused sides, windows of whole epochs at least: 1 gives the ratio of the mean steps (a
+            sweep's round); an interval within the process (:meth:`PairTiming.interval`) needs 2.
 
     Raises:
         PairRefused: when the pair cannot share a process (:func:`pair_refusal` says why).
@@ -311,7 +362,7 @@ def time_pair(
         epoch_steps = (0, 0)
         if paused:
             epoch_steps = tuple(trainer_steps_per_epoch(trainers[side]) for side in BUILD_ORDERS)
-            blocks, _ = whole_epoch_blocks(blocks, epoch_steps)
+            blocks, _ = whole_epoch_blocks(blocks, epoch_steps, windows)
         a, b, sequence = interleave(
             _stepper(trainers["base"], loops["base"], "base" in paused),
             _stepper(trainers["other"], loops["other"], "other" in paused),

@@ -34,8 +34,10 @@ from gnnbench.training import RunConfig
 
 __all__ = ["with_pair", "run_paired", "add_pair", "paired_argv", "PAIR_BLOCKS", "PAIR_TIMEOUT_S", "main"]
 
-PAIR_BLOCKS = 8  # blocks of four interleaved steps per round (16 measured steps a side)
-PAIR_TIMEOUT_S = 900.0  # the pair's own process: imports, the graph, two setups and 2 x (warm-up + 16) steps
+PAIR_BLOCKS = (
+    8  # blocks of four interleaved steps per round (16 measured steps a side; whole epochs with paused workers)
+)
+PAIR_TIMEOUT_S = 900.0  # the pair's own process: imports, the graph, two setups and 2 x (warm-up + measured) steps
 
 
 def with_pair(

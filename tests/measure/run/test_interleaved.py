@@ -163,6 +163,38 @@ def test_paused_pairs_measure_whole_epochs_of_both_sides(blocks, per_epoch, expe
     assert all(steps % n == 0 for n in per_epoch)
 
 
+def test_an_interval_within_the_process_needs_two_windows_of_whole_epochs():
+    assert whole_epoch_blocks(8, (20, 20), windows=2) == (20, 40)
+    assert whole_epoch_blocks(8, (4, 4), windows=2) == (8, 16)  # already two windows
+    with pytest.raises(ValueError, match="windows must be an integer >= 1"):
+        whole_epoch_blocks(8, (4, 4), windows=0)
+
+
+def test_a_paused_pairs_interval_is_over_windows_so_a_once_an_epoch_cost_is_not_skewed():
+    # 4 steps an epoch a side: windows of 2 blocks; the other side's first step of each epoch costs 1.0 more
+    base = (1.0,) * 8
+    other = (2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0)
+    pair = PairTiming(base, other, "ABBABAAB" * 2, paused=("other",), epoch_steps=(4, 4))
+    assert pair.unit_blocks == 2 and pair.block_sums() == ([4.0, 4.0], [5.0, 5.0])
+    assert pair.interval().ratio == pytest.approx(pair.speedup) == pytest.approx(0.8)
+    plain = dataclasses.replace(pair, paused=(), epoch_steps=(0, 0))  # per block, the spike skews the mean log
+    assert plain.unit_blocks == 1 and plain.interval().ratio != pytest.approx(0.8)
+    assert PairTiming(base[:4], other[:4], "ABBABAAB", epoch_steps=(4, 4)).interval().rounds == 1  # one window
+
+
+def test_a_pair_whose_whole_epochs_are_too_long_is_refused_before_anything_is_built():
+    from gnnbench.measure.run.interleaved import estimated_steps_per_epoch
+
+    big = dataclasses.replace(
+        QUICK, spec=dataclasses.replace(QUICK.spec, num_nodes=2_000_000), max_steps_per_epoch=None
+    )
+    workers = dataclasses.replace(big, flags=big.flags.replace(num_workers=1))
+    assert estimated_steps_per_epoch(workers) == -(-400_000 // 96)
+    assert "more than 256" in pair_refusal(big, workers)
+    assert pair_refusal(big, big) is None  # no paused workers: no whole epochs needed
+    assert estimated_steps_per_epoch(dataclasses.replace(QUICK, task="link")) is None
+
+
 def test_a_whole_epoch_window_is_refused_when_it_cannot_be_known_or_is_too_long():
     with pytest.raises(PairRefused, match="the other side's steps per epoch are not known"):
         whole_epoch_blocks(8, (19, None))
