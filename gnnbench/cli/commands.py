@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from gnnbench.cli.distributed import run_distributed, with_nproc
 from gnnbench.cli.options import config_from_args, parse_size, resolve_graph, resolve_run
@@ -93,7 +94,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
     check_also_measured(base, names, args.also_measure)  # refused before the executor is built, as before anything
     out_dir = args.out_dir or default_runs_dir(chosen.name, base.device)
-    measured = sweep_and_compare(base, names, out_dir, _compare_options(args, names, out_dir), progress=SweepLines())
+    lines = SweepLines(log=Path(out_dir) / "compare.log")  # the folder keeps its own timed log, across resumes
+    measured = sweep_and_compare(base, names, out_dir, _compare_options(args, names, out_dir), progress=lines)
     if args.json:
         out = measured.comparison.to_dict()
         if measured.best_set is not None:

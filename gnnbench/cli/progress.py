@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 from gnnbench.cli.eta import Eta, duration
@@ -53,20 +54,31 @@ class SweepLines(SweepProgress):
 
     Args:
         seed_eta: Take the calibration runs' mean duration as the first guess of a sweep run's (``compare``).
+        log: A file that every line is appended to as well (``compare``: the sweep folder's ``compare.log``, so
+            the folder keeps its own timed log across resumes, read by :mod:`gnnbench.report.sweep_time`); the
+            run lines go there even where a terminal shows the bar instead.
     """
 
-    def __init__(self, *, seed_eta: bool = True) -> None:
+    def __init__(self, *, seed_eta: bool = True, log: str | Path | None = None) -> None:
         self._seed_eta = seed_eta
         self._started = time.perf_counter()
         self._bar = None
         self._eta: Eta | None = None
+        self._log = Path(log) if log is not None else None
+
+    def _line(self, text: str, *, stderr: bool = True) -> None:
+        if stderr:
+            print(text, file=sys.stderr, flush=True)
+        if self._log is not None:
+            self._log.parent.mkdir(parents=True, exist_ok=True)
+            with open(self._log, "a") as f:
+                f.write(text + "\n")
 
     def calibration_started(self, runs: int) -> None:
         if runs:
-            print(  # stamped: the sweep's start, where the log's wall time begins (gnnbench.report.sweep_time)
-                f"{time.strftime('%H:%M:%S')} calibration: the baseline on {runs} seed(s) of its own, to a plateau",
-                file=sys.stderr,
-                flush=True,
+            # stamped: the sweep's start, where the log's wall time begins (gnnbench.report.sweep_time)
+            self._line(
+                f"{time.strftime('%H:%M:%S')} calibration: the baseline on {runs} seed(s) of its own, to a plateau"
             )
         self._started = time.perf_counter()
 
@@ -75,23 +87,19 @@ class SweepLines(SweepProgress):
             return
         spent = time.perf_counter() - self._started
         left = spent / done * (total - done) if done else None
-        print(
+        self._line(
             f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
-            + (f"; calibration left about {duration(left)}, then the sweep (its estimate follows)" if left else ""),
-            file=sys.stderr,
-            flush=True,
+            + (f"; calibration left about {duration(left)}, then the sweep (its estimate follows)" if left else "")
         )
 
     def calibrated(self, calibration) -> None:
         if calibration is not None and calibration.target is not None:
-            print(
+            self._line(
                 f"target: validation {calibration.target:.4f} ({calibration.source}); validation every "
                 f"{calibration.eval_every} steps; time-to-accuracy budget {calibration.budget_seconds:.1f} s per "
                 f"run ({calibration.budget_factor:g}x the calibrated time to the target; it censors, it stops "
                 f"nothing); step budget {calibration.step_budget}, no plateau stop before step "
-                f"{calibration.min_steps}; patience at most each run's own steps to the target",
-                file=sys.stderr,
-                flush=True,
+                f"{calibration.min_steps}; patience at most each run's own steps to the target"
             )
 
     def sweep_started(self, entries, calibration_runs: list[RunResult]) -> None:
@@ -115,14 +123,12 @@ class SweepLines(SweepProgress):
         bar.n = done
         bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
         bar.refresh()
-        if bar.disable:  # not a terminal: one line per finished run, for logs
-            if status != "running":
-                print(
-                    f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
-                    f"{status}; {eta.text()}",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        if status != "running":  # one line per finished run: on stderr where no terminal shows the bar, and in the log
+            self._line(
+                f"{time.strftime('%H:%M:%S')} runs {done}/{total}: round {entry.round} {entry.label}: "
+                f"{status}; {eta.text()}",
+                stderr=bool(bar.disable),
+            )
 
     def best_set_chosen(self, choice, measured: bool) -> None:
         left = "; ".join(f"left out: {k} ({v})" for k, v in choice.left_out.items())
@@ -134,7 +140,7 @@ class SweepLines(SweepProgress):
             text = (
                 f"best set: none to measure ({len(choice.names)} entr{'y' if len(choice.names) == 1 else 'ies'} paid)"
             )
-        print(f"{time.strftime('%H:%M:%S')} {text}" + (f"; {left}" if left else ""), file=sys.stderr, flush=True)
+        self._line(f"{time.strftime('%H:%M:%S')} {text}" + (f"; {left}" if left else ""))
 
     def sweep_ended(self) -> None:
         if self._bar is not None:

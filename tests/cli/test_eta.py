@@ -20,3 +20,34 @@ def test_the_estimate_uses_each_labels_own_runs_and_a_first_guess_before_any():
 
 def test_durations_read_as_a_person_reads_them():
     assert (duration(45), duration(750), duration(4000)) == ("45 s", "12.5 min", "1 h 06 min")
+
+
+def test_a_sweep_keeps_its_own_timed_log_that_sweep_time_reads(tmp_path, capsys):
+    """``compare`` appends its progress lines to the sweep folder's ``compare.log`` (every finished run, even
+    where a terminal shows the bar), opening with a stamped start, so where the wall time went can be read back."""
+    from types import SimpleNamespace
+
+    from gnnbench.cli.progress import SweepLines
+    from gnnbench.report.sweep_time import logged_runs
+
+    log = tmp_path / "sweep" / "compare.log"
+    lines = SweepLines(log=log)
+    lines.calibration_started(1)
+    lines.calibration_run(1, 1, None, "ok")
+    entries = [SimpleNamespace(label="baseline", round=0), SimpleNamespace(label="int32", round=0)]
+    lines.sweep_started(entries, [])
+    for i, e in enumerate(entries, 1):
+        lines.sweep_run(i, 2, e, "running")
+        lines.sweep_run(i, 2, e, "ok")
+    lines.sweep_ended()
+    text = log.read_text()
+    assert text.splitlines()[0].endswith("calibration: the baseline on 1 seed(s) of its own, to a plateau")
+    runs, invocations = logged_runs(text)
+    assert invocations == 1 and [(r.label, r.status) for r in runs] == [
+        ("calibration", "ok"),
+        ("baseline", "ok"),
+        ("int32", "ok"),
+    ]
+    assert all(r.seconds is not None for r in runs)  # the stamped start times the first run too
+    SweepLines(log=log).calibration_started(1)  # a resumed sweep appends
+    assert log.read_text().startswith(text) and logged_runs(log.read_text())[1] == 2
