@@ -16,6 +16,11 @@ correlation of each run's residual with the run ``lag`` places later in its roun
 time would not help, the noise is each process's own), and the rounds a row needs at that noise for a verdict:
 "no effect beyond the margin" for a row with no effect (TOST, 80% of rows), and a 15% effect through Holm's
 first step of the family (80% power).
+
+``--smoothing`` asks what reading the crossing on a trailing mean of the last evaluations
+(:func:`gnnbench.measure.compare.crossing.smoothed_curve`) would remove from the spread of the steps to the target:
+for every row trained to its plateau beside its round's baseline (the rounds whose curves go past the target on
+both sides), the sd over rounds of ``log(baseline's steps / row's steps)``, per window and pooled over the rows.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from gnnbench.measure.compare import (  # noqa: E402
     compare,
     in_family,
     interpolated_crossing,
+    smoothed_curve,
     time_to,
 )
 from gnnbench.measure.run import Point, RunResult, load_result  # noqa: E402
@@ -177,6 +183,75 @@ def quantization(sweep: Path, keep: int = 2) -> str:
     )
 
 
+PLATEAU_STOPS = ("plateau", "max_steps")  # runs whose curves go on past the target
+
+
+def smoothing(sweep: Path, windows=(1, 2, 3, 4)) -> str:
+    """The spread of each row's steps to the target against its round's baseline, the crossing read on the curve
+    and on trailing means of its last ``windows`` evaluations (module docstring), as a markdown table."""
+    manifest, runs = load(sweep)
+    target = (manifest.get("calibration") or {}).get("target")
+    if target is None:
+        raise SystemExit(f"{sweep}: its sweep.json records no calibrated target")
+    full = {(r.label, r.round): r for r in runs if r.ok and r.curve and r.stop_reason in PLATEAU_STOPS}
+    rows = sorted({label for label, _ in full if label != "baseline" and label != CALIBRATION})
+    per_row: dict[str, dict[int, list[float]]] = {}
+    delay: dict[int, list[float]] = {w: [] for w in windows}
+    for w in windows:
+
+        def steps(r, w=w):
+            point = interpolated_crossing(smoothed_curve(r.curve, w), target)
+            return point["step"] if point else None
+
+        for (label, _), r in full.items():
+            if label == "baseline" and steps(r) is not None:
+                delay[w].append(steps(r) - interpolated_crossing(r.curve, target)["step"])
+        for label in rows:
+            logs = []
+            for (lab, k), r in full.items():
+                base = full.get(("baseline", k))
+                if lab != label or base is None or r.derived:
+                    continue
+                a, b = steps(base), steps(r)
+                if a and b:
+                    logs.append(math.log(a / b))
+            if len(logs) >= 2:
+                per_row.setdefault(label, {})[w] = logs
+    lines = [
+        f"| row | rounds | {' | '.join(f'sd, window {w}' for w in windows)} |",
+        "|---|---:|" + "---:|" * len(windows),
+    ]
+    pooled = {w: [0.0, 0] for w in windows}
+    for label, by_w in per_row.items():
+        cells = []
+        for w in windows:
+            xs = by_w.get(w)
+            if not xs or len(xs) < 2:
+                cells.append("-")
+                continue
+            m = statistics.fmean(xs)
+            pooled[w][0] += sum((x - m) ** 2 for x in xs)
+            pooled[w][1] += len(xs) - 1
+            cells.append(f"{statistics.stdev(xs):.3f}")
+        lines.append(f"| `{label}` | {len(next(iter(by_w.values())))} | {' | '.join(cells)} |")
+    lines.append(
+        "| pooled | "
+        + f"{sum(len(next(iter(b.values()))) for b in per_row.values())} | "
+        + " | ".join(f"{math.sqrt(s / df):.3f}" if df else "-" for s, df in (pooled[w] for w in windows))
+        + " |"
+    )
+    lines.append(
+        "| the baseline's crossing later than the curve's, median steps | - | "
+        + " | ".join(f"{statistics.median(delay[w]):+.1f}" if delay[w] else "-" for w in windows)
+        + " |"
+    )
+    return (
+        f"Steps to the target {target:g} against the round's baseline, per row trained to its plateau: the sd over "
+        f"rounds of log(baseline's steps / row's steps), the crossing read on a trailing mean of the last w "
+        f"evaluations (w 1: the curve itself):\n\n" + "\n".join(lines) + "\n"
+    )
+
+
 def _step_clock(run: RunResult, how) -> float:
     """A run's in-process step time (its first 3 steps, warm-up, left out when it has more than 5)."""
     s = run.step_seconds_all
@@ -299,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=0.10, help="the equivalence margin to judge under (0.1: 10%%)")
     ap.add_argument("--quantization", action="store_true", help="also measure what interpolation removes")
     ap.add_argument(
+        "--smoothing",
+        action="store_true",
+        help="only what a trailing mean of the evaluations would remove from the spread of the steps to the target",
+    )
+    ap.add_argument(
         "--noise",
         action="store_true",
         help="only what the clock allows: its paired noise, whether "
@@ -307,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.noise:
         print(noise(args.sweep, args.margin))
+        return 0
+    if args.smoothing:
+        print(smoothing(args.sweep))
         return 0
     print(replay(args.sweep, args.margin))
     if args.quantization:

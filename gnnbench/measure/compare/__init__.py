@@ -35,7 +35,7 @@ from gnnbench.measure.compare.calibration import (
     time_to,
 )
 from gnnbench.measure.compare.comparison import Comparison, compare, compare_rows, sampled_summary
-from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, steps_to
+from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, smoothed_curve, steps_to
 from gnnbench.measure.compare.derived import (
     DERIVED_LABEL,
     MIN_SHORT_EPOCHS,
@@ -140,6 +140,7 @@ __all__ = [
     "compare_rows",
     "sampled_summary",
     "interpolated_crossing",
+    "smoothed_curve",
     "seconds_to",
     "steps_to",
     "DERIVED_LABEL",

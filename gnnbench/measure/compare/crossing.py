@@ -6,6 +6,12 @@ steps to the target, and two runs that cross between the same two evaluations re
 crossing. :func:`interpolated_crossing` reads the crossing on the straight line between the last evaluation below
 the target and the first at or above it, for the step and the run clock alike; ``scripts/verdict_replay.py
 --quantization`` measures what that removes on a sweep's stored curves (``docs/statistics.md``).
+
+Near the plateau the curve rises slowly, so the evaluation's own noise moves its first crossing by many steps: one
+lucky evaluation above the target ends the count early. :func:`smoothed_curve` is the curve read through a
+trailing mean of its last evaluations (what a run knows at each point, so a run could stop on it), and
+``scripts/verdict_replay.py --smoothing`` measures what reading the crossing on it would remove from the spread of
+a row's steps to the target, round to round.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Sequence
 
 from gnnbench.measure.run import Point, RunResult
 
-__all__ = ["interpolated_crossing", "steps_to", "seconds_to"]
+__all__ = ["interpolated_crossing", "smoothed_curve", "steps_to", "seconds_to"]
 
 
 def interpolated_crossing(curve: Sequence[Point], target: float | None) -> dict[str, float] | None:
@@ -48,6 +54,22 @@ def interpolated_crossing(curve: Sequence[Point], target: float | None) -> dict[
             }
         prev = point
     return None
+
+
+def smoothed_curve(curve: Sequence[Point], window: int) -> list:
+    """``curve`` with each point's validation replaced by the mean of its last ``window`` evaluations (fewer at
+    the start): a trailing mean, so each point uses only what the run had evaluated by then. ``window`` 1 is the
+    curve itself."""
+    import dataclasses
+
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an integer >= 1 (got {window!r})")
+    points = list(curve or [])
+    out = []
+    for i, point in enumerate(points):
+        last = points[max(0, i - window + 1) : i + 1]
+        out.append(dataclasses.replace(point, val=sum(float(p.val) for p in last) / len(last)))
+    return out
 
 
 def steps_to(run: RunResult, target: float | None) -> float | None:

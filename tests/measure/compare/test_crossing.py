@@ -43,3 +43,18 @@ def test_the_budget_censors_the_interpolated_clock():
     assert seconds_to(run, 0.8) is None and steps_to(run, 0.8) is None
     run.config["censor_seconds"] = 10.0
     assert steps_to(run, 0.8) == pytest.approx(15.0) and seconds_to(run, 0.8) == pytest.approx(0.5 + 0.25 * 15)
+
+
+def test_a_trailing_mean_reads_a_lucky_evaluation_as_what_it_is():
+    from gnnbench.measure.compare import smoothed_curve
+
+    # one noisy evaluation above the target at step 12, the curve itself there only at step 30
+    curve = _curve([0.70, 0.82, 0.74, 0.76, 0.81, 0.83, 0.84])
+    assert interpolated_crossing(curve, 0.8)["step"] == pytest.approx(6 + 6 * (0.10 / 0.12))
+    smooth = smoothed_curve(curve, 3)
+    assert [round(p.val, 4) for p in smooth] == [0.70, 0.76, 0.7533, 0.7733, 0.77, 0.80, 0.8267]
+    assert [p.step for p in smooth] == [p.step for p in curve] and smooth[2].seconds == curve[2].seconds
+    assert interpolated_crossing(smooth, 0.8)["step"] == pytest.approx(36)  # the mean of the last three reaches it
+    assert smoothed_curve(curve, 1) == curve and smoothed_curve([], 3) == []
+    with pytest.raises(ValueError, match="window must be an integer >= 1"):
+        smoothed_curve(curve, 0)

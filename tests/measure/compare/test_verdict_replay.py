@@ -88,3 +88,17 @@ def test_the_noise_table_in_the_docs_is_the_commands_output():
     assert (
         epoch[0].startswith("epoch") and int(epoch[2]) > 5 and int(epoch[3]) > 5
     )  # the sweep's 5 rounds cannot give either verdict here
+
+
+@pytest.mark.slow
+def test_the_smoothing_table_reads_every_row_trained_to_its_plateau():
+    """``--smoothing`` on a committed sweep: a row per entry trained beside its baseline, each with its rounds,
+    the pooled sd per window, and the crossing of the baseline's smoothed curve later than its own."""
+    folder = ROOT / "results" / "reference" / "compare-small-cpu-next"
+    text = _script().smoothing(folder)
+    rows = {line.split(" | ")[0].strip("| `"): line.split(" | ") for line in text.splitlines() if line.startswith("| ")}
+    assert {"compile", "fast_dropout", "baseline (A/A)"} <= set(rows) and "sparse_agg" not in rows  # derived: no curve
+    pooled = [float(x.strip(" |")) for x in rows["pooled"][2:]]
+    assert len(pooled) == 4 and all(0 < x < 1 for x in pooled)
+    delays = [float(x.strip(" |")) for x in rows["the baseline's crossing later than the curve's, median steps"][2:]]
+    assert delays[0] == 0 and delays == sorted(delays)
