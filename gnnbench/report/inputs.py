@@ -203,7 +203,9 @@ def load_inputs(
     )
     for root in runs:
         root = Path(root)
-        files = sorted(root.rglob("*.json")) if root.is_dir() else [root]
+        # a hidden file is a running sweep's work in flight (a child's config, a run waiting for its pair): not a
+        # result until it is moved onto its name
+        files = [f for f in sorted(root.rglob("*.json")) if not f.name.startswith(".")] if root.is_dir() else [root]
         for f in files:
             loaded = _load_run(f, root if root.is_dir() else f.parent)
             if loaded is not None:

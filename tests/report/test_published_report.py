@@ -64,3 +64,16 @@ def test_the_record_survives_text_that_would_end_its_script_block(text, tmp_path
     out = build_report(inputs, tmp_path / "r.html")
     page = out.read_text(encoding="utf-8")
     assert read_fingerprint(page)["roots"]["runs"] == [text]
+
+
+def test_a_running_sweeps_files_in_flight_are_not_read_as_results(tmp_path):
+    """A sweep writes a child's config and a run waiting for its pair under hidden names, moved onto their own
+    names when done: read before that, they would be results of another configuration (or a duplicate)."""
+    run_dir = tmp_path / "sweep"
+    run_dir.mkdir()
+    src = next((ROOT / "results" / "reference" / "compare-tiny-cpu").glob("baseline-r0-*.json"))
+    (run_dir / src.name).write_bytes(src.read_bytes())
+    (run_dir / f".{src.name}.run.json").write_bytes(src.read_bytes())  # the same run, waiting for its pair
+    inputs = load_inputs(runs=[str(run_dir)])
+    assert inputs.sources == [str(run_dir / src.name)]
+    assert sum(len(v) for v in inputs.runs_by_sweep.values()) == 1
