@@ -77,7 +77,12 @@ def child(args: argparse.Namespace) -> int:
     base, other = _config(args.preset, AA), _config(args.preset, args.entry)
     if args.mode == "pair":
         pair = time_pair(base, other, blocks=args.blocks, warmup=args.warmup, built_first=args.built_first)
-        data = {"base": pair.base_step, "other": pair.other_step, "pair": pair.to_dict()}
+        data = {
+            "base": pair.base_step,
+            "other": pair.other_step,
+            "steps": len(pair.other_seconds),
+            "pair": pair.to_dict(),
+        }
     else:
         whole = bool(paused_producers(other.flags))
         steps = _alone(other if args.side == "other" else base, args.warmup, args.blocks, whole)
@@ -131,11 +136,13 @@ def main() -> int:
     data: dict[str, dict[str, dict[str, list]]] = {
         e: {"one process": {"base": [], "other": []}, "separate processes": {"base": [], "other": []}} for e in entries
     }
+    steps_by_entry: dict[str, int] = {}  # measured steps a side: 2 x blocks, or whole epochs with paused workers
     start = time.perf_counter()
     for r in range(args.rounds):
         for e in entries:
             first = BUILD_ORDERS[r % 2]
             got = _run([*common, "--mode", "pair", "--entry", e, "--built-first", first], args.timeout)
+            steps_by_entry[e] = got["steps"]
             data[e]["one process"]["base"].append(got["base"])
             data[e]["one process"]["other"].append(got["other"])
             sides = ("base", "other") if r % 2 == 0 else ("other", "base")
@@ -150,6 +157,7 @@ def main() -> int:
         "condition": args.condition,
         "rounds": args.rounds,
         "measured_steps_per_side": 2 * args.blocks,
+        "measured_steps_per_side_by_entry": steps_by_entry,
         "warmup_steps": args.warmup,
         "seconds": time.perf_counter() - start,
         "environment": environment(resolve_device("cpu")),
