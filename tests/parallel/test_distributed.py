@@ -265,6 +265,22 @@ def test_a_rank_that_dies_ends_the_run_with_one_line_and_leaves_nothing(tmp_path
     assert not survivors(str(out)), "orphan processes"
 
 
+def test_a_run_past_its_wall_timeout_says_where_each_rank_was(tmp_path):
+    """The wall timeout stops the ranks with SIGTERM: each dumps its stack first, and the one-line error names,
+    per rank, the frame it was in and the gnnbench frame that called it (so a hang says where it hung)."""
+    out = tmp_path / "slow.json"
+    config = dataclasses.replace(_config(), epochs=500, max_steps_per_epoch=None)
+    with pytest.raises(DistributedRunError) as info:
+        launch(config, out, timeout=TIMEOUT, wall_timeout=20)
+    error = str(info.value)
+    assert "\n" not in error and "outlived its wall timeout of 20 s" in error, error
+    where = error.split("where the ranks were: ", 1)[1]
+    assert "rank 0 in " in where and "rank 1 in " in where and "gnnbench/" in where, error
+    assert "passed the last collective" not in error
+    assert not out.exists()
+    assert not survivors(str(out)), "orphan processes"
+
+
 @pytest.mark.slow
 def test_a_stalled_rank_times_out_the_collective(tmp_path):
     """A rank that stops answering (SIGSTOP) makes the other's all-reduce time out after the process-group
@@ -343,7 +359,31 @@ def test_ranks_take_the_decision_to_stop_together():
 @pytest.mark.slow
 def test_a_two_rank_run_with_a_time_budget_stops_both_ranks_at_one_step(tmp_path):
     config = dataclasses.replace(_config(), epochs=50, max_steps_per_epoch=None, max_seconds=2.0)
-    data = launch(config, tmp_path / "budget.json", timeout=TIMEOUT)
+    data = launch(config, tmp_path / "budget.json", timeout=TIMEOUT, wall_timeout=180)
     assert data["status"] == "ok" and data["stop_reason"] == "max_seconds"
     steps = {r["rank"]: r["steps_measured"] for r in data["distributed"]["per_rank"]}
     assert steps[0] == steps[1] > 0, steps
+
+
+def test_the_hang_report_reads_faulthandler_dumps_and_names_a_teardown_hang(tmp_path):
+    from gnnbench.measure.run.launch import _where_ranks_were
+
+    (tmp_path / "rank0.stack").write_text(
+        "Thread 0x00007f01 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 324 in wait\n\n'
+        "Current thread 0x00007f02 (most recent call first):\n"
+        '  File "/x/site-packages/torch/distributed/distributed_c10d.py", line 2810 in all_reduce\n'
+        '  File "/x/gnnbench/training/stopping.py", line 146 in any_rank\n'
+        '  File "/x/gnnbench/training/trainer.py", line 300 in steps\n'
+    )
+    said = _where_ranks_were(tmp_path)
+    assert said == (
+        "; where the ranks were: rank 0 in torch/distributed/distributed_c10d.py:2810 in all_reduce "
+        "(from gnnbench/training/stopping.py:146 in any_rank)"
+    )
+    (tmp_path / "rank0.stack").unlink()
+    (tmp_path / "rank1.done").touch()
+    assert _where_ranks_were(tmp_path) == (
+        "; no rank dumped its stack (torchrun itself hung, or no rank was alive)"
+        "; rank(s) 1 had passed the last collective (a hang in the teardown)"
+    )

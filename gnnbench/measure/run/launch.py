@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import socket
 import sys
@@ -212,11 +213,14 @@ def launch(
             raise
         elapsed = time.monotonic() - started
         stderr = child.stderr
+        if child.timed_out:  # ranks torchrun did not stop: SIGTERM first, so each dumps where it was
+            _terminate(str(cfg_path))
         left = _reap(str(cfg_path))
         if child.timed_out or child.returncode != 0 or left:
             out.unlink(missing_ok=True)
             if child.timed_out:
                 why = f"the run outlived its wall timeout of {wall_timeout:g} s and was killed"
+                why += _where_ranks_were(error_dir)
             else:
                 why = _why(stderr, error_dir, child.returncode)
             if left:
@@ -234,6 +238,55 @@ def launch(
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     return lines[-1] if lines else "(no output)"
+
+
+def _terminate(tag: str, grace: float = 3.0) -> None:
+    """SIGTERM to the run's processes still alive (each rank then writes its stack, :mod:`.rank`); waits for
+    them at most ``grace`` seconds."""
+    for pid in survivors(tag):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while survivors(tag) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _frames(block: str) -> list[str]:
+    """``file:line in function`` for each frame of one thread in a :mod:`faulthandler` dump, innermost first."""
+    found = re.findall(r'File "([^"]+)", line (\d+) in (\S+)', block)
+    return [f"{_short(path)}:{line} in {func}" for path, line, func in found]
+
+
+def _short(path: str) -> str:
+    """A frame's file from its package on (``gnnbench/...``, ``torch/...``), else its name."""
+    parts = Path(path).parts
+    for root in ("gnnbench", "torch", "torch_geometric"):
+        if root in parts:
+            return "/".join(parts[len(parts) - 1 - parts[::-1].index(root) :])
+    return Path(path).name
+
+
+def _where_ranks_were(error_dir: Path) -> str:
+    """``; where the ranks were: ...``: for each rank that dumped its stack when it was stopped
+    (``rank<R>.stack``), each thread inside gnnbench: its innermost frame and its innermost gnnbench frame; or
+    that no rank dumped one (torchrun itself hung, or the ranks had left)."""
+    parts = []
+    for path in sorted(error_dir.glob("rank*.stack")):
+        threads = [_frames(b) for b in path.read_text(errors="replace").split("\n\n") if "File " in b]
+        ours = [t for t in threads if any(f.startswith("gnnbench/") for f in t)] or threads[:1]
+        said = []
+        for t in ours:
+            inner = next((f for f in t if f.startswith("gnnbench/")), t[0])
+            said.append(t[0] if inner == t[0] else f"{t[0]} (from {inner})")
+        if said:
+            parts.append(f"rank {path.stem[len('rank') :]} in " + " | ".join(said))
+    done = sorted(p.stem[len("rank") :] for p in error_dir.glob("rank*.done"))
+    after = f"; rank(s) {', '.join(done)} had passed the last collective (a hang in the teardown)" if done else ""
+    if not parts:
+        return "; no rank dumped its stack (torchrun itself hung, or no rank was alive)" + after
+    return "; where the ranks were: " + "; ".join(parts) + after
 
 
 def _reap(tag: str, grace: float = 5.0) -> list[int]:

@@ -7,7 +7,8 @@ Each rank joins the process group (gloo on CPU, NCCL on CUDA), runs the ordinary
 through :func:`gnnbench.measure.run.single.run` and contributes its figures (:func:`rank_figures`: step,
 compute and all-reduce medians, payload bytes per step); global rank 0 gathers them into the
 result's ``distributed`` block (:func:`combine`) and writes the one result atomically. A failing
-rank writes one line to ``DIR/rank<R>.error`` and exits non-zero.
+rank writes one line to ``DIR/rank<R>.error`` and exits non-zero; a rank stopped by SIGTERM (the launcher's
+wall timeout) first writes every thread's stack to ``DIR/rank<R>.stack``.
 
 The ``distributed`` block field by field, and how the all-reduce time is measured:
 ``docs/distributed.md``.
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import faulthandler
 import json
 import os
+import signal
 import statistics
 import sys
 from datetime import timedelta
@@ -133,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--error-dir", default=None, help="where a failing rank writes its one-line error")
     args = parser.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
+    if args.error_dir:  # stopped by SIGTERM (a wall timeout, a failed peer): every thread's stack, then the exit
+        stack = open(Path(args.error_dir, f"rank{rank}.stack"), "w")  # noqa: SIM115 - open until the exit
+        faulthandler.register(signal.SIGTERM, file=stack, all_threads=True, chain=True)
     try:
         return _run(args, rank)
     except BaseException as exc:  # noqa: BLE001 - one line for the launcher, then a non-zero exit
@@ -186,6 +192,8 @@ def _run(args: argparse.Namespace, rank: int) -> int:
             )
         write_json_atomic(args.out, result.to_dict())
     dist.barrier()  # rank 0 has written before anyone leaves: a clean exit always has its result
+    if args.error_dir:  # past the last collective: a hang from here on is in the teardown (the launcher says so)
+        Path(args.error_dir, f"rank{rank}.done").touch()
     return 0
 
 
