@@ -136,6 +136,19 @@ def parse_hot_budget(text: str) -> dict[str, float | int]:
     return {"hot_budget_bytes": max(1, int(value * _SIZE_UNITS[unit]))}
 
 
+def parse_smoothing(text: str) -> int:
+    """``--smoothing N``: a whole number of validation points >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip():
+        raise argparse.ArgumentTypeError(
+            f"--smoothing takes a whole number of validation points >= 1 (got {text!r}); 1 reads each point alone"
+        )
+    return value
+
+
 def parse_eval_chunk(text: str) -> int:
     """``--eval-chunk``: a size with its unit (``256MiB``, ``1GB``) or plain bytes, at least 64 KiB."""
     t = text.strip().lower().replace(" ", "")
@@ -407,7 +420,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
 
 def add_calibration_args(p: argparse.ArgumentParser) -> None:
     """The target of a sweep, fixed before it (gnnbench.measure.compare.calibration): compare, diagnose --verify, tune."""
-    from gnnbench.measure.compare import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, TARGET_MARGIN
+    from gnnbench.measure.compare import BUDGET_FACTOR, DEFAULT_CALIBRATION_RUNS, DEFAULT_SMOOTHING, TARGET_MARGIN
 
     p.add_argument(
         "--calibration-runs",
@@ -417,6 +430,16 @@ def add_calibration_args(p: argparse.ArgumentParser) -> None:
         f"comparison; the target is their median plateau minus {100 * TARGET_MARGIN:g} pp (default "
         f"{DEFAULT_CALIBRATION_RUNS}; 0: no calibration, the target is then read from the measured "
         "baseline itself)",
+    )
+    p.add_argument(
+        "--smoothing",
+        type=parse_smoothing,
+        default=DEFAULT_SMOOTHING,
+        metavar="N",
+        help="read the target on the mean of the last N validation points: a run stops when that mean "
+        "reaches it, and its steps and time to the target are read where the mean crosses it, so one lucky "
+        f"evaluation near the plateau does not end the count early (default {DEFAULT_SMOOTHING}; 1: each "
+        "point alone)",
     )
     p.add_argument(
         "--budget-factor",
@@ -493,6 +516,7 @@ def resolve_run(args: argparse.Namespace, names: list[str]) -> tuple[RunConfig, 
         cache_dir=args.cache_dir,
         eval_every=args.eval_every,
         eval_chunk_bytes=getattr(args, "eval_chunk", DEFAULT_CHUNK_BYTES),
+        smoothing=getattr(args, "smoothing", 1),  # the commands that read a target: --smoothing
     )
     return config, chosen
 

@@ -62,6 +62,11 @@ class RunConfig:
             passes ``censor_seconds`` without reaching it, at the next step (``"censored"``); the plateau rule
             stops it never (its time to the target must not depend on where a plateau stop would fall). Such a
             run measures time to accuracy only; its accuracy is never read. ``None`` (default): no such stop.
+        smoothing: Evaluations in the trailing mean the target is read on: ``stop_at`` stops a run when the
+            mean of its last ``smoothing`` validation points reaches the target, and its time to accuracy is read
+            where that mean crosses it (:func:`gnnbench.measure.compare.crossing.target_curve`), so one lucky
+            evaluation near the plateau does not end the count early. 1 (default): each point alone. ``compare``
+            sets :data:`gnnbench.measure.compare.crossing.DEFAULT_SMOOTHING` (``--smoothing``).
         patience: Epochs (at least :data:`~gnnbench.training.stopping.MIN_PATIENCE_STEPS` steps) without a
             qualifying rise of the validation metric before a run to a plateau stops.
         patience_target: A validation level (a sweep sets its calibrated target): once a run to a plateau has
@@ -112,6 +117,7 @@ class RunConfig:
     max_seconds: float | None = None
     censor_seconds: float | None = None
     stop_at: float | None = None
+    smoothing: int = 1
     patience: float = 5.0
     patience_target: float | None = None
     min_delta: float = 0.001
@@ -145,7 +151,14 @@ class RunConfig:
                 f"fanout {list(self.flags.fanout)} has {len(self.flags.fanout)} hops but the model has "
                 f"{self.num_layers} layers; the depth follows the fanout (give a fanout of {self.num_layers} hops)"
             )
-        for name, low in (("hidden", 1), ("max_epochs", 1), ("warmup_steps", 0), ("nproc", 1), ("min_steps", 0)):
+        for name, low in (
+            ("hidden", 1),
+            ("max_epochs", 1),
+            ("warmup_steps", 0),
+            ("nproc", 1),
+            ("min_steps", 0),
+            ("smoothing", 1),
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"RunConfig.{name} must be an integer >= {low} (got {value!r})")

@@ -24,6 +24,7 @@ across the ranks of a data-parallel run, behind one :meth:`Stopping.should_stop`
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -227,6 +228,7 @@ class Stopping:
         self.stopped = False
         self.reason = "max_epochs" if self.to_plateau else "epochs"
         self._over = self._spent = False  # the step's time budget, its step budget
+        self._recent: deque[float] = deque(maxlen=config.smoothing)  # the last validation points
 
     def each_epoch(self) -> Iterator[int]:
         """The epochs to train, ``0, 1, ...``: up to :attr:`epochs`, none once the run has stopped."""
@@ -250,7 +252,7 @@ class Stopping:
 
     def after_evaluation(self, val: float, steps: int) -> None:
         """A validation point ``val`` after ``steps`` steps: the plateau rule reads it, and a time-to-accuracy
-        run stops at it when it is at or above ``config.stop_at`` (the tolerance of
+        run stops at it when the mean of its last ``config.smoothing`` points is at or above ``config.stop_at`` (the tolerance of
         :func:`gnnbench.measure.compare.calibration.time_to`) after ``config.min_steps`` steps (a sweep keeps a
         baseline's epochs that its short runs are read against). Both agreed across ranks."""
         cfg, reached = self.config, False
@@ -259,10 +261,12 @@ class Stopping:
             reached = self.plateau.reached(steps, self.per_epoch)
         if self.agree(reached):
             self._stop("plateau")
+        self._recent.append(float(val))
+        read = sum(self._recent) / len(self._recent)  # the trailing mean the target is read on (RunConfig.smoothing)
         if (
             cfg.stop_at is not None
             and not self.stopped
-            and self.agree(val >= cfg.stop_at - 1e-12 and steps >= cfg.min_steps)
+            and self.agree(read >= cfg.stop_at - 1e-12 and steps >= cfg.min_steps)
         ):
             self._stop("target")
 

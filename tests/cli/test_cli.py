@@ -354,3 +354,19 @@ def test_run_options_are_resolved_once_and_nothing_is_kept_on_args(tmp_path, tin
     assert config.spec is None and config.source == chosen.source
     assert chosen.graph.num_edges == tiny_graph.num_edges
     assert chosen.name == chosen.source.label.replace("@", "-") and chosen.name.startswith("mine.npz-")
+
+
+def test_smoothing_is_read_by_the_commands_that_read_a_target():
+    from gnnbench.cli import options
+    from gnnbench.cli.parser import build_parser
+    from gnnbench.measure.compare import DEFAULT_SMOOTHING
+
+    config, _ = options.resolve_run(build_parser().parse_args(["compare", "--preset", "tiny"]), [])
+    assert config.smoothing == DEFAULT_SMOOTHING == 3
+    config, _ = options.resolve_run(build_parser().parse_args(["compare", "--preset", "tiny", "--smoothing", "1"]), [])
+    assert config.smoothing == 1
+    config, _ = options.resolve_run(build_parser().parse_args(["run", "--preset", "tiny"]), [])
+    assert config.smoothing == 1, "a run that reads no target reads each point alone"
+    for bad in ("0", "-2", "2.5", "three"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["compare", "--smoothing", bad])

@@ -225,3 +225,21 @@ def test_the_step_floor_and_budget_are_counted_in_the_baselines_epochs():
     assert (learned.min_steps, learned.max_steps, learned.plateau.min_steps) == (35, 100, 35)
     with pytest.raises(ValueError, match="step_unit must be None or an integer >= 1"):
         dataclasses.replace(cfg, step_unit=0)
+
+
+def test_a_time_to_accuracy_run_stops_on_the_trailing_mean_of_its_smoothing():
+    """``smoothing=3``: one lucky evaluation above the target does not stop the run; the mean of the last three
+    reaching it does, at the point where the readers' target curve first reaches it."""
+    from gnnbench.measure.compare import interpolated_crossing, smoothed_curve
+    from gnnbench.measure.run import Point
+
+    vals = [0.70, 0.82, 0.74, 0.76, 0.81, 0.83, 0.84]
+    raw = _stopping(dataclasses.replace(PLATEAU, stop_at=0.8), per_epoch=1)
+    assert [_step(raw, 6 * (i + 1), v) for i, v in enumerate(vals[:2])] == [False, True], "each point alone"
+    smooth = _stopping(dataclasses.replace(PLATEAU, stop_at=0.8, smoothing=3), per_epoch=1)
+    stops = [_step(smooth, 6 * (i + 1), v) for i, v in enumerate(vals[:6])]
+    assert stops == [False] * 5 + [True] and smooth.reason == "target"
+    curve = [Point(seconds=float(i), step=6 * (i + 1), epoch=0, val=v, test=v) for i, v in enumerate(vals)]
+    assert interpolated_crossing(smoothed_curve(curve, 3), 0.8)["step"] == 36, "where the readers read it"
+    with pytest.raises(ValueError, match=r"RunConfig.smoothing must be an integer >= 1 \(got 0\)"):
+        dataclasses.replace(PLATEAU, smoothing=0)

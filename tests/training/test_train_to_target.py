@@ -3,6 +3,7 @@ A/A row's own seed stream."""
 
 import dataclasses
 import json
+import statistics
 
 import pytest
 
@@ -16,6 +17,8 @@ from gnnbench.measure.compare import (
     censor_at,
     compare,
     plateau_level,
+    smoothed_curve,
+    time_to,
 )
 from gnnbench.measure.sweep import MANIFEST, SweepOptions, run_calibration, run_sweep, sweep_entries
 from gnnbench.training import Trainer
@@ -266,6 +269,25 @@ def test_calibration_fixes_target_cadence_and_budget_from_its_own_runs():
         calibrate(runs, budget_factor=0.5)
 
 
+def test_calibration_reads_plateau_and_crossing_on_the_runs_smoothing():
+    vals = [[0.5, 0.7, 0.85, 0.90, 0.89, 0.90, 0.88], [0.4, 0.6, 0.80, 0.86, 0.88, 0.87, 0.86]]
+    runs = [_run(10_000 + i, v) for i, v in enumerate(vals)]
+    for r in runs:
+        r.config["smoothing"] = 3
+    cal = calibrate(runs, margin=0.01)
+    smoothed = [plateau_level(smoothed_curve(r.curve, 3)) for r in runs]
+    assert cal.plateaus == pytest.approx(smoothed) and cal.plateaus != pytest.approx(
+        [plateau_level(r.curve) for r in runs]
+    )
+    assert cal.target == pytest.approx(statistics.median(smoothed) - 0.01)
+    assert cal.steps_to_target == [time_to(r, cal.target, "step") for r in runs] and cal.steps_to_target[0] == 10
+    assert [time_to(r, cal.target, "step") for r in runs] == [
+        next((p.step for p in smoothed_curve(r.curve, 3) if p.val >= cal.target - 1e-12), None) for r in runs
+    ]
+    assert "read on the mean of the last 3 validation points" in cal.source
+    assert "mean of the last" not in calibrate([_run(10_000, vals[0])]).source, "each point alone: not said"
+
+
 def test_compare_reads_the_calibrated_target_not_the_measured_baselines():
     def result(label, rnd, vals):
         r = _run(rnd, vals).to_dict()
@@ -332,3 +354,26 @@ def test_min_delta_is_rounded_up_to_whole_validation_nodes():
     assert p.threshold == pytest.approx(2 * g)
     p.update(900 * g, 10)
     assert not p.update(901 * g, 20) and p.update(902 * g, 30)
+
+
+def test_a_trained_run_stops_where_its_smoothed_curve_first_reaches_the_target():
+    """End to end on one trajectory: a run of fixed length gives the curve; the same run with ``stop_at`` stops at
+    the first point whose trailing mean of ``smoothing`` points reaches the target (later than each point
+    alone), and the readers read its crossing on the same mean."""
+    from gnnbench.measure.compare import steps_to
+    from gnnbench.measure.run.single import run
+
+    free = dataclasses.replace(QUICK, epochs=4, max_steps_per_epoch=None, eval_every=3)
+    curve = run(free).curve
+    smooth = smoothed_curve(curve, 3)
+    # a target the mean reaches some points after a single point first does
+    target = max(p.val for p in smooth[: len(smooth) // 2])
+    first_raw = next(i for i, p in enumerate(curve) if p.val >= target - 1e-12)
+    first_smooth = next(i for i, p in enumerate(smooth) if p.val >= target - 1e-12)
+    assert first_raw < first_smooth, [round(p.val, 4) for p in curve]
+    stopped = run(dataclasses.replace(free, stop_at=target, smoothing=3))
+    assert stopped.stop_reason == "target" and len(stopped.curve) == first_smooth + 1
+    assert [p.val for p in stopped.curve] == [p.val for p in curve[: first_smooth + 1]], "the same trajectory"
+    assert steps_to(stopped, target) == pytest.approx(steps_to(dataclasses.replace(stopped, curve=curve), target))
+    alone = run(dataclasses.replace(free, stop_at=target))
+    assert alone.stop_reason == "target" and len(alone.curve) == first_raw + 1

@@ -35,7 +35,15 @@ from gnnbench.measure.compare.calibration import (
     time_to,
 )
 from gnnbench.measure.compare.comparison import Comparison, compare, compare_rows, sampled_summary
-from gnnbench.measure.compare.crossing import interpolated_crossing, seconds_to, smoothed_curve, steps_to
+from gnnbench.measure.compare.crossing import (
+    DEFAULT_SMOOTHING,
+    interpolated_crossing,
+    seconds_to,
+    smoothed_curve,
+    smoothing_of,
+    steps_to,
+    target_curve,
+)
 from gnnbench.measure.compare.derived import (
     DERIVED_LABEL,
     MIN_SHORT_EPOCHS,
@@ -141,6 +149,9 @@ __all__ = [
     "sampled_summary",
     "interpolated_crossing",
     "smoothed_curve",
+    "smoothing_of",
+    "target_curve",
+    "DEFAULT_SMOOTHING",
     "seconds_to",
     "steps_to",
     "DERIVED_LABEL",

@@ -33,6 +33,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from gnnbench.measure.compare.crossing import smoothing_of, target_curve
 from gnnbench.measure.run import Point, RunResult
 
 __all__ = [
@@ -82,15 +83,15 @@ def censor_budget(run: RunResult) -> float | None:
 
 
 def time_to(run: RunResult, target: float | None, key: str = "seconds") -> float | None:
-    """The run clock (``key="seconds"``) or steps (``key="step"``) at the first validation point at or above
-    ``target`` within the run's time budget (:func:`censor_budget`); ``None`` when it never got there in time
+    """The run clock (``key="seconds"``) or steps (``key="step"``) at the first validation point of its
+    :func:`~gnnbench.measure.compare.crossing.target_curve` at or above ``target`` within the run's time budget (:func:`censor_budget`); ``None`` when it never got there in time
     (a point past the budget is censored, however close)."""
     if target is None:
         return None
     budget = censor_budget(run)
     if key not in ("seconds", "step"):
         raise ValueError(f"time_to reads the run clock ('seconds') or the steps ('step'), not {key!r}")
-    for point in run.curve:
+    for point in target_curve(run):
         if budget is not None and float(point.seconds) > budget:
             return None
         if point.val >= target - 1e-12:
@@ -190,7 +191,7 @@ def calibrate(
         )
     ok = [r for r in runs if r.ok and r.curve]
     seeds = sorted(int(r.config["seed"]) for r in ok if "seed" in r.config)
-    plateaus = [plateau_level(r.curve) for r in ok]
+    plateaus = [plateau_level(target_curve(r)) for r in ok]  # the level the target is read on
     if target_acc is not None:
         target, source = float(target_acc), "given (--target-acc)"
     elif plateaus:
@@ -201,6 +202,9 @@ def calibrate(
         )
     else:
         target, source = None, "not calibrated: no calibration run was measured"
+    window = smoothing_of(ok[0]) if ok else 1
+    if target is not None and window > 1:
+        source += f"; read on the mean of the last {window} validation points (--smoothing)"
     steps = [time_to(r, target, "step") for r in ok]
     secs = [time_to(r, target) for r in ok]
     reached_steps = [s for s in steps if s is not None]

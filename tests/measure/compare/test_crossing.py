@@ -58,3 +58,16 @@ def test_a_trailing_mean_reads_a_lucky_evaluation_as_what_it_is():
     assert smoothed_curve(curve, 1) == curve and smoothed_curve([], 3) == []
     with pytest.raises(ValueError, match="window must be an integer >= 1"):
         smoothed_curve(curve, 0)
+
+
+def test_a_runs_own_smoothing_is_the_curve_its_crossing_is_read_on():
+    from gnnbench.measure.compare import target_curve
+
+    curve = _curve([0.70, 0.82, 0.74, 0.76, 0.81, 0.83, 0.84])
+    old = RunResult(status="ok", config={}, curve=curve)  # a result from before the field: each point alone
+    assert target_curve(old) == curve and steps_to(old, 0.8) == pytest.approx(6 + 6 * (0.10 / 0.12))
+    smoothed = RunResult(status="ok", config={"smoothing": 3}, curve=curve)
+    assert steps_to(smoothed, 0.8) == pytest.approx(36) and seconds_to(smoothed, 0.8) == pytest.approx(0.5 + 0.25 * 36)
+    for bad in (0, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="config.smoothing must be an integer >= 1"):
+            steps_to(RunResult(status="ok", config={"smoothing": bad}, curve=curve), 0.8)
