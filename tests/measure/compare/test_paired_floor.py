@@ -60,6 +60,23 @@ def test_the_clock_noise_is_pooled_within_rows_so_an_effect_is_not_noise():
     assert clock_noise_sd(rows, [0]) != clock_noise_sd(rows, [0])  # one round: nan
 
 
+def test_one_disturbed_round_does_not_set_every_rows_floor():
+    from gnnbench.measure.compare.paired_floor import pooled_sd
+
+    quiet = [[0.01, -0.01, 0.0, 0.012, -0.012] for _ in range(8)]
+    plain = pooled_sd(quiet, math.inf)
+    assert pooled_sd(quiet) == pytest.approx(plain), "nothing beyond 3 robust sds: the plain pooled sd"
+    disturbed = [list(g) for g in quiet]
+    disturbed[2][3] += 0.18  # one process the machine slowed: 18% off where its row agrees within 1.2%
+    assert pooled_sd(disturbed, math.inf) > 2.9 * plain, "the plain pooled sd takes the outlier into every floor"
+    assert pooled_sd(disturbed) < 1.8 * plain, "clipped at 3 robust sds, the outlier counts as 3 of them"
+    # the plain pooled sd is exact without clipping: groups of unequal length, each about its own mean
+    groups = [[0.1, 0.3], [1.0, 1.1, 1.5]]
+    assert pooled_sd(groups, math.inf) == pytest.approx(math.sqrt((0.02 + 0.14) / 3))
+    assert pooled_sd([[0.1], []]) != pooled_sd([[0.1], []]), "no group of two values: nan"
+    assert pooled_sd([[0.2, 0.2], [0.1, 0.1]]) == 0.0, "no spread: 0, no clip"
+
+
 def test_each_row_has_the_floor_of_its_own_statistic():
     rows = [
         _row("per_step", [0.1, 0.12, 0.08], judged=JUDGED_PER_STEP),
