@@ -30,6 +30,7 @@ process each) give that.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -347,6 +348,8 @@ def time_pair(
     refusal = pair_refusal(base, other)
     if refusal:
         raise PairRefused(refusal)
+    # a pair times a number of steps, not a run: a time budget would end one side's loop mid-pair
+    base, other = (dataclasses.replace(c, max_seconds=None, stop_at=None) for c in (base, other))
     warmup = max(base.warmup_steps, other.warmup_steps) if warmup is None else warmup
     graph = graph_of(base, graph)[0]
     device = resolve_device(base.device)

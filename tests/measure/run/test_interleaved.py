@@ -146,6 +146,14 @@ def test_a_real_pair_times_both_trainers_in_this_process():
         time_pair(base, base, blocks=1)
 
 
+def test_a_pair_times_its_steps_whatever_time_budget_its_configurations_carry():
+    """A pair times a number of steps: a run's time budget (here spent before the first step) or target must not
+    end one side's loop mid-pair (it used to escape as StopIteration)."""
+    spent = dataclasses.replace(QUICK, warmup_steps=1, sync_phases=False, max_seconds=1e-9, stop_at=0.01)
+    pair = time_pair(spent, spent, blocks=2)
+    assert len(pair.base_seconds) == len(pair.other_seconds) == 4
+
+
 @pytest.mark.parametrize(
     "blocks, per_epoch, expected",
     [
