@@ -30,13 +30,13 @@ from gnnbench.measure.compare.calibration import (
     Calibration,
     calibrate,
     censor_at,
-    censor_budget,
     plateau_level,
     time_to,
 )
 from gnnbench.measure.compare.comparison import Comparison, compare, compare_rows, sampled_summary
 from gnnbench.measure.compare.crossing import (
     DEFAULT_SMOOTHING,
+    censor_budget,
     interpolated_crossing,
     seconds_to,
     smoothed_curve,

@@ -33,7 +33,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from gnnbench.measure.compare.crossing import smoothing_of, target_curve
+from gnnbench.measure.compare.crossing import censor_budget, smoothing_of, target_curve
 from gnnbench.measure.run import Point, RunResult
 
 __all__ = [
@@ -46,7 +46,6 @@ __all__ = [
     "MIN_POINTS_BEFORE_TARGET",
     "STEP_BUDGET_FACTOR",
     "MIN_STEPS_FACTOR",
-    "censor_budget",
     "Calibration",
     "calibrate",
     "plateau_level",
@@ -73,13 +72,6 @@ def plateau_level(curve: list[Point]) -> float | None:
     vals = [float(p.val) for p in curve]
     best = max(range(len(vals)), key=lambda i: (vals[i], -i))
     return statistics.median(vals[best:])
-
-
-def censor_budget(run: RunResult) -> float | None:
-    """The run-clock budget of a run's time to accuracy: ``config.censor_seconds`` (what a sweep sets), else its
-    hard stop ``config.max_seconds``; ``None`` without either."""
-    budget = run.config.get("censor_seconds") or run.config.get("max_seconds")
-    return float(budget) if budget else None
 
 
 def time_to(run: RunResult, target: float | None, key: str = "seconds") -> float | None:

@@ -35,6 +35,7 @@ __all__ = [
     "target_curve",
     "steps_to",
     "seconds_to",
+    "censor_budget",
 ]
 
 DEFAULT_SMOOTHING = 3  # evaluations in the trailing mean a sweep reads its target on (compare --smoothing)
@@ -105,7 +106,7 @@ def target_curve(run: RunResult) -> list:
 
 def steps_to(run: RunResult, target: float | None) -> float | None:
     """A run's interpolated steps to the target (:func:`interpolated_crossing` on its :func:`target_curve`), ``None`` when it never got there
-    within its time budget (``gnnbench.measure.compare.calibration.censor_budget``)."""
+    within its time budget (:func:`censor_budget`)."""
     point = _within_budget(run, target)
     return point["step"] if point else None
 
@@ -117,9 +118,14 @@ def seconds_to(run: RunResult, target: float | None) -> float | None:
     return point["seconds"] if point else None
 
 
-def _within_budget(run: RunResult, target: float | None) -> dict[str, float] | None:
-    from gnnbench.measure.compare.calibration import censor_budget
+def censor_budget(run: RunResult) -> float | None:
+    """The run-clock budget of a run's time to accuracy: ``config.censor_seconds`` (what a sweep sets), else its
+    hard stop ``config.max_seconds``; ``None`` without either."""
+    budget = run.config.get("censor_seconds") or run.config.get("max_seconds")
+    return float(budget) if budget else None
 
+
+def _within_budget(run: RunResult, target: float | None) -> dict[str, float] | None:
     point = interpolated_crossing(target_curve(run), target)
     budget = censor_budget(run)
     if point is None or (budget is not None and point["seconds"] > budget):
