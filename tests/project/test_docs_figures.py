@@ -897,3 +897,15 @@ def test_the_gate_docs_say_which_recorded_exits_predate_time_blind():
         "the null runs of the busy file, whose baseline stayed inconclusive by wall time, exited 0 then and would exit 3 now"
         in _text("regression-gate.md")
     )
+
+
+def test_the_smoothing_table_is_the_scripts_output():
+    """docs/statistics.md's trailing-mean table is ``verdict_replay.py --smoothing`` on the in-process reference."""
+    out = load_script("verdict_replay").smoothing(REFERENCE / "compare-small-cpu-inprocess")
+    rows = {r.split(" | ")[0].strip("| `"): [c.strip(" |") for c in r.split(" | ")[2:]] for r in _table_lines(out)}
+    docs = {r[0].strip("`"): r[1:] for r in _rows("statistics.md", "| window | 1 (each point) |")}
+    for label in ("compile", "fast_dropout", "baseline (A/A)"):
+        assert docs[label] == rows[label], label
+    assert docs["pooled sd (39 row-rounds)"] == rows["pooled"]
+    later = "the baseline's crossing later than the curve's, median steps"
+    assert docs["the baseline's crossing later, median steps"] == rows[later]

@@ -11,11 +11,8 @@ Near the plateau the curve rises slowly, so the evaluation's own noise moves its
 lucky evaluation above the target ends the count early. :func:`smoothed_curve` is the curve read through a
 trailing mean of its last evaluations (what a run knows at each point, so a run could stop on it), and
 ``scripts/verdict_replay.py --smoothing`` measures what reading the crossing on it removes from the spread of
-a row's steps to the target, round to round: on the in-process reference's curves (``small``, 5 rounds), the
-pooled sd of a row's log steps-to-target ratio fell from 0.142 (each point alone) to 0.082 (a mean of 3) and
-0.066 (of 4), for 7 and 10 more steps to the target. ``cluster_gcn``'s plateau sits just above the target: of
-its 3 rounds trained to the plateau, a mean of 4 reached the target in 1, a mean of 3 in 2 (each point alone: 3),
-so the default is 3. A run's ``RunConfig.smoothing`` (``compare
+a row's steps to the target, round to round (its figures, and why the default window is 3: ``docs/statistics.md``,
+"The crossing, read on a trailing mean"); a run's ``RunConfig.smoothing`` (``compare
 --smoothing``, default :data:`DEFAULT_SMOOTHING`) is the window its target is read on: it stops on the mean
 (``stop_at``), and :func:`target_curve` is the curve every reader of its crossing reads (steps and time to
 the target, the calibration's plateau and cadence). A result without the field was read point by point (1).
