@@ -462,7 +462,7 @@ def test_the_clock_noise_figures_are_the_scripts_output():
     """``verdict_replay.py --noise``: how neighbouring runs share the reference's noise, and what the clock of
     ``0671164`` allowed."""
     script = load_script("verdict_replay")
-    lags = dict(re.findall(r"lag (\d+): ([-+]\d\.\d\d)", script.noise(REFERENCE / "compare-small-cpu", 0.10)))
+    lags = dict(re.findall(r"lag (\d+): ([-+]\d\.\d\d)", script.noise(REFERENCE / "compare-small-cpu-62e05ae", 0.10)))
     text = _text("statistics.md")
     assert f"at {lags['1']} (lag 1) and no more at lag 2 ({lags['2']}) or 10 ({lags['10']})" in text
     rows = {r.split(" | ")[0].strip("| "): r.split(" | ") for r in _table_lines(script.noise(PREVIOUS, 0.10))}
@@ -909,3 +909,17 @@ def test_the_smoothing_table_is_the_scripts_output():
     assert docs["pooled sd (39 row-rounds)"] == rows["pooled"]
     later = "the baseline's crossing later than the curve's, median steps"
     assert docs["the baseline's crossing later, median steps"] == rows[later]
+
+
+def test_the_clock_section_quotes_the_in_process_reference():
+    """docs/statistics.md's word on the reference after the per-process design: its A/A spreads and its verdict
+    share, as the generated headline gives them."""
+    from gnnbench.report.reference_md import headline_markdown
+
+    headline = headline_markdown(REFERENCE / "compare-small-cpu")
+    one, across = re.search(r"one process sd (\d\.\d+) .*?across processes sd (\d\.\d+)", headline).groups()
+    share = re.search(r"Verdicts for (\d+ of \d+) rows", headline).group(1)
+    minutes = re.search(r"Wall time from its log: (\d+) minutes", headline).group(1)
+    text = " ".join(_text("statistics.md").split())
+    assert f"of {one} in one process against {across} across processes" in text
+    assert f"and {share.replace(' of ', ' of its ')} rows end with a verdict in {minutes} minutes" in text

@@ -80,7 +80,7 @@ def test_neighbouring_runs_that_share_their_noise_show_in_the_lag_correlation():
 
 @pytest.mark.slow
 def test_the_noise_table_in_the_docs_is_the_commands_output():
-    text = _script().noise(ROOT / "results" / "reference" / "compare-small-cpu", 0.10)
+    text = _script().noise(ROOT / "results" / "reference" / "compare-small-cpu-62e05ae", 0.10)
     table = [line for line in text.splitlines() if line.startswith("| ")]
     docs = (ROOT / "docs" / "statistics.md").read_text()
     assert len(table) == 4 and all(line in docs for line in table[1:]), table
