@@ -94,21 +94,30 @@ def wall_clock_markdown(doc: dict) -> str:
     lines = [
         f"- **Where.** {cpu}, {cores} cores ({kind}){pinned}{condition}; {doc.get('threads', '?')} thread "
         f"per process, {_injection(settings)}, throwaway commits on "
-        f"{str(doc.get('base', '?'))[:7]}, {settings.get('rounds', '?')} rounds and a "
+        f"{str(doc.get('base', '?'))[:7]}, {_design(settings)}, {settings.get('rounds', '?')} rounds and a "
         f"{settings.get('budget') or 0:.0f} s budget per run, {s['default_set']} benchmarks, "
         f"{(doc.get('wall_seconds') or 0) / 60:.0f} minutes in all"
         + ("" if doc.get("complete") else " (incomplete)")
         + ".",
-        f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}"
+        (
+            "- **False alarms.** No null commit measured yet: the file holds its slow commits only, and a rerun of "
+            "its command resumes it."
+            if not null
+            else f"- **False alarms.** Default runs on null commits that failed the gate: {_rate(s['false_alarm'])}"
+        )
         + (
             by(
                 {"false_alarm_wall": s["false_alarm_wall"], "false_alarm_counts": s["false_alarm_counts"]},
                 "false_alarm",
             )
-            if s.get("counted")
+            if s.get("counted") and null
             else ""
         )
-        + f"; benchmark verdicts by wall time: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}.",
+        + (
+            f"; benchmark verdicts by wall time: {_rate(s['false_alarm_per_bench'])}. Their exits: {_exits(null)}."
+            if null
+            else ""
+        ),
     ]
     for pct, r in s["sizes"].items():
         delivered = [
@@ -121,8 +130,13 @@ def wall_clock_markdown(doc: dict) -> str:
             for p in (s["paths"][path].get(pct) for path in s["paths"])
             if p and p.get("delivered") and p["delivered"].get("high") is not None
         ]
+        span = (
+            f"{100 * min(delivered):+.1f}"
+            if delivered and min(delivered) == max(delivered)
+            else f"{100 * min(delivered or [0]):+.1f} to {100 * max(delivered or [0]):+.1f}"
+        )
         got = (
-            f"; delivered {100 * min(delivered):+.1f} to {100 * max(delivered):+.1f}%, each checked by a "
+            f"; delivered {span}%, each checked by a "
             f"{settings.get('pilot_rounds', '?')}-round pilot"
             + (f" (95% intervals up to +-{100 * max(halves):.0f} points)" if halves else "")
             if delivered
@@ -138,8 +152,8 @@ def wall_clock_markdown(doc: dict) -> str:
     if s.get("counted"):
         lines.append(_counts_seen(doc["results"]))
     lines.append(
-        f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs; "
-        f"the null runs {_seconds(null)}."
+        f"- **Time.** A default run took {_seconds(null + slow)} over all {len(null) + len(slow)} runs"
+        + (f"; the null runs {_seconds(null)}." if null else ".")
     )
     return "\n".join(lines)
 
@@ -223,9 +237,29 @@ def goals_markdown(rates: list) -> str:
 def _where_short(doc: dict) -> str:
     kind, cpu, cores = _machine_key(doc)
     settings = doc.get("settings") or {}
-    how = "work" if settings.get("injection") == "work" else "busy-waits"
+    how = _HOW_SHORT.get(settings.get("injection", "spin"), "busy-waits")
     measures = "wall time and counts" if settings.get("counts") else "wall time"
-    return f"{cpu}, {cores} cores; {doc.get('condition') or 'condition not recorded'}; {how}; {measures}"
+    return (
+        f"{cpu}, {cores} cores; {doc.get('condition') or 'condition not recorded'}; {how}; {measures}; "
+        f"{_design(settings)}"
+    )
+
+
+# how each injection is named: in the goal table's short cell, and in a block's "Where" line
+_HOW_SHORT = {"work": "work", "sleep": "sleeps", "spin": "busy-waits"}
+_HOW = {
+    "work": "slowdowns injected as the path's own work again",
+    "sleep": "slowdowns injected as timed sleeps (not work: the core idles)",
+    "spin": "slowdowns injected as timed busy-waits",
+}
+
+
+def _design(settings: dict) -> str:
+    """How the file's gate runs timed the two trees (files made before duet rounds record no design: they
+    alternated)."""
+    if settings.get("design", "alternating") == "duet":
+        return "duet rounds (both trees at once, one per core)"
+    return "alternating rounds"
 
 
 def _counts_seen(results: dict) -> str:
@@ -237,12 +271,12 @@ def _counts_seen(results: dict) -> str:
     slow = sorted((n for n in results if n.startswith("slow-")), key=lambda n: (n.split("-")[1], int(n.split("-")[2])))
     for name in slow:
         res, path = results[name], name.split("-")[1]
-        for run in res["detail"]:
-            counts = run.get("counts") or {}
-            part = f"{name} baseline {_pct_change(counts.get('baseline'))}"
-            if CARRIERS.get(path) in counts:
-                part += f", {CARRIERS[path]} {_pct_change(counts[CARRIERS[path]])}"
-            seen.append(part)
+        runs = [run.get("counts") or {} for run in res["detail"]]
+        part = f"{name} baseline {_pct_span([c.get('baseline') for c in runs])}"
+        carried = [c[CARRIERS[path]] for c in runs if CARRIERS.get(path) in c]
+        if carried:
+            part += f", {CARRIERS[path]} {_pct_span(carried)}"
+        seen.append(part)
     null = [
         (v, bench)
         for name, res in results.items()
@@ -262,12 +296,18 @@ def _pct_change(ratio: float | None) -> str:
     return "not counted" if ratio is None else f"{100 * (ratio - 1):+.2f}%"
 
 
+def _pct_span(ratios: list) -> str:
+    """One commit's count changes over its runs: the one value, or the lowest to the highest."""
+    got = sorted(r for r in ratios if r is not None)
+    if not got:
+        return _pct_change(None)
+    if len(got) == 1 or f"{got[0]:.4f}" == f"{got[-1]:.4f}":
+        return _pct_change(got[0])
+    return f"{100 * (got[0] - 1):+.2f} to {_pct_change(got[-1])}"
+
+
 def _injection(settings: dict) -> str:
-    return (
-        "slowdowns injected as the path's own work again"
-        if settings.get("injection") == "work"
-        else "slowdowns injected as timed busy-waits"
-    ) + (
+    return _HOW.get(settings.get("injection", "spin"), _HOW["spin"]) + (
         f", {settings['counts']} callgrind process per tree counting the primary tier"
         if settings.get("counts")
         else ", wall time only"
@@ -291,12 +331,15 @@ def command(settings: dict) -> str:
         "calibrations": 2,
         "injection": "spin",
         "counts": 0,
+        "design": "duet",
     }
     opts = [
         f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
         for k, v in settings.items()
         if k in defaults and k != "base" and v != defaults[k]
     ]
+    if "design" not in settings:  # made before duet rounds, when every gate run alternated
+        opts.append("--design alternating")
     return " ".join(["python scripts/gate_error_rates.py", *opts])
 
 

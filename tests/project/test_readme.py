@@ -92,8 +92,13 @@ def test_the_reference_block_is_generated_from_the_committed_reference():
 
 
 # the published error-rate files, in the block's order: wall clock with timed busy-waits; both measures with work
-# injected, the other core busy, then idle
-GATE_RATES = ("gate-error-rates.json", "gate-error-rates-work-busy.json", "gate-error-rates-work-idle.json")
+# injected, the other core busy, then idle; both measures in duet rounds with timed sleeps (what counts cannot see)
+GATE_RATES = (
+    "gate-error-rates.json",
+    "gate-error-rates-work-busy.json",
+    "gate-error-rates-work-idle.json",
+    "gate-error-rates-sleep-duet.json",
+)
 
 
 def test_the_gate_block_is_generated_from_the_published_gate_files():

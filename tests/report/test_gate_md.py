@@ -55,7 +55,7 @@ def test_every_exit_and_the_whole_range_of_run_times_are_stated():
     assert "AMD EPYC, 2 cores (vm)" in text and "abcdef1" in text and "30 minutes" in text
     assert "2 exit 0 (no regression); 1 exit 3 (inconclusive" in text
     assert "0 of 3" in text and "0 of 6" in text  # runs, then benchmark verdicts
-    assert "Detection at 5%.** The step 5% slower through sample; delivered +4.8 to +4.8%" in text
+    assert "Detection at 5%.** The step 5% slower through sample; delivered +4.8%" in text
     assert "Runs that failed the gate: 1 of 2" in text and "right phase named in 1 of 1" in text
     assert "250-410 s (median 290 s) over all 5 runs" in text and "null runs 250-290 s (median 260 s)" in text
 
@@ -100,3 +100,21 @@ def test_what_the_counts_saw_is_listed_per_slow_run_and_the_worst_null():
         "slow-sample-5 baseline +1.20%, micro:sampler +90.00%; slow-sample-10 baseline +2.50%, micro:sampler +210.00%"
     ) in text
     assert "Null runs: at most +0.40% (micro:gather)." in text
+
+
+def test_a_file_names_its_injection_and_how_its_rounds_timed_the_two_trees():
+    """A sleep-injected duet file says so in its block, its goal-table cell and its command; a file made before
+    duet rounds (no ``design`` in its settings) says its rounds alternated, and its command reruns it that way."""
+    from gnnbench.report.gate_md import _where_short, command
+
+    old = _doc()
+    assert "alternating rounds" in wall_clock_markdown(old) and "alternating rounds" in _where_short(old)
+    assert command(old["settings"]).endswith("--design alternating")
+    duet = _doc()
+    duet["settings"].update({"injection": "sleep", "design": "duet", "budget": 300.0})
+    text = wall_clock_markdown(duet)
+    assert "slowdowns injected as timed sleeps (not work: the core idles)" in text
+    assert "duet rounds (both trees at once, one per core)" in text and "a 300 s budget per run" in text
+    assert "; sleeps; wall time; duet rounds" in _where_short(duet)
+    cmd = command(duet["settings"])
+    assert "--injection sleep" in cmd and "--budget 300" in cmd and "--design" not in cmd
