@@ -923,3 +923,25 @@ def test_the_clock_section_quotes_the_in_process_reference():
     text = " ".join(_text("statistics.md").split())
     assert f"of {one} in one process against {across} across processes" in text
     assert f"and {share.replace(' of ', ' of its ')} rows end with a verdict in {minutes} minutes" in text
+
+
+def test_the_sleep_duet_bullet_quotes_its_file():
+    """docs/regression-gate.md's words on ``gate-error-rates-sleep-duet.json``: each slow commit's baseline
+    ratios and the highest upper bound, the counts' reading, and the run times, as the file records them."""
+    data = json.loads((REFERENCE / "gate-error-rates-sleep-duet.json").read_text())
+    text = _text("regression-gate.md")
+    for name in ("slow-loss-10", "slow-loss-5"):
+        runs = data["results"][name]["detail"]
+        ratios = [r["ratio"] for r in runs]
+        assert all(r["flagged"] and not r["count_flagged"] for r in runs), name
+        assert (
+            f"read {min(ratios):.3f}-{max(ratios):.3f} with upper bounds at most {max(r['high'] for r in runs):.3f}"
+            in text
+        )
+    assert f"delivered {100 * data['results']['slow-loss-5']['delivered']['slowdown']:+.1f}%" in text
+    counts = [r["counts"]["baseline"] for res in data["results"].values() for r in res["detail"]]
+    assert f"the counts read {100 * (statistics.median(counts) - 1):+.1f}% on the baseline in every run" in text
+    assert all(round(100 * (c - 1), 1) == round(100 * (statistics.median(counts) - 1), 1) for c in counts)
+    seconds = [r["seconds"] for res in data["results"].values() for r in res["detail"]]
+    assert f"every run in {min(seconds):.0f}-{max(seconds):.0f} s" in text
+    assert not any(name.startswith("null") for name in data["results"]) and not data["complete"]
