@@ -942,6 +942,9 @@ def test_the_sleep_duet_bullet_quotes_its_file():
     counts = [r["counts"]["baseline"] for res in data["results"].values() for r in res["detail"]]
     assert f"the counts read {100 * (statistics.median(counts) - 1):+.1f}% on the baseline in every run" in text
     assert all(round(100 * (c - 1), 1) == round(100 * (statistics.median(counts) - 1), 1) for c in counts)
-    seconds = [r["seconds"] for res in data["results"].values() for r in res["detail"]]
-    assert f"every run in {min(seconds):.0f}-{max(seconds):.0f} s" in text
-    assert not any(name.startswith("null") for name in data["results"]) and not data["complete"]
+    seconds = [r["seconds"] for name, res in data["results"].items() if name.startswith("slow") for r in res["detail"]]
+    assert f"every slow run in {min(seconds):.0f}-{max(seconds):.0f} s" in text
+    nulls = [r for name, res in data["results"].items() if name.startswith("null") for r in res["detail"]]
+    ratios = [r["ratio"] for r in nulls]
+    assert f"{len(nulls)} runs: {sum(bool(r['flagged']) for r in nulls)} failed the gate" in text
+    assert f"the baseline read {min(ratios):.3f}-{max(ratios):.3f}" in text and not data["complete"]
