@@ -17,7 +17,15 @@ from gnnbench.cli.options import (
     parse_flags,
 )
 from gnnbench.measure.compare import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.gate import COUNT_PROCESSES, DEFAULT_ROUNDS, DESIGNS, DUET
+from gnnbench.measure.gate import (
+    COUNT_PROCESSES,
+    DEFAULT_BUDGET_SECONDS,
+    DEFAULT_ROUNDS,
+    DEFAULT_TIMEOUT_S,
+    DESIGNS,
+    DUET,
+    MAX_ROUNDS,
+)
 from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.measure.stats import MIN_ROUNDS as ACCURACY_ROUNDS
 
@@ -480,18 +488,18 @@ def _add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--budget",
         type=float,
-        default=600.0,
+        default=DEFAULT_BUDGET_SECONDS,
         metavar="SECONDS",
         help="wall-clock budget of the gate: inconclusive benchmarks get extra rounds while the next "
-        "one fits (default 600; 0: no extra rounds)",
+        f"one fits (default {DEFAULT_BUDGET_SECONDS:.0f}; 0: no extra rounds)",
     )
-    p.add_argument("--max-rounds", type=int, default=20, help="extra rounds stop here (default 20)")
+    p.add_argument("--max-rounds", type=int, default=MAX_ROUNDS, help=f"extra rounds stop here (default {MAX_ROUNDS})")
     p.add_argument(
         "--timeout",
         type=float,
-        default=1800.0,
+        default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
-        help="a benchmark process running longer is killed and the gate exits 2 (default 1800)",
+        help=f"a benchmark process running longer is killed and the gate exits 2 (default {DEFAULT_TIMEOUT_S:.0f})",
     )
     p.add_argument("--steps", type=int, default=20, help="measured steps per benchmark (default 20)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up steps per benchmark (default 3)")

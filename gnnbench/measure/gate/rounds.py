@@ -19,7 +19,7 @@ from typing import Callable
 from gnnbench.atomic import write_json_atomic
 from gnnbench.measure.gate.benches import Bench
 from gnnbench.measure.gate.duet import ALTERNATING, BARRIER_TIMEOUT_S, DUET, duet_cores, run_both
-from gnnbench.measure.gate.verdicts import BenchVerdict, GateResult, WorkerFailure, detectable_at
+from gnnbench.measure.gate.verdicts import BenchVerdict, GateResult, WorkerFailure, detectable_at, is_primary
 from gnnbench.measure.gate.worker import DUET_ABORTED
 from gnnbench.process import run_child
 
@@ -267,18 +267,30 @@ class RoundLog:
     def more_rounds(self, benches: list[Bench], result: GateResult, max_rounds: int, left_s: float) -> list[Bench]:
         """The benchmarks the next round measures: those whose spread cannot resolve the sensitivity now but
         would by ``max_rounds``, whatever their ratio (a rule that also stopped at significance would pick the
-        rounds that make a difference significant), if the round is predicted to fit the ``left_s`` seconds
-        left; each one's extra round is counted in ``result``."""
+        rounds that make a difference significant), as many as the round is predicted to fit in the ``left_s``
+        seconds left: the primary tier first (a primary benchmark that cannot see the sensitivity makes the run
+        inconclusive; an entry does not), then the entries, cheapest first. Each one's extra round is counted in
+        ``result``."""
         sensitivity = result.sensitivity
-        todo = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
+        wanted = [b for b, v in zip(benches, result.benches) if _needs_rounds(v, sensitivity, max_rounds)]
+        if not wanted:
+            return []
+
+        def cost(b: Bench) -> float:
+            return statistics.median(self.seconds[b.name] or [0.0])
+
         # one side's time a round in a duet (both run at once; its overhead is per round), two alternating
         sides = 1 if self.design == DUET else 2
-        per_side = statistics.median(self.overhead or [0.0]) + sum(
-            statistics.median(self.seconds[b.name] or [0.0]) for b in todo
-        )
-        predicted = sides * per_side
-        if todo and predicted > left_s:
-            return []
+        spent = statistics.median(self.overhead or [0.0])
+        chosen: set[str] = set()
+        for b in sorted(wanted, key=lambda b: (not is_primary(b.name), cost(b))):
+            if sides * (spent + cost(b)) > left_s:
+                if is_primary(b.name):
+                    return []  # a round without every primary that needs one would not settle the run
+                continue
+            spent += cost(b)
+            chosen.add(b.name)
+        todo = [b for b in wanted if b.name in chosen]  # the gate's own order
         for b in todo:
             result.extra_rounds[b.name] = result.extra_rounds.get(b.name, 0) + 1
         return todo
