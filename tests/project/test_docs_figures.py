@@ -490,7 +490,10 @@ def test_the_gate_prose_quotes_the_error_rate_files():
     text = _text("regression-gate.md")
     wall, busy, idle = (_gate(f"gate-error-rates{s}.json") for s in ("", "-work-busy", "-work-idle"))
     (measured,) = {r["measured"] for doc in (wall, busy, idle) for r in _runs(doc, "")}
-    assert f"({measured} benchmarks, 8 rounds and a 600 s budget, tiers, the 3% threshold)" in text
+    assert (
+        f"({measured} benchmarks, 8 rounds, tiers, the 3% threshold; the first three with alternating rounds and a "
+        "600 s budget, the fourth in duet rounds at 300 s)"
+    ) in text
     s = wall["shares"]
     assert (
         f"(sample {100 * s['sample']:.0f}%, gather {100 * s['gather']:.0f}%, aggregation "
@@ -939,12 +942,22 @@ def test_the_sleep_duet_bullet_quotes_its_file():
             in text
         )
     assert f"delivered {100 * data['results']['slow-loss-5']['delivered']['slowdown']:+.1f}%" in text
-    counts = [r["counts"]["baseline"] for res in data["results"].values() for r in res["detail"]]
-    assert f"the counts read {100 * (statistics.median(counts) - 1):+.1f}% on the baseline in every run" in text
-    assert all(round(100 * (c - 1), 1) == round(100 * (statistics.median(counts) - 1), 1) for c in counts)
-    seconds = [r["seconds"] for name, res in data["results"].items() if name.startswith("slow") for r in res["detail"]]
-    assert f"every slow run in {min(seconds):.0f}-{max(seconds):.0f} s" in text
+    slow = [r for name, res in data["results"].items() if name.startswith("slow") for r in res["detail"]]
     nulls = [r for name, res in data["results"].items() if name.startswith("null") for r in res["detail"]]
+    counts = [r["counts"]["baseline"] for r in slow]
+    assert f"the counts read {100 * (statistics.median(counts) - 1):+.1f}% on the baseline in every slow run" in text
+    assert all(round(100 * (c - 1), 1) == round(100 * (statistics.median(counts) - 1), 1) for c in counts)
+    null_counts = sorted(100 * (r["counts"]["baseline"] - 1) for r in nulls)
+    assert f"in the null runs ({null_counts[-1]:.2f} to {null_counts[0]:.2f}%" in text
+    seconds = [r["seconds"] for r in slow]
+    assert f"every slow run in {min(seconds):.0f}-{max(seconds):.0f} s" in text
+    commits = [name for name in data["results"] if name.startswith("null")]
+    assert len(commits) == 2 and "The two null commits (a comment, a rename)" in text and data["complete"]
     ratios = [r["ratio"] for r in nulls]
     assert f"{len(nulls)} runs: {sum(bool(r['flagged']) for r in nulls)} failed the gate" in text
-    assert f"the baseline read {min(ratios):.3f}-{max(ratios):.3f}" in text and not data["complete"]
+    assert f"the baseline read {min(ratios):.3f}-{max(ratios):.3f}" in text
+    lows, highs = [r["low"] for r in nulls], [r["high"] for r in nulls]
+    assert f"its intervals within [{min(lows):.3f}, {max(highs):.3f}]" in text
+    assert f"{sum(r['exit_status'] == 3 for r in nulls)} exited 3" in text
+    null_seconds = [r["seconds"] for r in nulls]
+    assert f"runs took {min(null_seconds):.0f}-{max(null_seconds):.0f} s" in text

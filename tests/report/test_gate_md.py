@@ -118,3 +118,22 @@ def test_a_file_names_its_injection_and_how_its_rounds_timed_the_two_trees():
     assert "; sleeps; wall time; duet rounds" in _where_short(duet)
     cmd = command(duet["settings"])
     assert "--injection sleep" in cmd and "--budget 300" in cmd and "--design" not in cmd
+
+
+def test_an_inconclusive_null_run_names_the_primary_benchmarks_that_could_not_see_the_sensitivity():
+    doc = _doc()
+    runs = doc["results"]["null-comment"]["detail"]
+    runs[0].update(exit_status=3, blind=[], time_blind=["micro:sampler"])
+    runs[1].update(blind=["baseline"], time_blind=["micro:sampler"])
+    text = wall_clock_markdown(doc)
+    assert "2 exit 3 (inconclusive: nothing regressed, but a primary benchmark could not resolve the " in text
+    assert "sensitivity: micro:sampler in 2 runs, baseline in 1 run)" in text
+
+
+def test_a_file_without_null_runs_says_so_and_states_the_slow_runs_times_only():
+    doc = _doc()
+    del doc["results"]["null-comment"]
+    text = wall_clock_markdown(doc)
+    assert "No null commit measured yet: the file holds its slow commits only, and a rerun of its command" in text
+    assert "Their exits" not in text
+    assert "over all 2 runs." in text and "the null runs" not in text
