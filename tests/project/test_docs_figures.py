@@ -492,7 +492,7 @@ def test_the_gate_prose_quotes_the_error_rate_files():
     (measured,) = {r["measured"] for doc in (wall, busy, idle) for r in _runs(doc, "")}
     assert (
         f"({measured} benchmarks, 8 rounds, tiers, the 3% threshold; the first three with alternating rounds and a "
-        "600 s budget, the fourth in duet rounds at 300 s)"
+        "600 s budget, the last two in duet rounds at 300 s)"
     ) in text
     s = wall["shares"]
     assert (
@@ -961,3 +961,51 @@ def test_the_sleep_duet_bullet_quotes_its_file():
     assert f"{sum(r['exit_status'] == 3 for r in nulls)} exited 3" in text
     null_seconds = [r["seconds"] for r in nulls]
     assert f"runs took {min(null_seconds):.0f}-{max(null_seconds):.0f} s" in text
+
+
+def test_the_duet_entries_table_quotes_its_file():
+    """docs/statistics.md's table of the allocator entries timed in duet, as
+    ``results/reference/duet-entries-small-cpu.json`` records them (ratio, interval, sd, rounds)."""
+    data = json.loads((REFERENCE / "duet-entries-small-cpu.json").read_text())
+    text = _text("statistics.md")
+    rounds = {row["rounds"] for row in data["table"].values()}
+    assert rounds == {data["rounds"]} and f"{data['rounds']} rounds gave" in text
+    for name, row in data["table"].items():
+        label = "baseline (A/A)" if name == "baseline" else f"`{name}`"
+        cells = f"| {label} | {row['ratio']:.3f}x [{row['low']:.3f}, {row['high']:.3f}] | {row['sd_log_ratio']:.3f} |"
+        assert cells in text, cells
+    assert f"{data['seconds'] / 60:.0f} minutes" in text
+    table = (REFERENCE / "compare-small-cpu" / "compare-table.txt").read_text().splitlines()
+    for name, quoted in re.findall(r"\| `(\w+)` \| [^|]+ \| [^|]+ \| (\d\.\d\dx \[\d\.\d\d, \d\.\d\d\]) \|", text):
+        (line,) = [t for t in table if t.startswith(f"{name} ")]
+        assert quoted in line, (name, quoted)  # its per-step ratio across processes, as the reference printed it
+
+
+def test_the_work_duet_bullet_quotes_its_file():
+    """docs/regression-gate.md's words on ``gate-error-rates-work-duet.json``: what each slow commit delivered,
+    what the counts read, the null runs' baseline and every run's time, as the file records them."""
+    data = json.loads((REFERENCE / "gate-error-rates-work-duet.json").read_text())
+    text = _text("regression-gate.md")
+    res = data["results"]
+    slow = [r for name, x in res.items() if name.startswith("slow") for r in x["detail"]]
+    nulls = [r for name, x in res.items() if name.startswith("null") for r in x["detail"]]
+    assert len(slow) == 8 and all(r["flagged"] and r["count_flagged"] and r["right_phase"] for r in slow)
+    assert len(nulls) == 4 and all(r["exit_status"] == 0 for r in nulls) and data["complete"]
+    loss = sorted(100 * res[f"slow-loss-{n}"]["delivered"]["slowdown"] for n in (10, 5))
+    sample = sorted(100 * res[f"slow-sample-{n}"]["delivered"]["slowdown"] for n in (10, 5))
+    assert f"+{loss[1]:.1f}% and +{sample[1]:.1f}% at 10%, +{loss[0]:.1f}% and +{sample[0]:.1f}% at 5%" in text
+
+    def counted(name: str, bench: str) -> float:
+        return statistics.median(100 * (r["counts"][bench] - 1) for r in res[name]["detail"])
+
+    assert (
+        f"+{counted('slow-loss-5', 'baseline'):.1f}% (5%) and +{counted('slow-loss-10', 'baseline'):.1f}% (10%) on "
+        f"the baseline, the sampler's at +{counted('slow-sample-5', 'baseline'):.1f}% and "
+        f"+{counted('slow-sample-10', 'baseline'):.1f}% (+{counted('slow-sample-5', 'micro:sampler'):.0f}% and "
+        f"+{counted('slow-sample-10', 'micro:sampler'):.0f}%"
+    ) in text
+    ratios = [r["ratio"] for r in nulls]
+    assert f"the baseline at {min(ratios):.3f}-{max(ratios):.3f}" in text
+    seconds = [r["seconds"] for r in [*slow, *nulls]]
+    assert f"runs took {min(seconds):.0f}-{max(seconds):.0f} s" in text
+    assert f"{data['wall_seconds'] / 60:.0f} minutes" in text

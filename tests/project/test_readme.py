@@ -98,6 +98,7 @@ GATE_RATES = (
     "gate-error-rates-work-busy.json",
     "gate-error-rates-work-idle.json",
     "gate-error-rates-sleep-duet.json",
+    "gate-error-rates-work-duet.json",
 )
 
 
