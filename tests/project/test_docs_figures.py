@@ -1009,3 +1009,18 @@ def test_the_work_duet_bullet_quotes_its_file():
     seconds = [r["seconds"] for r in [*slow, *nulls]]
     assert f"runs took {min(seconds):.0f}-{max(seconds):.0f} s" in text
     assert f"{data['wall_seconds'] / 60:.0f} minutes" in text
+
+
+def test_the_duet_designs_paragraph_quotes_the_sleep_duet_file():
+    """The "Whether the duet pays" paragraph's figures: slow runs caught and null runs, from the sleep duet file."""
+    data = json.loads((REFERENCE / "gate-error-rates-sleep-duet.json").read_text())
+    res = data["results"]
+    slow = [r for name, x in res.items() if name.startswith("slow") for r in x["detail"]]
+    nulls = [r for name, x in res.items() if name.startswith("null") for r in x["detail"]]
+    caught = sum(bool(r["flagged"]) for r in slow)
+    alarms = sum(bool(r["flagged"]) for r in nulls)
+    assert alarms == 0 and data["settings"]["budget"] == 300
+    assert (
+        f"ran in duet at a 300 s budget and caught {caught} of {len(slow)} non-work slowdowns of 5% and 10% with no "
+        f"false alarm in {len(nulls)} null runs"
+    ) in _text("regression-gate.md")
