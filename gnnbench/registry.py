@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Mapping, Union
 import torch
 
 from gnnbench.flags import Flags, RunContext, format_reasons
-from gnnbench.process.sharing import own_process_reasons
+from gnnbench.process.sharing import own_process_reasons, times_in_duet
 from gnnbench.timing import CODE_PATHS
 from gnnbench.training import availability
 from gnnbench.training.config import RunConfig
@@ -98,6 +98,10 @@ class Optimization:
             measured); a background thread (the pipelined loader, a side stream) would work while the baseline
             steps, and an entry that sets the process (allocator, threads) or runs several ranks cannot share
             it; those are timed in processes of their own.
+        duet: Whether, needing a process of its own, its time per step is timed in duet: its process and the
+            baseline's at the same moment, each on a core of its own at one thread (DESIGN.md §3). Decided like
+            ``shares_process`` (:func:`gnnbench.process.sharing.times_in_duet`) and checked against the same
+            table: the allocator entries qualify; thread placement, background threads and ranks do not.
     """
 
     name: str
@@ -118,6 +122,7 @@ class Optimization:
     oom_hint: str = ""
     same_trajectory: bool = False
     shares_process: bool = True
+    duet: bool = False
 
     def __post_init__(self) -> None:
         self.apply(Flags())  # validates field names and values early
@@ -138,6 +143,13 @@ class Optimization:
                 f"{self.name}: shares_process={self.shares_process} but what it does to the process says "
                 f"{'it needs its own: ' + '; '.join(reasons) if reasons else 'it can share one'} "
                 "(gnnbench.process.sharing.SHARING_RULES)"
+            )
+        in_duet = times_in_duet(self.apply(Flags())) and self.nproc == 1
+        if self.duet != in_duet:
+            raise ValueError(
+                f"{self.name}: duet={self.duet} but what it does to the process says "
+                f"{'a duet carries it' if in_duet else 'a duet cannot time it'} "
+                "(gnnbench.process.sharing.SHARING_RULES, duet)"
             )
         if self.same_trajectory and (self.costs_accuracy or self.changes_work):
             raise ValueError(
@@ -596,6 +608,7 @@ _ENTRIES += (
     Optimization(
         name="glibc_tuned",
         shares_process=False,
+        duet=True,
         same_trajectory=True,
         changes={"allocator": "glibc_tuned"},
         description="Start the process with glibc's malloc keeping freed memory mapped: MALLOC_MMAP_THRESHOLD_=1 GiB, "
@@ -609,6 +622,7 @@ _ENTRIES += (
     Optimization(
         name="tcmalloc",
         shares_process=False,
+        duet=True,
         same_trajectory=True,
         recommended=False,  # one allocator at a time: glibc_tuned is the one that needs no library
         changes={"allocator": "tcmalloc"},
@@ -623,6 +637,7 @@ _ENTRIES += (
     Optimization(
         name="jemalloc",
         shares_process=False,
+        duet=True,
         same_trajectory=True,
         recommended=False,  # one allocator at a time
         changes={"allocator": "jemalloc"},
@@ -637,6 +652,7 @@ _ENTRIES += (
     Optimization(
         name="jemalloc_pyg",
         shares_process=False,
+        duet=True,
         same_trajectory=True,
         recommended=False,  # PyG's published settings, measured so a user can see what they do here
         changes={"allocator": "jemalloc_pyg"},

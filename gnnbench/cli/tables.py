@@ -6,6 +6,7 @@ from typing import Callable
 
 from gnnbench.flags import Flags
 from gnnbench.measure.compare import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     BASELINE,
     STATIC_LIST,
@@ -237,21 +238,42 @@ def _device_ms(row: ComparisonRow, phases: tuple[str, ...]) -> str:
 
 
 def _one_process_lines(c) -> list[str]:
-    """Which rows were timed against their baseline in one process, steps interleaved, and the in-process A/A."""
-    paired = [r.label for r in c.rows if r.status == "ok" and r.interleaved and r.label != AA_INPROCESS_LABEL]
-    if not paired:
-        return []
-    lines = [
-        "timed against the baseline in one process, steps interleaved (their step x, and their time per step "
-        f"where time to accuracy is steps x time per step, read there): {', '.join(paired)}"
-    ]
-    aa = next((r for r in c.rows if r.label == AA_INPROCESS_LABEL and r.status == "ok"), None)
-    if aa is not None and aa.step_speedup is not None:
-        step = aa.step_speedup
+    """Which rows were timed against their baseline in one process, steps interleaved, and which in duet, with
+    each design's A/A."""
+    lines = []
+    for design, aa_label, how, aa_how, differ in (
+        (
+            "interleaved",
+            AA_INPROCESS_LABEL,
+            "in one process, steps interleaved",
+            "A/A in one process (baseline against itself, steps interleaved)",
+            "the two trainers of a process differ",
+        ),
+        (
+            "duet",
+            AA_DUET_LABEL,
+            "in duet (its process and the baseline's at once, one core each, at one thread: the effect at one thread)",
+            "A/A in duet (baseline against itself, two processes at once)",
+            "the two cores or the two sides differ",
+        ),
+    ):
+        paired = [
+            r.label
+            for r in c.rows
+            if r.status == "ok" and r.interleaved and (r.pair_design or "interleaved") == design and r.label != aa_label
+        ]
+        if not paired:
+            continue
         lines.append(
-            f"A/A in one process (baseline against itself, steps interleaved): step {ratio_of(step)}"
-            + (": SIGNIFICANT: the two trainers of a process differ" if step.significant else "")
+            f"timed against the baseline {how} (their step x, and their time per step where time to accuracy is "
+            f"steps x time per step, read there): {', '.join(paired)}"
         )
+        aa = next((r for r in c.rows if r.label == aa_label and r.status == "ok"), None)
+        if aa is not None and aa.step_speedup is not None:
+            step = aa.step_speedup
+            lines.append(f"{aa_how}: step {ratio_of(step)}" + (f": SIGNIFICANT: {differ}" if step.significant else ""))
+    if not lines:
+        return []
     spread = aa_spread_line(c.rows)
     if spread:
         lines.append(spread)

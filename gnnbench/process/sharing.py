@@ -16,6 +16,13 @@ first indices), a pair with paused producers measures whole epochs of each side
 (:func:`gnnbench.measure.run.interleaved.time_pair`). :func:`paused_producers` names them. A thread cannot be
 stopped that way (it finishes the item it is on while the other side steps), so the pipelined loader and the
 side-stream prefetch keep a process of their own.
+
+A rule whose setting a process of its own carries at the moment the other trainer's process runs is timed in
+**duet** (``SharingRule.duet``): both processes start together, each pinned to its own core at one thread, a
+barrier before either builds its trainer, so a drift of the machine lands on both (Bulej et al., "Duet
+Benchmarking", 2020; :mod:`gnnbench.measure.sweep.duet`). The allocator qualifies: it acts inside its own
+process only. Thread placement does not (a duet side has one thread on one core, which is the placement), nor do
+producers that need a second core, nor several ranks. :func:`duet_refusals` names what a duet cannot carry.
 """
 
 from __future__ import annotations
@@ -27,7 +34,15 @@ from gnnbench.background import can_suspend_processes
 from gnnbench.flags import Flags
 from gnnbench.process.allocators import BASELINE_ALLOCATOR
 
-__all__ = ["SharingRule", "SHARING_RULES", "own_process_reasons", "paused_producers", "shares_process"]
+__all__ = [
+    "SharingRule",
+    "SHARING_RULES",
+    "own_process_reasons",
+    "paused_producers",
+    "shares_process",
+    "duet_refusals",
+    "times_in_duet",
+]
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,9 @@ class SharingRule:
     # how its producers are paused while the other trainer steps, in words; "" (the default): they cannot be,
     # and the configuration needs a process of its own. Only processes can be paused (SIGSTOP).
     paused: str = ""
+    # whether a process of its own, timed at the same moment as the other trainer's on a core of its own at one
+    # thread (a duet), carries the setting whole: it acts inside its own process only and needs no second core
+    duet: bool = False
 
 
 SHARING_RULES: tuple[SharingRule, ...] = (
@@ -70,6 +88,7 @@ SHARING_RULES: tuple[SharingRule, ...] = (
         "allocator",
         lambda f: f.allocator != BASELINE_ALLOCATOR,
         "sets the process's memory allocator ({value}), which the other trainer would run under too",
+        duet=True,
     ),
     SharingRule(
         "thread_placement",
@@ -121,3 +140,21 @@ def shares_process(flags: Flags) -> bool:
     """Whether ``flags`` can be timed beside another trainer in one process (:func:`own_process_reasons` is
     empty)."""
     return not own_process_reasons(flags)
+
+
+def duet_refusals(flags: Flags) -> list[str]:
+    """What of ``flags`` a duet cannot carry (empty: nothing), each naming its field: the reasons for a process of
+    its own (:func:`own_process_reasons`) whose rule is not ``duet``."""
+    out = []
+    for rule in SHARING_RULES:
+        if rule.applies(flags) and not _pausable(rule) and not rule.duet:
+            value = getattr(flags, rule.field)
+            out.append(f"{rule.field}={value}: {rule.why.format(value=value)}")
+    return out
+
+
+def times_in_duet(flags: Flags) -> bool:
+    """Whether ``flags`` need a process of their own that a duet carries whole: timed against the baseline's
+    process at the same moment, one core each, instead of in one process (:func:`own_process_reasons` not empty,
+    :func:`duet_refusals` empty)."""
+    return bool(own_process_reasons(flags)) and not duet_refusals(flags)

@@ -96,6 +96,7 @@ from gnnbench.measure.compare.interleaved import (
 from gnnbench.measure.compare.paired import by_round, end_to_end, epoch_time, mean_interval, measured, ratio_over_rounds
 from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, reads_pairs, row_floors
 from gnnbench.measure.compare.rows import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
@@ -211,6 +212,7 @@ __all__ = [
     "reads_pairs",
     "row_floors",
     "AA_INPROCESS_LABEL",
+    "AA_DUET_LABEL",
     "AA_LABEL",
     "BASELINE",
     "E2E_BASELINE",

@@ -42,10 +42,18 @@ from gnnbench.measure.compare.family import (
     round_log_ratios,
 )
 from gnnbench.measure.compare.identity import MixedSweepError, identity_problem
-from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_step
+from gnnbench.measure.compare.interleaved import interleaved_pairs, interleaved_step, pair_design
 from gnnbench.measure.compare.paired import by_round, end_to_end, epoch_time, mean_interval, ratio_over_rounds
-from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, reads_pairs, row_floors
+from gnnbench.measure.compare.paired_floor import (
+    clock_noise_sd,
+    floor_of_sd,
+    floor_primary,
+    pair_sd_of,
+    pair_sds,
+    row_floors,
+)
 from gnnbench.measure.compare.rows import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
@@ -303,26 +311,30 @@ def _rows(
 
 def _paired_floors(
     rows: list[ComparisonRow], rounds: list[int], floors: dict[str, float]
-) -> tuple[float | None, float | None]:
+) -> tuple[float | None, dict[str, float] | None]:
     """Judge the rows against floors of the sweep's own statistics (:mod:`gnnbench.measure.compare.paired_floor`),
-    in place: no family or A/A row's per-round sd is taken below the clock's paired noise (in-process pairs'
-    below the one-process noise, where known), and their per-row significance follows. ``floors["paired_clock"]``
-    (and ``floors["paired_clock_one_process"]``) is that noise's floor at the sweep's rounds.
+    in place: no family or A/A row's per-round sd is taken below the clock's paired noise (a paired row's below
+    its pair design's noise, where known), and their per-row significance follows. ``floors["paired_clock"]``
+    (and ``floors["paired_clock_one_process"]``, ``floors["paired_clock_duet"]``) is that noise's floor at the
+    sweep's rounds.
 
     Returns:
-        ``(clock_sd, pair_sd)``: the clock's paired noise (log sd) across processes and within one, each
-        ``None`` where not known.
+        ``(clock_sd, pair_sds)``: the clock's paired noise (log sd) across processes (``None`` where not known),
+        and per pair design the paired noise of its rows (:func:`pair_sds`; ``None``: no pairs).
     """
     clock_sd = clock_noise_sd(rows, rounds)
-    pair_sd = clock_noise_sd(rows, rounds, interleaved=True)
+    sds = pair_sds(rows, rounds)
     for row in rows:
-        if in_family(row.label) or row.label in (AA_LABEL, AA_INPROCESS_LABEL):
-            floor_primary(row, pair_sd if reads_pairs(row) and pair_sd == pair_sd else clock_sd)
+        if in_family(row.label) or row.label in (AA_LABEL, AA_INPROCESS_LABEL, AA_DUET_LABEL):
+            own = pair_sd_of(row, sds)
+            floor_primary(row, own if own is not None else clock_sd)
             row.significant = _significant(row.primary_ratio, row.tta_speedup)
     floors["paired_clock"] = floor_of_sd(clock_sd, len(rounds))
-    if pair_sd == pair_sd:
-        floors["paired_clock_one_process"] = floor_of_sd(pair_sd, len(rounds))
-    return _known(clock_sd), _known(pair_sd)
+    if "interleaved" in sds:
+        floors["paired_clock_one_process"] = floor_of_sd(sds["interleaved"], len(rounds))
+    if "duet" in sds:
+        floors["paired_clock_duet"] = floor_of_sd(sds["duet"], len(rounds))
+    return _known(clock_sd), sds or None
 
 
 def _known(sd: float) -> float | None:
@@ -592,6 +604,7 @@ def _clock_fields(
     only where the work per step is the same, and so its multi-rank efficiency (:func:`distributed_summary`)."""
     return {
         "interleaved": interleaved_pairs(m) is not None,
+        "pair_design": pair_design(m),
         "same_work": same_work,
         "step_ms": 1e3 * statistics.median(r.step_seconds.median for r in m),
         "step_speedup": step if same_work else None,

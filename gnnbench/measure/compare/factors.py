@@ -20,7 +20,7 @@ import statistics
 
 from gnnbench.measure.compare.crossing import steps_to
 from gnnbench.measure.compare.derived import per_step_seconds
-from gnnbench.measure.compare.interleaved import INTERLEAVED_NOTE, interleaved_pairs, pair_seconds
+from gnnbench.measure.compare.interleaved import interleaved_pairs, pair_design, pair_note, pair_seconds
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import (
     EPOCHS,
@@ -155,6 +155,7 @@ def convergence_judged_tta(
             f"+-{eq.margin:.0%} of the baseline's (TOST p = {eq.p_value:.2g}, steps ratio "
             f"{eq.ratio:.3f} [{eq.low:.3f}, {eq.high:.3f}] at {1 - 2 * eq.alpha:.0%}), so its time "
             "to accuracy is setup + the baseline's steps to the target x its time per step, "
-            "against the baseline read the same way" + (f" (time per step {INTERLEAVED_NOTE})" if paired else "")
+            "against the baseline read the same way"
+            + (f" (time per step {pair_note(pair_design(m))})" if paired else "")
         ),
     )

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 
 from gnnbench.measure.compare.accuracy import NO_COST_PP
 from gnnbench.measure.compare.factors import DEFAULT_EQUIVALENCE_MARGIN
-from gnnbench.measure.compare.paired_floor import reads_pairs
+from gnnbench.measure.compare.paired_floor import pair_sd_of
 from gnnbench.measure.compare.rows import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
@@ -45,7 +46,13 @@ __all__ = [
 ]
 
 FAMILY_ALPHA = 0.05  # the family-wise error rate of a sweep's significance calls
-NOT_IN_FAMILY = (BASELINE, AA_LABEL, AA_INPROCESS_LABEL, E2E_BASELINE)  # the reference rows and the noise checks
+NOT_IN_FAMILY = (
+    BASELINE,
+    AA_LABEL,
+    AA_INPROCESS_LABEL,
+    AA_DUET_LABEL,
+    E2E_BASELINE,
+)  # the reference rows and the noise checks
 NO_COST = ("no accuracy cost", "gains accuracy")  # accuracy verdicts of a row that pays at no accuracy cost
 
 
@@ -110,7 +117,11 @@ def family_wise(
 
 
 def no_effect_verdicts(
-    rows: list[ComparisonRow], margin: float | None, clock_sd: float | None = None, *, pair_sd: float | None = None
+    rows: list[ComparisonRow],
+    margin: float | None,
+    clock_sd: float | None = None,
+    *,
+    pair_sd: dict[str, float] | None = None,
 ) -> int:
     """ "No effect beyond +-margin": for every row of the family that is not significant, reached the target in
     every round and has two rounds or more, the equivalence test (TOST, :func:`gnnbench.measure.stats.intervals.equivalence`)
@@ -120,8 +131,9 @@ def no_effect_verdicts(
     rows' TOST p-values keeps the chance that any "no effect beyond" is false (a true effect at the margin or
     beyond) at or below 5%. Sets ``row.no_effect`` (the test, ``equivalent`` the family-wise answer) in place;
     returns how many rows were tested. ``margin`` None: nothing is tested. A row whose ratio is read from
-    in-process pairs (:func:`gnnbench.measure.compare.paired_floor.reads_pairs`) takes ``pair_sd``, the in-process
-    clock's paired noise, instead of ``clock_sd``."""
+    pairs (:func:`gnnbench.measure.compare.paired_floor.reads_pairs`) takes its pair design's paired noise from
+    ``pair_sd`` (:func:`gnnbench.measure.compare.paired_floor.pair_sds`: in one process, or in duet) instead of
+    ``clock_sd``."""
     if margin is None:
         return 0
     tested, tests = [], []
@@ -132,7 +144,8 @@ def no_effect_verdicts(
         xs = [x for x in primary.log_ratios or [] if x == x]
         if len(xs) < 2:
             continue
-        sd = pair_sd if pair_sd is not None and reads_pairs(r) else clock_sd
+        own = pair_sd_of(r, pair_sd)
+        sd = own if own is not None else clock_sd
         floor = sd_floor(sd, len(xs)) if sd is not None and sd == sd and sd > 0 else 0.0
         tested.append(r)
         tests.append(equivalence(xs, margin, alpha=FAMILY_ALPHA, min_sd=floor))

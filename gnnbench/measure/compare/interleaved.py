@@ -14,11 +14,14 @@ import statistics
 
 from gnnbench.measure.compare.derived import DERIVED_LABEL
 from gnnbench.measure.compare.paired import ratio_over_rounds
-from gnnbench.measure.compare.rows import AA_INPROCESS_LABEL, AA_LABEL, PairedRatio, TimeToAccuracy
-from gnnbench.measure.run import PairTiming, RunResult
+from gnnbench.measure.compare.rows import AA_DUET_LABEL, AA_INPROCESS_LABEL, AA_LABEL, PairedRatio, TimeToAccuracy
+from gnnbench.measure.run import DUET, PairTiming, RunResult
 
 __all__ = [
     "INTERLEAVED_NOTE",
+    "DUET_NOTE",
+    "pair_note",
+    "pair_design",
     "interleaved_pairs",
     "interleaved_step",
     "interleaved_tta",
@@ -28,13 +31,27 @@ __all__ = [
 ]
 
 INTERLEAVED_NOTE = "timed against the baseline in one process, steps interleaved"
+DUET_NOTE = "timed against the baseline in duet (its process and the baseline's at once, one core each, at one thread)"
 
 
 def interleaved_pairs(m: list[RunResult]) -> list[PairTiming] | None:
-    """Each round's pair, when every round has one; else ``None``."""
+    """Each round's pair, when every round has one, all of one design; else ``None``."""
     if not m or not all(r.interleaved for r in m):
         return None
-    return [PairTiming.from_dict(r.interleaved) for r in m]
+    pairs = [PairTiming.from_dict(r.interleaved) for r in m]
+    return pairs if len({p.design for p in pairs}) == 1 else None
+
+
+def pair_design(m: list[RunResult]) -> str | None:
+    """How every round of ``m`` timed its pair (``"interleaved"`` or ``"duet"``), or ``None`` where the row is
+    read across processes (:func:`interleaved_pairs` is ``None``)."""
+    pairs = interleaved_pairs(m)
+    return pairs[0].design if pairs else None
+
+
+def pair_note(design: str | None) -> str:
+    """How a row's pairs were timed, in words (:data:`INTERLEAVED_NOTE` or :data:`DUET_NOTE`)."""
+    return DUET_NOTE if design == DUET else INTERLEAVED_NOTE
 
 
 def interleaved_step(m: list[RunResult]) -> PairedRatio | None:
@@ -80,16 +97,17 @@ def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccurac
         reached_text="derived",
         seconds=statistics.median(t for _, t in both),
         note=f"{DERIVED_LABEL}: setup + {steps_to_target:g} calibrated steps to the target x its mean step, "
-        f"{INTERLEAVED_NOTE} ({steps:g} measured steps a side per round{paused})",
+        f"{pair_note(pairs[0].design)} ({steps:g} measured steps a side per round{paused})",
     )
 
 
 def aa_spreads(rows) -> dict[str, dict]:
-    """The sweep's A/A rows' per-step noise: ``{"one process": ..., "across processes": ...}`` (where the sweep ran
-    that A/A), each with its step ratio (a :class:`PairedRatio`), the sd and the mean of its per-round log ratio
+    """The sweep's A/A rows' per-step noise: ``{"one process": ..., "duet": ..., "across processes": ...}`` (where
+    the sweep ran that A/A), each with its step ratio (a :class:`PairedRatio`), the sd and the mean of its per-round log ratio
     (the mean of the in-process A/A is the construction-order and position bias left after counterbalancing)."""
     out = {}
-    for design, label in (("one process", AA_INPROCESS_LABEL), ("across processes", AA_LABEL)):
+    designs = (("one process", AA_INPROCESS_LABEL), ("duet", AA_DUET_LABEL), ("across processes", AA_LABEL))
+    for design, label in designs:
         r = next((r for r in rows if r.label == label and r.status == "ok"), None)
         step = r.step_speedup if r is not None else None
         xs = [x for x in (step.log_ratios if step is not None else []) if x == x]

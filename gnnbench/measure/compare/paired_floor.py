@@ -16,7 +16,8 @@ statistic (the smallest effect ``R`` rounds of it can resolve).
   process, steps interleaved, whose time to accuracy is its time per step times a count of steps
   (:func:`reads_pairs`), does not carry the drift from one process to the next; its sd is floored at, and its
   paired floor made of, the pooled sd of such rows' per-round step log ratios (the in-process A/A row's among
-  them) instead.
+  them) instead. Rows timed in duet (``row.pair_design == "duet"``) are pooled apart, with the duet's A/A: each
+  design has its own noise (:func:`pair_sds`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,17 @@ from gnnbench.measure.compare.rows import (
 )
 from gnnbench.measure.stats import floored_interval, t_quantile
 
-__all__ = ["clock_noise_sd", "floor_of_sd", "row_floors", "floor_primary", "reads_pairs", "pooled_sd", "OUTLIER_CLIP"]
+__all__ = [
+    "clock_noise_sd",
+    "floor_of_sd",
+    "row_floors",
+    "floor_primary",
+    "reads_pairs",
+    "pooled_sd",
+    "pair_sds",
+    "pair_sd_of",
+    "OUTLIER_CLIP",
+]
 
 OUTLIER_CLIP = 3.0  # a pooled floor's deviations are clipped at this many robust sds (pooled_sd)
 
@@ -53,19 +64,40 @@ def reads_pairs(r: ComparisonRow) -> bool:
     return bool(r.interleaved and judged and r.primary == TIME_TO_ACCURACY)
 
 
-def clock_noise_sd(rows: Sequence[ComparisonRow], rounds: Sequence[int], *, interleaved: bool = False) -> float:
+def clock_noise_sd(
+    rows: Sequence[ComparisonRow], rounds: Sequence[int], *, interleaved: bool = False, design: str | None = None
+) -> float:
     """The pooled within-row sd of the epoch clock's per-round log ratios over ``rounds`` (the baseline's), over
     every measured row but the baseline; nan with no row of two rounds or more.
 
-    ``interleaved``: the in-process clock's instead, pooled over the rows timed against the baseline in one
-    process (``row.interleaved``), from the per-round log ratios of their mean interleaved steps."""
+    ``interleaved``: the paired clock's instead, pooled over the rows timed against the baseline in pairs
+    (``row.interleaved``; with ``design``, only those whose pairs are of that design), from the per-round log
+    ratios of their mean paired steps."""
     groups = []
     for r in rows:
         ratio = r.step_speedup if interleaved else r.epoch_speedup
         if r.status != "ok" or ratio is None or r.label == "baseline" or (interleaved and not r.interleaved):
             continue
+        if interleaved and design is not None and (r.pair_design or "interleaved") != design:
+            continue
         groups.append(_aligned(r, ratio.log_ratios, rounds))
     return pooled_sd(groups)
+
+
+def pair_sds(rows: Sequence[ComparisonRow], rounds: Sequence[int]) -> dict[str, float]:
+    """Per pair design present among ``rows`` (``"interleaved"``, ``"duet"``), the paired clock's pooled sd over
+    its rows (:func:`clock_noise_sd`); a design whose sd is not known (nan) is left out."""
+    designs = {r.pair_design or "interleaved" for r in rows if r.status == "ok" and r.interleaved}
+    out = {d: clock_noise_sd(rows, rounds, interleaved=True, design=d) for d in sorted(designs)}
+    return {d: sd for d, sd in out.items() if sd == sd}
+
+
+def pair_sd_of(row: ComparisonRow, sds: dict[str, float] | None) -> float | None:
+    """The paired noise ``row`` is judged against, from :func:`pair_sds`: its design's, where its ratio is read
+    from pairs (:func:`reads_pairs`) and that design's is known; else ``None`` (the clock's across processes)."""
+    if not sds or not reads_pairs(row):
+        return None
+    return sds.get(row.pair_design or "interleaved")
 
 
 def pooled_sd(groups: Sequence[Sequence[float]], clip: float = OUTLIER_CLIP) -> float:
@@ -125,7 +157,7 @@ def row_floors(
     """Per look ``k`` (the first ``k`` of the baseline's ``rounds``): the clock's paired noise, per row the
     paired floor of its primary statistic at ``plan_rounds`` rounds (module docstring), and, for the rows whose
     ratio is read from in-process pairs (:func:`reads_pairs`), the in-process clock's paired noise, which
-    replaces the clock's for them. ``base_tta`` is the baseline's time to the target per round (None: missed)."""
+    replaces the clock's for them (each pair design's own, :func:`pair_sds`). ``base_tta`` is the baseline's time to the target per round (None: missed)."""
     aa = next((r for r in rows if r.label == AA_LABEL and r.status == "ok"), None)
     min_sd: dict[int, float] = {}
     floors: dict[str, dict[int, float]] = {}
@@ -144,12 +176,13 @@ def row_floors(
             logs = [math.log(t) for t in base_tta[:k] if t is not None and t > 0]
             tta_sd = math.sqrt(2.0) * _sd(logs) if len(logs) == k else float("nan")
         tta_floor = floor_of_sd(max(tta_sd, s0) if s0 == s0 else tta_sd, plan_rounds)
-        s_pair = clock_noise_sd(rows, upto, interleaved=True)
+        s_pairs = pair_sds(rows, upto)
         for r in rows:
             if r.status != "ok":
                 continue
             floors.setdefault(r.label, {})[k] = clock_floor if _judged_per_step(r) else tta_floor
-            if reads_pairs(r) and s_pair == s_pair:
+            s_pair = pair_sd_of(r, s_pairs)
+            if s_pair is not None:
                 floors[r.label][k] = floor_of_sd(s_pair, plan_rounds)
                 pair_sd.setdefault(r.label, {})[k] = s_pair
     return min_sd, floors, pair_sd

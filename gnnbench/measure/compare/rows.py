@@ -28,6 +28,7 @@ __all__ = [
     "BASELINE",
     "AA_LABEL",
     "AA_INPROCESS_LABEL",
+    "AA_DUET_LABEL",
     "E2E_BASELINE",
     "MEASURED_SUFFIX",
     "STATIC_LIST",
@@ -45,6 +46,7 @@ __all__ = [
 BASELINE = "baseline"
 AA_LABEL = "baseline (A/A)"
 AA_INPROCESS_LABEL = "baseline (A/A, one process)"  # the baseline against itself, steps interleaved in one process
+AA_DUET_LABEL = "baseline (A/A, duet)"  # the baseline against itself, two processes at once, one core each
 E2E_BASELINE = "baseline (end-to-end)"  # the baseline timed end to end, for entries whose gain is overlap
 MEASURED_SUFFIX = " (measured)"  # a derived entry also trained to the target: the check of its derived figure
 STATIC_LIST = "all_recommended"  # the registry's fixed list of recommended entries: a guess, never a headline
@@ -187,8 +189,10 @@ class ComparisonRow:
     h2d_bytes_per_batch: float = 0.0  # host-to-device bytes per batch (its first run)
     device_phase_ms: dict[str, float] | None = None  # CUDA-event phase -> median ms (None where a run has none)
     distributed: dict[str, Any] | None = None  # multi-rank figures (distributed_summary); None: single process
-    # every round timed it against its baseline in one process, steps interleaved: its time per step is read there
+    # every round timed it against its baseline in one process, steps interleaved, or in duet: its time per step
+    # is read there
     interleaved: bool = False
+    pair_design: str | None = None  # how: "interleaved" (one process) or "duet"; None: not paired
     # --- the family-wise verdict (rows of the family only; None elsewhere, and left out of to_dict)
     p_value: float | None = None  # the primary ratio's p-value that Holm's procedure read
     significant_per_row: bool | None = None  # significant before the family-wise correction

@@ -88,11 +88,13 @@ def run_tree(
     *,
     wrap: Callable[[list[str]], list[str]] | None = None,
     env_extra: dict[str, str] | None = None,
+    unset: tuple[str, ...] = (),
 ) -> dict:
     """One benchmark process in ``tree``: its results per benchmark. Raises :class:`WorkerFailed` (with what
     the process had written before it stopped and the end of its output) when it exits non-zero or runs past
     ``timeout``; a process that runs past it is killed with everything it started (loader workers). ``wrap``
-    puts a command before the worker's (callgrind), ``env_extra`` adds to its environment."""
+    puts a command before the worker's (callgrind), ``env_extra`` adds to its environment and ``unset`` names
+    variables it must not inherit (an allocator setting of this process's that is not its own)."""
     env = {
         **os.environ,
         "PYTHONPATH": str(tree),
@@ -101,6 +103,9 @@ def run_tree(
         **_spec_env(spec),
         **(env_extra or {}),
     }
+    for name in unset:
+        if name not in (env_extra or {}):
+            env.pop(name, None)
     log = out.with_suffix(".log")
 
     def partial() -> dict:

@@ -211,6 +211,7 @@ def bench(name: str, cfg: dict, graph: Any, spec: dict, train: Callable[[dict], 
         "status": "ok",
         "step": r["step_seconds"]["median"],
         "steps": r["step_seconds"]["n"],
+        "step_all": list(r.get("step_seconds_all") or []),  # every measured step, in order (a sweep's duet)
         "phases": {p: v["median"] for p, v in r["phases"].items()},
         "test": float(r["accuracy"]["test"]),
         "seconds": time.perf_counter() - t0,

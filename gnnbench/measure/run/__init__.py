@@ -48,7 +48,10 @@ from gnnbench.measure.run.single import child_argv, child_error, child_timeout, 
 if TYPE_CHECKING:
     from gnnbench.measure.run.interleaved import (
         BUILD_ORDERS,
+        DUET,
+        INTERLEAVED,
         MIN_BLOCKS,
+        PAIR_DESIGNS,
         PairRefused,
         PairTiming,
         block_orders,
@@ -63,6 +66,9 @@ if TYPE_CHECKING:
 
 _HOME = {  # a name that loads when first used -> the module of this room that defines it
     "BUILD_ORDERS": "interleaved",
+    "DUET": "interleaved",
+    "INTERLEAVED": "interleaved",
+    "PAIR_DESIGNS": "interleaved",
     "MIN_BLOCKS": "interleaved",
     "PairRefused": "interleaved",
     "PairTiming": "interleaved",
@@ -114,6 +120,9 @@ __all__ = [
     "child_timeout",
     "run",
     "BUILD_ORDERS",
+    "DUET",
+    "INTERLEAVED",
+    "PAIR_DESIGNS",
     "MIN_BLOCKS",
     "PairRefused",
     "PairTiming",

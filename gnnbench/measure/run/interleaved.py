@@ -51,11 +51,16 @@ __all__ = [
     "trainer_steps_per_epoch",
     "PairRefused",
     "BUILD_ORDERS",
+    "INTERLEAVED",
+    "DUET",
+    "PAIR_DESIGNS",
     "MIN_BLOCKS",
     "MAX_WINDOW_STEPS",
 ]
 
 BUILD_ORDERS = ("base", "other")  # which trainer a pair builds first
+INTERLEAVED, DUET = "interleaved", "duet"
+PAIR_DESIGNS = (INTERLEAVED, DUET)  # steps interleaved in one process; or two processes at once, one core each
 MIN_BLOCKS = 2  # an interval needs two blocks at least
 MAX_WINDOW_STEPS = 256  # measured steps a side at most when whole epochs are measured
 
@@ -173,6 +178,12 @@ class PairTiming:
         paused: The sides (``"base"``, ``"other"``) whose loader workers were suspended while the other stepped.
         epoch_steps: With paused sides, the steps of one epoch the measured window is a multiple of, per side
             (``[base, other]``); ``(0, 0)``: the window is not aligned to epochs.
+        design: ``"interleaved"`` (one process, the steps in ``sequence``) or ``"duet"``: each side in a process
+            of its own, both at once, each pinned to its own core at one thread (``cores``: ``[base, other]``),
+            a barrier before either builds its trainer (:mod:`gnnbench.measure.sweep.duet`); a duet has no
+            ``sequence`` (its sides step at the same time) and its units are the sides' steps taken four by
+            four in the order each side took them.
+        cores: A duet's cores, ``[base, other]``; ``()`` in one process.
     """
 
     base_seconds: tuple[float, ...]
@@ -183,12 +194,24 @@ class PairTiming:
     warmup_steps: int = 0
     paused: tuple[str, ...] = ()
     epoch_steps: tuple[int, int] = (0, 0)
+    design: str = INTERLEAVED
+    cores: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.built_first not in BUILD_ORDERS:
             raise ValueError(f"built_first must be one of {BUILD_ORDERS} (got {self.built_first!r})")
         if set(self.paused) - set(BUILD_ORDERS):
             raise ValueError(f"paused must name sides of {BUILD_ORDERS} (got {self.paused!r})")
+        if self.design not in PAIR_DESIGNS:
+            raise ValueError(f"design must be one of {PAIR_DESIGNS} (got {self.design!r})")
+        if self.design == DUET:
+            if self.sequence or self.paused or self.epoch_steps != (0, 0):
+                raise ValueError("a duet's sides step at once: it has no sequence, paused side or epoch window")
+            if not self.base_seconds or not self.other_seconds:
+                raise ValueError("a duet needs measured steps on both sides")
+            if len(self.cores) != 2:
+                raise ValueError(f"a duet names each side's core, [base, other] (got {list(self.cores)})")
+            return
         if len(self.sequence) % 4 or set(self.sequence) - {"A", "B"}:
             raise ValueError(f"sequence must be blocks of four steps of 'A' and 'B' (got {self.sequence!r})")
         if self.sequence.count("A") != len(self.base_seconds) or self.sequence.count("B") != len(self.other_seconds):
@@ -224,6 +247,12 @@ class PairTiming:
     def block_sums(self) -> tuple[list[float], list[float]]:
         """Per unit (:attr:`unit_blocks`: a block of four steps, or a window of whole epochs): the base's step
         times summed, and the other side's."""
+        if self.design == DUET:  # each side's steps four by four, in the order it took them
+            n = min(len(self.base_seconds), len(self.other_seconds)) // 4 * 4
+            return (
+                [sum(self.base_seconds[k : k + 4]) for k in range(0, n, 4)],
+                [sum(self.other_seconds[k : k + 4]) for k in range(0, n, 4)],
+            )
         base, other, a, b = [], [], iter(self.base_seconds), iter(self.other_seconds)
         width = 4 * self.unit_blocks
         for k in range(0, len(self.sequence) - width + 1, width):
@@ -253,6 +282,8 @@ class PairTiming:
             "warmup_steps": self.warmup_steps,
             "paused": list(self.paused),
             "epoch_steps": list(self.epoch_steps),
+            "design": self.design,
+            "cores": list(self.cores),
         }
 
     @classmethod
@@ -266,6 +297,8 @@ class PairTiming:
             warmup_steps=d.get("warmup_steps", 0),
             paused=tuple(d.get("paused", ())),
             epoch_steps=tuple(d.get("epoch_steps", (0, 0))),
+            design=d.get("design", INTERLEAVED),
+            cores=tuple(d.get("cores", ())),
         )
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterable
 from gnnbench import registry
 from gnnbench.env import resolve_device
 from gnnbench.measure.compare import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     AA_LABEL,
     AA_SEED_OFFSET,
@@ -30,7 +31,7 @@ from gnnbench.measure.compare import (
     short_config,
     short_epochs,
 )
-from gnnbench.measure.run import BUILD_ORDERS, pair_refusal
+from gnnbench.measure.run import BUILD_ORDERS, DUET, INTERLEAVED, pair_refusal
 from gnnbench.measure.stats import DEFAULT_REPEATS
 from gnnbench.parallel.data_parallel import world_size_for
 from gnnbench.training import RunConfig, config_unavailable
@@ -72,8 +73,11 @@ class Entry:
     not_applicable: str | None = None  # why its optimizations cannot apply to the base (config: the base's)
     derived: bool = False  # a short run; time to accuracy derived (gnnbench.measure.compare.derived)
     # the round's baseline it is timed against in one process (a fresh one, after its run's), steps interleaved
-    # (gnnbench.measure.run.paired); None: timed across processes only
+    # (gnnbench.measure.run.paired), or in duet (pair_design); None: timed across processes only
     pair_with: RunConfig | None = None
+    # how its pair is timed: "interleaved" (one process) or "duet" (its process and the baseline's at once, one
+    # core each: an entry that sets the process, gnnbench.measure.sweep.duet)
+    pair_design: str = INTERLEAVED
 
     @property
     def built_first(self) -> str:
@@ -84,6 +88,8 @@ class Entry:
         d = self.config.to_dict()
         if self.pair_with is not None:  # a paired result holds what a lone one does not
             d = {**d, "pair_with": self.pair_with.to_dict(), "built_first": self.built_first}
+            if self.pair_design != INTERLEAVED:
+                d["pair_design"] = self.pair_design
         blob = json.dumps(d, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -170,7 +176,10 @@ def sweep_entries(
     With ``interleave``, an entry that does the baseline's work per step and can share a process with it
     (:func:`gnnbench.measure.run.interleaved.pair_refusal`) is, after its run, timed against its round's baseline
     in one process (a process of its own in an isolated sweep), steps interleaved (``Entry.pair_with``), and so is an in-process A/A copy of the
-    baseline with ``aa`` (:data:`AA_INPROCESS_LABEL`): the comparison reads their time per step from the pairs."""
+    baseline with ``aa`` (:data:`AA_INPROCESS_LABEL`): the comparison reads their time per step from the pairs. An
+    entry that sets its process (an allocator) is timed in duet instead (``Entry.pair_design``, its process and the
+    baseline's at once, one core each: :mod:`gnnbench.measure.sweep.duet`), with the duet's A/A copy of the
+    baseline (:data:`AA_DUET_LABEL`) where there is one and ``aa``."""
     _check_rounds(repeats, accuracy_rounds, target)
     validate_base(base)
     plan = _plan(
@@ -234,11 +243,19 @@ class _Plan:
         """``cfg`` as a short run, its time to accuracy derived (:func:`short_config`)."""
         return short_config(cfg, self.derive_per_epoch)
 
-    def pair_base(self, n: str, cfg: RunConfig, b: RunConfig) -> RunConfig | None:
-        """The round's baseline ``n`` is timed against in one process, or ``None``."""
-        if not self.interleave or _changes_work(self.parts[n]) or pair_refusal(b, cfg) is not None:
-            return None
-        return b
+    def pair_base(self, n: str, cfg: RunConfig, b: RunConfig) -> tuple[RunConfig | None, str]:
+        """The round's baseline ``n`` is timed against and how: in one process, steps interleaved; or, for an
+        entry that sets the process, in duet (:func:`gnnbench.measure.sweep.duet.duet_pair_refusal`);
+        ``(None, "interleaved")``: neither (read across processes)."""
+        from gnnbench.measure.sweep.duet import duet_pair_refusal
+
+        if not self.interleave or _changes_work(self.parts[n]):
+            return None, INTERLEAVED
+        if pair_refusal(b, cfg) is None:
+            return b, INTERLEAVED
+        if duet_pair_refusal(b, cfg) is None:
+            return b, DUET
+        return None, INTERLEAVED
 
     def round_entries(self, base: RunConfig, r: int) -> list[Entry]:
         """Round ``r``'s entries on ``base`` (the sweep's base, or its time-to-accuracy version), seed
@@ -247,6 +264,9 @@ class _Plan:
         entries = self._baselines(base, b, r)
         for n in self.names:
             entries += self._named(n, b, r)
+        if self.aa and any(e.pair_design == DUET for e in entries) and self.derive_per_epoch is not None:
+            # the duet's A/A: the baseline against itself, the floor of the rows timed in duet
+            entries.append(Entry(AA_DUET_LABEL, self.short(b), (), r, derived=True, pair_with=b, pair_design=DUET))
         if self.include_all_recommended:
             rec = self.recommended
             entries.append(Entry(ALL_RECOMMENDED, on_ranks(registry.config_for(b, rec)), tuple(rec), r))
@@ -278,7 +298,8 @@ class _Plan:
         if n in self.overlap:
             cfg = dataclasses.replace(cfg, sync_phases=False)
         run_cfg = on_ranks(self.short(cfg) if self.derived[n] else cfg)
-        entries = [Entry(n, run_cfg, parts, r, derived=self.derived[n], pair_with=self.pair_base(n, run_cfg, b))]
+        pair_with, design = self.pair_base(n, run_cfg, b)
+        entries = [Entry(n, run_cfg, parts, r, derived=self.derived[n], pair_with=pair_with, pair_design=design)]
         if n in self.also:  # the same entry trained to the target: the derived figure's check (its time to
             # accuracy only: the same trajectory is proven by test, so its accuracy needs no plateau run)
             measured = time_to_accuracy_config(cfg, self.target) if self.target is not None else cfg

@@ -31,6 +31,7 @@ from gnnbench.measure.compare import (
 )
 from gnnbench.measure.run import (
     DEFAULT_TIMEOUT,
+    DUET,
     PAIR_TIMEOUT_S,
     RunResult,
     child_argv,
@@ -44,6 +45,7 @@ from gnnbench.measure.run import (
     run_paired,
 )
 from gnnbench.measure.stats import StoppingRule
+from gnnbench.measure.sweep.duet import DuetFailed, time_duet
 from gnnbench.measure.sweep.options import SweepOptions
 from gnnbench.measure.sweep.plan import Entry, on_ranks, validate_base
 from gnnbench.parallel.data_parallel import world_size_for
@@ -382,8 +384,11 @@ def _measure_isolated(entry: Entry, path: Path, dist_timeout: float) -> RunResul
 
 def _add_pair(entry: Entry, out: Path, cfg_path: Path, pair_path: Path, env: dict, data: RunResult) -> RunResult:
     """The run stored at ``out`` with its pair, timed in a process of its own (the same timeout as the run's, at
-    least :data:`PAIR_TIMEOUT_S`: it loads the graph again); a pair whose process failed before storing it leaves
-    the run as it is, with a warning naming why (the row is then read across processes)."""
+    least :data:`PAIR_TIMEOUT_S`: it loads the graph again), or in duet (:func:`_add_duet`); a pair whose process
+    failed before storing it leaves the run as it is, with a warning naming why (the row is then read across
+    processes)."""
+    if entry.pair_design == DUET:
+        return _add_duet(entry, out, data)
     write_json_atomic(pair_path, entry.pair_with.to_dict())
     argv = paired_argv(cfg_path, out, pair_path, entry.built_first)
     child = process.run_child(argv, env=env, timeout=max(PAIR_TIMEOUT_S, child_timeout(entry.config)))
@@ -394,6 +399,19 @@ def _add_pair(entry: Entry, out: Path, cfg_path: Path, pair_path: Path, env: dic
     data = dataclasses.replace(
         data, warnings=[*data.warnings, f"interleaved pair not measured: its process failed: {why}"]
     )
+    write_json_atomic(out, data.to_dict())
+    return data
+
+
+def _add_duet(entry: Entry, out: Path, data: RunResult) -> RunResult:
+    """The run ``data`` (stored at ``out``) with its pair timed in duet (:func:`gnnbench.measure.sweep.duet.time_duet`),
+    written back to ``out``; a duet that gives no pair leaves the run with a warning naming why."""
+    try:
+        timing = time_duet(entry.config, entry.pair_with, entry.round)
+    except DuetFailed as exc:
+        data = dataclasses.replace(data, warnings=[*data.warnings, f"duet pair not measured: {exc}"])
+    else:
+        data = dataclasses.replace(data, interleaved=timing.to_dict())
     write_json_atomic(out, data.to_dict())
     return data
 
@@ -410,7 +428,11 @@ def _measure(entry: Entry, path: Path, isolate: bool, graphs: dict, dist_timeout
     if key not in graphs:  # in-process: generate (or load) each graph once
         graphs.clear()
         graphs[key] = graph_of(entry.config)[0]
-    if entry.pair_with is not None:
+    if entry.pair_with is not None and entry.pair_design == DUET:  # two processes of their own, this one waits
+        result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)
+        if result.ok:
+            result = _add_duet(entry, path, result)
+    elif entry.pair_with is not None:
         result = run_paired(entry.config, entry.pair_with, built_first=entry.built_first, out=path, graph=graphs[key])
     else:
         result = run(entry.config, out=path, graph=graphs[key], dist_timeout=dist_timeout)

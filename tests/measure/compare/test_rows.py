@@ -53,6 +53,7 @@ MEASURED = EVERY_ROW + [
     "device_phase_ms",
     "distributed",
     "interleaved",
+    "pair_design",
 ]
 RATIO = ["ratio", "low", "high", "significant", "rounds", "p", "log_ratios"]
 TTA = RATIO + ["bound", "censored", "reached", "reached_text", "seconds", "note"]
