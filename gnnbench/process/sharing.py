@@ -143,11 +143,12 @@ def shares_process(flags: Flags) -> bool:
 
 
 def duet_refusals(flags: Flags) -> list[str]:
-    """What of ``flags`` a duet cannot carry (empty: nothing), each naming its field: the reasons for a process of
-    its own (:func:`own_process_reasons`) whose rule is not ``duet``."""
+    """What of ``flags`` a duet cannot carry (empty: nothing), each naming its field: every rule that applies and
+    is not ``duet``, paused producers included (a duet side has one core, which its loader workers would share
+    with its own steps, and nothing pauses them)."""
     out = []
     for rule in SHARING_RULES:
-        if rule.applies(flags) and not _pausable(rule) and not rule.duet:
+        if rule.applies(flags) and not rule.duet:
             value = getattr(flags, rule.field)
             out.append(f"{rule.field}={value}: {rule.why.format(value=value)}")
     return out

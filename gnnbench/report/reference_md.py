@@ -25,6 +25,7 @@ import argparse
 from pathlib import Path
 
 from gnnbench.measure.compare import (
+    AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
     AA_LABEL,
     BASELINE,
@@ -124,6 +125,12 @@ def reference_markdown(sweep: str | Path) -> str:
         lines.append(
             f"A/A in one process (the baseline against itself, steps interleaved): step "
             f"{ratio_of(inprocess.step_speedup)}."
+        )
+    duet = next((r for r in c.rows if r.label == AA_DUET_LABEL and r.status == "ok"), None)
+    if duet is not None:
+        lines.append(
+            f"A/A in duet (the baseline against itself, two processes at once, one core each): step "
+            f"{ratio_of(duet.step_speedup)}."
         )
     lines += [line for line in (_spread_line(c), _wall_line(sweep), _verdict_line(c), _best_set_line(sweep)) if line]
     lines += [

@@ -126,7 +126,7 @@ def logged_runs(text: str) -> tuple[list[LoggedRun], int]:
 def run_kind(run: LoggedRun) -> str:
     """What a run measured, one of :data:`KINDS`."""
     from gnnbench import registry
-    from gnnbench.measure.compare import AA_INPROCESS_LABEL, AA_LABEL, BASELINE, E2E_BASELINE
+    from gnnbench.measure.compare import AA_DUET_LABEL, AA_INPROCESS_LABEL, AA_LABEL, BASELINE, E2E_BASELINE
     from gnnbench.measure.sweep.plan import ALL_RECOMMENDED
 
     if run.label == "calibration":
@@ -135,7 +135,7 @@ def run_kind(run: LoggedRun) -> str:
         return "best set"
     if run.label == BASELINE:
         return "baseline"
-    if run.label in (AA_LABEL, AA_INPROCESS_LABEL, E2E_BASELINE):
+    if run.label in (AA_LABEL, AA_INPROCESS_LABEL, AA_DUET_LABEL, E2E_BASELINE):
         return "A/A and end-to-end baselines"
     if run.label == ALL_RECOMMENDED:
         return "all recommended"

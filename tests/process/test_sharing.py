@@ -9,7 +9,14 @@ import pytest
 
 from gnnbench import registry
 from gnnbench.flags import Flags
-from gnnbench.process.sharing import SHARING_RULES, own_process_reasons, paused_producers, shares_process
+from gnnbench.process.sharing import (
+    SHARING_RULES,
+    duet_refusals,
+    own_process_reasons,
+    paused_producers,
+    shares_process,
+    times_in_duet,
+)
 
 
 def test_the_baseline_shares_a_process():
@@ -70,8 +77,22 @@ def test_every_entry_declares_what_the_table_says(name):
     opt = registry.get(name)
     reasons = own_process_reasons(opt.apply(Flags()))
     assert opt.shares_process == (not reasons and opt.nproc == 1), (name, reasons)
+    # timed in duet exactly when its only reasons for a process of its own are what a duet carries (allocator)
+    assert opt.duet == (bool(reasons) and not duet_refusals(opt.apply(Flags())) and opt.nproc == 1), (name, reasons)
+    assert opt.duet == (bool(reasons) and all(r.startswith("allocator=") for r in reasons)), name
     if opt.overlap and opt.shares_process:  # an overlap entry shares only when its overlap stays inside a step
         assert not opt.apply(Flags()).feature_prefetch and not opt.apply(Flags()).pipeline_depth
+
+
+def test_only_the_allocator_is_carried_by_a_duet():
+    assert times_in_duet(Flags().replace(allocator="jemalloc"))
+    assert not times_in_duet(Flags()), "nothing to carry: it shares a process"
+    both = Flags().replace(allocator="jemalloc", pipeline_depth=2)
+    assert not times_in_duet(both) and [r.split("=")[0] for r in duet_refusals(both)] == ["pipeline_depth"]
+    assert [r.field for r in SHARING_RULES if r.duet] == ["allocator"]
+    # loader workers would share the side's one core with its steps, and nothing pauses them in a duet
+    workers = Flags().replace(allocator="glibc_tuned", num_workers=2)
+    assert not times_in_duet(workers) and [r.split("=")[0] for r in duet_refusals(workers)] == ["num_workers"]
 
 
 def test_a_wrong_declaration_is_refused_when_the_entry_is_made():
@@ -81,3 +102,7 @@ def test_a_wrong_declaration_is_refused_when_the_entry_is_made():
     opt = next(o for o in registry.REGISTRY.values() if o.shares_process)
     with pytest.raises(ValueError, match="says it can share one"):
         dataclasses.replace(opt, shares_process=False)
+    with pytest.raises(ValueError, match="duet=False but what it does to the process says a duet carries it"):
+        dataclasses.replace(registry.get("tcmalloc"), duet=False)
+    with pytest.raises(ValueError, match="duet=True but what it does to the process says a duet cannot time it"):
+        dataclasses.replace(registry.get("pipelined_loader"), duet=True)

@@ -94,7 +94,15 @@ from gnnbench.measure.compare.interleaved import (
     pair_seconds,
 )
 from gnnbench.measure.compare.paired import by_round, end_to_end, epoch_time, mean_interval, measured, ratio_over_rounds
-from gnnbench.measure.compare.paired_floor import clock_noise_sd, floor_of_sd, floor_primary, reads_pairs, row_floors
+from gnnbench.measure.compare.paired_floor import (
+    clock_noise_sd,
+    floor_of_sd,
+    floor_primary,
+    pair_sd_of,
+    pair_sds,
+    reads_pairs,
+    row_floors,
+)
 from gnnbench.measure.compare.rows import (
     AA_DUET_LABEL,
     AA_INPROCESS_LABEL,
@@ -210,6 +218,8 @@ __all__ = [
     "floor_of_sd",
     "floor_primary",
     "reads_pairs",
+    "pair_sds",
+    "pair_sd_of",
     "row_floors",
     "AA_INPROCESS_LABEL",
     "AA_DUET_LABEL",

@@ -179,11 +179,12 @@ class PairTiming:
         epoch_steps: With paused sides, the steps of one epoch the measured window is a multiple of, per side
             (``[base, other]``); ``(0, 0)``: the window is not aligned to epochs.
         design: ``"interleaved"`` (one process, the steps in ``sequence``) or ``"duet"``: each side in a process
-            of its own, both at once, each pinned to its own core at one thread (``cores``: ``[base, other]``),
-            a barrier before either builds its trainer (:mod:`gnnbench.measure.sweep.duet`); a duet has no
-            ``sequence`` (its sides step at the same time) and its units are the sides' steps taken four by
-            four in the order each side took them.
-        cores: A duet's cores, ``[base, other]``; ``()`` in one process.
+            of its own, both at once, each pinned to its own core at one thread, a barrier before either builds
+            its trainer (:mod:`gnnbench.measure.sweep.duet`); a duet has no ``sequence`` (its sides step at the
+            same time) and its units are the sides' steps taken four by four in the order each side took them.
+        cores: A duet's cores, ``[base, other]`` per part in the order run: ``[0, 1, 1, 0]`` is a duet of two
+            parts with the cores swapped between them (each side's steps are its parts' steps, in that order);
+            ``()`` in one process.
     """
 
     base_seconds: tuple[float, ...]
@@ -209,8 +210,8 @@ class PairTiming:
                 raise ValueError("a duet's sides step at once: it has no sequence, paused side or epoch window")
             if not self.base_seconds or not self.other_seconds:
                 raise ValueError("a duet needs measured steps on both sides")
-            if len(self.cores) != 2:
-                raise ValueError(f"a duet names each side's core, [base, other] (got {list(self.cores)})")
+            if not self.cores or len(self.cores) % 2:
+                raise ValueError(f"a duet names each side's core per part, [base, other, ...] (got {list(self.cores)})")
             return
         if len(self.sequence) % 4 or set(self.sequence) - {"A", "B"}:
             raise ValueError(f"sequence must be blocks of four steps of 'A' and 'B' (got {self.sequence!r})")

@@ -21,6 +21,7 @@ the comparison reads its time per step as it reads a pair's; the ratio is the en
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import tempfile
 from pathlib import Path
 
@@ -36,7 +37,15 @@ from gnnbench.process.allocators import ALLOCATOR_VARIABLES
 from gnnbench.process.sharing import duet_refusals, own_process_reasons
 from gnnbench.training import RunConfig
 
-__all__ = ["ALLOCATOR_KEYS", "DuetFailed", "duet_pair_refusal", "allocator_env", "side_config", "time_duet"]
+__all__ = [
+    "ALLOCATOR_KEYS",
+    "DuetFailed",
+    "duet_pair_refusal",
+    "allocator_env",
+    "side_config",
+    "part_epochs",
+    "time_duet",
+]
 
 # what a side's process environment takes from its own allocator's; the rest is the worker's (threads, PYTHONPATH)
 ALLOCATOR_KEYS = ("LD_PRELOAD", "GLIBC_TUNABLES", process.PLACED, *ALLOCATOR_VARIABLES)
@@ -59,7 +68,8 @@ def duet_pair_refusal(base: RunConfig, other: RunConfig, cores: list[int] | None
         if cfg.device != "cpu":
             return f"{side} runs on {cfg.device!r}; a duet pins each side to a CPU core"
         if cfg.source is not None:
-            return f"{side} loads its graph from {cfg.source!r}; a duet side generates it from its spec"
+            where = getattr(cfg.source, "location", cfg.source)
+            return f"{side} loads its graph from {where!r}; a duet side generates it from its spec"
     if own_process_reasons(base.flags):
         return f"the base cannot share a machine's core evenly: {'; '.join(own_process_reasons(base.flags))}"
     refused = duet_refusals(other.flags)
@@ -95,14 +105,23 @@ def side_config(config: RunConfig, epochs: int | None) -> RunConfig:
     )
 
 
+def part_epochs(epochs: int | None) -> int:
+    """Epochs of each of a duet's two parts: half the entry's run's (default :data:`DEFAULT_EPOCHS`), at least one."""
+    return max(1, (epochs if epochs is not None else DEFAULT_EPOCHS) // 2)
+
+
 def time_duet(config: RunConfig, pair_base: RunConfig, round_: int, timeout: float | None = None) -> PairTiming:
-    """``config`` timed against ``pair_base`` in duet: both for ``config``'s epochs, at ``config``'s seed, round
-    ``round_``'s cores (the base on the ``round_ % 2``-th usable core). Raises :class:`DuetFailed` when it cannot
-    be timed (refused here, a side failed, or a side measured no step)."""
+    """``config`` timed against ``pair_base`` in duet, in two parts with the cores swapped between them: round
+    ``round_``'s first part has the base on the ``round_ % 2``-th usable core, the second on the other, each part
+    :func:`part_epochs` of ``config``'s epochs at ``config``'s seed. A core slower than the other for minutes at a
+    time (measured on this 2-core VM: the side on the first core up to 12% slower in some rounds of the duet's A/A,
+    none in others) then slows both sides alike within the round, instead of one side in one round and the other
+    in the next. Raises :class:`DuetFailed` when it cannot be timed (refused here, a side failed, or a side
+    measured no step)."""
     refused = duet_pair_refusal(pair_base, config)
     if refused:
         raise DuetFailed(refused)
-    epochs = config.epochs
+    epochs = part_epochs(config.epochs)
     sides = {"base": side_config(pair_base, epochs), "head": side_config(config, epochs)}
     timeout = timeout if timeout is not None else max(PAIR_TIMEOUT_S, child_timeout(config))
     tree = Path(gnnbench.__file__).resolve().parents[1]
@@ -123,23 +142,29 @@ def time_duet(config: RunConfig, pair_base: RunConfig, round_: int, timeout: flo
             env = allocator_env(sides[role])
             return run_tree(tree, spec, out, 1, worker, timeout, env_extra=env, unset=ALLOCATOR_KEYS)
 
-        log.run_round(run_one, bench, round_, folder, 0, None, 1)
+        for part in (round_, round_ + 1):  # duet_cores(r) swaps the cores from r to r + 1
+            (folder / f"part-{part}").mkdir()
+            log.run_round(run_one, bench, part, folder / f"part-{part}", 0, None, 2)
+            if log.failure is not None:
+                break
     if log.failure is not None:
         f = log.failure
         side = "baseline" if f.side == "base" else "entry"
         tail = " | ".join(f.stderr_tail.strip().splitlines()[-3:])
         raise DuetFailed(f"the {side}'s side {f.kind} (exit {f.returncode}): {tail or 'no output'}")
-    got = {role: log.data[DUET_SIDE][role][-1] for role in ("base", "head")}
-    for role, side in got.items():
-        if side.get("status") != "ok" or not side.get("step_all"):
-            raise DuetFailed(f"the {role} side measured no step: {side.get('status')}: {side.get('reason')}")
-    cores = log.cores[-1]
+    parts = {role: log.data[DUET_SIDE][role] for role in ("base", "head")}
+    for role, got in parts.items():
+        for side in got:
+            if side.get("status") != "ok" or not side.get("step_all"):
+                raise DuetFailed(f"the {role} side measured no step: {side.get('status')}: {side.get('reason')}")
     return PairTiming(
-        base_seconds=tuple(got["base"]["step_all"]),
-        other_seconds=tuple(got["head"]["step_all"]),
+        base_seconds=tuple(x for side in parts["base"] for x in side["step_all"]),
+        other_seconds=tuple(x for side in parts["head"] for x in side["step_all"]),
         sequence="",
-        setup_seconds=(float(got["base"].get("setup") or 0.0), float(got["head"].get("setup") or 0.0)),
+        setup_seconds=tuple(
+            statistics.fmean(float(side.get("setup") or 0.0) for side in parts[role]) for role in ("base", "head")
+        ),
         warmup_steps=config.warmup_steps,
         design=DUET,
-        cores=(cores["base"], cores["head"]),
+        cores=tuple(c for cores in log.cores for c in (cores["base"], cores["head"])),
     )
