@@ -1,8 +1,9 @@
-"""The entries that set the process (the allocators), timed against the baseline in duet: the evidence for
-timing them that way in the sweep (DESIGN.md §3, "Measure where the noise cancels").
+"""The entries that set the process (the allocators), timed against the baseline in duet: the evidence that led
+the sweep to time them that way (:mod:`gnnbench.measure.sweep.duet`; DESIGN.md §3, "Measure where the noise
+cancels").
 
 An allocator is chosen when a process starts, so such an entry cannot share a process with the baseline, and the
-sweep times it across processes, where a process's speed drifts from one to the next (the reference's
+sweep timed it across processes, where a process's speed drifts from one to the next (the reference's
 across-process paired sd: `python scripts/verdict_replay.py results/reference/compare-small-cpu --noise`). Here
 each round starts the baseline's process and the entry's at once, each pinned to its own core at one thread, cores
 swapped every round, a barrier before the measured benchmark (the gate's duet, :mod:`gnnbench.measure.gate.duet`,
@@ -34,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gnnbench import process, registry  # noqa: E402
+from gnnbench import registry  # noqa: E402
 from gnnbench.atomic import write_json_atomic  # noqa: E402
 from gnnbench.env import environment  # noqa: E402
 from gnnbench.measure.compare.paired import ratio_over_rounds  # noqa: E402
@@ -43,14 +44,12 @@ from gnnbench.measure.gate.benches import Bench, fit_steps  # noqa: E402
 from gnnbench.measure.gate.duet import duet_refusal  # noqa: E402
 from gnnbench.measure.gate.rounds import RoundLog, run_tree  # noqa: E402
 from gnnbench.measure.gate.worker import script_in  # noqa: E402
-from gnnbench.process.allocators import ALLOCATOR_VARIABLES  # noqa: E402
+from gnnbench.measure.sweep.duet import ALLOCATOR_KEYS, allocator_env  # noqa: E402
 from gnnbench.process.sharing import own_process_reasons  # noqa: E402
 from gnnbench.training import RunConfig  # noqa: E402
 
 REFERENCE = ROOT / "results" / "reference" / "compare-small-cpu"
 AA = "baseline"
-# what a side's process environment takes from its allocator's (the rest is the gate's: threads, PYTHONPATH)
-ALLOCATOR_KEYS = ("LD_PRELOAD", "GLIBC_TUNABLES", process.PLACED, *ALLOCATOR_VARIABLES)
 
 
 def process_setting_entries(base: RunConfig) -> list[str]:
@@ -70,11 +69,6 @@ def process_setting_entries(base: RunConfig) -> list[str]:
             if not config_unavailable(config, resolve_device(config.device)):
                 out.append(name)
     return out
-
-
-def allocator_env(config: RunConfig) -> dict[str, str]:
-    """The variables a process needs to run ``config``'s allocator (and be known to have been started for it)."""
-    return {k: v for k, v in process.child_environment(config.flags).items() if k in ALLOCATOR_KEYS}
 
 
 def reference_base(steps: int) -> RunConfig:

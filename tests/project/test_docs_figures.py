@@ -1024,3 +1024,38 @@ def test_the_duet_designs_paragraph_quotes_the_sleep_duet_file():
         f"ran in duet at a 300 s budget and caught {caught} of {len(slow)} non-work slowdowns of 5% and 10% with no "
         f"false alarm in {len(nulls)} null runs"
     ) in _text("regression-gate.md")
+
+
+DUET_SWEEPS = ("compare-small-allocators-duet-oneway-cpu", "compare-small-allocators-duet-cpu")
+DUET_ROWS = (
+    "baseline (A/A, duet)",
+    "tcmalloc",
+    "jemalloc",
+    "glibc_tuned",
+    "jemalloc_pyg",
+    "baseline (A/A, one process)",
+)
+
+
+def test_the_duet_sweeps_table_quotes_its_sweeps():
+    """docs/statistics.md's table of the allocator rows timed in duet inside the sweep: per row and sweep, the step
+    ratio over rounds with its interval and the sd of the per-round log ratio, as the report's own loader reads
+    the two committed folders; and each sweep's verdicts."""
+    from tests.project.test_readme import _compared
+
+    text = _text("statistics.md")
+    compared = [_compared(folder) for folder in DUET_SWEEPS]
+    for label in DUET_ROWS:
+        cells = []
+        for c in compared:
+            (row,) = [r for r in c.rows if r.label == label]
+            s = row.step_speedup
+            xs = [x for x in s.log_ratios if x == x]
+            cells.append(f"{s.ratio:.3f}x [{s.low:.3f}, {s.high:.3f}] ({len(xs)}) | {statistics.stdev(xs):.3f}")
+        shown = label if label.startswith("baseline") else f"`{label}`"
+        line = f"| {shown} | {cells[0]} | {cells[1]} |"
+        assert line in text, line
+    for folder, c in zip(DUET_SWEEPS, compared):
+        family = [r for r in c.rows if r.label in DUET_ROWS[1:5]]
+        decided = sum(bool(r.significant) or bool((r.no_effect or {}).get("equivalent")) for r in family)
+        assert f"`{folder}`: verdicts for {decided} of {len(family)} rows" in text, folder
