@@ -1059,3 +1059,24 @@ def test_the_duet_sweeps_table_quotes_its_sweeps():
         family = [r for r in c.rows if r.label in DUET_ROWS[1:5]]
         decided = sum(bool(r.significant) or bool((r.no_effect or {}).get("equivalent")) for r in family)
         assert f"`{folder}`: verdicts for {decided} of {len(family)} rows" in text, folder
+
+
+def test_the_trajectory_threads_table_quotes_its_file():
+    """docs/statistics.md's table of the reference's baseline rounds rerun at one thread, two at once, as
+    ``results/reference/trajectory-threads-small-cpu.json`` records them."""
+    data = json.loads((REFERENCE / "trajectory-threads-small-cpu.json").read_text())
+    text = _text("statistics.md")
+    rows = [(f"round {r}, one thread, both at once", x) for r, x in data["one_thread"].items()]
+    rows.append((f"round {next(iter(data['one_thread']))}, two threads, alone (control)", data["control"]))
+    for name, x in rows:
+        line = (
+            f"| {name} | {x['steps']} ({x['stored_steps']}) | {x['max_val_difference']:.4f} | "
+            f"{x['test']:.4f} ({x['stored_test']:.4f}) | {x['step_ms']:.0f} ms |"
+        )
+        assert line in text, line
+    assert data["control"]["max_val_difference"] == 0.0 and data["control"]["steps"] == data["control"]["stored_steps"]
+    assert all(x["steps"] == x["stored_steps"] for x in data["one_thread"].values())
+    seconds = (
+        f"Both runs at once took {data['two_at_once_seconds']:.0f} s, against {data['control_alone_seconds']:.0f} s"
+    )
+    assert seconds in text
