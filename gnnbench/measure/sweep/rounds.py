@@ -408,8 +408,9 @@ def _add_duet(entry: Entry, out: Path, data: RunResult) -> RunResult:
     written back to ``out``; a duet that gives no pair leaves the run with a warning naming why."""
     try:
         timing = time_duet(entry.config, entry.pair_with, entry.round)
-    except DuetFailed as exc:
-        data = dataclasses.replace(data, warnings=[*data.warnings, f"duet pair not measured: {exc}"])
+    except (DuetFailed, OSError, ValueError) as exc:  # the row is then read across processes, and says why
+        why = str(exc) if isinstance(exc, DuetFailed) else f"{type(exc).__name__}: {exc}"
+        data = dataclasses.replace(data, warnings=[*data.warnings, f"duet pair not measured: {why}"])
     else:
         data = dataclasses.replace(data, interleaved=timing.to_dict())
     write_json_atomic(out, data.to_dict())

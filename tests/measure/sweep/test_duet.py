@@ -201,6 +201,15 @@ def test_an_isolated_sweep_adds_the_duet_to_its_run_or_says_why_it_has_none(tmp_
     assert results[0].ok and results[0].interleaved is None
     assert results[0].warnings == ["duet pair not measured: the entry's side crashed (exit 1): MemoryError"]
 
+    def no_disk(config, pair_base, round_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sweep, "time_duet", no_disk)
+    results = run_sweep(entries, tmp_path / "full", SweepOptions(isolate=True))
+    assert results[0].ok and results[0].warnings == [
+        "duet pair not measured: OSError: [Errno 28] No space left on device"
+    ], "a sweep never stops on a duet: the row is read across processes"
+
 
 def test_the_comparison_reads_duet_rows_under_their_own_a_a_and_floor():
     """A row timed in duet reads its time per step from its duets and says so; the paired noise is pooled per
