@@ -121,3 +121,42 @@ class InterleavedRatio:
         return pair.interval().ratio
 
     track_speedup.unit = "x"
+
+
+class DuetRatio:
+    """Each optimization that sets its process (an allocator), timed against the baseline in duet
+    (``gnnbench.measure.sweep.duet``: both processes at once, each pinned to its own core at one thread, in two
+    parts with the cores swapped): its per-step speedup at one thread, so asv's history shows a moved ratio
+    rather than a drifted absolute time. Entries a duet cannot time (they share a process, or need more than a
+    core), a runner without two usable cores and commits from before the sweep's duet are skipped with the
+    reason."""
+
+    params = [registry.names()]
+    param_names = ["optimization"]
+    timeout = 900
+    number = 1
+    repeat = 1
+    rounds = 2  # two duets, the opening core alternating
+
+    def setup(self, name):
+        try:
+            from gnnbench.measure.sweep.duet import duet_pair_refusal, time_duet
+        except ImportError:  # a commit from before the sweep's duet
+            raise NotImplementedError("no gnnbench.measure.sweep.duet in this commit") from None
+        if not getattr(registry.get(name), "duet", False):
+            raise NotImplementedError(f"{name} is not timed in duet (what it does to the process)")
+        self.base = common.config_for(common.BASELINE)
+        self.other = common.config_for(name)
+        common.skip_if_unavailable(self.other)
+        refused = duet_pair_refusal(self.base, self.other)
+        if refused:
+            raise NotImplementedError(refused)
+        self.time_duet = time_duet
+        self.round = 0
+
+    def track_speedup(self, name):
+        """Baseline step over this entry's step, in duet, one epoch a side per part."""
+        self.round += 1
+        return self.time_duet(self.other, self.base, self.round).speedup
+
+    track_speedup.unit = "x"

@@ -42,6 +42,35 @@ def test_asv_tracks_each_in_process_entry_as_an_interleaved_ratio():
     assert bench.track_speedup(bench.other) > 0
 
 
+def test_asv_tracks_each_entry_that_sets_its_process_as_a_duet_ratio():
+    """asv's ``DuetRatio``: every entry declared ``duet`` whose allocator runs here is set up (on a runner with two
+    usable cores), every other one skipped with its reason; the tracked figure is one duet's ratio."""
+    import pytest
+
+    from benchmarks import bench_optimizations
+    from gnnbench.measure.sweep.duet import duet_pair_refusal
+    from gnnbench.process.allocators import allocator_unavailable
+
+    suite = bench_optimizations.DuetRatio
+    assert suite.params == [registry.names()] and suite.track_speedup.unit == "x"
+    base = bench_optimizations.common.config_for("baseline")
+    ready = []
+    for name in registry.names():
+        opt, bench = registry.get(name), suite()
+        other = bench_optimizations.common.config_for(name)
+        if opt.duet and not allocator_unavailable(other.flags.allocator) and duet_pair_refusal(base, other) is None:
+            bench.setup(name)
+            assert bench.other.flags == opt.apply(bench.base.flags)
+            ready.append(name)
+        else:
+            with pytest.raises(NotImplementedError):
+                bench.setup(name)
+    if "glibc_tuned" in ready:  # needs no library
+        bench = suite()
+        bench.setup("glibc_tuned")
+        assert bench.track_speedup("glibc_tuned") > 0
+
+
 def test_pytest_benchmark_suite_covers_the_registry():
     from tests.perf import test_optimizations_perf as perf
 
