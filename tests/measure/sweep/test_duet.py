@@ -283,3 +283,28 @@ def test_a_real_duet_on_tiny_gives_both_sides_steps_on_two_cores():
     assert all(s > 0 for s in p.base_seconds + p.other_seconds) and all(s > 0 for s in p.setup_seconds)
     with pytest.raises(DuetFailed, match="runs on 2 ranks"):
         time_duet(dataclasses.replace(other, nproc=2), base, 0)
+
+
+def test_an_in_process_sweep_runs_the_entry_here_and_its_duet_in_two_processes_of_their_own(tmp_path, monkeypatch):
+    """``isolate=False`` keeps every run in the sweep's process, but a duet's sides are processes of their own
+    whatever the sweep: this process runs the entry, then waits for its duet."""
+    import gnnbench.measure.sweep.rounds as sweep
+    from gnnbench.measure.run import RunResult
+
+    _two_cores(monkeypatch)
+    entries = [e for e in _entries(["tcmalloc"]) if e.label == "tcmalloc" and e.round == 1]
+    ran = []
+
+    def fake_run(config, out=None, graph=None, dist_timeout=None):
+        ran.append(config)
+        result = RunResult(status="ok", config=config.to_dict())
+        from gnnbench.atomic import write_json_atomic
+
+        write_json_atomic(out, result.to_dict())
+        return result
+
+    timing = PairTiming((0.1,) * 4, (0.08,) * 4, "", design=DUET, cores=(1, 0, 0, 1))
+    monkeypatch.setattr(sweep, "run", fake_run)
+    monkeypatch.setattr(sweep, "time_duet", lambda config, pair_base, round_: timing)
+    results = run_sweep(entries, tmp_path, SweepOptions(isolate=False))
+    assert ran == [entries[0].config] and PairTiming.from_dict(results[0].interleaved) == timing
