@@ -4,15 +4,15 @@
 An allocator is chosen when a process starts, so such an entry cannot share a process with the baseline
 (:func:`gnnbench.process.sharing.own_process_reasons`), and read across processes its ratio carries the drift of
 a process's speed from one process to the next. In a duet the entry's process and the baseline's start together,
-each pinned to its own core at one thread (cores swapped from round to round), and both wait at a barrier before
-building their trainers, so a drift of the machine lands on both sides of the round's ratio (Bulej et al., "Duet
-Benchmarking", 2020). Measured on ``small`` before the sweep used it (``scripts/duet_entries.py``,
-``results/reference/duet-entries-small-cpu.json``): the allocator rows' per-round sd 0.013-0.052, against an
-across-process epoch clock that left all four unresolved.
+each pinned to its own core at one thread (cores swapped halfway through the round), and both wait at a barrier
+before building their trainers, so a drift of the machine lands on both sides of the round's ratio (Bulej et al., "Duet
+Benchmarking", 2020). The evidence, and what the sweep measured this way, are in docs/statistics.md ("The entries
+that set the process, in duet").
 
 The sides are the gate's benchmark process (:mod:`gnnbench.measure.gate.worker`, its duet and barrier
-:mod:`gnnbench.measure.gate.duet`) run on this tree: each trains its configuration for the entry's short run's
-epochs, on whole steps, without a target, and reports every measured step. The record is a
+:mod:`gnnbench.measure.gate.duet`) run on this tree, in two parts with the cores swapped between them
+(:func:`time_duet`): in each part each side trains its configuration for half the entry's short run's epochs, on
+whole steps, without a target, and reports every measured step. The record is a
 :class:`~gnnbench.measure.run.interleaved.PairTiming` of design ``"duet"`` in the run's ``interleaved`` block, so
 the comparison reads its time per step as it reads a pair's; the ratio is the entry's effect **at one thread**
 (where the sweep's own runs use the machine's threads), and the comparison says so.
@@ -114,10 +114,9 @@ def time_duet(config: RunConfig, pair_base: RunConfig, round_: int, timeout: flo
     """``config`` timed against ``pair_base`` in duet, in two parts with the cores swapped between them: round
     ``round_``'s first part has the base on the ``round_ % 2``-th usable core, the second on the other, each part
     :func:`part_epochs` of ``config``'s epochs at ``config``'s seed. A core slower than the other for minutes at a
-    time (measured on this 2-core VM: the side on the first core up to 12% slower in some rounds of the duet's A/A,
-    none in others) then slows both sides alike within the round, instead of one side in one round and the other
-    in the next. Raises :class:`DuetFailed` when it cannot be timed (refused here, a side failed, or a side
-    measured no step)."""
+    time (seen on a 2-core VM: docs/statistics.md) then slows both sides alike within the round, instead of one
+    side in one round and the other in the next. Raises :class:`DuetFailed` when it cannot be timed (refused here,
+    a side failed, or a side measured no step)."""
     refused = duet_pair_refusal(pair_base, config)
     if refused:
         raise DuetFailed(refused)
