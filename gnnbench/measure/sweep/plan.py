@@ -264,7 +264,8 @@ class _Plan:
         entries = self._baselines(base, b, r)
         for n in self.names:
             entries += self._named(n, b, r)
-        if self.aa and any(e.pair_design == DUET for e in entries) and self.derive_per_epoch is not None:
+        duet_rows = any(e.pair_design == DUET for e in entries)
+        if self.aa and duet_rows and self.derivable and self.derive_per_epoch is not None:
             # the duet's A/A: the baseline against itself, the floor of the rows timed in duet
             entries.append(Entry(AA_DUET_LABEL, self.short(b), (), r, derived=True, pair_with=b, pair_design=DUET))
         if self.include_all_recommended:

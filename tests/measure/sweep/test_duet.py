@@ -65,6 +65,17 @@ def test_without_two_cores_or_an_a_a_there_is_no_duet_row(monkeypatch):
     _two_cores(monkeypatch)
     assert not any(e.label == AA_DUET_LABEL for e in _entries(["tcmalloc"])), "no A/A asked for"
     assert not any(e.label == AA_DUET_LABEL for e in _entries(["int32"], aa=True)), "no entry timed in duet"
+    cosine = sweep_entries(
+        dataclasses.replace(QUICK, lr_schedule="cosine"),
+        ["tcmalloc"],
+        repeats=1,
+        include_all_recommended=False,
+        aa=True,
+        derive_per_epoch=2,
+        target=0.5,
+        interleave=True,
+    )
+    assert not any(e.label == AA_DUET_LABEL for e in cosine), "no short run keeps the trajectory: no derived A/A"
     _two_cores(monkeypatch, cores=(0,))
     entries = _entries(["tcmalloc"], aa=True)
     tcmalloc = [e for e in entries if e.label == "tcmalloc"]
