@@ -7,9 +7,14 @@ from evaluation pauses that real training does not have. :class:`BackgroundWork`
 
 - **worker processes** are suspended (``SIGSTOP``) when evaluation starts and continued (``SIGCONT``) when it
   ends, so they do no work at all meanwhile (:meth:`BackgroundWork.suspend_processes`);
-- **threads** check :meth:`BackgroundWork.wait_if_paused` before each item, so they start nothing new while
-  evaluation runs; the part of an item already in progress that falls inside the pause is measured
+- **threads** check :meth:`BackgroundWork.wait_if_paused` before each item (or enter it through
+  :meth:`BackgroundWork.item`, which waits and registers the item in one step), so they start nothing new
+  while evaluation runs; the part of an item already in progress that falls inside the pause is measured
   (:meth:`BackgroundWork.busy`) and charged back to the training clock by :meth:`BackgroundWork.resume`.
+
+A pair timed in one process (:mod:`gnnbench.measure.run.interleaved`) holds a side's producers the same way
+while the other side steps, and :meth:`BackgroundWork.drain` waits, on the held side's own clock, for the item a
+thread had in progress: nothing of that side's work runs on the other side's time.
 
 The training loop calls :meth:`BackgroundWork.pause` before each evaluation and adds what
 :meth:`BackgroundWork.resume` returns to its clock.
@@ -45,6 +50,7 @@ class BackgroundWork:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)  # notified whenever a thread's item ends
         self._running = threading.Event()
         self._running.set()
         self._busy: dict[int, float] = {}  # thread id -> start of the item it is producing
@@ -75,12 +81,44 @@ class BackgroundWork:
         try:
             yield
         finally:
-            end = time.perf_counter()
+            self._leave(me, start)
+
+    @contextmanager
+    def item(self, stop: threading.Event | None = None) -> Iterator[bool]:
+        """Enter one item of a producer thread's work once the producers run: the wait and the registration
+        are one step under the lock, so an item either started before a :meth:`pause` (and :meth:`drain` waits
+        for it) or starts after the next :meth:`resume`, never in between. Yields ``False`` without entering
+        when ``stop`` is set while paused (the thread should end)."""
+        me = threading.get_ident()
+        while True:
             with self._lock:
-                self._busy.pop(me, None)
-                if self._paused_at is not None:  # finished during an evaluation: its part inside it
-                    self._pending += end - max(start, self._paused_at)
-                # an item that spanned a whole evaluation was charged up to its end by resume()
+                if self._running.is_set():
+                    start = time.perf_counter()
+                    self._busy[me] = start
+                    break
+            if stop is not None and stop.is_set():
+                yield False
+                return
+            self._running.wait(timeout=0.05)
+        try:
+            yield True
+        finally:
+            self._leave(me, start)
+
+    def _leave(self, me: int, start: float) -> None:
+        end = time.perf_counter()
+        with self._lock:
+            self._busy.pop(me, None)
+            if self._paused_at is not None:  # finished during an evaluation: its part inside it
+                self._pending += end - max(start, self._paused_at)
+            # an item that spanned a whole evaluation was charged up to its end by resume()
+            self._idle.notify_all()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until no producer thread has an item in progress (after :meth:`pause`, none starts a new one);
+        ``False`` when ``timeout`` seconds passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._busy, timeout)
 
     def suspend_processes(self, live_pids: Callable[[], list[int]]) -> Callable[[], None]:
         """Register a source of worker processes (``live_pids()`` gives the pids alive now) to be suspended

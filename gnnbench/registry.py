@@ -473,7 +473,6 @@ _ENTRIES = (
     ),
     Optimization(
         name="pipelined_loader",
-        shares_process=False,
         same_trajectory=True,
         recommended=False,  # on a 2-core CPU the producer thread competes with the step's own threads
         changes={"pipeline_depth": 2},

@@ -164,7 +164,7 @@ def _row(name: str, pair: PairTiming, aa_reading: float) -> MeasuredRow:
     note = _note(name)
     if pair.paused:
         note += (
-            f"; its loader workers suspended while the other side stepped, {len(pair.other_seconds)} measured steps "
+            f"; its producers paused (loader workers suspended, a producer thread held) while the other side stepped, {len(pair.other_seconds)} measured steps "
             f"a side (whole epochs), the interval over {len(pair.block_log_ratios())} windows of them"
         )
     return MeasuredRow(name, pair, iv, eq, verdict(iv, eq, aa_reading), note)

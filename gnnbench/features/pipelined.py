@@ -75,10 +75,16 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
                     batch = next(it, _DONE)
                     if batch is _DONE:
                         break
-                    with work.busy():
+                    with work.item(stop) as running:  # its gather: work of this thread
+                        if not running:
+                            break
                         feats, event = gather(batch)
                 else:
-                    with work.busy():  # sampling and gather: work of this thread
+                    # sampling and gather: work of this thread, entered only while the producers run (a pause
+                    # that came after the wait above holds it here; drain() waits for an item entered before)
+                    with work.item(stop) as running:
+                        if not running:
+                            break
                         batch = next(it, _DONE)
                         if batch is _DONE:
                             break

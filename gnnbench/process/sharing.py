@@ -13,9 +13,14 @@ steps, as :class:`gnnbench.background.BackgroundWork` already does while the loo
 process does no work at all, so its trainer's pipeline is frozen between its own steps, as if the other side's
 steps took no time; and since loader workers cost something once per epoch (forked, or handed the epoch's
 first indices), a pair with paused producers measures whole epochs of each side
-(:func:`gnnbench.measure.run.interleaved.time_pair`). :func:`paused_producers` names them. A thread cannot be
-stopped that way (it finishes the item it is on while the other side steps), so the pipelined loader and the
-side-stream prefetch keep a process of their own.
+(:func:`gnnbench.measure.run.interleaved.time_pair`). :func:`paused_producers` names them. The pipelined
+loader's thread is **held** the same way: after each of its trainer's steps it starts no new item, and the pair
+waits, on that side's clock, for the item it has in progress (:meth:`gnnbench.background.BackgroundWork.drain`),
+so none of its work runs on the other side's time; a held thread needs no signal (``SharingRule.by_signal``).
+Its queue is then as full as the producer could make it during its own step, as in training where the
+producer keeps ahead, and a producer slower than the step costs its trainer the wait for it either way. The
+thread that pins loader workers' batches (CUDA) is PyTorch's and the side-stream prefetch's gather is queued
+on a CUDA stream: neither can be held, so both keep a process of their own.
 
 A rule whose setting a process of its own carries at the moment the other trainer's process runs is timed in
 **duet** (``SharingRule.duet``): both processes start together, each pinned to its own core at one thread, a
@@ -53,8 +58,11 @@ class SharingRule:
     applies: Callable[[Flags], bool]  # whether the flags' value needs a process of their own
     why: str  # why, in words (``{value}`` is the field's value)
     # how its producers are paused while the other trainer steps, in words; "" (the default): they cannot be,
-    # and the configuration needs a process of its own. Only processes can be paused (SIGSTOP).
+    # and the configuration needs a process of its own
     paused: str = ""
+    # whether pausing them takes a signal (SIGSTOP: worker processes), which not every platform has; a thread
+    # is held between its items by BackgroundWork and drained, with no signal
+    by_signal: bool = False
     # whether a process of its own, timed at the same moment as the other trainer's on a core of its own at one
     # thread (a duet), carries the setting whole: it acts inside its own process only and needs no second core
     duet: bool = False
@@ -67,6 +75,7 @@ SHARING_RULES: tuple[SharingRule, ...] = (
         "runs {value} loader worker process(es), which sample ahead while the other trainer steps",
         paused="its {value} loader worker process(es) suspended (SIGSTOP) while the other trainer steps, whole "
         "epochs measured",
+        by_signal=True,
     ),
     SharingRule(
         "pin_memory",
@@ -78,6 +87,8 @@ SHARING_RULES: tuple[SharingRule, ...] = (
         "pipeline_depth",
         lambda f: f.pipeline_depth > 0,
         "runs a background thread that prepares {value} batch(es) ahead while the other trainer steps",
+        paused="its producer thread held while the other trainer steps (the item in progress finished on its own "
+        "side's clock), whole epochs measured",
     ),
     SharingRule(
         "feature_prefetch",
@@ -110,7 +121,7 @@ SHARING_RULES: tuple[SharingRule, ...] = (
 
 
 def _pausable(rule: SharingRule) -> bool:
-    return bool(rule.paused) and can_suspend_processes()
+    return bool(rule.paused) and (not rule.by_signal or can_suspend_processes())
 
 
 def own_process_reasons(flags: Flags) -> list[str]:

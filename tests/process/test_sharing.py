@@ -26,7 +26,6 @@ def test_the_baseline_shares_a_process():
 @pytest.mark.parametrize(
     "change, field",
     [
-        ({"pipeline_depth": 2}, "pipeline_depth"),
         ({"allocator": "jemalloc"}, "allocator"),
         ({"thread_placement": "split", "num_workers": 1}, "thread_placement"),
         ({"batch_cache_epochs": 3}, "batch_cache_epochs"),
@@ -46,15 +45,27 @@ def test_loader_workers_are_paused_instead_of_needing_a_process_of_their_own():
         "epochs measured"
     ]
     assert paused_producers(Flags()) == []
-    # a thread cannot be suspended: the pipelined loader over workers still needs a process of its own
+    # the pipelined loader's thread is held between its items (and drained), so over workers both are paused
     both = flags.replace(pipeline_depth=2)
-    assert [r.split("=")[0] for r in own_process_reasons(both)] == ["pipeline_depth"]
+    assert own_process_reasons(both) == [] and [r.split("=")[0] for r in paused_producers(both)] == [
+        "num_workers",
+        "pipeline_depth",
+    ]
     placed = Flags().replace(num_workers=1, thread_placement="split")
     assert [r.split("=")[0] for r in own_process_reasons(placed)] == ["thread_placement"]
     # the workers' batches pinned by a thread of this process (CUDA): that thread cannot be suspended
     pinned = Flags().replace(num_workers=2, pin_memory=True)
     assert [r.split("=")[0] for r in own_process_reasons(pinned)] == ["pin_memory"]
     assert own_process_reasons(Flags().replace(pin_memory=True)) == []  # no workers: nothing pins meanwhile
+
+
+def test_the_pipelined_loaders_thread_is_held_instead_of_needing_a_process_of_its_own():
+    flags = Flags().replace(pipeline_depth=2)
+    assert own_process_reasons(flags) == [] and shares_process(flags)
+    assert paused_producers(flags) == [
+        "pipeline_depth=2: its producer thread held while the other trainer steps (the item in progress finished "
+        "on its own side's clock), whole epochs measured"
+    ]
 
 
 def test_without_sigstop_loader_workers_need_a_process_of_their_own(monkeypatch):
@@ -64,6 +75,8 @@ def test_without_sigstop_loader_workers_need_a_process_of_their_own(monkeypatch)
     reasons = own_process_reasons(Flags().replace(num_workers=2))
     assert reasons[0].startswith("num_workers=2: runs 2 loader worker process(es)")
     assert paused_producers(Flags().replace(num_workers=2)) == []
+    # a thread is held without a signal
+    assert [r.split("=")[0] for r in paused_producers(Flags().replace(pipeline_depth=2))] == ["pipeline_depth"]
 
 
 def test_every_rule_reads_a_real_field():
@@ -80,14 +93,15 @@ def test_every_entry_declares_what_the_table_says(name):
     # timed in duet exactly when its only reasons for a process of its own are what a duet carries (allocator)
     assert opt.duet == (bool(reasons) and not duet_refusals(opt.apply(Flags())) and opt.nproc == 1), (name, reasons)
     assert opt.duet == (bool(reasons) and all(r.startswith("allocator=") for r in reasons)), name
-    if opt.overlap and opt.shares_process:  # an overlap entry shares only when its overlap stays inside a step
-        assert not opt.apply(Flags()).feature_prefetch and not opt.apply(Flags()).pipeline_depth
+    if opt.overlap and opt.shares_process:  # an overlap entry shares only when its producers are held between
+        flags = opt.apply(Flags())  # its own steps (or its overlap stays inside a step)
+        assert not flags.feature_prefetch and (not flags.pipeline_depth or paused_producers(flags)), name
 
 
 def test_only_the_allocator_is_carried_by_a_duet():
     assert times_in_duet(Flags().replace(allocator="jemalloc"))
     assert not times_in_duet(Flags()), "nothing to carry: it shares a process"
-    both = Flags().replace(allocator="jemalloc", pipeline_depth=2)
+    both = Flags().replace(allocator="jemalloc", pipeline_depth=2)  # a duet side's one core: nothing to overlap on
     assert not times_in_duet(both) and [r.split("=")[0] for r in duet_refusals(both)] == ["pipeline_depth"]
     assert [r.field for r in SHARING_RULES if r.duet] == ["allocator"]
     # loader workers would share the side's one core with its steps, and nothing pauses them in a duet

@@ -173,3 +173,55 @@ def test_worker_processes_are_suspended_during_evaluation():
     finally:
         proc.kill()
         proc.join(5)
+
+
+def test_a_held_thread_enters_no_item_and_drain_waits_for_the_one_in_progress():
+    work = BackgroundWork()
+    entered, release, done = threading.Event(), threading.Event(), threading.Event()
+
+    def produce():
+        with work.item() as running:
+            assert running
+            entered.set()
+            release.wait(5)
+        done.set()
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    assert entered.wait(5)
+    work.pause()
+    assert work.drain(timeout=0.05) is False, "the item entered before the pause is still in progress"
+    release.set()
+    assert work.drain(timeout=5) is True and done.wait(5)
+    thread.join(5)
+    # after the pause, a new item waits for resume(): the wait and the registration are one step
+    second = threading.Event()
+
+    def produce_later():
+        with work.item() as running:
+            if running:
+                second.set()
+
+    late = threading.Thread(target=produce_later)
+    late.start()
+    late.join(0.15)
+    assert late.is_alive() and not second.is_set() and work.drain(timeout=0.05), "held: nothing in progress"
+    work.resume()
+    late.join(5)
+    assert second.is_set()
+
+
+def test_a_thread_held_when_its_consumer_stops_leaves_without_entering():
+    work, stop = BackgroundWork(), threading.Event()
+    work.pause()
+    out = []
+
+    def produce():
+        with work.item(stop) as running:
+            out.append(running)
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    stop.set()
+    thread.join(5)
+    assert out == [False] and not thread.is_alive() and work.drain(timeout=0.05)

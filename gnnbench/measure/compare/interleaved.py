@@ -85,7 +85,7 @@ def interleaved_tta(m: list[RunResult], steps_to_target: float) -> TimeToAccurac
     pairs = interleaved_pairs(m)
     steps = statistics.median(len(p.other_seconds) for p in pairs)
     paused = (
-        "; its loader workers suspended while the baseline stepped, whole epochs a side"
+        "; its producers paused (loader workers suspended, a producer thread held) while the baseline stepped, whole epochs a side"
         if any("other" in p.paused for p in pairs)
         else ""
     )

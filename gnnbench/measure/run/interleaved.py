@@ -15,11 +15,13 @@ favoured by its place in the order; the blocks alternate which side opens, so ne
 opening. Both trainers train on the same seed, so with the same batch source the k-th steps of both sides
 sample the same batch: the pair is matched step by step.
 
-A side with loader worker processes (:func:`gnnbench.process.sharing.paused_producers`) has them suspended
-while the other side steps and continued for its own steps, so they never work on the other side's time and
-its pipeline is where its own last step left it. Its workers cost something once per epoch (forked, or handed
-the epoch's first indices, in the epoch's first step), so such a pair measures **whole epochs** of each side
-(:func:`whole_epoch_blocks`): any window of k epochs' steps holds exactly k epoch starts, wherever it begins.
+A side with loader worker processes or the pipelined loader's thread
+(:func:`gnnbench.process.sharing.paused_producers`) has them suspended (the thread held, its item in progress
+finished on its own clock) while the other side steps and continued for its own steps, so they never work on
+the other side's time and its pipeline is where its own last step left it. Its producers cost something once
+per epoch (workers forked or handed the epoch's first indices, the thread started, in the epoch's first step),
+so such a pair measures **whole epochs** of each side (:func:`whole_epoch_blocks`): any window of k epochs'
+steps holds exactly k epoch starts, wherever it begins.
 
 :func:`interleave` is the order and the clock, over two callables (tested on a fake clock);
 :func:`time_pair` builds the two trainers and times them; :class:`PairTiming` is the record (JSON-ready),
@@ -175,7 +177,8 @@ class PairTiming:
         built_first: ``"base"`` or ``"other"``: which trainer was built first.
         setup_seconds: Each trainer's setup clock (``[base, other]``): preparation plus assembly.
         warmup_steps: Untimed steps per side before the measured ones.
-        paused: The sides (``"base"``, ``"other"``) whose loader workers were suspended while the other stepped.
+        paused: The sides (``"base"``, ``"other"``) whose producers (loader workers, the pipelined loader's
+            thread) were paused while the other stepped.
         epoch_steps: With paused sides, the steps of one epoch the measured window is a multiple of, per side
             (``[base, other]``); ``(0, 0)``: the window is not aligned to epochs.
         design: ``"interleaved"`` (one process, the steps in ``sequence``) or ``"duet"``: each side in a process
@@ -428,9 +431,13 @@ def trainer_steps_per_epoch(trainer: Any) -> int | None:
     return n if n is None or cap is None else min(n, cap)
 
 
+DRAIN_TIMEOUT_S = 120.0  # a held producer thread finishes the item it is on within this, or the pair fails
+
+
 def _stepper(trainer: Any, loop: Any, paused: bool) -> Callable[[], Any]:
-    """One step of ``trainer``'s loop; with ``paused``, its loader workers are continued for the step and
-    suspended again after it (:class:`~gnnbench.background.BackgroundWork`), both on this side's clock."""
+    """One step of ``trainer``'s loop; with ``paused``, its producers are continued for the step, and after it
+    its loader workers are suspended and its producer thread held, the item it had in progress finished first
+    (:meth:`~gnnbench.background.BackgroundWork.drain`), all on this side's clock."""
     if not paused:
         return lambda: next(loop)
     work = trainer.pipeline.background
@@ -441,5 +448,10 @@ def _stepper(trainer: Any, loop: Any, paused: bool) -> Callable[[], Any]:
             return next(loop)
         finally:
             work.pause()
+            if not work.drain(DRAIN_TIMEOUT_S):
+                raise RuntimeError(
+                    f"a held producer thread did not finish its item within {DRAIN_TIMEOUT_S:.0f} s; the pair "
+                    "cannot keep its work off the other side's time"
+                )
 
     return step

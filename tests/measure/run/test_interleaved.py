@@ -223,6 +223,17 @@ class FakeWork:
     def pause(self):
         self.calls.append("pause")
 
+    def drain(self, timeout=None):
+        self.calls.append("drain")
+        return self.drained
+
+
+class StuckWork(FakeWork):
+    drained = False
+
+
+FakeWork.drained = True
+
 
 def test_a_paused_side_runs_its_producers_only_inside_its_own_steps():
     trainer = type("T", (), {})()
@@ -239,9 +250,14 @@ def test_a_paused_side_runs_its_producers_only_inside_its_own_steps():
     assert step() == 1
     with pytest.raises(RuntimeError, match="boom"):
         step()
-    assert trainer.pipeline.background.calls == ["resume", "step", "pause", "resume", "step", "pause"]
+    calls = ["resume", "step", "pause", "drain"]
+    assert trainer.pipeline.background.calls == calls * 2
     plain = _stepper(trainer, iter([7]), paused=False)
-    assert plain() == 7 and len(trainer.pipeline.background.calls) == 6
+    assert plain() == 7 and len(trainer.pipeline.background.calls) == 8
+    # a held thread that never finishes its item fails the pair rather than working on the other side's time
+    trainer.pipeline = type("P", (), {"background": StuckWork()})()
+    with pytest.raises(RuntimeError, match="did not finish its item"):
+        _stepper(trainer, iter([1]), paused=True)()
 
 
 def test_a_real_pair_with_loader_workers_suspends_them_and_leaves_none_behind(monkeypatch):
@@ -317,3 +333,44 @@ def test_a_pair_is_added_to_a_stored_run_in_a_process_of_its_own(tmp_path):
     stored = load_result(out)
     assert stored.warnings == ["kept"] and PairTiming.from_dict(stored.interleaved).built_first == "other"
     assert main([str(cfg), str(tmp_path / "none.json"), str(base), "base"]) == 1
+
+
+def test_a_real_pair_with_the_pipelined_loader_holds_its_thread_off_the_other_sides_steps(monkeypatch):
+    import threading
+
+    from gnnbench.background import BackgroundWork
+    from gnnbench.measure.run import interleaved
+
+    works, idle_during_base = [], []
+    pause = BackgroundWork.pause
+
+    def spy(self):
+        pause(self)
+        if self not in works:
+            works.append(self)
+
+    stepper = interleaved._stepper
+
+    def watched(trainer, loop, paused):
+        step = stepper(trainer, loop, paused)
+        if paused:
+            return step
+
+        def base_step():  # the held side has nothing in progress before or after any of the base's steps
+            idle_during_base.append(all(not w._busy and not w._running.is_set() for w in works))
+            out = step()
+            idle_during_base.append(all(not w._busy and not w._running.is_set() for w in works))
+            return out
+
+        return base_step
+
+    monkeypatch.setattr(BackgroundWork, "pause", spy)
+    monkeypatch.setattr(interleaved, "_stepper", watched)
+    base = dataclasses.replace(QUICK, warmup_steps=1, sync_phases=False)
+    piped = dataclasses.replace(base, flags=base.flags.replace(pipeline_depth=2))
+    assert pair_refusal(base, piped) is None
+    pair = time_pair(base, piped, blocks=2, built_first="other")
+    assert pair.paused == ("other",) and pair.epoch_steps == (6, 6)  # whole epochs: the thread starts per epoch
+    assert len(pair.other_seconds) == len(pair.base_seconds) == 6
+    assert works and len(idle_during_base) >= 2 * len(pair.base_seconds) and all(idle_during_base), idle_during_base
+    assert not [t for t in threading.enumerate() if t.name == "gnnbench-pipeline"], "no producer thread left"
