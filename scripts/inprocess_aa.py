@@ -10,9 +10,10 @@
 For the A/A rows the "other configuration" is the baseline itself, so every ratio should be 1 and the sd of the
 per-round log ratio is the design's noise. For entries with large effects the two designs' ratios should agree
 within their intervals (no interaction between the two trainers of one process inflates or hides a gain). For
-an entry with loader workers (suspended while the baseline steps in one process), both designs measure whole
-epochs a side (:func:`gnnbench.measure.run.interleaved.whole_epoch_blocks`), so the two ratios agreeing shows
-that suspending them leaves its time per step as it is alone.
+an entry with loader workers or the pipelined loader's thread (suspended, or held, while the baseline steps in
+one process), both designs measure whole epochs a side (:func:`gnnbench.measure.run.interleaved.whole_epoch_blocks`),
+so the two ratios agreeing shows that pausing them leaves its time per step as it is alone; for a held thread the
+file also counts the drains that found an item in progress and what they waited (``held_thread_drains``).
 
     python scripts/inprocess_aa.py --preset small --rounds 8 --entries full_amp,sparse_agg \\
         --out results/reference/inprocess-aa-small-cpu.json
@@ -73,15 +74,40 @@ def _alone(config: RunConfig, warmup: int, blocks: int, whole_epochs: bool) -> l
         trainer.close()
 
 
+def _watch_drains() -> dict:
+    """Counts, over this process, each drain of a held side (:meth:`BackgroundWork.drain`): how many found an item
+    in progress, and the seconds they waited. A drain that waits runs the rest of an item with no step beside it,
+    faster than in training, where it would share the cores with the next step: waits near 0 show the hold
+    changes nothing of the entry's time per step."""
+    from gnnbench.background import BackgroundWork
+
+    seen = {"drains": 0, "items_in_progress": 0, "wait_seconds": 0.0}
+    drain = BackgroundWork.drain
+
+    def watched(self, timeout=None):
+        seen["drains"] += 1
+        seen["items_in_progress"] += bool(self._busy)
+        t0 = time.perf_counter()
+        try:
+            return drain(self, timeout)
+        finally:
+            seen["wait_seconds"] += time.perf_counter() - t0
+
+    BackgroundWork.drain = watched
+    return seen
+
+
 def child(args: argparse.Namespace) -> int:
     base, other = _config(args.preset, AA), _config(args.preset, args.entry)
     if args.mode == "pair":
+        drains = _watch_drains()
         pair = time_pair(base, other, blocks=args.blocks, warmup=args.warmup, built_first=args.built_first)
         data = {
             "base": pair.base_step,
             "other": pair.other_step,
             "steps": len(pair.other_seconds),
             "pair": pair.to_dict(),
+            "drains": drains,
         }
     else:
         whole = bool(paused_producers(other.flags))
@@ -137,12 +163,17 @@ def main() -> int:
         e: {"one process": {"base": [], "other": []}, "separate processes": {"base": [], "other": []}} for e in entries
     }
     steps_by_entry: dict[str, int] = {}  # measured steps a side: 2 x blocks, or whole epochs with paused workers
+    drains: dict[str, dict] = {}  # per entry with a held producer thread, over its pairs (_watch_drains)
     start = time.perf_counter()
     for r in range(args.rounds):
         for e in entries:
             first = BUILD_ORDERS[r % 2]
             got = _run([*common, "--mode", "pair", "--entry", e, "--built-first", first], args.timeout)
             steps_by_entry[e] = got["steps"]
+            if got.get("drains", {}).get("drains"):
+                total = drains.setdefault(e, {"drains": 0, "items_in_progress": 0, "wait_seconds": 0.0})
+                for k in total:
+                    total[k] += got["drains"][k]
             data[e]["one process"]["base"].append(got["base"])
             data[e]["one process"]["other"].append(got["other"])
             sides = ("base", "other") if r % 2 == 0 else ("other", "base")
@@ -168,6 +199,7 @@ def main() -> int:
             "the other, order alternating by round",
         },
         "table": table,
+        "held_thread_drains": drains,
         "raw": data,
     }
     if args.out:

@@ -33,7 +33,7 @@ from gnnbench.measure.compare.accuracy import (
 from gnnbench.measure.compare.calibration import CALIBRATION, Calibration, calibrate
 from gnnbench.measure.compare.crossing import seconds_to
 from gnnbench.measure.compare.distributed import compression_accuracy, distributed_summary, partition_efficiency
-from gnnbench.measure.compare.factors import convergence_judged_tta, steps_equivalence, tta_factors
+from gnnbench.measure.compare.factors import convergence_judged_tta, factor_judged_tta, steps_equivalence, tta_factors
 from gnnbench.measure.compare.family import (
     family_wise,
     in_family,
@@ -59,6 +59,7 @@ from gnnbench.measure.compare.rows import (
     BASELINE,
     E2E_BASELINE,
     EPOCH_TIME,
+    JUDGED_FACTORS,
     JUDGED_PER_STEP,
     MEASURED_SUFFIX,
     TIME_TO_ACCURACY,
@@ -470,19 +471,25 @@ def _judged(
     With a declared ``margin`` (the sweep's equivalence margin), a family row that does not change the work per
     step, is not derived and reached the target in every round, and whose paired steps to the target are shown
     equivalent to the baseline's within the margin (TOST, :func:`steps_equivalence`), is judged by its time per
-    step times the baseline's steps to the target (:func:`convergence_judged_tta`); its measured time to accuracy
-    stays in ``measured_tta_speedup``. Without a margin every row keeps its measured (or derived) one."""
+    step times the baseline's steps to the target (:func:`convergence_judged_tta`). Such a row whose steps are not
+    shown equivalent (or with no margin declared) but whose every round has a pair is judged by its factors: its
+    own steps to the target times its paired time per step, against the baseline's read the same way
+    (:func:`factor_judged_tta`). Either way its measured time to accuracy stays in ``measured_tta_speedup``; a
+    row without pairs keeps its measured (or derived) one."""
     factors = tta_factors(b, m, target, changes_work=not same_work, derived=derived) if tta is not None else None
-    if factors is None or margin is None or derived or not same_work or tta.bound is not None or not in_family(label):
+    if factors is None or derived or not same_work or tta.bound is not None or not in_family(label):
         return factors, tta, None
-    eq = steps_equivalence(factors, margin)
-    if eq is None:
-        return factors, tta, None
-    factors.equivalence = eq.to_dict()
-    judged = convergence_judged_tta(b, m, target, eq) if eq.equivalent else None
+    eq = steps_equivalence(factors, margin) if margin is not None else None
+    if eq is not None:
+        factors.equivalence = eq.to_dict()
+        judged = convergence_judged_tta(b, m, target, eq) if eq.equivalent else None
+        if judged is not None:
+            factors.judged_by = JUDGED_PER_STEP
+            return factors, judged, tta
+    judged = factor_judged_tta(b, m, target)
     if judged is None:
         return factors, tta, None
-    factors.judged_by = JUDGED_PER_STEP
+    factors.judged_by = JUDGED_FACTORS
     return factors, judged, tta
 
 

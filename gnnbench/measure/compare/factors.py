@@ -7,6 +7,12 @@ fewer steps, or both. Steps are read between evaluations (:mod:`gnnbench.measure
 changes the work per step (a full-batch step is an epoch) is counted in epochs and timed per epoch instead, so
 its two factors still multiply to its time.
 
+:func:`factor_judged_tta` is how an entry that changes the numerics but not the work per step is judged where
+every round timed it against its baseline in a pair (one process, or duet) and both reached the target: per
+round, each side's setup plus its own steps to the target (read off its trajectory, paired by seed) times its
+mean paired step. Its steps are a count, which no machine's speed moves, and its time per step cancels the drift
+from one process to the next; its measured time to accuracy, which carries that drift, stays beside it.
+
 :func:`convergence_judged_tta` is how an entry whose steps to the target are shown equivalent to the baseline's
 (two one-sided tests against the margin the sweep declared, :func:`gnnbench.measure.stats.intervals.equivalence`) is judged:
 its setup plus its time per step times the baseline's steps to the target of the same round, against the
@@ -20,11 +26,18 @@ import statistics
 
 from gnnbench.measure.compare.crossing import steps_to
 from gnnbench.measure.compare.derived import per_step_seconds
-from gnnbench.measure.compare.interleaved import interleaved_pairs, pair_design, pair_note, pair_seconds
+from gnnbench.measure.compare.interleaved import (
+    interleaved_pairs,
+    interleaved_step,
+    pair_design,
+    pair_note,
+    pair_seconds,
+)
 from gnnbench.measure.compare.paired import ratio_over_rounds
 from gnnbench.measure.compare.rows import (
     EPOCHS,
     JUDGED_DERIVED,
+    JUDGED_FACTORS,
     JUDGED_PER_STEP,
     STEPS,
     TimeToAccuracy,
@@ -38,6 +51,7 @@ __all__ = [
     "DEFAULT_EQUIVALENCE_MARGIN",
     "tta_factors",
     "convergence_judged_tta",
+    "factor_judged_tta",
     "steps_equivalence",
 ]
 
@@ -78,7 +92,10 @@ def tta_factors(
     unit = EPOCHS if changes_work else STEPS
     pb, pm = [_per_unit(r, unit) for r in b], [_per_unit(r, unit) for r in m]
     nan = float("nan")
-    per = ratio_over_rounds([x if x is not None else nan for x in pb], [x if x is not None else nan for x in pm])
+    # time per step from the pairs where every round has one (the drift between processes cancels there)
+    per = (interleaved_step(m) if unit == STEPS else None) or ratio_over_rounds(
+        [x if x is not None else nan for x in pb], [x if x is not None else nan for x in pm]
+    )
     sb = [_to_target(r, target, unit) for r in b]
     if derived:
         return TtaFactors(
@@ -157,5 +174,40 @@ def convergence_judged_tta(
             "to accuracy is setup + the baseline's steps to the target x its time per step, "
             "against the baseline read the same way"
             + (f" (time per step {pair_note(pair_design(m))})" if paired else "")
+        ),
+    )
+
+
+def factor_judged_tta(b: list[RunResult], m: list[RunResult], target: float) -> TimeToAccuracy | None:
+    """The time to accuracy of a row from its factors where every round of ``m`` has a pair
+    (:func:`~gnnbench.measure.compare.interleaved.interleaved_pairs`): per round ``r``, each side's setup plus
+    its own interpolated steps to the target in round ``r`` (the baseline's from ``b``, the row's from ``m``)
+    times its mean paired step. ``None`` without pairs, or when a round of either side missed the target (its
+    reading is then a bound: the measured one stays)."""
+    pairs = interleaved_pairs(m)
+    if pairs is None:
+        return None
+    tb, tm = [], []
+    for rb, rm, p in zip(b, m, pairs):
+        sb, sm = steps_to(rb, target), steps_to(rm, target)
+        if sb is None or sm is None:
+            return None
+        tb.append(p.setup_seconds[0] + sb * p.base_step)
+        tm.append(p.setup_seconds[1] + sm * p.other_step)
+    ratio = ratio_over_rounds(tb, tm)
+    if ratio is None:
+        return None
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(m)},
+        bound=None,
+        censored=False,
+        reached=len(m),
+        reached_text=f"{len(m)}/{len(m)}",
+        seconds=statistics.median(tm),
+        note=(
+            f"judged by {JUDGED_FACTORS}: per round, setup + its own steps to the target (read off its "
+            "trajectory, paired by seed with the baseline's) x its mean step, against the baseline read the same "
+            f"way (time per step {pair_note(pairs[0].design)}); its steps to the target are not shown within the "
+            "margin of the baseline's, so they count as measured"
         ),
     )

@@ -30,7 +30,7 @@ from typing import Sequence
 from gnnbench.measure.compare.rows import (
     AA_LABEL,
     EPOCH_TIME,
-    JUDGED_PER_STEP,
+    PAIR_JUDGED,
     TIME_TO_ACCURACY,
     ComparisonRow,
 )
@@ -59,8 +59,8 @@ def _aligned(row: ComparisonRow, ratio_logs: Sequence[float], rounds: Sequence[i
 def reads_pairs(r: ComparisonRow) -> bool:
     """Whether ``r``'s primary ratio is read from in-process pairs: every round timed it against the baseline in
     one process, steps interleaved, and its time to accuracy is its time per step times a count of steps
-    (derived, or its steps shown equivalent)."""
-    judged = r.derived or (r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP)
+    (derived, its steps shown equivalent, or its own steps to the target read off its trajectory)."""
+    judged = r.derived or (r.factors is not None and r.factors.judged_by in PAIR_JUDGED)
     return bool(r.interleaved and judged and r.primary == TIME_TO_ACCURACY)
 
 
@@ -144,7 +144,7 @@ def _sd(xs: Sequence[float]) -> float:
 
 
 def _judged_per_step(r: ComparisonRow) -> bool:
-    return r.derived or (r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP) or r.primary == EPOCH_TIME
+    return r.derived or (r.factors is not None and r.factors.judged_by in PAIR_JUDGED) or r.primary == EPOCH_TIME
 
 
 def row_floors(

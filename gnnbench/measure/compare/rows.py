@@ -40,6 +40,8 @@ __all__ = [
     "EPOCHS",
     "JUDGED_MEASURED",
     "JUDGED_PER_STEP",
+    "JUDGED_FACTORS",
+    "PAIR_JUDGED",
     "JUDGED_DERIVED",
 ]
 
@@ -57,6 +59,8 @@ FLOOR_KEY = {TIME_TO_ACCURACY: "time_to_accuracy", EPOCH_TIME: "epoch"}  # a row
 STEPS, EPOCHS = "steps", "epochs"  # the unit of a row's steps to the target (epochs: it changes the work per step)
 JUDGED_MEASURED = "measured time to accuracy"
 JUDGED_PER_STEP = "time per step x the baseline's steps to the target (steps equivalent)"
+JUDGED_FACTORS = "its steps to the target x its time per step (each paired by round)"
+PAIR_JUDGED = (JUDGED_PER_STEP, JUDGED_FACTORS)  # judgments whose time per step is read from the pairs
 JUDGED_DERIVED = "derived (same trajectory, proven by test)"
 
 

@@ -11,8 +11,8 @@ from gnnbench.measure.compare import (
     BASELINE,
     DERIVED_LABEL,
     JUDGED_MEASURED,
-    JUDGED_PER_STEP,
     NO_COST_PP,
+    PAIR_JUDGED,
     Comparison,
     ComparisonRow,
     no_effect_text,
@@ -147,7 +147,7 @@ def _tta_cell(r: ComparisonRow, c: Comparison) -> str:
             f"</small>{_factors_text(r)}</td>"
         )
     reached = esc(f"reached in {reached_text(r)}")
-    if r.factors is not None and r.factors.judged_by == JUDGED_PER_STEP:
+    if r.factors is not None and r.factors.judged_by in PAIR_JUDGED:
         return (
             f"<td class='num'>{esc(value)} <small>({reached})</small><br><small>{esc(r.tta_note)}</small>"
             f"{_factors_text(r)}</td>"

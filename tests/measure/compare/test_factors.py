@@ -87,3 +87,58 @@ def test_steps_shown_equivalent_are_judged_by_time_per_step_x_the_baseline_steps
     assert fb.factors.judged_by == JUDGED_MEASURED and fb.factors.equivalence is None
     again = type(fa).from_dict(fa.to_dict())
     assert again.factors == fa.factors and again.measured_tta_speedup == fa.measured_tta_speedup
+
+
+PROCESS = (1.0, 1.3, 0.8, 1.2, 0.9)  # a process's speed, round by round: what a pair cancels
+
+
+def _paired(run, base_step, other_step, setup=(0.5, 0.5)):
+    from gnnbench.measure.run import PairTiming
+
+    pair = PairTiming((base_step,) * 8, (other_step,) * 8, "ABBABAAB" * 2, setup_seconds=setup)
+    data = run.to_dict()
+    data["interleaved"] = pair.to_dict()
+    return result_of(data)
+
+
+def _noisy_sweep(miss_round=None):
+    """Runs whose own clocks carry each process's speed (PROCESS), and, for the two numerics rows, pairs timed in
+    one process that do not: ``fast_dropout`` steps 1.25x faster in every pair, on a trajectory of its own."""
+    runs = []
+    for r, (n, c) in enumerate(zip(PROCESS, BASE_CROSS)):
+        runs.append(_run("baseline", r, 0.25 * n, c))
+        amp = _run("full_amp", r, 0.20 * PROCESS[(r + 1) % 5], c, ["full_amp"])
+        runs.append(_paired(amp, 0.25, 0.20))
+        other = 10_000 if r == miss_round else BASE_CROSS[(r + 2) % 5]  # 10000: never reaches the target
+        fd = _run("fast_dropout", r, 0.20 * PROCESS[(r + 3) % 5], other, ["fast_dropout"])
+        runs.append(_paired(fd, 0.25, 0.20))
+    return runs
+
+
+def test_a_row_of_its_own_trajectory_with_pairs_is_judged_by_its_own_steps_x_its_paired_step():
+    from gnnbench.measure.compare import JUDGED_FACTORS
+
+    c = compare(_noisy_sweep(), target_acc=0.8, equivalence_margin=0.10)
+    fd = {r.label: r for r in c.rows}["fast_dropout"]
+    assert fd.factors.judged_by == JUDGED_FACTORS and not fd.factors.equivalence["equivalent"]
+    for rnd, lr in enumerate(fd.tta_speedup.log_ratios):  # each side's own steps x its paired step, per round
+        mine, base = BASE_CROSS[(rnd + 2) % 5], BASE_CROSS[rnd]
+        assert lr == pytest.approx(math.log((0.5 + base * 0.25) / (0.5 + mine * 0.20)))
+    assert fd.factors.per_step.ratio == pytest.approx(1.25) and fd.factors.per_step.log_ratios == pytest.approx(
+        [math.log(1.25)] * 5
+    ), "time per step from the pairs, not from the runs' own clocks"
+    measured = fd.measured_tta_speedup  # the runs' own clocks, each process's speed in them, kept beside it
+    assert measured is not None and measured.log_ratios != pytest.approx(fd.tta_speedup.log_ratios)
+    assert "judged by its steps to the target x its time per step" in fd.tta_note
+    assert fd.primary == "time to accuracy" and fd.speedup == pytest.approx(fd.tta_speedup.ratio)
+    # steps shown equivalent still take the baseline's steps
+    assert {r.label: r for r in c.rows}["full_amp"].factors.judged_by == JUDGED_PER_STEP
+    again = type(fd).from_dict(fd.to_dict())
+    assert again.factors == fd.factors and again.tta_speedup == fd.tta_speedup
+
+
+def test_a_round_that_missed_the_target_keeps_the_measured_bound():
+    c = compare(_noisy_sweep(miss_round=2), target_acc=0.8, equivalence_margin=0.10)
+    fd = {r.label: r for r in c.rows}["fast_dropout"]
+    assert fd.factors.judged_by == JUDGED_MEASURED and fd.measured_tta_speedup is None
+    assert fd.tta_speedup.bound is not None and fd.censored
