@@ -156,18 +156,10 @@ def convergence_judged_tta(
             continue
         tb.append(rb.setup_clock + s * pb)
         tm.append(rm.setup_clock + s * pm)
-    ratio = ratio_over_rounds(tb, tm)
-    if ratio is None:
-        return None
-    reached = [t for t in tm if t == t]
-    return TimeToAccuracy(
-        **{**vars(ratio), "rounds": len(m)},
-        bound=None,
-        censored=False,
-        reached=len(reached),
-        reached_text=f"{len(reached)}/{len(m)}",
-        seconds=statistics.median(reached),
-        note=(
+    return _judged(
+        tb,
+        tm,
+        (
             f"judged by {JUDGED_PER_STEP}: its steps to the target are within "
             f"+-{eq.margin:.0%} of the baseline's (TOST p = {eq.p_value:.2g}, steps ratio "
             f"{eq.ratio:.3f} [{eq.low:.3f}, {eq.high:.3f}] at {1 - 2 * eq.alpha:.0%}), so its time "
@@ -175,6 +167,24 @@ def convergence_judged_tta(
             "against the baseline read the same way"
             + (f" (time per step {pair_note(pair_design(m))})" if paired else "")
         ),
+    )
+
+
+def _judged(tb: list[float], tm: list[float], note: str) -> TimeToAccuracy | None:
+    """A judged time to accuracy from each round's baseline and row seconds (nan: the round has none), or
+    ``None`` when no round has both."""
+    ratio = ratio_over_rounds(tb, tm)
+    if ratio is None:
+        return None
+    reached = [t for t in tm if t == t]
+    return TimeToAccuracy(
+        **{**vars(ratio), "rounds": len(tm)},
+        bound=None,
+        censored=False,
+        reached=len(reached),
+        reached_text=f"{len(reached)}/{len(tm)}",
+        seconds=statistics.median(reached),
+        note=note,
     )
 
 
@@ -194,17 +204,10 @@ def factor_judged_tta(b: list[RunResult], m: list[RunResult], target: float) -> 
             return None
         tb.append(p.setup_seconds[0] + sb * p.base_step)
         tm.append(p.setup_seconds[1] + sm * p.other_step)
-    ratio = ratio_over_rounds(tb, tm)
-    if ratio is None:
-        return None
-    return TimeToAccuracy(
-        **{**vars(ratio), "rounds": len(m)},
-        bound=None,
-        censored=False,
-        reached=len(m),
-        reached_text=f"{len(m)}/{len(m)}",
-        seconds=statistics.median(tm),
-        note=(
+    return _judged(
+        tb,
+        tm,
+        (
             f"judged by {JUDGED_FACTORS}: per round, setup + its own steps to the target (read off its "
             "trajectory, paired by seed with the baseline's) x its mean step, against the baseline read the same "
             f"way (time per step {pair_note(pairs[0].design)}); its steps to the target are not shown within the "
