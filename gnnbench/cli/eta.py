@@ -36,14 +36,19 @@ class Eta:
         self._seed = seed_seconds
         self._started: float | None = None
 
-    def update(self, label: str, status: str) -> None:
-        """A run of ``label`` started (``status == "running"``) or ended (any other status)."""
+    def update(self, label: str, status: str, seconds: float | None = None) -> None:
+        """A run of ``label`` started (``status == "running"``) or ended (any other status); a run ``kept`` from
+        an earlier invocation brings its stored duration in ``seconds``, so that a resumed sweep's estimate
+        starts from its own runs, not from the first guess."""
         if status == "running":
             self._started = time.perf_counter()
             return
         if self._left.get(label):
             self._left[label] -= 1
-        if status not in ("kept", "settled") and self._started is not None:
+        if status == "kept":
+            if seconds is not None:
+                self._seconds.setdefault(label, []).append(seconds)
+        elif status != "settled" and self._started is not None:
             self._seconds.setdefault(label, []).append(time.perf_counter() - self._started)
         self._started = None
 

@@ -35,14 +35,7 @@ def training_bar(desc: str):
 def run_seconds(runs: list[RunResult]) -> float | None:
     """A run's duration estimated from stored results (graph, setup, training and evaluation clocks): the first
     guess of the time left, before a sweep run has finished."""
-    d = [
-        ((r.graph.generate_seconds or 0.0) if r.graph is not None else 0.0)
-        + (r.setup_seconds or 0.0)
-        + (r.train_seconds or 0.0)
-        + (r.eval_seconds or 0.0)
-        for r in runs
-        if r.ok
-    ]
+    d = [r.clock_seconds for r in runs if r.ok]
     return sum(d) / len(d) if d else None
 
 
@@ -65,6 +58,8 @@ class SweepLines(SweepProgress):
         self._bar = None
         self._eta: Eta | None = None
         self._log = Path(log) if log is not None else None
+        self._calibration_runs: list[float] = []  # stored durations of the calibration runs kept from disk
+        self._calibration_measured = 0
 
     def _line(self, text: str, *, stderr: bool = True) -> None:
         if stderr:
@@ -81,12 +76,19 @@ class SweepLines(SweepProgress):
                 f"{time.strftime('%H:%M:%S')} calibration: the baseline on {runs} seed(s) of its own, to a plateau"
             )
         self._started = time.perf_counter()
+        self._calibration_runs, self._calibration_measured = [], 0
 
-    def calibration_run(self, done: int, total: int, entry, status: str) -> None:
+    def calibration_run(self, done: int, total: int, entry, status: str, seconds: float | None = None) -> None:
         if status == "running":
             return
-        spent = time.perf_counter() - self._started
-        left = spent / done * (total - done) if done else None
+        if status == "kept":  # from an earlier invocation: its stored duration, not this clock's
+            if seconds is not None:
+                self._calibration_runs.append(seconds)
+        else:
+            self._calibration_measured += 1
+        spent, measured, kept = time.perf_counter() - self._started, self._calibration_measured, self._calibration_runs
+        per = spent / measured if measured else (sum(kept) / len(kept) if kept else None)
+        left = per * (total - done) if per is not None else None
         self._line(
             f"{time.strftime('%H:%M:%S')} calibration {done}/{total}: {status}"
             + (f"; calibration left about {duration(left)}, then the sweep (its estimate follows)" if left else "")
@@ -117,9 +119,9 @@ class SweepLines(SweepProgress):
             [e.label for e in entries], seed_seconds=run_seconds(calibration_runs) if self._seed_eta else None
         )
 
-    def sweep_run(self, done: int, total: int, entry, status: str) -> None:
+    def sweep_run(self, done: int, total: int, entry, status: str, seconds: float | None = None) -> None:
         bar, eta = self._bar, self._eta
-        eta.update(entry.label, status)
+        eta.update(entry.label, status, seconds)
         bar.n = done
         bar.set_postfix_str(f"round {entry.round}: {entry.label}: {status}; {eta.text()}")
         bar.refresh()
@@ -159,7 +161,7 @@ class RunLines(SweepProgress):
         print(self._header(), flush=True)
         self.started = time.perf_counter()
 
-    def sweep_run(self, done: int, total: int, entry, status: str) -> None:
+    def sweep_run(self, done: int, total: int, entry, status: str, seconds: float | None = None) -> None:
         if status != "running":
             print(
                 f"  [{done}/{total}] {entry.label}: {status} ({time.perf_counter() - self.started:.0f} s)", flush=True

@@ -67,11 +67,11 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
     def produce() -> None:
         it = iter(batches)
         try:
-            while True:
-                work.wait_if_paused(stop)  # nothing new starts while the training loop evaluates
-                if stop.is_set():
-                    break
+            while not stop.is_set():
                 if work.has_processes:  # loader workers sample (suspended during evaluation): this thread waits
+                    work.wait_if_paused(stop)  # takes no batch while the producers are held
+                    if stop.is_set():
+                        break
                     batch = next(it, _DONE)
                     if batch is _DONE:
                         break
@@ -80,8 +80,8 @@ def pipelined(batches: Iterable, store: PlacedFeatures, depth: int, n_id_of=lamb
                             break
                         feats, event = gather(batch)
                 else:
-                    # sampling and gather: work of this thread, entered only while the producers run (a pause
-                    # that came after the wait above holds it here; drain() waits for an item entered before)
+                    # sampling and gather: work of this thread, entered only while the producers run (item()
+                    # waits out a pause; drain() waits for an item entered before it)
                     with work.item(stop) as running:
                         if not running:
                             break

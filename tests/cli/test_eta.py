@@ -51,3 +51,23 @@ def test_a_sweep_keeps_its_own_timed_log_that_sweep_time_reads(tmp_path, capsys)
     assert all(r.seconds is not None for r in runs)  # the stamped start times the first run too
     SweepLines(log=log).calibration_started(1)  # a resumed sweep appends
     assert log.read_text().startswith(text) and logged_runs(log.read_text())[1] == 2
+
+
+def test_a_resumed_sweep_estimates_from_its_kept_runs_durations_not_the_first_guess():
+    """A run kept from an earlier invocation brings its stored duration: the estimate of a resumed sweep is its
+    own runs' (here 10 s a run), not the calibration's first guess (100 s), and a kept run without one adds none."""
+    eta = Eta(["a", "a", "b", "b"], seed_seconds=100.0)
+    eta.update("a", "kept", 10.0)
+    eta.update("b", "kept", None)
+    assert eta.seconds_left() == 20.0  # one a and one b left, each at the mean of what is known (10 s)
+    eta.update("a", "kept", 30.0)
+    assert eta.seconds_left() == 20.0  # one b left, at the mean of every known run: 20 s
+
+
+def test_a_resumed_calibration_estimates_from_its_kept_runs(capsys):
+    from gnnbench.cli.progress import SweepLines
+
+    lines = SweepLines()
+    lines.calibration_started(3)
+    lines.calibration_run(1, 3, None, "kept", seconds=60.0)
+    assert "calibration left about 2.0 min" in capsys.readouterr().err  # two left at the kept run's 60 s

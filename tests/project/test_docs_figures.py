@@ -1080,3 +1080,26 @@ def test_the_trajectory_threads_table_quotes_its_file():
         f"Both runs at once took {data['two_at_once_seconds']:.0f} s, against {data['control_alone_seconds']:.0f} s"
     )
     assert seconds in text
+
+
+def test_the_pipelined_hold_prose_quotes_its_file():
+    """docs/statistics.md's words on the held pipelined thread: the drains and what they found, and each design's
+    interval and spread for the entry and the A/A beside it, as ``inprocess-aa-pipelined-small-cpu.json`` has
+    them."""
+    data = json.loads((REFERENCE / "inprocess-aa-pipelined-small-cpu.json").read_text())
+    text = _text("statistics.md")
+    drains = data["held_thread_drains"]["pipelined_loader"]
+    assert data["command"].split(" --condition")[0] in text
+    assert f"{data['rounds']} rounds" in text
+    found = "none" if drains["items_in_progress"] == 0 else str(drains["items_in_progress"])
+    assert f"{found} of the {drains['drains']} drains" in text
+    assert f"({drains['wait_seconds'] * 1000:.1f} ms waited in all)" in text
+
+    def reading(row: dict) -> str:
+        return f"{row['ratio']:.3f}x [{row['low']:.3f}, {row['high']:.3f}]"
+
+    entry, aa = data["table"]["pipelined_loader"], data["table"]["baseline"]
+    one, across = entry["one process"], entry["separate processes"]
+    assert f"{reading(one)} per step in one process (sd {one['sd_log_ratio']:.4f}" in text
+    assert f"the A/A beside it {reading(aa['one process'])}, sd {aa['one process']['sd_log_ratio']:.4f})" in text
+    assert f"{reading(across)} in separate processes (sd {across['sd_log_ratio']:.3f})" in text

@@ -276,6 +276,13 @@ class RunResult:
             return float(self.setup_seconds)
         return float(self.graph.setup_seconds or 0.0) if self.graph is not None else 0.0
 
+    @property
+    def clock_seconds(self) -> float:
+        """The run's duration as its clocks give it: generating (or loading) the graph, setup, training and
+        evaluation (0.0 for what it did not record)."""
+        graph = (self.graph.generate_seconds or 0.0) if self.graph is not None else 0.0
+        return graph + (self.setup_seconds or 0.0) + (self.train_seconds or 0.0) + (self.eval_seconds or 0.0)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; fields that do not apply to the status are left out, and a sweep's placement fields
         only inside a sweep."""

@@ -33,8 +33,9 @@ class SweepProgress:
     def calibration_started(self, runs: int) -> None:
         """Before the calibration: ``runs`` baseline runs on seeds of their own (0: no calibration)."""
 
-    def calibration_run(self, done: int, total: int, entry: Entry, status: str) -> None:
-        """A calibration run started (``status == "running"``) or ended (its status)."""
+    def calibration_run(self, done: int, total: int, entry: Entry, status: str, seconds: float | None = None) -> None:
+        """A calibration run started (``status == "running"``) or ended (its status; ``kept`` with the stored
+        run's ``seconds``)."""
 
     def calibrated(self, calibration: Calibration | None) -> None:
         """The calibration is fixed (``None``: none ran)."""
@@ -43,8 +44,9 @@ class SweepProgress:
         """Before the sweep's first run: every entry it may run, and the calibration's runs (their durations are
         a first guess of a run's)."""
 
-    def sweep_run(self, done: int, total: int, entry: Entry, status: str) -> None:
-        """A sweep run started (``status == "running"``) or ended (its status, or ``kept``, ``settled``)."""
+    def sweep_run(self, done: int, total: int, entry: Entry, status: str, seconds: float | None = None) -> None:
+        """A sweep run started (``status == "running"``) or ended (its status, or ``settled``, or ``kept`` with
+        the stored run's duration by its clocks in ``seconds``: what a resumed sweep's estimate starts from)."""
 
     def sweep_ended(self) -> None:
         """After the sweep's last run, or when it stopped on an error."""

@@ -215,8 +215,12 @@ class _Rounds:
         self.outcome.extend(r for r in self.results if r is not None)
         return self.outcome
 
-    def _report(self, entry: Entry, status: str) -> None:
-        if self.progress:
+    def _report(self, entry: Entry, status: str, stored: RunResult | None = None) -> None:
+        if not self.progress:
+            return
+        if stored is not None and stored.ok:  # a kept run's duration: the estimate of a resumed sweep needs it
+            self.progress(self.done, len(self.entries), entry, status, seconds=stored.clock_seconds)
+        else:
             self.progress(self.done, len(self.entries), entry, status)
 
     def _settled(self, entry: Entry) -> bool:
@@ -267,7 +271,7 @@ class _Rounds:
             self.outcome.measured += 1
             status = data.status
         self.done += 1
-        self._report(entry, status)
+        self._report(entry, status, data if status == "kept" else None)
         self.results[i] = placed
 
     def _drop(self, order: list[int]) -> None:

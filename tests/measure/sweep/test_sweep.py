@@ -44,8 +44,18 @@ def test_resume_keeps_only_matching_results_and_says_so(tmp_path):
     stale = json.loads(files[2].read_text())
     stale["environment"]["code_fingerprint"] = "0" * 16
     files[2].write_text(json.dumps(stale))
-    second = run_sweep(entries, tmp_path, SweepOptions(isolate=False))
+    kept = []
+
+    def progress(done, total, entry, status, seconds=None):
+        if status == "kept":
+            kept.append((entry.label, seconds))
+
+    second = run_sweep(entries, tmp_path, SweepOptions(isolate=False), progress=progress)
     assert (second.kept, second.measured) == (3, 3), second.summary()
+    # each kept run that ran reports its stored duration (a resumed sweep's estimate starts from them)
+    stored = {r.label: r for r in first if r.ok}
+    assert len(kept) == 3 and all((s is None) == (label not in stored) for label, s in kept)
+    assert all(s > 0 for _, s in kept if s is not None)
     assert second.summary().startswith("kept 3 stored results") and "measured 3" in second.summary()
     assert json.loads(files[2].read_text())["environment"]["code_fingerprint"] != "0" * 16
     assert [r.label for r in second] == [r.label for r in first]
