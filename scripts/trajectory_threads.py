@@ -64,14 +64,25 @@ def _compare(run: dict, stored: dict) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", default="0,1", help="two of the reference's baseline rounds (default 0,1)")
+    p.add_argument(
+        "--reference",
+        type=Path,
+        default=REFERENCE,
+        help=f"the reference sweep folder whose baseline rounds are rerun (default {REFERENCE.relative_to(ROOT)})",
+    )
     p.add_argument("--out", required=True)
     a = p.parse_args(argv)
+    reference = a.reference.resolve()
     rounds = [int(r) for r in a.rounds.split(",") if r]
     cores = sorted(usable_cores())
     if len(rounds) != 2 or len(cores) < 2:
         print(f"needs two rounds (got {rounds}) and two usable cores (got {cores})", file=sys.stderr)
         return 2
-    stored = {r: json.loads(next(REFERENCE.glob(f"baseline-r{r}-*.json")).read_text()) for r in rounds}
+    found = {r: sorted(reference.glob(f"baseline-r{r}-*.json")) for r in rounds}
+    if not all(found.values()):
+        print(f"{reference}: no stored baseline run for rounds {[r for r in rounds if not found[r]]}", file=sys.stderr)
+        return 2
+    stored = {r: json.loads(found[r][0].read_text()) for r in rounds}
     with tempfile.TemporaryDirectory(prefix="gnnbench-threads-") as tmp:
         folder = Path(tmp)
         for r in rounds:
@@ -92,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "command": "python "
         + " ".join(["scripts/trajectory_threads.py", *(argv if argv is not None else sys.argv[1:])]),
-        "reference": str(REFERENCE.relative_to(ROOT)),
+        "reference": str(reference.relative_to(ROOT)) if reference.is_relative_to(ROOT) else str(reference),
         "design": "each stored baseline round's configuration rerun at one thread, pinned to its own core, both at "
         "once; the first rerun alone at the machine's threads as the control",
         "two_at_once_seconds": concurrent,

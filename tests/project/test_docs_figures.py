@@ -472,6 +472,12 @@ def test_the_clock_noise_figures_are_the_scripts_output():
         f"{epoch[3].strip(' |')} rounds for the epoch clock, {step[2]} and {step[3].strip(' |')} for the step mean"
         in text
     )
+    before = {
+        r.split(" | ")[0].strip("| "): r.split(" | ")
+        for r in _table_lines(script.noise(REFERENCE / "compare-small-cpu-5c87221", 0.10))
+    }
+    sd = before["epoch (the verdicts' clock)"][1]
+    assert f"an epoch clock whose paired sd was {_rounded(Decimal(sd), 3)} in the reference at `5c87221`" in text
 
 
 # ------------------------------------------------------------------ docs/regression-gate.md
@@ -858,9 +864,13 @@ def test_the_pages_read_the_reference_rows_as_its_block_gives_them():
     rows = {r[0]: r for r in _rows("reference.md", "| row | verdict |")}
     assert _num(rows["`workers`"][5]) < 1 and "`workers` steps no faster than the baseline" in _text("process.md")
     best = _text("best-set.md")
-    held = re.search(r"Holm holds back rows such as `(\w+)` and `(\w+)`", best).groups()
-    for name in held:
-        assert rows[f"`{name}`"][1] == "not resolved (significant alone, not family-wise)", name
+    held = re.search(r"Holm holds back rows such as `(\w+)`", best).group(1)
+    assert rows[f"`{held}`"][1] == "not resolved (significant alone, not family-wise)", held
+    alone = re.search(r"still pay on its own test, as `(\w+)` and `(\w+)` do there", best).groups()
+    chosen = re.search(r"chosen on their own test, not family-wise: ([\w, ]+)\.", _page("reference.md")).group(1)
+    for name in alone:
+        assert rows[f"`{name}`"][1].startswith("no effect beyond") and name in chosen.split(", "), name
+        assert f"as `{alone[0]}` and `{alone[1]}` do there ({_rounded(_num(rows[f'`{name}`'][2]), 2)}x each" in best
     family = re.search(r"Verdicts for \d+ of (\d+) rows", _page("reference.md")).group(1)
     assert f"in the {family}-row reference sweep" in best
     log = REFERENCE / "compare-small-cpu" / "compare.log"
@@ -872,7 +882,7 @@ def test_the_pages_read_the_reference_rows_as_its_block_gives_them():
     at = next(i for i, (_, what) in enumerate(stamps) if what.startswith("best set:"))
     set_minutes = (stamps[-1][0] - stamps[at - 1][0]) / 60
     runs = [p.name for p in (log.parent / "best-set").glob("*-r*.json")]
-    rounds = sum(not name.startswith("baseline-") for name in runs)  # the set's own runs, one a round
+    rounds = sum(not name.startswith("baseline") for name in runs)  # the set's own runs, one a round
     assert (
         f"the set's {rounds} rounds and their baselines took {set_minutes:.0f} minutes of the sweep's "
         f"{sweep_minutes(log):.0f}" in best
@@ -923,9 +933,36 @@ def test_the_clock_section_quotes_the_in_process_reference():
     one, across = re.search(r"one process sd (\d\.\d+) .*?across processes sd (\d\.\d+)", headline).groups()
     share = re.search(r"Verdicts for (\d+ of \d+) rows", headline).group(1)
     minutes = re.search(r"Wall time from its log: (\d+) minutes", headline).group(1)
+    duet = re.search(r"duet sd (\d\.\d+)", headline).group(1)
     text = " ".join(_text("statistics.md").split())
-    assert f"of {one} in one process against {across} across processes" in text
+    assert f"of {one} in one process against {across} across processes ({duet} in duet)" in text
     assert f"and {share.replace(' of ', ' of its ')} rows end with a verdict in {minutes} minutes" in text
+    before = headline_markdown(REFERENCE / "compare-small-cpu-5c87221")
+    one, across = re.search(r"one process sd (\d\.\d+) .*?across processes sd (\d\.\d+)", before).groups()
+    share = re.search(r"Verdicts for (\d+ of \d+) rows", before).group(1)
+    old_minutes = re.search(r"Wall time from its log: (\d+) minutes", before).group(1)
+    assert f"read {one} against {across} and gave {share} verdicts in {old_minutes} minutes" in text
+
+
+def test_the_minutes_the_reference_cannot_go_below_are_its_logs():
+    """docs/statistics.md's floor of the reference's wall time: its runs to the target, and the calibration with
+    the rounds 0-2 of the rows trained to their plateau, as the sweep's log times them."""
+    from gnnbench.report.sweep_time import logged_runs, run_kind, sweep_time
+
+    log = REFERENCE / "compare-small-cpu" / "compare.log"
+    trained = ("trained to the target: numerics change", "trained to the target: work per step changes")
+    runs, _ = logged_runs(log.read_text())
+    timed = [r for r in runs if r.seconds is not None and not r.best_set]
+    to_target = sum(r.seconds for r in timed if run_kind(r) in trained)
+    floor = sum(r.seconds for r in timed if run_kind(r) == "calibration") + sum(
+        r.seconds for r in timed if run_kind(r) in trained and r.round is not None and r.round < 3
+    )
+    total = sweep_time(log).seconds
+    text = _text("statistics.md")
+    assert f"its runs to the target ({to_target / 60:.0f} of its {total / 60:.0f} minutes)" in text
+    assert f"plateau come to {floor / 60:.0f} minutes before any short run" in text
+    readme = " ".join((REFERENCE / "compare-small-cpu" / "README.md").read_text().split())
+    assert f"already come to {floor / 60:.0f} minutes before any short run" in readme
 
 
 def test_the_sleep_duet_bullet_quotes_its_file():
@@ -975,7 +1012,7 @@ def test_the_duet_entries_table_quotes_its_file():
         cells = f"| {label} | {row['ratio']:.3f}x [{row['low']:.3f}, {row['high']:.3f}] | {row['sd_log_ratio']:.3f} |"
         assert cells in text, cells
     assert f"{data['seconds'] / 60:.0f} minutes" in text
-    table = (REFERENCE / "compare-small-cpu" / "compare-table.txt").read_text().splitlines()
+    table = (REFERENCE / "compare-small-cpu-5c87221" / "compare-table.txt").read_text().splitlines()
     for name, quoted in re.findall(r"\| `(\w+)` \| [^|]+ \| [^|]+ \| (\d\.\d\dx \[\d\.\d\d, \d\.\d\d\]) \|", text):
         (line,) = [t for t in table if t.startswith(f"{name} ")]
         assert quoted in line, (name, quoted)  # its per-step ratio across processes, as the reference printed it
@@ -1080,6 +1117,17 @@ def test_the_trajectory_threads_table_quotes_its_file():
         f"Both runs at once took {data['two_at_once_seconds']:.0f} s, against {data['control_alone_seconds']:.0f} s"
     )
     assert seconds in text
+
+
+def test_the_trajectory_threads_file_names_the_reference_its_runs_came_from():
+    """The stored runs the file compared with are the baseline rounds of the reference folder it names (kept
+    under its commit once a newer reference took ``compare-small-cpu``): their steps and test accuracy."""
+    data = json.loads((REFERENCE / "trajectory-threads-small-cpu.json").read_text())
+    folder = ROOT / data["reference"]
+    for r, x in data["one_thread"].items():
+        run = json.loads(next(folder.glob(f"baseline-r{r}-*.json")).read_text())
+        assert (run["steps"]["total"], run["accuracy"]["test"]) == (x["stored_steps"], x["stored_test"]), r
+    assert f"--reference {data['reference']}" in _text("statistics.md")
 
 
 def test_the_pipelined_hold_prose_quotes_its_file():
