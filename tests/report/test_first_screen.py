@@ -87,14 +87,23 @@ def test_the_accuracy_axis_is_set_where_the_decision_is_made():
     assert accuracy_scale([]) == 1.0
 
 
-def test_a_label_never_runs_into_a_neighbour_labelled_towards_it():
-    from gnnbench.report.sections.charts import _label_positions
+def test_the_label_column_keeps_the_points_order_a_gap_apart_and_on_the_axis():
+    from gnnbench.report.sections.charts import label_column
 
-    # three points near 1.4x (top, bottom, right taken), then one 0.26 doublings to the right of them
-    spots = _label_positions([(1.37, 0.0), (1.37, 0.0), (1.44, 0.09), (1.72, 0.01)], near_pp=0.8)
-    assert spots[:3] == ["top center", "bottom center", "middle right"]
-    assert not spots[3].endswith("left"), spots
-    assert len(set(spots)) == 4
+    # four points near 0 pp (the allocators near 1.2x) and one far above: each label as near its point as the
+    # others allow, in the points' order, at least the gap apart
+    ys = [0.0, 0.0, 0.1, -0.05, 0.9]
+    at = label_column(ys, limit=1.0, gap=0.2)
+    assert at[4] == 0.9 and at[2] == 0.1, "a label with room sits at its point"
+    order = sorted(range(len(ys)), key=lambda i: -ys[i])
+    column = [at[i] for i in order]
+    assert all(a - b >= 0.2 - 1e-9 for a, b in zip(column, column[1:])), column
+    # a column that runs off the bottom is pushed up, and one that cannot fit at the gap shrinks it
+    assert label_column([-1.0, -1.0, -1.0], limit=1.0, gap=0.3) == pytest.approx([-0.4, -0.7, -1.0])
+    packed = label_column([0.0] * 11, limit=1.0, gap=0.5)
+    assert min(packed) >= -1.0 - 1e-9 and max(packed) <= 1.0 + 1e-9
+    assert min(abs(a - b) for a, b in zip(sorted(packed), sorted(packed)[1:])) >= 0.2 - 1e-9
+    assert label_column([], 1.0, 0.1) == []
 
 
 def test_factor_directions_say_what_a_ratio_means():

@@ -36,7 +36,7 @@ _CHECK = """<script>
     document.querySelectorAll('.js-plotly-plot').forEach(function (div) {
       var title = div.querySelector('.gtitle');
       var labels = [];
-      div.querySelectorAll('.scatterlayer .textpoint text').forEach(function (t) {
+      div.querySelectorAll('.scatterlayer .textpoint text, .annotation text').forEach(function (t) {
         if (!t.textContent.trim()) { return; }
         var r = t.getBoundingClientRect();
         labels.push([t.textContent, r.left, r.top, r.right, r.bottom]);

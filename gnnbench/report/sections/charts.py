@@ -4,6 +4,8 @@ a figure is embedded in the page (plotly.js itself is inlined once, by :func:`gn
 
 from __future__ import annotations
 
+import math
+
 from gnnbench.measure.compare import (
     BASELINE,
     E2E_BASELINE,
@@ -26,6 +28,7 @@ __all__ = [
     "VERDICT_COLORS",
     "EFFECT_WORDS",
     "accuracy_scale",
+    "label_column",
     "tradeoff_chart",
     "curves_chart",
 ]
@@ -92,7 +95,6 @@ EFFECT_WORDS = {
     "na": "censored, or a bound without a direction",
     "muted": "no family-wise verdict",
 }
-_LABEL_SPOTS = ("top center", "bottom center", "middle right", "middle left", "top right", "bottom left")
 
 
 def _notable(r: ComparisonRow, floors: dict) -> bool:
@@ -107,29 +109,28 @@ def _where_read(r: ComparisonRow) -> str:
     return "at convergence" if r.converged is True else (r.acc_point or "not at convergence")
 
 
-def _label_positions(points: list[tuple[float, float]], near_pp: float = 1.0) -> list[str]:
-    """A text position per labelled point, so that labels of points close together go to different sides: points
-    are taken in order of x (log scale) and y, and each takes the first side not taken by a point within half a
-    doubling and ``near_pp`` pp of it, and never a left side when such a point to its left has its label on the
-    right."""
-    import math
-
-    order = sorted(range(len(points)), key=lambda i: points[i])
-    spots: dict[int, str] = {}
-    for i in order:
-        x, y = points[i]
-        near = [
-            j
-            for j in spots
-            if abs(math.log2(max(points[j][0], 1e-9)) - math.log2(max(x, 1e-9))) < 0.5
-            and abs(points[j][1] - y) < near_pp
-        ]
-        taken = {spots[j] for j in near}
-        # a neighbour to the left whose label runs right: this label does not run left into it
-        facing = any(spots[j].endswith("right") and points[j][0] < x for j in near)
-        free = [s for s in _LABEL_SPOTS if s not in taken and not (facing and s.endswith("left"))]
-        spots[i] = free[0] if free else _LABEL_SPOTS[len(spots) % len(_LABEL_SPOTS)]
-    return [spots[i] for i in range(len(points))]
+def label_column(ys: list[float], limit: float, gap: float) -> list[float]:
+    """The heights of a column of labels beside the plot, one per point at height ``ys[i]``: each as near its own
+    point as the others allow, in the points' order from top to bottom (so that leader lines do not cross within
+    the column), at least ``gap`` apart, and all within ``[-limit, limit]`` (the gap shrinks when the points do
+    not fit at it)."""
+    n = len(ys)
+    if not n:
+        return []
+    gap = min(gap, 2 * limit / max(n - 1, 1))
+    order = sorted(range(n), key=lambda i: -ys[i])
+    at = [0.0] * n
+    last = None
+    for i in order:  # top to bottom: each at its point, or a gap below the one above
+        at[i] = min(ys[i], limit) if last is None else min(ys[i], last - gap)
+        last = at[i]
+    low = min(at)
+    if low < -limit:  # the column ran off the bottom: push it up from there, a gap apart
+        nxt = None
+        for i in reversed(order):
+            at[i] = max(at[i], -limit) if nxt is None else max(at[i], nxt + gap)
+            nxt = at[i]
+    return at
 
 
 def accuracy_scale(values_pp: list[float]) -> float:
@@ -149,7 +150,8 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
     """Speed against accuracy: time-to-accuracy speedup (log axis) against the paired accuracy delta (pp), with both
     intervals. Colour is the row's verdict (the table's); the marker says where accuracy was read (filled circle:
     at convergence; diamond: at equal steps or at the target) and whether time to accuracy is a bound (hollow:
-    censored). Rows with a verdict are labelled; the rest are one muted group. The legend names every colour and
+    censored). Rows with a verdict are named in a column of labels right of the plot (:func:`label_column`), a
+    leader line to each point; the rest are one muted group. The legend names every colour and
     marker drawn; the dotted front runs through rows with a family-wise verdict only. The accuracy axis is scaled
     where the decision is made (:func:`accuracy_scale`; the +-0.5 pp no-cost band drawn): a row beyond it sits at
     the edge as a triangle, its value in its label. ``best_set``: the measured best set's row (its own rounds),
@@ -165,15 +167,7 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
         if best_set is not None and best_set.tta_speedup is not None and not absent(best_set.acc_delta)
         else None
     )
-    labelled = verdict + ([star] if star is not None else [])  # the star's label takes its side among them
-    positions = dict(
-        zip(
-            [id(r) for r in labelled],
-            _label_positions(
-                [(r.tta_speedup.ratio, _on_scale(100 * r.acc_delta, limit)) for r in labelled], near_pp=0.4 * limit
-            ),
-        )
-    )
+    labelled = verdict + ([star] if star is not None else [])  # the star's label takes its place among them
     groups = []
     for part, named in ((verdict, True), (muted, False)):
         for censored in (False, True):
@@ -198,12 +192,8 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
         fig.add_scatter(
             x=x,
             y=y,
-            mode="markers+text" if named else "markers",
+            mode="markers",
             name=name,
-            text=[esc(r.label + (f" ({v:+.2f} pp, off scale)" if o else "")) for r, v, o in zip(sub, raw, off)]
-            if named
-            else None,
-            textposition=[positions[id(r)] for r in sub] if named else None,
             marker={
                 "symbol": symbol,
                 "size": 12 if named else 8,
@@ -246,10 +236,8 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
         fig.add_scatter(
             x=[t.ratio],
             y=[_on_scale(v, limit)],
-            mode="markers+text",
+            mode="markers",
             name="the measured best set (its own rounds)",
-            text=["best set"],
-            textposition=[positions[id(star)]],
             marker={"symbol": "star", "size": 18, "color": _CHART_COLOR[effect_kind(best_set, floors)]},
             error_x=error_bars([t.ratio], [t.low], [t.high]) | {"color": "#777"},
             error_y=error_bars([_on_scale(v, limit)], [100 * best_set.acc_delta_low], [100 * best_set.acc_delta_high])
@@ -281,6 +269,44 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
     fig.add_vline(x=1.0, line_dash="dash", line_color="#555")
     fig.add_hline(y=0.0, line_dash="dash", line_color="#555")
     fig.add_hrect(y0=-NO_COST_PP, y1=NO_COST_PP, fillcolor="#2a9d5b", opacity=0.10, line_width=0)
+    # every labelled point is named in a column right of the plot, a leader line to its point: points a few
+    # percent apart (the allocators near 1.2x, no accuracy cost) leave no room for labels beside them
+    ends = [
+        v
+        for r in rows + ([star] if star is not None else [])
+        for v in (r.tta_speedup.ratio, r.tta_speedup.low, r.tta_speedup.high)
+        if v is not None and v == v and v > 0
+    ]
+    lo, hi = math.log10(min(ends + [1.0])), math.log10(max(ends + [1.0]))
+    pad = 0.05 * max(hi - lo, 0.1)
+    x_range = [lo - pad, hi + pad]
+    names = [
+        "best set"
+        if r is star
+        else r.label + (f" ({100 * r.acc_delta:+.2f} pp, off scale)" if abs(100 * r.acc_delta) > limit else "")
+        for r in labelled
+    ]
+    points = [(r.tta_speedup.ratio, _on_scale(100 * r.acc_delta, limit)) for r in labelled]
+    heights = label_column([y for _, y in points], limit, gap=0.12 * limit)
+    for (x, y), h, text in zip(points, heights, names):
+        fig.add_annotation(
+            x=math.log10(x),
+            y=y,
+            ax=x_range[1] + 0.04 * (x_range[1] - x_range[0]),
+            ay=h,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            text=esc(text),
+            showarrow=True,
+            arrowhead=0,
+            arrowwidth=1,
+            arrowcolor="#aaa",
+            standoff=6,
+            xanchor="left",
+            font={"size": 11},
+        )
     ticks = [2.0**k for k in range(-8, 9)]
     fig.update_layout(
         title=f"Trade-off: time-to-accuracy speedup against the test {metric} change<br>"
@@ -291,9 +317,11 @@ def tradeoff_chart(rows: list[ComparisonRow], floors: dict, metric: str, best_se
             "title": "time-to-accuracy speedup (x, log scale)",
             "tickvals": ticks,
             "ticktext": [f"{v:g}x" for v in ticks],
+            "range": x_range,
         },
         yaxis={"title": f"test {metric} change against the baseline (pp)", "range": [-1.05 * limit, 1.05 * limit]},
-        height=520,
+        height=600,
+        margin={"r": 210},
         legend={"orientation": "h", "y": -0.25},
     )
     return fig
