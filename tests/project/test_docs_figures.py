@@ -889,6 +889,44 @@ def test_the_pages_read_the_reference_rows_as_its_block_gives_them():
     )
 
 
+def test_the_reference_folders_readme_quotes_its_generated_block():
+    """``results/reference/compare-small-cpu/README.md``'s findings, as the generated block gives them: every
+    ``name`` ratio [interval] it quotes is that row's time to accuracy, the verdict count and the minutes are the
+    block's, the best set's reading is the block's, and the A/A spreads are the headline's."""
+    from gnnbench.report.reference_md import headline_markdown, reference_markdown
+
+    folder = REFERENCE / "compare-small-cpu"
+    readme = " ".join((folder / "README.md").read_text().split())
+    block = reference_markdown(folder)
+    rows = {r[0].strip("`"): r for r in _table_lines_rows(block)}
+    quoted = re.findall(r"`(\w+)` \(?(\d\.\d\dx \[\d\.\d\d, \d\.\d\d\])", readme)
+    assert len(quoted) >= 8
+    for name, reading in quoted:
+        assert rows[name][2].startswith(reading), (name, reading, rows[name][2])
+    share = re.search(r"Verdicts for (\d+) of (\d+) rows", block).groups()
+    minutes = re.search(r"Wall time from its log: (\d+) minutes", block).group(1)
+    assert (
+        readme.startswith("# The reference on `small` at `")
+        and f"{share[0]} of {share[1]} verdicts in {minutes} minutes" in readme
+    )
+    assert f"Verdicts for {share[0]} of {share[1]} measured rows" in readme
+    best = re.search(r"Measured best set here: (\S+): (\d\.\d\dx \[\d\.\d\d, \d\.\d\d\])", block).groups()
+    assert f"`{best[0]}` {best[1]}" in readme
+    headline = headline_markdown(folder)
+    for design, word in (
+        ("one process", "in one process"),
+        ("duet", "in duet"),
+        ("across processes", "across processes"),
+    ):
+        sd, mean = re.search(rf"{design} sd (\d\.\d+) \(mean ([-+]\d\.\d+)", headline).groups()
+        assert f"{word} sd {sd} (mean {mean}" in readme, design
+
+
+def _table_lines_rows(text: str) -> list[list[str]]:
+    """The body rows of a Markdown table in ``text``, as stripped cells (its header and rule lines left out)."""
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in _table_lines(text)]
+
+
 def test_the_floors_stops_quote_the_sweep_that_made_them():
     """docs/statistics.md's example of rows that stopped below the floor before an equivalence test could call
     them: the rounds after which ``compare-small-cpu-next`` stopped them, as its manifest records."""

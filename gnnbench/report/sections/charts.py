@@ -111,8 +111,8 @@ def _where_read(r: ComparisonRow) -> str:
 
 def label_column(ys: list[float], limit: float, gap: float) -> list[float]:
     """The heights of a column of labels beside the plot, one per point at height ``ys[i]``: each as near its own
-    point as the others allow, in the points' order from top to bottom (so that leader lines do not cross within
-    the column), at least ``gap`` apart, and all within ``[-limit, limit]`` (the gap shrinks when the points do
+    point as the others allow, in the points' order from top to bottom (so that leader lines cross as little as
+    the points' own order allows), at least ``gap`` apart, and all within ``[-limit, limit]`` (the gap shrinks when the points do
     not fit at it)."""
     n = len(ys)
     if not n:
